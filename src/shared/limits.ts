@@ -1,0 +1,31 @@
+// Every bound named by the specification, in one place (see ../shared/design/limits.md).
+export const KiB = 1024;
+export const MiB = 1024 * 1024;
+
+export const PROMPT_MAX_BYTES = 64 * KiB;
+export const SYSTEM_PROMPT_MAX_BYTES = 64 * KiB;
+export const MAX_OUTPUT_TOKENS = 4096;
+export const RESPONSE_DEADLINE_MS = 120_000;
+export const TYPED_REQUEST_MAX_BYTES = 1 * MiB;
+export const TYPED_RESPONSE_MAX_BYTES = 4 * MiB;
+export const DSL_FILE_MAX_BYTES = 1 * MiB;
+export const AGENTS_MD_MAX_BYTES = 64 * KiB;
+export const AGENTS_MD_GUIDANCE_MAX_CHARS = 2000;
+export const DISCOVERY_MAX_ENTRIES = 1024;
+export const DISCOVERY_MAX_RETAINED_BYTES = 16 * MiB;
+export const SCHEMA_MAX_BYTES = 1 * MiB;
+export const SCHEMA_KEY_URL_MAX_BYTES = 8 * KiB;
+export const SCHEMA_KEY_BODY_MAX_BYTES = 64 * KiB;
+export const SCHEMA_KEY_FETCH_TIMEOUT_MS = 10_000;
+export const JOURNAL_LINE_MAX_BYTES = 1 * MiB;
+export const JOURNAL_FILE_MAX_BYTES = 64 * MiB;
+export const POLICY_FILE_MAX_BYTES = 1 * MiB;
+export const SHUTDOWN_GRACE_MS_DEFAULT = 10_000;
+
+// Inline DSL policy subset accepted by the conversational check.
+export const INLINE_POLICY_MAX_RULES = 128;
+export const INLINE_POLICY_MAX_CONDITION_TOKENS = 256;
+export const INLINE_POLICY_MAX_NESTING = 24;
+
+// Parser guard: deeper nesting is reported as an error instead of recursing further.
+export const DSL_MAX_NESTING = 256;
