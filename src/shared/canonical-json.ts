@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { createRequire } from 'node:module';
+
+// canonicalize ships CommonJS whose typings claim an ES default export; load it as what it is.
+const canonicalize = createRequire(import.meta.url)('canonicalize') as (input: unknown) => string | undefined;
 
 /** RFC 8785 canonical JSON text of a JSON-compatible value. */
 export function canonicalJson(value: unknown): string {

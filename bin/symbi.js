@@ -1,0 +1,3 @@
+#!/usr/bin/env node
+// The compiled entry point; `npm ci` builds dist/ through the `prepare` script.
+import '../dist/supervisor/cli.js';
