@@ -1,0 +1,68 @@
+import fs from 'node:fs';
+import { ConfinementError, PinnedDirectory, procPath } from './pinned-directory.js';
+
+// The server's own storage (.symbiont/ and what lies below it) must be private:
+// a real directory (never a symlink), owned by the server's user, with no group
+// or other permission bits. Anything else could let another user read or plant
+// evidence, so it is refused rather than repaired.
+
+export class UnsafeStorageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnsafeStorageError';
+  }
+}
+
+const PRIVATE_DIRECTORY_MODE = 0o700;
+
+export function checkPrivateDirectory(fd: number, shown: string): void {
+  const stat = fs.fstatSync(fd);
+  if (!stat.isDirectory()) throw new UnsafeStorageError(`${shown}: unsafe storage: not a directory`);
+  const uid = process.getuid?.();
+  if (uid !== undefined && stat.uid !== uid) {
+    throw new UnsafeStorageError(`${shown}: unsafe storage: owned by uid ${stat.uid}, not by the server's uid ${uid}`);
+  }
+  if ((stat.mode & 0o077) !== 0) {
+    throw new UnsafeStorageError(
+      `${shown}: unsafe storage: mode ${(stat.mode & 0o777).toString(8).padStart(4, '0')} grants group or other access; expected 0700`,
+    );
+  }
+}
+
+/**
+ * Opens (creating with mode 0700 when absent) the private directory named by
+ * `components`, e.g. ['.symbiont', 'governed'], checking every level. Returns a
+ * descriptor the caller closes. Throws UnsafeStorageError with the path and the problem.
+ */
+export function openPrivateDirectory(project: PinnedDirectory, components: readonly string[]): number {
+  let current = project.fd;
+  const shownParts: string[] = [project.displayPath];
+  try {
+    for (const name of components) {
+      shownParts.push(name);
+      const shown = shownParts.join('/');
+      try {
+        fs.mkdirSync(procPath(current, name), { mode: PRIVATE_DIRECTORY_MODE });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+          throw new UnsafeStorageError(`${shown}: cannot create storage directory (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+        }
+      }
+      let next: number;
+      try {
+        next = PinnedDirectory.fromDescriptor(current, shown).openDirectory([name]);
+      } catch (err) {
+        if (err instanceof ConfinementError && err.code === 'symlink') throw new UnsafeStorageError(`${shown}: unsafe storage: is a symlink`);
+        if (err instanceof ConfinementError && err.code === 'not_directory') throw new UnsafeStorageError(`${shown}: unsafe storage: not a directory`);
+        throw new UnsafeStorageError(`${shown}: cannot open storage directory: ${(err as Error).message}`);
+      }
+      if (current !== project.fd) fs.closeSync(current);
+      current = next;
+      checkPrivateDirectory(current, shown);
+    }
+    return current;
+  } catch (err) {
+    if (current !== project.fd) fs.closeSync(current);
+    throw err;
+  }
+}
