@@ -29,3 +29,10 @@ export const INLINE_POLICY_MAX_NESTING = 24;
 
 // Parser guard: deeper nesting is reported as an error instead of recursing further.
 export const DSL_MAX_NESTING = 256;
+
+// Entries inspected in each policy directory; past it the policy set is unreadable (deny-all).
+export const POLICY_DISCOVERY_MAX_ENTRIES = 1024;
+// Longest agent name accepted by the agent tools (a filename stem; longer names cannot exist).
+export const AGENT_NAME_MAX_BYTES = 255;
+// Longest line read from standard input; a longer line is discarded without buffering it.
+export const STDIN_LINE_MAX_BYTES = 8 * MiB;

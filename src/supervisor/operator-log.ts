@@ -1,0 +1,83 @@
+import fs from 'node:fs';
+import { pino, type Logger } from 'pino';
+
+// Everything the server says to an operator goes to standard error: standard
+// output is the MCP channel and must carry JSON-RPC messages only. Callers pass
+// short messages and plain fields; never prompts, responses or key material.
+
+export type LogFormat = 'text' | 'json';
+export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
+
+export type LogFields = Record<string, unknown>;
+
+export interface OperatorLog {
+  readonly format: LogFormat;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+}
+
+/** Keeps one log entry on one line whatever the message contains (paths can hold newlines). */
+export function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (c) => {
+    if (c === '\n') return '\\n';
+    if (c === '\r') return '\\r';
+    if (c === '\t') return '\\t';
+    return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  });
+}
+
+function formatFieldValue(value: unknown): string {
+  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? oneLine(value) : JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return '[unserialisable]';
+  }
+}
+
+function writeStderr(text: string): void {
+  try {
+    fs.writeSync(2, text);
+  } catch {
+    // A closed stderr must never take the server down.
+  }
+}
+
+function textLog(): OperatorLog {
+  const write = (level: string, message: string, fields?: LogFields): void => {
+    const prefix = level === 'info' ? 'symbi mcp: ' : `symbi mcp: ${level}: `;
+    const extra = fields
+      ? Object.entries(fields)
+          .filter(([, v]) => v !== undefined)
+          .map(([k, v]) => ` ${k}=${formatFieldValue(v)}`)
+          .join('')
+      : '';
+    writeStderr(`${prefix}${oneLine(message)}${extra}\n`);
+  };
+  return {
+    format: 'text',
+    info: (m, f) => write('info', m, f),
+    warn: (m, f) => write('warning', m, f),
+    error: (m, f) => write('error', m, f),
+  };
+}
+
+function jsonLog(): OperatorLog {
+  // Synchronous writes to fd 2 so nothing is lost when the process exits right after.
+  const logger: Logger = pino(
+    { base: { component: 'symbi-mcp' }, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
+    pino.destination({ dest: 2, sync: true }),
+  );
+  return {
+    format: 'json',
+    info: (m, f) => logger.info(f ?? {}, m),
+    warn: (m, f) => logger.warn(f ?? {}, m),
+    error: (m, f) => logger.error(f ?? {}, m),
+  };
+}
+
+export function createOperatorLog(format: LogFormat): OperatorLog {
+  return format === 'json' ? jsonLog() : textLog();
+}
