@@ -1,0 +1,62 @@
+import type { MessagePort } from 'node:worker_threads';
+
+// Everything that crosses the supervisor/worker thread boundary for one run.
+
+/** Data every worker thread receives once, at pool creation (the startup snapshot's share). */
+export interface WorkerBootData {
+  projectFd: number;
+  projectPath: string;
+  /** Loaded policy set (plain data), evaluated inside each worker with its own Cedar instance. */
+  policySet: unknown;
+  provider: unknown;
+}
+
+/** The selected definition as the worker needs it. */
+export interface RunDefinition {
+  stem: string;
+  file: string;
+  declaredName: string;
+  principal: string;
+  sourceHash: string;
+  declarationText: string;
+  declarationHash: string;
+  capabilities: string[];
+  timeoutMs: number;
+}
+
+export interface InvokeTask {
+  runId: string;
+  definition: RunDefinition;
+  prompt: string;
+  systemPrompt?: string;
+  /** The generated AGENTS.md section, already cut to its limit, if any. */
+  guidance?: string;
+  /** Supervisor-side port: cancel requests arrive here; progress and terminal notices leave here. */
+  port: MessagePort;
+}
+
+export type RunPhase = 'journal_opened' | 'request_sent' | 'response_received' | 'policy_evaluated';
+
+export const RUN_PHASES: readonly RunPhase[] = ['journal_opened', 'request_sent', 'response_received', 'policy_evaluated'];
+
+/** Supervisor -> worker. */
+export interface CancelMessage {
+  type: 'cancel';
+  reason: string;
+}
+
+/** Worker -> supervisor. */
+export type WorkerNotice =
+  | { type: 'progress'; phase: RunPhase }
+  | { type: 'journal'; path: string; publicKey: string }
+  | { type: 'terminal'; durable: boolean };
+
+export interface AuditReference {
+  run_id: string;
+  path: string;
+  public_key: string;
+}
+
+export type InvokeOutcome =
+  | { ok: true; text: string; audit: AuditReference }
+  | { ok: false; message: string; audit?: AuditReference; terminalDurable: boolean; cancelled: boolean };

@@ -1,0 +1,76 @@
+import { selectConversationalDefinition, type RegistryEntry } from '../shared/dsl/conversational-definition.js';
+import { PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../shared/limits.js';
+import { canPermitSomeResponse } from '../shared/policy/respond-authorization.js';
+import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
+import type { ProviderConfig } from '../shared/provider-config.js';
+import type { RunDefinition } from '../shared/run-messages.js';
+
+// Every refusal here happens before a journal exists, so it carries no audit reference.
+
+export interface PreflightInputs {
+  registry: readonly RegistryEntry[];
+  policySet: LoadedPolicySet;
+  provider: { ok: true; config: ProviderConfig } | { ok: false; message: string };
+}
+
+export interface InvokeArguments {
+  agent: string;
+  prompt: string;
+  system_prompt?: string | undefined;
+}
+
+export type Preflight = { ok: true; definition: RunDefinition; provider: ProviderConfig } | { ok: false; message: string };
+
+function overLimit(field: string, text: string, limit: number): string | undefined {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  return bytes > limit ? `${field} is ${bytes} bytes; the limit is ${limit} bytes (${limit / 1024} KiB)` : undefined;
+}
+
+export function preflightInvocation(args: InvokeArguments, inputs: PreflightInputs): Preflight {
+  const tooLong =
+    overLimit('prompt', args.prompt, PROMPT_MAX_BYTES) ??
+    (args.system_prompt !== undefined ? overLimit('system_prompt', args.system_prompt, SYSTEM_PROMPT_MAX_BYTES) : undefined);
+  if (tooLong !== undefined) return { ok: false, message: tooLong };
+
+  const selection = selectConversationalDefinition(inputs.registry, args.agent);
+  if (!selection.ok) return { ok: false, message: selection.message };
+  const selected = selection.definition;
+
+  if (!inputs.provider.ok) return { ok: false, message: `no model provider is configured: ${inputs.provider.message}` };
+
+  const verdict = canPermitSomeResponse(inputs.policySet, {
+    principal: selected.principal,
+    agentName: selected.declaredName,
+    capabilities: selected.capabilities,
+    context: {
+      surface: 'mcp-server',
+      mode: 'text_response',
+      tools_enabled: false,
+      run_id: '00000000-0000-0000-0000-000000000000',
+      agent: {
+        name: selected.declaredName,
+        file: selected.file,
+        source_hash: selected.sourceHash,
+        declaration_hash: selected.declarationHash,
+        capabilities: selected.capabilities,
+      },
+    },
+  });
+  if (!verdict.possible) return { ok: false, message: `Cedar policy denies every response from agent \`${selected.declaredName}\`: ${verdict.reason}` };
+
+  return {
+    ok: true,
+    provider: inputs.provider.config,
+    definition: {
+      stem: selected.stem,
+      file: selected.file,
+      declaredName: selected.declaredName,
+      principal: selected.principal,
+      sourceHash: selected.sourceHash,
+      declarationText: selected.declarationText,
+      declarationHash: selected.declarationHash,
+      capabilities: selected.capabilities,
+      timeoutMs: selected.timeoutMs,
+    },
+  };
+}

@@ -1,0 +1,109 @@
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { Piscina } from 'piscina';
+import type { InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
+
+// The run owner table: one entry per live invocation, kept until that run's
+// terminal record is durable (or known to be impossible), whatever happened to
+// the MCP request that started it. Dropping the caller never drops the owner.
+
+export interface RunHooks {
+  onProgress?: (phase: RunPhase) => void;
+}
+
+export interface TerminalRecovery {
+  /** Writes a terminal record through a fresh writer when the worker could not. Returns whether it is durable. */
+  (runId: string, principal: string, message: string): Promise<boolean>;
+}
+
+export interface RunOwner {
+  readonly runId: string;
+  readonly agent: string;
+  readonly startedAt: number;
+  /** Settles once the run's terminal record is durable or definitively failed. Never rejects. */
+  readonly done: Promise<InvokeOutcome>;
+  cancel(reason: string): void;
+  /** When cancel() was first called (performance.now()), if it was. */
+  cancelRequestedAt(): number | undefined;
+}
+
+export class RunOwnerTable {
+  private readonly runs = new Map<string, RunOwner>();
+
+  constructor(
+    private readonly pool: Piscina,
+    private readonly recoverTerminal: TerminalRecovery,
+  ) {}
+
+  get size(): number {
+    return this.runs.size;
+  }
+
+  start(task: Omit<InvokeTask, 'port'>, hooks: RunHooks = {}): RunOwner {
+    const { port1: ownerPort, port2: workerPort } = new MessageChannel();
+    let cancelAt: number | undefined;
+    let journalOpened = false;
+
+    ownerPort.on('message', (notice: WorkerNotice) => {
+      if (notice.type === 'journal') journalOpened = true;
+      if (notice.type === 'progress') hooks.onProgress?.(notice.phase);
+    });
+
+    const done = this.pool
+      .run({ ...task, port: workerPort } satisfies InvokeTask, { transferList: [workerPort as unknown as MessagePort] })
+      .then((outcome: InvokeOutcome) => outcome)
+      .catch(async (err: unknown): Promise<InvokeOutcome> => {
+        // The worker task itself failed (a crash, not a run failure): finish
+        // the audit from here so the journal still ends with a terminal record.
+        const message = `the worker running this invocation failed: ${(err as Error)?.message ?? String(err)}`;
+        const durable = journalOpened ? await this.recoverTerminal(task.runId, task.definition.principal, message).catch(() => false) : false;
+        return { ok: false, message, terminalDurable: durable, cancelled: cancelAt !== undefined };
+      })
+      .finally(() => {
+        ownerPort.close();
+        this.runs.delete(task.runId);
+      });
+
+    const owner: RunOwner = {
+      runId: task.runId,
+      agent: task.definition.declaredName,
+      startedAt: performance.now(),
+      done,
+      cancel: (reason: string) => {
+        if (cancelAt !== undefined || !this.runs.has(task.runId)) return;
+        cancelAt = performance.now();
+        try {
+          ownerPort.postMessage({ type: 'cancel', reason });
+        } catch {
+          // The port closes when the run ends; a late cancel has nothing left to stop.
+        }
+      },
+      cancelRequestedAt: () => cancelAt,
+    };
+    this.runs.set(task.runId, owner);
+    return owner;
+  }
+
+  cancelAll(reason: string): void {
+    for (const owner of this.runs.values()) owner.cancel(reason);
+  }
+
+  /** Waits for every live run to settle, up to `timeoutMs`. */
+  async drain(timeoutMs: number): Promise<{ finalised: number; notFinalised: number }> {
+    const pending = [...this.runs.values()];
+    let finalised = 0;
+    const settled = Promise.all(
+      pending.map((owner) =>
+        owner.done.then((outcome) => {
+          if (outcome.ok || outcome.terminalDurable) finalised += 1;
+        }),
+      ),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    await Promise.race([settled, timeout]);
+    if (timer !== undefined) clearTimeout(timer);
+    return { finalised, notFinalised: pending.length - finalised };
+  }
+}

@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import { openAuditStorage } from '../shared/audit-storage.js';
+import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
+import { JournalWriter } from '../shared/journal/journal-writer.js';
+import { MAX_OUTPUT_TOKENS, TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
+import type { PinnedDirectory } from '../shared/pinned-directory.js';
+import { authorizeRespond, type RespondRequest } from '../shared/policy/respond-authorization.js';
+import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
+import type { ProviderConfig } from '../shared/provider-config.js';
+import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
+import { buildConversation } from './conversation.js';
+import { callProvider, type TypedInferenceRequest, type TypedInferenceResponse } from './providers/provider-call.js';
+import { listenForCancellation } from './run-cancellation.js';
+
+const SURFACE = 'mcp-server';
+const MODE = 'text_response';
+
+export interface WorkerResources {
+  project: PinnedDirectory;
+  policySet: LoadedPolicySet;
+  provider: ProviderConfig;
+}
+
+/** A failure that ends the run with an `Error` terminal record and withholds any text. */
+class RunStopped extends Error {}
+
+/**
+ * One governed invocation: every journal record is durable before the step it
+ * guards, and the text is returned only after the terminal record is durable.
+ * Whatever goes wrong after the journal exists, a terminal record is attempted.
+ */
+export async function performInvocation(task: InvokeTask, resources: WorkerResources): Promise<InvokeOutcome> {
+  const { definition } = task;
+  const notify = (notice: WorkerNotice): void => {
+    try {
+      task.port.postMessage(notice);
+    } catch {
+      // The supervisor side may be gone; the journal is what matters.
+    }
+  };
+  const progress = (phase: RunPhase): void => notify({ type: 'progress', phase });
+
+  const cancellation = listenForCancellation(task.port);
+  const deadline = new AbortController();
+  let deadlineTimer: NodeJS.Timeout | undefined;
+  const stopSignal = AbortSignal.any([cancellation.signal, deadline.signal]);
+  const stopReason = (): string =>
+    cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
+  const throwIfStopped = (): void => {
+    if (stopSignal.aborted) throw new RunStopped(stopReason());
+  };
+
+  let writer: JournalWriter | undefined;
+  let audit: AuditReference | undefined;
+  let callId: string | undefined;
+  let finishRecorded = false;
+
+  try {
+    throwIfStopped();
+    const storage = openAuditStorage(resources.project);
+    writer = await JournalWriter.create(storage, task.runId, definition.principal);
+    audit = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
+    notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
+    // The deadline covers the whole invocation after the journal opens.
+    deadlineTimer = setTimeout(() => deadline.abort(new Error('deadline')), definition.timeoutMs);
+
+    await writer.append({
+      Started: {
+        execution_context: {
+          agent_definition: {
+            name: definition.declaredName,
+            file: definition.file,
+            source_hash: definition.sourceHash,
+            declaration_hash: definition.declarationHash,
+            mode: MODE,
+            surface: SURFACE,
+            tools_enabled: false,
+          },
+        },
+      },
+    });
+    progress('journal_opened');
+    throwIfStopped();
+
+    const typedRequest: TypedInferenceRequest = {
+      conversation: buildConversation(task),
+      options: { provider: resources.provider.kind, model: resources.provider.model, max_tokens: MAX_OUTPUT_TOKENS },
+    };
+    const requestDigest = canonicalHash(typedRequest);
+    if (requestDigest.bytes > TYPED_REQUEST_MAX_BYTES) {
+      throw new RunStopped(`the typed inference request is ${requestDigest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`);
+    }
+    callId = randomUUID();
+    await writer.append({
+      DirectInferenceRequested: {
+        call_id: callId,
+        operation: SURFACE,
+        provider: resources.provider.kind,
+        model: resources.provider.model,
+        request_hash: requestDigest.hash,
+        request_bytes: requestDigest.bytes,
+        recipient: definition.principal,
+        recipient_definition_hash: definition.sourceHash,
+      },
+    });
+    throwIfStopped();
+    progress('request_sent');
+
+    let response: TypedInferenceResponse;
+    try {
+      response = await callProvider(resources.provider, typedRequest, stopSignal);
+    } catch (err) {
+      if (stopSignal.aborted) throw new RunStopped(stopReason());
+      throw new RunStopped(`provider request failed: ${(err as Error).message}`);
+    }
+    const responseDigest = canonicalHash(response);
+    if (responseDigest.bytes > TYPED_RESPONSE_MAX_BYTES) {
+      throw new RunStopped(`the typed inference response is ${responseDigest.bytes} bytes; the limit is ${TYPED_RESPONSE_MAX_BYTES} bytes`);
+    }
+    await writer.append({
+      DirectInferenceResponseReceived: { call_id: callId, response_hash: responseDigest.hash, response_bytes: responseDigest.bytes },
+    });
+    await writer.append({
+      DirectInferenceFinished: {
+        call_id: callId,
+        reason: 'Completed',
+        response_hash: responseDigest.hash,
+        response_bytes: responseDigest.bytes,
+        finish_reason: response.finish_reason,
+        usage: response.usage,
+      },
+    });
+    finishRecorded = true;
+    progress('response_received');
+    throwIfStopped();
+
+    if (response.tool_calls.length > 0) {
+      throw new RunStopped(
+        `the model proposed ${response.tool_calls.length} tool call(s); this route runs no tools, so the response was withheld`,
+      );
+    }
+
+    const contentBytes = Buffer.byteLength(response.content, 'utf8');
+    const contentHash = sha256Hex(response.content);
+    const respondRequest: RespondRequest = {
+      principal: definition.principal,
+      agentName: definition.declaredName,
+      capabilities: definition.capabilities,
+      context: {
+        surface: SURFACE,
+        mode: MODE,
+        tools_enabled: false,
+        run_id: task.runId,
+        agent: {
+          name: definition.declaredName,
+          file: definition.file,
+          source_hash: definition.sourceHash,
+          declaration_hash: definition.declarationHash,
+          capabilities: definition.capabilities,
+        },
+        response: { content: response.content, sha256: contentHash, bytes: contentBytes, finish_reason: response.finish_reason },
+      },
+    };
+    const decision = authorizeRespond(resources.policySet, respondRequest);
+    await writer.append({
+      PolicyEvaluated: {
+        action: 'respond',
+        decision: decision.decision,
+        determining_policies: decision.determining_policies,
+        errors: decision.errors,
+        denied_count: decision.decision === 'allow' ? 0 : 1,
+        response_hash: contentHash,
+        response_bytes: contentBytes,
+      },
+    });
+    progress('policy_evaluated');
+    throwIfStopped();
+    if (decision.decision !== 'allow') {
+      throw new RunStopped(`Cedar policy denied the response: ${decision.reason}`);
+    }
+
+    await writer.appendTerminal('Completed');
+    return { ok: true, text: response.content, audit };
+  } catch (err) {
+    const message = describeFailure(err);
+    let terminalDurable = false;
+    if (writer !== undefined) {
+      if (callId !== undefined && !finishRecorded) {
+        try {
+          await writer.append({ DirectInferenceFinished: { call_id: callId, reason: { Error: { message } }, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } });
+        } catch {
+          // The terminal record below is still attempted.
+        }
+      }
+      try {
+        await writer.appendTerminal({ Error: { message } });
+        terminalDurable = true;
+      } catch {
+        terminalDurable = false;
+      }
+    }
+    const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined };
+    if (audit !== undefined) result.audit = audit;
+    return result;
+  } finally {
+    if (deadlineTimer !== undefined) clearTimeout(deadlineTimer);
+    cancellation.dispose();
+    if (writer !== undefined) await writer.close().catch(() => undefined);
+  }
+}
+
+function describeFailure(err: unknown): string {
+  if (err instanceof RunStopped) return err.message;
+  if (err instanceof Error) return err.message.split('\n')[0] ?? 'the run failed';
+  return 'the run failed';
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
+}

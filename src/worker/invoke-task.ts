@@ -1,0 +1,23 @@
+import { workerData } from 'piscina';
+import { PinnedDirectory } from '../shared/pinned-directory.js';
+import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
+import type { ProviderConfig } from '../shared/provider-config.js';
+import type { InvokeOutcome, InvokeTask, WorkerBootData } from '../shared/run-messages.js';
+import { performInvocation, type WorkerResources } from './invocation.js';
+
+// The piscina task module. Worker threads share the process's descriptor table,
+// so the project directory pinned by the supervisor is used here by number.
+const boot = workerData as WorkerBootData;
+const resources: WorkerResources = {
+  project: PinnedDirectory.fromDescriptor(boot.projectFd, boot.projectPath),
+  policySet: boot.policySet as LoadedPolicySet,
+  provider: boot.provider as ProviderConfig,
+};
+
+export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcome> {
+  try {
+    return await performInvocation(task, resources);
+  } finally {
+    task.port.close();
+  }
+}
