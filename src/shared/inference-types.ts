@@ -1,0 +1,27 @@
+import type { ProviderKind } from './provider-config.js';
+
+// The typed request and response that the journal hashes (as canonical JSON) and the providers translate.
+
+export interface ChatMessage {
+  role: 'system' | 'user';
+  content: string;
+}
+
+export interface TypedInferenceRequest {
+  conversation: ChatMessage[];
+  options: { provider: ProviderKind; model: string; max_tokens: number };
+}
+
+export interface TypedInferenceUsage {
+  input_tokens: number | null;
+  output_tokens: number | null;
+}
+
+export interface TypedInferenceResponse {
+  content: string;
+  /** Tool calls the model proposed, as the provider sent them; the caller withholds any response that has one. */
+  tool_calls: unknown[];
+  finish_reason: string;
+  usage: TypedInferenceUsage | null;
+  model: string | null;
+}

@@ -1,0 +1,90 @@
+import type { ProviderConfig } from '../../shared/provider-config.js';
+import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared/inference-types.js';
+import { ProviderError } from './provider-error.js';
+import { postJson } from './provider-http.js';
+import { isRecord, optionalString, tokenCount } from './response-fields.js';
+
+// Anthropic Messages API: the system text travels in `system`, the user messages in `messages`.
+
+export const ANTHROPIC_VERSION = '2023-06-01';
+
+export interface AnthropicMessagesBody {
+  model: string;
+  max_tokens: number;
+  system?: string;
+  messages: { role: 'user'; content: string }[];
+}
+
+/** The exact body sent; no `tools`. */
+export function anthropicMessagesBody(request: TypedInferenceRequest): AnthropicMessagesBody {
+  const system = request.conversation.filter((m) => m.role === 'system').map((m) => m.content);
+  const body: AnthropicMessagesBody = {
+    model: request.options.model,
+    max_tokens: request.options.max_tokens,
+    messages: request.conversation.filter((m) => m.role === 'user').map((m) => ({ role: 'user', content: m.content })),
+  };
+  if (system.length > 0) body.system = system.join('\n\n');
+  return body;
+}
+
+export function anthropicMessagesHeaders(config: ProviderConfig): Record<string, string> {
+  return {
+    'Content-Type': 'application/json',
+    Accept: 'application/json',
+    'x-api-key': config.apiKey,
+    'anthropic-version': ANTHROPIC_VERSION,
+  };
+}
+
+function malformed(detail: string): ProviderError {
+  return new ProviderError(`the provider response is not an Anthropic message: ${detail}`, 'malformed');
+}
+
+/** Translates a Messages JSON answer into the typed response; tool-use blocks become tool calls. */
+export function parseAnthropicMessagesResponse(json: unknown): TypedInferenceResponse {
+  if (!isRecord(json)) throw malformed('the body is not a JSON object');
+  if (json.type === 'error') throw malformed('the body is an error object');
+  if (!Array.isArray(json.content)) throw malformed('content is missing or not an array');
+
+  let text = '';
+  const toolCalls: unknown[] = [];
+  for (const block of json.content as unknown[]) {
+    if (!isRecord(block) || typeof block.type !== 'string') throw malformed('a content block has no type');
+    if (block.type === 'text') {
+      if (typeof block.text !== 'string') throw malformed('a text block has no text');
+      text += block.text;
+    } else if (block.type.endsWith('tool_use')) {
+      // tool_use, server_tool_use, mcp_tool_use: all are proposals to act, withheld by the caller.
+      toolCalls.push(block);
+    }
+    // Other blocks (thinking and the like) carry no answer text.
+  }
+
+  const usage = isRecord(json.usage)
+    ? { input_tokens: tokenCount(json.usage.input_tokens), output_tokens: tokenCount(json.usage.output_tokens) }
+    : null;
+  return {
+    content: text,
+    tool_calls: toolCalls,
+    finish_reason: optionalString(json.stop_reason) ?? 'unknown',
+    usage,
+    model: optionalString(json.model),
+  };
+}
+
+export async function callAnthropicMessages(
+  config: ProviderConfig,
+  request: TypedInferenceRequest,
+  signal: AbortSignal,
+): Promise<TypedInferenceResponse> {
+  const json = await postJson(
+    {
+      url: `${config.baseUrl}/v1/messages`,
+      headers: anthropicMessagesHeaders(config),
+      body: anthropicMessagesBody(request),
+      secret: config.apiKey,
+    },
+    signal,
+  );
+  return parseAnthropicMessagesResponse(json);
+}

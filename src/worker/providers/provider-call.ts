@@ -1,0 +1,37 @@
+import type { ProviderConfig } from '../../shared/provider-config.js';
+import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared/inference-types.js';
+import { callAnthropicMessages } from './anthropic-messages.js';
+import { callOpenAiCompatible } from './openai-chat.js';
+import { ProviderError } from './provider-error.js';
+
+export type { ChatMessage, TypedInferenceRequest, TypedInferenceResponse } from '../../shared/inference-types.js';
+export { ProviderError, type ProviderErrorKind } from './provider-error.js';
+
+/**
+ * Sends one typed request to the configured provider and returns its typed response.
+ * No retries. Aborting `signal` closes the HTTP connection and rejects with kind 'aborted'.
+ * Every failure is a ProviderError whose message never contains the API key.
+ */
+export async function callProvider(
+  config: ProviderConfig,
+  request: TypedInferenceRequest,
+  signal: AbortSignal,
+): Promise<TypedInferenceResponse> {
+  if (request.options.provider !== config.kind) {
+    throw new ProviderError(
+      `the typed request names provider ${request.options.provider} but the configured provider is ${config.kind}`,
+      'malformed',
+    );
+  }
+  // Validated at configuration time too; checked again so fetch never quotes a bad key in its own error.
+  if (config.apiKey !== '' && !/^[\x21-\x7e]+$/.test(config.apiKey)) {
+    throw new ProviderError('the provider API key contains characters not allowed in an HTTP header', 'network');
+  }
+  switch (config.kind) {
+    case 'openai':
+    case 'openrouter':
+      return callOpenAiCompatible(config, request, signal);
+    case 'anthropic':
+      return callAnthropicMessages(config, request, signal);
+  }
+}
