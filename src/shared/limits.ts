@@ -36,3 +36,6 @@ export const POLICY_DISCOVERY_MAX_ENTRIES = 1024;
 export const AGENT_NAME_MAX_BYTES = 255;
 // Longest line read from standard input; a longer line is discarded without buffering it.
 export const STDIN_LINE_MAX_BYTES = 8 * MiB;
+
+// The SchemaPin trust-on-first-use store (.symbiont/schemapin/pins.json); larger is refused as damaged.
+export const SCHEMAPIN_PINS_MAX_BYTES = 1 * MiB;
