@@ -39,3 +39,6 @@ export const STDIN_LINE_MAX_BYTES = 8 * MiB;
 
 // The SchemaPin trust-on-first-use store (.symbiont/schemapin/pins.json); larger is refused as damaged.
 export const SCHEMAPIN_PINS_MAX_BYTES = 1 * MiB;
+
+// Syntax errors reported per DSL file; past it the parser stops and says so.
+export const DSL_MAX_ERRORS = 100;
