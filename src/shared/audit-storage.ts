@@ -1,0 +1,66 @@
+import fs from 'node:fs';
+import type { PinnedDirectory } from './pinned-directory.js';
+import { openPrivateDirectory, UnsafeStorageError } from './private-directory.js';
+import { loadSigningKeyFile } from './journal/signing-key-file.js';
+import type { ProjectSigningKey } from './journal/signing-key.js';
+
+// The audit storage of one project: the private .symbiont/governed/ directory
+// (held open by descriptor, so a later rename or symlink swap of the path
+// changes nothing we write) and the project signing key found there.
+//
+// Open it in the thread that writes the journal: the descriptor number is
+// valid process-wide, but the key (a KeyObject behind a function) does not
+// cross a postMessage boundary.
+
+export { UnsafeStorageError };
+/** The error every storage refusal throws (one line naming the path and the problem). */
+export const StorageRefusal = UnsafeStorageError;
+export type StorageRefusal = UnsafeStorageError;
+
+export const GOVERNED_COMPONENTS = ['.symbiont', 'governed'] as const;
+
+export interface AuditStorage {
+  /** Descriptor of .symbiont/governed/ (close with closeAuditStorage). */
+  governedDirFd: number;
+  /** Absolute path of .symbiont/governed for display. */
+  governedPath: string;
+  signingKey: ProjectSigningKey;
+}
+
+export function governedDisplayPath(project: PinnedDirectory): string {
+  return [project.displayPath, ...GOVERNED_COMPONENTS].join('/');
+}
+
+/**
+ * Creates (0700) or checks .symbiont/ and .symbiont/governed/, then loads or
+ * creates audit-signing.key. Throws UnsafeStorageError before anything else is
+ * written when the storage is not private.
+ */
+export function openAuditStorage(project: PinnedDirectory): AuditStorage {
+  const governedDirFd = openPrivateDirectory(project, GOVERNED_COMPONENTS);
+  const governedPath = governedDisplayPath(project);
+  try {
+    const signingKey = loadSigningKeyFile(governedDirFd, governedPath, { create: true });
+    if (signingKey === undefined) throw new UnsafeStorageError(`${governedPath}: no signing key could be loaded`);
+    return { governedDirFd, governedPath, signingKey };
+  } catch (err) {
+    fs.closeSync(governedDirFd);
+    throw err;
+  }
+}
+
+export function closeAuditStorage(storage: AuditStorage): void {
+  try {
+    fs.closeSync(storage.governedDirFd);
+  } catch {
+    // already closed
+  }
+}
+
+/** The startup line for standard error: the key an operator should record somewhere the project cannot change. */
+export function publicKeyNotice(storage: AuditStorage): string {
+  return (
+    `audit journals in ${storage.governedPath} are signed with Ed25519 public key ${storage.signingKey.publicKeyHex}; ` +
+    'record it outside the project to verify runs later (symbi audit inspect)'
+  );
+}

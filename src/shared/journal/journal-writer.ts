@@ -1,0 +1,221 @@
+import fs from 'node:fs';
+import { canonicalJson, sha256Hex } from '../canonical-json.js';
+import { JOURNAL_LINE_MAX_BYTES } from '../limits.js';
+import { procPath } from '../pinned-directory.js';
+import type { AuditStorage } from '../audit-storage.js';
+import {
+  encodeRecordLine,
+  GENESIS_PREVIOUS_HASH,
+  isCanonicalUuid,
+  JOURNAL_FILE_SUFFIX,
+  JOURNAL_FORMAT_VERSION,
+  STARTED_EVENT,
+  TERMINATED_EVENT,
+  type TerminalReason,
+} from './journal-format.js';
+
+// Appends signed, chained records to one run's journal. Each append is durable
+// (fdatasync) before its promise resolves, because the caller acts on that
+// durability: the provider request is sent only after DirectInferenceRequested
+// is on disk, and model text is released only after Terminated is.
+//
+// Callers pass hashes and sizes, never prompt or response text; the writer
+// signs whatever event it is given and does not inspect field contents.
+//
+// The file is written with O_APPEND from one descriptor. Before every append
+// the writer checks that the file still ends where its own last record ended;
+// if anything else wrote to or truncated the file, the chain on disk is no
+// longer ours, so every later effect record is refused. The terminal record is
+// still attempted so the run's end is recorded as far as possible (a verifier
+// then rejects the file, which is the honest outcome).
+
+export class JournalWriteError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'JournalWriteError';
+  }
+}
+
+const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_APPEND } = fs.constants;
+const JOURNAL_FILE_MODE = 0o600;
+/** Terminal error messages are cut to this many characters so the terminal record always fits a line. */
+const TERMINAL_MESSAGE_MAX_CHARS = 4096;
+
+function errorText(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  return e.code ?? e.message ?? String(err);
+}
+
+export class JournalWriter {
+  private sequence = 0;
+  private previousHash = GENESIS_PREVIOUS_HASH;
+  private expectedSize = 0;
+  /** Set once the file can no longer be trusted to hold exactly our chain; effect appends then fail. */
+  private broken: string | undefined;
+  private terminated = false;
+  private closed = false;
+
+  private constructor(
+    private readonly fd: number,
+    private readonly signer: AuditStorage['signingKey'],
+    readonly runId: string,
+    readonly agentId: string,
+    /** Absolute path for display in the audit reference. */
+    readonly path: string,
+  ) {}
+
+  /** Creates `<runId>.jsonl` exclusively (mode 0600, no symlink followed) in the governed directory. */
+  static async create(storage: AuditStorage, runId: string, agentId: string): Promise<JournalWriter> {
+    if (!isCanonicalUuid(runId)) throw new JournalWriteError(`run id ${JSON.stringify(String(runId)).slice(0, 80)} is not a lowercase UUID`);
+    if (!isCanonicalUuid(agentId)) throw new JournalWriteError(`agent id ${JSON.stringify(String(agentId)).slice(0, 80)} is not a lowercase UUID`);
+    const name = `${runId}${JOURNAL_FILE_SUFFIX}`;
+    const shown = `${storage.governedPath}/${name}`;
+    let fd: number;
+    try {
+      fd = fs.openSync(procPath(storage.governedDirFd, name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND, JOURNAL_FILE_MODE);
+    } catch (err) {
+      const code = errorText(err);
+      if (code === 'EEXIST') throw new JournalWriteError(`${shown}: a journal for this run already exists; journals are never reused`);
+      throw new JournalWriteError(`${shown}: cannot create the journal (${code})`);
+    }
+    try {
+      fs.fchmodSync(fd, JOURNAL_FILE_MODE); // the umask may only have removed bits; make the mode exact
+      fs.fsyncSync(storage.governedDirFd); // the new directory entry must survive a crash as well
+    } catch (err) {
+      const code = errorText(err);
+      // EINVAL: the file system cannot sync directories; the records themselves are still synced.
+      if (code !== 'EINVAL') {
+        fs.closeSync(fd);
+        throw new JournalWriteError(`${shown}: cannot secure the new journal (${code})`);
+      }
+    }
+    return new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
+  }
+
+  /** Number of records written so far. */
+  get records(): number {
+    return this.sequence;
+  }
+
+  /**
+   * Appends one effect record: `event` is `{ EventName: { ...fields } }`.
+   * Resolves once the line is durable. Throws JournalWriteError otherwise.
+   */
+  async append(event: Record<string, unknown>): Promise<void> {
+    this.checkOpen();
+    const name = checkEvent(event);
+    if (name === TERMINATED_EVENT) throw new JournalWriteError('the Terminated record is written with appendTerminal');
+    if (this.sequence === 0 && name !== STARTED_EVENT) {
+      throw new JournalWriteError(`the first record of a journal must be Started, not ${name}`);
+    }
+    if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
+    this.checkFileEnd();
+    if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
+    this.writeRecord(event);
+  }
+
+  /**
+   * Appends the Terminated record. Attempted even after an effect append
+   * failed or the file was tampered with; resolves once it is durable.
+   */
+  async appendTerminal(reason: TerminalReason): Promise<void> {
+    this.checkOpen();
+    let normal: TerminalReason;
+    if (reason === 'Completed') normal = 'Completed';
+    else if (reason !== null && typeof reason === 'object' && typeof reason.Error?.message === 'string') {
+      normal = { Error: { message: reason.Error.message.slice(0, TERMINAL_MESSAGE_MAX_CHARS) } };
+    } else {
+      throw new JournalWriteError('a terminal reason is "Completed" or { Error: { message: string } }');
+    }
+    // Record the tampering if we see it, but write anyway: this is the last word on the run.
+    this.checkFileEnd();
+    this.writeRecord({ [TERMINATED_EVENT]: { reason: normal } });
+    this.terminated = true;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      fs.closeSync(this.fd);
+    } catch {
+      // nothing more can be lost here: every record was synced before its append resolved
+    }
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new JournalWriteError(`${this.path}: the journal writer is closed`);
+    // A record after Terminated would make the run's end ambiguous.
+    if (this.terminated) {
+      throw new JournalWriteError(`${this.path}: the journal already has its Terminated record`);
+    }
+  }
+
+  private checkFileEnd(): void {
+    let size: number;
+    try {
+      size = fs.fstatSync(this.fd).size;
+    } catch (err) {
+      this.broken ??= `cannot check the journal's size (${errorText(err)})`;
+      return;
+    }
+    if (size !== this.expectedSize && this.broken === undefined) {
+      this.broken =
+        size > this.expectedSize
+          ? `${size - this.expectedSize} foreign bytes were added after record ${this.sequence - 1}`
+          : `the journal was truncated to ${size} bytes (expected ${this.expectedSize})`;
+    }
+  }
+
+  private writeRecord(event: Record<string, unknown>): void {
+    let payloadText: string;
+    try {
+      payloadText = canonicalJson({
+        version: JOURNAL_FORMAT_VERSION,
+        run_id: this.runId,
+        previous_hash: this.previousHash,
+        entry: {
+          sequence: this.sequence,
+          timestamp: new Date().toISOString(),
+          agent_id: this.agentId,
+          iteration: 1,
+          event,
+        },
+      });
+    } catch (err) {
+      throw new JournalWriteError(`the record cannot be expressed as JSON (${(err as Error).message})`);
+    }
+    const payload = Buffer.from(payloadText, 'utf8');
+    const line = encodeRecordLine(payload, this.signer.sign(payload));
+    if (line.length > JOURNAL_LINE_MAX_BYTES) {
+      throw new JournalWriteError(`the record is ${line.length} bytes; a journal line is at most ${JOURNAL_LINE_MAX_BYTES} bytes`);
+    }
+    let written = 0;
+    try {
+      while (written < line.length) written += fs.writeSync(this.fd, line, written, line.length - written);
+      fs.fdatasyncSync(this.fd);
+    } catch (err) {
+      // After a failed write or sync the file's contents are unknown: never extend this chain again.
+      this.broken ??= `a write failed after ${written} of ${line.length} bytes (${errorText(err)})`;
+      throw new JournalWriteError(`${this.path}: record ${this.sequence} was not made durable (${errorText(err)})`);
+    }
+    this.expectedSize += line.length;
+    this.previousHash = sha256Hex(line);
+    this.sequence += 1;
+  }
+}
+
+/** Returns the event's name after checking it has the `{ Name: { ...fields } }` shape. */
+function checkEvent(event: Record<string, unknown>): string {
+  if (event === null || typeof event !== 'object' || Array.isArray(event)) {
+    throw new JournalWriteError('an event is an object with exactly one key, the event name');
+  }
+  const keys = Object.keys(event);
+  if (keys.length !== 1) throw new JournalWriteError(`an event has exactly one key, the event name; got ${keys.length}`);
+  const name = keys[0]!;
+  const fields = event[name];
+  if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
+    throw new JournalWriteError(`the fields of event ${name} must be an object`);
+  }
+  return name;
+}

@@ -1,0 +1,115 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { procPath } from '../pinned-directory.js';
+import { UnsafeStorageError } from '../private-directory.js';
+import { ED25519_SEED_BYTES, signingKeyFromSeed, type ProjectSigningKey } from './signing-key.js';
+
+// audit-signing.key holds the raw Ed25519 seed. Whoever can read it can forge
+// the project's journals, and whoever can swap it can make forged journals
+// verify with "the project key", so it must be a private, single-link, regular
+// file of exactly 32 bytes. A bad key is refused, never silently replaced:
+// replacing it would orphan every journal signed so far.
+
+export const SIGNING_KEY_FILE = 'audit-signing.key';
+const KEY_FILE_MODE = 0o600;
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
+
+function errno(err: unknown): string {
+  return (err as NodeJS.ErrnoException).code ?? 'error';
+}
+
+function createKeyFile(dirFd: number, shown: string): boolean {
+  let fd: number;
+  try {
+    fd = fs.openSync(procPath(dirFd, SIGNING_KEY_FILE), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, KEY_FILE_MODE);
+  } catch (err) {
+    // Another process created it first (or a symlink sits there): load and check what is there.
+    if (errno(err) === 'EEXIST' || errno(err) === 'ELOOP') return false;
+    throw new UnsafeStorageError(`${shown}: cannot create the signing key (${errno(err)})`);
+  }
+  try {
+    fs.fchmodSync(fd, KEY_FILE_MODE);
+    fs.writeSync(fd, crypto.randomBytes(ED25519_SEED_BYTES));
+    fs.fsyncSync(fd);
+  } catch (err) {
+    throw new UnsafeStorageError(`${shown}: cannot write the new signing key (${errno(err)})`);
+  } finally {
+    fs.closeSync(fd);
+  }
+  try {
+    fs.fsyncSync(dirFd); // make the new directory entry durable too
+  } catch {
+    // Some file systems refuse fsync on a directory; the key file itself is synced.
+  }
+  return true;
+}
+
+function readKeyFile(dirFd: number, shown: string): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(procPath(dirFd, SIGNING_KEY_FILE), O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  } catch (err) {
+    const code = errno(err);
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP') throw new UnsafeStorageError(`${shown}: unsafe signing key: is a symlink`);
+    if (code === 'ENXIO') throw new UnsafeStorageError(`${shown}: unsafe signing key: not a regular file`);
+    throw new UnsafeStorageError(`${shown}: cannot open the signing key (${code})`);
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile()) throw new UnsafeStorageError(`${shown}: unsafe signing key: not a regular file`);
+    const uid = process.getuid?.();
+    if (uid !== undefined && stat.uid !== uid) {
+      throw new UnsafeStorageError(`${shown}: unsafe signing key: owned by uid ${stat.uid}, not by the server's uid ${uid}`);
+    }
+    if (stat.nlink !== 1) {
+      throw new UnsafeStorageError(`${shown}: unsafe signing key: has ${stat.nlink} hard links; expected exactly 1`);
+    }
+    if ((stat.mode & 0o077) !== 0) {
+      throw new UnsafeStorageError(
+        `${shown}: unsafe signing key: mode ${(stat.mode & 0o777).toString(8).padStart(4, '0')} grants group or other access; expected 0600`,
+      );
+    }
+    // Read one byte more than a seed so an oversized file is noticed even if it grew after fstat.
+    const buffer = Buffer.alloc(ED25519_SEED_BYTES + 1);
+    let filled = 0;
+    while (filled < buffer.length) {
+      const n = fs.readSync(fd, buffer, filled, buffer.length - filled, filled);
+      if (n === 0) break;
+      filled += n;
+    }
+    if (stat.size !== ED25519_SEED_BYTES || filled !== ED25519_SEED_BYTES) {
+      const size = Math.max(stat.size, filled);
+      throw new UnsafeStorageError(
+        `${shown}: invalid signing key: is ${size} bytes; expected exactly ${ED25519_SEED_BYTES} raw bytes (an Ed25519 seed)`,
+      );
+    }
+    return buffer.subarray(0, ED25519_SEED_BYTES);
+  } catch (err) {
+    if (err instanceof UnsafeStorageError) throw err;
+    throw new UnsafeStorageError(`${shown}: cannot read the signing key (${errno(err)})`);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Loads audit-signing.key from the private directory `dirFd`, creating it
+ * exclusively with a random seed when absent (unless `create` is false, in
+ * which case a missing key yields undefined). Throws UnsafeStorageError.
+ */
+export function loadSigningKeyFile(dirFd: number, shownDir: string, options: { create: boolean }): ProjectSigningKey | undefined {
+  const shown = `${shownDir}/${SIGNING_KEY_FILE}`;
+  let seed = readKeyFile(dirFd, shown);
+  if (seed === undefined && options.create) {
+    createKeyFile(dirFd, shown);
+    seed = readKeyFile(dirFd, shown);
+    if (seed === undefined) throw new UnsafeStorageError(`${shown}: the signing key vanished right after it was created`);
+  }
+  if (seed === undefined) return undefined;
+  try {
+    return signingKeyFromSeed(seed);
+  } finally {
+    seed.fill(0);
+  }
+}

@@ -1,0 +1,70 @@
+import crypto from 'node:crypto';
+
+// The project signing key is a raw 32-byte Ed25519 seed (the format the
+// Symbiont runtime keeps in audit-signing.key). Node.js crypto only imports
+// private keys as PKCS#8, so the seed is wrapped in the fixed DER prefix for an
+// Ed25519 PrivateKeyInfo; likewise a raw public key is wrapped in the fixed
+// SubjectPublicKeyInfo prefix.
+
+const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+
+export const ED25519_SEED_BYTES = 32;
+export const ED25519_PUBLIC_KEY_BYTES = 32;
+export const ED25519_SIGNATURE_BYTES = 64;
+
+export interface ProjectSigningKey {
+  /** Raw 32-byte public key as 64 lowercase hex characters (what operators record). */
+  publicKeyHex: string;
+  /** Ed25519 signature (64 bytes) over exactly `payload`. */
+  sign(payload: Uint8Array): Buffer;
+}
+
+/** Builds the signing key from its 32-byte seed; the seed itself is not retained outside the KeyObject. */
+export function signingKeyFromSeed(seed: Uint8Array): ProjectSigningKey {
+  if (seed.length !== ED25519_SEED_BYTES) {
+    throw new RangeError(`an Ed25519 seed is ${ED25519_SEED_BYTES} bytes, got ${seed.length}`);
+  }
+  const privateKey = crypto.createPrivateKey({
+    key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]),
+    format: 'der',
+    type: 'pkcs8',
+  });
+  const spki = crypto.createPublicKey(privateKey).export({ format: 'der', type: 'spki' });
+  const publicKeyHex = spki.subarray(spki.length - ED25519_PUBLIC_KEY_BYTES).toString('hex');
+  return {
+    publicKeyHex,
+    sign: (payload: Uint8Array) => crypto.sign(null, payload, privateKey),
+  };
+}
+
+const PUBLIC_KEY_HEX = /^[0-9a-fA-F]{64}$/;
+
+export function isPublicKeyHex(text: string): boolean {
+  return PUBLIC_KEY_HEX.test(text);
+}
+
+/** Imports a raw public key given as 64 hex characters; throws a one-line error otherwise. */
+export function publicKeyFromHex(hex: string): crypto.KeyObject {
+  if (!isPublicKeyHex(hex)) {
+    throw new RangeError('the public key must be 64 hexadecimal characters (the raw 32-byte Ed25519 key)');
+  }
+  try {
+    return crypto.createPublicKey({
+      key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(hex, 'hex')]),
+      format: 'der',
+      type: 'spki',
+    });
+  } catch {
+    throw new RangeError('the public key is not a usable Ed25519 public key');
+  }
+}
+
+/** Verifies with Node.js crypto (OpenSSL); never throws. */
+export function verifyWithNodeCrypto(publicKey: crypto.KeyObject, payload: Uint8Array, signature: Uint8Array): boolean {
+  try {
+    return crypto.verify(null, payload, publicKey, signature);
+  } catch {
+    return false;
+  }
+}
