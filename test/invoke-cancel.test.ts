@@ -1,0 +1,259 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import {
+  eventNames,
+  inspect,
+  journalsIn,
+  makeProject,
+  providerEnv,
+  readJournal,
+  removeProject,
+  startServer,
+  symbiBin,
+  type RunningServer,
+} from './support/invoke-harness.js';
+
+const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
+
+async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function terminalOf(file: string): { reason: unknown } | undefined {
+  if (!fs.existsSync(file)) return undefined;
+  const records = readJournal(file);
+  const last = records[records.length - 1]?.payload.entry.event;
+  return last?.Terminated as { reason: unknown } | undefined;
+}
+
+function publicKeyOf(stderr: string): string {
+  const match = /([0-9a-f]{64})/.exec(stderr);
+  assert.ok(match, 'the startup summary shows the public key');
+  return match[1]!;
+}
+
+describe('cancellation over stdio', () => {
+  let endpoint: SyntheticEndpoint;
+  let project: string;
+  let server: RunningServer;
+
+  before(async () => {
+    endpoint = await startSyntheticEndpoint();
+    project = makeProject(FILES);
+    server = await startServer(project, providerEnv(endpoint.url));
+  });
+  after(async () => {
+    endpoint.releaseAll();
+    await server.close();
+    await endpoint.close();
+    removeProject(project);
+  });
+
+  async function cancelledRun(prompt: string, cancelWhen: (controller: AbortController) => Promise<void>) {
+    const known = new Set(journalsIn(project));
+    const controller = new AbortController();
+    const call = server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt } }, undefined, { signal: controller.signal });
+    const settled = call.then(
+      () => 'resolved',
+      () => 'rejected',
+    );
+    await cancelWhen(controller);
+    assert.equal(await settled, 'rejected', 'a cancelled request gets no result');
+    const journal = await waitFor('the new journal', () => journalsIn(project).find((f) => !known.has(f)));
+    const terminal = await waitFor('the terminal record', () => terminalOf(journal));
+    return { journal, terminal };
+  }
+
+  it('cancels a request in flight: the provider connection is closed and the journal ends with an Error', async () => {
+    const seen = endpoint.requests.length;
+    const { journal, terminal } = await cancelledRun('wait [[hold]]', async (c) => {
+      await endpoint.waitForRequests(seen + 1);
+      c.abort('stop');
+    });
+    assert.match(JSON.stringify(terminal.reason), /Error.*cancelled/);
+    assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
+    const request = endpoint.requests[seen]!;
+    await waitFor('the endpoint to see the connection close', () => (request.closedEarly ? true : undefined));
+    await waitFor('no open provider connections', () => (endpoint.openConnections() === 0 ? true : undefined));
+    const runId = path.basename(journal, '.jsonl');
+    assert.equal(inspect(journal, runId, publicKeyOf(server.stderr())).status, 0);
+  });
+
+  it('cancels while the response body is being read', async () => {
+    const seen = endpoint.requests.length;
+    const { journal, terminal } = await cancelledRun('slowly [[drip:150]]', async (c) => {
+      await endpoint.waitForRequests(seen + 1);
+      await new Promise((r) => setTimeout(r, 300));
+      c.abort('stop');
+    });
+    assert.match(JSON.stringify(terminal.reason), /cancelled/);
+    assert.ok(eventNames(readJournal(journal)).includes('DirectInferenceFinished'));
+    const request = endpoint.requests[seen]!;
+    await waitFor('the endpoint to see the connection close', () => (request.closedEarly ? true : undefined));
+    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), publicKeyOf(server.stderr())).status, 0);
+  });
+
+  it('cancels while the journal opens (cancel sent right after the call)', async () => {
+    const { journal, terminal } = await cancelledRun('[[hold]]', async (c) => {
+      c.abort('stop');
+    });
+    assert.match(JSON.stringify(terminal.reason), /cancelled/);
+    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), publicKeyOf(server.stderr())).status, 0);
+    endpoint.releaseAll();
+  });
+
+  it('cancels around policy evaluation: the journal is still complete and verifies', async () => {
+    const { journal } = await cancelledRun('hello', async (c) => {
+      // Cancel the moment the response is reported received; the policy runs next.
+      await new Promise<void>((resolve) => {
+        const poll = setInterval(() => {
+          const files = journalsIn(project);
+          for (const f of files) {
+            if (eventNames(readJournal(f)).includes('DirectInferenceFinished') && !terminalOf(f)) {
+              clearInterval(poll);
+              resolve();
+              return;
+            }
+          }
+        }, 1);
+        setTimeout(() => {
+          clearInterval(poll);
+          resolve();
+        }, 2000);
+      });
+      c.abort('stop');
+    });
+    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), publicKeyOf(server.stderr())).status, 0);
+  });
+
+  it('treats cancels of unknown, finished and repeated requests as harmless', async () => {
+    await server.client.notification({ method: 'notifications/cancelled', params: { requestId: 987654, reason: 'unknown' } });
+    const done = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' } });
+    assert.equal(done.isError, undefined);
+    await server.client.notification({ method: 'notifications/cancelled', params: { requestId: 1, reason: 'finished long ago' } });
+    await server.client.notification({ method: 'notifications/cancelled', params: { requestId: 1, reason: 'twice' } });
+    const again = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'still there?' } });
+    assert.equal(again.isError, undefined);
+  });
+
+  it('reports progress phases without model text', async () => {
+    const phases: string[] = [];
+    const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' } }, undefined, {
+      onprogress: (p) => phases.push(String(p.message)),
+    });
+    assert.equal(result.isError, undefined);
+    assert.deepEqual(phases, ['journal_opened', 'request_sent', 'response_received', 'policy_evaluated']);
+  });
+
+  it('logs one line per cancellation with the run id and the cancel-to-terminal time', () => {
+    assert.match(server.stderr(), /run cancelled.*[0-9a-f-]{36}.*cancel_to_terminal_ms/s);
+  });
+
+  it('loses no journal in a short stress run (100 invocations, half cancelled at random moments)', async () => {
+    const known = new Set(journalsIn(project));
+    const calls: Promise<unknown>[] = [];
+    for (let i = 0; i < 100; i++) {
+      const controller = new AbortController();
+      const delay = Math.floor(Math.random() * 40);
+      calls.push(
+        server.client
+          .callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `n${i} [[delay:${delay}]]` } }, undefined, { signal: controller.signal })
+          .catch(() => undefined),
+      );
+      if (i % 2 === 0) setTimeout(() => controller.abort('stress'), Math.floor(Math.random() * 50));
+    }
+    await Promise.all(calls);
+    const created = await waitFor('100 complete journals', () => {
+      const fresh = journalsIn(project).filter((f) => !known.has(f));
+      return fresh.length === 100 && fresh.every((f) => terminalOf(f) !== undefined) ? fresh : undefined;
+    });
+    const key = publicKeyOf(server.stderr());
+    for (const file of created) {
+      const { exitCode, report } = inspectJournal(file, path.basename(file, '.jsonl'), key);
+      assert.equal(exitCode, 0, `${file}: ${JSON.stringify(report)}`);
+    }
+    await waitFor('no open provider connections', () => (endpoint.openConnections() === 0 ? true : undefined));
+  });
+});
+
+describe('shutdown and process loss', () => {
+  let endpoint: SyntheticEndpoint;
+  before(async () => {
+    endpoint = await startSyntheticEndpoint();
+  });
+  after(async () => {
+    endpoint.releaseAll();
+    await endpoint.close();
+  });
+
+  function spawnRawServer(project: string) {
+    const child = spawn(process.execPath, [symbiBin, 'mcp', '--project', project], {
+      env: providerEnv(endpoint.url),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.stdout.on('data', () => undefined);
+    const send = (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`);
+    send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } } });
+    send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    return { child, send, exited, stderr: () => stderr };
+  }
+
+  it('finalises 20 waiting runs when standard input closes, then exits 0', async () => {
+    const project = makeProject(FILES);
+    try {
+      const seen = endpoint.requests.length;
+      const server = spawnRawServer(project);
+      for (let i = 1; i <= 20; i++) {
+        server.send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } } });
+      }
+      await endpoint.waitForRequests(seen + 20, 15_000);
+      server.child.stdin.end();
+      const code = await server.exited;
+      assert.equal(code, 0, server.stderr());
+      const journals = journalsIn(project);
+      assert.equal(journals.length, 20);
+      const key = publicKeyOf(server.stderr());
+      for (const file of journals) {
+        const { exitCode } = inspectJournal(file, path.basename(file, '.jsonl'), key);
+        assert.equal(exitCode, 0);
+        assert.match(JSON.stringify(terminalOf(file)), /shutting down/);
+      }
+      assert.match(server.stderr(), /finalised/);
+    } finally {
+      removeProject(project);
+    }
+  });
+
+  it('leaves a verifiable prefix ending with DirectInferenceRequested after SIGKILL (inspect exits 2)', async () => {
+    const project = makeProject(FILES);
+    try {
+      const seen = endpoint.requests.length;
+      const server = spawnRawServer(project);
+      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: '[[hold]]' } } });
+      await endpoint.waitForRequests(seen + 1);
+      server.child.kill('SIGKILL');
+      await server.exited;
+      const [journal] = journalsIn(project);
+      assert.ok(journal);
+      assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested']);
+      const { status, report } = inspect(journal, path.basename(journal, '.jsonl'), publicKeyOf(server.stderr()));
+      assert.equal(status, 2, JSON.stringify(report));
+    } finally {
+      removeProject(project);
+    }
+  });
+});
