@@ -170,6 +170,7 @@ export function inspectJournal(
     // Defensive: any unexpected fault is a failed verification, never a crash.
     return fail(null, `verification stopped: ${(err as Error).message}`);
   }
+  report.cross_checked = options.crossCheck === true;
   report.journal_complete = report.terminal_reason !== null && report.unverified_tail_bytes === 0;
   const reasons = report.reconciliation_reasons;
   if (report.records === 0) reasons.push('the journal holds no complete record');

@@ -1,0 +1,105 @@
+import fs from 'node:fs';
+import { ConfinementError, procPath, type PinnedDirectory } from '../pinned-directory.js';
+import { checkPrivateDirectory, UnsafeStorageError } from '../private-directory.js';
+import { GOVERNED_COMPONENTS, governedDisplayPath } from '../audit-storage.js';
+import { JOURNAL_FILE_SUFFIX } from './journal-format.js';
+import { inspectJournal, type InspectVerdict } from './journal-verifier.js';
+import { loadSigningKeyFile } from './signing-key-file.js';
+
+// Summarises the runs recorded in a project's .symbiont/governed/, verifying
+// each journal with the key found next to them. That key is only as
+// trustworthy as the project folder: whoever can write the project can
+// replace both, so the listing says so and points to an independent key.
+
+export const INDEPENDENT_KEY_NOTE =
+  'Note: "verifies" uses the key stored in this project. Whoever can write the project can also replace that key, ' +
+  'so evidence needs a public key recorded elsewhere: symbi audit inspect JOURNAL --run-id UUID --public-key HEX.';
+
+export interface RunSummary {
+  run_id: string;
+  path: string;
+  agent: string | null;
+  agent_id: string | null;
+  started_at: string | null;
+  last_event: string | null;
+  outcome: string;
+  verdict: InspectVerdict | 'not_checked';
+  /** True when every complete record verifies with the project key (complete or awaiting reconciliation). */
+  verifies: boolean;
+  error: string | null;
+}
+
+export interface RunListing {
+  governed_path: string;
+  public_key: string | null;
+  runs: RunSummary[];
+  warnings: string[];
+  note: string;
+}
+
+const JOURNAL_NAME = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/;
+
+/** Lists the project's runs, newest first. Read-only: creates nothing. Throws UnsafeStorageError when the storage cannot be opened. */
+export function listRuns(project: PinnedDirectory): RunListing {
+  const governedPath = governedDisplayPath(project);
+  const listing: RunListing = { governed_path: governedPath, public_key: null, runs: [], warnings: [], note: INDEPENDENT_KEY_NOTE };
+  let dirFd: number;
+  try {
+    dirFd = project.openDirectory(GOVERNED_COMPONENTS);
+  } catch (err) {
+    if (err instanceof ConfinementError && err.code === 'not_found') return listing;
+    if (err instanceof ConfinementError && err.code === 'symlink') throw new UnsafeStorageError(`${governedPath}: unsafe storage: a component is a symlink`);
+    throw new UnsafeStorageError(`${governedPath}: cannot open the audit storage: ${(err as Error).message}`);
+  }
+  try {
+    try {
+      checkPrivateDirectory(dirFd, governedPath);
+    } catch (err) {
+      listing.warnings.push((err as Error).message);
+    }
+    try {
+      listing.public_key = loadSigningKeyFile(dirFd, governedPath, { create: false })?.publicKeyHex ?? null;
+      if (listing.public_key === null) listing.warnings.push(`${governedPath}: no audit-signing.key; journals cannot be checked`);
+    } catch (err) {
+      listing.warnings.push((err as Error).message);
+    }
+    const names = fs.readdirSync(procPath(dirFd)).filter((name) => name.endsWith(JOURNAL_FILE_SUFFIX)).sort();
+    for (const name of names) {
+      const match = JOURNAL_NAME.exec(name);
+      if (!match) {
+        listing.warnings.push(`${governedPath}/${name}: not named <run id>.jsonl; skipped`);
+        continue;
+      }
+      listing.runs.push(summarise(dirFd, governedPath, name, match[1]!, listing.public_key));
+    }
+  } finally {
+    fs.closeSync(dirFd);
+  }
+  listing.runs.sort((a, b) => (b.started_at ?? '').localeCompare(a.started_at ?? '') || a.run_id.localeCompare(b.run_id));
+  return listing;
+}
+
+function summarise(dirFd: number, governedPath: string, name: string, runId: string, publicKey: string | null): RunSummary {
+  const path = `${governedPath}/${name}`;
+  if (publicKey === null) {
+    return { run_id: runId, path, agent: null, agent_id: null, started_at: null, last_event: null, outcome: 'unknown (no key)', verdict: 'not_checked', verifies: false, error: null };
+  }
+  const { report, exitCode } = inspectJournal(procPath(dirFd, name), runId, publicKey);
+  let outcome: string;
+  if (exitCode === 1) outcome = 'verification failed';
+  else if (report.terminal_reason === 'Completed') outcome = report.requires_reconciliation ? 'completed (needs reconciliation)' : 'completed';
+  else if (report.terminal_reason !== null) outcome = `error: ${report.terminal_reason.Error.message.replace(/\s+/g, ' ').slice(0, 60)}`;
+  else outcome = 'incomplete (no Terminated record)';
+  return {
+    run_id: runId,
+    path,
+    agent: report.agent_name,
+    agent_id: report.agent_id,
+    started_at: report.started_at,
+    last_event: report.last_event,
+    outcome,
+    verdict: report.verdict,
+    verifies: exitCode !== 1,
+    error: report.error ? report.error.message : null,
+  };
+}
