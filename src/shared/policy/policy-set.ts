@@ -1,0 +1,137 @@
+// Builds the startup policy snapshot from the project's policy files (already read and
+// ordered by the caller): default permission when there are none, the configured Cedar
+// policies when every file is sound, and deny-all when any file is not.
+import { cedar, type DetailedError } from './cedar-engine.js';
+import { describeCedarErrors, oneLine } from './cedar-diagnostics.js';
+import { parsePolicyFile, type ParsedPolicy } from './policy-file.js';
+import { RESPOND_SCHEMA_TEXT } from './respond-schema.js';
+
+/** A project-relative path, with its text or the reason it could not be read. */
+export interface PolicyFileInput {
+  path: string;
+  text?: string;
+  error?: string;
+}
+
+export interface LoadedPolicy {
+  id: string;
+  file: string;
+  text: string;
+}
+
+export interface LoadedPolicySet {
+  mode: 'default-permit' | 'configured' | 'deny-all';
+  /** Active Cedar policies, in file then source order; ids look like "policies/a.cedar#0". */
+  policies: LoadedPolicy[];
+  /** One stderr line per file (loaded or rejected), and the overall outcome when notable. */
+  notices: string[];
+  /** Schema validation findings, e.g. a policy naming a context field that does not exist. */
+  warnings: string[];
+  /** Present in deny-all mode: one line naming the file(s) and the problem. */
+  denyReason?: string;
+}
+
+const DEFAULT_PERMIT_NOTICE = 'cedar: no policy files: default permission for respond applies';
+
+export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySet {
+  if (files.length === 0) {
+    return freeze({ mode: 'default-permit', policies: [], notices: [DEFAULT_PERMIT_NOTICE], warnings: [] });
+  }
+  const notices: string[] = [];
+  const problems: string[] = [];
+  const parsed: ParsedPolicy[] = [];
+  const ids = new Set<string>();
+  for (const file of files) {
+    const path = String(file.path);
+    const problem = fileProblem(file);
+    if (problem !== undefined) {
+      notices.push(`cedar: ${path}: rejected: ${problem}`);
+      problems.push(`${path} ${problem}`);
+      continue;
+    }
+    const result = parsePolicyFile(path, file.text as string);
+    if (!result.ok) {
+      notices.push(`cedar: ${path}: rejected: ${result.error}`);
+      problems.push(`${path} ${result.error}`);
+      continue;
+    }
+    const clash = result.policies.find((policy) => ids.has(policy.id));
+    if (clash !== undefined) {
+      const why = `gives two policies the id ${JSON.stringify(clash.id)}; rename the JSON entries`;
+      notices.push(`cedar: ${path}: rejected: ${why}`);
+      problems.push(`${path} ${why}`);
+      continue;
+    }
+    for (const policy of result.policies) ids.add(policy.id);
+    parsed.push(...result.policies);
+    const skipped = result.inactiveEntries > 0 ? `, skipped ${result.inactiveEntries} inactive ${plural(result.inactiveEntries, 'entry', 'entries')}` : '';
+    notices.push(`cedar: ${path}: loaded ${result.policies.length} ${plural(result.policies.length, 'policy', 'policies')}${skipped}`);
+  }
+
+  let denyReason: string | undefined;
+  if (problems.length > 0) {
+    denyReason = `every respond is denied: ${problems.map(oneLine).join('; ')}`;
+  } else if (parsed.length === 0) {
+    const names = files.map((file) => file.path).join(', ');
+    denyReason = `every respond is denied: the configured policy set (${names}) holds no active policy`;
+  }
+  if (denyReason !== undefined) {
+    notices.push(`cedar: ${denyReason}`);
+    return freeze({ mode: 'deny-all', policies: [], notices, warnings: [], denyReason });
+  }
+
+  return freeze({
+    mode: 'configured',
+    policies: parsed.map(({ id, file, text }) => ({ id, file, text })),
+    notices,
+    warnings: validateAgainstSchema(parsed),
+  });
+}
+
+function fileProblem(file: PolicyFileInput): string | undefined {
+  if (typeof file.error === 'string') return `could not be read: ${oneLine(file.error)}`;
+  if (file.error !== undefined) return 'could not be read';
+  if (typeof file.text !== 'string') return 'could not be read: no text was provided';
+  return undefined;
+}
+
+/** Strict-mode validation against the respond schema; every finding is a warning line. */
+function validateAgainstSchema(policies: readonly ParsedPolicy[]): string[] {
+  const byId = new Map(policies.map((policy) => [policy.id, policy]));
+  const staticPolicies: Record<string, string> = {};
+  for (const policy of policies) staticPolicies[policy.id] = policy.text;
+  let answer;
+  try {
+    answer = cedar.validate({ schema: RESPOND_SCHEMA_TEXT, policies: { staticPolicies } });
+  } catch (error) {
+    return [`cedar: warning: the policies could not be validated against the respond schema: ${oneLine(String(error))}`];
+  }
+  if (answer.type === 'failure') {
+    return [`cedar: warning: the policies could not be validated against the respond schema: ${describeCedarErrors(answer.errors)}`];
+  }
+  const located = (policyId: string, error: DetailedError): string => {
+    const policy = byId.get(policyId);
+    if (policy === undefined) return `cedar: warning: ${policyId}: ${describeCedarErrors([error])}`;
+    const { source, byteBase, label } = policy.origin;
+    // Cedar repeats the policy id inside the message; the line already starts with it.
+    const message = { ...error, message: error.message.replace(/^for policy `[^`]*`, /, '') };
+    return `cedar: warning: ${policy.id}: ${label}${describeCedarErrors([message], source, byteBase)}`;
+  };
+  return [
+    ...answer.validationErrors.map((finding) => located(finding.policyId, finding.error)),
+    ...answer.validationWarnings.map((finding) => located(finding.policyId, finding.error)),
+    ...answer.otherWarnings.map((error) => `cedar: warning: ${describeCedarErrors([error])}`),
+  ];
+}
+
+function plural(count: number, one: string, many: string): string {
+  return count === 1 ? one : many;
+}
+
+function freeze(set: LoadedPolicySet): LoadedPolicySet {
+  for (const policy of set.policies) Object.freeze(policy);
+  Object.freeze(set.policies);
+  Object.freeze(set.notices);
+  Object.freeze(set.warnings);
+  return Object.freeze(set);
+}

@@ -1,0 +1,123 @@
+// Decides Action::"respond": after inference on the exact response, and before inference
+// on whether any response could be permitted at all.
+//
+// The pre-inference check uses Cedar's own partial evaluation (isAuthorizedPartial, which
+// the Node.js wasm build includes) with `context.response` marked unknown. Cedar answers
+// "deny" only when the known parts already decide it: a forbid that holds whatever the
+// response is, or no permit that could still hold. Any permit whose outcome depends on the
+// response stays a residual and the answer is "possible"; the exact response is judged later.
+import { cedar } from './cedar-engine.js';
+import { describeCedarErrors, oneLine } from './cedar-diagnostics.js';
+import type { LoadedPolicySet } from './policy-set.js';
+import { preparedPolicySetId, preparedSchemaName } from './preparsed-policies.js';
+import {
+  ACTION_UID,
+  RESOURCE_UID,
+  cedarRequestParts,
+  cedarResponse,
+  InvalidRespondRequest,
+  type RespondRequest,
+  type RespondRequestWithoutResponse,
+} from './respond-request.js';
+
+export type { RespondRequest, RespondRequestWithoutResponse } from './respond-request.js';
+
+export interface RespondDecision {
+  decision: 'allow' | 'deny';
+  determining_policies: string[];
+  errors: string[];
+  reason: string;
+}
+
+const DEFAULT_PERMIT_REASON = 'no policy files: the default permission for respond applies';
+const UNKNOWN_RESPONSE = { __extn: { fn: 'unknown', arg: 'context.response' } };
+
+export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest): RespondDecision {
+  const deny = (reason: string, errors: string[] = []): RespondDecision => ({ decision: 'deny', determining_policies: [], errors, reason });
+  let parts;
+  let response;
+  try {
+    parts = cedarRequestParts(request);
+    response = cedarResponse(request.context?.response);
+  } catch (error) {
+    return deny(`invalid respond request: ${messageOf(error)}`);
+  }
+  if (set.mode === 'default-permit') return { decision: 'allow', determining_policies: [], errors: [], reason: DEFAULT_PERMIT_REASON };
+  if (set.mode !== 'configured') return deny(set.denyReason ?? 'every respond is denied: the policy set is not usable');
+
+  let answer;
+  try {
+    answer = cedar.statefulIsAuthorized({
+      principal: parts.principal,
+      action: ACTION_UID,
+      resource: RESOURCE_UID,
+      context: { ...parts.baseContext, response },
+      preparsedPolicySetId: preparedPolicySetId(set.policies),
+      preparsedSchemaName: preparedSchemaName(),
+      validateRequest: true,
+      entities: parts.entities,
+    });
+  } catch (error) {
+    return deny(`Cedar could not evaluate the request: ${messageOf(error)}`);
+  }
+  if (answer.type === 'failure') return deny(`Cedar could not evaluate the request: ${describeCedarErrors(answer.errors)}`);
+  const { decision, diagnostics } = answer.response;
+  const determining = [...diagnostics.reason];
+  const errors = diagnostics.errors.map((item) => `${item.policyId}: ${oneLine(item.error.message)}`);
+  if (decision === 'allow') {
+    return { decision, determining_policies: determining, errors, reason: `permitted by ${determining.join(', ')}` };
+  }
+  const reason =
+    determining.length > 0
+      ? `forbidden by ${determining.join(', ')}`
+      : `no permit policy applies${errors.length > 0 ? ` (${errors.length} ${errors.length === 1 ? 'policy' : 'policies'} failed to evaluate)` : ''}`;
+  return { decision: 'deny', determining_policies: determining, errors, reason };
+}
+
+/** Before inference: could any response at all be permitted for this agent and run? */
+export function canPermitSomeResponse(set: LoadedPolicySet, request: RespondRequestWithoutResponse): { possible: boolean; reason: string } {
+  let parts;
+  try {
+    parts = cedarRequestParts(request);
+  } catch (error) {
+    return { possible: false, reason: `invalid respond request: ${messageOf(error)}` };
+  }
+  if (set.mode === 'default-permit') return { possible: true, reason: DEFAULT_PERMIT_REASON };
+  if (set.mode !== 'configured') return { possible: false, reason: set.denyReason ?? 'every respond is denied: the policy set is not usable' };
+
+  const staticPolicies: Record<string, string> = {};
+  for (const policy of set.policies) staticPolicies[policy.id] = policy.text;
+  let answer;
+  try {
+    // No schema here: request validation rejects a context holding an unknown value.
+    answer = cedar.isAuthorizedPartial({
+      principal: parts.principal,
+      action: ACTION_UID,
+      resource: RESOURCE_UID,
+      context: { ...parts.baseContext, response: UNKNOWN_RESPONSE },
+      policies: { staticPolicies },
+      entities: parts.entities,
+    });
+  } catch (error) {
+    return unsure(messageOf(error));
+  }
+  if (answer.type === 'failure') return unsure(describeCedarErrors(answer.errors));
+  const residual = answer.response;
+  if (residual.decision !== 'deny') {
+    if (residual.decision === 'allow') return { possible: true, reason: `permitted whatever the response, by ${residual.mustBeDetermining.join(', ')}` };
+    return { possible: true, reason: `depends on the response (${residual.nontrivialResiduals.join(', ')})` };
+  }
+  const forbids = residual.satisfied.filter((id) => residual.residuals[id]?.effect === 'forbid');
+  if (forbids.length > 0) return { possible: false, reason: `every response is forbidden by ${forbids.join(', ')}` };
+  return { possible: false, reason: `no permit policy can apply to agent ${JSON.stringify(request.agentName)} (principal ${parts.principal.id})` };
+}
+
+/** Partial evaluation could not run; say "possible" and let the exact response decide. */
+function unsure(why: string): { possible: boolean; reason: string } {
+  return { possible: true, reason: `partial evaluation failed (${why}); the exact response will be judged` };
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof InvalidRespondRequest) return error.message;
+  return oneLine(error instanceof Error ? error.message : String(error));
+}

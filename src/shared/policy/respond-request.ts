@@ -1,0 +1,116 @@
+// The respond request as Cedar sees it, checked field by field first: only the fields the
+// schema names are passed on (nothing extra can ride along), the fixed fields must hold
+// their fixed values, and every string must be well-formed Unicode (the wasm boundary
+// cannot carry a lone surrogate).
+import type { EntityJson } from './cedar-engine.js';
+
+export interface RespondAgentContext {
+  name: string;
+  file: string;
+  source_hash: string;
+  declaration_hash: string;
+  capabilities: string[];
+}
+
+export interface RespondResponseContext {
+  content: string;
+  sha256: string;
+  bytes: number;
+  finish_reason: string;
+}
+
+export interface RespondRequest {
+  principal: string; // UUID
+  agentName: string;
+  capabilities: string[];
+  context: {
+    surface: 'mcp-server';
+    mode: 'text_response';
+    tools_enabled: false;
+    run_id: string;
+    agent: RespondAgentContext;
+    response: RespondResponseContext;
+  };
+}
+
+/** The request before inference: everything but the response. */
+export type RespondRequestWithoutResponse = Omit<RespondRequest, 'context'> & {
+  context: Omit<RespondRequest['context'], 'response'>;
+};
+
+export class InvalidRespondRequest extends Error {}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+export const PRINCIPAL_TYPE = 'Agent';
+export const ACTION_UID = { type: 'Action', id: 'respond' } as const;
+export const RESOURCE_UID = { type: 'Resource', id: 'default' } as const;
+
+export interface CedarRequestParts {
+  principal: { type: string; id: string };
+  entities: EntityJson[];
+  /** Context without `response`; the caller adds the exact or the unknown response. */
+  baseContext: Record<string, string | boolean | Record<string, string | string[]>>;
+}
+
+/** Checks everything but the response and returns the Cedar principal, entities and context. */
+export function cedarRequestParts(request: RespondRequestWithoutResponse): CedarRequestParts {
+  if (typeof request !== 'object' || request === null) fail('the request must be an object');
+  const principal = text(request.principal, 'principal');
+  if (!UUID.test(principal)) fail('principal must be a UUID');
+  const agentName = text(request.agentName, 'agentName');
+  const capabilities = texts(request.capabilities, 'capabilities');
+  const context = request.context;
+  if (typeof context !== 'object' || context === null) fail('context must be an object');
+  if (context.surface !== 'mcp-server') fail('context.surface must be "mcp-server"');
+  if (context.mode !== 'text_response') fail('context.mode must be "text_response"');
+  if (context.tools_enabled !== false) fail('context.tools_enabled must be false: this route runs no tools');
+  const agent = context.agent;
+  if (typeof agent !== 'object' || agent === null) fail('context.agent must be an object');
+  return {
+    principal: { type: PRINCIPAL_TYPE, id: principal },
+    entities: [{ uid: { type: PRINCIPAL_TYPE, id: principal }, attrs: { name: agentName, capabilities }, parents: [] }],
+    baseContext: {
+      surface: context.surface,
+      mode: context.mode,
+      tools_enabled: false,
+      run_id: text(context.run_id, 'context.run_id'),
+      agent: {
+        name: text(agent.name, 'context.agent.name'),
+        file: text(agent.file, 'context.agent.file'),
+        source_hash: text(agent.source_hash, 'context.agent.source_hash'),
+        declaration_hash: text(agent.declaration_hash, 'context.agent.declaration_hash'),
+        capabilities: texts(agent.capabilities, 'context.agent.capabilities'),
+      },
+    },
+  };
+}
+
+/** Checks the prepared response and returns exactly the schema's fields. */
+export function cedarResponse(response: RespondResponseContext): Record<string, string | number> {
+  if (typeof response !== 'object' || response === null) fail('context.response must be an object');
+  const bytes = response.bytes;
+  if (typeof bytes !== 'number' || !Number.isSafeInteger(bytes) || bytes < 0) fail('context.response.bytes must be a non-negative integer');
+  return {
+    content: text(response.content, 'context.response.content'),
+    sha256: text(response.sha256, 'context.response.sha256'),
+    bytes,
+    finish_reason: text(response.finish_reason, 'context.response.finish_reason'),
+  };
+}
+
+function text(value: unknown, field: string): string {
+  if (typeof value !== 'string') fail(`${field} must be a string`);
+  if (LONE_SURROGATE.test(value)) fail(`${field} is not well-formed Unicode (it holds a lone surrogate)`);
+  return value;
+}
+
+function texts(value: unknown, field: string): string[] {
+  if (!Array.isArray(value)) fail(`${field} must be an array of strings`);
+  return value.map((item, index) => text(item, `${field}[${index}]`));
+}
+
+function fail(message: string): never {
+  throw new InvalidRespondRequest(message);
+}
