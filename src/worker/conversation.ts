@@ -1,9 +1,5 @@
+import type { ChatMessage } from '../shared/inference-types.js';
 import type { RunDefinition } from '../shared/run-messages.js';
-
-export interface ConversationMessage {
-  role: 'system' | 'user';
-  content: string;
-}
 
 // The system message holds only text the runtime owns plus the registered
 // declaration. Everything the caller supplies (guidance, legacy system_prompt,
@@ -14,7 +10,7 @@ export function buildConversation(input: {
   prompt: string;
   systemPrompt?: string;
   guidance?: string;
-}): ConversationMessage[] {
+}): ChatMessage[] {
   const { definition } = input;
   const runtimeText = [
     `You are the registered agent \`${definition.declaredName}\` of a Symbiont project, answering through the governed MCP text-response route.`,
@@ -26,7 +22,7 @@ export function buildConversation(input: {
     definition.declarationText,
   ].join('\n');
 
-  const messages: ConversationMessage[] = [{ role: 'system', content: runtimeText }];
+  const messages: ChatMessage[] = [{ role: 'system', content: runtimeText }];
   if (input.guidance !== undefined && input.guidance.length > 0) {
     messages.push({ role: 'user', content: `Project guidance from AGENTS.md (caller-provided context):\n${input.guidance}` });
   }

@@ -46,7 +46,9 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
   const stopSignal = AbortSignal.any([cancellation.signal, deadline.signal]);
   const stopReason = (): string =>
     cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
-  const throwIfStopped = (): void => {
+  // Journal appends are synchronous, so let queued cancel messages arrive before each check.
+  const throwIfStopped = async (): Promise<void> => {
+    await new Promise<void>((resolve) => setImmediate(resolve));
     if (stopSignal.aborted) throw new RunStopped(stopReason());
   };
 
@@ -56,7 +58,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
   let finishRecorded = false;
 
   try {
-    throwIfStopped();
+    await throwIfStopped();
     const storage = openAuditStorage(resources.project);
     writer = await JournalWriter.create(storage, task.runId, definition.principal);
     audit = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
@@ -80,7 +82,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
       },
     });
     progress('journal_opened');
-    throwIfStopped();
+    await throwIfStopped();
 
     const typedRequest: TypedInferenceRequest = {
       conversation: buildConversation(task),
@@ -103,7 +105,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
         recipient_definition_hash: definition.sourceHash,
       },
     });
-    throwIfStopped();
+    await throwIfStopped();
     progress('request_sent');
 
     let response: TypedInferenceResponse;
@@ -132,7 +134,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     });
     finishRecorded = true;
     progress('response_received');
-    throwIfStopped();
+    await throwIfStopped();
 
     if (response.tool_calls.length > 0) {
       throw new RunStopped(
@@ -174,7 +176,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
       },
     });
     progress('policy_evaluated');
-    throwIfStopped();
+    await throwIfStopped();
     if (decision.decision !== 'allow') {
       throw new RunStopped(`Cedar policy denied the response: ${decision.reason}`);
     }
