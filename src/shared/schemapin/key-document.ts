@@ -1,0 +1,111 @@
+import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { SchemaPinCheckError } from './schemapin-errors.js';
+
+// The body served at a public_key_url: either a PEM public key or a JSON key
+// document ({"public_key_pem": ..., "revoked_keys": ["sha256:<hex>", ...]}, the
+// .well-known/schemapin.json form). Only an EC P-256 SubjectPublicKeyInfo is
+// accepted; every other thing a misconfigured server might return gets a
+// message that says what it was.
+
+export interface PublicKeyDocument {
+  key: KeyObject;
+  /** "sha256:" + lowercase hex SHA-256 of the key's SPKI DER. */
+  fingerprint: string;
+  /** Normalised (lowercase) revoked fingerprints listed by the document. */
+  revokedKeys: string[];
+}
+
+const FINGERPRINT = /^sha256:[0-9a-f]{64}$/;
+// More revoked entries than this is not a key document anyone maintains by hand.
+const REVOKED_KEYS_MAX = 1024;
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
+
+export function spkiFingerprint(key: KeyObject): string {
+  return 'sha256:' + createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex');
+}
+
+export function parseKeyDocument(body: Buffer): PublicKeyDocument {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    throw new SchemaPinCheckError('the key URL returned binary data, not a PEM public key or a JSON key document');
+  }
+  const trimmed = text.trim();
+  if (trimmed.length === 0) throw new SchemaPinCheckError('the key URL returned an empty body; expected a PEM public key or a JSON key document');
+  if (trimmed.startsWith('{')) return parseJsonDocument(trimmed);
+  if (looksLikeHtml(trimmed)) {
+    throw new SchemaPinCheckError('the key URL returned an HTML page (an error or login page?), not a PEM public key or a JSON key document');
+  }
+  return { ...parsePem(trimmed, 'the key URL body'), revokedKeys: [] };
+}
+
+function looksLikeHtml(text: string): boolean {
+  return /^<(!doctype|html|head|body|\?xml|!--)/i.test(text) || /<html[\s>]/i.test(text.slice(0, 1024));
+}
+
+function parseJsonDocument(text: string): PublicKeyDocument {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw new SchemaPinCheckError('the key URL returned malformed JSON; expected {"public_key_pem": "...", "revoked_keys": [...]}');
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
+    throw new SchemaPinCheckError('the key document is not a JSON object; expected {"public_key_pem": "..."}');
+  }
+  const record = doc as Record<string, unknown>;
+  if (typeof record.public_key_pem !== 'string') {
+    throw new SchemaPinCheckError('the key document has no "public_key_pem" string');
+  }
+  const parsed = parsePem(record.public_key_pem.trim(), 'the key document\'s public_key_pem');
+  return { ...parsed, revokedKeys: parseRevoked(record.revoked_keys) };
+}
+
+function parseRevoked(value: unknown): string[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw new SchemaPinCheckError('the key document\'s "revoked_keys" is not an array of "sha256:<hex>" fingerprints');
+  if (value.length > REVOKED_KEYS_MAX) {
+    throw new SchemaPinCheckError(`the key document lists ${value.length} revoked keys; at most ${REVOKED_KEYS_MAX} are accepted`);
+  }
+  return value.map((entry, i) => {
+    const normalised = typeof entry === 'string' ? entry.trim().toLowerCase() : '';
+    if (!FINGERPRINT.test(normalised)) {
+      // A revocation list we cannot read must not be ignored: that would un-revoke keys.
+      throw new SchemaPinCheckError(`the key document's revoked_keys[${i}] is not a "sha256:<64 hex digits>" fingerprint`);
+    }
+    return normalised;
+  });
+}
+
+function parsePem(text: string, where: string): { key: KeyObject; fingerprint: string } {
+  const blocks = [...text.matchAll(PEM_BLOCK)];
+  if (blocks.length === 0) {
+    throw new SchemaPinCheckError(`${where} is not a PEM public key (no "-----BEGIN PUBLIC KEY-----" block)`);
+  }
+  const labels = blocks.map((b) => b[1]!);
+  if (labels.some((l) => l.includes('PRIVATE KEY'))) {
+    throw new SchemaPinCheckError(
+      `${where} is a PRIVATE key; publish only the public key, and replace this key pair because its private half has been exposed`,
+    );
+  }
+  if (blocks.length !== 1) throw new SchemaPinCheckError(`${where} holds ${blocks.length} PEM blocks; expected exactly one PUBLIC KEY`);
+  if (labels[0] !== 'PUBLIC KEY') {
+    const hint = labels[0] === 'RSA PUBLIC KEY' ? ' (an RSA key; SchemaPin keys are ECDSA P-256)' : '';
+    throw new SchemaPinCheckError(`${where} is a "${labels[0]}" PEM block${hint}; expected an EC P-256 "PUBLIC KEY" (SPKI)`);
+  }
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: blocks[0]![0], format: 'pem' });
+  } catch {
+    throw new SchemaPinCheckError(`${where} is a PUBLIC KEY block that does not decode as a public key`);
+  }
+  if (key.asymmetricKeyType !== 'ec') {
+    throw new SchemaPinCheckError(`${where} is an ${String(key.asymmetricKeyType).toUpperCase()} key; SchemaPin keys are ECDSA P-256`);
+  }
+  const curve = key.asymmetricKeyDetails?.namedCurve;
+  if (curve !== 'prime256v1') {
+    throw new SchemaPinCheckError(`${where} is an EC key on curve ${curve ?? 'unknown'}; SchemaPin keys use P-256 (prime256v1)`);
+  }
+  return { key, fingerprint: spkiFingerprint(key) };
+}

@@ -1,0 +1,161 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import { SCHEMAPIN_PINS_MAX_BYTES } from '../limits.js';
+import { ConfinementError, procPath, readTextFileAt, type PinnedDirectory } from '../pinned-directory.js';
+import { openPrivateDirectory, UnsafeStorageError } from '../private-directory.js';
+import { SchemaPinCheckError } from './schemapin-errors.js';
+
+// Trust on first use: the first key fingerprint seen for a key host is written
+// to .symbiont/schemapin/pins.json and every later key from that host must
+// match it. The file lives in the server's private storage, is read without
+// following symlinks, and is replaced atomically (write a fresh 0600 file,
+// fsync, rename) so a crash leaves either the old or the new pin set.
+// Updates are synchronous, so within one process no two of them interleave;
+// two processes updating at once resolve as last writer wins.
+
+export interface PinEntry {
+  fingerprint: string;
+  first_seen: string;
+}
+
+export type PinOutcome =
+  | { state: 'new' | 'matched' }
+  | { state: 'mismatch'; pinned: PinEntry }
+  | { state: 'unpinned' };
+
+const PINS_FILE = 'pins.json';
+const STORE_COMPONENTS = ['.symbiont', 'schemapin'] as const;
+const FINGERPRINT = /^sha256:[0-9a-f]{64}$/;
+const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = fs.constants;
+
+export class PinStore {
+  constructor(private readonly project: PinnedDirectory) {}
+
+  private get shownFile(): string {
+    return `${this.project.displayPath}/.symbiont/schemapin/${PINS_FILE}`;
+  }
+
+  /** The pin for `host`, or null. */
+  lookup(host: string): PinEntry | null {
+    return this.withDirectory((dirFd) => this.read(dirFd).get(host) ?? null);
+  }
+
+  /** Every pin, by host. */
+  list(): Map<string, PinEntry> {
+    return this.withDirectory((dirFd) => this.read(dirFd));
+  }
+
+  /**
+   * Compares `fingerprint` with the pin for `host`. With no pin yet, pins it
+   * when `pinIfAbsent` (the signature verified) and reports 'new'; otherwise 'unpinned'.
+   */
+  check(host: string, fingerprint: string, pinIfAbsent: boolean, now: Date = new Date()): PinOutcome {
+    return this.withDirectory((dirFd) => {
+      const pins = this.read(dirFd);
+      const pinned = pins.get(host);
+      if (pinned) return pinned.fingerprint === fingerprint ? { state: 'matched' } : { state: 'mismatch', pinned };
+      if (!pinIfAbsent) return { state: 'unpinned' };
+      pins.set(host, { fingerprint, first_seen: now.toISOString() });
+      this.write(dirFd, pins);
+      return { state: 'new' };
+    });
+  }
+
+  /** Removes the pin for `host`; returns what was removed, or null when there was none. */
+  unpin(host: string): PinEntry | null {
+    return this.withDirectory((dirFd) => {
+      const pins = this.read(dirFd);
+      const removed = pins.get(host) ?? null;
+      if (removed) {
+        pins.delete(host);
+        this.write(dirFd, pins);
+      }
+      return removed;
+    });
+  }
+
+  private withDirectory<T>(work: (dirFd: number) => T): T {
+    let dirFd: number;
+    try {
+      dirFd = openPrivateDirectory(this.project, STORE_COMPONENTS);
+    } catch (err) {
+      if (err instanceof UnsafeStorageError) throw new SchemaPinCheckError(`pin store refused: ${err.message}`);
+      throw err;
+    }
+    try {
+      return work(dirFd);
+    } finally {
+      fs.closeSync(dirFd);
+    }
+  }
+
+  private read(dirFd: number): Map<string, PinEntry> {
+    const shown = this.shownFile;
+    let text: string;
+    try {
+      const file = readTextFileAt(dirFd, PINS_FILE, SCHEMAPIN_PINS_MAX_BYTES, shown);
+      const uid = process.getuid?.();
+      if ((uid !== undefined && file.stat.uid !== uid) || (file.stat.mode & 0o077) !== 0) {
+        throw new SchemaPinCheckError(
+          `pin store refused: ${shown} must be owned by this user with mode 0600 (it is ${(file.stat.mode & 0o777).toString(8).padStart(4, '0')}, uid ${file.stat.uid})`,
+        );
+      }
+      text = file.text;
+    } catch (err) {
+      if (err instanceof ConfinementError && err.code === 'not_found') return new Map();
+      if (err instanceof ConfinementError) throw new SchemaPinCheckError(`pin store refused: ${err.message}`);
+      throw err;
+    }
+    return parsePins(text, shown);
+  }
+
+  private write(dirFd: number, pins: Map<string, PinEntry>): void {
+    const sorted = [...pins.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const text = JSON.stringify({ version: 1, pins: Object.fromEntries(sorted) }, null, 2) + '\n';
+    const tmpName = `.${PINS_FILE}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+    let fd: number | undefined;
+    try {
+      fd = fs.openSync(procPath(dirFd, tmpName), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
+      fs.writeFileSync(fd, text);
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+      fd = undefined;
+      fs.renameSync(procPath(dirFd, tmpName), procPath(dirFd, PINS_FILE));
+      fs.fsyncSync(dirFd);
+    } catch (err) {
+      if (fd !== undefined) fs.closeSync(fd);
+      try {
+        fs.unlinkSync(procPath(dirFd, tmpName));
+      } catch {
+        // already renamed or never created
+      }
+      throw new SchemaPinCheckError(`could not update ${this.shownFile} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  }
+}
+
+function parsePins(text: string, shown: string): Map<string, PinEntry> {
+  const damaged = (what: string): never => {
+    throw new SchemaPinCheckError(`pin store ${shown} is damaged (${what}); repair it, or remove it to forget every pin`);
+  };
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    damaged('not JSON');
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) damaged('not a JSON object');
+  const record = doc as Record<string, unknown>;
+  if (record.version !== 1) damaged(`version ${JSON.stringify(record.version)}; expected 1`);
+  const pins = record.pins;
+  if (pins === null || typeof pins !== 'object' || Array.isArray(pins)) damaged('"pins" is not an object');
+  const result = new Map<string, PinEntry>();
+  for (const [host, entry] of Object.entries(pins as Record<string, unknown>)) {
+    const e = entry as Record<string, unknown> | null;
+    if (e === null || typeof e !== 'object' || typeof e.fingerprint !== 'string' || !FINGERPRINT.test(e.fingerprint) || typeof e.first_seen !== 'string') {
+      damaged(`the pin for ${JSON.stringify(host)} needs a "sha256:<hex>" fingerprint and a first_seen time`);
+    }
+    result.set(host, { fingerprint: e!.fingerprint as string, first_seen: e!.first_seen as string });
+  }
+  return result;
+}
