@@ -1,0 +1,570 @@
+// A local inference endpoint for tests, the demo and the stress runs. It speaks OpenAI Chat Completions
+// (any POST path ending in /chat/completions) and Anthropic Messages (any POST path ending in /messages).
+//
+// The behaviour is picked per request by a directive anywhere in the LAST user message, `[[mode]]` or
+// `[[mode:arg]]`, else by the default mode:
+//   fixed[:text]   answer a fixed text (default "Hello from the synthetic endpoint.")
+//   echo           answer the last user message
+//   delay:MS       wait MS milliseconds, then answer the fixed text
+//   hold[:MS]      wait until releaseAll() (or POST /_control/release), the client disconnects, or MS pass
+//   tool-call      answer with a proposed tool call
+//   oversize[:MiB] a valid answer whose body is MiB mebibytes (default 5), sent chunked
+//   http500        HTTP 500 with an error body
+//   malformed      HTTP 200 with a body that is not JSON
+//   drip:MS        the fixed answer, written a few bytes at a time with MS ms between writes
+//   secret         an answer containing the word "secret"
+//
+// Run as a process: `node --import tsx scripts/synthetic-endpoint.ts [--port N] [--mode M] [--answer TEXT]`
+// prints `SYNTHETIC_ENDPOINT_URL=<url>` on stdout once listening and serves until SIGTERM or SIGINT.
+// Out-of-process users get `GET /_control/stats` and `POST /_control/release`.
+//
+// Every answer says `Connection: close` (unless keepAlive is set), so openConnections() counts only
+// requests in progress: a client that abandons a request shows up as a socket that closed early.
+// openConnections() counts sockets that carried an inference request. Node's fetch (undici 6) opens one
+// spare connection right after an in-flight request is aborted and closes it, unused, about 4 s later
+// (nodejs/undici#5845); such never-used sockets are reported apart, as unusedConnections().
+
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+
+export const DEFAULT_ANSWER = 'Hello from the synthetic endpoint.';
+export const SECRET_ANSWER = 'Here is the secret you asked for: the launch code is 0000.';
+export const SYNTHETIC_TOOL_NAME = 'run_shell_command';
+const DEFAULT_OVERSIZE_MIB = 5;
+const MAX_OVERSIZE_MIB = 256;
+const MAX_WAIT_MS = 600_000;
+const REQUEST_BODY_MAX_BYTES = 8 * 1024 * 1024;
+const DRIP_PIECE_BYTES = 7;
+const OVERSIZE_CHUNK_BYTES = 64 * 1024;
+const KNOWN_MODES = new Set(['fixed', 'echo', 'delay', 'hold', 'tool-call', 'oversize', 'http500', 'malformed', 'drip', 'secret']);
+
+export type WireFormat = 'openai' | 'anthropic';
+
+export interface ReceivedRequest {
+  id: number;
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** The parsed JSON body (undefined when it was not JSON). */
+  body: unknown;
+  /** The body exactly as received. */
+  rawBody: string;
+  format: WireFormat;
+  /** The directive applied, e.g. "hold" or "delay:50". */
+  mode: string;
+  receivedAt: number;
+  /** The client closed the connection before the whole answer was sent. */
+  closedEarly: boolean;
+  /** The whole answer was handed to the connection. */
+  answered: boolean;
+  /** Answer body bytes written so far. */
+  bytesSent: number;
+}
+
+export interface SyntheticEndpoint {
+  /** e.g. http://127.0.0.1:PORT/v1 (use as OPENAI_BASE_URL). */
+  url: string;
+  /** e.g. http://127.0.0.1:PORT (use as ANTHROPIC_BASE_URL). */
+  origin: string;
+  requests: ReceivedRequest[];
+  /** Live sockets that carry or carried an inference request. */
+  openConnections(): number;
+  /** Live sockets that never carried any request (spare connections a client opened). */
+  unusedConnections(): number;
+  /** Lets every request currently holding answer; returns how many were released. */
+  releaseAll(): number;
+  waitForRequests(n: number, timeoutMs?: number): Promise<void>;
+  /** Resolves once no request connection is open (for checks that abandoned requests were really closed). */
+  waitForIdle(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface SyntheticEndpointOptions {
+  port?: number;
+  host?: string;
+  defaultMode?: string;
+  answer?: string;
+  keepAlive?: boolean;
+  beforeAnswer?: (req: ReceivedRequest) => Promise<void> | void;
+}
+
+interface Directive {
+  mode: string;
+  arg: string | undefined;
+}
+
+function parseDirective(text: string): Directive | undefined {
+  const pattern = /\[\[([a-z0-9-]+)(?::([^\]]*))?\]\]/g;
+  for (const match of text.matchAll(pattern)) {
+    const mode = match[1] as string;
+    if (KNOWN_MODES.has(mode)) return { mode, arg: match[2] };
+  }
+  return undefined;
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part: unknown) =>
+        typeof part === 'object' && part !== null && typeof (part as { text?: unknown }).text === 'string'
+          ? (part as { text: string }).text
+          : '',
+      )
+      .join('');
+  }
+  return '';
+}
+
+function lastUserText(body: unknown): string {
+  const messages = (body as { messages?: unknown } | null)?.messages;
+  if (!Array.isArray(messages)) return '';
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    const message = messages[i] as { role?: unknown; content?: unknown } | null;
+    if (message !== null && typeof message === 'object' && message.role === 'user') return contentText(message.content);
+  }
+  return '';
+}
+
+function boundedMs(arg: string | undefined, fallback: number): number {
+  const value = Number(arg);
+  return arg !== undefined && Number.isFinite(value) && value >= 0 ? Math.min(value, MAX_WAIT_MS) : fallback;
+}
+
+function approximateTokens(text: string): number {
+  return Math.max(1, Math.ceil(text.length / 4));
+}
+
+function requestModel(body: unknown): string {
+  const model = (body as { model?: unknown } | null)?.model;
+  return typeof model === 'string' ? model : 'synthetic-model';
+}
+
+function completionBody(format: WireFormat, id: number, model: string, prompt: string, text: string, withToolCall: boolean): unknown {
+  if (format === 'anthropic') {
+    const content: unknown[] = [{ type: 'text', text }];
+    if (withToolCall) {
+      content.push({ type: 'tool_use', id: `toolu_synthetic_${id}`, name: SYNTHETIC_TOOL_NAME, input: { command: 'ls -la' } });
+    }
+    return {
+      id: `msg_synthetic_${id}`,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content,
+      stop_reason: withToolCall ? 'tool_use' : 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: approximateTokens(prompt), output_tokens: approximateTokens(text) },
+    };
+  }
+  const message: Record<string, unknown> = { role: 'assistant', content: withToolCall ? null : text };
+  if (withToolCall) {
+    message.tool_calls = [
+      {
+        id: `call_synthetic_${id}`,
+        type: 'function',
+        function: { name: SYNTHETIC_TOOL_NAME, arguments: JSON.stringify({ command: 'ls -la' }) },
+      },
+    ];
+  }
+  const completionTokens = approximateTokens(text);
+  const promptTokens = approximateTokens(prompt);
+  return {
+    id: `chatcmpl-synthetic-${id}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: withToolCall ? 'tool_calls' : 'stop' }],
+    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+  };
+}
+
+function sleep(ms: number, cancelled: Promise<void>): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    void cancelled.then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+export async function startSyntheticEndpoint(options: SyntheticEndpointOptions = {}): Promise<SyntheticEndpoint> {
+  const defaultDirective = parseDirective(`[[${options.defaultMode ?? 'fixed'}]]`);
+  if (defaultDirective === undefined) {
+    throw new Error(`unknown synthetic endpoint mode "${options.defaultMode}" (allowed: ${[...KNOWN_MODES].join(', ')})`);
+  }
+  const fixedAnswer = options.answer ?? DEFAULT_ANSWER;
+  const requests: ReceivedRequest[] = [];
+  const sockets = new Set<Socket>();
+  const requestSockets = new Set<Socket>();
+  const holders = new Set<() => void>();
+  const arrivalWaiters = new Set<() => void>();
+  const idleWaiters = new Set<() => void>();
+
+  const notifyIdle = (): void => {
+    if (requestSockets.size !== 0) return;
+    for (const waiter of [...idleWaiters]) waiter();
+  };
+
+  const releaseAll = (): number => {
+    const released = holders.size;
+    for (const release of [...holders]) release();
+    return released;
+  };
+
+  async function answer(
+    record: ReceivedRequest,
+    directive: Directive,
+    res: ServerResponse,
+    closed: Promise<void>,
+    isClosed: () => boolean,
+  ): Promise<void> {
+    const prompt = lastUserText(record.body);
+    const model = requestModel(record.body);
+    const { mode, arg } = directive;
+
+    if (mode === 'delay') await sleep(boundedMs(arg, 0), closed);
+    if (mode === 'hold') {
+      await new Promise<void>((resolve) => {
+        const release = (): void => {
+          holders.delete(release);
+          resolve();
+        };
+        holders.add(release);
+        void closed.then(release);
+        if (arg !== undefined) setTimeout(release, boundedMs(arg, MAX_WAIT_MS)).unref();
+      });
+    }
+    if (isClosed()) return;
+    if (options.beforeAnswer !== undefined) await options.beforeAnswer(record);
+    if (isClosed()) return;
+
+    const headers: Record<string, string> = { 'Content-Type': 'application/json' };
+    if (options.keepAlive !== true) headers.Connection = 'close';
+    const send = (status: number, text: string): void => {
+      const bytes = Buffer.from(text, 'utf8');
+      res.writeHead(status, { ...headers, 'Content-Length': String(bytes.byteLength) });
+      record.bytesSent += bytes.byteLength;
+      res.end(bytes);
+    };
+
+    switch (mode) {
+      case 'http500':
+        send(500, JSON.stringify({ error: { message: 'synthetic internal server error', type: 'server_error', code: null } }));
+        return;
+      case 'malformed':
+        send(200, '{"id": "chatcmpl-synthetic", "object": "chat.completion", "choices": [{"message": {"role": "assistant", "content": "cut');
+        return;
+      case 'tool-call':
+        send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, 'I will run a command for you.', true)));
+        return;
+      case 'oversize': {
+        const mib = Math.min(Math.max(Number(arg ?? DEFAULT_OVERSIZE_MIB) || DEFAULT_OVERSIZE_MIB, 1), MAX_OVERSIZE_MIB);
+        await sendOversize(record, res, headers, model, prompt, mib * 1024 * 1024, isClosed);
+        return;
+      }
+      case 'drip': {
+        const text = JSON.stringify(completionBody(record.format, record.id, model, prompt, fixedAnswer, false));
+        await sendDrip(record, res, headers, text, boundedMs(arg, 10), closed, isClosed);
+        return;
+      }
+      default: {
+        const text =
+          mode === 'echo' ? prompt
+          : mode === 'secret' ? SECRET_ANSWER
+          : mode === 'fixed' && arg !== undefined ? arg
+          : fixedAnswer;
+        send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, text, false)));
+      }
+    }
+  }
+
+  async function sendOversize(
+    record: ReceivedRequest,
+    res: ServerResponse,
+    headers: Record<string, string>,
+    model: string,
+    prompt: string,
+    size: number,
+    isClosed: () => boolean,
+  ): Promise<void> {
+    // A valid completion whose text fills the body; no Content-Length, so only a running cap can stop it.
+    const template = JSON.stringify(completionBody(record.format, record.id, model, prompt, '\u0000FILL\u0000', false));
+    const [head, tail] = template.split('\\u0000FILL\\u0000') as [string, string];
+    res.writeHead(200, headers);
+    const write = async (chunk: string): Promise<boolean> => {
+      if (isClosed()) return false;
+      record.bytesSent += Buffer.byteLength(chunk);
+      if (!res.write(chunk)) {
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            res.off('drain', done);
+            res.off('close', done);
+            resolve();
+          };
+          res.on('drain', done);
+          res.on('close', done);
+        });
+      }
+      return !isClosed();
+    };
+    if (!(await write(head))) return;
+    let remaining = size - Buffer.byteLength(head) - Buffer.byteLength(tail);
+    const filler = 'x'.repeat(OVERSIZE_CHUNK_BYTES);
+    while (remaining > 0) {
+      const piece = remaining >= filler.length ? filler : filler.slice(0, remaining);
+      remaining -= piece.length;
+      if (!(await write(piece))) return;
+    }
+    if (!(await write(tail))) return;
+    res.end();
+  }
+
+  async function sendDrip(
+    record: ReceivedRequest,
+    res: ServerResponse,
+    headers: Record<string, string>,
+    text: string,
+    pauseMs: number,
+    closed: Promise<void>,
+    isClosed: () => boolean,
+  ): Promise<void> {
+    const bytes = Buffer.from(text, 'utf8');
+    res.writeHead(200, { ...headers, 'Content-Length': String(bytes.byteLength) });
+    for (let offset = 0; offset < bytes.byteLength; offset += DRIP_PIECE_BYTES) {
+      if (isClosed()) return;
+      const piece = bytes.subarray(offset, offset + DRIP_PIECE_BYTES);
+      record.bytesSent += piece.byteLength;
+      res.write(piece);
+      if (offset + DRIP_PIECE_BYTES < bytes.byteLength) await sleep(pauseMs, closed);
+    }
+    if (!isClosed()) res.end();
+  }
+
+  function control(req: IncomingMessage, res: ServerResponse, path: string): void {
+    const reply = (status: number, value: unknown): void => {
+      res.writeHead(status, { 'Content-Type': 'application/json', Connection: 'close' });
+      res.end(JSON.stringify(value));
+    };
+    req.resume();
+    if (req.method === 'GET' && path === '/_control/stats') {
+      // The socket asking is not one of the provider connections being counted.
+      const own = sockets.has(req.socket) && !requestSockets.has(req.socket) ? 1 : 0;
+      reply(200, {
+        requests: requests.length,
+        open_connections: requestSockets.size,
+        unused_connections: sockets.size - requestSockets.size - own,
+        closed_early: requests.filter((r) => r.closedEarly).length,
+        answered: requests.filter((r) => r.answered).length,
+        holding: holders.size,
+      });
+    } else if (req.method === 'POST' && path === '/_control/release') {
+      reply(200, { released: releaseAll() });
+    } else {
+      reply(404, { error: { message: `unknown control path ${path} (allowed: GET /_control/stats, POST /_control/release)` } });
+    }
+  }
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    const path = (req.url ?? '/').split('?')[0] as string;
+    if (path.startsWith('/_control/')) {
+      control(req, res, path);
+      return;
+    }
+    const format: WireFormat | undefined =
+      req.method !== 'POST' ? undefined
+      : path.endsWith('/chat/completions') ? 'openai'
+      : path.endsWith('/messages') ? 'anthropic'
+      : undefined;
+    if (format === undefined) {
+      req.resume();
+      res.writeHead(404, { 'Content-Type': 'application/json', Connection: 'close' });
+      res.end(JSON.stringify({ error: { message: `no such endpoint: ${req.method} ${path} (allowed: POST .../chat/completions, POST .../messages)` } }));
+      return;
+    }
+
+    requestSockets.add(req.socket);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > REQUEST_BODY_MAX_BYTES) tooLarge = true;
+      else chunks.push(chunk);
+    });
+    req.on('error', () => undefined);
+    req.on('end', () => {
+      if (tooLarge) {
+        res.writeHead(413, { 'Content-Type': 'application/json', Connection: 'close' });
+        res.end(JSON.stringify({ error: { message: `request body over ${REQUEST_BODY_MAX_BYTES} bytes` } }));
+        return;
+      }
+      const rawBody = Buffer.concat(chunks).toString('utf8');
+      let body: unknown;
+      try {
+        body = JSON.parse(rawBody);
+      } catch {
+        body = undefined;
+      }
+      const directive = parseDirective(lastUserText(body)) ?? defaultDirective!;
+      const record: ReceivedRequest = {
+        id: requests.length + 1,
+        path,
+        headers: req.headers,
+        body,
+        rawBody,
+        format,
+        mode: directive.arg === undefined ? directive.mode : `${directive.mode}:${directive.arg}`,
+        receivedAt: Date.now(),
+        closedEarly: false,
+        answered: false,
+        bytesSent: 0,
+      };
+      requests.push(record);
+      for (const waiter of [...arrivalWaiters]) waiter();
+
+      let isClosed = false;
+      let markClosed: () => void = () => undefined;
+      const closed = new Promise<void>((resolve) => {
+        markClosed = resolve;
+      });
+      res.on('finish', () => {
+        record.answered = true;
+      });
+      res.on('close', () => {
+        isClosed = true;
+        if (!record.answered) {
+          record.closedEarly = true;
+          // The client hung up (Node keeps the half-open socket otherwise); nothing more will be sent.
+          req.socket.destroy();
+        }
+        markClosed();
+      });
+
+      if (body === undefined) {
+        res.writeHead(400, { 'Content-Type': 'application/json', Connection: 'close' });
+        res.end(JSON.stringify({ error: { message: 'the request body is not JSON' } }));
+        return;
+      }
+      answer(record, directive, res, closed, () => isClosed).catch((error: unknown) => {
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+        res.writeHead(500, { 'Content-Type': 'application/json', Connection: 'close' });
+        res.end(JSON.stringify({ error: { message: `synthetic endpoint hook failed: ${(error as Error).message}` } }));
+      });
+    });
+  }
+
+  const server = createServer(handle);
+  // Held requests may wait far longer than Node's default request timeout.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  server.keepAliveTimeout = 5_000;
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => {
+      sockets.delete(socket);
+      requestSockets.delete(socket);
+      notifyIdle();
+    });
+  });
+  server.on('clientError', (_error, socket) => socket.destroy());
+
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const origin = `http://${host.includes(':') ? `[${host}]` : host}:${address.port}`;
+
+  const waitUntil = (ready: () => boolean, waiters: Set<() => void>, timeoutMs: number, what: () => string): Promise<void> =>
+    new Promise((resolve, reject) => {
+      if (ready()) {
+        resolve();
+        return;
+      }
+      const check = (): void => {
+        if (!ready()) return;
+        clearTimeout(timer);
+        waiters.delete(check);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(check);
+        reject(new Error(what()));
+      }, timeoutMs);
+      waiters.add(check);
+    });
+
+  return {
+    url: `${origin}/v1`,
+    origin,
+    requests,
+    openConnections: () => requestSockets.size,
+    unusedConnections: () => sockets.size - requestSockets.size,
+    releaseAll,
+    waitForRequests: (n, timeoutMs = 10_000) =>
+      waitUntil(() => requests.length >= n, arrivalWaiters, timeoutMs, () => `synthetic endpoint saw ${requests.length} of ${n} requests within ${timeoutMs} ms`),
+    waitForIdle: (timeoutMs = 10_000) =>
+      waitUntil(
+        () => requestSockets.size === 0,
+        idleWaiters,
+        timeoutMs,
+        () => `synthetic endpoint still has ${requestSockets.size} open request connections after ${timeoutMs} ms`,
+      ),
+    close: () =>
+      new Promise<void>((resolve) => {
+        releaseAll();
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      }),
+  };
+}
+
+function parseArguments(argv: string[]): SyntheticEndpointOptions {
+  const options: SyntheticEndpointOptions = {};
+  for (let i = 0; i < argv.length; i += 1) {
+    const flag = argv[i];
+    const value = argv[i + 1];
+    if (flag === '--port' && value !== undefined && /^\d+$/.test(value) && Number(value) <= 65535) options.port = Number(value);
+    else if (flag === '--mode' && value !== undefined) options.defaultMode = value;
+    else if (flag === '--answer' && value !== undefined) options.answer = value;
+    else if (flag === '--host' && value !== undefined) options.host = value;
+    else throw new Error(`bad argument ${flag ?? ''} (allowed: --port N, --mode MODE, --answer TEXT, --host ADDRESS)`);
+    i += 1;
+  }
+  return options;
+}
+
+function isMainModule(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isMainModule()) {
+  try {
+    const endpoint = await startSyntheticEndpoint(parseArguments(process.argv.slice(2)));
+    process.stdout.write(`SYNTHETIC_ENDPOINT_URL=${endpoint.url}\n`);
+    const stop = (): void => {
+      void endpoint.close().then(() => process.exit(0));
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  } catch (error) {
+    process.stderr.write(`synthetic-endpoint: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
+}
