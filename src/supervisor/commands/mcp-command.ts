@@ -1,6 +1,101 @@
-import type { Command } from 'commander';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Command, CommanderError, Option } from 'commander';
+import { SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
+import { PinnedDirectory } from '../../shared/pinned-directory.js';
+import { createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
+import { takeStartupSnapshot } from '../startup-snapshot.js';
+import { writeStartupSummary } from '../startup-summary.js';
+import { startMcpSession } from '../mcp-session.js';
+import type { SessionContext } from '../session-context.js';
 
-// Placeholder until the 'mcp' command lands.
+// `symbi mcp`: pin the project, take the startup snapshot, print the summary
+// on standard error and serve MCP on stdio until standard input ends.
+
+const USAGE_EXIT = 2;
+const SHUTDOWN_GRACE_MS_MAX = 600_000;
+
+export interface McpCommandOptions {
+  project: string;
+  logFormat: LogFormat;
+  shutdownGraceMs: number;
+}
+
+function usageError(message: string): never {
+  process.stderr.write(`symbi mcp: ${message}\n`);
+  process.exit(USAGE_EXIT);
+}
+
+function parseLogFormat(value: string): LogFormat {
+  if ((LOG_FORMATS as readonly string[]).includes(value)) return value as LogFormat;
+  usageError(`--log-format ${JSON.stringify(value)} is not supported; use one of: ${LOG_FORMATS.join(', ')}`);
+}
+
+function parseGrace(value: string): number {
+  if (!/^\d{1,7}$/.test(value) || Number(value) > SHUTDOWN_GRACE_MS_MAX) {
+    usageError(`--shutdown-grace-ms ${JSON.stringify(value)} is not valid; use a whole number of milliseconds from 0 to ${SHUTDOWN_GRACE_MS_MAX}`);
+  }
+  return Number(value);
+}
+
+function pinProject(dir: string): PinnedDirectory {
+  if (dir.length === 0 || dir.includes('\0')) usageError('--project needs a directory path');
+  try {
+    return PinnedDirectory.pin(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const shown = path.resolve(dir);
+    if (code === 'ENOTDIR') usageError(`--project ${shown}: is not a directory`);
+    if (code === 'ENOENT') usageError(`--project ${shown}: no such directory`);
+    if (code === 'EACCES') usageError(`--project ${shown}: permission denied`);
+    usageError(`--project ${shown}: cannot be opened as a directory (${code ?? 'error'})`);
+  }
+}
+
+/** Library code must never write to stdout; this keeps a stray console call off the MCP channel. */
+function keepConsoleOffStdout(): void {
+  const toStderr = (...args: unknown[]): void => {
+    try {
+      fs.writeSync(2, `${args.map(String).join(' ')}\n`);
+    } catch {
+      // stderr closed: nothing useful to do
+    }
+  };
+  console.log = toStderr;
+  console.info = toStderr;
+  console.debug = toStderr;
+}
+
+export async function runMcpServer(options: McpCommandOptions): Promise<void> {
+  keepConsoleOffStdout();
+  const project = pinProject(options.project);
+  const log = createOperatorLog(options.logFormat);
+  const { snapshot, auditStorage } = takeStartupSnapshot(project);
+  writeStartupSummary(snapshot, log);
+  const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs };
+  const session = await startMcpSession(context);
+  log.info('serving MCP on standard input/output');
+  const reason = await session.closed;
+  log.info(`session closed: ${reason}`);
+  process.exit(0);
+}
+
 export function registerMcpCommand(program: Command): void {
-  void program;
+  program
+    .command('mcp')
+    .description('Serve the governed MCP server over stdio for the project directory')
+    .addOption(new Option('--project <dir>', 'project directory to pin (default: the current directory)').default('.'))
+    .addOption(new Option('--log-format <format>', `standard error format: ${LOG_FORMATS.join(' or ')}`).default('text'))
+    .addOption(new Option('--shutdown-grace-ms <ms>', 'how long shutdown waits for live runs to record their end').default(String(SHUTDOWN_GRACE_MS_DEFAULT)))
+    .exitOverride((err: CommanderError) => {
+      // Commander's own usage errors (unknown option, missing value) share the usage exit code.
+      process.exit(err.exitCode === 0 ? 0 : USAGE_EXIT);
+    })
+    .action(async (raw: { project: string; logFormat: string; shutdownGraceMs: string }) => {
+      await runMcpServer({
+        project: raw.project,
+        logFormat: parseLogFormat(raw.logFormat),
+        shutdownGraceMs: parseGrace(raw.shutdownGraceMs),
+      });
+    });
 }

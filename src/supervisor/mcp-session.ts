@@ -1,0 +1,119 @@
+import type { Readable, Writable } from 'node:stream';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { MiB, STDIN_LINE_MAX_BYTES } from '../shared/limits.js';
+import type { SessionContext } from './session-context.js';
+import { StdinLineLimiter } from './stdin-line-limiter.js';
+import { registerProjectFileTools } from './tools/project-file-tools.js';
+import { registerVerifySchemaTool } from './tools/verify-schema-tool.js';
+
+// One MCP session over stdio: the SDK server with every tool registered,
+// reading standard input through the line limiter. Its whole lifecycle is
+// here: startMcpSession() and the returned closeSession(), which the process
+// shutdown logic calls (and which runs by itself when standard input ends).
+
+export const SERVER_NAME = 'symbi-mcp';
+export const SERVER_VERSION = '0.1.0';
+// Log the first few dropped messages one by one, then only every Nth, so a flood of garbage cannot flood stderr.
+const DROPPED_LOG_FIRST = 10;
+const DROPPED_LOG_EVERY = 1000;
+
+export interface SessionIo {
+  stdin: Readable;
+  stdout: Writable;
+}
+
+export interface SessionOptions {
+  /**
+   * Registers invoke_agent (the lead's tool needs the run owner table and the
+   * worker pool, which the process lifecycle owns). Absent: the server offers
+   * the project file tools and verify_schema only.
+   */
+  registerInvokeAgent?: (server: McpServer) => void;
+  /**
+   * Called when standard input ends. Default: close the session at once. The
+   * shutdown logic replaces it to drain live runs before closing.
+   */
+  onInputEnd?: (session: McpSession) => void;
+}
+
+export interface McpSession {
+  readonly server: McpServer;
+  /** Resolves with the reason once the session has closed. */
+  readonly closed: Promise<string>;
+  /** Closes the transport (idempotent). Runs by itself when standard input ends. */
+  closeSession(reason: string): Promise<void>;
+}
+
+export function createMcpServer(context: SessionContext, options: SessionOptions = {}): McpServer {
+  const server = new McpServer(
+    { name: SERVER_NAME, version: SERVER_VERSION },
+    {
+      capabilities: { tools: {}, resources: {} },
+      instructions:
+        'Governed Symbiont server: list_agents, get_agent_dsl, parse_dsl and get_agents_md read the project through a pinned directory; invoke_agent returns one policy-checked text response with a signed audit reference.',
+    },
+  );
+  registerProjectFileTools(server, context);
+  registerVerifySchemaTool(server, { project: context.project, log: (line: string) => context.log.info(line) });
+  options.registerInvokeAgent?.(server);
+  return server;
+}
+
+function describeDropped(err: Error): string {
+  // Never echo the offending bytes: they may hold a prompt.
+  if (err.name === 'SyntaxError') return 'not valid JSON';
+  if (err.name === 'ZodError' || err.name === '$ZodError') return 'JSON but not a JSON-RPC message';
+  const text = err.message.length > 200 ? `${err.message.slice(0, 200)}...` : err.message;
+  return text;
+}
+
+export async function startMcpSession(
+  context: SessionContext,
+  io: SessionIo = { stdin: process.stdin, stdout: process.stdout },
+  options: SessionOptions = {},
+): Promise<McpSession> {
+  const { log } = context;
+  const server = createMcpServer(context, options);
+  const limiter = new StdinLineLimiter(STDIN_LINE_MAX_BYTES, {
+    onDroppedLine: (bytes) => log.warn(`dropped an input line of ${bytes} bytes: longer than the ${STDIN_LINE_MAX_BYTES}-byte line limit`),
+  });
+  io.stdin.pipe(limiter);
+  // The limiter only forwards whole lines of at most the cap, so this bound is never reached by one message.
+  const transport = new StdioServerTransport(limiter, io.stdout, { maxBufferSize: 2 * STDIN_LINE_MAX_BYTES + MiB });
+
+  let dropped = 0;
+  server.server.onerror = (err: Error) => {
+    dropped++;
+    if (dropped <= DROPPED_LOG_FIRST || dropped % DROPPED_LOG_EVERY === 0) {
+      log.warn(`dropped a message from the client: ${describeDropped(err)}`, { dropped_total: dropped });
+    }
+  };
+
+  let resolveClosed!: (reason: string) => void;
+  const closed = new Promise<string>((resolve) => (resolveClosed = resolve));
+  let closeReason: string | null = null;
+  let closing: Promise<void> | null = null;
+  server.server.onclose = () => resolveClosed(closeReason ?? 'transport closed');
+
+  const closeSession = (reason: string): Promise<void> => {
+    if (closing) return closing;
+    closeReason = reason;
+    io.stdin.unpipe(limiter);
+    closing = server.close().then(
+      () => resolveClosed(reason),
+      () => resolveClosed(reason),
+    );
+    return closing;
+  };
+
+  const session: McpSession = { server, closed, closeSession };
+  const onInputEnd = options.onInputEnd ?? (() => void closeSession('standard input ended'));
+  limiter.on('end', () => onInputEnd(session));
+  io.stdin.on('error', () => void closeSession('standard input failed'));
+  // A client that went away makes stdout writes fail with EPIPE; that must not crash the process.
+  io.stdout.on('error', () => void closeSession('standard output closed'));
+
+  await server.connect(transport);
+  return session;
+}

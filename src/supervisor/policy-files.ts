@@ -1,0 +1,83 @@
+import fs from 'node:fs';
+import { POLICY_DISCOVERY_MAX_ENTRIES, POLICY_FILE_MAX_BYTES } from '../shared/limits.js';
+import { ConfinementError, PinnedDirectory, decodeUtf8Strict, procPath, readTextFileAt } from '../shared/pinned-directory.js';
+import type { PolicyFileInput } from '../shared/policy/policy-set.js';
+
+// Collects the Cedar policy files in the order the policy loader expects:
+// policies/*.cedar sorted by name, then policies/mcp-server/*.cedar sorted.
+// Anything that cannot be read cleanly becomes an input with an error, which
+// the loader turns into deny-all: a broken configuration never falls back to
+// the default permission.
+
+const POLICY_EXTENSION = '.cedar';
+
+function openPolicyDirectory(project: PinnedDirectory, components: string[]): number | PolicyFileInput | null {
+  try {
+    return project.openDirectory(components);
+  } catch (err) {
+    if (err instanceof ConfinementError && err.code === 'not_found') return null;
+    const shown = `${components.join('/')}/`;
+    const why = err instanceof ConfinementError ? err.code : 'io';
+    const text =
+      why === 'symlink' ? 'is a symlink; symlinks are never followed' : why === 'not_directory' ? 'is not a directory' : `cannot be opened (${why})`;
+    return { path: shown, error: `${shown} ${text}` };
+  }
+}
+
+function readPolicyDirectory(dirFd: number, prefix: string, out: PolicyFileInput[]): void {
+  const names: string[] = [];
+  let inspected = 0;
+  const dir = fs.opendirSync(procPath(dirFd), { encoding: 'buffer' as BufferEncoding });
+  try {
+    for (;;) {
+      const entry = dir.readSync();
+      if (entry === null) break;
+      if (++inspected > POLICY_DISCOVERY_MAX_ENTRIES) {
+        out.push({ path: `${prefix}/`, error: `${prefix}/ has more than ${POLICY_DISCOVERY_MAX_ENTRIES} entries; the policy set cannot be read completely` });
+        return;
+      }
+      let name: string;
+      try {
+        name = decodeUtf8Strict(entry.name as unknown as Buffer, 'entry');
+      } catch {
+        out.push({ path: `${prefix}/<undecodable name>`, error: `${prefix}/ holds a file name that is not valid UTF-8` });
+        continue;
+      }
+      if (name.endsWith(POLICY_EXTENSION) && !name.startsWith('.')) names.push(name);
+    }
+  } finally {
+    dir.closeSync();
+  }
+  names.sort();
+  for (const name of names) {
+    const shown = `${prefix}/${name}`;
+    try {
+      out.push({ path: shown, text: readTextFileAt(dirFd, name, POLICY_FILE_MAX_BYTES, shown).text });
+    } catch (err) {
+      out.push({ path: shown, error: err instanceof ConfinementError ? err.message : `${shown}: cannot be read` });
+    }
+  }
+}
+
+export function collectPolicyFiles(project: PinnedDirectory): PolicyFileInput[] {
+  const out: PolicyFileInput[] = [];
+  for (const components of [['policies'], ['policies', 'mcp-server']]) {
+    const opened = openPolicyDirectory(project, components);
+    if (opened === null) {
+      // No policies/ means no policies/mcp-server/ either.
+      if (components.length === 1) break;
+      continue;
+    }
+    if (typeof opened !== 'number') {
+      out.push(opened);
+      if (components.length === 1) break;
+      continue;
+    }
+    try {
+      readPolicyDirectory(opened, components.join('/'), out);
+    } finally {
+      fs.closeSync(opened);
+    }
+  }
+  return out;
+}

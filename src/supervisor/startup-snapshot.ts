@@ -1,0 +1,145 @@
+import { AGENTS_MD_MAX_BYTES } from '../shared/limits.js';
+import { ConfinementError, PinnedDirectory } from '../shared/pinned-directory.js';
+import { extractAgentsMdGuidance, type AgentsMdGuidance } from '../shared/agents-md.js';
+import { parseDslReport } from '../shared/dsl/parse-report.js';
+import { conversationalVerdict, type RegistryEntry } from '../shared/dsl/conversational-definition.js';
+import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../shared/policy/policy-set.js';
+import { openAuditStorage } from '../shared/audit-storage.js';
+import { discoverAgentSources, type SkippedSource } from './agent-discovery.js';
+import { collectPolicyFiles } from './policy-files.js';
+
+// The startup snapshot: everything the server learns about the project when
+// it starts, taken once and frozen. Files added or changed later cannot be
+// invoked until restart. It is plain data (no descriptors wrapped in classes,
+// no functions) so pieces of it can be posted to worker threads.
+
+export interface AgentSummary {
+  stem: string;
+  file: string;
+  bytes: number;
+  /** Names of the `agent` declarations in the file, in source order. */
+  declared_agents: string[];
+  invocable: boolean;
+  /** The declared agent an invocation by this stem runs as (when invocable). */
+  declared_name?: string;
+  /** Why the file cannot be invoked (when not invocable). */
+  reason?: string;
+  has_schedules: boolean;
+  has_channels: boolean;
+  syntax_errors: number;
+}
+
+export type AgentsMdSnapshot =
+  | { present: true; bytes: number; text: string; guidance: AgentsMdGuidance | null }
+  | { present: false; reason: string; missing: boolean };
+
+export type AuditSnapshot =
+  | { ready: true; publicKeyHex: string; governedPath: string; governedDirFd: number }
+  | { ready: false; reason: string };
+
+export interface StartupSnapshot {
+  readonly takenAt: string;
+  readonly project: { readonly fd: number; readonly path: string };
+  /** Registry entries as the DSL module expects them, one per discovered source. */
+  readonly registry: readonly RegistryEntry[];
+  readonly agents: readonly AgentSummary[];
+  readonly skipped: readonly SkippedSource[];
+  readonly limitsHit: readonly string[];
+  readonly agentsDirectory: { readonly present: boolean; readonly problem?: string; readonly entriesInspected: number; readonly retainedBytes: number };
+  readonly agentsMd: AgentsMdSnapshot;
+  readonly policy: { readonly files: readonly string[]; readonly set: LoadedPolicySet };
+  readonly audit: AuditSnapshot;
+}
+
+/** What openAuditStorage returned, kept outside the snapshot because it holds a signing function. */
+export type AuditStorageHandle = ReturnType<typeof openAuditStorage>;
+
+export interface SnapshotResult {
+  snapshot: StartupSnapshot;
+  auditStorage: AuditStorageHandle | null;
+}
+
+function summariseSource(entry: RegistryEntry & { bytes: number }, registry: readonly RegistryEntry[]): AgentSummary {
+  const report = parseDslReport(entry.text, entry.file);
+  const summary: AgentSummary = {
+    stem: entry.stem,
+    file: entry.file,
+    bytes: entry.bytes,
+    declared_agents: report.agents.map((a) => a.name),
+    invocable: false,
+    has_schedules: report.schedules.length > 0,
+    has_channels: report.channels.length > 0,
+    syntax_errors: report.errors.length,
+  };
+  let verdict: ReturnType<typeof conversationalVerdict>;
+  try {
+    verdict = conversationalVerdict({ stem: entry.stem, file: entry.file, text: entry.text }, registry);
+  } catch {
+    verdict = { invocable: false, reason: 'the conversational check failed on this file' };
+  }
+  if (verdict.invocable) {
+    summary.invocable = true;
+    summary.declared_name = verdict.declaredName;
+  } else {
+    summary.reason = verdict.reason;
+  }
+  return summary;
+}
+
+function readAgentsMd(project: PinnedDirectory): AgentsMdSnapshot {
+  try {
+    const { text, bytes } = project.readTextFile('AGENTS.md', AGENTS_MD_MAX_BYTES);
+    return { present: true, bytes, text, guidance: extractAgentsMdGuidance(text) };
+  } catch (err) {
+    if (err instanceof ConfinementError) return { present: false, reason: err.message, missing: err.code === 'not_found' };
+    return { present: false, reason: 'AGENTS.md: cannot be read', missing: false };
+  }
+}
+
+function openAudit(project: PinnedDirectory): { audit: AuditSnapshot; storage: AuditStorageHandle | null } {
+  try {
+    const storage = openAuditStorage(project);
+    return {
+      audit: { ready: true, publicKeyHex: storage.signingKey.publicKeyHex, governedPath: storage.governedPath, governedDirFd: storage.governedDirFd },
+      storage,
+    };
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    return { audit: { ready: false, reason: message }, storage: null };
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);
+  }
+  return value;
+}
+
+export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
+  const discovery = discoverAgentSources(project);
+  const registry: RegistryEntry[] = discovery.sources.map(({ stem, file, text }) => ({ stem, file, text }));
+  const agents = discovery.sources.map((source) => summariseSource(source, registry));
+  const policyInputs: PolicyFileInput[] = collectPolicyFiles(project);
+  const policySet = loadPolicySet(policyInputs);
+  const { audit, storage } = openAudit(project);
+  const snapshot: StartupSnapshot = {
+    takenAt: new Date().toISOString(),
+    project: { fd: project.fd, path: project.displayPath },
+    registry,
+    agents,
+    skipped: discovery.skipped,
+    limitsHit: discovery.limitsHit,
+    agentsDirectory: {
+      present: discovery.agentsDirectoryPresent,
+      ...(discovery.directoryProblem ? { problem: discovery.directoryProblem } : {}),
+      entriesInspected: discovery.entriesInspected,
+      retainedBytes: discovery.retainedBytes,
+    },
+    agentsMd: readAgentsMd(project),
+    policy: { files: policyInputs.map((f) => f.path), set: policySet },
+    audit,
+  };
+  return { snapshot: deepFreeze(snapshot), auditStorage: storage };
+}

@@ -1,0 +1,73 @@
+import type { OperatorLog } from './operator-log.js';
+import type { StartupSnapshot } from './startup-snapshot.js';
+
+// The first lines an operator sees on standard error: what was pinned, which
+// agents can be invoked, what was left out and why, which limits were hit,
+// how the policy set loaded, and the audit public key to record. Long lists
+// are cut so the summary stays readable at a glance; list_agents has them all.
+
+export const SUMMARY_MAX_LISTED = 50;
+
+function agentName(a: StartupSnapshot['agents'][number]): string {
+  if (a.declared_name) return a.declared_name;
+  return a.declared_agents.length > 0 ? a.declared_agents.join(',') : a.stem;
+}
+
+export function writeStartupSummary(snapshot: StartupSnapshot, log: OperatorLog): void {
+  const invocable = snapshot.agents.filter((a) => a.invocable).length;
+  log.info(`project pinned: ${snapshot.project.path}`, { event: 'startup.project', path: snapshot.project.path });
+
+  const dir = snapshot.agentsDirectory;
+  if (dir.problem) log.warn(dir.problem, { event: 'startup.agents_dir' });
+  else if (!dir.present) log.warn('agents/ does not exist: no agents to list or invoke', { event: 'startup.agents_dir' });
+  log.info(`agents: ${snapshot.agents.length} found, ${invocable} invocable, ${snapshot.skipped.length} left out`, {
+    event: 'startup.agents',
+    found: snapshot.agents.length,
+    invocable,
+    left_out: snapshot.skipped.length,
+  });
+  for (const a of snapshot.agents.slice(0, SUMMARY_MAX_LISTED)) {
+    const state = a.invocable ? 'invocable' : `not invocable: ${a.reason ?? 'unknown reason'}`;
+    log.info(`  agent ${agentName(a)} (${a.file}): ${state}`, { event: 'startup.agent', stem: a.stem, file: a.file, invocable: a.invocable });
+  }
+  if (snapshot.agents.length > SUMMARY_MAX_LISTED) {
+    log.info(`  ... and ${snapshot.agents.length - SUMMARY_MAX_LISTED} more agents (the list_agents tool shows all)`, { event: 'startup.agent' });
+  }
+  for (const s of snapshot.skipped.slice(0, SUMMARY_MAX_LISTED)) {
+    log.warn(`left out ${s.file}: ${s.reason}`, { event: 'startup.left_out', file: s.file });
+  }
+  if (snapshot.skipped.length > SUMMARY_MAX_LISTED) {
+    log.warn(`... and ${snapshot.skipped.length - SUMMARY_MAX_LISTED} more files left out (the list_agents tool shows all)`, { event: 'startup.left_out' });
+  }
+  if (snapshot.limitsHit.length === 0) log.info('limits hit: none', { event: 'startup.limits' });
+  for (const limit of snapshot.limitsHit) log.warn(`limit hit: ${limit}`, { event: 'startup.limits' });
+
+  const md = snapshot.agentsMd;
+  if (md.present) {
+    const guidance = md.guidance
+      ? `generated section ${md.guidance.originalChars} characters${md.guidance.cut ? ' (cut to the 2,000-character guidance limit)' : ''}`
+      : 'no generated section';
+    log.info(`AGENTS.md: ${md.bytes} bytes, ${guidance}`, { event: 'startup.agents_md', bytes: md.bytes });
+  } else if (md.missing) {
+    log.info('AGENTS.md: not present (get_agents_md answers that it does not exist)', { event: 'startup.agents_md' });
+  } else {
+    log.warn(`AGENTS.md left out: ${md.reason}`, { event: 'startup.agents_md' });
+  }
+
+  const policy = snapshot.policy.set;
+  for (const notice of policy.notices) log.info(`policy: ${notice}`, { event: 'startup.policy', mode: policy.mode });
+  for (const warning of policy.warnings) log.warn(`policy: ${warning}`, { event: 'startup.policy' });
+  if (policy.mode === 'deny-all') {
+    log.warn(`policy set denies every response: ${policy.denyReason ?? 'the configured policy set is unusable'}`, { event: 'startup.policy', mode: policy.mode });
+  }
+
+  if (snapshot.audit.ready) {
+    log.info(`audit public key (record it to verify journals): ${snapshot.audit.publicKeyHex}`, {
+      event: 'startup.audit',
+      public_key: snapshot.audit.publicKeyHex,
+      journal_dir: snapshot.audit.governedPath,
+    });
+  } else {
+    log.warn(`audit storage unusable: ${snapshot.audit.reason}; invoke_agent will refuse, the file tools keep working`, { event: 'startup.audit' });
+  }
+}

@@ -1,0 +1,221 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { AGENT_NAME_MAX_BYTES, AGENTS_MD_MAX_BYTES, DSL_FILE_MAX_BYTES } from '../../shared/limits.js';
+import { ConfinementError, projectPathComponents } from '../../shared/pinned-directory.js';
+import { parseDslReport } from '../../shared/dsl/parse-report.js';
+import { sourceStem } from '../agent-discovery.js';
+import type { SessionContext } from '../session-context.js';
+import {
+  ToolArgumentError,
+  advertisedInputSchema,
+  argumentObject,
+  guarded,
+  jsonResult,
+  quoteForMessage,
+  requiredString,
+  toolError,
+} from './tool-arguments.js';
+
+// The read-only project tools: list_agents and get_agent_dsl answer from the
+// startup snapshot; parse_dsl, get_agents_md and the AGENTS.md resource read
+// the project now, through the pinned directory and its confinement rules.
+
+const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
+const CANDIDATES_SHOWN = 20;
+export const AGENTS_MD_RESOURCE_URI = 'file:///AGENTS.md';
+const INLINE_SOURCE = '<inline>';
+// JSON strings can carry unpaired surrogates, which have no UTF-8 encoding.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function listCandidates(names: readonly string[]): string {
+  if (names.length === 0) return 'none (agents/ holds no readable .symbi or .dsl files)';
+  const shown = names.slice(0, CANDIDATES_SHOWN).join(', ');
+  return names.length > CANDIDATES_SHOWN ? `${shown} and ${names.length - CANDIDATES_SHOWN} more` : shown;
+}
+
+function registerListAgents(server: McpServer, context: SessionContext): void {
+  server.registerTool(
+    'list_agents',
+    {
+      title: 'List agents',
+      description:
+        'Lists every agent source found in agents/ when the server started: its file, the agents it declares, whether invoke_agent can run it (and why not), and whether it has schedules or channels. Files left out at startup are listed with the reason.',
+      inputSchema: advertisedInputSchema({}, []),
+      annotations: READ_ONLY,
+    },
+    guarded(
+      'list_agents',
+      (raw: unknown) => {
+        argumentObject('list_agents', raw, []);
+        const { snapshot } = context;
+        return jsonResult({
+          agents: snapshot.agents.map((a) => ({
+            stem: a.stem,
+            file: a.file,
+            declared_agents: a.declared_agents,
+            invocable: a.invocable,
+            ...(a.invocable ? { declared_name: a.declared_name } : { reason: a.reason }),
+            has_schedules: a.has_schedules,
+            has_channels: a.has_channels,
+          })),
+          left_out: snapshot.skipped.map((s) => ({ file: s.file, reason: s.reason })),
+          limits_hit: [...snapshot.limitsHit],
+        });
+      },
+      (err) => context.log.error('list_agents failed unexpectedly', { error: String(err) }),
+    ),
+  );
+}
+
+function registerGetAgentDsl(server: McpServer, context: SessionContext): void {
+  const allowedAgent = `the filename stem of an agent source listed by list_agents (at most ${AGENT_NAME_MAX_BYTES} bytes)`;
+  server.registerTool(
+    'get_agent_dsl',
+    {
+      title: 'Get agent source',
+      description:
+        'Returns the DSL source of the agent file whose filename stem is `agent` (agents/<agent>.symbi or agents/<agent>.dsl), as read when the server started.',
+      inputSchema: advertisedInputSchema({ agent: { type: 'string', description: 'Filename stem of the agent source, e.g. "assistant" for agents/assistant.symbi' } }, ['agent']),
+      annotations: READ_ONLY,
+    },
+    guarded(
+      'get_agent_dsl',
+      (raw: unknown) => {
+        const args = argumentObject('get_agent_dsl', raw, ['agent']);
+        const agent = requiredString('get_agent_dsl', args, 'agent', allowedAgent);
+        if (agent.length === 0) throw new ToolArgumentError(`get_agent_dsl: "agent" is empty; expected ${allowedAgent}`);
+        if (Buffer.byteLength(agent, 'utf8') > AGENT_NAME_MAX_BYTES) {
+          throw new ToolArgumentError(`get_agent_dsl: "agent" is longer than ${AGENT_NAME_MAX_BYTES} bytes; expected ${allowedAgent}`);
+        }
+        const registry = context.snapshot.registry;
+        const matches = registry.filter((e) => e.stem === agent);
+        if (matches.length === 0) {
+          const stems = [...new Set(registry.map((e) => e.stem))];
+          return toolError(`get_agent_dsl: unknown agent ${quoteForMessage(agent)}; available: ${listCandidates(stems)}`);
+        }
+        if (matches.length > 1) {
+          return toolError(
+            `get_agent_dsl: agent ${quoteForMessage(agent)} is ambiguous: ${matches.map((m) => m.file).join(' and ')} share that stem; rename one of them`,
+          );
+        }
+        const entry = matches[0]!;
+        return { content: [{ type: 'text', text: entry.text }], structuredContent: { agent: entry.stem, file: entry.file, source: entry.text } };
+      },
+      (err) => context.log.error('get_agent_dsl failed unexpectedly', { error: String(err) }),
+    ),
+  );
+}
+
+function registerParseDsl(server: McpServer, context: SessionContext): void {
+  const allowedFile = 'a project-relative .symbi or .dsl path such as "agents/assistant.symbi" (no leading "/", no "..", no hidden names, no backslashes, not under policies/)';
+  const allowedContent = `DSL source text of at most ${DSL_FILE_MAX_BYTES} UTF-8 bytes`;
+  const exactlyOne = 'parse_dsl: give exactly one of "file" (a project-relative .symbi or .dsl path) or "content" (inline DSL text)';
+  server.registerTool(
+    'parse_dsl',
+    {
+      title: 'Parse DSL',
+      description: `Parses Symbiont DSL and returns the parse report (agents, policies, schedules, channels, syntax errors with line and column). Give exactly one of: "file", a project-relative .symbi/.dsl path read now through the pinned project directory, or "content", inline DSL text. Both are limited to ${DSL_FILE_MAX_BYTES} bytes.`,
+      inputSchema: advertisedInputSchema(
+        {
+          file: { type: 'string', description: 'Project-relative path of a .symbi or .dsl file, e.g. "agents/assistant.symbi"' },
+          content: { type: 'string', description: `Inline DSL source (at most ${DSL_FILE_MAX_BYTES} UTF-8 bytes)` },
+        },
+        [],
+      ),
+      annotations: READ_ONLY,
+    },
+    guarded(
+      'parse_dsl',
+      (raw: unknown) => {
+        const args = argumentObject('parse_dsl', raw, ['file', 'content']);
+        const hasFile = args.file !== undefined;
+        const hasContent = args.content !== undefined;
+        if (hasFile === hasContent) throw new ToolArgumentError(`${exactlyOne}; ${hasFile ? 'both were given' : 'neither was given'}`);
+        if (hasContent) {
+          const content = requiredString('parse_dsl', args, 'content', allowedContent);
+          if (LONE_SURROGATE.test(content)) throw new ToolArgumentError(`parse_dsl: "content" contains an unpaired UTF-16 surrogate; expected valid Unicode text`);
+          const bytes = Buffer.byteLength(content, 'utf8');
+          if (bytes > DSL_FILE_MAX_BYTES) throw new ToolArgumentError(`parse_dsl: "content" is ${bytes} bytes; expected ${allowedContent}`);
+          return jsonResult(parseDslReport(content, INLINE_SOURCE) as unknown as Record<string, unknown>);
+        }
+        const file = requiredString('parse_dsl', args, 'file', allowedFile);
+        let components: string[];
+        try {
+          components = projectPathComponents(file);
+        } catch (err) {
+          if (err instanceof ConfinementError) throw new ToolArgumentError(`parse_dsl: ${err.message}`);
+          throw err;
+        }
+        if (sourceStem(components[components.length - 1]!) === null) {
+          throw new ToolArgumentError(`parse_dsl: "file" must name a .symbi or .dsl file; expected ${allowedFile}`);
+        }
+        let text: string;
+        try {
+          text = context.project.readTextFile(file, DSL_FILE_MAX_BYTES).text;
+        } catch (err) {
+          if (err instanceof ConfinementError) return toolError(`parse_dsl: ${err.message}`);
+          throw err;
+        }
+        return jsonResult(parseDslReport(text, file) as unknown as Record<string, unknown>);
+      },
+      (err) => context.log.error('parse_dsl failed unexpectedly', { error: String(err) }),
+    ),
+  );
+}
+
+function readAgentsMdNow(context: SessionContext): { text: string } | { error: string; missing: boolean } {
+  try {
+    return { text: context.project.readTextFile('AGENTS.md', AGENTS_MD_MAX_BYTES).text };
+  } catch (err) {
+    if (err instanceof ConfinementError) {
+      if (err.code === 'not_found') return { error: 'AGENTS.md does not exist in the project', missing: true };
+      return { error: err.message, missing: false };
+    }
+    throw err;
+  }
+}
+
+function registerGetAgentsMd(server: McpServer, context: SessionContext): void {
+  server.registerTool(
+    'get_agents_md',
+    {
+      title: 'Get AGENTS.md',
+      description: `Returns the project's AGENTS.md (at most ${AGENTS_MD_MAX_BYTES} bytes), read now through the pinned project directory.`,
+      inputSchema: advertisedInputSchema({}, []),
+      annotations: READ_ONLY,
+    },
+    guarded(
+      'get_agents_md',
+      (raw: unknown) => {
+        argumentObject('get_agents_md', raw, []);
+        const read = readAgentsMdNow(context);
+        if ('error' in read) return toolError(`get_agents_md: ${read.error}`);
+        return { content: [{ type: 'text', text: read.text }] };
+      },
+      (err) => context.log.error('get_agents_md failed unexpectedly', { error: String(err) }),
+    ),
+  );
+}
+
+function registerAgentsMdResource(server: McpServer, context: SessionContext): void {
+  // Listed only when AGENTS.md was present and readable at startup.
+  if (!context.snapshot.agentsMd.present) return;
+  server.registerResource(
+    'AGENTS.md',
+    AGENTS_MD_RESOURCE_URI,
+    { title: 'AGENTS.md', description: 'Guidance for agents working in this project', mimeType: 'text/markdown' },
+    () => {
+      const read = readAgentsMdNow(context);
+      if ('error' in read) throw new McpError(ErrorCode.InvalidParams, read.error);
+      return { contents: [{ uri: AGENTS_MD_RESOURCE_URI, mimeType: 'text/markdown', text: read.text }] };
+    },
+  );
+}
+
+export function registerProjectFileTools(server: McpServer, context: SessionContext): void {
+  registerListAgents(server, context);
+  registerGetAgentDsl(server, context);
+  registerParseDsl(server, context);
+  registerGetAgentsMd(server, context);
+  registerAgentsMdResource(server, context);
+}
