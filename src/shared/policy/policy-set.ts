@@ -23,15 +23,15 @@ export interface LoadedPolicySet {
   mode: 'default-permit' | 'configured' | 'deny-all';
   /** Active Cedar policies, in file then source order; ids look like "policies/a.cedar#0". */
   policies: LoadedPolicy[];
-  /** One stderr line per file (loaded or rejected), and the overall outcome when notable. */
+  /** One stderr line per file (loaded or rejected), or the default-permission line. */
   notices: string[];
   /** Schema validation findings, e.g. a policy naming a context field that does not exist. */
   warnings: string[];
-  /** Present in deny-all mode: one line naming the file(s) and the problem. */
+  /** Present in deny-all mode: one line naming the file(s) and the problem (callers add their own lead-in). */
   denyReason?: string;
 }
 
-const DEFAULT_PERMIT_NOTICE = 'cedar: no policy files: default permission for respond applies';
+const DEFAULT_PERMIT_NOTICE = 'no policy files: default permission for respond applies';
 
 export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySet {
   if (files.length === 0) {
@@ -45,38 +45,37 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
     const path = String(file.path);
     const problem = fileProblem(file);
     if (problem !== undefined) {
-      notices.push(`cedar: ${path}: rejected: ${problem}`);
+      notices.push(`${path}: rejected: ${problem}`);
       problems.push(`${path} ${problem}`);
       continue;
     }
     const result = parsePolicyFile(path, file.text as string);
     if (!result.ok) {
-      notices.push(`cedar: ${path}: rejected: ${result.error}`);
+      notices.push(`${path}: rejected: ${result.error}`);
       problems.push(`${path} ${result.error}`);
       continue;
     }
-    const clash = result.policies.find((policy) => ids.has(policy.id));
+    const clash = firstRepeatedId(result.policies, ids);
     if (clash !== undefined) {
-      const why = `gives two policies the id ${JSON.stringify(clash.id)}; rename the JSON entries`;
-      notices.push(`cedar: ${path}: rejected: ${why}`);
+      const why = `gives two policies the id ${JSON.stringify(clash)}; rename the JSON entries`;
+      notices.push(`${path}: rejected: ${why}`);
       problems.push(`${path} ${why}`);
       continue;
     }
     for (const policy of result.policies) ids.add(policy.id);
     parsed.push(...result.policies);
     const skipped = result.inactiveEntries > 0 ? `, skipped ${result.inactiveEntries} inactive ${plural(result.inactiveEntries, 'entry', 'entries')}` : '';
-    notices.push(`cedar: ${path}: loaded ${result.policies.length} ${plural(result.policies.length, 'policy', 'policies')}${skipped}`);
+    notices.push(`${path}: loaded ${result.policies.length} ${plural(result.policies.length, 'policy', 'policies')}${skipped}`);
   }
 
   let denyReason: string | undefined;
   if (problems.length > 0) {
-    denyReason = `every respond is denied: ${problems.map(oneLine).join('; ')}`;
+    denyReason = problems.map(oneLine).join('; ');
   } else if (parsed.length === 0) {
     const names = files.map((file) => file.path).join(', ');
-    denyReason = `every respond is denied: the configured policy set (${names}) holds no active policy`;
+    denyReason = `the configured policy set (${names}) holds no active policy`;
   }
   if (denyReason !== undefined) {
-    notices.push(`cedar: ${denyReason}`);
     return freeze({ mode: 'deny-all', policies: [], notices, warnings: [], denyReason });
   }
 
@@ -104,24 +103,34 @@ function validateAgainstSchema(policies: readonly ParsedPolicy[]): string[] {
   try {
     answer = cedar.validate({ schema: RESPOND_SCHEMA_TEXT, policies: { staticPolicies } });
   } catch (error) {
-    return [`cedar: warning: the policies could not be validated against the respond schema: ${oneLine(String(error))}`];
+    return [`the policies could not be validated against the respond schema: ${oneLine(String(error))}`];
   }
   if (answer.type === 'failure') {
-    return [`cedar: warning: the policies could not be validated against the respond schema: ${describeCedarErrors(answer.errors)}`];
+    return [`the policies could not be validated against the respond schema: ${describeCedarErrors(answer.errors)}`];
   }
   const located = (policyId: string, error: DetailedError): string => {
     const policy = byId.get(policyId);
-    if (policy === undefined) return `cedar: warning: ${policyId}: ${describeCedarErrors([error])}`;
+    if (policy === undefined) return `${policyId}: ${describeCedarErrors([error])}`;
     const { source, byteBase, label } = policy.origin;
     // Cedar repeats the policy id inside the message; the line already starts with it.
     const message = { ...error, message: error.message.replace(/^for policy `[^`]*`, /, '') };
-    return `cedar: warning: ${policy.id}: ${label}${describeCedarErrors([message], source, byteBase)}`;
+    return `${policy.id}: ${label}${describeCedarErrors([message], source, byteBase)}`;
   };
   return [
     ...answer.validationErrors.map((finding) => located(finding.policyId, finding.error)),
     ...answer.validationWarnings.map((finding) => located(finding.policyId, finding.error)),
-    ...answer.otherWarnings.map((error) => `cedar: warning: ${describeCedarErrors([error])}`),
+    ...answer.otherWarnings.map((error) => `${describeCedarErrors([error])}`),
   ];
+}
+
+/** An id this file repeats, or shares with an earlier file (JSON names like "x" and "x.0" can). */
+function firstRepeatedId(policies: readonly ParsedPolicy[], earlier: ReadonlySet<string>): string | undefined {
+  const seen = new Set<string>();
+  for (const { id } of policies) {
+    if (earlier.has(id) || seen.has(id)) return id;
+    seen.add(id);
+  }
+  return undefined;
 }
 
 function plural(count: number, one: string, many: string): string {

@@ -43,7 +43,7 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
     return deny(`invalid respond request: ${messageOf(error)}`);
   }
   if (set.mode === 'default-permit') return { decision: 'allow', determining_policies: [], errors: [], reason: DEFAULT_PERMIT_REASON };
-  if (set.mode !== 'configured') return deny(set.denyReason ?? 'every respond is denied: the policy set is not usable');
+  if (set.mode !== 'configured') return deny(denyAllReason(set));
 
   let answer;
   try {
@@ -83,7 +83,7 @@ export function canPermitSomeResponse(set: LoadedPolicySet, request: RespondRequ
     return { possible: false, reason: `invalid respond request: ${messageOf(error)}` };
   }
   if (set.mode === 'default-permit') return { possible: true, reason: DEFAULT_PERMIT_REASON };
-  if (set.mode !== 'configured') return { possible: false, reason: set.denyReason ?? 'every respond is denied: the policy set is not usable' };
+  if (set.mode !== 'configured') return { possible: false, reason: denyAllReason(set) };
 
   const staticPolicies: Record<string, string> = {};
   for (const policy of set.policies) staticPolicies[policy.id] = policy.text;
@@ -110,6 +110,10 @@ export function canPermitSomeResponse(set: LoadedPolicySet, request: RespondRequ
   const forbids = residual.satisfied.filter((id) => residual.residuals[id]?.effect === 'forbid');
   if (forbids.length > 0) return { possible: false, reason: `every response is forbidden by ${forbids.join(', ')}` };
   return { possible: false, reason: `no permit policy can apply to agent ${JSON.stringify(request.agentName)} (principal ${parts.principal.id})` };
+}
+
+function denyAllReason(set: LoadedPolicySet): string {
+  return `deny-all policy set: ${set.denyReason ?? 'the configured policy set is unusable'}`;
 }
 
 /** Partial evaluation could not run; say "possible" and let the exact response decide. */
