@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import type { PinnedDirectory } from './pinned-directory.js';
+import { procPath, type PinnedDirectory } from './pinned-directory.js';
 import { openPrivateDirectory, UnsafeStorageError } from './private-directory.js';
 import { loadSigningKeyFile } from './journal/signing-key-file.js';
 import type { ProjectSigningKey } from './journal/signing-key.js';
@@ -37,7 +37,12 @@ export function governedDisplayPath(project: PinnedDirectory): string {
  * written when the storage is not private.
  */
 export function openAuditStorage(project: PinnedDirectory): AuditStorage {
-  const governedDirFd = openPrivateDirectory(project, GOVERNED_COMPONENTS);
+  let governedDirFd: number;
+  try {
+    governedDirFd = openPrivateDirectory(project, GOVERNED_COMPONENTS);
+  } catch (err) {
+    throw nameSymlinkedComponent(project, err);
+  }
   const governedPath = governedDisplayPath(project);
   try {
     const signingKey = loadSigningKeyFile(governedDirFd, governedPath, { create: true });
@@ -47,6 +52,26 @@ export function openAuditStorage(project: PinnedDirectory): AuditStorage {
     fs.closeSync(governedDirFd);
     throw err;
   }
+}
+
+/**
+ * Linux reports a symlink opened with O_DIRECTORY | O_NOFOLLOW as ENOTDIR, so
+ * a symlinked storage directory first surfaces as "not a directory". Say what
+ * it really is, looking (without following) at each component in turn.
+ */
+function nameSymlinkedComponent(project: PinnedDirectory, err: unknown): unknown {
+  if (!(err instanceof UnsafeStorageError) || !err.message.endsWith('not a directory')) return err;
+  for (let depth = 1; depth <= GOVERNED_COMPONENTS.length; depth += 1) {
+    const components = GOVERNED_COMPONENTS.slice(0, depth);
+    try {
+      if (fs.lstatSync(procPath(project.fd, components.join('/'))).isSymbolicLink()) {
+        return new UnsafeStorageError(`${[project.displayPath, ...components].join('/')}: unsafe storage: is a symlink`);
+      }
+    } catch {
+      return err;
+    }
+  }
+  return err;
 }
 
 export function closeAuditStorage(storage: AuditStorage): void {
