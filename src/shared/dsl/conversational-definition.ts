@@ -1,0 +1,205 @@
+import { responsePrincipal } from '../agent-identity.js';
+import { canonicalHash } from '../canonical-json.js';
+import { DSL_FILE_MAX_BYTES, RESPONSE_DEADLINE_MS } from '../limits.js';
+import type { AgentDecl, Expr, PolicyDecl, WithBlock } from './ast.js';
+import { checkInlinePolicies } from './inline-policy-check.js';
+import { parseDsl } from './parser.js';
+
+// Name selection and the conversational-definition check of dsl.md ("What
+// invoke_agent accepts"): which registry entry a name means, which agent in
+// it is selected, and whether the text-response route may run it.
+
+export interface RegistryEntry {
+  stem: string;
+  /** Project-relative path, e.g. "agents/foo.symbi". */
+  file: string;
+  text: string;
+}
+
+export interface SelectedDefinition {
+  stem: string;
+  file: string;
+  declaredName: string;
+  /** responsePrincipal(declaredName). */
+  principal: string;
+  sourceText: string;
+  /** SHA-256 of the canonical JSON of the whole file text (a JSON string). */
+  sourceHash: string;
+  /** The selected `agent ... { }` text exactly as in the file. */
+  declarationText: string;
+  declarationHash: string;
+  capabilities: string[];
+  /** min(RESPONSE_DEADLINE_MS, the `with` timeout). */
+  timeoutMs: number;
+  inlinePolicies: { name: string; rules: number }[];
+}
+
+export type AgentVerdict = { invocable: true; declaredName: string } | { invocable: false; reason: string };
+
+export type Selection =
+  | { ok: true; definition: SelectedDefinition }
+  | { ok: false; kind: 'unknown' | 'ambiguous' | 'refused'; message: string; candidates: string[] };
+
+/** How many names an unknown-agent message lists. */
+const CANDIDATES_SHOWN = 20;
+const AGENTS_NAMED = 10;
+const ROUTE_ONLY = 'the text-response route runs conversational definitions only';
+
+export function conversationalVerdict(entry: RegistryEntry, registry: readonly RegistryEntry[]): AgentVerdict {
+  const twins = registry.filter((e) => e.stem === entry.stem && e.file !== entry.file);
+  if (twins.length > 0) {
+    return { invocable: false, reason: ambiguousMessage(entry.stem, [entry, ...twins].map((e) => e.file)) };
+  }
+  const result = examine(entry);
+  return result.ok ? { invocable: true, declaredName: result.definition.declaredName } : { invocable: false, reason: result.reason };
+}
+
+export function selectConversationalDefinition(registry: readonly RegistryEntry[], name: string): Selection {
+  const matches = registry.filter((e) => e.stem === name);
+  if (matches.length === 0) {
+    const stems = [...new Set(registry.map((e) => e.stem))].sort();
+    const shown = stems.slice(0, CANDIDATES_SHOWN);
+    const list = stems.length === 0 ? 'none (no .symbi or .dsl files were registered at startup)' : shown.join(', ') + (stems.length > shown.length ? ` and ${stems.length - shown.length} more` : '');
+    return { ok: false, kind: 'unknown', message: `unknown agent ${quote(name)}; available: ${list}`, candidates: shown };
+  }
+  if (matches.length > 1) {
+    const files = matches.map((e) => e.file).sort();
+    return { ok: false, kind: 'ambiguous', message: ambiguousMessage(name, files), candidates: files };
+  }
+  const entry = matches[0]!;
+  const result = examine(entry);
+  if (!result.ok) return { ok: false, kind: 'refused', message: result.reason, candidates: [] };
+  return { ok: true, definition: result.definition };
+}
+
+function ambiguousMessage(stem: string, files: string[]): string {
+  return `agent ${quote(stem)} is ambiguous: ${[...files].sort().join(' and ')} share that stem; rename or remove one`;
+}
+
+/** Names are echoed in backticks when they look like names, else as a short JSON string. */
+function quote(name: string): string {
+  if (/^[A-Za-z0-9_.-]{1,64}$/.test(name)) return `\`${name}\``;
+  const cut = name.length > 64 ? name.slice(0, 64) + '…' : name;
+  return JSON.stringify(cut);
+}
+
+type Examined = { ok: true; definition: SelectedDefinition } | { ok: false; reason: string };
+
+function examine(entry: RegistryEntry): Examined {
+  const refuse = (reason: string): Examined => ({ ok: false, reason: `${entry.file}: ${reason}` });
+  const bytes = Buffer.byteLength(entry.text, 'utf8');
+  if (bytes > DSL_FILE_MAX_BYTES) return refuse(`the file is ${bytes} bytes; the limit is ${DSL_FILE_MAX_BYTES} bytes`);
+  const { file, errors } = parseDsl(entry.text);
+  const firstError = errors[0];
+  if (firstError) {
+    const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
+    return refuse(`syntax error at ${firstError.line}:${firstError.column}: ${firstError.message}${more}; fix the file before invoking it`);
+  }
+
+  const agents = file.items.filter((i): i is AgentDecl => i.kind === 'agent');
+  let agent: AgentDecl;
+  if (agents.length === 0) {
+    return refuse('declares no agent; a conversational definition needs one `agent name { ... }` declaration');
+  } else if (agents.length === 1) {
+    agent = agents[0]!;
+  } else {
+    const named = agents.filter((a) => a.name === entry.stem);
+    if (named.length === 0) {
+      const listed = agents.slice(0, AGENTS_NAMED).map((a) => `\`${a.name}\` at ${a.line}:${a.column}`).join(', ');
+      const more = agents.length > AGENTS_NAMED ? ` and ${agents.length - AGENTS_NAMED} more` : '';
+      return refuse(
+        `declares ${agents.length} agents (${listed}${more}) and none is named \`${entry.stem}\`; a file with several agents needs one named exactly like its filename stem`,
+      );
+    }
+    if (named.length > 1) {
+      return refuse(`declares agent \`${entry.stem}\` more than once (at ${named[0]!.line}:${named[0]!.column} and ${named[1]!.line}:${named[1]!.column})`);
+    }
+    agent = named[0]!;
+  }
+  const who = `agent \`${agent.name}\``;
+
+  for (const item of file.items) {
+    if (item.kind !== 'metadata') continue;
+    const executor = item.block.pairs.find((p) => p.key === 'executor');
+    if (executor) return refuse(`metadata \`executor\` at ${executor.line}:${executor.column} selects an alternate executor; ${ROUTE_ONLY}`);
+  }
+  if (agent.params && agent.params.length > 0 && agent.paramsPos) {
+    return refuse(`${who} has parameters at ${agent.paramsPos.line}:${agent.paramsPos.column}; ${ROUTE_ONLY}`);
+  }
+  if (agent.returnType) return refuse(`${who} has a return type at ${agent.returnType.line}:${agent.returnType.column}; ${ROUTE_ONLY}`);
+
+  const withBlocks: WithBlock[] = [];
+  const policies: PolicyDecl[] = file.items.filter((i): i is PolicyDecl => i.kind === 'policy');
+  const capabilities: string[] = [];
+  for (const member of agent.members) {
+    switch (member.kind) {
+      case 'function':
+        return refuse(`${who} has a \`function\` \`${member.name}\` at ${member.line}:${member.column}; ${ROUTE_ONLY}`);
+      case 'with':
+        if (member.body.statements.length > 0 || member.body.tail) {
+          return refuse(`${who} has a \`with\` block with statements at ${member.line}:${member.column}; ${ROUTE_ONLY}`);
+        }
+        withBlocks.push(member);
+        break;
+      case 'policy':
+        policies.push(member);
+        break;
+      case 'capabilities': {
+        const problem = collectCapabilities(member.value, capabilities);
+        if (problem) return refuse(`${who} has ${problem}`);
+        break;
+      }
+    }
+  }
+
+  let timeoutMs = RESPONSE_DEADLINE_MS;
+  for (const block of withBlocks) {
+    for (const attr of block.attributes) {
+      if (attr.name !== 'timeout') continue;
+      const seconds = timeoutSeconds(attr.value);
+      if (seconds === null) {
+        return refuse(`${who} has a \`with\` timeout at ${attr.line}:${attr.column} that is not a positive duration (such as \`30s\` or \`5m\`) or number of seconds`);
+      }
+      timeoutMs = Math.min(timeoutMs, Math.max(1, Math.ceil(seconds * 1000)));
+    }
+  }
+
+  const policyProblem = checkInlinePolicies(policies);
+  if (policyProblem) return refuse(policyProblem);
+
+  const declarationText = entry.text.slice(agent.start, agent.end);
+  return {
+    ok: true,
+    definition: {
+      stem: entry.stem,
+      file: entry.file,
+      declaredName: agent.name,
+      principal: responsePrincipal(agent.name),
+      sourceText: entry.text,
+      sourceHash: canonicalHash(entry.text).hash,
+      declarationText,
+      declarationHash: canonicalHash(declarationText).hash,
+      capabilities,
+      timeoutMs,
+      inlinePolicies: policies.map((p) => ({ name: p.name, rules: p.rules.length })),
+    },
+  };
+}
+
+function timeoutSeconds(value: Expr): number | null {
+  let seconds: number | null = null;
+  if (value.kind === 'duration') seconds = value.seconds;
+  else if (value.kind === 'number') seconds = value.value;
+  return seconds !== null && Number.isFinite(seconds) && seconds > 0 ? seconds : null;
+}
+
+/** Capabilities are names: an array of strings or identifiers. Returns a problem, or null. */
+function collectCapabilities(value: Expr, out: string[]): string | null {
+  const items = value.kind === 'array' ? value.items : [value];
+  for (const item of items) {
+    if (item.kind === 'string') out.push(item.value);
+    else if (item.kind === 'ident') out.push(item.name);
+    else return `a capability at ${item.line}:${item.column} that is not a name; write \`capabilities = ["read", "analyze"]\``;
+  }
+  return null;
+}

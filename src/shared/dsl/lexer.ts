@@ -1,0 +1,281 @@
+import { TokenKind, type SyntaxDiagnostic, type Token } from './tokens.js';
+
+// Hand-written scanner: one pass over UTF-16 code units, no regular
+// expressions on the hot path, never throws. Problems become diagnostics and
+// the scanner moves on, so the parser still sees a usable token stream.
+
+const DURATION_UNITS: Record<string, number> = {
+  s: 1,
+  m: 60,
+  h: 3600,
+  d: 86_400,
+  w: 604_800,
+  months: 2_592_000,
+  y: 31_536_000,
+};
+
+const DOT_DURATION_UNITS: Record<string, number> = { seconds: 1, minutes: 60, hours: 3600 };
+
+// Longest operators first so `==` wins over `=`.
+const THREE_CHAR = new Set<string>([]);
+const TWO_CHAR = new Set(['==', '!=', '<=', '>=', '&&', '||', '=>', '->', '+=', '-=', '*=', '/=', '%=', '::']);
+const ONE_CHAR = new Set(['{', '}', '(', ')', '[', ']', ',', ';', ':', '.', '=', '<', '>', '+', '-', '*', '/', '%', '!', '?', '|', '&', '@']);
+
+function isIdentStart(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95;
+}
+function isIdentPart(c: number): boolean {
+  return isIdentStart(c) || (c >= 48 && c <= 57);
+}
+function isDigit(c: number): boolean {
+  return c >= 48 && c <= 57;
+}
+function isVaultPathChar(c: number): boolean {
+  return isIdentPart(c) || c === 45 || c === 46 || c === 47;
+}
+
+export interface LexResult {
+  tokens: Token[];
+  errors: SyntaxDiagnostic[];
+}
+
+export function lex(src: string, maxErrors: number): LexResult {
+  const tokens: Token[] = [];
+  const errors: SyntaxDiagnostic[] = [];
+  const n = src.length;
+  let i = 0;
+  let line = 1;
+  let lineStart = 0;
+
+  const report = (offset: number, l: number, ls: number, message: string): void => {
+    if (errors.length < maxErrors) errors.push({ line: l, column: offset - ls + 1, message });
+  };
+  const push = (kind: TokenKind, text: string, value: number, start: number, end: number, l: number, ls: number): void => {
+    tokens.push({ kind, text, value, start, end, line: l, column: start - ls + 1 });
+  };
+
+  while (i < n) {
+    const c = src.charCodeAt(i);
+    // Whitespace and newlines.
+    if (c === 10) {
+      i++;
+      line++;
+      lineStart = i;
+      continue;
+    }
+    if (c === 32 || c === 9 || c === 13 || c === 0xfeff) {
+      i++;
+      continue;
+    }
+    // Line comments: `//` and `#`.
+    if (c === 35 || (c === 47 && src.charCodeAt(i + 1) === 47)) {
+      const nl = src.indexOf('\n', i);
+      i = nl < 0 ? n : nl;
+      continue;
+    }
+    // Block comments do not exist; say so and skip the would-be comment so one slip is one error.
+    if (c === 47 && src.charCodeAt(i + 1) === 42) {
+      const close = src.indexOf('*/', i + 2);
+      if (close < 0) {
+        report(i, line, lineStart, 'unterminated `/*` comment at end of file; the DSL has no block comments, use `//` or `#` line comments');
+        i = n;
+      } else {
+        report(i, line, lineStart, 'block comments `/* */` are not part of the DSL; use `//` or `#` line comments');
+        for (let k = i; k < close; k++) {
+          if (src.charCodeAt(k) === 10) {
+            line++;
+            lineStart = k + 1;
+          }
+        }
+        i = close + 2;
+      }
+      continue;
+    }
+    const start = i;
+    const startLine = line;
+    const startLs = lineStart;
+    if (isIdentStart(c)) {
+      i++;
+      while (i < n && isIdentPart(src.charCodeAt(i))) i++;
+      const word = src.slice(start, i);
+      if (word === 'vault' && src.startsWith('://', i)) {
+        let j = i + 3;
+        while (j < n && isVaultPathChar(src.charCodeAt(j))) j++;
+        const path = src.slice(i + 3, j);
+        if (path.length === 0) report(start, line, lineStart, 'vault reference needs a path, as in `vault://team/service/key`');
+        i = j;
+        push(TokenKind.Vault, path, 0, start, i, line, lineStart);
+        continue;
+      }
+      push(TokenKind.Ident, word, 0, start, i, line, lineStart);
+      continue;
+    }
+    if (isDigit(c)) {
+      i++;
+      while (i < n) {
+        const d = src.charCodeAt(i);
+        if (isDigit(d) || d === 95) i++;
+        else break;
+      }
+      let isFloat = false;
+      if (src.charCodeAt(i) === 46 && isDigit(src.charCodeAt(i + 1))) {
+        isFloat = true;
+        i++;
+        while (i < n) {
+          const d = src.charCodeAt(i);
+          if (isDigit(d) || d === 95) i++;
+          else break;
+        }
+      }
+      const numText = src.slice(start, i);
+      const value = Number(numText.replace(/_/g, ''));
+      // `5.minutes` style duration.
+      if (!isFloat && src.charCodeAt(i) === 46 && isIdentStart(src.charCodeAt(i + 1))) {
+        let j = i + 1;
+        while (j < n && isIdentPart(src.charCodeAt(j))) j++;
+        const unit = src.slice(i + 1, j);
+        const factor = DOT_DURATION_UNITS[unit];
+        if (factor !== undefined) {
+          i = j;
+          push(TokenKind.Duration, src.slice(start, i), value * factor, start, i, line, lineStart);
+          continue;
+        }
+      }
+      // `30s` style duration: letters glued to the number.
+      if (isIdentStart(src.charCodeAt(i))) {
+        let j = i;
+        while (j < n && isIdentPart(src.charCodeAt(j))) j++;
+        const unit = src.slice(i, j);
+        const factor = Object.prototype.hasOwnProperty.call(DURATION_UNITS, unit) ? DURATION_UNITS[unit] : undefined;
+        i = j;
+        if (factor === undefined || isFloat) {
+          report(
+            start,
+            line,
+            lineStart,
+            isFloat
+              ? `duration \`${shorten(src.slice(start, j))}\` must be a whole number followed by a unit`
+              : `unknown duration unit \`${shorten(unit)}\` after \`${shorten(numText)}\`; allowed units: s, m, h, d, w, months, y, or \`.seconds\`, \`.minutes\`, \`.hours\``,
+          );
+          push(TokenKind.Duration, src.slice(start, j), value, start, i, line, lineStart);
+        } else {
+          push(TokenKind.Duration, src.slice(start, j), value * factor, start, i, line, lineStart);
+        }
+        continue;
+      }
+      if (numText.endsWith('_') || numText.includes('_.')) {
+        report(start, line, lineStart, `number \`${shorten(numText)}\` cannot end a digit group with \`_\``);
+      }
+      push(TokenKind.Number, numText, value, start, i, line, lineStart);
+      continue;
+    }
+    if (c === 34) {
+      i++;
+      let value = '';
+      let chunk = i;
+      let closed = false;
+      while (i < n) {
+        const d = src.charCodeAt(i);
+        if (d === 34) {
+          value += src.slice(chunk, i);
+          i++;
+          closed = true;
+          break;
+        }
+        if (d === 10) {
+          line++;
+          lineStart = i + 1;
+          i++;
+          continue;
+        }
+        if (d === 92) {
+          value += src.slice(chunk, i);
+          const e = src.charCodeAt(i + 1);
+          let consumed = 2;
+          switch (e) {
+            case 110: value += '\n'; break;
+            case 116: value += '\t'; break;
+            case 114: value += '\r'; break;
+            case 48: value += '\0'; break;
+            case 92: value += '\\'; break;
+            case 34: value += '"'; break;
+            case 39: value += "'"; break;
+            case 117: {
+              // \u{hex}
+              const close = src.charCodeAt(i + 2) === 123 ? src.indexOf('}', i + 3) : -1;
+              const hex = close > 0 && close - (i + 3) <= 6 ? src.slice(i + 3, close) : '';
+              const cp = /^[0-9a-fA-F]{1,6}$/.test(hex) ? parseInt(hex, 16) : -1;
+              if (cp < 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+                report(i, line, lineStart, 'invalid `\\u` escape; write `\\u{` then 1 to 6 hex digits of a Unicode scalar value then `}`');
+              } else {
+                value += String.fromCodePoint(cp);
+                consumed = close - i + 1;
+              }
+              break;
+            }
+            default:
+              if (Number.isNaN(e)) break;
+              report(
+                i,
+                line,
+                lineStart,
+                `unknown escape \`\\${shorten(String.fromCharCode(e))}\` in string; allowed: \\n \\t \\r \\0 \\\\ \\" \\' \\u{…}`,
+              );
+              if (e === 10) {
+                line++;
+                lineStart = i + 2;
+              }
+          }
+          i += consumed;
+          if (i > n) i = n;
+          chunk = i;
+          continue;
+        }
+        i++;
+      }
+      if (!closed) {
+        report(start, startLine, startLs, 'unterminated string: no closing `"` before end of file');
+        value += src.slice(chunk, n);
+      }
+      tokens.push({ kind: TokenKind.String, text: value, value: 0, start, end: i, line: startLine, column: start - startLs + 1 });
+      continue;
+    }
+    const two = src.slice(i, i + 2);
+    if (TWO_CHAR.has(two) && !THREE_CHAR.has(src.slice(i, i + 3))) {
+      i += 2;
+      push(TokenKind.Punct, two, 0, start, i, line, lineStart);
+      continue;
+    }
+    const one = src[i]!;
+    if (ONE_CHAR.has(one)) {
+      i++;
+      push(TokenKind.Punct, one, 0, start, i, line, lineStart);
+      continue;
+    }
+    // Anything else: report once per run of unknown characters.
+    const cp = src.codePointAt(i)!;
+    const width = cp > 0xffff ? 2 : 1;
+    report(i, line, lineStart, `unexpected character ${describeChar(cp)}; it cannot start any token of the DSL`);
+    i += width;
+    while (i < n && isStray(src.charCodeAt(i))) i++;
+  }
+  tokens.push({ kind: TokenKind.Eof, text: '', value: 0, start: n, end: n, line, column: n - lineStart + 1 });
+  return { tokens, errors };
+}
+
+function isStray(c: number): boolean {
+  if (c === 10 || c === 32 || c === 9 || c === 13 || c === 34 || c === 35 || c === 47) return false;
+  if (isIdentPart(c)) return false;
+  return !ONE_CHAR.has(String.fromCharCode(c));
+}
+
+function describeChar(cp: number): string {
+  if (cp < 32 || cp === 127 || (cp >= 0xd800 && cp <= 0xdfff)) return `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`;
+  if (cp === 96) return '`` ` ``';
+  return `\`${String.fromCodePoint(cp)}\` (U+${cp.toString(16).toUpperCase().padStart(4, '0')})`;
+}
+
+function shorten(text: string): string {
+  const oneLine = text.replace(/[\r\n\t]/g, ' ');
+  return oneLine.length > 40 ? oneLine.slice(0, 40) + '…' : oneLine;
+}

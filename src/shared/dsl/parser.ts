@@ -1,0 +1,1177 @@
+import { DSL_MAX_ERRORS, DSL_MAX_NESTING } from '../limits.js';
+import type {
+  AgentDecl,
+  AgentMember,
+  Block,
+  DslFile,
+  Expr,
+  FunctionDecl,
+  Item,
+  MatchArm,
+  Pair,
+  PairBlock,
+  Param,
+  Pattern,
+  PolicyDecl,
+  PolicyRule,
+  Pos,
+  Stmt,
+  TypeRef,
+  WithAttribute,
+  WithBlock,
+} from './ast.js';
+import { lex } from './lexer.js';
+import { describeToken, TokenKind, type SyntaxDiagnostic, type Token } from './tokens.js';
+
+// Recursive-descent parser. Recursion is bounded by an explicit nesting
+// counter (DSL_MAX_NESTING), so hostile input ends in a diagnostic rather than
+// a stack overflow. Syntax errors are thrown as plain objects inside the
+// parser, caught at statement, member and item boundaries, and recorded; the
+// parser then skips to a sensible restart point and carries on.
+
+export interface ParseResult {
+  file: DslFile;
+  errors: SyntaxDiagnostic[];
+}
+
+/** A syntax error thrown inside the parser (never escapes `parseDsl`). */
+class Fault {
+  constructor(readonly diag: SyntaxDiagnostic) {}
+}
+/** Nesting past the bound: unwinds to the top level instead of recovering locally. */
+class NestingFault extends Fault {}
+/** Error budget exhausted: stop parsing. */
+class StopFault {}
+
+const TOP_LEVEL = new Set(['metadata', 'agent', 'policy', 'type', 'function', 'schedule', 'channel', 'memory', 'webhook']);
+const AGENT_MEMBERS = new Set(['capabilities', 'policy', 'function', 'with']);
+const RULE_KINDS = new Set(['allow', 'deny', 'require', 'audit']);
+const RESERVED = new Set(['let', 'return', 'else', 'for', 'in', 'try', 'catch']);
+const ASSIGN_OPS = new Set(['=', '+=', '-=', '*=', '/=', '%=']);
+const OPENERS = new Set(['(', '[', '{']);
+const CLOSERS = new Set([')', ']', '}']);
+
+export function parseDsl(src: string): ParseResult {
+  return new Parser(src).parseFile();
+}
+
+class Parser {
+  private readonly toks: Token[];
+  private readonly last: number;
+  private readonly errors: SyntaxDiagnostic[];
+  /** Index of the matching bracket token for every bracket, -1 when unmatched. */
+  private readonly match: Int32Array;
+  private pos = 0;
+  private depth = 0;
+  private noRecord = false;
+  private stopped = false;
+
+  constructor(private readonly src: string) {
+    const lexed = lex(src, DSL_MAX_ERRORS);
+    this.toks = lexed.tokens;
+    this.errors = lexed.errors;
+    this.last = this.toks.length - 1;
+    this.match = matchBrackets(this.toks);
+  }
+
+  parseFile(): ParseResult {
+    const items: Item[] = [];
+    if (this.errors.length >= DSL_MAX_ERRORS) this.stopped = true;
+    while (!this.stopped && this.peek().kind !== TokenKind.Eof) {
+      const itemStart = this.pos;
+      try {
+        const item = this.parseItem();
+        if (item) items.push(item);
+      } catch (e) {
+        if (!this.absorb(e)) break;
+        this.depth = 0;
+        this.noRecord = false;
+        this.skipToTopLevel(itemStart);
+      }
+    }
+    if (this.stopped) {
+      this.errors.push({ line: this.peek().line, column: this.peek().column, message: `too many syntax errors; stopped after ${DSL_MAX_ERRORS}` });
+    }
+    this.errors.sort((a, b) => a.line - b.line || a.column - b.column);
+    return { file: { items }, errors: this.errors };
+  }
+
+  // ---- error plumbing -------------------------------------------------
+
+  /** Records a caught fault; returns false when parsing must stop. */
+  private absorb(e: unknown): boolean {
+    if (e instanceof StopFault) return false;
+    if (e instanceof Fault) {
+      this.record(e.diag, false);
+      return !this.stopped;
+    }
+    if (e instanceof RangeError) {
+      // Last-resort guard: the nesting counter should make this unreachable.
+      const t = this.peek();
+      this.record({ line: t.line, column: t.column, message: 'input nests too deeply to parse' }, false);
+      return !this.stopped;
+    }
+    throw e;
+  }
+
+  private record(diag: SyntaxDiagnostic, throwOnStop = true): void {
+    const prev = this.errors[this.errors.length - 1];
+    if (prev && prev.line === diag.line && prev.column === diag.column) return;
+    this.errors.push(diag);
+    if (this.errors.length >= DSL_MAX_ERRORS) {
+      this.stopped = true;
+      if (throwOnStop) throw new StopFault();
+    }
+  }
+
+  private fail(message: string, t: Token = this.peek()): never {
+    throw new Fault({ line: t.line, column: t.column, message });
+  }
+
+  private softError(message: string, t: Token = this.peek()): void {
+    this.record({ line: t.line, column: t.column, message });
+  }
+
+  private enter(): void {
+    if (++this.depth > DSL_MAX_NESTING) {
+      const t = this.peek();
+      throw new NestingFault({
+        line: t.line,
+        column: t.column,
+        message: `nesting deeper than ${DSL_MAX_NESTING} levels; flatten the nested expressions or blocks`,
+      });
+    }
+  }
+
+  // ---- token helpers --------------------------------------------------
+
+  private peek(k = 0): Token {
+    const i = this.pos + k;
+    return this.toks[i < this.last ? i : this.last]!;
+  }
+  private next(): Token {
+    const t = this.toks[this.pos]!;
+    if (this.pos < this.last) this.pos++;
+    return t;
+  }
+  private isPunct(s: string, k = 0): boolean {
+    const t = this.peek(k);
+    return t.kind === TokenKind.Punct && t.text === s;
+  }
+  private isWord(w: string, k = 0): boolean {
+    const t = this.peek(k);
+    return t.kind === TokenKind.Ident && t.text === w;
+  }
+  private eat(s: string): boolean {
+    if (this.isPunct(s)) {
+      this.next();
+      return true;
+    }
+    return false;
+  }
+  private expect(s: string, why: string): Token {
+    if (this.isPunct(s)) return this.next();
+    return this.fail(`expected \`${s}\` ${why}, found ${describeToken(this.peek())}`);
+  }
+  private expectName(why: string): Token {
+    const t = this.peek();
+    if (t.kind === TokenKind.Ident) return this.next();
+    return this.fail(`expected a name ${why}, found ${describeToken(t)}`);
+  }
+  private prevEnd(): number {
+    return this.toks[this.pos > 0 ? this.pos - 1 : 0]!.end;
+  }
+
+  /** A top-level keyword at column 1 followed by a name: a new item even inside an unclosed block. */
+  private atItemStartInColumnOne(): boolean {
+    const t = this.peek();
+    return t.column === 1 && t.kind === TokenKind.Ident && TOP_LEVEL.has(t.text) && this.startsItemAt(this.pos);
+  }
+  private startsItemAt(i: number): boolean {
+    const t = this.toks[i]!;
+    if (t.kind !== TokenKind.Ident || !TOP_LEVEL.has(t.text)) return false;
+    const n = this.toks[Math.min(i + 1, this.last)]!;
+    return n.kind === TokenKind.Ident || (t.text === 'metadata' && n.kind === TokenKind.Punct && n.text === '{');
+  }
+
+  /** Reports an unclosed block at the current token (end of file or a new top-level item). */
+  private unclosed(what: string, open: Token): void {
+    this.softError(`expected \`}\` to close ${what} opened at ${open.line}:${open.column}, found ${describeToken(this.peek())}`);
+  }
+
+  // ---- recovery -------------------------------------------------------
+
+  private skipToTopLevel(itemStart: number): void {
+    let p = this.pos;
+    if (p <= itemStart) p = itemStart + 1;
+    while (p < this.last) {
+      const t = this.toks[p]!;
+      if (t.kind === TokenKind.Punct && OPENERS.has(t.text) && this.match[p]! > p) {
+        p = this.match[p]! + 1;
+        continue;
+      }
+      if (this.startsItemAt(p)) break;
+      p++;
+    }
+    this.pos = Math.min(p, this.last);
+  }
+
+  /**
+   * Skips the rest of a broken construct inside the block opened at `openIdx`:
+   * stops after a `;` (when `semicolon`), before the `}` that closes the block,
+   * before a token accepted by `restart`, or before a column-1 top-level item.
+   */
+  private skipWithin(openIdx: number, from: number, semicolon: boolean, restart: (p: number) => boolean): void {
+    let p = Math.max(this.pos, from);
+    while (p < this.last) {
+      const t = this.toks[p]!;
+      if (t.kind === TokenKind.Punct) {
+        if (OPENERS.has(t.text)) {
+          const m = this.match[p]!;
+          p = m > p ? m + 1 : p + 1;
+          continue;
+        }
+        if (t.text === '}') {
+          const m = this.match[p]!;
+          if (m > openIdx) {
+            p++;
+            continue;
+          }
+          break;
+        }
+        if (semicolon && t.text === ';') {
+          p++;
+          break;
+        }
+      } else if (t.column === 1 && this.startsItemAt(p)) {
+        break;
+      }
+      if (p > from && restart(p)) break;
+      p++;
+    }
+    this.pos = Math.min(p, this.last);
+  }
+
+  // ---- items ----------------------------------------------------------
+
+  private parseItem(): Item | null {
+    const t = this.peek();
+    if (t.kind === TokenKind.Ident) {
+      switch (t.text) {
+        case 'metadata':
+          return this.parseMetadata();
+        case 'agent':
+          return this.parseAgent();
+        case 'policy':
+          return this.parsePolicy();
+        case 'type':
+          return this.parseTypeDecl();
+        case 'function':
+          return this.parseFunction();
+        case 'schedule':
+        case 'channel':
+        case 'memory':
+        case 'webhook':
+          return this.parseNamedBlock(t.text);
+        case 'with':
+          return this.fail('a `with` block belongs inside an agent body, not at the top level');
+      }
+    }
+    if (t.kind === TokenKind.Punct && t.text === ';') {
+      this.next();
+      return null;
+    }
+    return this.fail(
+      `expected a top-level item (\`metadata\`, \`agent\`, \`policy\`, \`type\`, \`function\`, \`schedule\`, \`channel\`, \`memory\` or \`webhook\`), found ${describeToken(t)}`,
+    );
+  }
+
+  private parseMetadata(): Item {
+    const kw = this.next();
+    const block = this.parsePairBlock('`metadata` block', kw, false);
+    return { kind: 'metadata', block, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
+  }
+
+  private parseNamedBlock(kind: 'schedule' | 'channel' | 'memory' | 'webhook'): Item {
+    const kw = this.next();
+    const name = this.expectName(`after \`${kind}\``);
+    const block = this.parsePairBlock(`${kind} \`${name.text}\``, kw, kind === 'channel');
+    return { kind, name: name.text, block, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
+  }
+
+  private parseTypeDecl(): Item {
+    const kw = this.next();
+    const name = this.expectName('after `type`');
+    this.expect('=', `after \`type ${name.text}\``);
+    const type = this.parseType();
+    this.eat(';');
+    return { kind: 'type', name: name.text, type, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
+  }
+
+  private parseAgent(): AgentDecl {
+    const kw = this.next();
+    const name = this.expectName('after `agent`');
+    const what = `agent \`${name.text}\``;
+    let params: Param[] | null = null;
+    let paramsPos: Pos | null = null;
+    if (this.isPunct('(')) {
+      paramsPos = { line: this.peek().line, column: this.peek().column };
+      params = this.parseParams(what);
+    }
+    let returnType: TypeRef | null = null;
+    if (this.eat('->')) returnType = this.parseType();
+    const open = this.expect('{', `to open the body of ${what}`);
+    const openIdx = this.pos - 1;
+    const members: AgentMember[] = [];
+    const agent: AgentDecl = { kind: 'agent', name: name.text, params, paramsPos, returnType, members, line: kw.line, column: kw.column, start: kw.start, end: open.end };
+    for (;;) {
+      const t = this.peek();
+      if (t.kind === TokenKind.Punct && t.text === '}') {
+        this.next();
+        break;
+      }
+      if (t.kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
+        this.unclosed(what, kw);
+        break;
+      }
+      const memberStart = this.pos;
+      try {
+        if (t.kind === TokenKind.Punct && (t.text === ';' || t.text === ',')) {
+          this.next();
+          continue;
+        }
+        if (t.kind === TokenKind.Ident && t.text === 'capabilities' && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
+          this.next();
+          this.next();
+          const value = this.parseExpression();
+          this.eat(';') || this.eat(',');
+          members.push({ kind: 'capabilities', value, line: t.line, column: t.column });
+        } else if (t.kind === TokenKind.Ident && t.text === 'policy') {
+          members.push(this.parsePolicy());
+        } else if (t.kind === TokenKind.Ident && t.text === 'function') {
+          members.push(this.parseFunction());
+        } else if (t.kind === TokenKind.Ident && t.text === 'with') {
+          members.push(this.parseWith(what));
+        } else {
+          this.fail(
+            `unexpected ${describeToken(t)} in ${what}; an agent body holds only \`capabilities = [...]\`, \`policy\`, \`function\` and \`with\` blocks`,
+          );
+        }
+      } catch (e) {
+        if (e instanceof NestingFault || !(e instanceof Fault)) throw e;
+        this.record(e.diag);
+        this.depth = 0;
+        this.noRecord = false;
+        this.skipWithin(openIdx, memberStart + 1, false, (p) => {
+          const x = this.toks[p]!;
+          return x.kind === TokenKind.Ident && AGENT_MEMBERS.has(x.text);
+        });
+      }
+    }
+    agent.end = this.prevEnd();
+    return agent;
+  }
+
+  private parseWith(owner: string): WithBlock {
+    const kw = this.next();
+    const attributes: WithAttribute[] = [];
+    if (!this.isPunct('{')) {
+      for (;;) {
+        const name = this.expectName('of a `with` attribute');
+        if (!this.eat('=') && !this.eat(':')) this.fail(`expected \`=\` after \`with\` attribute \`${name.text}\`, found ${describeToken(this.peek())}`);
+        const saved = this.noRecord;
+        this.noRecord = true;
+        const value = this.parseExpression();
+        this.noRecord = saved;
+        attributes.push({ name: name.text, value, line: name.line, column: name.column });
+        if (!this.eat(',')) break;
+      }
+    }
+    const body = this.parseBlock(`\`with\` block of ${owner}`, kw);
+    return { kind: 'with', attributes, body, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
+  }
+
+  private parsePolicy(): PolicyDecl {
+    const kw = this.next();
+    const name = this.expectName('after `policy`');
+    const what = `policy \`${name.text}\``;
+    this.expect('{', `to open ${what}`);
+    const openIdx = this.pos - 1;
+    this.enter();
+    const rules: PolicyRule[] = [];
+    const savedDepth = this.depth;
+    for (;;) {
+      const t = this.peek();
+      if (t.kind === TokenKind.Punct && t.text === '}') {
+        this.next();
+        break;
+      }
+      if (t.kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
+        this.unclosed(what, kw);
+        break;
+      }
+      const ruleStart = this.pos;
+      try {
+        if (t.kind === TokenKind.Punct && (t.text === ';' || t.text === ',')) {
+          this.next();
+          continue;
+        }
+        if (!(t.kind === TokenKind.Ident && RULE_KINDS.has(t.text) && this.isPunct(':', 1))) {
+          this.fail(`expected a rule (\`allow:\`, \`deny:\`, \`require:\` or \`audit:\`) in ${what}, found ${describeToken(t)}`);
+        }
+        this.next();
+        this.next();
+        const selector = this.parseExpression();
+        let condition: Expr | null = null;
+        let conditionTokens = 0;
+        if (this.isWord('if')) {
+          this.next();
+          const from = this.pos;
+          condition = this.parseExpression();
+          conditionTokens = this.pos - from;
+        }
+        let withTail: Expr | null = null;
+        if (this.isWord('with')) {
+          this.next();
+          withTail = this.parseExpression();
+        }
+        this.eat(';') || this.eat(',');
+        rules.push({ kind: t.text as PolicyRule['kind'], selector, condition, conditionTokens, withTail, line: t.line, column: t.column });
+      } catch (e) {
+        if (e instanceof NestingFault || !(e instanceof Fault)) throw e;
+        this.record(e.diag);
+        this.depth = savedDepth;
+        this.noRecord = false;
+        this.skipWithin(openIdx, ruleStart + 1, true, (p) => {
+          const x = this.toks[p]!;
+          const y = this.toks[p + 1];
+          return x.kind === TokenKind.Ident && RULE_KINDS.has(x.text) && y !== undefined && y.kind === TokenKind.Punct && y.text === ':';
+        });
+      }
+    }
+    this.depth--;
+    return { kind: 'policy', name: name.text, rules, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
+  }
+
+  private parseFunction(): FunctionDecl {
+    const kw = this.next();
+    const name = this.expectName('after `function`');
+    const what = `function \`${name.text}\``;
+    const params = this.isPunct('(') ? this.parseParams(what) : this.fail(`expected \`(\` to start the parameters of ${what}, found ${describeToken(this.peek())}`);
+    let returnType: TypeRef | null = null;
+    if (this.eat('->')) returnType = this.parseType();
+    const body = this.parseBlock(what, kw);
+    return { kind: 'function', name: name.text, params, returnType, body, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
+  }
+
+  private parseParams(what: string): Param[] {
+    const open = this.next();
+    const params: Param[] = [];
+    while (!this.isPunct(')')) {
+      const name = this.expectName(`of a parameter of ${what}`);
+      let type: TypeRef | null = null;
+      if (this.eat(':')) type = this.parseType();
+      params.push({ name: name.text, type, line: name.line, column: name.column });
+      if (!this.eat(',')) break;
+    }
+    this.expect(')', `to close the parameters of ${what} opened at ${open.line}:${open.column}`);
+    return params;
+  }
+
+  /** `{ key = value ... }` with optional nested `name { ... }` blocks and, in channels, policies. */
+  private parsePairBlock(what: string, kw: Token, allowPolicies: boolean): PairBlock {
+    this.expect('{', `to open ${what}`);
+    const openIdx = this.pos - 1;
+    this.enter();
+    const savedDepth = this.depth;
+    const pairs: Pair[] = [];
+    const policies: PolicyDecl[] = [];
+    for (;;) {
+      const t = this.peek();
+      if (t.kind === TokenKind.Punct && t.text === '}') {
+        this.next();
+        break;
+      }
+      if (t.kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
+        this.unclosed(what, kw);
+        break;
+      }
+      const pairStart = this.pos;
+      try {
+        if (t.kind === TokenKind.Punct && (t.text === ',' || t.text === ';')) {
+          this.next();
+          continue;
+        }
+        if (allowPolicies && t.kind === TokenKind.Ident && t.text === 'policy' && this.peek(1).kind === TokenKind.Ident) {
+          policies.push(this.parsePolicy());
+          continue;
+        }
+        if (t.kind !== TokenKind.Ident && t.kind !== TokenKind.String) {
+          this.fail(`expected a key (\`name = value\`) in ${what}, found ${describeToken(t)}`);
+        }
+        this.next();
+        let value: Expr;
+        if (this.isPunct('{')) {
+          const inner = this.parsePairBlock(`block \`${t.text}\` in ${what}`, t, false);
+          value = {
+            kind: 'record',
+            typeName: null,
+            fields: inner.pairs.map((p) => ({ key: p.key, value: p.value })),
+            line: t.line,
+            column: t.column,
+            start: t.start,
+            end: this.prevEnd(),
+          };
+        } else {
+          if (!this.eat('=') && !this.eat(':')) {
+            this.fail(`expected \`=\` or \`:\` after key \`${t.text}\` in ${what}, found ${describeToken(this.peek())}`);
+          }
+          value = this.parseExpression();
+        }
+        pairs.push({ key: t.text, value, line: t.line, column: t.column });
+      } catch (e) {
+        if (e instanceof NestingFault || !(e instanceof Fault)) throw e;
+        this.record(e.diag);
+        this.depth = savedDepth;
+        this.noRecord = false;
+        const startLine = this.toks[pairStart]!.line;
+        this.skipWithin(openIdx, pairStart + 1, true, (p) => {
+          const x = this.toks[p]!;
+          const y = this.toks[p + 1];
+          return (
+            x.line > startLine &&
+            (x.kind === TokenKind.Ident || x.kind === TokenKind.String) &&
+            y !== undefined &&
+            y.kind === TokenKind.Punct &&
+            (y.text === '=' || y.text === ':' || y.text === '{')
+          );
+        });
+      }
+    }
+    this.depth--;
+    return { pairs, policies };
+  }
+
+  // ---- types ----------------------------------------------------------
+
+  private parseType(): TypeRef {
+    this.enter();
+    const t = this.peek();
+    let result: TypeRef;
+    if (this.eat('{')) {
+      const fields: { name: string; type: TypeRef }[] = [];
+      while (!this.isPunct('}')) {
+        const name = this.peek().kind === TokenKind.String ? this.next() : this.expectName('of a record type field');
+        this.expect(':', `after record type field \`${name.text}\``);
+        fields.push({ name: name.text, type: this.parseType() });
+        if (!this.eat(',') && !this.eat(';')) break;
+      }
+      this.expect('}', `to close the record type opened at ${t.line}:${t.column}`);
+      result = { kind: 'record', fields, line: t.line, column: t.column };
+    } else if (this.eat('[')) {
+      const element = this.parseType();
+      this.expect(']', `to close the array type opened at ${t.line}:${t.column}`);
+      result = { kind: 'array', element, optional: this.eat('?'), line: t.line, column: t.column };
+    } else if (t.kind === TokenKind.Ident) {
+      this.next();
+      let name = t.text;
+      while (this.isPunct('::') && this.peek(1).kind === TokenKind.Ident) {
+        this.next();
+        name += '::' + this.next().text;
+      }
+      const args: TypeRef[] = [];
+      if (this.eat('<')) {
+        do {
+          args.push(this.parseType());
+        } while (this.eat(','));
+        this.expect('>', `to close the type arguments of \`${name}\``);
+      }
+      result = { kind: 'named', name, args, optional: this.eat('?'), line: t.line, column: t.column };
+    } else {
+      this.fail(`expected a type (such as \`String\`, \`int\`, \`Array<String>\` or \`{ field: Type }\`), found ${describeToken(t)}`);
+    }
+    this.depth--;
+    return result;
+  }
+
+  // ---- blocks and statements -----------------------------------------
+
+  private parseBlock(what: string, owner: Token): Block {
+    const open = this.expect('{', `to open the body of ${what}`);
+    const openIdx = this.pos - 1;
+    this.enter();
+    const savedDepth = this.depth;
+    const savedNoRecord = this.noRecord;
+    this.noRecord = false;
+    const statements: Stmt[] = [];
+    let tail: Expr | null = null;
+    for (;;) {
+      const t = this.peek();
+      if (t.kind === TokenKind.Punct && t.text === '}') {
+        this.next();
+        break;
+      }
+      if (t.kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
+        this.unclosed(what, owner);
+        break;
+      }
+      const stmtStart = this.pos;
+      try {
+        const r = this.parseStatement();
+        if (r.tail) tail = r.tail;
+        else if (r.stmt) statements.push(r.stmt);
+      } catch (e) {
+        if (e instanceof NestingFault || !(e instanceof Fault)) throw e;
+        this.record(e.diag);
+        this.depth = savedDepth;
+        this.noRecord = false;
+        this.skipWithin(openIdx, stmtStart, true, () => false);
+      }
+    }
+    this.depth--;
+    this.noRecord = savedNoRecord;
+    return { kind: 'block', statements, tail, line: open.line, column: open.column, start: open.start, end: this.prevEnd() };
+  }
+
+  private parseStatement(): { stmt?: Stmt; tail?: Expr } {
+    const t = this.peek();
+    if (t.kind === TokenKind.Punct && t.text === ';') {
+      this.next();
+      return {};
+    }
+    if (t.kind === TokenKind.Ident) {
+      switch (t.text) {
+        case 'let': {
+          this.next();
+          const pattern = this.parsePattern();
+          let type: TypeRef | null = null;
+          if (this.eat(':')) type = this.parseType();
+          this.expect('=', 'after the name in `let`');
+          const value = this.parseExpression();
+          this.endStatement('`let` statement', t);
+          return { stmt: { kind: 'let', pattern, type, value, line: t.line, column: t.column } };
+        }
+        case 'return': {
+          this.next();
+          const value = this.isPunct(';') || this.isPunct('}') ? null : this.parseExpression();
+          this.endStatement('`return` statement', t);
+          return { stmt: { kind: 'return', value, line: t.line, column: t.column } };
+        }
+        case 'for': {
+          this.next();
+          const binding = this.parsePattern();
+          if (!this.isWord('in')) this.fail(`expected \`in\` after the loop variable of \`for\`, found ${describeToken(this.peek())}`);
+          this.next();
+          const iterable = this.parseCondition();
+          const body = this.parseBlock(`\`for\` loop`, t);
+          this.eat(';');
+          return { stmt: { kind: 'for', binding, iterable, body, line: t.line, column: t.column } };
+        }
+        case 'try': {
+          this.next();
+          const body = this.parseBlock('`try` block', t);
+          const catches: { binding: string | null; type: TypeRef | null; body: Block; line: number; column: number }[] = [];
+          while (this.isWord('catch')) {
+            const c = this.next();
+            let binding: string | null = null;
+            let type: TypeRef | null = null;
+            const paren = this.eat('(');
+            if (this.peek().kind === TokenKind.Ident) {
+              binding = this.next().text;
+              if (this.eat(':')) type = this.parseType();
+            }
+            if (paren) this.expect(')', 'to close the `catch` binding');
+            catches.push({ binding, type, body: this.parseBlock('`catch` block', c), line: c.line, column: c.column });
+          }
+          if (catches.length === 0) this.fail(`expected \`catch\` after the \`try\` block opened at ${t.line}:${t.column}, found ${describeToken(this.peek())}`);
+          this.eat(';');
+          return { stmt: { kind: 'try', body, catches, line: t.line, column: t.column } };
+        }
+        case 'while':
+        case 'loop':
+          if (this.peek(1).kind !== TokenKind.Punct || this.isPunct('(', 1) || this.isPunct('{', 1)) {
+            this.fail(`\`${t.text}\` loops are not part of the DSL; iterate with \`for x in items { }\``);
+          }
+          break;
+      }
+    }
+    const expr = this.parseExpression();
+    const op = this.peek();
+    if (op.kind === TokenKind.Punct && ASSIGN_OPS.has(op.text)) {
+      if (expr.kind !== 'ident' && expr.kind !== 'member' && expr.kind !== 'index') {
+        this.fail(`cannot assign to this expression; the target of \`${op.text}\` must be a name, a member (\`a.b\`) or an index (\`a[i]\`)`, op);
+      }
+      this.next();
+      const value = this.parseExpression();
+      this.endStatement('assignment', t);
+      return { stmt: { kind: 'assign', op: op.text, target: expr, value, line: t.line, column: t.column } };
+    }
+    if (this.eat(';')) return { stmt: { kind: 'expr', expr, line: t.line, column: t.column } };
+    if (expr.kind === 'if' || expr.kind === 'match') return { stmt: { kind: 'expr', expr, line: t.line, column: t.column } };
+    if (this.isPunct('}')) return { tail: expr };
+    this.endStatement('expression statement', t);
+    return { stmt: { kind: 'expr', expr, line: t.line, column: t.column } };
+  }
+
+  /** Requires `;`. A missing one before a new line is reported without losing the next statement. */
+  private endStatement(what: string, start: Token): void {
+    if (this.eat(';')) return;
+    const t = this.peek();
+    const message = `expected \`;\` after the ${what} starting at ${start.line}:${start.column}, found ${describeToken(t)}`;
+    const prev = this.toks[this.pos - 1]!;
+    if (t.kind === TokenKind.Punct && t.text === '}') {
+      this.softError(message, t);
+      return;
+    }
+    if (t.line > prev.line || t.kind === TokenKind.Eof) {
+      this.softError(message, t);
+      return;
+    }
+    this.fail(message, t);
+  }
+
+  // ---- patterns -------------------------------------------------------
+
+  private parsePattern(): Pattern {
+    this.enter();
+    const first = this.parseSinglePattern();
+    let result = first;
+    if (this.isPunct('|')) {
+      const alternatives = [first];
+      while (this.eat('|')) alternatives.push(this.parseSinglePattern());
+      result = { kind: 'or', alternatives, line: first.line, column: first.column };
+    }
+    this.depth--;
+    return result;
+  }
+
+  private parseSinglePattern(): Pattern {
+    const t = this.peek();
+    const at = { line: t.line, column: t.column };
+    switch (t.kind) {
+      case TokenKind.String:
+      case TokenKind.Number:
+      case TokenKind.Duration:
+        return { kind: 'literal', value: this.parsePrimary(), ...at };
+      case TokenKind.Punct:
+        if (t.text === '-' && this.peek(1).kind === TokenKind.Number) {
+          return { kind: 'literal', value: this.parseUnary(), ...at };
+        }
+        if (t.text === '[' || t.text === '(') {
+          const close = t.text === '[' ? ']' : ')';
+          this.next();
+          const items: Pattern[] = [];
+          while (!this.isPunct(close)) {
+            items.push(this.parsePattern());
+            if (!this.eat(',')) break;
+          }
+          this.expect(close, `to close the pattern opened at ${t.line}:${t.column}`);
+          if (t.text === '(' && items.length === 1) return items[0]!;
+          return t.text === '[' ? { kind: 'array', items, ...at } : { kind: 'constructor', name: '', args: items, ...at };
+        }
+        break;
+      case TokenKind.Ident: {
+        if (t.text === '_') {
+          this.next();
+          return { kind: 'wildcard', ...at };
+        }
+        if (t.text === 'true' || t.text === 'false') return { kind: 'literal', value: this.parsePrimary(), ...at };
+        if (RESERVED.has(t.text)) break;
+        this.next();
+        let name = t.text;
+        while (this.isPunct('::') && this.peek(1).kind === TokenKind.Ident) {
+          this.next();
+          name += '::' + this.next().text;
+        }
+        if (this.eat('(')) {
+          const args: Pattern[] = [];
+          while (!this.isPunct(')')) {
+            args.push(this.parsePattern());
+            if (!this.eat(',')) break;
+          }
+          this.expect(')', `to close the arguments of pattern \`${name}\``);
+          return { kind: 'constructor', name, args, ...at };
+        }
+        if (this.isPunct('{')) {
+          const open = this.next();
+          const fields: { key: string; pattern: Pattern | null }[] = [];
+          while (!this.isPunct('}')) {
+            const key = this.expectName('of a field in a record pattern');
+            fields.push({ key: key.text, pattern: this.eat(':') ? this.parsePattern() : null });
+            if (!this.eat(',')) break;
+          }
+          this.expect('}', `to close the record pattern opened at ${open.line}:${open.column}`);
+          return { kind: 'record', typeName: name, fields, ...at };
+        }
+        return { kind: 'binding', name, ...at };
+      }
+    }
+    return this.fail(`expected a pattern (\`_\`, a literal, a name, \`Name(...)\` or \`[...]\`), found ${describeToken(t)}`);
+  }
+
+  // ---- expressions ----------------------------------------------------
+
+  private parseExpression(): Expr {
+    this.enter();
+    const e = this.parseOr();
+    this.depth--;
+    return e;
+  }
+
+  /** An expression directly followed by a block: a bare `Name {` is never a record here. */
+  private parseCondition(): Expr {
+    const saved = this.noRecord;
+    this.noRecord = true;
+    const e = this.parseExpression();
+    this.noRecord = saved;
+    return e;
+  }
+
+  private binary(op: string, left: Expr, right: Expr): Expr {
+    return { kind: 'binary', op, left, right, line: left.line, column: left.column, start: left.start, end: right.end };
+  }
+
+  private parseOr(): Expr {
+    let left = this.parseAnd();
+    while (this.isPunct('||')) {
+      this.next();
+      left = this.binary('||', left, this.parseAnd());
+    }
+    return left;
+  }
+
+  private parseAnd(): Expr {
+    let left = this.parseEquality();
+    while (this.isPunct('&&')) {
+      this.next();
+      left = this.binary('&&', left, this.parseEquality());
+    }
+    return left;
+  }
+
+  private parseEquality(): Expr {
+    let left = this.parseComparison();
+    for (;;) {
+      const t = this.peek();
+      if ((t.kind === TokenKind.Punct && (t.text === '==' || t.text === '!=')) || (t.kind === TokenKind.Ident && t.text === 'in')) {
+        this.next();
+        left = this.binary(t.text, left, this.parseComparison());
+      } else return left;
+    }
+  }
+
+  private parseComparison(): Expr {
+    let left = this.parseAdditive();
+    for (;;) {
+      const t = this.peek();
+      if (t.kind === TokenKind.Punct && (t.text === '<' || t.text === '>' || t.text === '<=' || t.text === '>=')) {
+        this.next();
+        left = this.binary(t.text, left, this.parseAdditive());
+      } else return left;
+    }
+  }
+
+  private parseAdditive(): Expr {
+    let left = this.parseMultiplicative();
+    for (;;) {
+      const t = this.peek();
+      if (t.kind === TokenKind.Punct && (t.text === '+' || t.text === '-')) {
+        this.next();
+        left = this.binary(t.text, left, this.parseMultiplicative());
+      } else return left;
+    }
+  }
+
+  private parseMultiplicative(): Expr {
+    let left = this.parseUnary();
+    for (;;) {
+      const t = this.peek();
+      if (t.kind === TokenKind.Punct && (t.text === '*' || t.text === '/' || t.text === '%')) {
+        this.next();
+        left = this.binary(t.text, left, this.parseUnary());
+      } else return left;
+    }
+  }
+
+  private parseUnary(): Expr {
+    // Prefix operators are collected in a loop; each one counts as a nesting level.
+    const ops: Token[] = [];
+    for (;;) {
+      const t = this.peek();
+      if ((t.kind === TokenKind.Punct && (t.text === '!' || t.text === '-')) || (t.kind === TokenKind.Ident && t.text === 'not')) {
+        ops.push(this.next());
+        this.enter();
+      } else break;
+    }
+    let e = this.parsePostfix();
+    for (let k = ops.length - 1; k >= 0; k--) {
+      const op = ops[k]!;
+      e = { kind: 'unary', op: op.text as '!' | 'not' | '-', operand: e, line: op.line, column: op.column, start: op.start, end: e.end };
+    }
+    this.depth -= ops.length;
+    return e;
+  }
+
+  private parsePostfix(): Expr {
+    let e = this.parsePrimary();
+    for (;;) {
+      const t = this.peek();
+      if (t.kind !== TokenKind.Punct) return e;
+      if (t.text === '.') {
+        this.next();
+        const p = this.peek();
+        if (p.kind !== TokenKind.Ident && p.kind !== TokenKind.Number) this.fail(`expected a member name after \`.\`, found ${describeToken(p)}`);
+        this.next();
+        e = { kind: 'member', object: e, property: p.text, line: e.line, column: e.column, start: e.start, end: p.end };
+      } else if (t.text === '(') {
+        this.next();
+        const saved = this.noRecord;
+        this.noRecord = false;
+        const args: { name: string | null; value: Expr }[] = [];
+        while (!this.isPunct(')')) {
+          let name: string | null = null;
+          if (this.peek().kind === TokenKind.Ident && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
+            name = this.next().text;
+            this.next();
+          }
+          args.push({ name, value: this.parseExpression() });
+          if (!this.eat(',')) break;
+        }
+        const close = this.expect(')', `to close the call opened at ${t.line}:${t.column}`);
+        this.noRecord = saved;
+        e = { kind: 'call', callee: e, args, line: e.line, column: e.column, start: e.start, end: close.end };
+      } else if (t.text === '[') {
+        this.next();
+        const saved = this.noRecord;
+        this.noRecord = false;
+        const index = this.parseExpression();
+        const close = this.expect(']', `to close the index opened at ${t.line}:${t.column}`);
+        this.noRecord = saved;
+        e = { kind: 'index', object: e, index, line: e.line, column: e.column, start: e.start, end: close.end };
+      } else return e;
+    }
+  }
+
+  /** `{` followed by `}` or by `key:` starts a record literal. */
+  private looksLikeRecord(k: number): boolean {
+    const a = this.peek(k + 1);
+    if (a.kind === TokenKind.Punct && a.text === '}') return true;
+    return (a.kind === TokenKind.Ident || a.kind === TokenKind.String) && this.isPunct(':', k + 2);
+  }
+
+  private parsePrimary(): Expr {
+    const t = this.peek();
+    const span = { line: t.line, column: t.column, start: t.start, end: t.end };
+    switch (t.kind) {
+      case TokenKind.String:
+        this.next();
+        return { kind: 'string', value: t.text, ...span };
+      case TokenKind.Number:
+        this.next();
+        return { kind: 'number', value: t.value, raw: t.text, ...span };
+      case TokenKind.Duration:
+        this.next();
+        return { kind: 'duration', raw: t.text, seconds: t.value, ...span };
+      case TokenKind.Vault:
+        this.next();
+        return { kind: 'vault', path: t.text, ...span };
+      case TokenKind.Ident:
+        return this.parseWordPrimary(t);
+      case TokenKind.Punct:
+        if (t.text === '(') return this.parseParenthesized(t);
+        if (t.text === '[') {
+          this.next();
+          const saved = this.noRecord;
+          this.noRecord = false;
+          const items: Expr[] = [];
+          while (!this.isPunct(']')) {
+            items.push(this.parseExpression());
+            if (!this.eat(',')) break;
+          }
+          const close = this.expect(']', `to close the array opened at ${t.line}:${t.column}`);
+          this.noRecord = saved;
+          return { kind: 'array', items, line: t.line, column: t.column, start: t.start, end: close.end };
+        }
+        if (t.text === '{') return this.parseRecord(null, t);
+        break;
+    }
+    return this.fail(`expected an expression, found ${describeToken(t)}`);
+  }
+
+  private parseWordPrimary(t: Token): Expr {
+    switch (t.text) {
+      case 'true':
+      case 'false':
+        this.next();
+        return { kind: 'bool', value: t.text === 'true', line: t.line, column: t.column, start: t.start, end: t.end };
+      case 'if':
+        return this.parseIf();
+      case 'match':
+        if (this.peek(1).kind !== TokenKind.Punct || this.isPunct('(', 1) || this.isPunct('[', 1) || this.isPunct('{', 1)) return this.parseMatch();
+        break;
+    }
+    if (RESERVED.has(t.text)) this.fail(`unexpected keyword \`${t.text}\` where an expression was expected`);
+    this.next();
+    if (this.isPunct('=>')) {
+      this.next();
+      return this.lambda([t.text], t);
+    }
+    let name = t.text;
+    let end = t.end;
+    while (this.isPunct('::') && this.peek(1).kind === TokenKind.Ident) {
+      this.next();
+      const part = this.next();
+      name += '::' + part.text;
+      end = part.end;
+    }
+    if (!this.noRecord && this.isPunct('{') && this.looksLikeRecord(0)) return this.parseRecord(name, t);
+    return { kind: 'ident', name, line: t.line, column: t.column, start: t.start, end };
+  }
+
+  private lambda(params: string[], t: Token): Expr {
+    let body: Expr | Block;
+    if (this.isPunct('{') && !this.looksLikeRecord(0)) body = this.parseBlock('lambda body', t);
+    else body = this.parseExpression();
+    return { kind: 'lambda', params, body, line: t.line, column: t.column, start: t.start, end: body.end };
+  }
+
+  private parseParenthesized(t: Token): Expr {
+    // `(a, b) => e`: a lambda with several parameters.
+    let k = 1;
+    while (this.peek(k).kind === TokenKind.Ident && (this.isPunct(',', k + 1) || this.isPunct(')', k + 1))) {
+      k += 2;
+      if (this.isPunct(')', k - 1)) break;
+    }
+    if (this.isPunct(')', k - 1) && this.isPunct('=>', k) && k > 1) {
+      this.next();
+      const params: string[] = [];
+      while (!this.isPunct(')')) {
+        params.push(this.next().text);
+        this.eat(',');
+      }
+      this.next();
+      this.next();
+      return this.lambda(params, t);
+    }
+    if (this.isPunct(')', 1) && this.isPunct('=>', 2)) {
+      this.next();
+      this.next();
+      this.next();
+      return this.lambda([], t);
+    }
+    this.next();
+    this.enter();
+    const saved = this.noRecord;
+    this.noRecord = false;
+    const inner = this.parseExpression();
+    const close = this.expect(')', `to close \`(\` opened at ${t.line}:${t.column}`);
+    this.noRecord = saved;
+    this.depth--;
+    return { kind: 'group', inner, line: t.line, column: t.column, start: t.start, end: close.end };
+  }
+
+  private parseRecord(typeName: string | null, t: Token): Expr {
+    const open = this.expect('{', 'to open the record');
+    this.enter();
+    const saved = this.noRecord;
+    this.noRecord = false;
+    const fields: { key: string; value: Expr }[] = [];
+    while (!this.isPunct('}')) {
+      const key = this.peek();
+      if (key.kind !== TokenKind.Ident && key.kind !== TokenKind.String) {
+        this.fail(`expected a field name in the record opened at ${open.line}:${open.column}, found ${describeToken(key)}`);
+      }
+      this.next();
+      if (!this.eat(':') && !this.eat('=')) this.fail(`expected \`:\` after record field \`${key.text}\`, found ${describeToken(this.peek())}`);
+      fields.push({ key: key.text, value: this.parseExpression() });
+      if (!this.eat(',') && !this.eat(';') && !this.isPunct('}') && this.peek().line === this.toks[this.pos - 1]!.line) {
+        this.fail(`expected \`,\` or \`}\` in the record opened at ${open.line}:${open.column}, found ${describeToken(this.peek())}`);
+      }
+      if (this.peek().kind === TokenKind.Eof) break;
+    }
+    const close = this.expect('}', `to close the record opened at ${open.line}:${open.column}`);
+    this.noRecord = saved;
+    this.depth--;
+    return { kind: 'record', typeName, fields, line: t.line, column: t.column, start: t.start, end: close.end };
+  }
+
+  private parseIf(): Expr {
+    const first = this.peek();
+    const branches: { cond: Expr; letPattern: Pattern | null; body: Block }[] = [];
+    let elseBody: Block | null = null;
+    for (;;) {
+      const kw = this.next(); // `if`
+      let letPattern: Pattern | null = null;
+      if (this.isWord('let')) {
+        this.next();
+        letPattern = this.parsePattern();
+        this.expect('=', 'after the pattern of `if let`');
+      }
+      const cond = this.parseCondition();
+      const body = this.parseBlock('`if` block', kw);
+      branches.push({ cond, letPattern, body });
+      if (!this.isWord('else')) break;
+      const elseKw = this.next();
+      if (this.isWord('if')) continue;
+      elseBody = this.parseBlock('`else` block', elseKw);
+      break;
+    }
+    return { kind: 'if', branches, elseBody, line: first.line, column: first.column, start: first.start, end: this.prevEnd() };
+  }
+
+  private parseMatch(): Expr {
+    const kw = this.next();
+    const subject = this.parseCondition();
+    const open = this.expect('{', 'to open the arms of `match`');
+    this.enter();
+    const saved = this.noRecord;
+    this.noRecord = false;
+    const arms: MatchArm[] = [];
+    while (!this.isPunct('}')) {
+      if (this.peek().kind === TokenKind.Eof) break;
+      const pattern = this.parsePattern();
+      let guard: Expr | null = null;
+      if (this.isWord('if')) {
+        this.next();
+        guard = this.parseExpression();
+      }
+      this.expect('=>', 'after a `match` pattern');
+      let body: Expr | Block;
+      if (this.isPunct('{') && !this.looksLikeRecord(0)) {
+        body = this.parseBlock('`match` arm', kw);
+        this.eat(',');
+      } else {
+        body = this.parseExpression();
+        if (!this.eat(',') && !this.isPunct('}')) {
+          this.fail(`expected \`,\` between \`match\` arms or \`}\` to close the \`match\` opened at ${kw.line}:${kw.column}, found ${describeToken(this.peek())}`);
+        }
+      }
+      arms.push({ pattern, guard, body, line: pattern.line, column: pattern.column });
+    }
+    this.expect('}', `to close the \`match\` opened at ${open.line}:${open.column}`);
+    this.noRecord = saved;
+    this.depth--;
+    return { kind: 'match', subject, arms, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
+  }
+}
+
+/** Pairs brackets once so recovery can jump over balanced groups in constant time. */
+function matchBrackets(toks: Token[]): Int32Array {
+  const match = new Int32Array(toks.length).fill(-1);
+  const stack: number[] = [];
+  const pairOf: Record<string, string> = { ')': '(', ']': '[', '}': '{' };
+  for (let i = 0; i < toks.length; i++) {
+    const t = toks[i]!;
+    if (t.kind !== TokenKind.Punct) continue;
+    if (OPENERS.has(t.text)) stack.push(i);
+    else if (CLOSERS.has(t.text)) {
+      const top = stack[stack.length - 1];
+      if (top !== undefined && toks[top]!.text === pairOf[t.text]) {
+        stack.pop();
+        match[top] = i;
+        match[i] = top;
+      }
+    }
+  }
+  return match;
+}
