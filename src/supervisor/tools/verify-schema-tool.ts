@@ -21,9 +21,9 @@ const ARGUMENTS = ['schema', 'public_key_url', 'signature'] as const;
 // advertise the real types to clients.
 const inputSchema = z
   .looseObject({
-    schema: z.unknown().meta({ type: 'string', description: `The tool schema as JSON text (at most ${SCHEMA_MAX_BYTES} bytes). A top-level "signature" field is taken as the signature and left out of the signed bytes.` }),
-    public_key_url: z.unknown().meta({ type: 'string', description: `https URL of the publisher's key: a PEM public key or a .well-known/schemapin.json document (at most ${SCHEMA_KEY_URL_MAX_BYTES} bytes).` }),
-    signature: z.unknown().meta({ type: 'string', description: 'Base64 DER ECDSA P-256 signature over the canonical JSON of the schema; optional when the schema carries a "signature" field.' }),
+    schema: z.unknown().optional().meta({ type: 'string', description: `The tool schema as JSON text (at most ${SCHEMA_MAX_BYTES} bytes). A top-level "signature" field is taken as the signature and left out of the signed bytes.` }),
+    public_key_url: z.unknown().optional().meta({ type: 'string', description: `https URL of the publisher's key: a PEM public key or a .well-known/schemapin.json document (at most ${SCHEMA_KEY_URL_MAX_BYTES} bytes).` }),
+    signature: z.unknown().optional().meta({ type: 'string', description: 'Base64 DER ECDSA P-256 signature over the canonical JSON of the schema; optional when the schema carries a "signature" field.' }),
   })
   .meta({ required: ['schema', 'public_key_url'], additionalProperties: false });
 
