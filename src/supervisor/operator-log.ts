@@ -48,8 +48,11 @@ function writeStderr(text: string): void {
 function textLog(): OperatorLog {
   const write = (level: string, message: string, fields?: LogFields): void => {
     const prefix = level === 'info' ? 'symbi mcp: ' : `symbi mcp: ${level}: `;
-    const extra = fields
+    // Startup summary lines already say everything in the message; their fields are for JSON readers.
+    const summaryLine = typeof fields?.event === 'string' && fields.event.startsWith('startup.');
+    const extra = fields && !summaryLine
       ? Object.entries(fields)
+          .filter(([k]) => k !== 'event')
           .filter(([, v]) => v !== undefined)
           .map(([k, v]) => ` ${k}=${formatFieldValue(v)}`)
           .join('')
