@@ -1,0 +1,299 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { PinnedDirectory } from '../src/shared/pinned-directory.js';
+import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/audit-storage.js';
+import { JournalWriter } from '../src/shared/journal/journal-writer.js';
+import { responsePrincipal } from '../src/shared/agent-identity.js';
+import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
+
+// Every kind of tampering the issue lists, detected by `symbi audit inspect`
+// with the right exit code and a message naming the first offending line.
+// Lines that need a valid signature on forged content (a sequence gap,
+// another principal) are signed with the project's own seed, as someone
+// holding the key could.
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const bin = path.join(repo, 'bin', 'symbi.js');
+const AGENT = responsePrincipal('declared');
+const PKCS8 = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+interface Fixture {
+  dir: string;
+  storage: AuditStorage;
+  key: string;
+  seed: Buffer;
+}
+
+function fixture(t: { after(fn: () => void): void }): Fixture {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-tamper-'));
+  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  t.after(() => {
+    closeAuditStorage(storage);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const seed = fs.readFileSync(path.join(dir, '.symbiont', 'governed', 'audit-signing.key'));
+  return { dir, storage, key: storage.signingKey.publicKeyHex, seed };
+}
+
+async function writeRun(f: Fixture, runId = crypto.randomUUID(), terminal = true): Promise<{ runId: string; file: string }> {
+  const writer = await JournalWriter.create(f.storage, runId, AGENT);
+  await writer.append({ Started: { execution_context: { agent_definition: { name: 'declared', mode: 'text_response' } } } });
+  await writer.append({ DirectInferenceRequested: { call_id: 'c1', provider: 'synthetic', model: 'm' } });
+  await writer.append({ DirectInferenceResponseReceived: { call_id: 'c1', response_hash: 'a'.repeat(64), response_bytes: 10 } });
+  await writer.append({ DirectInferenceFinished: { call_id: 'c1', reason: 'Completed', finish_reason: 'stop' } });
+  await writer.append({ PolicyEvaluated: { action: 'respond', decision: 'allow', denied_count: 0 } });
+  if (terminal) await writer.appendTerminal('Completed');
+  await writer.close();
+  return { runId, file: writer.path };
+}
+
+function lines(file: string): Buffer[] {
+  const bytes = fs.readFileSync(file);
+  const out: Buffer[] = [];
+  let start = 0;
+  for (let end = bytes.indexOf(10); end !== -1; end = bytes.indexOf(10, start)) {
+    out.push(bytes.subarray(start, end + 1));
+    start = end + 1;
+  }
+  return out;
+}
+
+/** In-process verifier by default (fast); `viaCli` runs the real `symbi audit inspect` command. */
+function inspect(file: string, runId: string, key: string, viaCli = false) {
+  if (!viaCli) {
+    const { report, exitCode } = inspectJournal(file, runId, key, { crossCheck: true });
+    return { status: exitCode, report: JSON.parse(JSON.stringify(report)), stderr: '' };
+  }
+  const r = spawnSync(process.execPath, [bin, 'audit', 'inspect', file, '--run-id', runId, '--public-key', key, '--cross-check'], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  assert.equal(r.signal, null, 'inspect finished by itself');
+  return { status: r.status, report: JSON.parse(r.stdout), stderr: r.stderr };
+}
+
+function expectFailure(file: string, runId: string, key: string, line: number, pattern: RegExp, viaCli = false) {
+  const r = inspect(file, runId, key, viaCli);
+  assert.equal(r.status, 1, r.stderr);
+  assert.equal(r.report.verdict, 'failed');
+  assert.equal(r.report.journal_complete, false);
+  assert.equal(r.report.error.line, line, r.report.error.message);
+  assert.match(r.report.error.message, pattern);
+  return r.report;
+}
+
+/** Signs a forged payload with the project seed and frames it as a journal line. */
+function forgeLine(seed: Buffer, payload: string | Buffer): Buffer {
+  const key = crypto.createPrivateKey({ key: Buffer.concat([PKCS8, seed]), format: 'der', type: 'pkcs8' });
+  const bytes = Buffer.isBuffer(payload) ? payload : Buffer.from(payload, 'utf8');
+  const sig = crypto.sign(null, bytes, key).toString('base64');
+  return Buffer.concat([Buffer.from('{"payload":'), bytes, Buffer.from(`,"signature":"${sig}"}\n`)]);
+}
+
+function sha(b: Buffer): string {
+  return crypto.createHash('sha256').update(b).digest('hex');
+}
+
+/** A chain of forged records: each spec may override entry fields. */
+function forgeChain(seed: Buffer, runId: string, specs: Array<{ event: unknown; sequence?: number; agent_id?: string }>): Buffer {
+  let previous = '0'.repeat(64);
+  const out: Buffer[] = [];
+  specs.forEach((spec, i) => {
+    const payload = JSON.stringify({
+      version: 2,
+      run_id: runId,
+      previous_hash: previous,
+      entry: { sequence: spec.sequence ?? i, timestamp: new Date().toISOString(), agent_id: spec.agent_id ?? AGENT, iteration: 1, event: spec.event },
+    });
+    const line = forgeLine(seed, payload);
+    previous = sha(line);
+    out.push(line);
+  });
+  return Buffer.concat(out);
+}
+
+test('one byte changed in a payload: bad signature on that line (exit 1)', async (t) => {
+  const f = fixture(t);
+  const { runId, file } = await writeRun(f);
+  const ls = lines(file);
+  const i = ls[2]!.indexOf('response_bytes":10');
+  ls[2]![i + 16] = '9'.charCodeAt(0);
+  fs.writeFileSync(file, Buffer.concat(ls));
+  expectFailure(file, runId, f.key, 3, /line 3: bad signature/, true);
+});
+
+test('a signature swapped between two lines: bad signature (exit 1)', async (t) => {
+  const f = fixture(t);
+  const { runId, file } = await writeRun(f);
+  const ls = lines(file);
+  const sigOf = (l: Buffer) => l.subarray(l.lastIndexOf(',"signature":"'));
+  const a = ls[1]!, b = ls[2]!;
+  ls[1] = Buffer.concat([a.subarray(0, a.lastIndexOf(',"signature":"')), sigOf(b)]);
+  ls[2] = Buffer.concat([b.subarray(0, b.lastIndexOf(',"signature":"')), sigOf(a)]);
+  fs.writeFileSync(file, Buffer.concat(ls));
+  expectFailure(file, runId, f.key, 2, /line 2: bad signature/);
+});
+
+test('two lines swapped: broken chain (exit 1)', async (t) => {
+  const f = fixture(t);
+  const { runId, file } = await writeRun(f);
+  const ls = lines(file);
+  [ls[2], ls[3]] = [ls[3]!, ls[2]!];
+  fs.writeFileSync(file, Buffer.concat(ls));
+  expectFailure(file, runId, f.key, 3, /broken chain at line 3/, true);
+});
+
+test('a line removed: broken chain (exit 1)', async (t) => {
+  const f = fixture(t);
+  const { runId, file } = await writeRun(f);
+  const ls = lines(file);
+  ls.splice(2, 1);
+  fs.writeFileSync(file, Buffer.concat(ls));
+  expectFailure(file, runId, f.key, 3, /broken chain at line 3/);
+});
+
+test('the first line removed: broken chain at line 1 (exit 1)', async (t) => {
+  const f = fixture(t);
+  const { runId, file } = await writeRun(f);
+  fs.writeFileSync(file, Buffer.concat(lines(file).slice(1)));
+  expectFailure(file, runId, f.key, 1, /broken chain at line 1/);
+});
+
+test('a line duplicated: broken chain (exit 1)', async (t) => {
+  const f = fixture(t);
+  const { runId, file } = await writeRun(f);
+  const ls = lines(file);
+  ls.splice(3, 0, ls[2]!);
+  fs.writeFileSync(file, Buffer.concat(ls));
+  expectFailure(file, runId, f.key, 4, /broken chain at line 4/);
+});
+
+test("another run's journal under this run's name: other run (exit 1)", async (t) => {
+  const f = fixture(t);
+  const ours = crypto.randomUUID();
+  const { runId: theirs, file } = await writeRun(f);
+  const renamed = path.join(path.dirname(file), `${ours}.jsonl`);
+  fs.copyFileSync(file, renamed);
+  expectFailure(renamed, ours, f.key, 1, new RegExp(`line 1: other run: the record belongs to run ${theirs}`));
+});
+
+test('a truncated last line: exit 2 with unverified_tail_bytes', async (t) => {
+  const f = fixture(t);
+  const { runId, file } = await writeRun(f);
+  const bytes = fs.readFileSync(file);
+  const cutBy = 40;
+  fs.writeFileSync(file, bytes.subarray(0, bytes.length - cutBy));
+  const lastLength = lines(file).length; // complete lines left
+  const r = inspect(file, runId, f.key, true);
+  assert.equal(r.status, 2, r.stderr);
+  assert.equal(r.report.verdict, 'requires_reconciliation');
+  assert.equal(r.report.records, lastLength);
+  const tail = fs.readFileSync(file).length - Buffer.concat(lines(file)).length;
+  assert.equal(r.report.unverified_tail_bytes, tail);
+  assert.ok(tail > 0);
+  assert.equal(r.report.terminal_reason, null);
+});
+
+test('garbage appended: malformed line or tail fragment (exit 1)', async (t) => {
+  const f = fixture(t);
+  const { runId, file } = await writeRun(f);
+  const original = fs.readFileSync(file);
+  fs.writeFileSync(file, Buffer.concat([original, Buffer.from('garbage\n')]));
+  expectFailure(file, runId, f.key, 7, /line 7: malformed line/);
+  fs.writeFileSync(file, Buffer.concat([original, Buffer.from('garbage')]));
+  expectFailure(file, runId, f.key, 7, /tail fragment of 7 bytes after the Terminated record/);
+  const unterminated = await writeRun(f, crypto.randomUUID(), false);
+  fs.appendFileSync(unterminated.file, 'xyz');
+  expectFailure(unterminated.file, unterminated.runId, f.key, 6, /tail fragment of 3 bytes that is not the beginning of a record/);
+});
+
+test('a missing terminal record: exit 2', async (t) => {
+  const f = fixture(t);
+  const { runId, file } = await writeRun(f);
+  fs.writeFileSync(file, Buffer.concat(lines(file).slice(0, -1)));
+  const r = inspect(file, runId, f.key, true);
+  assert.equal(r.status, 2, r.stderr);
+  assert.equal(r.report.journal_complete, false);
+  assert.equal(r.report.requires_reconciliation, true);
+  assert.ok(r.report.reconciliation_reasons.includes('no Terminated record'));
+});
+
+test('the wrong public key: bad signature on line 1 (exit 1)', async (t) => {
+  const f = fixture(t);
+  const { runId, file } = await writeRun(f);
+  expectFailure(file, runId, '11'.repeat(32), 1, /line 1: bad signature/);
+});
+
+test('forged records with valid signatures: sequence gap, other principal, order errors (exit 1)', async (t) => {
+  const f = fixture(t);
+  const runId = crypto.randomUUID();
+  const file = path.join(f.dir, 'forged.jsonl');
+  const started = { Started: { execution_context: { agent_definition: { name: 'declared' } } } };
+  const done = { Terminated: { reason: 'Completed' } };
+
+  fs.writeFileSync(file, forgeChain(f.seed, runId, [{ event: started }, { event: { PolicyEvaluated: {} } }, { event: done }]));
+  const ok = inspect(file, runId, f.key);
+  assert.equal(ok.status, 0, ok.stderr);
+
+  fs.writeFileSync(file, forgeChain(f.seed, runId, [{ event: started }, { event: { PolicyEvaluated: {} }, sequence: 2 }, { event: done }]));
+  expectFailure(file, runId, f.key, 2, /line 2: sequence gap: expected sequence 1, found 2/);
+
+  const other = responsePrincipal('someone-else');
+  fs.writeFileSync(file, forgeChain(f.seed, runId, [{ event: started }, { event: { PolicyEvaluated: {} }, agent_id: other }, { event: done }]));
+  expectFailure(file, runId, f.key, 2, new RegExp(`line 2: other principal: agent_id ${other}`));
+
+  fs.writeFileSync(file, forgeChain(f.seed, runId, [{ event: { PolicyEvaluated: {} } }, { event: done }]));
+  expectFailure(file, runId, f.key, 1, /line 1: the first record is PolicyEvaluated; a journal begins with Started/);
+
+  fs.writeFileSync(file, forgeChain(f.seed, runId, [{ event: started }, { event: done }, { event: { PolicyEvaluated: {} } }]));
+  expectFailure(file, runId, f.key, 3, /line 3: a record follows the Terminated record/);
+
+  fs.writeFileSync(file, forgeChain(f.seed, runId, [{ event: started }, { event: { A: {}, B: {} } }]));
+  expectFailure(file, runId, f.key, 2, /line 2: malformed line: event is not an object with exactly one key/);
+
+  fs.writeFileSync(file, forgeChain(f.seed, runId, [{ event: started }, { event: { DirectInferenceFinished: { call_id: 'ghost' } } }]));
+  expectFailure(file, runId, f.key, 2, /never requested/);
+});
+
+test('hostile but validly signed payloads never crash the verifier', async (t) => {
+  const f = fixture(t);
+  const runId = crypto.randomUUID();
+  const file = path.join(f.dir, 'hostile.jsonl');
+  const started = forgeChain(f.seed, runId, [{ event: { Started: {} } }]);
+
+  // Deeply nested JSON inside a signed payload, just under the line limit.
+  const depth = 400_000;
+  const deep = `{"version":2,"run_id":"${runId}","previous_hash":"${sha(started)}","entry":{"sequence":1,"timestamp":"2025-01-01T00:00:00.000Z","agent_id":"${AGENT}","iteration":1,"event":{"Deep":{"x":${'['.repeat(depth)}${']'.repeat(depth)}}}}}`;
+  fs.writeFileSync(file, Buffer.concat([started, forgeLine(f.seed, deep)]));
+  const r = inspect(file, runId, f.key);
+  assert.equal(r.status, 2, r.stderr); // verifies, but has no terminal record
+  assert.equal(r.report.records, 2);
+
+  // A deep terminal reason is malformed, and is never echoed into the report.
+  const deepReason = `{"version":2,"run_id":"${runId}","previous_hash":"${sha(started)}","entry":{"sequence":1,"timestamp":"2025-01-01T00:00:00.000Z","agent_id":"${AGENT}","iteration":1,"event":{"Terminated":{"reason":${'['.repeat(depth)}${']'.repeat(depth)}}}}}`;
+  fs.writeFileSync(file, Buffer.concat([started, forgeLine(f.seed, deepReason)]));
+  expectFailure(file, runId, f.key, 2, /Terminated\.reason/);
+
+  // Invalid UTF-8 inside a signed payload.
+  const bad = Buffer.concat([Buffer.from(`{"version":2,"run_id":"${runId}","x":"`), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+  fs.writeFileSync(file, Buffer.concat([started, forgeLine(f.seed, bad)]));
+  expectFailure(file, runId, f.key, 2, /line 2: malformed line: the payload is not valid UTF-8 JSON/);
+
+  // A line over 1 MiB.
+  fs.writeFileSync(file, Buffer.concat([started, Buffer.alloc(1024 * 1024 + 1, 0x61), Buffer.from('\n')]));
+  expectFailure(file, runId, f.key, 2, /line 2 is 1048578 bytes; a journal line is at most 1048576 bytes/);
+
+  // A final fragment over 1 MiB.
+  fs.writeFileSync(file, Buffer.concat([started, Buffer.alloc(1024 * 1024 + 1, 0x61)]));
+  expectFailure(file, runId, f.key, 2, /tail fragment of 1048577 bytes is longer than a journal line may be/);
+
+  // Not even JSON-shaped.
+  fs.writeFileSync(file, Buffer.from([0x00, 0xff, 0x0a]));
+  expectFailure(file, runId, f.key, 1, /line 1: malformed line/);
+});
