@@ -1,0 +1,144 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { PinnedDirectory } from '../src/shared/pinned-directory.js';
+import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/audit-storage.js';
+import { JournalWriter, JournalWriteError } from '../src/shared/journal/journal-writer.js';
+import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
+import { responsePrincipal } from '../src/shared/agent-identity.js';
+
+// The writer's own guarantees: exclusive private files, one chain it can
+// vouch for (foreign bytes or truncation stop every later effect record but
+// not the terminal attempt), the line limit, and record order.
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const AGENT = responsePrincipal('declared');
+const STARTED = { Started: { execution_context: { agent_definition: { name: 'declared' } } } };
+
+function setup(t: { after(fn: () => void): void }): { dir: string; storage: AuditStorage } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-writer-'));
+  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  t.after(() => {
+    closeAuditStorage(storage);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return { dir, storage };
+}
+
+test('foreign bytes appended between two records fail the next append and every later effect append', async (t) => {
+  const { storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const writer = await JournalWriter.create(storage, runId, AGENT);
+  await writer.append(STARTED);
+  fs.appendFileSync(writer.path, '{"payload":"planted"}\n');
+  await assert.rejects(writer.append({ PolicyEvaluated: { decision: 'allow' } }), (err: unknown) => {
+    assert.ok(err instanceof JournalWriteError);
+    assert.match(err.message, /22 foreign bytes were added after record 0/);
+    return true;
+  });
+  await assert.rejects(writer.append({ PolicyEvaluated: { decision: 'allow' } }), JournalWriteError);
+  // The terminal record is still attempted and lands after the foreign bytes.
+  await writer.appendTerminal({ Error: { message: 'journal tampered with' } });
+  await writer.close();
+  const text = fs.readFileSync(writer.path, 'utf8');
+  assert.equal(text.split('\n').length, 4);
+  assert.match(text.split('\n')[2]!, /"Terminated"/);
+  const { exitCode, report } = inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex);
+  assert.equal(exitCode, 1);
+  assert.equal(report.error?.line, 2);
+});
+
+test('a truncated journal fails the next effect append', async (t) => {
+  const { storage } = setup(t);
+  const writer = await JournalWriter.create(storage, crypto.randomUUID(), AGENT);
+  await writer.append(STARTED);
+  await writer.append({ DirectInferenceRequested: { call_id: 'c1' } });
+  fs.truncateSync(writer.path, 10);
+  await assert.rejects(writer.append({ DirectInferenceFinished: { call_id: 'c1' } }), /the journal was truncated to 10 bytes/);
+  await writer.close();
+});
+
+test('a record over the 1 MiB line limit is refused and nothing is written', async (t) => {
+  const { storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const writer = await JournalWriter.create(storage, runId, AGENT);
+  await writer.append(STARTED);
+  const before = fs.statSync(writer.path).size;
+  await assert.rejects(writer.append({ PolicyEvaluated: { note: 'x'.repeat(1024 * 1024) } }), /a journal line is at most 1048576 bytes/);
+  assert.equal(fs.statSync(writer.path).size, before);
+  // The chain is intact, so the run can still record its end.
+  await writer.appendTerminal({ Error: { message: 'record too large' } });
+  await writer.close();
+  assert.equal(inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex).exitCode, 0);
+});
+
+test('record order: Started first, Terminated only through appendTerminal and last', async (t) => {
+  const { storage } = setup(t);
+  const writer = await JournalWriter.create(storage, crypto.randomUUID(), AGENT);
+  await assert.rejects(writer.append({ PolicyEvaluated: {} }), /the first record of a journal must be Started/);
+  await writer.append(STARTED);
+  await assert.rejects(writer.append({ Terminated: { reason: 'Completed' } }), /written with appendTerminal/);
+  await assert.rejects(writer.append({ A: {}, B: {} } as Record<string, unknown>), /exactly one key/);
+  await assert.rejects(writer.append({ A: 'text' }), /must be an object/);
+  await assert.rejects(writer.appendTerminal('Done' as 'Completed'), /"Completed" or \{ Error/);
+  await writer.appendTerminal('Completed');
+  await assert.rejects(writer.append({ PolicyEvaluated: {} }), /already has its Terminated record/);
+  await assert.rejects(writer.appendTerminal('Completed'), /already has its Terminated record/);
+  await writer.close();
+  await assert.rejects(writer.append(STARTED), /closed/);
+  assert.equal(writer.records, 2);
+});
+
+test('journals are created exclusively, mode 0600, never through a symlink, named only by a UUID', async (t) => {
+  const { dir, storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const writer = await JournalWriter.create(storage, runId, AGENT);
+  assert.equal(fs.statSync(writer.path).mode & 0o777, 0o600);
+  await assert.rejects(JournalWriter.create(storage, runId, AGENT), /already exists; journals are never reused/);
+  await writer.close();
+
+  const planted = crypto.randomUUID();
+  const target = path.join(dir, 'target.txt');
+  fs.symlinkSync(target, path.join(dir, '.symbiont', 'governed', `${planted}.jsonl`));
+  await assert.rejects(JournalWriter.create(storage, planted, AGENT), JournalWriteError);
+  assert.equal(fs.existsSync(target), false, 'nothing was created through the symlink');
+
+  await assert.rejects(JournalWriter.create(storage, '../../escape', AGENT), /is not a lowercase UUID/);
+  await assert.rejects(JournalWriter.create(storage, crypto.randomUUID(), 'declared'), /agent id .* is not a lowercase UUID/);
+});
+
+test('the writer works from a worker thread sharing the pinned descriptor', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-worker-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const project = PinnedDirectory.pin(dir);
+  t.after(() => fs.closeSync(project.fd));
+  const runId = crypto.randomUUID();
+  const dist = (p: string) => pathToFileURL(path.join(repo, 'dist', 'shared', p)).href;
+  const code = `
+    const { workerData, parentPort } = require('node:worker_threads');
+    (async () => {
+      const { PinnedDirectory } = await import(${JSON.stringify(dist('pinned-directory.js'))});
+      const { openAuditStorage } = await import(${JSON.stringify(dist('audit-storage.js'))});
+      const { JournalWriter } = await import(${JSON.stringify(dist('journal/journal-writer.js'))});
+      const storage = openAuditStorage(PinnedDirectory.fromDescriptor(workerData.fd, workerData.shown));
+      const writer = await JournalWriter.create(storage, workerData.runId, workerData.agent);
+      await writer.append({ Started: { execution_context: { agent_definition: { name: 'declared' } } } });
+      await writer.appendTerminal('Completed');
+      await writer.close();
+      parentPort.postMessage({ path: writer.path, key: storage.signingKey.publicKeyHex });
+    })().catch((err) => parentPort.postMessage({ error: String(err) }));`;
+  const worker = new Worker(code, { eval: true, workerData: { fd: project.fd, shown: project.displayPath, runId, agent: AGENT } });
+  const result = await new Promise<{ path?: string; key?: string; error?: string }>((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  await worker.terminate();
+  assert.equal(result.error, undefined);
+  const { exitCode } = inspectJournal(result.path!, runId, result.key!);
+  assert.equal(exitCode, 0);
+});
