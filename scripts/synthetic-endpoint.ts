@@ -18,11 +18,11 @@
 // prints `SYNTHETIC_ENDPOINT_URL=<url>` on stdout once listening and serves until SIGTERM or SIGINT.
 // Out-of-process users get `GET /_control/stats` and `POST /_control/release`.
 //
-// Every answer says `Connection: close` (unless keepAlive is set), so openConnections() counts only
-// requests in progress: a client that abandons a request shows up as a socket that closed early.
-// openConnections() counts sockets that carried an inference request. Node's fetch (undici 6) opens one
-// spare connection right after an in-flight request is aborted and closes it, unused, about 4 s later
-// (nodejs/undici#5845); such never-used sockets are reported apart, as unusedConnections().
+// openConnections() counts sockets carrying an inference request that is not yet fully answered: a
+// client that abandons a request must close its socket, which drops it from the count and marks the
+// request closedEarly. Sockets without a request in progress (keep-alive connections between requests,
+// and the spare connection Node's fetch opens right after an aborted request, nodejs/undici#5845) are
+// reported apart by idleConnections(). keepAlive: false makes every answer say `Connection: close`.
 
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -68,14 +68,14 @@ export interface SyntheticEndpoint {
   /** e.g. http://127.0.0.1:PORT (use as ANTHROPIC_BASE_URL). */
   origin: string;
   requests: ReceivedRequest[];
-  /** Live sockets that carry or carried an inference request. */
+  /** Live sockets carrying an inference request whose answer has not been fully sent. */
   openConnections(): number;
-  /** Live sockets that never carried any request (spare connections a client opened). */
-  unusedConnections(): number;
+  /** Live sockets with no request in progress (keep-alive between requests, spare connections). */
+  idleConnections(): number;
   /** Lets every request currently holding answer; returns how many were released. */
   releaseAll(): number;
   waitForRequests(n: number, timeoutMs?: number): Promise<void>;
-  /** Resolves once no request connection is open (for checks that abandoned requests were really closed). */
+  /** Resolves once openConnections() is 0 (for checks that abandoned requests were really closed). */
   waitForIdle(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -85,6 +85,7 @@ export interface SyntheticEndpointOptions {
   host?: string;
   defaultMode?: string;
   answer?: string;
+  /** Default true; false answers every request with `Connection: close`. */
   keepAlive?: boolean;
   beforeAnswer?: (req: ReceivedRequest) => Promise<void> | void;
 }
@@ -198,6 +199,7 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
   const fixedAnswer = options.answer ?? DEFAULT_ANSWER;
   const requests: ReceivedRequest[] = [];
   const sockets = new Set<Socket>();
+  // Sockets whose current inference request is not fully answered yet.
   const requestSockets = new Set<Socket>();
   const holders = new Set<() => void>();
   const arrivalWaiters = new Set<() => void>();
@@ -242,7 +244,7 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
     if (isClosed()) return;
 
     const headers: Record<string, string> = { 'Content-Type': 'application/json' };
-    if (options.keepAlive !== true) headers.Connection = 'close';
+    if (options.keepAlive === false) headers.Connection = 'close';
     const send = (status: number, text: string): void => {
       const bytes = Buffer.from(text, 'utf8');
       res.writeHead(status, { ...headers, 'Content-Length': String(bytes.byteLength) });
@@ -355,7 +357,7 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
       reply(200, {
         requests: requests.length,
         open_connections: requestSockets.size,
-        unused_connections: sockets.size - requestSockets.size - own,
+        idle_connections: sockets.size - requestSockets.size - own,
         closed_early: requests.filter((r) => r.closedEarly).length,
         answered: requests.filter((r) => r.answered).length,
         holding: holders.size,
@@ -432,6 +434,8 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
       });
       res.on('finish', () => {
         record.answered = true;
+        requestSockets.delete(req.socket);
+        notifyIdle();
       });
       res.on('close', () => {
         isClosed = true;
@@ -509,7 +513,7 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
     origin,
     requests,
     openConnections: () => requestSockets.size,
-    unusedConnections: () => sockets.size - requestSockets.size,
+    idleConnections: () => sockets.size - requestSockets.size,
     releaseAll,
     waitForRequests: (n, timeoutMs = 10_000) =>
       waitUntil(() => requests.length >= n, arrivalWaiters, timeoutMs, () => `synthetic endpoint saw ${requests.length} of ${n} requests within ${timeoutMs} ms`),
