@@ -97,16 +97,19 @@ describe('synthetic endpoint as a process', () => {
 
 describe('synthetic endpoint arguments', () => {
   it('refuses a bad argument or mode in one line and exits 2', async () => {
-    for (const args of [['--mode', 'nonsense'], ['--port', 'abc'], ['--verbose']]) {
-      const child = startProcess(args);
-      let stderr = '';
-      child.stderr.on('data', (chunk) => {
-        stderr += String(chunk);
-      });
-      const [code] = (await once(child, 'exit')) as [number | null];
-      assert.equal(code, 2, `args ${args.join(' ')}`);
-      assert.match(stderr, /^synthetic-endpoint: .*allowed/);
-      assert.equal(stderr.trim().split('\n').length, 1);
-    }
+    const cases = [['--mode', 'nonsense'], ['--port', 'abc'], ['--verbose']];
+    await Promise.all(
+      cases.map(async (args) => {
+        const child = startProcess(args);
+        let stderr = '';
+        child.stderr.on('data', (chunk) => {
+          stderr += String(chunk);
+        });
+        const [code] = (await once(child, 'exit')) as [number | null];
+        assert.equal(code, 2, `args ${args.join(' ')}`);
+        assert.match(stderr, /^synthetic-endpoint: .*allowed/);
+        assert.equal(stderr.trim().split('\n').length, 1);
+      }),
+    );
   });
 });
