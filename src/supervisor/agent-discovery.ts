@@ -93,7 +93,9 @@ export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult 
   } catch (err) {
     if (err instanceof ConfinementError && err.code === 'not_found') return result;
     result.directoryProblem =
-      err instanceof ConfinementError ? `${AGENTS_DIRECTORY}/ ${describeDirectoryProblem(err)}` : `${AGENTS_DIRECTORY}/ cannot be opened`;
+      err instanceof ConfinementError
+        ? `${AGENTS_DIRECTORY}/ ${describeDirectoryProblem(isSymlinkAt(project.fd, AGENTS_DIRECTORY) ? 'symlink' : err.code)}`
+        : `${AGENTS_DIRECTORY}/ cannot be opened`;
     return result;
   }
   result.agentsDirectoryPresent = true;
@@ -146,14 +148,23 @@ export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult 
   return result;
 }
 
-function describeDirectoryProblem(err: ConfinementError): string {
-  switch (err.code) {
+/** O_DIRECTORY|O_NOFOLLOW reports a symlinked directory as ENOTDIR; lstat (no follow) tells them apart. */
+function isSymlinkAt(dirFd: number, name: string): boolean {
+  try {
+    return fs.lstatSync(procPath(dirFd, name)).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+function describeDirectoryProblem(code: ConfinementError['code']): string {
+  switch (code) {
     case 'symlink':
       return 'is a symlink; symlinks are never followed, so no agents were loaded';
     case 'not_directory':
       return 'is not a directory, so no agents were loaded';
     default:
-      return `cannot be opened (${err.code}), so no agents were loaded`;
+      return `cannot be opened (${code}), so no agents were loaded`;
   }
 }
 

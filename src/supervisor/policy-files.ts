@@ -17,7 +17,13 @@ function openPolicyDirectory(project: PinnedDirectory, components: string[]): nu
   } catch (err) {
     if (err instanceof ConfinementError && err.code === 'not_found') return null;
     const shown = `${components.join('/')}/`;
-    const why = err instanceof ConfinementError ? err.code : 'io';
+    // O_DIRECTORY|O_NOFOLLOW reports a symlinked directory as ENOTDIR; lstat (no follow) tells them apart.
+    let why: string = err instanceof ConfinementError ? err.code : 'io';
+    try {
+      if (fs.lstatSync(procPath(project.fd, components.join('/'))).isSymbolicLink()) why = 'symlink';
+    } catch {
+      // keep the open error
+    }
     const text =
       why === 'symlink' ? 'is a symlink; symlinks are never followed' : why === 'not_directory' ? 'is not a directory' : `cannot be opened (${why})`;
     return { path: shown, error: `${shown} ${text}` };
