@@ -193,6 +193,30 @@ describe('canPermitSomeResponse (Cedar partial evaluation, response unknown)', (
     assert.equal(authorizeRespond(set, request('a')).decision, 'allow');
   });
 
+  it('the run id is unknown before inference, so a policy on it never causes a refusal', () => {
+    const set = load('permit(principal, action, resource) when { context.run_id == "some-other-run" };');
+    assert.equal(canPermitSomeResponse(set, before()).possible, true);
+    assert.equal(authorizeRespond(set, request('hello')).decision, 'deny');
+  });
+
+  it('a remembered verdict follows changes to a set that is not frozen', () => {
+    const copy = structuredClone(load(PERMIT));
+    assert.equal(canPermitSomeResponse(copy, before()).possible, true);
+    copy.policies.push({ id: 'policies/late.cedar#0', file: 'policies/late.cedar', text: 'forbid(principal, action, resource);' });
+    assert.equal(canPermitSomeResponse(copy, before()).possible, false);
+    assert.equal(authorizeRespond(copy, request('hello')).decision, 'deny');
+  });
+
+  it('the same agent under two policy sets gets each set\'s verdict', () => {
+    const open = load(PERMIT);
+    const closed = load(PERMIT, 'forbid(principal, action, resource) when { principal.name == "declared" };');
+    for (let i = 0; i < 3; i += 1) {
+      assert.equal(canPermitSomeResponse(open, before()).possible, true);
+      assert.equal(canPermitSomeResponse(closed, before()).possible, false);
+      assert.equal(canPermitSomeResponse(closed, before('other')).possible, true);
+    }
+  });
+
   it('never refuses what the exact evaluation would allow (property over generated policies and texts)', () => {
     const condition = fc.constantFrom(
       'true',

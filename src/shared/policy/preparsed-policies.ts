@@ -24,9 +24,27 @@ export function preparedSchemaName(): string {
   return SCHEMA_NAME;
 }
 
-/** The wasm-side id of this set of policies, parsing it into a slot if needed. */
-export function preparedPolicySetId(policies: readonly { id: string; text: string }[]): string {
+type PolicyList = readonly { id: string; text: string }[];
+const keyOfFrozenList = new WeakMap<PolicyList, string>();
+
+/**
+ * A hash of the policies' ids and texts. A frozen list (what loadPolicySet returns) cannot
+ * change, so its key is remembered; any other list is hashed on every call.
+ */
+export function policySetKey(policies: PolicyList): string {
+  const frozen = Object.isFrozen(policies) && policies.every((policy) => Object.isFrozen(policy));
+  if (frozen) {
+    const known = keyOfFrozenList.get(policies);
+    if (known !== undefined) return known;
+  }
   const key = sha256Hex(JSON.stringify(policies.map((policy) => [policy.id, policy.text])));
+  if (frozen) keyOfFrozenList.set(policies, key);
+  return key;
+}
+
+/** The wasm-side id of this set of policies, parsing it into a slot if needed. */
+export function preparedPolicySetId(policies: PolicyList): string {
+  const key = policySetKey(policies);
   const existing = slotOfKey.get(key);
   if (existing !== undefined) {
     slotOfKey.delete(key);

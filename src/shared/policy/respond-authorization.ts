@@ -6,10 +6,13 @@
 // "deny" only when the known parts already decide it: a forbid that holds whatever the
 // response is, or no permit that could still hold. Any permit whose outcome depends on the
 // response stays a residual and the answer is "possible"; the exact response is judged later.
+// `context.run_id` is unknown too: before inference the run has no id yet, and with it
+// unknown the verdict depends only on the policy set and the agent, so it is cached.
+import { sha256Hex } from '../canonical-json.js';
 import { cedar } from './cedar-engine.js';
 import { describeCedarErrors, oneLine } from './cedar-diagnostics.js';
 import type { LoadedPolicySet } from './policy-set.js';
-import { preparedPolicySetId, preparedSchemaName } from './preparsed-policies.js';
+import { policySetKey, preparedPolicySetId, preparedSchemaName } from './preparsed-policies.js';
 import {
   ACTION_UID,
   RESOURCE_UID,
@@ -31,6 +34,14 @@ export interface RespondDecision {
 
 const DEFAULT_PERMIT_REASON = 'no policy files: the default permission for respond applies';
 const UNKNOWN_RESPONSE = { __extn: { fn: 'unknown', arg: 'context.response' } };
+const UNKNOWN_RUN_ID = { __extn: { fn: 'unknown', arg: 'context.run_id' } };
+const VERDICT_CACHE_ENTRIES = 256; // distinct (policy set, agent) pairs remembered per thread
+
+export interface PermitPossibility {
+  possible: boolean;
+  reason: string;
+}
+const verdictCache = new Map<string, PermitPossibility>();
 
 export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest): RespondDecision {
   const deny = (reason: string, errors: string[] = []): RespondDecision => ({ decision: 'deny', determining_policies: [], errors, reason });
@@ -74,8 +85,8 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
   return { decision: 'deny', determining_policies: determining, errors, reason };
 }
 
-/** Before inference: could any response at all be permitted for this agent and run? */
-export function canPermitSomeResponse(set: LoadedPolicySet, request: RespondRequestWithoutResponse): { possible: boolean; reason: string } {
+/** Before inference: could any response at all be permitted for this agent? */
+export function canPermitSomeResponse(set: LoadedPolicySet, request: RespondRequestWithoutResponse): PermitPossibility {
   let parts;
   try {
     parts = cedarRequestParts(request);
@@ -85,6 +96,27 @@ export function canPermitSomeResponse(set: LoadedPolicySet, request: RespondRequ
   if (set.mode === 'default-permit') return { possible: true, reason: DEFAULT_PERMIT_REASON };
   if (set.mode !== 'configured') return { possible: false, reason: denyAllReason(set) };
 
+  const context = { ...parts.baseContext, run_id: UNKNOWN_RUN_ID, response: UNKNOWN_RESPONSE };
+  let key;
+  try {
+    key = sha256Hex(JSON.stringify([policySetKey(set.policies), parts.principal, parts.entities, context]));
+  } catch (error) {
+    return unsure(messageOf(error));
+  }
+  const cached = verdictCache.get(key);
+  if (cached !== undefined) return { ...cached };
+  const verdict = partialVerdict(set, parts, context, request.agentName);
+  if (verdictCache.size >= VERDICT_CACHE_ENTRIES) verdictCache.delete(verdictCache.keys().next().value as string);
+  verdictCache.set(key, verdict);
+  return { ...verdict };
+}
+
+function partialVerdict(
+  set: LoadedPolicySet,
+  parts: ReturnType<typeof cedarRequestParts>,
+  context: Record<string, unknown>,
+  agentName: string,
+): PermitPossibility {
   const staticPolicies: Record<string, string> = {};
   for (const policy of set.policies) staticPolicies[policy.id] = policy.text;
   let answer;
@@ -94,7 +126,7 @@ export function canPermitSomeResponse(set: LoadedPolicySet, request: RespondRequ
       principal: parts.principal,
       action: ACTION_UID,
       resource: RESOURCE_UID,
-      context: { ...parts.baseContext, response: UNKNOWN_RESPONSE },
+      context: context as Parameters<typeof cedar.isAuthorizedPartial>[0]['context'],
       policies: { staticPolicies },
       entities: parts.entities,
     });
@@ -109,7 +141,7 @@ export function canPermitSomeResponse(set: LoadedPolicySet, request: RespondRequ
   }
   const forbids = residual.satisfied.filter((id) => residual.residuals[id]?.effect === 'forbid');
   if (forbids.length > 0) return { possible: false, reason: `every response is forbidden by ${forbids.join(', ')}` };
-  return { possible: false, reason: `no permit policy can apply to agent ${JSON.stringify(request.agentName)} (principal ${parts.principal.id})` };
+  return { possible: false, reason: `no permit policy can apply to agent ${JSON.stringify(agentName)} (principal ${parts.principal.id})` };
 }
 
 function denyAllReason(set: LoadedPolicySet): string {
@@ -117,7 +149,7 @@ function denyAllReason(set: LoadedPolicySet): string {
 }
 
 /** Partial evaluation could not run; say "possible" and let the exact response decide. */
-function unsure(why: string): { possible: boolean; reason: string } {
+function unsure(why: string): PermitPossibility {
   return { possible: true, reason: `partial evaluation failed (${why}); the exact response will be judged` };
 }
 
