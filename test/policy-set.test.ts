@@ -177,6 +177,20 @@ describe('loadPolicySet deny-all', () => {
     for (const [text, reason] of cases) assertDenyAll([{ path: 'policies/j.cedar', text }], reason);
   });
 
+  it('text that is not well-formed Unicode (a JSON escape leaving a lone surrogate)', () => {
+    const source = 'permit(principal, action, resource) when { principal.name == \\"\\ud800\\" };';
+    assertDenyAll([{ path: 'policies/j.cedar', text: `[{"name": "a", "source": "${source}", "active": true}]` }], /well-formed Unicode/);
+    assertDenyAll([{ path: 'policies/j.cedar', text: `[{"name": "\\udc00", "source": "${PERMIT.replace(/"/g, '\\"')}", "active": true}]` }], /well-formed Unicode/);
+    assertDenyAll([{ path: 'policies/t.cedar', text: `${PERMIT}\n// \ud800` }], /well-formed Unicode/);
+  });
+
+  it('a file name with a line break stays on one line in notices and the reason', () => {
+    const set = loadPolicySet([{ path: 'policies/a\nb.cedar', text: 'permit(' }]);
+    assert.equal(set.mode, 'deny-all');
+    for (const line of [...set.notices, set.denyReason ?? '']) assert.ok(!line.includes('\n'), line);
+    assert.match(set.notices[0] ?? '', /^"policies\/a\\nb\.cedar": rejected/);
+  });
+
   it('a policy template (an unlinked ?principal slot)', () => {
     assertDenyAll([{ path: 'policies/t.cedar', text: 'permit(principal == ?principal, action, resource);' }], /policy template/);
   });

@@ -5,6 +5,7 @@ import { POLICY_FILE_MAX_BYTES } from '../limits.js';
 import { cedar } from './cedar-engine.js';
 import { describeCedarErrors, oneLine } from './cedar-diagnostics.js';
 import { byteOffsetOf, splitCedarStatements } from './cedar-statements.js';
+import { isWellFormedText } from './well-formed-text.js';
 
 export interface ParsedPolicy {
   id: string;
@@ -27,6 +28,8 @@ export function parsePolicyFile(file: string, rawText: string): PolicyFileResult
     if (Buffer.byteLength(rawText, 'utf8') > POLICY_FILE_MAX_BYTES) {
       throw new PolicyFileError(`larger than ${POLICY_FILE_MAX_BYTES} bytes, the limit for one policy file`);
     }
+    if (!isWellFormedText(file)) throw new PolicyFileError('has a name that is not well-formed Unicode');
+    if (!isWellFormedText(rawText)) throw new PolicyFileError('is not well-formed Unicode text (it holds a lone surrogate)');
     const text = rawText.startsWith('\uFEFF') ? rawText.slice(1) : rawText;
     if (text.trimStart().startsWith('[')) return parseJsonForm(file, text);
     return { ok: true, policies: parseCedarSource(text, (k) => `${file}#${k}`, file, ''), inactiveEntries: 0 };
@@ -60,6 +63,9 @@ function parseJsonForm(file: string, text: string): PolicyFileResult {
     if (seen.has(name)) throw new PolicyFileError(`${where}: duplicate name ${JSON.stringify(name)}`);
     seen.add(name);
     if (typeof source !== 'string') throw new PolicyFileError(`${where} (${JSON.stringify(name)}): "source" must be a string of Cedar text`);
+    if (!isWellFormedText(name) || !isWellFormedText(source)) {
+      throw new PolicyFileError(`${where}: "name" and "source" must be well-formed Unicode (a \\u escape left a lone surrogate)`);
+    }
     if (typeof active !== 'boolean') throw new PolicyFileError(`${where} (${JSON.stringify(name)}): "active" must be true or false`);
     if (!active) {
       inactiveEntries += 1;

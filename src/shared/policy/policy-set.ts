@@ -42,14 +42,14 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
   const parsed: ParsedPolicy[] = [];
   const ids = new Set<string>();
   for (const file of files) {
-    const path = String(file.path);
+    const path = shownPath(file.path);
     const problem = fileProblem(file);
     if (problem !== undefined) {
       notices.push(`${path}: rejected: ${problem}`);
       problems.push(`${path} ${problem}`);
       continue;
     }
-    const result = parsePolicyFile(path, file.text as string);
+    const result = parsePolicyFile(String(file.path), file.text as string);
     if (!result.ok) {
       notices.push(`${path}: rejected: ${result.error}`);
       problems.push(`${path} ${result.error}`);
@@ -72,7 +72,7 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
   if (problems.length > 0) {
     denyReason = problems.map(oneLine).join('; ');
   } else if (parsed.length === 0) {
-    const names = files.map((file) => file.path).join(', ');
+    const names = files.map((file) => shownPath(file.path)).join(', ');
     denyReason = `the configured policy set (${names}) holds no active policy`;
   }
   if (denyReason !== undefined) {
@@ -85,6 +85,12 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
     notices,
     warnings: validateAgainstSchema(parsed),
   });
+}
+
+/** The path as shown on stderr: quoted when it holds control characters, so it stays on one line. */
+function shownPath(path: unknown): string {
+  const text = String(path);
+  return /[\u0000-\u001f\u007f]/.test(text) ? JSON.stringify(text) : text;
 }
 
 function fileProblem(file: PolicyFileInput): string | undefined {
@@ -119,8 +125,8 @@ function validateAgainstSchema(policies: readonly ParsedPolicy[]): string[] {
   return [
     ...answer.validationErrors.map((finding) => located(finding.policyId, finding.error)),
     ...answer.validationWarnings.map((finding) => located(finding.policyId, finding.error)),
-    ...answer.otherWarnings.map((error) => `${describeCedarErrors([error])}`),
-  ];
+    ...answer.otherWarnings.map((error) => describeCedarErrors([error])),
+  ].map(oneLine);
 }
 
 /** An id this file repeats, or shares with an earlier file (JSON names like "x" and "x.0" can). */

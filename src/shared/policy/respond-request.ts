@@ -3,6 +3,7 @@
 // their fixed values, and every string must be well-formed Unicode (the wasm boundary
 // cannot carry a lone surrogate).
 import type { EntityJson } from './cedar-engine.js';
+import { isWellFormedText } from './well-formed-text.js';
 
 export interface RespondAgentContext {
   name: string;
@@ -41,7 +42,6 @@ export type RespondRequestWithoutResponse = Omit<RespondRequest, 'context'> & {
 export class InvalidRespondRequest extends Error {}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export const PRINCIPAL_TYPE = 'Agent';
 export const ACTION_UID = { type: 'Action', id: 'respond' } as const;
@@ -102,7 +102,7 @@ export function cedarResponse(response: RespondResponseContext): Record<string, 
 
 function text(value: unknown, field: string): string {
   if (typeof value !== 'string') fail(`${field} must be a string`);
-  if (LONE_SURROGATE.test(value)) fail(`${field} is not well-formed Unicode (it holds a lone surrogate)`);
+  if (!isWellFormedText(value)) fail(`${field} is not well-formed Unicode (it holds a lone surrogate)`);
   return value;
 }
 
