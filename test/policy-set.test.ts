@@ -133,9 +133,9 @@ describe('loadPolicySet deny-all', () => {
       { path: 'policies/mcp-server/bad.cedar', text: `${PERMIT}\n// é\npermit(principal, action, resource) when { é };` },
     ]);
     assert.equal(set.mode, 'deny-all');
-    assert.match(set.denyReason ?? '', /^policies\/mcp-server\/bad\.cedar is not valid Cedar: line 3, column 44: /);
+    assert.match(set.denyReason ?? '', /^policies\/mcp-server\/bad\.cedar: not valid Cedar: line 3, column 44: /);
     assert.equal(set.notices[0], 'policies/good.cedar: loaded 1 policy');
-    assert.match(set.notices[1] ?? '', /^policies\/mcp-server\/bad\.cedar: rejected: is not valid Cedar: line 3/);
+    assert.match(set.notices[1] ?? '', /^policies\/mcp-server\/bad\.cedar: rejected: not valid Cedar: line 3/);
   });
 
   it('an unreadable file', () => {
@@ -144,12 +144,12 @@ describe('loadPolicySet deny-all', () => {
         { path: 'policies/a.cedar', text: PERMIT },
         { path: 'policies/locked.cedar', error: 'EACCES: permission denied' },
       ],
-      /^policies\/locked\.cedar could not be read: EACCES: permission denied$/,
+      /^policies\/locked\.cedar: could not be read: EACCES: permission denied$/,
     );
   });
 
   it('an entry with neither text nor error', () => {
-    assertDenyAll([{ path: 'policies/a.cedar' }], /policies\/a\.cedar could not be read/);
+    assertDenyAll([{ path: 'policies/a.cedar' }], /policies\/a\.cedar: could not be read/);
   });
 
   it('a JSON array whose entries are all inactive', () => {
@@ -163,7 +163,7 @@ describe('loadPolicySet deny-all', () => {
 
   it('malformed JSON forms', () => {
     const cases: [string, RegExp][] = [
-      ['[{"name": "a", "source": "permit(principal, action, resource);", "active": true}', /is not valid JSON/],
+      ['[{"name": "a", "source": "permit(principal, action, resource);", "active": true}', /not valid JSON/],
       ['[1]', /entry 0 is not an object/],
       [JSON.stringify([{ name: 'a', source: PERMIT, active: 'true' }]), /"active" must be true or false/],
       [JSON.stringify([{ name: 'a', source: PERMIT }]), /"active" must be true or false/],
@@ -171,7 +171,7 @@ describe('loadPolicySet deny-all', () => {
       [JSON.stringify([{ name: 'a', source: 42, active: true }]), /"source" must be a string/],
       [JSON.stringify([{ name: 'a', source: PERMIT, active: true, enabled: true }]), /unknown key "enabled"/],
       [JSON.stringify([{ name: 'a', source: PERMIT, active: true }, { name: 'a', source: PERMIT, active: true }]), /duplicate name "a"/],
-      [JSON.stringify([{ name: 'a', source: 'permit(principal,', active: true }]), /entry "a": is not valid Cedar: line 1/],
+      [JSON.stringify([{ name: 'a', source: 'permit(principal,', active: true }]), /entry "a": not valid Cedar: line 1/],
       [JSON.stringify([{ name: 'a', source: 'permit(principal, action, resource) when { x }; // inactive copy', active: false }, { name: 'b', source: 'forbid(', active: true }]), /entry "b"/],
     ];
     for (const [text, reason] of cases) assertDenyAll([{ path: 'policies/j.cedar', text }], reason);
@@ -197,7 +197,7 @@ describe('loadPolicySet deny-all', () => {
 
   it('a file over the size limit', () => {
     const text = `${PERMIT}\n//${'x'.repeat(POLICY_FILE_MAX_BYTES)}\n`;
-    assertDenyAll([{ path: 'policies/huge.cedar', text }], new RegExp(`policies/huge\\.cedar larger than ${POLICY_FILE_MAX_BYTES} bytes`));
+    assertDenyAll([{ path: 'policies/huge.cedar', text }], new RegExp(`policies/huge\\.cedar: larger than ${POLICY_FILE_MAX_BYTES} bytes`));
   });
 
   it('JSON entry names that would give two policies one id', () => {
@@ -205,7 +205,7 @@ describe('loadPolicySet deny-all', () => {
       { name: 'x', source: `${PERMIT}\n${PERMIT}`, active: true },
       { name: 'x.0', source: PERMIT, active: true },
     ]);
-    assertDenyAll([{ path: 'policies/j.cedar', text }], /two policies the id/);
+    assertDenyAll([{ path: 'policies/j.cedar', text }], /two policies would share the id/);
   });
 });
 

@@ -28,14 +28,14 @@ export function parsePolicyFile(file: string, rawText: string): PolicyFileResult
     if (Buffer.byteLength(rawText, 'utf8') > POLICY_FILE_MAX_BYTES) {
       throw new PolicyFileError(`larger than ${POLICY_FILE_MAX_BYTES} bytes, the limit for one policy file`);
     }
-    if (!isWellFormedText(file)) throw new PolicyFileError('has a name that is not well-formed Unicode');
-    if (!isWellFormedText(rawText)) throw new PolicyFileError('is not well-formed Unicode text (it holds a lone surrogate)');
+    if (!isWellFormedText(file)) throw new PolicyFileError('file name not well-formed Unicode');
+    if (!isWellFormedText(rawText)) throw new PolicyFileError('not well-formed Unicode text (it holds a lone surrogate)');
     const text = rawText.startsWith('\uFEFF') ? rawText.slice(1) : rawText;
     if (text.trimStart().startsWith('[')) return parseJsonForm(file, text);
     return { ok: true, policies: parseCedarSource(text, (k) => `${file}#${k}`, file, ''), inactiveEntries: 0 };
   } catch (error) {
     if (error instanceof PolicyFileError) return { ok: false, error: error.message };
-    return { ok: false, error: `could not be parsed: ${oneLine(error instanceof Error ? error.message : String(error))}` };
+    return { ok: false, error: `not parseable: ${oneLine(error instanceof Error ? error.message : String(error))}` };
   }
 }
 
@@ -44,9 +44,9 @@ function parseJsonForm(file: string, text: string): PolicyFileResult {
   try {
     entries = JSON.parse(text);
   } catch (error) {
-    throw new PolicyFileError(`is not valid JSON: ${oneLine((error as Error).message)}`);
+    throw new PolicyFileError(`not valid JSON: ${oneLine((error as Error).message)}`);
   }
-  if (!Array.isArray(entries)) throw new PolicyFileError('JSON form must be an array of {"name", "source", "active"} objects');
+  if (!Array.isArray(entries)) throw new PolicyFileError('not a JSON array; the JSON form is an array of {"name", "source", "active"} objects');
   const seen = new Set<string>();
   const policies: ParsedPolicy[] = [];
   let inactiveEntries = 0;
@@ -81,7 +81,7 @@ function parseJsonForm(file: string, text: string): PolicyFileResult {
 /** Parses Cedar text into its policies, in source order. Throws PolicyFileError on any problem. */
 function parseCedarSource(source: string, idOf: (index: number, count: number) => string, file: string, label: string): ParsedPolicy[] {
   const answer = cedar.policySetTextToParts(source);
-  if (answer.type === 'failure') throw new PolicyFileError(`${label}is not valid Cedar: ${describeCedarErrors(answer.errors, source)}`);
+  if (answer.type === 'failure') throw new PolicyFileError(`${label}not valid Cedar: ${describeCedarErrors(answer.errors, source)}`);
   if (answer.policy_templates.length > 0) {
     throw new PolicyFileError(`${label}holds a policy template (a ?principal or ?resource slot); only static policies are supported`);
   }

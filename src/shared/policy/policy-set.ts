@@ -46,20 +46,20 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
     const problem = fileProblem(file);
     if (problem !== undefined) {
       notices.push(`${path}: rejected: ${problem}`);
-      problems.push(`${path} ${problem}`);
+      problems.push(`${path}: ${problem}`);
       continue;
     }
     const result = parsePolicyFile(String(file.path), file.text as string);
     if (!result.ok) {
       notices.push(`${path}: rejected: ${result.error}`);
-      problems.push(`${path} ${result.error}`);
+      problems.push(`${path}: ${result.error}`);
       continue;
     }
     const clash = firstRepeatedId(result.policies, ids);
     if (clash !== undefined) {
-      const why = `gives two policies the id ${JSON.stringify(clash)}; rename the JSON entries`;
+      const why = `two policies would share the id ${JSON.stringify(clash)}; rename the JSON entries`;
       notices.push(`${path}: rejected: ${why}`);
-      problems.push(`${path} ${why}`);
+      problems.push(`${path}: ${why}`);
       continue;
     }
     for (const policy of result.policies) ids.add(policy.id);
