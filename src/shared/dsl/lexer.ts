@@ -1,4 +1,4 @@
-import { TokenKind, type SyntaxDiagnostic, type Token } from './tokens.js';
+import { TokenKind, TokenStream, type SyntaxDiagnostic } from './tokens.js';
 
 // Hand-written scanner: one pass over UTF-16 code units, no regular
 // expressions on the hot path, never throws. Problems become diagnostics and
@@ -16,10 +16,38 @@ const DURATION_UNITS: Record<string, number> = {
 
 const DOT_DURATION_UNITS: Record<string, number> = { seconds: 1, minutes: 60, hours: 3600 };
 
-// Longest operators first so `==` wins over `=`.
-const THREE_CHAR = new Set<string>([]);
-const TWO_CHAR = new Set(['==', '!=', '<=', '>=', '&&', '||', '=>', '->', '+=', '-=', '*=', '/=', '%=', '::']);
 const ONE_CHAR = new Set(['{', '}', '(', ')', '[', ']', ',', ';', ':', '.', '=', '<', '>', '+', '-', '*', '/', '%', '!', '?', '|', '&', '@']);
+
+/** The operator starting at `i`, longest match first, as an interned literal (no slicing on the hot path). */
+function punctAt(src: string, i: number, c: number): string | null {
+  const d = src.charCodeAt(i + 1);
+  switch (c) {
+    case 123: return '{';
+    case 125: return '}';
+    case 40: return '(';
+    case 41: return ')';
+    case 91: return '[';
+    case 93: return ']';
+    case 44: return ',';
+    case 59: return ';';
+    case 46: return '.';
+    case 63: return '?';
+    case 64: return '@';
+    case 58: return d === 58 ? '::' : ':';
+    case 61: return d === 61 ? '==' : d === 62 ? '=>' : '=';
+    case 33: return d === 61 ? '!=' : '!';
+    case 60: return d === 61 ? '<=' : '<';
+    case 62: return d === 61 ? '>=' : '>';
+    case 38: return d === 38 ? '&&' : '&';
+    case 124: return d === 124 ? '||' : '|';
+    case 43: return d === 61 ? '+=' : '+';
+    case 45: return d === 61 ? '-=' : d === 62 ? '->' : '-';
+    case 42: return d === 61 ? '*=' : '*';
+    case 47: return d === 61 ? '/=' : '/';
+    case 37: return d === 61 ? '%=' : '%';
+    default: return null;
+  }
+}
 
 function isIdentStart(c: number): boolean {
   return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95;
@@ -35,12 +63,12 @@ function isVaultPathChar(c: number): boolean {
 }
 
 export interface LexResult {
-  tokens: Token[];
+  tokens: TokenStream;
   errors: SyntaxDiagnostic[];
 }
 
 export function lex(src: string, maxErrors: number): LexResult {
-  const tokens: Token[] = [];
+  const tokens = new TokenStream((src.length >> 2) + 16);
   const errors: SyntaxDiagnostic[] = [];
   const n = src.length;
   let i = 0;
@@ -51,7 +79,7 @@ export function lex(src: string, maxErrors: number): LexResult {
     if (errors.length < maxErrors) errors.push({ line: l, column: offset - ls + 1, message });
   };
   const push = (kind: TokenKind, text: string, value: number, start: number, end: number, l: number, ls: number): void => {
-    tokens.push({ kind, text, value, start, end, line: l, column: start - ls + 1 });
+    tokens.push(kind, text, value, start, end, l, start - ls + 1);
   };
 
   while (i < n) {
@@ -128,7 +156,7 @@ export function lex(src: string, maxErrors: number): LexResult {
         }
       }
       const numText = src.slice(start, i);
-      const value = Number(numText.replace(/_/g, ''));
+      const value = Number(numText.includes('_') ? numText.replace(/_/g, '') : numText);
       // `5.minutes` style duration.
       if (!isFloat && src.charCodeAt(i) === 46 && isIdentStart(src.charCodeAt(i + 1))) {
         let j = i + 1;
@@ -237,19 +265,13 @@ export function lex(src: string, maxErrors: number): LexResult {
         report(start, startLine, startLs, 'unterminated string: no closing `"` before end of file');
         value += src.slice(chunk, n);
       }
-      tokens.push({ kind: TokenKind.String, text: value, value: 0, start, end: i, line: startLine, column: start - startLs + 1 });
+      tokens.push(TokenKind.String, value, 0, start, i, startLine, start - startLs + 1);
       continue;
     }
-    const two = src.slice(i, i + 2);
-    if (TWO_CHAR.has(two) && !THREE_CHAR.has(src.slice(i, i + 3))) {
-      i += 2;
-      push(TokenKind.Punct, two, 0, start, i, line, lineStart);
-      continue;
-    }
-    const one = src[i]!;
-    if (ONE_CHAR.has(one)) {
-      i++;
-      push(TokenKind.Punct, one, 0, start, i, line, lineStart);
+    const op = punctAt(src, i, c);
+    if (op !== null) {
+      i += op.length;
+      tokens.push(TokenKind.Punct, op, 0, start, i, line, start - lineStart + 1);
       continue;
     }
     // Anything else: report once per run of unknown characters.
@@ -259,7 +281,7 @@ export function lex(src: string, maxErrors: number): LexResult {
     i += width;
     while (i < n && isStray(src.charCodeAt(i))) i++;
   }
-  tokens.push({ kind: TokenKind.Eof, text: '', value: 0, start: n, end: n, line, column: n - lineStart + 1 });
+  tokens.push(TokenKind.Eof, '', 0, n, n, line, n - lineStart + 1);
   return { tokens, errors };
 }
 

@@ -21,7 +21,7 @@ import type {
   WithBlock,
 } from './ast.js';
 import { lex } from './lexer.js';
-import { describeToken, TokenKind, type SyntaxDiagnostic, type Token } from './tokens.js';
+import { describeToken, TokenKind, TokenStream, type SyntaxDiagnostic, type Token } from './tokens.js';
 
 // Recursive-descent parser. Recursion is bounded by an explicit nesting
 // counter (DSL_MAX_NESTING), so hostile input ends in a diagnostic rather than
@@ -47,16 +47,19 @@ const TOP_LEVEL = new Set(['metadata', 'agent', 'policy', 'type', 'function', 's
 const AGENT_MEMBERS = new Set(['capabilities', 'policy', 'function', 'with']);
 const RULE_KINDS = new Set(['allow', 'deny', 'require', 'audit']);
 const RESERVED = new Set(['let', 'return', 'else', 'for', 'in', 'try', 'catch']);
+// Words parsePrimary must not treat as plain names.
+const KEYWORD_PRIMARIES = new Set([...RESERVED, 'true', 'false', 'if', 'match']);
 const ASSIGN_OPS = new Set(['=', '+=', '-=', '*=', '/=', '%=']);
 const OPENERS = new Set(['(', '[', '{']);
-const CLOSERS = new Set([')', ']', '}']);
 
 export function parseDsl(src: string): ParseResult {
   return new Parser(src).parseFile();
 }
 
 class Parser {
-  private readonly toks: Token[];
+  private readonly ts: TokenStream;
+  private readonly kinds: Uint8Array;
+  private readonly texts: string[];
   private readonly last: number;
   private readonly errors: SyntaxDiagnostic[];
   /** Index of the matching bracket token for every bracket, -1 when unmatched. */
@@ -68,10 +71,12 @@ class Parser {
 
   constructor(private readonly src: string) {
     const lexed = lex(src, DSL_MAX_ERRORS);
-    this.toks = lexed.tokens;
+    this.ts = lexed.tokens;
+    this.kinds = this.ts.kind;
+    this.texts = this.ts.text;
     this.errors = lexed.errors;
-    this.last = this.toks.length - 1;
-    this.match = matchBrackets(this.toks);
+    this.last = this.ts.count - 1;
+    this.match = matchBrackets(this.ts);
   }
 
   parseFile(): ParseResult {
@@ -147,24 +152,41 @@ class Parser {
 
   private peek(k = 0): Token {
     const i = this.pos + k;
-    return this.toks[i < this.last ? i : this.last]!;
+    return this.ts.get(i < this.last ? i : this.last);
   }
   private next(): Token {
-    const t = this.toks[this.pos]!;
+    const t = this.ts.get(this.pos);
     if (this.pos < this.last) this.pos++;
     return t;
   }
+  /** Moves past the current token without building a Token object. */
+  private advance(): void {
+    if (this.pos < this.last) this.pos++;
+  }
+  private idx(k: number): number {
+    const i = this.pos + k;
+    return i < this.last ? i : this.last;
+  }
+  private kindAt(k = 0): TokenKind {
+    return this.kinds[this.idx(k)] as TokenKind;
+  }
+  private textAt(k = 0): string {
+    return this.texts[this.idx(k)]!;
+  }
   private isPunct(s: string, k = 0): boolean {
-    const t = this.peek(k);
-    return t.kind === TokenKind.Punct && t.text === s;
+    const i = this.idx(k);
+    return this.kinds[i] === TokenKind.Punct && this.texts[i] === s;
   }
   private isWord(w: string, k = 0): boolean {
-    const t = this.peek(k);
-    return t.kind === TokenKind.Ident && t.text === w;
+    const i = this.idx(k);
+    return this.kinds[i] === TokenKind.Ident && this.texts[i] === w;
+  }
+  private tok(i: number): Token {
+    return this.ts.get(i < this.last ? i : this.last);
   }
   private eat(s: string): boolean {
     if (this.isPunct(s)) {
-      this.next();
+      this.advance();
       return true;
     }
     return false;
@@ -179,7 +201,7 @@ class Parser {
     return this.fail(`expected a name ${why}, found ${describeToken(t)}`);
   }
   private prevEnd(): number {
-    return this.toks[this.pos > 0 ? this.pos - 1 : 0]!.end;
+    return this.ts.end[this.pos > 0 ? this.pos - 1 : 0]!;
   }
 
   /** A top-level keyword at column 1 followed by a name: a new item even inside an unclosed block. */
@@ -188,10 +210,9 @@ class Parser {
     return t.column === 1 && t.kind === TokenKind.Ident && TOP_LEVEL.has(t.text) && this.startsItemAt(this.pos);
   }
   private startsItemAt(i: number): boolean {
-    const t = this.toks[i]!;
-    if (t.kind !== TokenKind.Ident || !TOP_LEVEL.has(t.text)) return false;
-    const n = this.toks[Math.min(i + 1, this.last)]!;
-    return n.kind === TokenKind.Ident || (t.text === 'metadata' && n.kind === TokenKind.Punct && n.text === '{');
+    if (this.kinds[i] !== TokenKind.Ident || !TOP_LEVEL.has(this.texts[i]!)) return false;
+    const n = Math.min(i + 1, this.last);
+    return this.kinds[n] === TokenKind.Ident || (this.texts[i] === 'metadata' && this.kinds[n] === TokenKind.Punct && this.texts[n] === '{');
   }
 
   /** Reports an unclosed block at the current token (end of file or a new top-level item). */
@@ -205,8 +226,7 @@ class Parser {
     let p = this.pos;
     if (p <= itemStart) p = itemStart + 1;
     while (p < this.last) {
-      const t = this.toks[p]!;
-      if (t.kind === TokenKind.Punct && OPENERS.has(t.text) && this.match[p]! > p) {
+      if (this.kinds[p] === TokenKind.Punct && OPENERS.has(this.texts[p]!) && this.match[p]! > p) {
         p = this.match[p]! + 1;
         continue;
       }
@@ -224,14 +244,14 @@ class Parser {
   private skipWithin(openIdx: number, from: number, semicolon: boolean, restart: (p: number) => boolean): void {
     let p = Math.max(this.pos, from);
     while (p < this.last) {
-      const t = this.toks[p]!;
-      if (t.kind === TokenKind.Punct) {
-        if (OPENERS.has(t.text)) {
+      const text = this.texts[p]!;
+      if (this.kinds[p] === TokenKind.Punct) {
+        if (OPENERS.has(text)) {
           const m = this.match[p]!;
           p = m > p ? m + 1 : p + 1;
           continue;
         }
-        if (t.text === '}') {
+        if (text === '}') {
           const m = this.match[p]!;
           if (m > openIdx) {
             p++;
@@ -239,11 +259,11 @@ class Parser {
           }
           break;
         }
-        if (semicolon && t.text === ';') {
+        if (semicolon && text === ';') {
           p++;
           break;
         }
-      } else if (t.column === 1 && this.startsItemAt(p)) {
+      } else if (this.ts.column[p] === 1 && this.startsItemAt(p)) {
         break;
       }
       if (p > from && restart(p)) break;
@@ -363,8 +383,7 @@ class Parser {
         this.depth = 0;
         this.noRecord = false;
         this.skipWithin(openIdx, memberStart + 1, false, (p) => {
-          const x = this.toks[p]!;
-          return x.kind === TokenKind.Ident && AGENT_MEMBERS.has(x.text);
+          return this.kinds[p] === TokenKind.Ident && AGENT_MEMBERS.has(this.texts[p]!);
         });
       }
     }
@@ -443,9 +462,7 @@ class Parser {
         this.depth = savedDepth;
         this.noRecord = false;
         this.skipWithin(openIdx, ruleStart + 1, true, (p) => {
-          const x = this.toks[p]!;
-          const y = this.toks[p + 1];
-          return x.kind === TokenKind.Ident && RULE_KINDS.has(x.text) && y !== undefined && y.kind === TokenKind.Punct && y.text === ':';
+          return this.kinds[p] === TokenKind.Ident && RULE_KINDS.has(this.texts[p]!) && this.kinds[p + 1] === TokenKind.Punct && this.texts[p + 1] === ':';
         });
       }
     }
@@ -534,16 +551,14 @@ class Parser {
         this.record(e.diag);
         this.depth = savedDepth;
         this.noRecord = false;
-        const startLine = this.toks[pairStart]!.line;
+        const startLine = this.ts.line[pairStart]!;
         this.skipWithin(openIdx, pairStart + 1, true, (p) => {
-          const x = this.toks[p]!;
-          const y = this.toks[p + 1];
+          const y = this.texts[p + 1];
           return (
-            x.line > startLine &&
-            (x.kind === TokenKind.Ident || x.kind === TokenKind.String) &&
-            y !== undefined &&
-            y.kind === TokenKind.Punct &&
-            (y.text === '=' || y.text === ':' || y.text === '{')
+            this.ts.line[p]! > startLine &&
+            (this.kinds[p] === TokenKind.Ident || this.kinds[p] === TokenKind.String) &&
+            this.kinds[p + 1] === TokenKind.Punct &&
+            (y === '=' || y === ':' || y === '{')
           );
         });
       }
@@ -718,7 +733,7 @@ class Parser {
     if (this.eat(';')) return;
     const t = this.peek();
     const message = `expected \`;\` after the ${what} starting at ${start.line}:${start.column}, found ${describeToken(t)}`;
-    const prev = this.toks[this.pos - 1]!;
+    const prev = this.tok(this.pos - 1);
     if (t.kind === TokenKind.Punct && t.text === '}') {
       this.softError(message, t);
       return;
@@ -834,7 +849,7 @@ class Parser {
   private parseOr(): Expr {
     let left = this.parseAnd();
     while (this.isPunct('||')) {
-      this.next();
+      this.advance();
       left = this.binary('||', left, this.parseAnd());
     }
     return left;
@@ -843,7 +858,7 @@ class Parser {
   private parseAnd(): Expr {
     let left = this.parseEquality();
     while (this.isPunct('&&')) {
-      this.next();
+      this.advance();
       left = this.binary('&&', left, this.parseEquality());
     }
     return left;
@@ -852,10 +867,11 @@ class Parser {
   private parseEquality(): Expr {
     let left = this.parseComparison();
     for (;;) {
-      const t = this.peek();
-      if ((t.kind === TokenKind.Punct && (t.text === '==' || t.text === '!=')) || (t.kind === TokenKind.Ident && t.text === 'in')) {
-        this.next();
-        left = this.binary(t.text, left, this.parseComparison());
+      const k = this.kindAt();
+      const op = this.textAt();
+      if ((k === TokenKind.Punct && (op === '==' || op === '!=')) || (k === TokenKind.Ident && op === 'in')) {
+        this.advance();
+        left = this.binary(op, left, this.parseComparison());
       } else return left;
     }
   }
@@ -863,10 +879,10 @@ class Parser {
   private parseComparison(): Expr {
     let left = this.parseAdditive();
     for (;;) {
-      const t = this.peek();
-      if (t.kind === TokenKind.Punct && (t.text === '<' || t.text === '>' || t.text === '<=' || t.text === '>=')) {
-        this.next();
-        left = this.binary(t.text, left, this.parseAdditive());
+      const op = this.textAt();
+      if (this.kindAt() === TokenKind.Punct && (op === '<' || op === '>' || op === '<=' || op === '>=')) {
+        this.advance();
+        left = this.binary(op, left, this.parseAdditive());
       } else return left;
     }
   }
@@ -874,10 +890,10 @@ class Parser {
   private parseAdditive(): Expr {
     let left = this.parseMultiplicative();
     for (;;) {
-      const t = this.peek();
-      if (t.kind === TokenKind.Punct && (t.text === '+' || t.text === '-')) {
-        this.next();
-        left = this.binary(t.text, left, this.parseMultiplicative());
+      const op = this.textAt();
+      if (this.kindAt() === TokenKind.Punct && (op === '+' || op === '-')) {
+        this.advance();
+        left = this.binary(op, left, this.parseMultiplicative());
       } else return left;
     }
   }
@@ -885,24 +901,26 @@ class Parser {
   private parseMultiplicative(): Expr {
     let left = this.parseUnary();
     for (;;) {
-      const t = this.peek();
-      if (t.kind === TokenKind.Punct && (t.text === '*' || t.text === '/' || t.text === '%')) {
-        this.next();
-        left = this.binary(t.text, left, this.parseUnary());
+      const op = this.textAt();
+      if (this.kindAt() === TokenKind.Punct && (op === '*' || op === '/' || op === '%')) {
+        this.advance();
+        left = this.binary(op, left, this.parseUnary());
       } else return left;
     }
   }
 
   private parseUnary(): Expr {
     // Prefix operators are collected in a loop; each one counts as a nesting level.
-    const ops: Token[] = [];
+    let ops: Token[] | null = null;
     for (;;) {
-      const t = this.peek();
-      if ((t.kind === TokenKind.Punct && (t.text === '!' || t.text === '-')) || (t.kind === TokenKind.Ident && t.text === 'not')) {
-        ops.push(this.next());
+      const k = this.kindAt();
+      const op = this.textAt();
+      if ((k === TokenKind.Punct && (op === '!' || op === '-')) || (k === TokenKind.Ident && op === 'not')) {
+        (ops ??= []).push(this.next());
         this.enter();
       } else break;
     }
+    if (ops === null) return this.parsePostfix();
     let e = this.parsePostfix();
     for (let k = ops.length - 1; k >= 0; k--) {
       const op = ops[k]!;
@@ -915,8 +933,10 @@ class Parser {
   private parsePostfix(): Expr {
     let e = this.parsePrimary();
     for (;;) {
+      if (this.kindAt() !== TokenKind.Punct) return e;
+      const op = this.textAt();
+      if (op !== '.' && op !== '(' && op !== '[') return e;
       const t = this.peek();
-      if (t.kind !== TokenKind.Punct) return e;
       if (t.text === '.') {
         this.next();
         const p = this.peek();
@@ -960,21 +980,39 @@ class Parser {
   }
 
   private parsePrimary(): Expr {
-    const t = this.peek();
-    const span = { line: t.line, column: t.column, start: t.start, end: t.end };
-    switch (t.kind) {
+    const i = this.idx(0);
+    const kind = this.kinds[i] as TokenKind;
+    const ts = this.ts;
+    // Fast paths build nodes straight from the token arrays (no Token object).
+    switch (kind) {
       case TokenKind.String:
-        this.next();
-        return { kind: 'string', value: t.text, ...span };
+        this.advance();
+        return { kind: 'string', value: ts.text[i]!, line: ts.line[i]!, column: ts.column[i]!, start: ts.start[i]!, end: ts.end[i]! };
       case TokenKind.Number:
-        this.next();
-        return { kind: 'number', value: t.value, raw: t.text, ...span };
+        this.advance();
+        return { kind: 'number', value: ts.value[i]!, raw: ts.text[i]!, line: ts.line[i]!, column: ts.column[i]!, start: ts.start[i]!, end: ts.end[i]! };
       case TokenKind.Duration:
-        this.next();
-        return { kind: 'duration', raw: t.text, seconds: t.value, ...span };
+        this.advance();
+        return { kind: 'duration', raw: ts.text[i]!, seconds: ts.value[i]!, line: ts.line[i]!, column: ts.column[i]!, start: ts.start[i]!, end: ts.end[i]! };
       case TokenKind.Vault:
-        this.next();
-        return { kind: 'vault', path: t.text, ...span };
+        this.advance();
+        return { kind: 'vault', path: ts.text[i]!, line: ts.line[i]!, column: ts.column[i]!, start: ts.start[i]!, end: ts.end[i]! };
+      case TokenKind.Ident: {
+        const name = ts.text[i]!;
+        const after = i + 1 <= this.last ? i + 1 : this.last;
+        const na = ts.text[after]!;
+        if (
+          !KEYWORD_PRIMARIES.has(name) &&
+          !(ts.kind[after] === TokenKind.Punct && (na === '=>' || na === '::' || na === '{'))
+        ) {
+          this.advance();
+          return { kind: 'ident', name, line: ts.line[i]!, column: ts.column[i]!, start: ts.start[i]!, end: ts.end[i]! };
+        }
+        break;
+      }
+    }
+    const t = this.peek();
+    switch (t.kind) {
       case TokenKind.Ident:
         return this.parseWordPrimary(t);
       case TokenKind.Punct:
@@ -1084,7 +1122,7 @@ class Parser {
       this.next();
       if (!this.eat(':') && !this.eat('=')) this.fail(`expected \`:\` after record field \`${key.text}\`, found ${describeToken(this.peek())}`);
       fields.push({ key: key.text, value: this.parseExpression() });
-      if (!this.eat(',') && !this.eat(';') && !this.isPunct('}') && this.peek().line === this.toks[this.pos - 1]!.line) {
+      if (!this.eat(',') && !this.eat(';') && !this.isPunct('}') && this.ts.line[this.idx(0)] === this.ts.line[this.pos - 1]) {
         this.fail(`expected \`,\` or \`}\` in the record opened at ${open.line}:${open.column}, found ${describeToken(this.peek())}`);
       }
       if (this.peek().kind === TokenKind.Eof) break;
@@ -1156,17 +1194,17 @@ class Parser {
 }
 
 /** Pairs brackets once so recovery can jump over balanced groups in constant time. */
-function matchBrackets(toks: Token[]): Int32Array {
-  const match = new Int32Array(toks.length).fill(-1);
+function matchBrackets(ts: TokenStream): Int32Array {
+  const match = new Int32Array(ts.count).fill(-1);
   const stack: number[] = [];
-  const pairOf: Record<string, string> = { ')': '(', ']': '[', '}': '{' };
-  for (let i = 0; i < toks.length; i++) {
-    const t = toks[i]!;
-    if (t.kind !== TokenKind.Punct) continue;
-    if (OPENERS.has(t.text)) stack.push(i);
-    else if (CLOSERS.has(t.text)) {
+  for (let i = 0; i < ts.count; i++) {
+    if (ts.kind[i] !== TokenKind.Punct) continue;
+    const t = ts.text[i];
+    if (t === '(' || t === '[' || t === '{') stack.push(i);
+    else if (t === ')' || t === ']' || t === '}') {
       const top = stack[stack.length - 1];
-      if (top !== undefined && toks[top]!.text === pairOf[t.text]) {
+      const want = t === ')' ? '(' : t === ']' ? '[' : '{';
+      if (top !== undefined && ts.text[top] === want) {
         stack.pop();
         match[top] = i;
         match[i] = top;

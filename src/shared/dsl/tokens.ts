@@ -45,3 +45,68 @@ export function describeToken(token: Token): string {
       return `\`${token.text.length > 40 ? token.text.slice(0, 40) + '…' : token.text}\``;
   }
 }
+
+/**
+ * Tokens stored column-wise in typed arrays: a 1 MiB input can hold a million
+ * tokens, and one object per token would spend most of the parse in the
+ * garbage collector. `get` builds a Token object only where one is needed.
+ */
+export class TokenStream {
+  count = 0;
+  kind: Uint8Array;
+  start: Int32Array;
+  end: Int32Array;
+  line: Int32Array;
+  column: Int32Array;
+  value: Float64Array;
+  text: string[] = [];
+
+  constructor(capacity: number) {
+    const n = Math.max(16, capacity);
+    this.kind = new Uint8Array(n);
+    this.start = new Int32Array(n);
+    this.end = new Int32Array(n);
+    this.line = new Int32Array(n);
+    this.column = new Int32Array(n);
+    this.value = new Float64Array(n);
+  }
+
+  push(kind: TokenKind, text: string, value: number, start: number, end: number, line: number, column: number): void {
+    if (this.count === this.kind.length) this.grow();
+    const i = this.count++;
+    this.kind[i] = kind;
+    this.text.push(text);
+    this.value[i] = value;
+    this.start[i] = start;
+    this.end[i] = end;
+    this.line[i] = line;
+    this.column[i] = column;
+  }
+
+  get(i: number): Token {
+    return {
+      kind: this.kind[i] as TokenKind,
+      text: this.text[i]!,
+      value: this.value[i]!,
+      start: this.start[i]!,
+      end: this.end[i]!,
+      line: this.line[i]!,
+      column: this.column[i]!,
+    };
+  }
+
+  private grow(): void {
+    const n = this.kind.length * 2;
+    const kind = new Uint8Array(n);
+    kind.set(this.kind);
+    this.kind = kind;
+    for (const key of ['start', 'end', 'line', 'column'] as const) {
+      const next = new Int32Array(n);
+      next.set(this[key]);
+      this[key] = next;
+    }
+    const value = new Float64Array(n);
+    value.set(this.value);
+    this.value = value;
+  }
+}

@@ -1,0 +1,120 @@
+// Parse throughput of the DSL parser: a generated 1 MiB valid file, the test
+// corpus, and 1 MiB pathological inputs (deep nesting, long token runs).
+// Run: node --import tsx scripts/bench-parse.ts
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseDslReport } from '../src/shared/dsl/parse-report.js';
+import { DSL_FILE_MAX_BYTES, MiB } from '../src/shared/limits.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const corpusDir = join(here, '..', 'test', 'fixtures', 'dsl');
+
+function agentBlock(i: number): string {
+  return `# generated agent ${i}
+agent worker_${i}(input: Map<String, Array<int>>, limit: int) -> Result<String, Error> {
+  capabilities = ["read", "analyze", "report"]
+  policy guard_${i} {
+    allow: ["read", "analyze"] if principal.team == "ops" && invocation.size <= 1000
+    deny: "write" if not (context.mode in ["prod", "staging"])
+  }
+  function score_${i}(items: Array<int>, weight: float) -> float {
+    let total = 0;
+    for item in items {
+      if item > 10 && item % 2 == 0 { total += item * weight; } else if item < 0 { total -= 1; } else { total = total + 1; }
+    }
+    let label = match total { 0 => "none", 1 => "one", _ => "many" };
+    try { emit(label, level = 3, tags: ["a", "b"]); } catch (e) { log.warn("failed: \\n" + e.message); }
+    return total / 2.5;
+  }
+  with sandbox = "docker", timeout = 30s, memory = "ephemeral" {
+    let secret = vault://team/service/key_${i};
+    let f = x => x + 1;
+    result = Summary { name: "w${i}", count: items[0], ttl: 5.minutes };
+    result
+  }
+}
+`;
+}
+
+function generateValid(bytes: number): string {
+  const parts: string[] = ['metadata {\n  version = "1.0.0"\n  author = "bench"\n  tags = ["bench", "generated"]\n}\n'];
+  let size = parts[0]!.length;
+  for (let i = 0; size < bytes; i++) {
+    const block = agentBlock(i);
+    if (size + block.length > bytes) break;
+    parts.push(block);
+    size += block.length;
+  }
+  return parts.join('');
+}
+
+function pathologicalInputs(bytes: number): { name: string; text: string }[] {
+  const half = Math.floor(bytes / 2);
+  return [
+    { name: 'nested parens', text: 'agent a { with x = ' + '('.repeat(half - 30) + '1' + ')'.repeat(half - 30) + ' {} }' },
+    { name: 'nested blocks', text: 'function f() { ' + 'if a { '.repeat(Math.floor((bytes - 40) / 14)) + '}'.repeat(Math.floor((bytes - 40) / 14)) + ' }' },
+    { name: 'unary run', text: 'function f() { let x = ' + '!'.repeat(bytes - 40) + 'y; }' },
+    { name: 'long token run', text: 'function f() { let x = ' + 'a + '.repeat(Math.floor((bytes - 40) / 4)) + 'a; }' },
+    { name: 'error storm', text: '} ) ] @ '.repeat(Math.floor(bytes / 8)) },
+    { name: 'identifier soup', text: 'agent a { ' + 'x '.repeat(Math.floor((bytes - 20) / 2)) + '}' },
+    { name: 'unterminated string', text: 'metadata { a = "' + 'z'.repeat(bytes - 20) },
+    { name: 'comment lines', text: '# c\n'.repeat(Math.floor(bytes / 4)) },
+  ].map((p) => ({ name: p.name, text: p.text.slice(0, DSL_FILE_MAX_BYTES) }));
+}
+
+// CPU time of this process, not wall time: the figure then describes the
+// parser rather than whatever else the machine is running at the moment.
+function cpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+function timeParse(text: string, rounds: number): number {
+  const start = cpuMs();
+  for (let i = 0; i < rounds; i++) parseDslReport(text, '<bench>');
+  return (cpuMs() - start) / rounds;
+}
+
+const valid = generateValid(DSL_FILE_MAX_BYTES);
+const validReport = parseDslReport(valid, '<generated>');
+if (validReport.has_errors) {
+  process.stderr.write(`generated file has errors: ${JSON.stringify(validReport.errors.slice(0, 3))}\n`);
+  process.exit(1);
+}
+const validBytes = Buffer.byteLength(valid);
+timeParse(valid, 3); // warm-up
+const validMs = timeParse(valid, 10);
+const parseMibPerS = validBytes / MiB / (validMs / 1000);
+console.log(`generated valid file: ${(validBytes / MiB).toFixed(2)} MiB, ${validReport.agents.length} agents, ${validMs.toFixed(1)} ms per parse, ${parseMibPerS.toFixed(1)} MiB/s`);
+
+let corpusMibPerS = 0;
+try {
+  const files = readdirSync(corpusDir).filter((f) => f.endsWith('.symbi') || f.endsWith('.dsl'));
+  const texts = files.map((f) => readFileSync(join(corpusDir, f), 'utf8'));
+  const corpusBytes = texts.reduce((n, t) => n + Buffer.byteLength(t), 0);
+  const rounds = Math.max(50, Math.ceil((4 * MiB) / Math.max(1, corpusBytes)));
+  for (const t of texts) parseDslReport(t, '<warm>');
+  const start = cpuMs();
+  for (let r = 0; r < rounds; r++) for (const t of texts) parseDslReport(t, '<corpus>');
+  const ms = cpuMs() - start;
+  corpusMibPerS = (corpusBytes * rounds) / MiB / (ms / 1000);
+  console.log(`corpus: ${files.length} files, ${corpusBytes} bytes, ${rounds} rounds, ${corpusMibPerS.toFixed(1)} MiB/s`);
+} catch (err) {
+  console.log(`corpus: unavailable (${String(err)})`);
+}
+
+let worstMs = 0;
+for (const p of pathologicalInputs(DSL_FILE_MAX_BYTES)) {
+  timeParse(p.text, 1);
+  const ms = timeParse(p.text, 3);
+  const report = parseDslReport(p.text, '<pathological>');
+  worstMs = Math.max(worstMs, ms);
+  console.log(`pathological ${p.name}: ${(Buffer.byteLength(p.text) / MiB).toFixed(2)} MiB, ${ms.toFixed(1)} ms, ${report.errors.length} errors`);
+}
+console.log(`times are CPU time of this process (user + system); targets: parse >= 20 MiB/s, corpus >= 20 MiB/s, pathological < 200 ms`);
+console.log(`BENCH_JSON ${JSON.stringify({ parse_mib_per_s: round(parseMibPerS), corpus_mib_per_s: round(corpusMibPerS), pathological_ms: round(worstMs) })}`);
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}
