@@ -148,6 +148,10 @@ describe('loadPolicySet deny-all', () => {
     );
   });
 
+  it('a reader message that repeats the path is not doubled', () => {
+    assertDenyAll([{ path: 'policies/l.cedar', error: 'policies/l.cedar: is a symlink; symlinks are never followed' }], /^policies\/l\.cedar: could not be read: is a symlink; symlinks are never followed$/);
+  });
+
   it('an entry with neither text nor error', () => {
     assertDenyAll([{ path: 'policies/a.cedar' }], /policies\/a\.cedar: could not be read/);
   });
@@ -165,6 +169,7 @@ describe('loadPolicySet deny-all', () => {
     const cases: [string, RegExp][] = [
       ['[{"name": "a", "source": "permit(principal, action, resource);", "active": true}', /not valid JSON/],
       ['[1]', /entry 0 is not an object/],
+      ['{"name": "a", "source": "permit(principal, action, resource);", "active": true}', /a JSON object; the JSON form is an array/],
       [JSON.stringify([{ name: 'a', source: PERMIT, active: 'true' }]), /"active" must be true or false/],
       [JSON.stringify([{ name: 'a', source: PERMIT }]), /"active" must be true or false/],
       [JSON.stringify([{ name: '', source: PERMIT, active: true }]), /"name" must be a non-empty string/],

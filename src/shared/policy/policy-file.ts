@@ -31,7 +31,9 @@ export function parsePolicyFile(file: string, rawText: string): PolicyFileResult
     if (!isWellFormedText(file)) throw new PolicyFileError('file name not well-formed Unicode');
     if (!isWellFormedText(rawText)) throw new PolicyFileError('not well-formed Unicode text (it holds a lone surrogate)');
     const text = rawText.startsWith('\uFEFF') ? rawText.slice(1) : rawText;
-    if (text.trimStart().startsWith('[')) return parseJsonForm(file, text);
+    const opening = text.trimStart()[0];
+    if (opening === '[') return parseJsonForm(file, text);
+    if (opening === '{') throw new PolicyFileError('a JSON object; the JSON form is an array of {"name", "source", "active"} objects');
     return { ok: true, policies: parseCedarSource(text, (k) => `${file}#${k}`, file, ''), inactiveEntries: 0 };
   } catch (error) {
     if (error instanceof PolicyFileError) return { ok: false, error: error.message };

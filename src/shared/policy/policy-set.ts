@@ -94,7 +94,12 @@ function shownPath(path: unknown): string {
 }
 
 function fileProblem(file: PolicyFileInput): string | undefined {
-  if (typeof file.error === 'string') return `could not be read: ${oneLine(file.error)}`;
+  if (typeof file.error === 'string') {
+    // Readers often start their message with the path; the line already does.
+    const path = String(file.path);
+    const error = file.error.startsWith(path) ? file.error.slice(path.length).replace(/^[:\s]+/, '') : file.error;
+    return `could not be read: ${oneLine(error) || 'no reason given'}`;
+  }
   if (file.error !== undefined) return 'could not be read';
   if (typeof file.text !== 'string') return 'could not be read: no text was provided';
   return undefined;
