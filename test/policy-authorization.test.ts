@@ -96,6 +96,12 @@ describe('authorizeRespond', () => {
     );
   });
 
+  it('like patterns are case-sensitive, as the README says', () => {
+    const set = load(PERMIT, SECRET_FORBID);
+    assert.equal(authorizeRespond(set, request('TOP SECRET')).decision, 'allow');
+    assert.equal(authorizeRespond(set, request('top secret')).decision, 'deny');
+  });
+
   it('a large response (4 MiB) is judged on its full text', () => {
     const set = load(PERMIT, SECRET_FORBID);
     const big = 'x'.repeat(4 * 1024 * 1024 - 6);
