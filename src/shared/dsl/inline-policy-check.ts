@@ -26,7 +26,7 @@ export function checkInlinePolicies(policies: readonly PolicyDecl[]): string | n
     for (const rule of policy.rules) {
       const where = `policy \`${policy.name}\` has`;
       if (rule.kind !== 'allow' && rule.kind !== 'deny') {
-        return `${where} a \`${rule.kind}:\` rule at ${rule.line}:${rule.column}; only \`allow:\` and \`deny:\` rules are supported`;
+        return `${where} ${rule.kind === 'audit' ? 'an' : 'a'} \`${rule.kind}:\` rule at ${rule.line}:${rule.column}; only \`allow:\` and \`deny:\` rules are supported`;
       }
       if (rule.withTail) return `${where} a \`with\` clause on its \`${rule.kind}:\` rule at ${rule.line}:${rule.column}; rule clauses are not supported`;
       if (!isSupportedSelector(rule.selector)) {
@@ -67,10 +67,14 @@ function isRootedPath(e: Expr): boolean {
 
 /** Walks the condition with an explicit stack; returns the first unsupported construct. */
 function conditionProblem(root: Expr): string | null {
-  const stack: { e: Expr; depth: number }[] = [{ e: root, depth: 1 }];
+  // `ordered` marks an operand of <, >, <= or >=, which must be an integer.
+  const stack: { e: Expr; depth: number; ordered?: string }[] = [{ e: root, depth: 1 }];
   while (stack.length > 0) {
-    const { e, depth } = stack.pop()!;
+    const { e, depth, ordered } = stack.pop()!;
     const at = `${e.line}:${e.column}`;
+    if (ordered && (e.kind === 'string' || e.kind === 'bool' || e.kind === 'array')) {
+      return `a \`${ordered}\` comparison of something other than integers at ${at}`;
+    }
     if (depth > INLINE_POLICY_MAX_NESTING) {
       return `a condition nested deeper than ${INLINE_POLICY_MAX_NESTING} levels at ${at}`;
     }
@@ -110,11 +114,7 @@ function conditionProblem(root: Expr): string | null {
           break;
         }
         if (COMPARISONS.has(e.op)) {
-          for (const side of [e.left, e.right]) {
-            if (!isIntegerLiteral(side) && !isRootedPath(side)) {
-              return `a \`${e.op}\` comparison of something other than integers at ${side.line}:${side.column}`;
-            }
-          }
+          stack.push({ e: e.left, depth: depth + 1, ordered: e.op }, { e: e.right, depth: depth + 1, ordered: e.op });
           break;
         }
         stack.push({ e: e.left, depth: depth + 1 }, { e: e.right, depth: depth + 1 });
