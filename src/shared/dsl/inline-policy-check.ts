@@ -117,7 +117,11 @@ function conditionProblem(root: Expr): string | null {
           stack.push({ e: e.left, depth: depth + 1, ordered: e.op }, { e: e.right, depth: depth + 1, ordered: e.op });
           break;
         }
-        stack.push({ e: e.left, depth: depth + 1 }, { e: e.right, depth: depth + 1 });
+        // A chain such as `a || b || c` is one level, not one per operator.
+        stack.push(
+          { e: e.left, depth: e.left.kind === 'binary' && e.left.op === e.op ? depth : depth + 1 },
+          { e: e.right, depth: e.right.kind === 'binary' && e.right.op === e.op ? depth : depth + 1 },
+        );
         break;
       case 'call':
         return `a function call in a condition at ${at}`;
