@@ -142,3 +142,35 @@ test('the writer works from a worker thread sharing the pinned descriptor', asyn
   const { exitCode } = inspectJournal(result.path!, runId, result.key!);
   assert.equal(exitCode, 0);
 });
+
+test('resume continues a verified chain left by a writer that is gone, and refuses anything else', async (t) => {
+  const { storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const first = await JournalWriter.create(storage, runId, AGENT);
+  await first.append(STARTED);
+  await first.append({ DirectInferenceRequested: { call_id: 'c1' } });
+  await first.close(); // the worker died here
+
+  await assert.rejects(JournalWriter.resume(storage, runId, responsePrincipal('other')), /records principal .* not resumed/);
+  const resumed = await JournalWriter.resume(storage, runId, AGENT);
+  assert.equal(resumed.records, 2);
+  await resumed.append({ DirectInferenceFinished: { call_id: 'c1', reason: { Error: { message: 'worker died' } } } });
+  await resumed.appendTerminal({ Error: { message: 'worker died' } });
+  await resumed.close();
+  const { exitCode, report } = inspectJournal(resumed.path, runId, storage.signingKey.publicKeyHex);
+  assert.equal(exitCode, 0, report.error?.message);
+  assert.equal(report.records, 4);
+  assert.equal(report.provider_calls[0]!.finish, 'Error');
+
+  await assert.rejects(JournalWriter.resume(storage, runId, AGENT), /already has its Terminated record/);
+  await assert.rejects(JournalWriter.resume(storage, crypto.randomUUID(), AGENT), /there is no journal to resume/);
+
+  const torn = crypto.randomUUID();
+  const w = await JournalWriter.create(storage, torn, AGENT);
+  await w.append(STARTED);
+  await w.close();
+  fs.appendFileSync(w.path, '{"payload":{"ver');
+  await assert.rejects(JournalWriter.resume(storage, torn, AGENT), /unauthenticated fragment of 16 bytes/);
+  fs.appendFileSync(w.path, '\n');
+  await assert.rejects(JournalWriter.resume(storage, torn, AGENT), /not resumed: line 2: malformed line/);
+});

@@ -133,38 +133,74 @@ function emptyReport(journal: string, runId: string, publicKeyHex: string): Insp
   };
 }
 
+/** Where the verified chain ends: what a writer continuing it needs. */
+export interface ChainEnd {
+  /** SHA-256 of the last complete line (64 zeros when there is none). */
+  previousHash: string;
+  /** The sequence number the next record takes. */
+  nextSequence: number;
+  /** Bytes covered by complete, verified lines. */
+  verifiedBytes: number;
+}
+
+export interface InspectResult {
+  report: InspectReport;
+  exitCode: 0 | 1 | 2;
+}
+
 /** Verifies the journal at `filePath` for run `runId` against the raw Ed25519 public key `publicKeyHex`. */
-export function inspectJournal(
-  filePath: string,
+export function inspectJournal(filePath: string, runId: string, publicKeyHex: string, options: InspectOptions = {}): InspectResult {
+  let bytes: Buffer;
+  try {
+    bytes = readJournalFile(filePath);
+  } catch (err) {
+    const message = err instanceof JournalFileRefusal ? err.message : `the journal cannot be read: ${(err as Error).message}`;
+    return failedBeforeReading(filePath, runId, publicKeyHex, message);
+  }
+  const { report, exitCode } = inspectJournalBytes(bytes, filePath, runId, publicKeyHex, options);
+  return { report, exitCode };
+}
+
+function failedBeforeReading(label: string, runId: string, publicKeyHex: string, message: string): InspectResult {
+  const report = emptyReport(label, String(runId).toLowerCase(), String(publicKeyHex).toLowerCase());
+  const checked = checkArguments(report);
+  report.error = { line: null, message: checked ?? message };
+  return { report, exitCode: 1 };
+}
+
+function checkArguments(report: InspectReport): string | undefined {
+  if (!isCanonicalUuid(report.run_id)) return 'the run id must be a UUID (8-4-4-4-12 hexadecimal digits)';
+  if (!isPublicKeyHex(report.public_key)) return 'the public key must be 64 hexadecimal characters (the raw 32-byte Ed25519 key)';
+  return undefined;
+}
+
+/** Verifies journal bytes already read (`label` names them in the report); also says where the chain ends. */
+export function inspectJournalBytes(
+  bytes: Buffer,
+  label: string,
   runId: string,
   publicKeyHex: string,
   options: InspectOptions = {},
-): { report: InspectReport; exitCode: 0 | 1 | 2 } {
-  const report = emptyReport(filePath, String(runId).toLowerCase(), String(publicKeyHex).toLowerCase());
+): InspectResult & { chainEnd: ChainEnd } {
+  const report = emptyReport(label, String(runId).toLowerCase(), String(publicKeyHex).toLowerCase());
+  const chainEnd: ChainEnd = { previousHash: GENESIS_PREVIOUS_HASH, nextSequence: 0, verifiedBytes: 0 };
   const fail = (line: number | null, message: string) => {
     report.verdict = 'failed';
     report.journal_complete = false;
     report.requires_reconciliation = false;
     report.error = { line, message };
-    return { report, exitCode: 1 as const };
+    return { report, exitCode: 1 as const, chainEnd };
   };
-  if (!isCanonicalUuid(report.run_id)) return fail(null, 'the run id must be a UUID (8-4-4-4-12 hexadecimal digits)');
-  if (!isPublicKeyHex(report.public_key)) return fail(null, 'the public key must be 64 hexadecimal characters (the raw 32-byte Ed25519 key)');
+  const badArgument = checkArguments(report);
+  if (badArgument !== undefined) return fail(null, badArgument);
   let publicKey: KeyObject;
   try {
     publicKey = publicKeyFromHex(report.public_key);
   } catch (err) {
     return fail(null, (err as Error).message);
   }
-  let bytes: Buffer;
   try {
-    bytes = readJournalFile(filePath);
-  } catch (err) {
-    if (err instanceof JournalFileRefusal) return fail(null, err.message);
-    return fail(null, `the journal cannot be read: ${(err as Error).message}`);
-  }
-  try {
-    verifyBytes(bytes, report, publicKey, options.crossCheck === true);
+    verifyBytes(bytes, report, publicKey, options.crossCheck === true, chainEnd);
   } catch (err) {
     if (err instanceof LineFailure) return fail(err.line, err.message);
     // Defensive: any unexpected fault is a failed verification, never a crash.
@@ -183,10 +219,10 @@ export function inspectJournal(
   }
   report.requires_reconciliation = reasons.length > 0;
   report.verdict = report.requires_reconciliation ? 'requires_reconciliation' : 'complete';
-  return { report, exitCode: report.requires_reconciliation ? 2 : 0 };
+  return { report, exitCode: report.requires_reconciliation ? 2 : 0, chainEnd };
 }
 
-function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject, crossCheck: boolean): void {
+function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject, crossCheck: boolean, chainEnd: ChainEnd): void {
   const rawPublicKey = Buffer.from(report.public_key, 'hex');
   const calls = new Map<string, ProviderCallRow>();
   let previousHash = GENESIS_PREVIOUS_HASH;
@@ -284,6 +320,9 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
     report.last_timestamp = entry.timestamp;
     previousHash = sha256Hex(lineWithNewline);
     start = end + 1;
+    chainEnd.previousHash = previousHash;
+    chainEnd.nextSequence = report.records;
+    chainEnd.verifiedBytes = start;
   }
   report.provider_calls = [...calls.values()];
 }

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { canonicalJson, sha256Hex } from '../canonical-json.js';
-import { JOURNAL_LINE_MAX_BYTES } from '../limits.js';
+import { JOURNAL_FILE_MAX_BYTES, JOURNAL_LINE_MAX_BYTES } from '../limits.js';
 import { procPath } from '../pinned-directory.js';
 import type { AuditStorage } from '../audit-storage.js';
 import {
@@ -13,6 +13,7 @@ import {
   TERMINATED_EVENT,
   type TerminalReason,
 } from './journal-format.js';
+import { inspectJournalBytes } from './journal-verifier.js';
 
 // Appends signed, chained records to one run's journal. Each append is durable
 // (fdatasync) before its promise resolves, because the caller acts on that
@@ -36,7 +37,7 @@ export class JournalWriteError extends Error {
   }
 }
 
-const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_APPEND } = fs.constants;
+const { O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_APPEND } = fs.constants;
 const JOURNAL_FILE_MODE = 0o600;
 /** Terminal error messages are cut to this many characters so the terminal record always fits a line. */
 const TERMINAL_MESSAGE_MAX_CHARS = 4096;
@@ -90,6 +91,59 @@ export class JournalWriter {
       }
     }
     return new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
+  }
+
+  /**
+   * Reopens an existing journal whose writer is gone (for instance its worker
+   * died) so the run's owner can finish it. The chain on disk is verified
+   * with the project key first; a journal that fails verification, already
+   * ends with Terminated, ends in a partial line, or belongs to another
+   * principal is not resumed.
+   */
+  static async resume(storage: AuditStorage, runId: string, agentId: string): Promise<JournalWriter> {
+    if (!isCanonicalUuid(runId)) throw new JournalWriteError(`run id ${JSON.stringify(String(runId)).slice(0, 80)} is not a lowercase UUID`);
+    if (!isCanonicalUuid(agentId)) throw new JournalWriteError(`agent id ${JSON.stringify(String(agentId)).slice(0, 80)} is not a lowercase UUID`);
+    const name = `${runId}${JOURNAL_FILE_SUFFIX}`;
+    const shown = `${storage.governedPath}/${name}`;
+    let fd: number;
+    try {
+      fd = fs.openSync(procPath(storage.governedDirFd, name), O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK);
+    } catch (err) {
+      const code = errorText(err);
+      if (code === 'ENOENT') throw new JournalWriteError(`${shown}: there is no journal to resume`);
+      if (code === 'ELOOP') throw new JournalWriteError(`${shown}: is a symlink; not resumed`);
+      throw new JournalWriteError(`${shown}: cannot open the journal (${code})`);
+    }
+    try {
+      const stat = fs.fstatSync(fd);
+      if (!stat.isFile() || stat.nlink !== 1) throw new JournalWriteError(`${shown}: is not a single-link regular file; not resumed`);
+      if (stat.size > JOURNAL_FILE_MAX_BYTES) throw new JournalWriteError(`${shown}: is larger than ${JOURNAL_FILE_MAX_BYTES} bytes; not resumed`);
+      const bytes = Buffer.alloc(stat.size);
+      let filled = 0;
+      while (filled < bytes.length) {
+        const n = fs.readSync(fd, bytes, filled, bytes.length - filled, filled);
+        if (n === 0) break;
+        filled += n;
+      }
+      const { report, exitCode, chainEnd } = inspectJournalBytes(bytes.subarray(0, filled), shown, runId, storage.signingKey.publicKeyHex);
+      if (exitCode === 1) throw new JournalWriteError(`${shown}: not resumed: ${report.error?.message ?? 'verification failed'}`);
+      if (report.terminal_reason !== null) throw new JournalWriteError(`${shown}: already has its Terminated record`);
+      if (report.unverified_tail_bytes > 0) {
+        throw new JournalWriteError(`${shown}: ends in an unauthenticated fragment of ${report.unverified_tail_bytes} bytes; not resumed`);
+      }
+      if (report.agent_id !== null && report.agent_id !== agentId) {
+        throw new JournalWriteError(`${shown}: records principal ${report.agent_id}, not ${agentId}; not resumed`);
+      }
+      const writer = new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
+      writer.sequence = chainEnd.nextSequence;
+      writer.previousHash = chainEnd.previousHash;
+      writer.expectedSize = chainEnd.verifiedBytes;
+      return writer;
+    } catch (err) {
+      fs.closeSync(fd);
+      if (err instanceof JournalWriteError) throw err;
+      throw new JournalWriteError(`${shown}: cannot read the journal to resume it (${errorText(err)})`);
+    }
   }
 
   /** Number of records written so far. */
