@@ -94,10 +94,12 @@ class Parser {
         this.skipToTopLevel(itemStart);
       }
     }
-    if (this.stopped) {
-      this.errors.push({ line: this.peek().line, column: this.peek().column, message: `too many syntax errors; stopped after ${DSL_MAX_ERRORS}` });
-    }
     this.errors.sort((a, b) => a.line - b.line || a.column - b.column);
+    if (this.stopped) {
+      // Placed at the last reported error: that is where reading stopped.
+      const lastError = this.errors[this.errors.length - 1]!;
+      this.errors.push({ line: lastError.line, column: lastError.column, message: `too many syntax errors; stopped after ${DSL_MAX_ERRORS}` });
+    }
     return { file: { items }, errors: this.errors };
   }
 
@@ -529,7 +531,7 @@ class Parser {
         this.next();
         let value: Expr;
         if (this.isPunct('{')) {
-          const inner = this.parsePairBlock(`block \`${t.text}\` in ${what}`, t, false);
+          const inner = this.parsePairBlock(`block ${keyText(t)} in ${what}`, t, false);
           value = {
             kind: 'record',
             typeName: null,
@@ -541,7 +543,7 @@ class Parser {
           };
         } else {
           if (!this.eat('=') && !this.eat(':')) {
-            this.fail(`expected \`=\` or \`:\` after key \`${t.text}\` in ${what}, found ${describeToken(this.peek())}`);
+            this.fail(`expected \`=\` or \`:\` after key ${keyText(t)} in ${what}, found ${describeToken(this.peek())}`);
           }
           value = this.parseExpression();
         }
@@ -577,7 +579,7 @@ class Parser {
       const fields: { name: string; type: TypeRef }[] = [];
       while (!this.isPunct('}')) {
         const name = this.peek().kind === TokenKind.String ? this.next() : this.expectName('of a record type field');
-        this.expect(':', `after record type field \`${name.text}\``);
+        this.expect(':', `after record type field ${keyText(name)}`);
         fields.push({ name: name.text, type: this.parseType() });
         if (!this.eat(',') && !this.eat(';')) break;
       }
@@ -1120,7 +1122,7 @@ class Parser {
         this.fail(`expected a field name in the record opened at ${open.line}:${open.column}, found ${describeToken(key)}`);
       }
       this.next();
-      if (!this.eat(':') && !this.eat('=')) this.fail(`expected \`:\` after record field \`${key.text}\`, found ${describeToken(this.peek())}`);
+      if (!this.eat(':') && !this.eat('=')) this.fail(`expected \`:\` after record field ${keyText(key)}, found ${describeToken(this.peek())}`);
       fields.push({ key: key.text, value: this.parseExpression() });
       if (!this.eat(',') && !this.eat(';') && !this.isPunct('}') && this.ts.line[this.idx(0)] === this.ts.line[this.pos - 1]) {
         this.fail(`expected \`,\` or \`}\` in the record opened at ${open.line}:${open.column}, found ${describeToken(this.peek())}`);
@@ -1212,4 +1214,10 @@ function matchBrackets(ts: TokenStream): Int32Array {
     }
   }
   return match;
+}
+
+/** A key as messages show it: names in backticks, string keys as short one-line JSON. */
+function keyText(t: Token): string {
+  if (t.kind === TokenKind.Ident) return `\`${t.text}\``;
+  return JSON.stringify(t.text.length > 40 ? t.text.slice(0, 40) + '…' : t.text);
 }

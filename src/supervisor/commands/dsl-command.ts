@@ -16,6 +16,10 @@ export function registerDslCommand(program: Command): void {
     .command('dsl')
     .description('Parse a Symbiont DSL file and print its parse report as JSON')
     .option('-f, --file <path>', 'the .symbi or .dsl file to parse')
+    // Commander has already printed its one-line message; bad arguments are usage errors (2).
+    .exitOverride((err) => {
+      process.exit(err.exitCode === 0 ? 0 : 2);
+    })
     .action((options: { file?: string }) => {
       try {
         if (options.file === undefined || options.file.length === 0) {
