@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import nacl from 'tweetnacl';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { canonicalHash } from '../src/shared/canonical-json.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
@@ -12,6 +11,7 @@ import {
   inspect,
   journalsIn,
   makeProject,
+  projectPublicKey,
   providerEnv,
   readJournal,
   removeProject,
@@ -34,10 +34,6 @@ const AGENTS = {
   'AGENTS.md': '# Project\n\nprivate notes never sent\n<!-- agents-md:auto-start -->\nUse British spelling.\n<!-- agents-md:auto-end -->\n',
 };
 
-function seedPublicKey(project: string): string {
-  const seed = fs.readFileSync(path.join(project, '.symbiont', 'governed', 'audit-signing.key'));
-  return Buffer.from(nacl.sign.keyPair.fromSeed(new Uint8Array(seed)).publicKey).toString('hex');
-}
 
 function newestJournal(project: string): string {
   const files = journalsIn(project).map((f) => ({ f, t: fs.statSync(f).mtimeMs }));
@@ -65,7 +61,7 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
           options: { provider: 'openai', model: body.model, max_tokens: body.max_tokens },
         }).hash;
         const runId = path.basename(journal, '.jsonl');
-        const { status } = inspect(journal, runId, seedPublicKey(project));
+        const { status } = inspect(journal, runId, projectPublicKey(project));
         observedAtRequest.push({
           names: eventNames(records),
           requestHash: last.DirectInferenceRequested?.request_hash,
@@ -91,7 +87,7 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     assert.equal(textOf(result), 'Hello from the synthetic endpoint.');
     const ref = auditOf(result);
     assert.equal(ref.agent_id, responsePrincipal('assistant'));
-    assert.equal(ref.audit.public_key, seedPublicKey(project));
+    assert.equal(ref.audit.public_key, projectPublicKey(project));
     assert.ok(path.isAbsolute(ref.audit.path));
     assert.equal(path.basename(ref.audit.path), `${ref.audit.run_id}.jsonl`);
     const records = readJournal(ref.audit.path);

@@ -10,6 +10,7 @@ import {
   inspect,
   journalsIn,
   makeProject,
+  projectPublicKey,
   providerEnv,
   readJournal,
   removeProject,
@@ -37,11 +38,6 @@ function terminalOf(file: string): { reason: unknown } | undefined {
   return last?.Terminated as { reason: unknown } | undefined;
 }
 
-function publicKeyOf(stderr: string): string {
-  const match = /([0-9a-f]{64})/.exec(stderr);
-  assert.ok(match, 'the startup summary shows the public key');
-  return match[1]!;
-}
 
 describe('cancellation over stdio', () => {
   let endpoint: SyntheticEndpoint;
@@ -87,7 +83,7 @@ describe('cancellation over stdio', () => {
     await waitFor('the endpoint to see the connection close', () => (request.closedEarly ? true : undefined));
     await waitFor('no open provider connections', () => (endpoint.openConnections() === 0 ? true : undefined));
     const runId = path.basename(journal, '.jsonl');
-    assert.equal(inspect(journal, runId, publicKeyOf(server.stderr())).status, 0);
+    assert.equal(inspect(journal, runId, projectPublicKey(project)).status, 0);
   });
 
   it('cancels while the response body is being read', async () => {
@@ -101,7 +97,7 @@ describe('cancellation over stdio', () => {
     assert.ok(eventNames(readJournal(journal)).includes('DirectInferenceFinished'));
     const request = endpoint.requests[seen]!;
     await waitFor('the endpoint to see the connection close', () => (request.closedEarly ? true : undefined));
-    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), publicKeyOf(server.stderr())).status, 0);
+    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), projectPublicKey(project)).status, 0);
   });
 
   it('cancels while the journal opens (cancel sent right after the call)', async () => {
@@ -109,7 +105,7 @@ describe('cancellation over stdio', () => {
       c.abort('stop');
     });
     assert.match(JSON.stringify(terminal.reason), /cancelled/);
-    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), publicKeyOf(server.stderr())).status, 0);
+    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), projectPublicKey(project)).status, 0);
     endpoint.releaseAll();
   });
 
@@ -134,7 +130,7 @@ describe('cancellation over stdio', () => {
       });
       c.abort('stop');
     });
-    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), publicKeyOf(server.stderr())).status, 0);
+    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), projectPublicKey(project)).status, 0);
   });
 
   it('treats cancels of unknown, finished and repeated requests as harmless', async () => {
@@ -178,7 +174,7 @@ describe('cancellation over stdio', () => {
       const fresh = journalsIn(project).filter((f) => !known.has(f));
       return fresh.length === 100 && fresh.every((f) => terminalOf(f) !== undefined) ? fresh : undefined;
     });
-    const key = publicKeyOf(server.stderr());
+    const key = projectPublicKey(project);
     for (const file of created) {
       const { exitCode, report } = inspectJournal(file, path.basename(file, '.jsonl'), key);
       assert.equal(exitCode, 0, `${file}: ${JSON.stringify(report)}`);
@@ -226,7 +222,7 @@ describe('shutdown and process loss', () => {
       assert.equal(code, 0, server.stderr());
       const journals = journalsIn(project);
       assert.equal(journals.length, 20);
-      const key = publicKeyOf(server.stderr());
+      const key = projectPublicKey(project);
       for (const file of journals) {
         const { exitCode } = inspectJournal(file, path.basename(file, '.jsonl'), key);
         assert.equal(exitCode, 0);
@@ -250,7 +246,7 @@ describe('shutdown and process loss', () => {
       const [journal] = journalsIn(project);
       assert.ok(journal);
       assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested']);
-      const { status, report } = inspect(journal, path.basename(journal, '.jsonl'), publicKeyOf(server.stderr()));
+      const { status, report } = inspect(journal, path.basename(journal, '.jsonl'), projectPublicKey(project));
       assert.equal(status, 2, JSON.stringify(report));
     } finally {
       removeProject(project);

@@ -87,6 +87,16 @@ function describeOpenError(err: NodeJS.ErrnoException, shown: string): Confineme
   }
 }
 
+// With O_DIRECTORY | O_NOFOLLOW, Linux reports a symlink as ENOTDIR; lstat (which
+// never follows the final component) tells the two apart for a clearer message.
+function isSymlinkAt(dirFd: number, name: string): boolean {
+  try {
+    return fs.lstatSync(procPath(dirFd, name)).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
 export interface ConfinedText {
   text: string;
   bytes: number;
@@ -135,6 +145,7 @@ export class PinnedDirectory {
           next = fs.openSync(procPath(current, name), DIRECTORY_FLAGS);
         } catch (err) {
           const e = err as NodeJS.ErrnoException;
+          if (e.code === 'ENOTDIR' && isSymlinkAt(current, name)) throw describeOpenError({ ...e, code: 'ELOOP' }, shown);
           if (e.code !== 'ENOENT' || createMode === undefined) throw describeOpenError(e, shown);
           try {
             // mkdir never follows a symlink at its final component.

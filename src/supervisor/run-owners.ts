@@ -30,7 +30,8 @@ export class RunOwnerTable {
   private readonly runs = new Map<string, RunOwner>();
 
   constructor(
-    private readonly pool: Piscina,
+    /** The worker pool, created on first use so a session that never invokes starts no threads. */
+    private readonly pool: () => Piscina,
     private readonly recoverTerminal: TerminalRecovery,
   ) {}
 
@@ -48,7 +49,7 @@ export class RunOwnerTable {
       if (notice.type === 'progress') hooks.onProgress?.(notice.phase);
     });
 
-    const done = this.pool
+    const done = this.pool()
       .run({ ...task, port: workerPort } satisfies InvokeTask, { transferList: [workerPort as unknown as MessagePort] })
       .then((outcome: InvokeOutcome) => outcome)
       .catch(async (err: unknown): Promise<InvokeOutcome> => {
@@ -94,7 +95,8 @@ export class RunOwnerTable {
     const settled = Promise.all(
       pending.map((owner) =>
         owner.done.then((outcome) => {
-          if (outcome.ok || outcome.terminalDurable) finalised += 1;
+          // A run refused before its journal existed has nothing to finalise.
+          if (outcome.ok || outcome.terminalDurable || outcome.audit === undefined) finalised += 1;
         }),
       ),
     );

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { openAuditStorage } from '../shared/audit-storage.js';
+import { closeAuditStorage, openAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
 import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
 import { JournalWriter } from '../shared/journal/journal-writer.js';
 import { MAX_OUTPUT_TOKENS, TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
@@ -52,6 +52,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     if (stopSignal.aborted) throw new RunStopped(stopReason());
   };
 
+  let storage: AuditStorage | undefined;
   let writer: JournalWriter | undefined;
   let audit: AuditReference | undefined;
   let callId: string | undefined;
@@ -59,7 +60,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
 
   try {
     await throwIfStopped();
-    const storage = openAuditStorage(resources.project);
+    storage = openAuditStorage(resources.project);
     writer = await JournalWriter.create(storage, task.runId, definition.principal);
     audit = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
     notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
@@ -208,6 +209,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     if (deadlineTimer !== undefined) clearTimeout(deadlineTimer);
     cancellation.dispose();
     if (writer !== undefined) await writer.close().catch(() => undefined);
+    if (storage !== undefined) closeAuditStorage(storage);
   }
 }
 

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import nacl from 'tweetnacl';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
@@ -129,4 +130,10 @@ export function auditOf(result: unknown): AuditRef {
 export function textOf(result: unknown): string {
   const content = (result as { content: { type: string; text?: string }[] }).content;
   return content.map((c) => c.text ?? '').join('');
+}
+
+/** The public key derived independently (tweetnacl) from the project's key file. */
+export function projectPublicKey(project: string): string {
+  const seed = fs.readFileSync(path.join(project, '.symbiont', 'governed', 'audit-signing.key'));
+  return Buffer.from(nacl.sign.keyPair.fromSeed(new Uint8Array(seed)).publicKey).toString('hex');
 }

@@ -8,6 +8,9 @@ import { takeStartupSnapshot } from '../startup-snapshot.js';
 import { writeStartupSummary } from '../startup-summary.js';
 import { startMcpSession } from '../mcp-session.js';
 import type { SessionContext } from '../session-context.js';
+import { createInvocationRuntime } from '../invocation-runtime.js';
+import { installShutdown, type Shutdown } from '../shutdown.js';
+import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 
 // `symbi mcp`: pin the project, take the startup snapshot, print the summary
 // on standard error and serve MCP on stdio until standard input ends.
@@ -73,11 +76,23 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
   writeStartupSummary(snapshot, log);
   const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs };
-  const session = await startMcpSession(context);
+  const runtime = createInvocationRuntime(context);
+  let shutdown: Shutdown | undefined;
+  const session = await startMcpSession(context, undefined, {
+    registerInvokeAgent: (server) => registerInvokeAgentTool(server, runtime.session),
+    onInputEnd: () => void shutdown?.('the client closed standard input'),
+  });
+  shutdown = installShutdown({
+    owners: runtime.owners,
+    graceMs: options.shutdownGraceMs,
+    log,
+    closeSession: () => session.closeSession('shutting down'),
+    stopWorkers: () => runtime.stopWorkers(),
+  });
   log.info('serving MCP on standard input/output');
   const reason = await session.closed;
-  log.info(`session closed: ${reason}`);
-  process.exit(0);
+  // However the session ended, live runs still get their terminal records before exit.
+  await shutdown(`session closed: ${reason}`);
 }
 
 export function registerMcpCommand(program: Command): void {

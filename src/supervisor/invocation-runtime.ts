@@ -1,0 +1,51 @@
+import type { Piscina } from 'piscina';
+import { providerFromEnvironment } from '../shared/provider-config.js';
+import { createInvocationPool } from './invocation-pool.js';
+import { RunOwnerTable } from './run-owners.js';
+import type { SessionContext } from './session-context.js';
+import { recoverTerminalRecord } from './terminal-recovery.js';
+import type { InvokeAgentSession } from './tools/invoke-agent-tool.js';
+
+// Everything invoke_agent needs besides the MCP server: the provider chosen
+// from the environment at startup, the worker pool (started on first use), and
+// the run owner table that outlives any single MCP request.
+
+export interface InvocationRuntime {
+  session: InvokeAgentSession;
+  owners: RunOwnerTable;
+  stopWorkers(): Promise<void>;
+}
+
+export function createInvocationRuntime(context: SessionContext, env: NodeJS.ProcessEnv = process.env): InvocationRuntime {
+  const { snapshot, log } = context;
+  const provider = providerFromEnvironment(env);
+  let pool: Piscina | undefined;
+  const getPool = (): Piscina => {
+    if (pool === undefined) {
+      if (!provider.ok) throw new Error(provider.message);
+      pool = createInvocationPool({
+        projectFd: snapshot.project.fd,
+        projectPath: snapshot.project.path,
+        policySet: snapshot.policy.set,
+        provider: provider.config,
+      });
+    }
+    return pool;
+  };
+  const owners = new RunOwnerTable(getPool, (runId, principal, message) => recoverTerminalRecord(context.project, runId, principal, message));
+  const guidance = snapshot.agentsMd.present ? snapshot.agentsMd.guidance?.text : undefined;
+  return {
+    owners,
+    session: {
+      registry: snapshot.registry,
+      policySet: snapshot.policy.set,
+      provider,
+      owners,
+      guidance,
+      log,
+    },
+    stopWorkers: async () => {
+      if (pool !== undefined) await pool.destroy();
+    },
+  };
+}

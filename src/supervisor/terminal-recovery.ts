@@ -1,0 +1,24 @@
+import { closeAuditStorage, openAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
+import { JournalWriter } from '../shared/journal/journal-writer.js';
+import type { PinnedDirectory } from '../shared/pinned-directory.js';
+
+/**
+ * When a worker task dies before writing its terminal record, the run's owner
+ * finishes the journal through a fresh writer that continues the verified
+ * chain already on disk. Returns whether the terminal record is durable.
+ */
+export async function recoverTerminalRecord(project: PinnedDirectory, runId: string, principal: string, message: string): Promise<boolean> {
+  let storage: AuditStorage | undefined;
+  let writer: JournalWriter | undefined;
+  try {
+    storage = openAuditStorage(project);
+    writer = await JournalWriter.resume(storage, runId, principal);
+    await writer.appendTerminal({ Error: { message } });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await writer?.close();
+    if (storage !== undefined) closeAuditStorage(storage);
+  }
+}
