@@ -68,7 +68,7 @@ export interface LexResult {
 }
 
 export function lex(src: string, maxErrors: number): LexResult {
-  const tokens = new TokenStream((src.length >> 2) + 16);
+  const tokens = new TokenStream((src.length >> 3) + 16);
   const errors: SyntaxDiagnostic[] = [];
   const n = src.length;
   let i = 0;

@@ -60,6 +60,9 @@ export class TokenStream {
   column: Int32Array;
   value: Float64Array;
   text: string[] = [];
+  // The parser often looks at the same token twice; keep the last one built.
+  private cachedIndex = -1;
+  private cached: Token | null = null;
 
   constructor(capacity: number) {
     const n = Math.max(16, capacity);
@@ -84,7 +87,8 @@ export class TokenStream {
   }
 
   get(i: number): Token {
-    return {
+    if (i === this.cachedIndex) return this.cached!;
+    const t: Token = {
       kind: this.kind[i] as TokenKind,
       text: this.text[i]!,
       value: this.value[i]!,
@@ -93,6 +97,9 @@ export class TokenStream {
       line: this.line[i]!,
       column: this.column[i]!,
     };
+    this.cachedIndex = i;
+    this.cached = t;
+    return t;
   }
 
   private grow(): void {
