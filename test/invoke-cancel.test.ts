@@ -143,15 +143,6 @@ describe('cancellation over stdio', () => {
     assert.equal(again.isError, undefined);
   });
 
-  it('reports progress phases without model text', async () => {
-    const phases: string[] = [];
-    const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' } }, undefined, {
-      onprogress: (p) => phases.push(String(p.message)),
-    });
-    assert.equal(result.isError, undefined);
-    assert.deepEqual(phases, ['journal_opened', 'request_sent', 'response_received', 'policy_evaluated']);
-  });
-
   it('logs one line per cancellation with the run id and the cancel-to-terminal time', () => {
     assert.match(server.stderr(), /run cancelled.*[0-9a-f-]{36}.*cancel_to_terminal_ms/s);
   });
@@ -207,6 +198,32 @@ describe('shutdown and process loss', () => {
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     return { child, send, exited, stderr: () => stderr };
   }
+
+  it('reports the four progress phases before the result, without model text (checked on the wire)', async () => {
+    // Checked on raw stdout: the SDK client runs notification handlers a tick later
+    // than responses, so a client-side counter could miss the last notice.
+    const project = makeProject(FILES);
+    try {
+      const server = spawnRawServer(project);
+      let out = '';
+      server.child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      server.send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' }, _meta: { progressToken: 'p7' } } });
+      const messages = await waitFor('the result', () => {
+        const parsed = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id?: number; method?: string; params?: { progressToken?: string; message?: string; progress?: number } });
+        return parsed.some((m) => m.id === 7) ? parsed : undefined;
+      });
+      const resultIndex = messages.findIndex((m) => m.id === 7);
+      const progress = messages.filter((m) => m.method === 'notifications/progress' && m.params?.progressToken === 'p7');
+      assert.deepEqual(progress.map((m) => m.params?.message), ['journal_opened', 'request_sent', 'response_received', 'policy_evaluated']);
+      assert.deepEqual(progress.map((m) => m.params?.progress), [1, 2, 3, 4]);
+      assert.ok(progress.every((m) => messages.indexOf(m) < resultIndex));
+      assert.ok(!JSON.stringify(progress).includes('Hello from the synthetic endpoint'));
+      server.child.stdin.end();
+      assert.equal(await server.exited, 0);
+    } finally {
+      removeProject(project);
+    }
+  });
 
   it('finalises 20 waiting runs when standard input closes, then exits 0', async () => {
     const project = makeProject(FILES);

@@ -1,4 +1,4 @@
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import type { InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
 
@@ -44,15 +44,27 @@ export class RunOwnerTable {
     let cancelAt: number | undefined;
     let journalOpened = false;
 
-    ownerPort.on('message', (notice: WorkerNotice) => {
+    const onNotice = (notice: WorkerNotice): void => {
       if (notice.type === 'journal') journalOpened = true;
       if (notice.type === 'progress') hooks.onProgress?.(notice.phase);
-    });
+    };
+    ownerPort.on('message', onNotice);
+    // The task's result travels on piscina's channel, not this port, so notices
+    // the worker posted before returning may still be queued: take them first.
+    const drainNotices = (): void => {
+      for (let queued = receiveMessageOnPort(ownerPort); queued !== undefined; queued = receiveMessageOnPort(ownerPort)) {
+        onNotice(queued.message as WorkerNotice);
+      }
+    };
 
     const done = this.pool()
       .run({ ...task, port: workerPort } satisfies InvokeTask, { transferList: [workerPort as unknown as MessagePort] })
-      .then((outcome: InvokeOutcome) => outcome)
+      .then((outcome: InvokeOutcome) => {
+        drainNotices();
+        return outcome;
+      })
       .catch(async (err: unknown): Promise<InvokeOutcome> => {
+        drainNotices();
         // The worker task itself failed (a crash, not a run failure): finish
         // the audit from here so the journal still ends with a terminal record.
         const message = `the worker running this invocation failed: ${(err as Error)?.message ?? String(err)}`;

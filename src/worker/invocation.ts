@@ -59,7 +59,8 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
   let finishRecorded = false;
 
   try {
-    await throwIfStopped();
+    // Even a run cancelled before it started gets its journal: every accepted run
+    // has a Started and a Terminated record, so an auditor can count them.
     storage = openAuditStorage(resources.project);
     writer = await JournalWriter.create(storage, task.runId, definition.principal);
     audit = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };

@@ -68,6 +68,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       const { definition } = preflight;
       const runId = randomUUID();
       const progressToken = extra._meta?.progressToken;
+      const progressSent: Promise<void>[] = [];
       const startedAt = performance.now();
       session.log.info('run started', { run_id: runId, agent: definition.declaredName, file: definition.file });
 
@@ -83,12 +84,14 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
           onProgress: (phase) => {
             if (progressToken === undefined) return;
             // Progress names the phase only; model text never leaves before authorisation.
-            void extra
-              .sendNotification({
-                method: 'notifications/progress',
-                params: { progressToken, progress: RUN_PHASES.indexOf(phase) + 1, total: RUN_PHASES.length, message: phase },
-              })
-              .catch(() => undefined);
+            progressSent.push(
+              extra
+                .sendNotification({
+                  method: 'notifications/progress',
+                  params: { progressToken, progress: RUN_PHASES.indexOf(phase) + 1, total: RUN_PHASES.length, message: phase },
+                })
+                .catch(() => undefined),
+            );
           },
         },
       );
@@ -98,6 +101,8 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
 
       const outcome = await owner.done;
       extra.signal.removeEventListener('abort', onAbort);
+      // Every progress notice goes out before the result that ends the request.
+      await Promise.all(progressSent);
       const durationMs = Math.round(performance.now() - startedAt);
       const cancelAt = owner.cancelRequestedAt();
       if (cancelAt !== undefined) {
