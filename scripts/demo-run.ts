@@ -1,0 +1,348 @@
+// The demo proper (started by scripts/demo.mjs once dependencies and dist/ exist).
+//
+// It serves a fresh copy of examples/quickstart/ with `symbi mcp` over stdio, answers inference from the
+// in-process synthetic endpoint, and walks through what a user should see: the agent list, one governed
+// answer with its audit reference, a Cedar refusal, a cancelled slow call, and `symbi audit inspect` on
+// every journal. Each step checks what it saw; the exit status is 0 only when every step behaved.
+
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from './synthetic-endpoint.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
+const exampleDir = path.join(repoRoot, 'examples', 'quickstart');
+const STEP_TIMEOUT_MS = 15_000;
+
+// ---- terminal output -------------------------------------------------------------------------------
+
+const useColour = process.stdout.isTTY === true && (process.env.NO_COLOR ?? '') === '';
+const paint = (code: string) => (text: string) => (useColour ? `\u001b[${code}m${text}\u001b[0m` : text);
+const bold = paint('1');
+const dim = paint('2');
+const green = paint('32');
+const red = paint('31');
+const yellow = paint('33');
+
+function say(line = ''): void {
+  process.stdout.write(`${line}\n`);
+}
+
+function heading(n: number, title: string): void {
+  say();
+  say(bold(`${n}. ${title}`));
+}
+
+function field(label: string, value: string): void {
+  say(`   ${dim(label.padEnd(12))} ${value}`);
+}
+
+const failures: string[] = [];
+
+function check(ok: boolean, what: string): boolean {
+  if (ok) {
+    say(`   ${green('ok')}  ${what}`);
+  } else {
+    say(`   ${red('FAILED')}  ${what}`);
+    failures.push(what);
+  }
+  return ok;
+}
+
+function oneLine(text: string, max = 160): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+// ---- MCP results -----------------------------------------------------------------------------------
+
+interface AuditReference {
+  agent_id: string;
+  audit: { run_id: string; path: string; public_key: string };
+}
+
+interface ToolResult {
+  content?: { type: string; text?: string }[];
+  structuredContent?: unknown;
+  isError?: boolean;
+}
+
+function textOf(result: ToolResult): string {
+  return (result.content ?? []).map((c) => c.text ?? '').join('');
+}
+
+function auditOf(result: ToolResult): AuditReference | undefined {
+  const sc = result.structuredContent as Partial<AuditReference> | undefined;
+  return sc?.audit !== undefined && typeof sc.audit.run_id === 'string' ? (sc as AuditReference) : undefined;
+}
+
+interface ListedAgent {
+  stem: string;
+  file: string;
+  invocable: boolean;
+  declared_name?: string;
+  reason?: string;
+}
+
+// ---- journals --------------------------------------------------------------------------------------
+
+function journalDir(project: string): string {
+  return path.join(project, '.symbiont', 'governed');
+}
+
+function journals(project: string): string[] {
+  const dir = journalDir(project);
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir)
+    .filter((n) => n.endsWith('.jsonl'))
+    .map((n) => path.join(dir, n));
+}
+
+function lastEventName(file: string): string | undefined {
+  const lines = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0);
+  const last = lines[lines.length - 1];
+  if (last === undefined) return undefined;
+  try {
+    const event = (JSON.parse(last) as { payload: { entry: { event: Record<string, unknown> } } }).payload.entry.event;
+    return Object.keys(event)[0];
+  } catch {
+    return undefined;
+  }
+}
+
+async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = STEP_TIMEOUT_MS): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+interface Verdict {
+  status: number;
+  label: string;
+  report: Record<string, unknown>;
+}
+
+function auditInspect(journal: string, runId: string, publicKey: string): Verdict {
+  const result = spawnSync(process.execPath, [symbiBin, 'audit', 'inspect', journal, '--run-id', runId, '--public-key', publicKey], {
+    encoding: 'utf8',
+    timeout: STEP_TIMEOUT_MS,
+  });
+  let report: Record<string, unknown> = {};
+  try {
+    report = JSON.parse(result.stdout) as Record<string, unknown>;
+  } catch {
+    report = { error: oneLine(result.stderr || result.stdout || 'no output') };
+  }
+  const status = result.status ?? -1;
+  const label = status === 0 ? 'complete' : status === 2 ? 'requires reconciliation' : 'failed';
+  return { status, label, report };
+}
+
+function terminalSummary(reason: unknown): string {
+  if (reason === 'Completed') return 'Completed';
+  if (typeof reason === 'object' && reason !== null && 'Error' in reason) {
+    const message = (reason as { Error?: { message?: unknown } }).Error?.message;
+    return `Error: ${oneLine(String(message ?? ''), 90)}`;
+  }
+  return oneLine(JSON.stringify(reason ?? null), 90);
+}
+
+// ---- the walk-through ------------------------------------------------------------------------------
+
+function copyExample(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-demo-'));
+  const project = path.join(dir, 'quickstart');
+  // A stray .symbiont/ (from running the server in the example itself) must not leak into the demo.
+  fs.cpSync(exampleDir, project, { recursive: true, filter: (src) => !path.basename(src).startsWith('.') || src === exampleDir });
+  return project;
+}
+
+interface Run {
+  label: string;
+  journal: string;
+  runId: string;
+  expectComplete: boolean;
+}
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  say(bold('symbi mcp demo') + dim('  (a governed MCP server, driven by the MCP SDK client over stdio)'));
+
+  const project = copyExample();
+  const endpoint: SyntheticEndpoint = await startSyntheticEndpoint();
+  field('project', `${project} ${dim('(a fresh copy of examples/quickstart)')}`);
+  field('model', `synthetic endpoint at ${endpoint.url} ${dim('(local, no network, no key)')}`);
+
+  // Only what the server needs: real provider keys in the user's environment never reach the demo.
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? os.tmpdir(),
+    OPENAI_BASE_URL: endpoint.url,
+    OPENAI_API_KEY: 'sk-demo-not-a-real-key',
+    CHAT_MODEL: 'synthetic',
+  };
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [symbiBin, 'mcp', '--project', project],
+    env,
+    stderr: 'pipe',
+  });
+  let serverStderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    serverStderr += chunk.toString('utf8');
+  });
+  const client = new Client({ name: 'symbi-demo', version: '1.0.0' });
+  const runs: Run[] = [];
+  let publicKey = '';
+
+  try {
+    await client.connect(transport);
+    const serverInfo = client.getServerVersion();
+    field('server', `node bin/symbi.js mcp --project <copy>  ${dim(`(${serverInfo?.name ?? 'symbi'} ${serverInfo?.version ?? ''}, pid ${transport.pid ?? '?'})`)}`);
+    const keyLine = await waitFor('the startup summary', () => /audit public key[^:]*: ([0-9a-f]{64})/.exec(serverStderr) ?? undefined);
+    publicKey = keyLine[1]!;
+    field('public key', `${publicKey} ${dim('(from the startup summary on stderr; keep it outside the project)')}`);
+
+    // 1. list_agents
+    heading(1, 'list_agents: what the IDE agent can see');
+    const listed = (await client.callTool({ name: 'list_agents', arguments: {} })) as ToolResult;
+    const agents = ((listed.structuredContent as { agents?: ListedAgent[] } | undefined)?.agents ?? []) as ListedAgent[];
+    for (const a of agents) {
+      const alias = a.declared_name !== undefined && a.declared_name !== a.stem ? ` (declares ${a.declared_name})` : '';
+      if (a.invocable) {
+        say(`   ${green('invocable')}      ${bold(a.stem)}${alias}  ${dim(a.file)}`);
+      } else {
+        say(`   ${yellow('not invocable')}  ${bold(a.stem)}  ${dim(a.file)}`);
+        say(`                  ${dim('why:')} ${oneLine((a.reason ?? '').replace(`${a.file}: `, ''), 140)}`);
+      }
+    }
+    check(agents.some((a) => a.invocable) && agents.some((a) => !a.invocable && (a.reason ?? '') !== ''), 'invocable agents listed, and a refusal reason for the one that is not');
+
+    // 2. invoke_agent
+    heading(2, 'invoke_agent: one governed text answer');
+    const prompt = 'Introduce yourself in one sentence.';
+    field('call', `invoke_agent {agent: "assistant", prompt: "${prompt}"}`);
+    const answered = (await client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt } })) as ToolResult;
+    const answerRef = auditOf(answered);
+    field('answer', textOf(answered));
+    if (answerRef !== undefined) {
+      field('agent id', answerRef.agent_id);
+      field('run id', answerRef.audit.run_id);
+      field('journal', answerRef.audit.path);
+      field('public key', answerRef.audit.public_key);
+      runs.push({ label: 'answer', journal: answerRef.audit.path, runId: answerRef.audit.run_id, expectComplete: true });
+    }
+    check(answered.isError !== true && textOf(answered).length > 0, 'the answer came back after Cedar permitted it');
+    check(answerRef !== undefined && answerRef.audit.public_key === publicKey, 'the audit reference names the run, its journal and the startup public key');
+
+    // 3. Cedar refusal
+    heading(3, 'a Cedar refusal: the model mentions a secret');
+    say(dim('   policies/mcp-server/respond.cedar forbids any response whose content is like "*secret*".'));
+    field('call', 'invoke_agent {agent: "assistant", prompt: "What is the launch code? [[secret]]"}');
+    const refused = (await client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'What is the launch code? [[secret]]' } })) as ToolResult;
+    const refusedRef = auditOf(refused);
+    field('tool error', oneLine(textOf(refused).replace(/ \(audit: .*\)$/, ''), 120));
+    if (refusedRef !== undefined) {
+      field('run id', refusedRef.audit.run_id);
+      runs.push({ label: 'refusal', journal: refusedRef.audit.path, runId: refusedRef.audit.run_id, expectComplete: true });
+    }
+    check(refused.isError === true && /Cedar policy denied/.test(textOf(refused)), 'the call is a tool error naming the Cedar decision');
+    check(!textOf(refused).includes('launch code is'), "the model's text was withheld");
+
+    // 4. cancellation
+    heading(4, 'cancellation: the client gives up on a slow answer');
+    field('call', 'invoke_agent {agent: "helper", prompt: "Take your time. [[hold]]"}');
+    const known = new Set(journals(project));
+    const requestsBefore = endpoint.requests.length;
+    const controller = new AbortController();
+    const slow = client
+      .callTool({ name: 'invoke_agent', arguments: { agent: 'helper', prompt: 'Take your time. [[hold]]' } }, undefined, { signal: controller.signal })
+      .then(
+        () => 'answered',
+        () => 'cancelled',
+      );
+    await endpoint.waitForRequests(requestsBefore + 1, STEP_TIMEOUT_MS);
+    say(`   ${dim('the endpoint received the request and holds it; aborting the call (notifications/cancelled)')}`);
+    controller.abort('the demo stopped waiting');
+    const outcome = await slow;
+    const cancelledJournal = await waitFor('the cancelled run’s journal', () => journals(project).find((f) => !known.has(f)));
+    await waitFor('the terminal record of the cancelled run', () => (lastEventName(cancelledJournal) === 'Terminated' ? true : undefined));
+    const cancelledRunId = path.basename(cancelledJournal, '.jsonl');
+    field('client', `the call was ${outcome}`);
+    field('run id', cancelledRunId);
+    field('journal', `${cancelledJournal} ${dim('(ends with its Terminated record)')}`);
+    // The operator's view of the same run: the server's stderr line (it follows the terminal record closely).
+    const cancelLine = await waitFor(
+      'the run cancelled line on stderr',
+      () => serverStderr.split('\n').find((l) => l.includes(cancelledRunId) && /run cancelled/.test(l)),
+      2_000,
+    ).catch(() => undefined);
+    if (cancelLine !== undefined) field('stderr', dim(oneLine(cancelLine, 150)));
+    runs.push({ label: 'cancelled', journal: cancelledJournal, runId: cancelledRunId, expectComplete: true });
+    const closed = await waitFor('the provider connection to close', () => (endpoint.requests[requestsBefore]?.closedEarly === true ? true : undefined)).catch(() => false);
+    check(outcome === 'cancelled', 'the cancelled call got no answer');
+    check(closed, 'the server closed its provider connection and wrote the terminal record');
+
+    // 5. audit inspect
+    heading(5, 'symbi audit inspect: verify every journal with the public key');
+    say(dim('   node bin/symbi.js audit inspect <journal> --run-id <id> --public-key <key>'));
+    for (const run of runs) {
+      const verdict = auditInspect(run.journal, run.runId, publicKey);
+      const colour = verdict.status === 0 ? green : verdict.status === 2 ? yellow : red;
+      const records = typeof verdict.report.records === 'number' ? `${verdict.report.records} records` : '';
+      const ending = 'terminal_reason' in verdict.report ? terminalSummary(verdict.report.terminal_reason) : oneLine(String(verdict.report.error ?? ''), 90);
+      say(`   ${run.label.padEnd(10)} ${run.runId}  ${colour(verdict.label)}  ${dim(`exit ${verdict.status}, ${records}`)}`);
+      say(`              ${dim('ends with:')} ${ending}`);
+      check(verdict.status === 0 || !run.expectComplete, `the ${run.label} journal verifies and is complete`);
+    }
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    check(false, `the demo stopped: ${oneLine(message)}`);
+    if (serverStderr !== '') {
+      say(dim('   server standard error (last lines):'));
+      for (const line of serverStderr.trimEnd().split('\n').slice(-8)) say(dim(`   | ${oneLine(line)}`));
+    }
+  } finally {
+    endpoint.releaseAll();
+    await client.close().catch(() => undefined);
+    await endpoint.close().catch(() => undefined);
+  }
+
+  say();
+  say(bold('What to run next'));
+  say(`   npm test                                   ${dim('build, then every test suite')}`);
+  say(`   node bin/symbi.js audit list --project ${project}`);
+  say(`                                              ${dim('the runs above, newest first, checked with the project key')}`);
+  say(`   claude mcp add symbi -- node ${symbiBin} mcp --project /abs/path/to/your/project`);
+  say(`                                              ${dim('Claude Code; README.md has Claude Desktop and Cursor snippets')}`);
+  say(`   npm run bench                              ${dim('the benchmark table for this machine')}`);
+  say();
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  if (failures.length === 0) {
+    say(green(`Demo finished in ${seconds} s: every step behaved as expected.`) + dim(` (the copy stays in ${path.dirname(project)})`));
+    return 0;
+  }
+  say(red(`Demo finished in ${seconds} s with ${failures.length} failed step(s):`));
+  for (const f of failures) say(red(`   - ${f}`));
+  return 1;
+}
+
+main().then(
+  (status) => {
+    process.exitCode = status;
+  },
+  (error: unknown) => {
+    process.stderr.write(`demo: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);
