@@ -107,7 +107,7 @@ describe('symbi mcp raw stdio', () => {
       }
       assert.match(server.stderr(), /dropped a message from the client: not valid JSON/);
       assert.ok(!server.stderr().includes('this is not json'), 'dropped input is not echoed');
-      assert.match(server.stderr(), /session closed: standard input ended/);
+      assert.match(server.stderr(), /shutting down cause="the client closed standard input" live_runs=0 finalised=0 not_finalised=0/);
     } finally {
       await server.end();
       removeDir(project);
