@@ -27,8 +27,8 @@ fs.writeFileSync(path.join(project, 'agents', 'assistant.symbi'), 'agent assista
 const endpoint = await startSyntheticEndpoint();
 const transport = new StdioClientTransport({
   command: process.execPath,
-  args: [path.join(repoRoot, 'bin', 'symbi.js'), 'mcp', '--project', project, '--log-format', 'json'],
-  env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), OPENAI_BASE_URL: endpoint.url, OPENAI_API_KEY: 'stress', CHAT_MODEL: 'synthetic' },
+  args: [...(process.env.STRESS_NODE_ARGS ? process.env.STRESS_NODE_ARGS.split(' ') : []), path.join(repoRoot, 'bin', 'symbi.js'), 'mcp', '--project', project, '--log-format', 'json'],
+  env: { ...(process.env.UV_THREADPOOL_SIZE ? { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE } : {}), PATH: process.env.PATH ?? '', HOME: os.tmpdir(), OPENAI_BASE_URL: endpoint.url, OPENAI_API_KEY: 'stress', CHAT_MODEL: 'synthetic' },
   stderr: 'pipe',
 });
 let stderr = '';

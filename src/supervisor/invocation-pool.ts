@@ -12,7 +12,7 @@ export function createInvocationPool(boot: WorkerBootData): Piscina {
   return new Piscina({
     filename: new URL('../worker/invoke-task.js', import.meta.url).href,
     workerData: boot,
-    minThreads: 1,
+    minThreads: threads,
     maxThreads: threads,
     concurrentTasksPerWorker: TASKS_PER_WORKER,
     atomics: 'disabled',

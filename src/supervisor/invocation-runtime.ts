@@ -13,6 +13,8 @@ import type { InvokeAgentSession } from './tools/invoke-agent-tool.js';
 export interface InvocationRuntime {
   session: InvokeAgentSession;
   owners: RunOwnerTable;
+  /** Starts the worker threads ahead of the first invocation (when a provider is configured). */
+  warmUp(): void;
   stopWorkers(): Promise<void>;
 }
 
@@ -43,6 +45,9 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
       owners,
       guidance,
       log,
+    },
+    warmUp: () => {
+      if (provider.ok) getPool();
     },
     stopWorkers: async () => {
       if (pool !== undefined) await pool.destroy();

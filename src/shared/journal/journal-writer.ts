@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { promisify } from 'node:util';
 import { canonicalJson, sha256Hex } from '../canonical-json.js';
 import { JOURNAL_FILE_MAX_BYTES, JOURNAL_LINE_MAX_BYTES } from '../limits.js';
 import { procPath } from '../pinned-directory.js';
@@ -39,6 +40,9 @@ export class JournalWriteError extends Error {
 
 const { O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_APPEND } = fs.constants;
 const JOURNAL_FILE_MODE = 0o600;
+const writeAsync = promisify(fs.write) as (fd: number, buffer: Buffer, offset: number, length: number) => Promise<{ bytesWritten: number; buffer: Buffer }>;
+const fdatasyncAsync = promisify(fs.fdatasync);
+const fsyncAsync = promisify(fs.fsync);
 /** Terminal error messages are cut to this many characters so the terminal record always fits a line. */
 const TERMINAL_MESSAGE_MAX_CHARS = 4096;
 
@@ -81,7 +85,7 @@ export class JournalWriter {
     }
     try {
       fs.fchmodSync(fd, JOURNAL_FILE_MODE); // the umask may only have removed bits; make the mode exact
-      fs.fsyncSync(storage.governedDirFd); // the new directory entry must survive a crash as well
+      await fsyncAsync(storage.governedDirFd); // the new directory entry must survive a crash as well
     } catch (err) {
       const code = errorText(err);
       // EINVAL: the file system cannot sync directories; the records themselves are still synced.
@@ -165,7 +169,7 @@ export class JournalWriter {
     if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
     this.checkFileEnd();
     if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
-    this.writeRecord(event);
+    await this.writeRecord(event);
   }
 
   /**
@@ -183,7 +187,7 @@ export class JournalWriter {
     }
     // Record the tampering if we see it, but write anyway: this is the last word on the run.
     this.checkFileEnd();
-    this.writeRecord({ [TERMINATED_EVENT]: { reason: normal } });
+    await this.writeRecord({ [TERMINATED_EVENT]: { reason: normal } });
     this.terminated = true;
   }
 
@@ -221,7 +225,7 @@ export class JournalWriter {
     }
   }
 
-  private writeRecord(event: Record<string, unknown>): void {
+  private async writeRecord(event: Record<string, unknown>): Promise<void> {
     let payloadText: string;
     try {
       payloadText = canonicalJson({
@@ -246,8 +250,9 @@ export class JournalWriter {
     }
     let written = 0;
     try {
-      while (written < line.length) written += fs.writeSync(this.fd, line, written, line.length - written);
-      fs.fdatasyncSync(this.fd);
+      // Asynchronous I/O keeps the worker's event loop free for other runs' cancel messages during the sync.
+      while (written < line.length) written += (await writeAsync(this.fd, line, written, line.length - written)).bytesWritten;
+      await fdatasyncAsync(this.fd);
     } catch (err) {
       // After a failed write or sync the file's contents are unknown: never extend this chain again.
       this.broken ??= `a write failed after ${written} of ${line.length} bytes (${errorText(err)})`;

@@ -90,6 +90,8 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     stopWorkers: () => runtime.stopWorkers(),
   });
   log.info('serving MCP on standard input/output');
+  // Threads start after the session is up, so the initialize answer does not wait for them.
+  setImmediate(() => runtime.warmUp());
   const reason = await session.closed;
   // However the session ended, live runs still get their terminal records before exit.
   await shutdown(`session closed: ${reason}`);
