@@ -1,4 +1,5 @@
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import pTimeout from 'p-timeout';
 import type { Piscina } from 'piscina';
 import type { InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
 
@@ -112,12 +113,7 @@ export class RunOwnerTable {
         }),
       ),
     );
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, timeoutMs);
-    });
-    await Promise.race([settled, timeout]);
-    if (timer !== undefined) clearTimeout(timer);
+    await pTimeout(settled, { milliseconds: timeoutMs, fallback: () => undefined });
     return { finalised, notFinalised: pending.length - finalised };
   }
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { delay } from 'abort-controller-x';
 import { closeAuditStorage, openAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
 import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
 import { JournalWriter } from '../shared/journal/journal-writer.js';
@@ -42,7 +43,8 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
 
   const cancellation = listenForCancellation(task.port);
   const deadline = new AbortController();
-  let deadlineTimer: NodeJS.Timeout | undefined;
+  // Aborted when the run settles, which cancels the pending deadline timer.
+  const runSettled = new AbortController();
   const stopSignal = AbortSignal.any([cancellation.signal, deadline.signal]);
   const stopReason = (): string =>
     cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
@@ -66,7 +68,10 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     audit = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
     notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
     // The deadline covers the whole invocation after the journal opens.
-    deadlineTimer = setTimeout(() => deadline.abort(new Error('deadline')), definition.timeoutMs);
+    delay(runSettled.signal, definition.timeoutMs).then(
+      () => deadline.abort(new Error('deadline')),
+      () => undefined,
+    );
 
     await writer.append({
       Started: {
@@ -207,7 +212,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     if (audit !== undefined) result.audit = audit;
     return result;
   } finally {
-    if (deadlineTimer !== undefined) clearTimeout(deadlineTimer);
+    runSettled.abort();
     cancellation.dispose();
     if (writer !== undefined) await writer.close().catch(() => undefined);
     if (storage !== undefined) closeAuditStorage(storage);
