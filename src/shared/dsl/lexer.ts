@@ -68,7 +68,7 @@ export interface LexResult {
 }
 
 export function lex(src: string, maxErrors: number): LexResult {
-  const tokens = new TokenStream((src.length >> 3) + 16);
+  const tokens = TokenStream.acquire((src.length >> 2) + 64);
   const errors: SyntaxDiagnostic[] = [];
   const n = src.length;
   let i = 0;
@@ -77,9 +77,6 @@ export function lex(src: string, maxErrors: number): LexResult {
 
   const report = (offset: number, l: number, ls: number, message: string): void => {
     if (errors.length < maxErrors) errors.push({ line: l, column: offset - ls + 1, message });
-  };
-  const push = (kind: TokenKind, text: string, value: number, start: number, end: number, l: number, ls: number): void => {
-    tokens.push(kind, text, value, start, end, l, start - ls + 1);
   };
 
   while (i < n) {
@@ -123,19 +120,25 @@ export function lex(src: string, maxErrors: number): LexResult {
     const startLine = line;
     const startLs = lineStart;
     if (isIdentStart(c)) {
+      let hash = c;
       i++;
-      while (i < n && isIdentPart(src.charCodeAt(i))) i++;
-      const word = src.slice(start, i);
+      while (i < n) {
+        const d = src.charCodeAt(i);
+        if (!isIdentPart(d)) break;
+        hash = (Math.imul(hash, 31) + d) | 0;
+        i++;
+      }
+      const word = internedWord(src, start, i, hash);
       if (word === 'vault' && src.startsWith('://', i)) {
         let j = i + 3;
         while (j < n && isVaultPathChar(src.charCodeAt(j))) j++;
         const path = src.slice(i + 3, j);
         if (path.length === 0) report(start, line, lineStart, 'vault reference needs a path, as in `vault://team/service/key`');
         i = j;
-        push(TokenKind.Vault, path, 0, start, i, line, lineStart);
+        tokens.push(TokenKind.Vault, path, 0, start, i, line, start - lineStart + 1);
         continue;
       }
-      push(TokenKind.Ident, word, 0, start, i, line, lineStart);
+      tokens.push(TokenKind.Ident, word, 0, start, i, line, start - lineStart + 1);
       continue;
     }
     if (isDigit(c)) {
@@ -165,7 +168,7 @@ export function lex(src: string, maxErrors: number): LexResult {
         const factor = DOT_DURATION_UNITS[unit];
         if (factor !== undefined) {
           i = j;
-          push(TokenKind.Duration, src.slice(start, i), value * factor, start, i, line, lineStart);
+          tokens.push(TokenKind.Duration, src.slice(start, i), value * factor, start, i, line, start - lineStart + 1);
           continue;
         }
       }
@@ -185,16 +188,16 @@ export function lex(src: string, maxErrors: number): LexResult {
               ? `duration \`${shorten(src.slice(start, j))}\` must be a whole number followed by a unit`
               : `unknown duration unit \`${shorten(unit)}\` after \`${shorten(numText)}\`; allowed units: s, m, h, d, w, months, y, or \`.seconds\`, \`.minutes\`, \`.hours\``,
           );
-          push(TokenKind.Duration, src.slice(start, j), value, start, i, line, lineStart);
+          tokens.push(TokenKind.Duration, src.slice(start, j), value, start, i, line, start - lineStart + 1);
         } else {
-          push(TokenKind.Duration, src.slice(start, j), value * factor, start, i, line, lineStart);
+          tokens.push(TokenKind.Duration, src.slice(start, j), value * factor, start, i, line, start - lineStart + 1);
         }
         continue;
       }
       if (numText.endsWith('_') || numText.includes('_.')) {
         report(start, line, lineStart, `number \`${shorten(numText)}\` cannot end a digit group with \`_\``);
       }
-      push(TokenKind.Number, numText, value, start, i, line, lineStart);
+      tokens.push(TokenKind.Number, numText, value, start, i, line, start - lineStart + 1);
       continue;
     }
     if (c === 34) {
@@ -283,6 +286,28 @@ export function lex(src: string, maxErrors: number): LexResult {
   }
   tokens.push(TokenKind.Eof, '', 0, n, n, line, n - lineStart + 1);
   return { tokens, errors };
+}
+
+// Identifiers repeat a lot (keywords, field and variable names): a small
+// direct-mapped table hands back the string already made for the same
+// characters instead of slicing a new one each time.
+const INTERN_SLOTS = 4096;
+const INTERN_MAX_LENGTH = 32;
+const internTable: string[] = new Array<string>(INTERN_SLOTS).fill('');
+
+function internedWord(src: string, start: number, end: number, hash: number): string {
+  const len = end - start;
+  if (len > INTERN_MAX_LENGTH) return src.slice(start, end);
+  const slot = (hash ^ (hash >>> 12)) & (INTERN_SLOTS - 1);
+  const cached = internTable[slot]!;
+  if (cached.length === len) {
+    let k = 0;
+    while (k < len && cached.charCodeAt(k) === src.charCodeAt(start + k)) k++;
+    if (k === len) return cached;
+  }
+  const word = src.slice(start, end);
+  internTable[slot] = word;
+  return word;
 }
 
 function isStray(c: number): boolean {

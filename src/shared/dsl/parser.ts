@@ -50,10 +50,14 @@ const RESERVED = new Set(['let', 'return', 'else', 'for', 'in', 'try', 'catch'])
 // Words parsePrimary must not treat as plain names.
 const KEYWORD_PRIMARIES = new Set([...RESERVED, 'true', 'false', 'if', 'match']);
 const ASSIGN_OPS = new Set(['=', '+=', '-=', '*=', '/=', '%=']);
-const OPENERS = new Set(['(', '[', '{']);
 
 export function parseDsl(src: string): ParseResult {
-  return new Parser(src).parseFile();
+  const parser = new Parser(src);
+  try {
+    return parser.parseFile();
+  } finally {
+    parser.release();
+  }
 }
 
 class Parser {
@@ -62,8 +66,8 @@ class Parser {
   private readonly texts: string[];
   private readonly last: number;
   private readonly errors: SyntaxDiagnostic[];
-  /** Index of the matching bracket token for every bracket, -1 when unmatched. */
-  private readonly match: Int32Array;
+  /** Index of the matching bracket token for every bracket, -1 when unmatched; built on first recovery. */
+  private matchTable: Int32Array | null = null;
   private pos = 0;
   private depth = 0;
   private noRecord = false;
@@ -76,7 +80,15 @@ class Parser {
     this.texts = this.ts.text;
     this.errors = lexed.errors;
     this.last = this.ts.count - 1;
-    this.match = matchBrackets(this.ts);
+  }
+
+  release(): void {
+    this.ts.release();
+  }
+
+  /** Clean files never need bracket pairs, so they are computed only when recovery first skips. */
+  private get match(): Int32Array {
+    return (this.matchTable ??= matchBrackets(this.ts));
   }
 
   parseFile(): ParseResult {
@@ -227,9 +239,10 @@ class Parser {
   private skipToTopLevel(itemStart: number): void {
     let p = this.pos;
     if (p <= itemStart) p = itemStart + 1;
+    const match = this.match;
     while (p < this.last) {
-      if (this.kinds[p] === TokenKind.Punct && OPENERS.has(this.texts[p]!) && this.match[p]! > p) {
-        p = this.match[p]! + 1;
+      if (this.kinds[p] === TokenKind.Punct && isOpener(this.texts[p]!) && match[p]! > p) {
+        p = match[p]! + 1;
         continue;
       }
       if (this.startsItemAt(p)) break;
@@ -245,16 +258,17 @@ class Parser {
    */
   private skipWithin(openIdx: number, from: number, semicolon: boolean, restart: (p: number) => boolean): void {
     let p = Math.max(this.pos, from);
+    const match = this.match;
     while (p < this.last) {
       const text = this.texts[p]!;
       if (this.kinds[p] === TokenKind.Punct) {
-        if (OPENERS.has(text)) {
-          const m = this.match[p]!;
+        if (isOpener(text)) {
+          const m = match[p]!;
           p = m > p ? m + 1 : p + 1;
           continue;
         }
         if (text === '}') {
-          const m = this.match[p]!;
+          const m = match[p]!;
           if (m > openIdx) {
             p++;
             continue;
@@ -1193,6 +1207,10 @@ class Parser {
     this.depth--;
     return { kind: 'match', subject, arms, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
+}
+
+function isOpener(text: string): boolean {
+  return text === '(' || text === '[' || text === '{';
 }
 
 /** Pairs brackets once so recovery can jump over balanced groups in constant time. */

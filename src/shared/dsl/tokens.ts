@@ -50,6 +50,11 @@ export function describeToken(token: Token): string {
  * Tokens stored column-wise in typed arrays: a 1 MiB input can hold a million
  * tokens, and one object per token would spend most of the parse in the
  * garbage collector. `get` builds a Token object only where one is needed.
+ *
+ * Allocating typed arrays is costly next to lexing a small file, so one
+ * stream is kept between parses (parsing is synchronous) and reused through
+ * `acquire`/`release`; a stream that grew past RETAINED_CAPACITY is dropped
+ * instead, so a 1 MiB parse does not pin its arrays in memory.
  */
 export class TokenStream {
   count = 0;
@@ -59,7 +64,7 @@ export class TokenStream {
   line: Int32Array;
   column: Int32Array;
   value: Float64Array;
-  text: string[] = [];
+  text: string[];
   // The parser often looks at the same token twice; keep the last one built.
   private cachedIndex = -1;
   private cached: Token | null = null;
@@ -72,13 +77,36 @@ export class TokenStream {
     this.line = new Int32Array(n);
     this.column = new Int32Array(n);
     this.value = new Float64Array(n);
+    this.text = [];
+  }
+
+  /** An empty stream able to hold about `capacity` tokens without growing (it grows if needed). */
+  static acquire(capacity: number): TokenStream {
+    const pooled = pool;
+    if (pooled !== null && capacity <= RETAINED_CAPACITY) {
+      pool = null;
+      return pooled;
+    }
+    return new TokenStream(Math.min(capacity, MAX_INITIAL_CAPACITY));
+  }
+
+  /** Hands the stream back for reuse; the caller must not touch it afterwards. */
+  release(): void {
+    if (this.kind.length > RETAINED_CAPACITY) return;
+    // Drop references to this parse's strings so they can be collected.
+    this.text.fill('', 0, this.count);
+    this.count = 0;
+    this.cachedIndex = -1;
+    this.cached = null;
+    pool = this;
   }
 
   push(kind: TokenKind, text: string, value: number, start: number, end: number, line: number, column: number): void {
     if (this.count === this.kind.length) this.grow();
     const i = this.count++;
     this.kind[i] = kind;
-    this.text.push(text);
+    // Overwrites a reused slot or appends (never leaves a hole).
+    this.text[i] = text;
     this.value[i] = value;
     this.start[i] = start;
     this.end[i] = end;
@@ -107,13 +135,24 @@ export class TokenStream {
     const kind = new Uint8Array(n);
     kind.set(this.kind);
     this.kind = kind;
-    for (const key of ['start', 'end', 'line', 'column'] as const) {
-      const next = new Int32Array(n);
-      next.set(this[key]);
-      this[key] = next;
-    }
+    this.start = grownInt32(this.start, n);
+    this.end = grownInt32(this.end, n);
+    this.line = grownInt32(this.line, n);
+    this.column = grownInt32(this.column, n);
     const value = new Float64Array(n);
     value.set(this.value);
     this.value = value;
   }
+}
+
+// Up to this many tokens (about 1.7 MB of arrays) the stream is kept for the next parse.
+const RETAINED_CAPACITY = 1 << 16;
+// A first guess never allocates for more tokens than this; the stream doubles when it must.
+const MAX_INITIAL_CAPACITY = 1 << 19;
+let pool: TokenStream | null = new TokenStream(4096);
+
+function grownInt32(a: Int32Array, n: number): Int32Array {
+  const next = new Int32Array(n);
+  next.set(a);
+  return next;
 }
