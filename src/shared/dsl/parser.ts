@@ -330,7 +330,7 @@ class Parser {
 
   private parseNamedBlock(kind: 'schedule' | 'channel' | 'memory' | 'webhook'): Item {
     const kw = this.next();
-    const name = this.expectName(`after \`${kind}\``);
+    const name = this.kindAt() === TokenKind.Ident ? this.next() : this.expectName(`after \`${kind}\``);
     const block = this.parsePairBlock(`${kind} \`${name.text}\``, kw, kind === 'channel');
     return { kind, name: name.text, block, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
@@ -338,7 +338,7 @@ class Parser {
   private parseTypeDecl(): Item {
     const kw = this.next();
     const name = this.expectName('after `type`');
-    this.expect('=', `after \`type ${name.text}\``);
+    if (!this.eat('=')) this.expect('=', `after \`type ${name.text}\``);
     const type = this.parseType();
     this.eat(';');
     return { kind: 'type', name: name.text, type, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
@@ -356,7 +356,7 @@ class Parser {
     }
     let returnType: TypeRef | null = null;
     if (this.eat('->')) returnType = this.parseType();
-    const open = this.expect('{', `to open the body of ${what}`);
+    const open = this.isPunct('{') ? this.next() : this.expect('{', `to open the body of ${what}`);
     const openIdx = this.pos - 1;
     const members: AgentMember[] = [];
     const agent: AgentDecl = { kind: 'agent', name: name.text, params, paramsPos, returnType, members, line: kw.line, column: kw.column, start: kw.start, end: open.end };
@@ -430,7 +430,7 @@ class Parser {
     const kw = this.next();
     const name = this.expectName('after `policy`');
     const what = `policy \`${name.text}\``;
-    this.expect('{', `to open ${what}`);
+    if (!this.eat('{')) this.expect('{', `to open ${what}`);
     const openIdx = this.pos - 1;
     this.enter();
     const rules: PolicyRule[] = [];
@@ -501,19 +501,19 @@ class Parser {
     const open = this.next();
     const params: Param[] = [];
     while (!this.isPunct(')')) {
-      const name = this.expectName(`of a parameter of ${what}`);
+      const name = this.kindAt() === TokenKind.Ident ? this.next() : this.expectName(`of a parameter of ${what}`);
       let type: TypeRef | null = null;
       if (this.eat(':')) type = this.parseType();
       params.push({ name: name.text, type, line: name.line, column: name.column });
       if (!this.eat(',')) break;
     }
-    this.expect(')', `to close the parameters of ${what} opened at ${open.line}:${open.column}`);
+    if (!this.eat(')')) this.expect(')', `to close the parameters of ${what} opened at ${open.line}:${open.column}`);
     return params;
   }
 
   /** `{ key = value ... }` with optional nested `name { ... }` blocks and, in channels, policies. */
   private parsePairBlock(what: string, kw: Token, allowPolicies: boolean): PairBlock {
-    this.expect('{', `to open ${what}`);
+    if (!this.eat('{')) this.expect('{', `to open ${what}`);
     const openIdx = this.pos - 1;
     this.enter();
     const savedDepth = this.depth;
@@ -593,15 +593,15 @@ class Parser {
       const fields: { name: string; type: TypeRef }[] = [];
       while (!this.isPunct('}')) {
         const name = this.peek().kind === TokenKind.String ? this.next() : this.expectName('of a record type field');
-        this.expect(':', `after record type field ${keyText(name)}`);
+        if (!this.eat(':')) this.expect(':', `after record type field ${keyText(name)}`);
         fields.push({ name: name.text, type: this.parseType() });
         if (!this.eat(',') && !this.eat(';')) break;
       }
-      this.expect('}', `to close the record type opened at ${t.line}:${t.column}`);
+      if (!this.eat('}')) this.expect('}', `to close the record type opened at ${t.line}:${t.column}`);
       result = { kind: 'record', fields, line: t.line, column: t.column };
     } else if (this.eat('[')) {
       const element = this.parseType();
-      this.expect(']', `to close the array type opened at ${t.line}:${t.column}`);
+      if (!this.eat(']')) this.expect(']', `to close the array type opened at ${t.line}:${t.column}`);
       result = { kind: 'array', element, optional: this.eat('?'), line: t.line, column: t.column };
     } else if (t.kind === TokenKind.Ident) {
       this.next();
@@ -615,7 +615,7 @@ class Parser {
         do {
           args.push(this.parseType());
         } while (this.eat(','));
-        this.expect('>', `to close the type arguments of \`${name}\``);
+        if (!this.eat('>')) this.expect('>', `to close the type arguments of \`${name}\``);
       }
       result = { kind: 'named', name, args, optional: this.eat('?'), line: t.line, column: t.column };
     } else {
@@ -628,7 +628,7 @@ class Parser {
   // ---- blocks and statements -----------------------------------------
 
   private parseBlock(what: string, owner: Token): Block {
-    const open = this.expect('{', `to open the body of ${what}`);
+    const open = this.isPunct('{') ? this.next() : this.expect('{', `to open the body of ${what}`);
     const openIdx = this.pos - 1;
     this.enter();
     const savedDepth = this.depth;
@@ -796,7 +796,7 @@ class Parser {
             items.push(this.parsePattern());
             if (!this.eat(',')) break;
           }
-          this.expect(close, `to close the pattern opened at ${t.line}:${t.column}`);
+          if (!this.eat(close)) this.expect(close, `to close the pattern opened at ${t.line}:${t.column}`);
           if (t.text === '(' && items.length === 1) return items[0]!;
           return t.text === '[' ? { kind: 'array', items, ...at } : { kind: 'constructor', name: '', args: items, ...at };
         }
@@ -820,7 +820,7 @@ class Parser {
             args.push(this.parsePattern());
             if (!this.eat(',')) break;
           }
-          this.expect(')', `to close the arguments of pattern \`${name}\``);
+          if (!this.eat(')')) this.expect(')', `to close the arguments of pattern \`${name}\``);
           return { kind: 'constructor', name, args, ...at };
         }
         if (this.isPunct('{')) {
@@ -831,7 +831,7 @@ class Parser {
             fields.push({ key: key.text, pattern: this.eat(':') ? this.parsePattern() : null });
             if (!this.eat(',')) break;
           }
-          this.expect('}', `to close the record pattern opened at ${open.line}:${open.column}`);
+          if (!this.eat('}')) this.expect('}', `to close the record pattern opened at ${open.line}:${open.column}`);
           return { kind: 'record', typeName: name, fields, ...at };
         }
         return { kind: 'binding', name, ...at };
@@ -973,7 +973,7 @@ class Parser {
           args.push({ name, value: this.parseExpression() });
           if (!this.eat(',')) break;
         }
-        const close = this.expect(')', `to close the call opened at ${t.line}:${t.column}`);
+        const close = this.isPunct(')') ? this.next() : this.expect(')', `to close the call opened at ${t.line}:${t.column}`);
         this.noRecord = saved;
         e = { kind: 'call', callee: e, args, line: e.line, column: e.column, start: e.start, end: close.end };
       } else if (t.text === '[') {
@@ -981,7 +981,7 @@ class Parser {
         const saved = this.noRecord;
         this.noRecord = false;
         const index = this.parseExpression();
-        const close = this.expect(']', `to close the index opened at ${t.line}:${t.column}`);
+        const close = this.isPunct(']') ? this.next() : this.expect(']', `to close the index opened at ${t.line}:${t.column}`);
         this.noRecord = saved;
         e = { kind: 'index', object: e, index, line: e.line, column: e.column, start: e.start, end: close.end };
       } else return e;
@@ -1042,7 +1042,7 @@ class Parser {
             items.push(this.parseExpression());
             if (!this.eat(',')) break;
           }
-          const close = this.expect(']', `to close the array opened at ${t.line}:${t.column}`);
+          const close = this.isPunct(']') ? this.next() : this.expect(']', `to close the array opened at ${t.line}:${t.column}`);
           this.noRecord = saved;
           return { kind: 'array', items, line: t.line, column: t.column, start: t.start, end: close.end };
         }
@@ -1118,7 +1118,7 @@ class Parser {
     const saved = this.noRecord;
     this.noRecord = false;
     const inner = this.parseExpression();
-    const close = this.expect(')', `to close \`(\` opened at ${t.line}:${t.column}`);
+    const close = this.isPunct(')') ? this.next() : this.expect(')', `to close \`(\` opened at ${t.line}:${t.column}`);
     this.noRecord = saved;
     this.depth--;
     return { kind: 'group', inner, line: t.line, column: t.column, start: t.start, end: close.end };
@@ -1143,7 +1143,7 @@ class Parser {
       }
       if (this.peek().kind === TokenKind.Eof) break;
     }
-    const close = this.expect('}', `to close the record opened at ${open.line}:${open.column}`);
+    const close = this.isPunct('}') ? this.next() : this.expect('}', `to close the record opened at ${open.line}:${open.column}`);
     this.noRecord = saved;
     this.depth--;
     return { kind: 'record', typeName, fields, line: t.line, column: t.column, start: t.start, end: close.end };
@@ -1202,7 +1202,7 @@ class Parser {
       }
       arms.push({ pattern, guard, body, line: pattern.line, column: pattern.column });
     }
-    this.expect('}', `to close the \`match\` opened at ${open.line}:${open.column}`);
+    if (!this.eat('}')) this.expect('}', `to close the \`match\` opened at ${open.line}:${open.column}`);
     this.noRecord = saved;
     this.depth--;
     return { kind: 'match', subject, arms, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
