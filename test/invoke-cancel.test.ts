@@ -184,9 +184,9 @@ describe('shutdown and process loss', () => {
     await endpoint.close();
   });
 
-  function spawnRawServer(project: string) {
-    const child = spawn(process.execPath, [symbiBin, 'mcp', '--project', project], {
-      env: providerEnv(endpoint.url),
+  function spawnRawServer(project: string, extraArgs: string[] = [], extraEnv: Record<string, string> = {}) {
+    const child = spawn(process.execPath, [symbiBin, 'mcp', '--project', project, ...extraArgs], {
+      env: providerEnv(endpoint.url, extraEnv),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -246,6 +246,73 @@ describe('shutdown and process loss', () => {
         assert.match(JSON.stringify(terminalOf(file)), /shutting down/);
       }
       assert.match(server.stderr(), /finalised/);
+    } finally {
+      removeProject(project);
+    }
+  });
+
+  it('finalises waiting runs on SIGTERM and exits 0', async () => {
+    const project = makeProject(FILES);
+    try {
+      const seen = endpoint.requests.length;
+      const server = spawnRawServer(project);
+      for (let i = 1; i <= 5; i++) {
+        server.send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } } });
+      }
+      await endpoint.waitForRequests(seen + 5);
+      server.child.kill('SIGTERM');
+      assert.equal(await server.exited, 0, server.stderr());
+      const journals = journalsIn(project);
+      assert.equal(journals.length, 5);
+      for (const file of journals) assert.equal(inspectJournal(file, path.basename(file, '.jsonl'), projectPublicKey(project)).exitCode, 0);
+      assert.match(server.stderr(), /shutting down cause=SIGTERM live_runs=5 finalised=5 not_finalised=0/);
+    } finally {
+      removeProject(project);
+    }
+  });
+
+  it('reports runs it could not finalise within the shutdown bound and exits non-zero', async () => {
+    const project = makeProject(FILES);
+    try {
+      const seen = endpoint.requests.length;
+      const server = spawnRawServer(project, ['--shutdown-grace-ms', '0']);
+      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: '[[hold]]' } } });
+      await endpoint.waitForRequests(seen + 1);
+      server.child.kill('SIGTERM');
+      assert.equal(await server.exited, 1);
+      assert.match(server.stderr(), /not_finalised=1/);
+      assert.match(server.stderr(), /were not finalised within 0 ms/);
+    } finally {
+      removeProject(project);
+    }
+  });
+
+  it('finishes the journal from the supervisor when the worker thread dies mid-run, and keeps serving', async () => {
+    const project = makeProject(FILES);
+    try {
+      const server = spawnRawServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-exit-after-request' });
+      let out = '';
+      server.child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      const resultOf = (id: number) =>
+        waitFor(`result ${id}`, () =>
+          out
+            .split('\n')
+            .filter(Boolean)
+            .map((l) => JSON.parse(l) as { id?: number; result?: { isError?: boolean; structuredContent?: { audit: { run_id: string; path: string } }; content: { text: string }[] } })
+            .find((m) => m.id === id),
+        );
+      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'crash [[fault:worker-exit]]' } } });
+      const crashed = await resultOf(1);
+      assert.equal(crashed.result?.isError, true);
+      assert.match(crashed.result!.content[0]!.text, /worker running this invocation failed/);
+      const audit = crashed.result!.structuredContent!.audit;
+      assert.deepEqual(eventNames(readJournal(audit.path)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
+      assert.equal(inspectJournal(audit.path, audit.run_id, projectPublicKey(project)).exitCode, 0);
+      server.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'after the crash' } } });
+      const next = await resultOf(2);
+      assert.equal(next.result?.isError, undefined, JSON.stringify(next));
+      server.child.stdin.end();
+      assert.equal(await server.exited, 0);
     } finally {
       removeProject(project);
     }

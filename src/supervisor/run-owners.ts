@@ -1,7 +1,7 @@
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import pTimeout from 'p-timeout';
 import type { Piscina } from 'piscina';
-import type { InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
+import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
 
 // The run owner table: one entry per live invocation, kept until that run's
 // terminal record is durable (or known to be impossible), whatever happened to
@@ -43,10 +43,10 @@ export class RunOwnerTable {
   start(task: Omit<InvokeTask, 'port'>, hooks: RunHooks = {}): RunOwner {
     const { port1: ownerPort, port2: workerPort } = new MessageChannel();
     let cancelAt: number | undefined;
-    let journalOpened = false;
+    let journal: AuditReference | undefined;
 
     const onNotice = (notice: WorkerNotice): void => {
-      if (notice.type === 'journal') journalOpened = true;
+      if (notice.type === 'journal') journal = { run_id: task.runId, path: notice.path, public_key: notice.publicKey };
       if (notice.type === 'progress') hooks.onProgress?.(notice.phase);
     };
     ownerPort.on('message', onNotice);
@@ -69,8 +69,9 @@ export class RunOwnerTable {
         // The worker task itself failed (a crash, not a run failure): finish
         // the audit from here so the journal still ends with a terminal record.
         const message = `the worker running this invocation failed: ${(err as Error)?.message ?? String(err)}`;
-        const durable = journalOpened ? await this.recoverTerminal(task.runId, task.definition.principal, message).catch(() => false) : false;
-        return { ok: false, message, terminalDurable: durable, cancelled: cancelAt !== undefined };
+        if (journal === undefined) return { ok: false, message, terminalDurable: false, cancelled: cancelAt !== undefined };
+        const durable = await this.recoverTerminal(task.runId, task.definition.principal, message).catch(() => false);
+        return { ok: false, message, audit: journal, terminalDurable: durable, cancelled: cancelAt !== undefined };
       })
       .finally(() => {
         ownerPort.close();
@@ -113,7 +114,9 @@ export class RunOwnerTable {
         }),
       ),
     );
-    await pTimeout(settled, { milliseconds: timeoutMs, fallback: () => undefined });
+    // A zero bound means: count what has already settled, wait for nothing.
+    if (timeoutMs > 0) await pTimeout(settled, { milliseconds: timeoutMs, fallback: () => undefined });
+    else await new Promise<void>((resolve) => setImmediate(resolve));
     return { finalised, notFinalised: pending.length - finalised };
   }
 }

@@ -13,6 +13,11 @@ export async function recoverTerminalRecord(project: PinnedDirectory, runId: str
   try {
     storage = openAuditStorage(project);
     writer = await JournalWriter.resume(storage, runId, principal);
+    for (const callId of writer.unfinishedCalls) {
+      await writer
+        .append({ DirectInferenceFinished: { call_id: callId, reason: { Error: { message } }, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } })
+        .catch(() => undefined);
+    }
     await writer.appendTerminal({ Error: { message } });
     return true;
   } catch {

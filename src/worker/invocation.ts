@@ -30,7 +30,11 @@ class RunStopped extends Error {}
  * guards, and the text is returned only after the terminal record is durable.
  * Whatever goes wrong after the journal exists, a terminal record is attempted.
  */
-export async function performInvocation(task: InvokeTask, resources: WorkerResources): Promise<InvokeOutcome> {
+export async function performInvocation(
+  task: InvokeTask,
+  resources: WorkerResources,
+  afterPhase?: (phase: RunPhase) => void,
+): Promise<InvokeOutcome> {
   const { definition } = task;
   const notify = (notice: WorkerNotice): void => {
     try {
@@ -39,7 +43,10 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
       // The supervisor side may be gone; the journal is what matters.
     }
   };
-  const progress = (phase: RunPhase): void => notify({ type: 'progress', phase });
+  const progress = (phase: RunPhase): void => {
+    notify({ type: 'progress', phase });
+    afterPhase?.(phase);
+  };
 
   const cancellation = listenForCancellation(task.port);
   const deadline = new AbortController();

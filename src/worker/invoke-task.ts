@@ -3,6 +3,7 @@ import { PinnedDirectory } from '../shared/pinned-directory.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import type { InvokeOutcome, InvokeTask, WorkerBootData } from '../shared/run-messages.js';
+import { faultHook } from './fault-injection.js';
 import { performInvocation, type WorkerResources } from './invocation.js';
 
 // The piscina task module. Worker threads share the process's descriptor table,
@@ -16,7 +17,7 @@ const resources: WorkerResources = {
 
 export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcome> {
   try {
-    return await performInvocation(task, resources);
+    return await performInvocation(task, resources, faultHook(task.prompt));
   } finally {
     task.port.close();
   }

@@ -142,6 +142,7 @@ export class JournalWriter {
       writer.sequence = chainEnd.nextSequence;
       writer.previousHash = chainEnd.previousHash;
       writer.expectedSize = chainEnd.verifiedBytes;
+      writer.unfinishedCalls = report.provider_calls.filter((call) => call.outcome === 'unknown').map((call) => call.call_id);
       return writer;
     } catch (err) {
       fs.closeSync(fd);
@@ -149,6 +150,9 @@ export class JournalWriter {
       throw new JournalWriteError(`${shown}: cannot read the journal to resume it (${errorText(err)})`);
     }
   }
+
+  /** Provider calls requested but never finished in the journal this writer resumed (empty for a new journal). */
+  unfinishedCalls: string[] = [];
 
   /** Number of records written so far. */
   get records(): number {
