@@ -66,6 +66,7 @@ export async function performInvocation(
   let audit: AuditReference | undefined;
   let callId: string | undefined;
   let finishRecorded = false;
+  let terminalWritten = false;
 
   try {
     // Even a run cancelled before it started gets its journal: every accepted run
@@ -133,19 +134,20 @@ export async function performInvocation(
     if (responseDigest.bytes > TYPED_RESPONSE_MAX_BYTES) {
       throw new RunStopped(`the typed inference response is ${responseDigest.bytes} bytes; the limit is ${TYPED_RESPONSE_MAX_BYTES} bytes`);
     }
-    await writer.append({
-      DirectInferenceResponseReceived: { call_id: callId, response_hash: responseDigest.hash, response_bytes: responseDigest.bytes },
-    });
-    await writer.append({
-      DirectInferenceFinished: {
-        call_id: callId,
-        reason: 'Completed',
-        response_hash: responseDigest.hash,
-        response_bytes: responseDigest.bytes,
-        finish_reason: response.finish_reason,
-        usage: response.usage,
+    // Both response records are durable (one write, one sync) before the policy runs.
+    await writer.appendAll([
+      { DirectInferenceResponseReceived: { call_id: callId, response_hash: responseDigest.hash, response_bytes: responseDigest.bytes } },
+      {
+        DirectInferenceFinished: {
+          call_id: callId,
+          reason: 'Completed',
+          response_hash: responseDigest.hash,
+          response_bytes: responseDigest.bytes,
+          finish_reason: response.finish_reason,
+          usage: response.usage,
+        },
       },
-    });
+    ]);
     finishRecorded = true;
     progress('response_received');
     await throwIfStopped();
@@ -178,7 +180,7 @@ export async function performInvocation(
       },
     };
     const decision = authorizeRespond(resources.policySet, respondRequest);
-    await writer.append({
+    const policyEvaluated = {
       PolicyEvaluated: {
         action: 'respond',
         decision: decision.decision,
@@ -188,19 +190,26 @@ export async function performInvocation(
         response_hash: contentHash,
         response_bytes: contentBytes,
       },
-    });
+    };
+    // A cancel that arrived while the policy ran still wins over its decision.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    const failure = stopSignal.aborted
+      ? stopReason()
+      : decision.decision !== 'allow'
+        ? `Cedar policy denied the response: ${decision.reason}`
+        : undefined;
+    // The decision and the terminal record become durable together, before any text leaves.
+    await writer.appendTerminal(failure === undefined ? 'Completed' : { Error: { message: failure } }, [policyEvaluated]);
+    terminalWritten = true;
     progress('policy_evaluated');
-    await throwIfStopped();
-    if (decision.decision !== 'allow') {
-      throw new RunStopped(`Cedar policy denied the response: ${decision.reason}`);
+    if (failure !== undefined) {
+      return { ok: false, message: failure, audit, terminalDurable: true, cancelled: cancellation.reason() !== undefined };
     }
-
-    await writer.appendTerminal('Completed');
     return { ok: true, text: response.content, audit };
   } catch (err) {
     const message = describeFailure(err);
     let terminalDurable = false;
-    if (writer !== undefined) {
+    if (writer !== undefined && !terminalWritten) {
       if (callId !== undefined && !finishRecorded) {
         try {
           await writer.append({ DirectInferenceFinished: { call_id: callId, reason: { Error: { message } }, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } });

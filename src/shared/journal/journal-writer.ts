@@ -59,6 +59,7 @@ export class JournalWriter {
   private broken: string | undefined;
   private terminated = false;
   private closed = false;
+  private pendingDirectorySync: Promise<void> | undefined;
 
   private constructor(
     private readonly fd: number,
@@ -85,16 +86,20 @@ export class JournalWriter {
     }
     try {
       fs.fchmodSync(fd, JOURNAL_FILE_MODE); // the umask may only have removed bits; make the mode exact
-      await fsyncAsync(storage.governedDirFd); // the new directory entry must survive a crash as well
     } catch (err) {
-      const code = errorText(err);
-      // EINVAL: the file system cannot sync directories; the records themselves are still synced.
-      if (code !== 'EINVAL') {
-        fs.closeSync(fd);
-        throw new JournalWriteError(`${shown}: cannot secure the new journal (${code})`);
-      }
+      fs.closeSync(fd);
+      throw new JournalWriteError(`${shown}: cannot secure the new journal (${errorText(err)})`);
     }
-    return new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
+    const writer = new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
+    // The new directory entry must survive a crash as well. Its sync runs while
+    // the first record is written; that record's append waits for both.
+    const directorySync = fsyncAsync(storage.governedDirFd).catch((err: unknown) => {
+      // EINVAL: the file system cannot sync directories; the records themselves are still synced.
+      if (errorText(err) !== 'EINVAL') throw new JournalWriteError(`${shown}: cannot make the new journal's directory entry durable (${errorText(err)})`);
+    });
+    directorySync.catch(() => undefined); // reported by the first append; never an unhandled rejection
+    writer.pendingDirectorySync = directorySync;
+    return writer;
   }
 
   /**
@@ -164,23 +169,27 @@ export class JournalWriter {
    * Resolves once the line is durable. Throws JournalWriteError otherwise.
    */
   async append(event: Record<string, unknown>): Promise<void> {
-    this.checkOpen();
-    const name = checkEvent(event);
-    if (name === TERMINATED_EVENT) throw new JournalWriteError('the Terminated record is written with appendTerminal');
-    if (this.sequence === 0 && name !== STARTED_EVENT) {
-      throw new JournalWriteError(`the first record of a journal must be Started, not ${name}`);
-    }
-    if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
-    this.checkFileEnd();
-    if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
-    await this.writeRecord(event);
+    await this.appendAll([event]);
   }
 
   /**
-   * Appends the Terminated record. Attempted even after an effect append
-   * failed or the file was tampered with; resolves once it is durable.
+   * Appends several effect records with one write and one sync; resolves once
+   * all of them are durable. Used where the protocol only needs a group to be
+   * durable before the next step (the response records, before the policy runs).
    */
-  async appendTerminal(reason: TerminalReason): Promise<void> {
+  async appendAll(events: readonly Record<string, unknown>[]): Promise<void> {
+    this.checkOpen();
+    this.checkEffects(events);
+    await this.writeRecords(events);
+  }
+
+  /**
+   * Appends the Terminated record, optionally preceded by effect records
+   * written and synced together with it. Without preceding records it is
+   * attempted even after an effect append failed or the file was tampered
+   * with; resolves once it is durable.
+   */
+  async appendTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[] = []): Promise<void> {
     this.checkOpen();
     let normal: TerminalReason;
     if (reason === 'Completed') normal = 'Completed';
@@ -189,10 +198,26 @@ export class JournalWriter {
     } else {
       throw new JournalWriteError('a terminal reason is "Completed" or { Error: { message: string } }');
     }
+    if (preceding.length > 0) this.checkEffects(preceding);
     // Record the tampering if we see it, but write anyway: this is the last word on the run.
-    this.checkFileEnd();
-    await this.writeRecord({ [TERMINATED_EVENT]: { reason: normal } });
+    else this.checkFileEnd();
+    await this.writeRecords([...preceding, { [TERMINATED_EVENT]: { reason: normal } }]);
     this.terminated = true;
+  }
+
+  /** Checks a group of effect records may be written now (order rules, an intact file). */
+  private checkEffects(events: readonly Record<string, unknown>[]): void {
+    if (events.length === 0) throw new JournalWriteError('no records to append');
+    events.forEach((event, index) => {
+      const name = checkEvent(event);
+      if (name === TERMINATED_EVENT) throw new JournalWriteError('the Terminated record is written with appendTerminal');
+      if (this.sequence + index === 0 && name !== STARTED_EVENT) {
+        throw new JournalWriteError(`the first record of a journal must be Started, not ${name}`);
+      }
+    });
+    if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
+    this.checkFileEnd();
+    if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
   }
 
   async close(): Promise<void> {
@@ -229,42 +254,55 @@ export class JournalWriter {
     }
   }
 
-  private async writeRecord(event: Record<string, unknown>): Promise<void> {
-    let payloadText: string;
-    try {
-      payloadText = canonicalJson({
-        version: JOURNAL_FORMAT_VERSION,
-        run_id: this.runId,
-        previous_hash: this.previousHash,
-        entry: {
-          sequence: this.sequence,
-          timestamp: new Date().toISOString(),
-          agent_id: this.agentId,
-          iteration: 1,
-          event,
-        },
-      });
-    } catch (err) {
-      throw new JournalWriteError(`the record cannot be expressed as JSON (${(err as Error).message})`);
+  /** Signs and chains `events`, writes them in one write, then syncs once; chain state advances only when durable. */
+  private async writeRecords(events: readonly Record<string, unknown>[]): Promise<void> {
+    let sequence = this.sequence;
+    let previousHash = this.previousHash;
+    const lines: Buffer[] = [];
+    for (const event of events) {
+      let payloadText: string;
+      try {
+        payloadText = canonicalJson({
+          version: JOURNAL_FORMAT_VERSION,
+          run_id: this.runId,
+          previous_hash: previousHash,
+          entry: {
+            sequence,
+            timestamp: new Date().toISOString(),
+            agent_id: this.agentId,
+            iteration: 1,
+            event,
+          },
+        });
+      } catch (err) {
+        throw new JournalWriteError(`the record cannot be expressed as JSON (${(err as Error).message})`);
+      }
+      const payload = Buffer.from(payloadText, 'utf8');
+      const line = encodeRecordLine(payload, this.signer.sign(payload));
+      if (line.length > JOURNAL_LINE_MAX_BYTES) {
+        throw new JournalWriteError(`the record is ${line.length} bytes; a journal line is at most ${JOURNAL_LINE_MAX_BYTES} bytes`);
+      }
+      lines.push(line);
+      previousHash = sha256Hex(line);
+      sequence += 1;
     }
-    const payload = Buffer.from(payloadText, 'utf8');
-    const line = encodeRecordLine(payload, this.signer.sign(payload));
-    if (line.length > JOURNAL_LINE_MAX_BYTES) {
-      throw new JournalWriteError(`the record is ${line.length} bytes; a journal line is at most ${JOURNAL_LINE_MAX_BYTES} bytes`);
-    }
+    const bytes = lines.length === 1 ? lines[0]! : Buffer.concat(lines);
     let written = 0;
     try {
       // Asynchronous I/O keeps the worker's event loop free for other runs' cancel messages during the sync.
-      while (written < line.length) written += (await writeAsync(this.fd, line, written, line.length - written)).bytesWritten;
-      await fdatasyncAsync(this.fd);
+      while (written < bytes.length) written += (await writeAsync(this.fd, bytes, written, bytes.length - written)).bytesWritten;
+      const directorySync = this.pendingDirectorySync;
+      this.pendingDirectorySync = undefined;
+      await Promise.all([fdatasyncAsync(this.fd), directorySync]);
     } catch (err) {
       // After a failed write or sync the file's contents are unknown: never extend this chain again.
-      this.broken ??= `a write failed after ${written} of ${line.length} bytes (${errorText(err)})`;
+      this.broken ??= `a write failed after ${written} of ${bytes.length} bytes (${errorText(err)})`;
+      if (err instanceof JournalWriteError) throw err;
       throw new JournalWriteError(`${this.path}: record ${this.sequence} was not made durable (${errorText(err)})`);
     }
-    this.expectedSize += line.length;
-    this.previousHash = sha256Hex(line);
-    this.sequence += 1;
+    this.expectedSize += bytes.length;
+    this.previousHash = previousHash;
+    this.sequence = sequence;
   }
 }
 
