@@ -62,6 +62,32 @@ function isVaultPathChar(c: number): boolean {
   return isIdentPart(c) || c === 45 || c === 46 || c === 47;
 }
 
+/** Value of a number token's text (`1_000` is 1000). */
+export function numberValue(raw: string): number {
+  return Number(raw.includes('_') ? raw.replace(/_/g, '') : raw);
+}
+
+/**
+ * Seconds of a duration token's text: `30s`, `6months`, `5.minutes`. A
+ * duration the lexer reported as malformed (fractional, unknown unit) keeps
+ * its bare number.
+ */
+export function durationSeconds(raw: string): number {
+  let i = 0;
+  while (i < raw.length && (isDigit(raw.charCodeAt(i)) || raw.charCodeAt(i) === 95)) i++;
+  let isFloat = false;
+  if (raw.charCodeAt(i) === 46 && isDigit(raw.charCodeAt(i + 1))) {
+    isFloat = true;
+    i++;
+    while (i < raw.length && (isDigit(raw.charCodeAt(i)) || raw.charCodeAt(i) === 95)) i++;
+  }
+  const value = numberValue(raw.slice(0, i));
+  if (!isFloat && raw.charCodeAt(i) === 46) return value * (DOT_DURATION_UNITS[raw.slice(i + 1)] as number);
+  const unit = raw.slice(i);
+  const factor = Object.prototype.hasOwnProperty.call(DURATION_UNITS, unit) ? DURATION_UNITS[unit] : undefined;
+  return factor === undefined || isFloat ? value : value * factor;
+}
+
 export interface LexResult {
   tokens: TokenStream;
   errors: SyntaxDiagnostic[];
@@ -86,6 +112,7 @@ export function lex(src: string, maxErrors: number): LexResult {
       i++;
       line++;
       lineStart = i;
+      tokens.newLine(i);
       continue;
     }
     if (c === 32 || c === 9 || c === 13 || c === 0xfeff) {
@@ -110,6 +137,7 @@ export function lex(src: string, maxErrors: number): LexResult {
           if (src.charCodeAt(k) === 10) {
             line++;
             lineStart = k + 1;
+            tokens.newLine(lineStart);
           }
         }
         i = close + 2;
@@ -135,10 +163,10 @@ export function lex(src: string, maxErrors: number): LexResult {
         const path = src.slice(i + 3, j);
         if (path.length === 0) report(start, line, lineStart, 'vault reference needs a path, as in `vault://team/service/key`');
         i = j;
-        tokens.push(TokenKind.Vault, path, 0, start, i, line, start - lineStart + 1);
+        tokens.push(TokenKind.Vault, path, start, i, line);
         continue;
       }
-      tokens.push(TokenKind.Ident, word, 0, start, i, line, start - lineStart + 1);
+      tokens.push(TokenKind.Ident, word, start, i, line);
       continue;
     }
     if (isDigit(c)) {
@@ -159,7 +187,6 @@ export function lex(src: string, maxErrors: number): LexResult {
         }
       }
       const numText = src.slice(start, i);
-      const value = Number(numText.includes('_') ? numText.replace(/_/g, '') : numText);
       // `5.minutes` style duration.
       if (!isFloat && src.charCodeAt(i) === 46 && isIdentStart(src.charCodeAt(i + 1))) {
         let j = i + 1;
@@ -168,7 +195,7 @@ export function lex(src: string, maxErrors: number): LexResult {
         const factor = DOT_DURATION_UNITS[unit];
         if (factor !== undefined) {
           i = j;
-          tokens.push(TokenKind.Duration, src.slice(start, i), value * factor, start, i, line, start - lineStart + 1);
+          tokens.push(TokenKind.Duration, src.slice(start, i), start, i, line);
           continue;
         }
       }
@@ -188,16 +215,14 @@ export function lex(src: string, maxErrors: number): LexResult {
               ? `duration \`${shorten(src.slice(start, j))}\` must be a whole number followed by a unit`
               : `unknown duration unit \`${shorten(unit)}\` after \`${shorten(numText)}\`; allowed units: s, m, h, d, w, months, y, or \`.seconds\`, \`.minutes\`, \`.hours\``,
           );
-          tokens.push(TokenKind.Duration, src.slice(start, j), value, start, i, line, start - lineStart + 1);
-        } else {
-          tokens.push(TokenKind.Duration, src.slice(start, j), value * factor, start, i, line, start - lineStart + 1);
         }
+        tokens.push(TokenKind.Duration, src.slice(start, j), start, i, line);
         continue;
       }
       if (numText.endsWith('_') || numText.includes('_.')) {
         report(start, line, lineStart, `number \`${shorten(numText)}\` cannot end a digit group with \`_\``);
       }
-      tokens.push(TokenKind.Number, numText, value, start, i, line, start - lineStart + 1);
+      tokens.push(TokenKind.Number, numText, start, i, line);
       continue;
     }
     if (c === 34) {
@@ -216,6 +241,7 @@ export function lex(src: string, maxErrors: number): LexResult {
         if (d === 10) {
           line++;
           lineStart = i + 1;
+          tokens.newLine(lineStart);
           i++;
           continue;
         }
@@ -255,6 +281,7 @@ export function lex(src: string, maxErrors: number): LexResult {
               if (e === 10) {
                 line++;
                 lineStart = i + 2;
+                tokens.newLine(lineStart);
               }
           }
           i += consumed;
@@ -268,13 +295,13 @@ export function lex(src: string, maxErrors: number): LexResult {
         report(start, startLine, startLs, 'unterminated string: no closing `"` before end of file');
         value += src.slice(chunk, n);
       }
-      tokens.push(TokenKind.String, value, 0, start, i, startLine, start - startLs + 1);
+      tokens.push(TokenKind.String, value, start, i, startLine);
       continue;
     }
     const op = punctAt(src, i, c);
     if (op !== null) {
       i += op.length;
-      tokens.push(TokenKind.Punct, op, 0, start, i, line, start - lineStart + 1);
+      tokens.push(TokenKind.Punct, op, start, i, line);
       continue;
     }
     // Anything else: report once per run of unknown characters.
@@ -284,7 +311,7 @@ export function lex(src: string, maxErrors: number): LexResult {
     i += width;
     while (i < n && isStray(src.charCodeAt(i))) i++;
   }
-  tokens.push(TokenKind.Eof, '', 0, n, n, line, n - lineStart + 1);
+  tokens.push(TokenKind.Eof, '', n, n, line);
   return { tokens, errors };
 }
 

@@ -20,7 +20,7 @@ import type {
   WithAttribute,
   WithBlock,
 } from './ast.js';
-import { lex } from './lexer.js';
+import { durationSeconds, lex, numberValue } from './lexer.js';
 import { describeToken, TokenKind, TokenStream, type SyntaxDiagnostic, type Token } from './tokens.js';
 
 // Recursive-descent parser. Recursion is bounded by an explicit nesting
@@ -279,7 +279,7 @@ class Parser {
           p++;
           break;
         }
-      } else if (this.ts.column[p] === 1 && this.startsItemAt(p)) {
+      } else if (this.ts.column(p) === 1 && this.startsItemAt(p)) {
         break;
       }
       if (p > from && restart(p)) break;
@@ -1003,16 +1003,16 @@ class Parser {
     switch (kind) {
       case TokenKind.String:
         this.advance();
-        return { kind: 'string', value: ts.text[i]!, line: ts.line[i]!, column: ts.column[i]!, start: ts.start[i]!, end: ts.end[i]! };
+        return { kind: 'string', value: ts.text[i]!, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
       case TokenKind.Number:
         this.advance();
-        return { kind: 'number', value: ts.value[i]!, raw: ts.text[i]!, line: ts.line[i]!, column: ts.column[i]!, start: ts.start[i]!, end: ts.end[i]! };
+        return { kind: 'number', value: numberValue(ts.text[i]!), raw: ts.text[i]!, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
       case TokenKind.Duration:
         this.advance();
-        return { kind: 'duration', raw: ts.text[i]!, seconds: ts.value[i]!, line: ts.line[i]!, column: ts.column[i]!, start: ts.start[i]!, end: ts.end[i]! };
+        return { kind: 'duration', raw: ts.text[i]!, seconds: durationSeconds(ts.text[i]!), line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
       case TokenKind.Vault:
         this.advance();
-        return { kind: 'vault', path: ts.text[i]!, line: ts.line[i]!, column: ts.column[i]!, start: ts.start[i]!, end: ts.end[i]! };
+        return { kind: 'vault', path: ts.text[i]!, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
       case TokenKind.Ident: {
         const name = ts.text[i]!;
         const after = i + 1 <= this.last ? i + 1 : this.last;
@@ -1022,7 +1022,7 @@ class Parser {
           !(ts.kind[after] === TokenKind.Punct && (na === '=>' || na === '::' || na === '{'))
         ) {
           this.advance();
-          return { kind: 'ident', name, line: ts.line[i]!, column: ts.column[i]!, start: ts.start[i]!, end: ts.end[i]! };
+          return { kind: 'ident', name, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
         }
         break;
       }

@@ -14,8 +14,6 @@ export interface Token {
   kind: TokenKind;
   /** Identifier name, operator text, decoded string value, vault path or duration/number source text. */
   text: string;
-  /** Numeric value: the number, or a duration in seconds. */
-  value: number;
   start: number;
   end: number;
   line: number;
@@ -50,11 +48,14 @@ export function describeToken(token: Token): string {
  * Tokens stored column-wise in typed arrays: a 1 MiB input can hold a million
  * tokens, and one object per token would spend most of the parse in the
  * garbage collector. `get` builds a Token object only where one is needed.
+ * Columns are not stored: the lexer records where each line starts, and a
+ * token's column is its offset minus the start of its line. Numeric values
+ * are computed from the source text by the parser, which needs few of them.
  *
  * Allocating typed arrays is costly next to lexing a small file, so one
  * stream is kept between parses (parsing is synchronous) and reused through
  * `acquire`/`release`; a stream that grew past RETAINED_CAPACITY is dropped
- * instead, so a 1 MiB parse does not pin its arrays in memory.
+ * instead, so an unusual parse does not pin its arrays in memory.
  */
 export class TokenStream {
   count = 0;
@@ -62,9 +63,10 @@ export class TokenStream {
   start: Int32Array;
   end: Int32Array;
   line: Int32Array;
-  column: Int32Array;
-  value: Float64Array;
   text: string[];
+  /** Offset where each line starts: lineStarts[0] = 0, lineStarts[k] = start of line k + 1. */
+  lineStarts: Int32Array;
+  lineCount = 1;
   // The parser often looks at the same token twice; keep the last one built.
   private cachedIndex = -1;
   private cached: Token | null = null;
@@ -75,15 +77,14 @@ export class TokenStream {
     this.start = new Int32Array(n);
     this.end = new Int32Array(n);
     this.line = new Int32Array(n);
-    this.column = new Int32Array(n);
-    this.value = new Float64Array(n);
     this.text = [];
+    this.lineStarts = new Int32Array(Math.max(16, n >> 2));
   }
 
   /** An empty stream able to hold about `capacity` tokens without growing (it grows if needed). */
   static acquire(capacity: number): TokenStream {
     const pooled = pool;
-    if (pooled !== null && capacity <= RETAINED_CAPACITY) {
+    if (pooled !== null) {
       pool = null;
       return pooled;
     }
@@ -92,26 +93,36 @@ export class TokenStream {
 
   /** Hands the stream back for reuse; the caller must not touch it afterwards. */
   release(): void {
-    if (this.kind.length > RETAINED_CAPACITY) return;
+    if (this.kind.length > RETAINED_CAPACITY || this.lineStarts.length > RETAINED_CAPACITY) return;
     // Drop references to this parse's strings so they can be collected.
     this.text.fill('', 0, this.count);
     this.count = 0;
+    this.lineCount = 1;
     this.cachedIndex = -1;
     this.cached = null;
     pool = this;
   }
 
-  push(kind: TokenKind, text: string, value: number, start: number, end: number, line: number, column: number): void {
+  push(kind: TokenKind, text: string, start: number, end: number, line: number): void {
     if (this.count === this.kind.length) this.grow();
     const i = this.count++;
     this.kind[i] = kind;
     // Overwrites a reused slot or appends (never leaves a hole).
     this.text[i] = text;
-    this.value[i] = value;
     this.start[i] = start;
     this.end[i] = end;
     this.line[i] = line;
-    this.column[i] = column;
+  }
+
+  /** Records that a new line starts at `offset` (offsets arrive in increasing order). */
+  newLine(offset: number): void {
+    if (this.lineCount === this.lineStarts.length) this.lineStarts = grownInt32(this.lineStarts, this.lineCount * 2);
+    this.lineStarts[this.lineCount++] = offset;
+  }
+
+  /** 1-based column of token `i`. */
+  column(i: number): number {
+    return this.start[i]! - this.lineStarts[this.line[i]! - 1]! + 1;
   }
 
   get(i: number): Token {
@@ -119,11 +130,10 @@ export class TokenStream {
     const t: Token = {
       kind: this.kind[i] as TokenKind,
       text: this.text[i]!,
-      value: this.value[i]!,
       start: this.start[i]!,
       end: this.end[i]!,
       line: this.line[i]!,
-      column: this.column[i]!,
+      column: this.column(i),
     };
     this.cachedIndex = i;
     this.cached = t;
@@ -138,19 +148,16 @@ export class TokenStream {
     this.start = grownInt32(this.start, n);
     this.end = grownInt32(this.end, n);
     this.line = grownInt32(this.line, n);
-    this.column = grownInt32(this.column, n);
-    const value = new Float64Array(n);
-    value.set(this.value);
-    this.value = value;
   }
 }
 
-// Up to this many tokens (about 13 MB of arrays, enough for a typical 1 MiB
-// file) the stream is kept for the next parse; reallocating it every time
-// keeps the collector marking and costs more than the lexing itself.
+// Up to this many tokens (about 7 MB of typed arrays plus the text slots,
+// enough for a typical 1 MiB file) the stream is kept for the next parse;
+// reallocating it every time keeps the collector marking and costs more than
+// the lexing itself.
 const RETAINED_CAPACITY = 1 << 19;
 // A first guess never allocates for more tokens than this; the stream doubles when it must.
-const MAX_INITIAL_CAPACITY = 1 << 19;
+const MAX_INITIAL_CAPACITY = 1 << 18;
 let pool: TokenStream | null = new TokenStream(4096);
 
 function grownInt32(a: Int32Array, n: number): Int32Array {
