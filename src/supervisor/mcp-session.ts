@@ -55,7 +55,8 @@ export function createMcpServer(context: SessionContext, options: SessionOptions
     },
   );
   registerProjectFileTools(server, context);
-  registerVerifySchemaTool(server, { project: context.project, log: (line: string) => context.log.info(line) });
+  // verify_schema only logs its insecure-mode warning and internal errors, both operator warnings.
+  registerVerifySchemaTool(server, { project: context.project, log: (line: string) => context.log.warn(line.replace(/^warning: /, '')) });
   options.registerInvokeAgent?.(server);
   return server;
 }
