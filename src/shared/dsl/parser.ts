@@ -844,7 +844,7 @@ class Parser {
 
   private parseExpression(): Expr {
     this.enter();
-    const e = this.parseOr();
+    const e = this.parseBinary(OR_PREC);
     this.depth--;
     return e;
   }
@@ -858,70 +858,21 @@ class Parser {
     return e;
   }
 
-  private binary(op: string, left: Expr, right: Expr): Expr {
-    return { kind: 'binary', op, left, right, line: left.line, column: left.column, start: left.start, end: right.end };
-  }
-
-  private parseOr(): Expr {
-    let left = this.parseAnd();
-    while (this.isPunct('||')) {
-      this.advance();
-      left = this.binary('||', left, this.parseAnd());
-    }
-    return left;
-  }
-
-  private parseAnd(): Expr {
-    let left = this.parseEquality();
-    while (this.isPunct('&&')) {
-      this.advance();
-      left = this.binary('&&', left, this.parseEquality());
-    }
-    return left;
-  }
-
-  private parseEquality(): Expr {
-    let left = this.parseComparison();
-    for (;;) {
-      const k = this.kindAt();
-      const op = this.textAt();
-      if ((k === TokenKind.Punct && (op === '==' || op === '!=')) || (k === TokenKind.Ident && op === 'in')) {
-        this.advance();
-        left = this.binary(op, left, this.parseComparison());
-      } else return left;
-    }
-  }
-
-  private parseComparison(): Expr {
-    let left = this.parseAdditive();
-    for (;;) {
-      const op = this.textAt();
-      if (this.kindAt() === TokenKind.Punct && (op === '<' || op === '>' || op === '<=' || op === '>=')) {
-        this.advance();
-        left = this.binary(op, left, this.parseAdditive());
-      } else return left;
-    }
-  }
-
-  private parseAdditive(): Expr {
-    let left = this.parseMultiplicative();
-    for (;;) {
-      const op = this.textAt();
-      if (this.kindAt() === TokenKind.Punct && (op === '+' || op === '-')) {
-        this.advance();
-        left = this.binary(op, left, this.parseMultiplicative());
-      } else return left;
-    }
-  }
-
-  private parseMultiplicative(): Expr {
+  /**
+   * Binary operators by precedence climbing: one loop per precedence level
+   * actually present instead of a call per level for every operand. All
+   * operators are left-associative; binding power comes from binaryPrecedence.
+   */
+  private parseBinary(minPrec: number): Expr {
     let left = this.parseUnary();
     for (;;) {
-      const op = this.textAt();
-      if (this.kindAt() === TokenKind.Punct && (op === '*' || op === '/' || op === '%')) {
-        this.advance();
-        left = this.binary(op, left, this.parseUnary());
-      } else return left;
+      const i = this.idx(0);
+      const prec = binaryPrecedence(this.kinds[i]!, this.texts[i]!);
+      if (prec < minPrec) return left;
+      const op = this.texts[i]!;
+      this.advance();
+      const right = prec === MUL_PREC ? this.parseUnary() : this.parseBinary(prec + 1);
+      left = { kind: 'binary', op, left, right, line: left.line, column: left.column, start: left.start, end: right.end };
     }
   }
 
@@ -1207,6 +1158,38 @@ class Parser {
     this.depth--;
     return { kind: 'match', subject, arms, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
+}
+
+const OR_PREC = 1;
+const MUL_PREC = 6;
+
+/** Binding power of the binary operator at a token, 0 when it is none. */
+function binaryPrecedence(kind: number, text: string): number {
+  if (kind === TokenKind.Punct) {
+    switch (text) {
+      case '||':
+        return 1;
+      case '&&':
+        return 2;
+      case '==':
+      case '!=':
+        return 3;
+      case '<':
+      case '>':
+      case '<=':
+      case '>=':
+        return 4;
+      case '+':
+      case '-':
+        return 5;
+      case '*':
+      case '/':
+      case '%':
+        return 6;
+    }
+    return 0;
+  }
+  return kind === TokenKind.Ident && text === 'in' ? 3 : 0;
 }
 
 function isOpener(text: string): boolean {
