@@ -508,7 +508,7 @@ class Parser {
       if (!this.eat(',')) break;
     }
     if (!this.eat(')')) this.expect(')', `to close the parameters of ${what} opened at ${open.line}:${open.column}`);
-    return params;
+    return trimmed(params);
   }
 
   /** `{ key = value ... }` with optional nested `name { ... }` blocks and, in channels, policies. */
@@ -617,7 +617,7 @@ class Parser {
         } while (this.eat(','));
         if (!this.eat('>')) this.expect('>', `to close the type arguments of \`${name}\``);
       }
-      result = { kind: 'named', name, args, optional: this.eat('?'), line: t.line, column: t.column };
+      result = { kind: 'named', name, args: trimmed(args), optional: this.eat('?'), line: t.line, column: t.column };
     } else {
       this.fail(`expected a type (such as \`String\`, \`int\`, \`Array<String>\` or \`{ field: Type }\`), found ${describeToken(t)}`);
     }
@@ -661,7 +661,7 @@ class Parser {
     }
     this.depth--;
     this.noRecord = savedNoRecord;
-    return { kind: 'block', statements, tail, line: open.line, column: open.column, start: open.start, end: this.prevEnd() };
+    return { kind: 'block', statements: trimmed(statements), tail, line: open.line, column: open.column, start: open.start, end: this.prevEnd() };
   }
 
   private parseStatement(): { stmt?: Stmt; tail?: Expr } {
@@ -926,7 +926,7 @@ class Parser {
         }
         const close = this.isPunct(')') ? this.next() : this.expect(')', `to close the call opened at ${t.line}:${t.column}`);
         this.noRecord = saved;
-        e = { kind: 'call', callee: e, args, line: e.line, column: e.column, start: e.start, end: close.end };
+        e = { kind: 'call', callee: e, args: trimmed(args), line: e.line, column: e.column, start: e.start, end: close.end };
       } else if (t.text === '[') {
         this.next();
         const saved = this.noRecord;
@@ -995,7 +995,7 @@ class Parser {
           }
           const close = this.isPunct(']') ? this.next() : this.expect(']', `to close the array opened at ${t.line}:${t.column}`);
           this.noRecord = saved;
-          return { kind: 'array', items, line: t.line, column: t.column, start: t.start, end: close.end };
+          return { kind: 'array', items: trimmed(items), line: t.line, column: t.column, start: t.start, end: close.end };
         }
         if (t.text === '{') return this.parseRecord(null, t);
         break;
@@ -1097,7 +1097,7 @@ class Parser {
     const close = this.isPunct('}') ? this.next() : this.expect('}', `to close the record opened at ${open.line}:${open.column}`);
     this.noRecord = saved;
     this.depth--;
-    return { kind: 'record', typeName, fields, line: t.line, column: t.column, start: t.start, end: close.end };
+    return { kind: 'record', typeName, fields: trimmed(fields), line: t.line, column: t.column, start: t.start, end: close.end };
   }
 
   private parseIf(): Expr {
@@ -1121,7 +1121,7 @@ class Parser {
       elseBody = this.parseBlock('`else` block', elseKw);
       break;
     }
-    return { kind: 'if', branches, elseBody, line: first.line, column: first.column, start: first.start, end: this.prevEnd() };
+    return { kind: 'if', branches: trimmed(branches), elseBody, line: first.line, column: first.column, start: first.start, end: this.prevEnd() };
   }
 
   private parseMatch(): Expr {
@@ -1190,6 +1190,16 @@ function binaryPrecedence(kind: number, text: string): number {
     return 0;
   }
   return kind === TokenKind.Ident && text === 'in' ? 3 : 0;
+}
+
+/**
+ * An array grown by push keeps room for at least 16 elements; most syntax
+ * lists hold one to four. The whole tree stays alive until the parse ends, so
+ * the collector copies that slack again and again; an exact-size copy of a
+ * short list costs less than carrying it.
+ */
+function trimmed<T>(a: T[]): T[] {
+  return a.length === 0 || a.length > 16 ? a : a.slice();
 }
 
 function isOpener(text: string): boolean {
