@@ -72,6 +72,8 @@ class Parser {
   private depth = 0;
   private noRecord = false;
   private stopped = false;
+  /** Set by parseStatement when it finds a block's trailing expression. */
+  private tail: Expr | null = null;
 
   constructor(private readonly src: string) {
     const lexed = lex(src, DSL_MAX_ERRORS);
@@ -648,9 +650,12 @@ class Parser {
       }
       const stmtStart = this.pos;
       try {
-        const r = this.parseStatement();
-        if (r.tail) tail = r.tail;
-        else if (r.stmt) statements.push(r.stmt);
+        const stmt = this.parseStatement();
+        if (stmt !== null) statements.push(stmt);
+        else if (this.tail !== null) {
+          tail = this.tail;
+          this.tail = null;
+        }
       } catch (e) {
         if (e instanceof NestingFault || !(e instanceof Fault)) throw e;
         this.record(e.diag);
@@ -664,11 +669,12 @@ class Parser {
     return { kind: 'block', statements: trimmed(statements), tail, line: open.line, column: open.column, start: open.start, end: this.prevEnd() };
   }
 
-  private parseStatement(): { stmt?: Stmt; tail?: Expr } {
+  /** A statement, or null for an empty `;` or a block's trailing expression (left in `this.tail`). */
+  private parseStatement(): Stmt | null {
     const t = this.peek();
     if (t.kind === TokenKind.Punct && t.text === ';') {
       this.next();
-      return {};
+      return null;
     }
     if (t.kind === TokenKind.Ident) {
       switch (t.text) {
@@ -680,13 +686,13 @@ class Parser {
           this.expect('=', 'after the name in `let`');
           const value = this.parseExpression();
           this.endStatement('`let` statement', t);
-          return { stmt: { kind: 'let', pattern, type, value, line: t.line, column: t.column } };
+          return { kind: 'let', pattern, type, value, line: t.line, column: t.column };
         }
         case 'return': {
           this.next();
           const value = this.isPunct(';') || this.isPunct('}') ? null : this.parseExpression();
           this.endStatement('`return` statement', t);
-          return { stmt: { kind: 'return', value, line: t.line, column: t.column } };
+          return { kind: 'return', value, line: t.line, column: t.column };
         }
         case 'for': {
           this.next();
@@ -696,7 +702,7 @@ class Parser {
           const iterable = this.parseCondition();
           const body = this.parseBlock(`\`for\` loop`, t);
           this.eat(';');
-          return { stmt: { kind: 'for', binding, iterable, body, line: t.line, column: t.column } };
+          return { kind: 'for', binding, iterable, body, line: t.line, column: t.column };
         }
         case 'try': {
           this.next();
@@ -716,7 +722,7 @@ class Parser {
           }
           if (catches.length === 0) this.fail(`expected \`catch\` after the \`try\` block opened at ${t.line}:${t.column}, found ${describeToken(this.peek())}`);
           this.eat(';');
-          return { stmt: { kind: 'try', body, catches, line: t.line, column: t.column } };
+          return { kind: 'try', body, catches, line: t.line, column: t.column };
         }
         case 'while':
         case 'loop':
@@ -735,13 +741,16 @@ class Parser {
       this.next();
       const value = this.parseExpression();
       this.endStatement('assignment', t);
-      return { stmt: { kind: 'assign', op: op.text, target: expr, value, line: t.line, column: t.column } };
+      return { kind: 'assign', op: op.text, target: expr, value, line: t.line, column: t.column };
     }
-    if (this.eat(';')) return { stmt: { kind: 'expr', expr, line: t.line, column: t.column } };
-    if (expr.kind === 'if' || expr.kind === 'match') return { stmt: { kind: 'expr', expr, line: t.line, column: t.column } };
-    if (this.isPunct('}')) return { tail: expr };
+    if (this.eat(';')) return { kind: 'expr', expr, line: t.line, column: t.column };
+    if (expr.kind === 'if' || expr.kind === 'match') return { kind: 'expr', expr, line: t.line, column: t.column };
+    if (this.isPunct('}')) {
+      this.tail = expr;
+      return null;
+    }
     this.endStatement('expression statement', t);
-    return { stmt: { kind: 'expr', expr, line: t.line, column: t.column } };
+    return { kind: 'expr', expr, line: t.line, column: t.column };
   }
 
   /** Requires `;`. A missing one before a new line is reported without losing the next statement. */
