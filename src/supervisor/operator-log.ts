@@ -1,5 +1,6 @@
 import fs from 'node:fs';
-import { pino, type Logger } from 'pino';
+import { createRequire } from 'node:module';
+import type { Logger, pino as PinoFactory } from 'pino';
 
 // Everything the server says to an operator goes to standard error: standard
 // output is the MCP channel and must carry JSON-RPC messages only. Callers pass
@@ -68,6 +69,8 @@ function textLog(): OperatorLog {
 }
 
 function jsonLog(): OperatorLog {
+  // pino is loaded only for the JSON format, so text logging does not pay for it at startup.
+  const pino = createRequire(import.meta.url)('pino') as typeof PinoFactory;
   // Synchronous writes to fd 2 so nothing is lost when the process exits right after.
   const logger: Logger = pino(
     { base: { component: 'symbi-mcp' }, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },

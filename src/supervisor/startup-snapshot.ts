@@ -1,7 +1,8 @@
 import { AGENTS_MD_MAX_BYTES } from '../shared/limits.js';
 import { ConfinementError, PinnedDirectory } from '../shared/pinned-directory.js';
 import { extractAgentsMdGuidance, type AgentsMdGuidance } from '../shared/agents-md.js';
-import { parseDslReport } from '../shared/dsl/parse-report.js';
+import { buildReport } from '../shared/dsl/parse-report.js';
+import { parseDsl } from '../shared/dsl/parser.js';
 import { conversationalVerdict, type RegistryEntry } from '../shared/dsl/conversational-definition.js';
 import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../shared/policy/policy-set.js';
 import { openAuditStorage } from '../shared/audit-storage.js';
@@ -60,7 +61,9 @@ export interface SnapshotResult {
 }
 
 function summariseSource(entry: RegistryEntry & { bytes: number }, registry: readonly RegistryEntry[]): AgentSummary {
-  const report = parseDslReport(entry.text, entry.file);
+  // One parse per file serves both the report summary and the conversational verdict.
+  const parsed = parseDsl(entry.text);
+  const report = buildReport(parsed.file, parsed.errors, entry.text, entry.file);
   const summary: AgentSummary = {
     stem: entry.stem,
     file: entry.file,
@@ -73,7 +76,7 @@ function summariseSource(entry: RegistryEntry & { bytes: number }, registry: rea
   };
   let verdict: ReturnType<typeof conversationalVerdict>;
   try {
-    verdict = conversationalVerdict({ stem: entry.stem, file: entry.file, text: entry.text }, registry);
+    verdict = conversationalVerdict({ stem: entry.stem, file: entry.file, text: entry.text }, registry, parsed);
   } catch {
     verdict = { invocable: false, reason: 'the conversational check failed on this file' };
   }
@@ -120,15 +123,13 @@ function deepFreeze<T>(value: T): T {
 export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
   const discovery = discoverAgentSources(project);
   const registry: RegistryEntry[] = discovery.sources.map(({ stem, file, text }) => ({ stem, file, text }));
-  const agents = discovery.sources.map((source) => summariseSource(source, registry));
   const policyInputs: PolicyFileInput[] = collectPolicyFiles(project);
   const policySet = loadPolicySet(policyInputs);
   const { audit, storage } = openAudit(project);
-  const snapshot: StartupSnapshot = {
+  const snapshot: Omit<StartupSnapshot, 'agents'> = {
     takenAt: new Date().toISOString(),
     project: { fd: project.fd, path: project.displayPath },
     registry,
-    agents,
     skipped: discovery.skipped,
     limitsHit: discovery.limitsHit,
     agentsDirectory: {
@@ -141,5 +142,13 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
     policy: { files: policyInputs.map((f) => f.path), set: policySet },
     audit,
   };
-  return { snapshot: deepFreeze(snapshot), auditStorage: storage };
+  // The sources are read now; their parse summaries and verdicts are derived on
+  // first use (the startup summary right after the MCP handshake, or an early
+  // list_agents), so the initialize answer does not wait for 1,000 parses.
+  let agents: readonly AgentSummary[] | undefined;
+  Object.defineProperty(snapshot, 'agents', {
+    enumerable: false,
+    get: () => (agents ??= deepFreeze(discovery.sources.map((source) => summariseSource(source, registry)))),
+  });
+  return { snapshot: deepFreeze(snapshot as StartupSnapshot), auditStorage: storage };
 }

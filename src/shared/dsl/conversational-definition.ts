@@ -3,7 +3,7 @@ import { canonicalHash } from '../canonical-json.js';
 import { DSL_FILE_MAX_BYTES, RESPONSE_DEADLINE_MS } from '../limits.js';
 import type { AgentDecl, Expr, PolicyDecl, WithBlock } from './ast.js';
 import { checkInlinePolicies } from './inline-policy-check.js';
-import { parseDsl } from './parser.js';
+import { parseDsl, type ParseResult } from './parser.js';
 
 // Name selection and the conversational-definition check of dsl.md ("What
 // invoke_agent accepts"): which registry entry a name means, which agent in
@@ -45,13 +45,35 @@ const CANDIDATES_SHOWN = 20;
 const AGENTS_NAMED = 10;
 const ROUTE_ONLY = 'the text-response route runs conversational definitions only';
 
-export function conversationalVerdict(entry: RegistryEntry, registry: readonly RegistryEntry[]): AgentVerdict {
-  const twins = registry.filter((e) => e.stem === entry.stem && e.file !== entry.file);
-  if (twins.length > 0) {
-    return { invocable: false, reason: ambiguousMessage(entry.stem, [entry, ...twins].map((e) => e.file)) };
+// Files per stem, computed once per registry: startup asks for the verdict of
+// every entry, and a scan of the registry per entry would be quadratic.
+const stemIndexes = new WeakMap<readonly RegistryEntry[], Map<string, string[]>>();
+
+function filesWithStem(registry: readonly RegistryEntry[], stem: string): string[] {
+  let index = stemIndexes.get(registry);
+  if (index === undefined) {
+    index = new Map();
+    for (const e of registry) {
+      const files = index.get(e.stem);
+      if (files === undefined) index.set(e.stem, [e.file]);
+      else files.push(e.file);
+    }
+    stemIndexes.set(registry, index);
   }
-  const result = examine(entry);
-  return result.ok ? { invocable: true, declaredName: result.definition.declaredName } : { invocable: false, reason: result.reason };
+  return index.get(stem) ?? [];
+}
+
+/**
+ * The verdict list_agents shows for one registry entry. `parsed` lets a caller
+ * that has already parsed the file (startup builds its report too) skip a second parse.
+ */
+export function conversationalVerdict(entry: RegistryEntry, registry: readonly RegistryEntry[], parsed?: ParseResult): AgentVerdict {
+  const sameStem = filesWithStem(registry, entry.stem);
+  if (sameStem.length > 1 || (sameStem.length === 1 && sameStem[0] !== entry.file)) {
+    return { invocable: false, reason: ambiguousMessage(entry.stem, [...new Set([entry.file, ...sameStem])]) };
+  }
+  const result = examine(entry, parsed);
+  return result.ok ? { invocable: true, declaredName: result.declaredName } : { invocable: false, reason: result.reason };
 }
 
 export function selectConversationalDefinition(registry: readonly RegistryEntry[], name: string): Selection {
@@ -69,7 +91,7 @@ export function selectConversationalDefinition(registry: readonly RegistryEntry[
   const entry = matches[0]!;
   const result = examine(entry);
   if (!result.ok) return { ok: false, kind: 'refused', message: result.reason, candidates: [] };
-  return { ok: true, definition: result.definition };
+  return { ok: true, definition: result.definition() };
 }
 
 function ambiguousMessage(stem: string, files: string[]): string {
@@ -83,13 +105,13 @@ function quote(name: string): string {
   return JSON.stringify(cut);
 }
 
-type Examined = { ok: true; definition: SelectedDefinition } | { ok: false; reason: string };
+type Examined = { ok: true; declaredName: string; definition: () => SelectedDefinition } | { ok: false; reason: string };
 
-function examine(entry: RegistryEntry): Examined {
+function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
   const refuse = (reason: string): Examined => ({ ok: false, reason: `${entry.file}: ${reason}` });
   const bytes = Buffer.byteLength(entry.text, 'utf8');
   if (bytes > DSL_FILE_MAX_BYTES) return refuse(`the file is ${bytes} bytes; the limit is ${DSL_FILE_MAX_BYTES} bytes`);
-  const { file, errors } = parseDsl(entry.text);
+  const { file, errors } = parsed ?? parseDsl(entry.text);
   const firstError = errors[0];
   if (firstError) {
     const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
@@ -167,22 +189,26 @@ function examine(entry: RegistryEntry): Examined {
   const policyProblem = checkInlinePolicies(policies);
   if (policyProblem) return refuse(policyProblem);
 
-  const declarationText = entry.text.slice(agent.start, agent.end);
   return {
     ok: true,
-    definition: {
-      stem: entry.stem,
-      file: entry.file,
-      declaredName: agent.name,
-      principal: responsePrincipal(agent.name),
-      sourceText: entry.text,
-      sourceHash: canonicalHash(entry.text).hash,
-      declarationText,
-      declarationHash: canonicalHash(declarationText).hash,
-      capabilities,
-      timeoutMs,
-      inlinePolicies: policies.map((p) => ({ name: p.name, rules: p.rules.length })),
+    // Hashing the source is left to selection: startup only needs the verdict.
+    definition: () => {
+      const declarationText = entry.text.slice(agent.start, agent.end);
+      return {
+        stem: entry.stem,
+        file: entry.file,
+        declaredName: agent.name,
+        principal: responsePrincipal(agent.name),
+        sourceText: entry.text,
+        sourceHash: canonicalHash(entry.text).hash,
+        declarationText,
+        declarationHash: canonicalHash(declarationText).hash,
+        capabilities,
+        timeoutMs,
+        inlinePolicies: policies.map((p) => ({ name: p.name, rules: p.rules.length })),
+      };
     },
+    declaredName: agent.name,
   };
 }
 

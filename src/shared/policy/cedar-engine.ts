@@ -1,7 +1,19 @@
 // The one place that loads the Cedar wasm module. The Node.js build is synchronous and
-// instantiates its wasm when first imported, so every thread that imports this module
+// instantiates its wasm when first required, so every thread that uses this module
 // (the supervisor and each worker) pays that cost once.
-import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
+import { createRequire } from 'node:module';
+
+type CedarModule = typeof import('@cedar-policy/cedar-wasm/nodejs');
+let loaded: CedarModule | undefined;
+
+// Loaded on first use: a server whose project has no policy files never needs
+// Cedar in the supervisor thread, and startup should not pay for the wasm.
+export const cedar: CedarModule = new Proxy({} as CedarModule, {
+  get(_target, property) {
+    loaded ??= createRequire(import.meta.url)('@cedar-policy/cedar-wasm/nodejs') as CedarModule;
+    return loaded[property as keyof CedarModule];
+  },
+});
 
 export type {
   AuthorizationAnswer,
@@ -11,8 +23,6 @@ export type {
   ResidualResponse,
   ValidationAnswer,
 } from '@cedar-policy/cedar-wasm/nodejs';
-
-export { cedar };
 
 /** The Cedar version compiled into the wasm module, for diagnostics. */
 export function cedarVersion(): string {

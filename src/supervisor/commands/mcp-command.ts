@@ -74,7 +74,6 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const project = pinProject(options.project);
   const log = createOperatorLog(options.logFormat);
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
-  writeStartupSummary(snapshot, log);
   const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs };
   const runtime = createInvocationRuntime(context);
   let shutdown: Shutdown | undefined;
@@ -89,9 +88,13 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     closeSession: () => session.closeSession('shutting down'),
     stopWorkers: () => runtime.stopWorkers(),
   });
-  log.info('serving MCP on standard input/output');
-  // Threads start after the session is up, so the initialize answer does not wait for them.
-  setImmediate(() => runtime.warmUp());
+  // The summary (which parses every agent source) and the worker threads come
+  // right after the session is up, so the client's initialize is answered first.
+  setImmediate(() => {
+    writeStartupSummary(snapshot, log);
+    log.info('serving MCP on standard input/output');
+    runtime.warmUp();
+  });
   const reason = await session.closed;
   // However the session ended, live runs still get their terminal records before exit.
   await shutdown(`session closed: ${reason}`);
