@@ -1,11 +1,16 @@
 import { Command } from 'commander';
-import { registerMcpCommand } from './commands/mcp-command.js';
-import { registerDslCommand } from './commands/dsl-command.js';
-import { registerAuditCommand } from './commands/audit-command.js';
-import { registerSchemapinCommand } from './commands/schemapin-command.js';
 
 // Entry point of the `symbi` command line. Each sub-command lives in its own
-// module under ./commands; this file only wires them together.
+// module under ./commands; only the one being run is loaded (all of them for
+// help or an unknown name), so `symbi mcp` starts without the others' code.
+type Register = (program: Command) => void;
+const commands: Record<string, () => Promise<Register>> = {
+  mcp: async () => (await import('./commands/mcp-command.js')).registerMcpCommand,
+  dsl: async () => (await import('./commands/dsl-command.js')).registerDslCommand,
+  audit: async () => (await import('./commands/audit-command.js')).registerAuditCommand,
+  schemapin: async () => (await import('./commands/schemapin-command.js')).registerSchemapinCommand,
+};
+
 const program = new Command();
 program
   .name('symbi')
@@ -13,9 +18,8 @@ program
   .showHelpAfterError(false)
   .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
 
-registerMcpCommand(program);
-registerDslCommand(program);
-registerAuditCommand(program);
-registerSchemapinCommand(program);
+const requested = process.argv[2];
+const names = requested !== undefined && Object.hasOwn(commands, requested) ? [requested] : Object.keys(commands);
+for (const name of names) (await commands[name]!())(program);
 
 await program.parseAsync(process.argv);
