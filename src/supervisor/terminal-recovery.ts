@@ -1,5 +1,5 @@
 import { closeAuditStorage, openAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
-import { JournalWriter } from '../shared/journal/journal-writer.js';
+import type { JournalWriter } from '../shared/journal/journal-writer.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
 
 /**
@@ -12,6 +12,8 @@ export async function recoverTerminalRecord(project: PinnedDirectory, runId: str
   let writer: JournalWriter | undefined;
   try {
     storage = openAuditStorage(project);
+    // Only a crashed worker needs this path; the writer and verifier load then.
+    const { JournalWriter } = await import('../shared/journal/journal-writer.js');
     writer = await JournalWriter.resume(storage, runId, principal);
     for (const callId of writer.unfinishedCalls) {
       await writer

@@ -5,7 +5,7 @@ import { SCHEMA_KEY_URL_MAX_BYTES, SCHEMA_MAX_BYTES } from '../../shared/limits.
 import type { PinnedDirectory } from '../../shared/pinned-directory.js';
 import { SchemaPinInputError } from '../../shared/schemapin/schemapin-errors.js';
 import { insecureWarning, schemapinInsecureFromEnv } from '../../shared/schemapin/insecure-mode.js';
-import { verifySchema, type VerifySchemaInput } from '../../shared/schemapin/verify-schema.js';
+import type { VerifySchemaInput } from '../../shared/schemapin/verify-schema.js';
 
 // The verify_schema MCP tool. Unusable arguments (wrong type, over a limit,
 // not JSON, not a URL) are MCP tool errors with one line of text. A
@@ -63,7 +63,10 @@ export function registerVerifySchemaTool(server: McpServer, options: VerifySchem
     },
     async (raw: unknown): Promise<CallToolResult> => {
       try {
-        const result = await verifySchema(readArguments(raw), { project: options.project, allowInsecure });
+        const input = readArguments(raw);
+        // The fetch and crypto code loads on the first call, not at server startup.
+        const { verifySchema } = await import('../../shared/schemapin/verify-schema.js');
+        const result = await verifySchema(input, { project: options.project, allowInsecure });
         const structured = { ...result } as Record<string, unknown>;
         return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }], structuredContent: structured };
       } catch (err) {
