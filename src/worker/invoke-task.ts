@@ -1,6 +1,7 @@
 import { workerData } from 'piscina';
 import { PinnedDirectory } from '../shared/pinned-directory.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
+import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import type { InvokeOutcome, InvokeTask, WorkerBootData } from '../shared/run-messages.js';
 import { faultHook } from './fault-injection.js';
@@ -14,6 +15,8 @@ const resources: WorkerResources = {
   policySet: boot.policySet as LoadedPolicySet,
   provider: boot.provider as ProviderConfig,
 };
+
+preparePolicySet(resources.policySet);
 
 export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcome> {
   try {

@@ -43,6 +43,21 @@ export interface PermitPossibility {
 }
 const verdictCache = new Map<string, PermitPossibility>();
 
+/**
+ * Loads Cedar and parses the set ahead of the first decision, so a thread that
+ * starts before any run (the worker pool warms at startup) does not make its
+ * first run wait for the wasm. Problems are left for authorizeRespond to report.
+ */
+export function preparePolicySet(set: LoadedPolicySet): void {
+  if (set.mode !== 'configured') return;
+  try {
+    preparedSchemaName();
+    preparedPolicySetId(set.policies);
+  } catch {
+    // authorizeRespond denies with the reason when it meets the same problem
+  }
+}
+
 export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest): RespondDecision {
   const deny = (reason: string, errors: string[] = []): RespondDecision => ({ decision: 'deny', determining_policies: [], errors, reason });
   let parts;
