@@ -14,6 +14,8 @@ export interface ShutdownDependencies {
   closeSession: () => Promise<void>;
   /** Stops the worker threads once runs are settled. */
   stopWorkers: () => Promise<void>;
+  /** Runs first (the startup summary, if the session ended before it was written). */
+  beforeDrain?: () => void;
 }
 
 export type Shutdown = (cause: string) => Promise<never>;
@@ -23,6 +25,7 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
 
   const shutdown = (cause: string): Promise<never> => {
     inProgress ??= (async (): Promise<never> => {
+      deps.beforeDrain?.();
       const live = deps.owners.size;
       deps.owners.cancelAll(`the server is shutting down (${cause})`);
       const { finalised, notFinalised } = await deps.owners.drain(deps.graceMs);

@@ -17,6 +17,8 @@ import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 
 const USAGE_EXIT = 2;
 const SHUTDOWN_GRACE_MS_MAX = 600_000;
+/** How long the startup summary waits for the client's `initialized` notification. */
+const HANDSHAKE_WAIT_MS = 250;
 
 export interface McpCommandOptions {
   project: string;
@@ -77,6 +79,16 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs };
   const runtime = createInvocationRuntime(context);
   let shutdown: Shutdown | undefined;
+  // The summary (which parses every agent source) and the worker threads come
+  // once the client has completed the handshake, so its initialize is answered
+  // without waiting for them; a client that never initializes gets them shortly after.
+  let summaryWritten = false;
+  const summaryOnce = (): void => {
+    if (summaryWritten) return;
+    summaryWritten = true;
+    writeStartupSummary(snapshot, log);
+    log.info('serving MCP on standard input/output');
+  };
   const session = await startMcpSession(context, undefined, {
     registerInvokeAgent: (server) => registerInvokeAgentTool(server, runtime.session),
     onInputEnd: () => void shutdown?.('the client closed standard input'),
@@ -87,14 +99,15 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     log,
     closeSession: () => session.closeSession('shutting down'),
     stopWorkers: () => runtime.stopWorkers(),
+    // Standard error always starts with the summary, even for a session that ends at once.
+    beforeDrain: summaryOnce,
   });
-  // The summary (which parses every agent source) and the worker threads come
-  // right after the session is up, so the client's initialize is answered first.
-  setImmediate(() => {
-    writeStartupSummary(snapshot, log);
-    log.info('serving MCP on standard input/output');
+  const afterHandshake = (): void => {
+    summaryOnce();
     runtime.warmUp();
-  });
+  };
+  session.server.server.oninitialized = afterHandshake;
+  setTimeout(afterHandshake, HANDSHAKE_WAIT_MS).unref();
   const reason = await session.closed;
   // However the session ended, live runs still get their terminal records before exit.
   await shutdown(`session closed: ${reason}`);
