@@ -169,6 +169,26 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     });
   }
 
+  for (const [label, args, pattern] of [
+    ['a non-string agent', { agent: 5, prompt: 'x' }, /argument "agent" must be a string, got a number/],
+    ['a missing prompt', { agent: 'assistant' }, /missing required argument "prompt"/],
+    ['no arguments at all', {}, /missing required argument "agent"/],
+    ['an unknown argument', { agent: 'assistant', prompt: 'x', tools: ['shell'] }, /unknown argument "tools"/],
+    ['a non-string system_prompt', { agent: 'assistant', prompt: 'x', system_prompt: 7 }, /"system_prompt" must be a string/],
+    ['an empty agent name', { agent: '', prompt: 'x' }, /"agent" must be 1 to 255 bytes/],
+  ] as const) {
+    it(`answers ${label} with a one-line tool error and no journal`, async () => {
+      const requestsBefore = endpoint.requests.length;
+      const journalsBefore = journalsIn(project).length;
+      const result = await server.client.callTool({ name: 'invoke_agent', arguments: { ...args } as Record<string, unknown> });
+      assert.equal(result.isError, true);
+      assert.match(textOf(result), pattern);
+      assert.ok(!textOf(result).includes('\n'), 'one line');
+      assert.equal(endpoint.requests.length, requestsBefore);
+      assert.equal(journalsIn(project).length, journalsBefore);
+    });
+  }
+
   it('accepts a prompt of exactly 64 KiB', async () => {
     const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'x'.repeat(64 * 1024) } });
     assert.equal(result.isError, undefined, textOf(result));

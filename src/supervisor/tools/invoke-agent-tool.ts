@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { AGENT_NAME_MAX_BYTES } from '../../shared/limits.js';
 import { RUN_PHASES, type InvokeOutcome } from '../../shared/run-messages.js';
-import { preflightInvocation, type PreflightInputs } from '../invoke-preflight.js';
+import { preflightInvocation, type InvokeArguments, type PreflightInputs } from '../invoke-preflight.js';
 import type { RunOwnerTable } from '../run-owners.js';
+import { advertisedInputSchema, argumentObject, guarded, requiredString, ToolArgumentError } from './tool-arguments.js';
 
 export interface RunLog {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -17,11 +21,30 @@ export interface InvokeAgentSession extends PreflightInputs {
   log: RunLog;
 }
 
-const inputShape = {
-  agent: z.string({ error: 'agent must be a string: the filename stem of an agents/*.symbi or *.dsl file' }),
-  prompt: z.string({ error: 'prompt must be a string of at most 64 KiB' }),
-  system_prompt: z.string({ error: 'system_prompt, when given, must be a string of at most 64 KiB' }).optional(),
-};
+const TOOL = 'invoke_agent';
+const ALLOWED_AGENT = `the filename stem of an agents/*.symbi or *.dsl file (at most ${AGENT_NAME_MAX_BYTES} bytes)`;
+const ALLOWED_TEXT = 'a string of at most 64 KiB';
+
+// Checked in the handler (one-line errors, unknown names refused); the schema advertises the real types.
+const inputSchema = advertisedInputSchema(
+  {
+    agent: { type: 'string', description: 'Filename stem of a registered agent, e.g. "assistant" for agents/assistant.symbi' },
+    prompt: { type: 'string', description: 'The caller input (at most 64 KiB of UTF-8)' },
+    system_prompt: { type: 'string', description: 'Optional extra caller instructions, sent as a user message after the definition (at most 64 KiB)' },
+  },
+  ['agent', 'prompt'],
+);
+
+function readArguments(raw: unknown): InvokeArguments {
+  const args = argumentObject(TOOL, raw, ['agent', 'prompt', 'system_prompt']);
+  const agent = requiredString(TOOL, args, 'agent', ALLOWED_AGENT);
+  if (agent.length === 0 || Buffer.byteLength(agent, 'utf8') > AGENT_NAME_MAX_BYTES) {
+    throw new ToolArgumentError(`${TOOL}: "agent" must be 1 to ${AGENT_NAME_MAX_BYTES} bytes; expected ${ALLOWED_AGENT}`);
+  }
+  const prompt = requiredString(TOOL, args, 'prompt', ALLOWED_TEXT);
+  const systemPrompt = args.system_prompt === undefined ? undefined : requiredString(TOOL, args, 'system_prompt', ALLOWED_TEXT);
+  return { agent, prompt, system_prompt: systemPrompt };
+}
 
 const outputShape = {
   agent_id: z.string().describe('The principal UUID the response was produced under'),
@@ -55,11 +78,12 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         'Sends the registered conversational definition named by `agent` (an agents/*.symbi or *.dsl filename stem) and your prompt to the configured model provider and returns one text answer. ' +
         'The answer is released only after the project Cedar policy permits its exact text and the signed audit journal is durable; structuredContent carries agent_id and the audit reference (run_id, journal path, public key). ' +
         'No tools, commands or delegated work are executed. system_prompt is extra caller input sent as a user message; it cannot replace the definition. prompt and system_prompt are each limited to 64 KiB.',
-      inputSchema: inputShape,
+      inputSchema,
       outputSchema: outputShape,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
-    async (args, extra) => {
+    guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
+      const args = readArguments(raw);
       const preflight = preflightInvocation(args, session);
       if (!preflight.ok) {
         session.log.info('invoke_agent refused before inference', { agent: args.agent, reason: preflight.message });
@@ -129,6 +153,6 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         session.log.warn('run ended without a durable terminal record', { run_id: runId });
       }
       return failure(outcome.message, definition.principal, outcome);
-    },
+    }, (err) => session.log.warn(`invoke_agent: internal error: ${(err as Error)?.message ?? String(err)}`)),
   );
 }
