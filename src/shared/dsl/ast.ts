@@ -67,9 +67,12 @@ export type Stmt =
 
 export interface Block extends Span {
   kind: 'block';
+  /** The statements, or an empty array when the parse did not retain bodies (see ParseOptions). */
   statements: Stmt[];
-  /** A final expression without `;`, the block's value. */
+  /** A final expression without `;`, the block's value (null when bodies are not retained). */
   tail: Expr | null;
+  /** How many statements the block holds, its trailing expression included; always counted. */
+  count: number;
 }
 
 export interface PolicyRule extends Pos {

@@ -111,7 +111,7 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
   const refuse = (reason: string): Examined => ({ ok: false, reason: `${entry.file}: ${reason}` });
   const bytes = Buffer.byteLength(entry.text, 'utf8');
   if (bytes > DSL_FILE_MAX_BYTES) return refuse(`the file is ${bytes} bytes; the limit is ${DSL_FILE_MAX_BYTES} bytes`);
-  const { file, errors } = parsed ?? parseDsl(entry.text);
+  const { file, errors } = parsed ?? parseDsl(entry.text, { retainBodies: false });
   const firstError = errors[0];
   if (firstError) {
     const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
@@ -158,7 +158,7 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
       case 'function':
         return refuse(`${who} has a \`function\` \`${member.name}\` at ${member.line}:${member.column}; ${ROUTE_ONLY}`);
       case 'with':
-        if (member.body.statements.length > 0 || member.body.tail) {
+        if (member.body.count > 0) {
           return refuse(`${who} has a \`with\` block with statements at ${member.line}:${member.column}; ${ROUTE_ONLY}`);
         }
         withBlocks.push(member);

@@ -88,6 +88,17 @@ export function durationSeconds(raw: string): number {
   return factor === undefined || isFloat ? value : value * factor;
 }
 
+// Token kinds as plain module constants: a property load on the TokenKind
+// enum object at a site the optimiser has not seen run (the end-of-file push
+// after the main loop) deoptimised the whole lexer on every call.
+const IDENT: TokenKind = TokenKind.Ident;
+const NUMBER: TokenKind = TokenKind.Number;
+const DURATION: TokenKind = TokenKind.Duration;
+const STRING: TokenKind = TokenKind.String;
+const VAULT: TokenKind = TokenKind.Vault;
+const PUNCT: TokenKind = TokenKind.Punct;
+const EOF: TokenKind = TokenKind.Eof;
+
 export interface LexResult {
   tokens: TokenStream;
   errors: SyntaxDiagnostic[];
@@ -163,10 +174,10 @@ export function lex(src: string, maxErrors: number): LexResult {
         const path = src.slice(i + 3, j);
         if (path.length === 0) report(start, line, lineStart, 'vault reference needs a path, as in `vault://team/service/key`');
         i = j;
-        tokens.push(TokenKind.Vault, path, start, i, line);
+        tokens.push(VAULT, path, start, i, line);
         continue;
       }
-      tokens.push(TokenKind.Ident, word, start, i, line);
+      tokens.push(IDENT, word, start, i, line);
       continue;
     }
     if (isDigit(c)) {
@@ -195,7 +206,7 @@ export function lex(src: string, maxErrors: number): LexResult {
         const factor = DOT_DURATION_UNITS[unit];
         if (factor !== undefined) {
           i = j;
-          tokens.push(TokenKind.Duration, src.slice(start, i), start, i, line);
+          tokens.push(DURATION, src.slice(start, i), start, i, line);
           continue;
         }
       }
@@ -216,13 +227,13 @@ export function lex(src: string, maxErrors: number): LexResult {
               : `unknown duration unit \`${shorten(unit)}\` after \`${shorten(numText)}\`; allowed units: s, m, h, d, w, months, y, or \`.seconds\`, \`.minutes\`, \`.hours\``,
           );
         }
-        tokens.push(TokenKind.Duration, src.slice(start, j), start, i, line);
+        tokens.push(DURATION, src.slice(start, j), start, i, line);
         continue;
       }
       if (numText.endsWith('_') || numText.includes('_.')) {
         report(start, line, lineStart, `number \`${shorten(numText)}\` cannot end a digit group with \`_\``);
       }
-      tokens.push(TokenKind.Number, numText, start, i, line);
+      tokens.push(NUMBER, numText, start, i, line);
       continue;
     }
     if (c === 34) {
@@ -295,13 +306,13 @@ export function lex(src: string, maxErrors: number): LexResult {
         report(start, startLine, startLs, 'unterminated string: no closing `"` before end of file');
         value += src.slice(chunk, n);
       }
-      tokens.push(TokenKind.String, value, start, i, startLine);
+      tokens.push(STRING, value, start, i, startLine);
       continue;
     }
     const op = punctAt(src, i, c);
     if (op !== null) {
       i += op.length;
-      tokens.push(TokenKind.Punct, op, start, i, line);
+      tokens.push(PUNCT, op, start, i, line);
       continue;
     }
     // Anything else: report once per run of unknown characters.
@@ -311,7 +322,7 @@ export function lex(src: string, maxErrors: number): LexResult {
     i += width;
     while (i < n && isStray(src.charCodeAt(i))) i++;
   }
-  tokens.push(TokenKind.Eof, '', n, n, line);
+  tokens.push(EOF, '', n, n, line);
   return { tokens, errors };
 }
 

@@ -74,7 +74,7 @@ export function parseDslReport(text: string, source: string): ParseReport {
   if (bytes > DSL_FILE_MAX_BYTES) {
     return errorReport(source, `DSL text is ${bytes} bytes; the limit is ${DSL_FILE_MAX_BYTES} bytes (1 MiB)`);
   }
-  const { file, errors } = parseDsl(text);
+  const { file, errors } = parseDsl(text, { retainBodies: false });
   return buildReport(file, errors, text, source);
 }
 
@@ -192,7 +192,7 @@ function reportAgent(agent: AgentDecl, report: ParseReport, src: string): Report
           sandbox_tier: attributes['sandbox'] ?? attributes['sandbox_tier'] ?? null,
           timeout: attributes['timeout'] ?? null,
           attributes,
-          statements: member.body.statements.length + (member.body.tail ? 1 : 0),
+          statements: member.body.count,
           line: member.line,
         });
         break;

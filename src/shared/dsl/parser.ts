@@ -51,8 +51,22 @@ const RESERVED = new Set(['let', 'return', 'else', 'for', 'in', 'try', 'catch'])
 const KEYWORD_PRIMARIES = new Set([...RESERVED, 'true', 'false', 'if', 'match']);
 const ASSIGN_OPS = new Set(['=', '+=', '-=', '*=', '/=', '%=']);
 
-export function parseDsl(src: string): ParseResult {
-  const parser = new Parser(src);
+export interface ParseOptions {
+  /**
+   * Keep the statements of blocks (function, `with`, `if`, lambda bodies).
+   * The report needs only how many a block holds; not keeping them lets a
+   * large file's statement trees die young instead of being carried by the
+   * garbage collector through the whole parse. Syntax errors are the same
+   * either way. Default true.
+   */
+  retainBodies?: boolean;
+}
+
+// Shared by every block whose statements were not retained; frozen so no caller can fill it.
+const NO_STATEMENTS = Object.freeze([]) as unknown as Stmt[];
+
+export function parseDsl(src: string, options?: ParseOptions): ParseResult {
+  const parser = new Parser(src, options?.retainBodies !== false);
   try {
     return parser.parseFile();
   } finally {
@@ -75,7 +89,10 @@ class Parser {
   /** Set by parseStatement when it finds a block's trailing expression. */
   private tail: Expr | null = null;
 
-  constructor(private readonly src: string) {
+  constructor(
+    private readonly src: string,
+    private readonly retainBodies: boolean,
+  ) {
     const lexed = lex(src, DSL_MAX_ERRORS);
     this.ts = lexed.tokens;
     this.kinds = this.ts.kind;
@@ -636,8 +653,10 @@ class Parser {
     const savedDepth = this.depth;
     const savedNoRecord = this.noRecord;
     this.noRecord = false;
-    const statements: Stmt[] = [];
+    const retain = this.retainBodies;
+    const statements: Stmt[] = retain ? [] : NO_STATEMENTS;
     let tail: Expr | null = null;
+    let count = 0;
     for (;;) {
       const t = this.peek();
       if (t.kind === TokenKind.Punct && t.text === '}') {
@@ -651,9 +670,13 @@ class Parser {
       const stmtStart = this.pos;
       try {
         const stmt = this.parseStatement();
-        if (stmt !== null) statements.push(stmt);
-        else if (this.tail !== null) {
-          tail = this.tail;
+        if (stmt !== null) {
+          count++;
+          if (retain) statements.push(stmt);
+        } else if (this.tail !== null) {
+          // A tail is followed by `}`, so a block has at most one.
+          count++;
+          if (retain) tail = this.tail;
           this.tail = null;
         }
       } catch (e) {
@@ -666,7 +689,7 @@ class Parser {
     }
     this.depth--;
     this.noRecord = savedNoRecord;
-    return { kind: 'block', statements: trimmed(statements), tail, line: open.line, column: open.column, start: open.start, end: this.prevEnd() };
+    return { kind: 'block', statements: retain ? trimmed(statements) : statements, tail, count, line: open.line, column: open.column, start: open.start, end: this.prevEnd() };
   }
 
   /** A statement, or null for an empty `;` or a block's trailing expression (left in `this.tail`). */
