@@ -239,8 +239,8 @@ class Parser {
 
   /** A top-level keyword at column 1 followed by a name: a new item even inside an unclosed block. */
   private atItemStartInColumnOne(): boolean {
-    const t = this.peek();
-    return t.column === 1 && t.kind === TokenKind.Ident && TOP_LEVEL.has(t.text) && this.startsItemAt(this.pos);
+    const i = this.pos;
+    return this.kinds[i] === TokenKind.Ident && this.ts.column(i) === 1 && this.startsItemAt(i);
   }
   private startsItemAt(i: number): boolean {
     if (this.kinds[i] !== TokenKind.Ident || !TOP_LEVEL.has(this.texts[i]!)) return false;
@@ -658,16 +658,16 @@ class Parser {
     let tail: Expr | null = null;
     let count = 0;
     for (;;) {
-      const t = this.peek();
-      if (t.kind === TokenKind.Punct && t.text === '}') {
-        this.next();
+      const stmtStart = this.pos;
+      const k = this.kinds[stmtStart];
+      if (k === TokenKind.Punct && this.texts[stmtStart] === '}') {
+        this.advance();
         break;
       }
-      if (t.kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
+      if (k === TokenKind.Eof || this.atItemStartInColumnOne()) {
         this.unclosed(what, owner);
         break;
       }
-      const stmtStart = this.pos;
       try {
         const stmt = this.parseStatement();
         if (stmt !== null) {
@@ -694,13 +694,18 @@ class Parser {
 
   /** A statement, or null for an empty `;` or a block's trailing expression (left in `this.tail`). */
   private parseStatement(): Stmt | null {
-    const t = this.peek();
-    if (t.kind === TokenKind.Punct && t.text === ';') {
-      this.next();
+    const si = this.pos;
+    const ts = this.ts;
+    const kind = this.kinds[si];
+    if (kind === TokenKind.Punct && this.texts[si] === ';') {
+      this.advance();
       return null;
     }
-    if (t.kind === TokenKind.Ident) {
-      switch (t.text) {
+    if (kind === TokenKind.Ident) {
+      // Keyword statements only; a Token object is built once one is seen.
+      const word = this.texts[si]!;
+      const t = word === 'let' || word === 'return' || word === 'for' || word === 'try' || word === 'while' || word === 'loop' ? this.peek() : null;
+      if (t !== null) switch (t.text) {
         case 'let': {
           this.next();
           const pattern = this.parsePattern();
@@ -708,13 +713,13 @@ class Parser {
           if (this.eat(':')) type = this.parseType();
           this.expect('=', 'after the name in `let`');
           const value = this.parseExpression();
-          this.endStatement('`let` statement', t);
+          this.endStatementAt('`let` statement', si);
           return { kind: 'let', pattern, type, value, line: t.line, column: t.column };
         }
         case 'return': {
           this.next();
           const value = this.isPunct(';') || this.isPunct('}') ? null : this.parseExpression();
-          this.endStatement('`return` statement', t);
+          this.endStatementAt('`return` statement', si);
           return { kind: 'return', value, line: t.line, column: t.column };
         }
         case 'for': {
@@ -756,37 +761,46 @@ class Parser {
       }
     }
     const expr = this.parseExpression();
-    const op = this.peek();
-    if (op.kind === TokenKind.Punct && ASSIGN_OPS.has(op.text)) {
-      if (expr.kind !== 'ident' && expr.kind !== 'member' && expr.kind !== 'index') {
-        this.fail(`cannot assign to this expression; the target of \`${op.text}\` must be a name, a member (\`a.b\`) or an index (\`a[i]\`)`, op);
+    const line = ts.line[si]!;
+    const column = ts.column(si);
+    const oi = this.pos;
+    if (this.kinds[oi] === TokenKind.Punct) {
+      const op = this.texts[oi]!;
+      if (ASSIGN_OPS.has(op)) {
+        if (expr.kind !== 'ident' && expr.kind !== 'member' && expr.kind !== 'index') {
+          this.fail(`cannot assign to this expression; the target of \`${op}\` must be a name, a member (\`a.b\`) or an index (\`a[i]\`)`);
+        }
+        this.advance();
+        const value = this.parseExpression();
+        this.endStatementAt('assignment', si);
+        return { kind: 'assign', op, target: expr, value, line, column };
       }
-      this.next();
-      const value = this.parseExpression();
-      this.endStatement('assignment', t);
-      return { kind: 'assign', op: op.text, target: expr, value, line: t.line, column: t.column };
+      if (op === ';') {
+        this.advance();
+        return { kind: 'expr', expr, line, column };
+      }
     }
-    if (this.eat(';')) return { kind: 'expr', expr, line: t.line, column: t.column };
-    if (expr.kind === 'if' || expr.kind === 'match') return { kind: 'expr', expr, line: t.line, column: t.column };
+    if (expr.kind === 'if' || expr.kind === 'match') return { kind: 'expr', expr, line, column };
     if (this.isPunct('}')) {
       this.tail = expr;
       return null;
     }
-    this.endStatement('expression statement', t);
-    return { kind: 'expr', expr, line: t.line, column: t.column };
+    this.endStatementAt('expression statement', si);
+    return { kind: 'expr', expr, line, column };
   }
 
-  /** Requires `;`. A missing one before a new line is reported without losing the next statement. */
-  private endStatement(what: string, start: Token): void {
+  /** Requires `;` after the statement starting at token `si`. A missing one before a new line is reported without losing the next statement. */
+  private endStatementAt(what: string, si: number): void {
     if (this.eat(';')) return;
     const t = this.peek();
-    const message = `expected \`;\` after the ${what} starting at ${start.line}:${start.column}, found ${describeToken(t)}`;
-    const prev = this.tok(this.pos - 1);
+    const ts = this.ts;
+    const message = `expected \`;\` after the ${what} starting at ${ts.line[si]}:${ts.column(si)}, found ${describeToken(t)}`;
+    const prevLine = ts.line[this.pos > 0 ? this.pos - 1 : 0]!;
     if (t.kind === TokenKind.Punct && t.text === '}') {
       this.softError(message, t);
       return;
     }
-    if (t.line > prev.line || t.kind === TokenKind.Eof) {
+    if (t.line > prevLine || t.kind === TokenKind.Eof) {
       this.softError(message, t);
       return;
     }
@@ -935,14 +949,18 @@ class Parser {
       if (this.kindAt() !== TokenKind.Punct) return e;
       const op = this.textAt();
       if (op !== '.' && op !== '(' && op !== '[') return e;
+      if (op === '.') {
+        // Member access is the common case: read the name straight from the token arrays.
+        this.advance();
+        const pi = this.pos;
+        const pk = this.kinds[pi];
+        if (pk !== TokenKind.Ident && pk !== TokenKind.Number) this.fail(`expected a member name after \`.\`, found ${describeToken(this.peek())}`);
+        this.advance();
+        e = { kind: 'member', object: e, property: this.texts[pi]!, line: e.line, column: e.column, start: e.start, end: this.ts.end[pi]! };
+        continue;
+      }
       const t = this.peek();
-      if (t.text === '.') {
-        this.next();
-        const p = this.peek();
-        if (p.kind !== TokenKind.Ident && p.kind !== TokenKind.Number) this.fail(`expected a member name after \`.\`, found ${describeToken(p)}`);
-        this.next();
-        e = { kind: 'member', object: e, property: p.text, line: e.line, column: e.column, start: e.start, end: p.end };
-      } else if (t.text === '(') {
+      if (t.text === '(') {
         this.next();
         const saved = this.noRecord;
         this.noRecord = false;
