@@ -55,9 +55,10 @@ export async function performInvocation(
   const stopSignal = AbortSignal.any([cancellation.signal, deadline.signal]);
   const stopReason = (): string =>
     cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
-  // Journal appends are synchronous, so let queued cancel messages arrive before each check.
+  // A cancel message queued behind this run's own work is delivered before each check.
+  const receivePendingMessages = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
   const throwIfStopped = async (): Promise<void> => {
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await receivePendingMessages();
     if (stopSignal.aborted) throw new RunStopped(stopReason());
   };
 
@@ -192,7 +193,7 @@ export async function performInvocation(
       },
     };
     // A cancel that arrived while the policy ran still wins over its decision.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await receivePendingMessages();
     const failure = stopSignal.aborted
       ? stopReason()
       : decision.decision !== 'allow'
@@ -210,19 +211,17 @@ export async function performInvocation(
     const message = describeFailure(err);
     let terminalDurable = false;
     if (writer !== undefined && !terminalWritten) {
-      if (callId !== undefined && !finishRecorded) {
-        try {
-          await writer.append({ DirectInferenceFinished: { call_id: callId, reason: { Error: { message } }, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } });
-        } catch {
-          // The terminal record below is still attempted.
-        }
-      }
-      try {
-        await writer.appendTerminal({ Error: { message } });
-        terminalDurable = true;
-      } catch {
-        terminalDurable = false;
-      }
+      const reason = { Error: { message } };
+      // The open call's finish and the terminal record share one sync; if the
+      // finish cannot be written (a tampered file), the terminal is tried alone.
+      const unfinishedCall =
+        callId !== undefined && !finishRecorded
+          ? [{ DirectInferenceFinished: { call_id: callId, reason, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } }]
+          : [];
+      terminalDurable = await writer.appendTerminal(reason, unfinishedCall).then(
+        () => true,
+        () => (unfinishedCall.length > 0 ? writer!.appendTerminal(reason).then(() => true, () => false) : false),
+      );
     }
     const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined };
     if (audit !== undefined) result.audit = audit;
