@@ -1,5 +1,5 @@
 import type { RunOwnerTable } from './run-owners.js';
-import type { RunLog } from './tools/invoke-agent-tool.js';
+import type { OperatorLog } from './operator-log.js';
 
 // The client going away (standard input ends, the pipe breaks), SIGINT and
 // SIGTERM all end the process the same way: cancel every live run, wait
@@ -9,7 +9,7 @@ import type { RunLog } from './tools/invoke-agent-tool.js';
 export interface ShutdownDependencies {
   owners: RunOwnerTable;
   graceMs: number;
-  log: RunLog;
+  log: OperatorLog;
   /** Closes the MCP transport once runs are settled. */
   closeSession: () => Promise<void>;
   /** Stops the worker threads once runs are settled. */

@@ -6,19 +6,15 @@ import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES } from '../../shared/limits.js';
 import { RUN_PHASES, type InvokeOutcome } from '../../shared/run-messages.js';
 import { preflightInvocation, type InvokeArguments, type PreflightInputs } from '../invoke-preflight.js';
+import type { OperatorLog } from '../operator-log.js';
 import type { RunOwnerTable } from '../run-owners.js';
 import { advertisedInputSchema, argumentObject, guarded, requiredString, ToolArgumentError } from './tool-arguments.js';
-
-export interface RunLog {
-  info(message: string, fields?: Record<string, unknown>): void;
-  warn(message: string, fields?: Record<string, unknown>): void;
-}
 
 export interface InvokeAgentSession extends PreflightInputs {
   owners: RunOwnerTable;
   /** The generated AGENTS.md section, already cut to its limit, if the project has one. */
   guidance?: string | undefined;
-  log: RunLog;
+  log: OperatorLog;
 }
 
 const TOOL = 'invoke_agent';
