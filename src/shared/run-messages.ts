@@ -1,4 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
+import type { LoadedPolicySet } from './policy/policy-set.js';
+import type { ProviderConfig } from './provider-config.js';
 
 // Everything that crosses the supervisor/worker thread boundary for one run.
 
@@ -7,8 +9,8 @@ export interface WorkerBootData {
   projectFd: number;
   projectPath: string;
   /** Loaded policy set (plain data), evaluated inside each worker with its own Cedar instance. */
-  policySet: unknown;
-  provider: unknown;
+  policySet: LoadedPolicySet;
+  provider: ProviderConfig;
 }
 
 /** The selected definition as the worker needs it. */

@@ -1,8 +1,6 @@
 import { workerData } from 'piscina';
 import { PinnedDirectory } from '../shared/pinned-directory.js';
-import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
-import type { ProviderConfig } from '../shared/provider-config.js';
 import type { InvokeOutcome, InvokeTask, WorkerBootData } from '../shared/run-messages.js';
 import { faultHook } from './fault-injection.js';
 import { performInvocation, type WorkerResources } from './invocation.js';
@@ -12,8 +10,8 @@ import { performInvocation, type WorkerResources } from './invocation.js';
 const boot = workerData as WorkerBootData;
 const resources: WorkerResources = {
   project: PinnedDirectory.fromDescriptor(boot.projectFd, boot.projectPath),
-  policySet: boot.policySet as LoadedPolicySet,
-  provider: boot.provider as ProviderConfig,
+  policySet: boot.policySet,
+  provider: boot.provider,
 };
 
 preparePolicySet(resources.policySet);
