@@ -18,37 +18,6 @@ const DOT_DURATION_UNITS: Record<string, number> = { seconds: 1, minutes: 60, ho
 
 const ONE_CHAR = new Set(['{', '}', '(', ')', '[', ']', ',', ';', ':', '.', '=', '<', '>', '+', '-', '*', '/', '%', '!', '?', '|', '&', '@']);
 
-/** The operator starting at `i`, longest match first, as an interned literal (no slicing on the hot path). */
-function punctAt(src: string, i: number, c: number): string | null {
-  const d = src.charCodeAt(i + 1);
-  switch (c) {
-    case 123: return '{';
-    case 125: return '}';
-    case 40: return '(';
-    case 41: return ')';
-    case 91: return '[';
-    case 93: return ']';
-    case 44: return ',';
-    case 59: return ';';
-    case 46: return '.';
-    case 63: return '?';
-    case 64: return '@';
-    case 58: return d === 58 ? '::' : ':';
-    case 61: return d === 61 ? '==' : d === 62 ? '=>' : '=';
-    case 33: return d === 61 ? '!=' : '!';
-    case 60: return d === 61 ? '<=' : '<';
-    case 62: return d === 61 ? '>=' : '>';
-    case 38: return d === 38 ? '&&' : '&';
-    case 124: return d === 124 ? '||' : '|';
-    case 43: return d === 61 ? '+=' : '+';
-    case 45: return d === 61 ? '-=' : d === 62 ? '->' : '-';
-    case 42: return d === 61 ? '*=' : '*';
-    case 47: return d === 61 ? '/=' : '/';
-    case 37: return d === 61 ? '%=' : '%';
-    default: return null;
-  }
-}
-
 function isIdentStart(c: number): boolean {
   return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 95;
 }
@@ -104,6 +73,49 @@ export interface LexResult {
   errors: SyntaxDiagnostic[];
 }
 
+// Character classes of ASCII code units, so the main loop dispatches on one
+// table load instead of a chain of comparisons. Code units from 128 up are
+// OTHER: they may appear only inside strings and comments.
+const OTHER = 0;
+const SPACE = 1; // space, tab, carriage return
+const NEWLINE = 2;
+const WORD = 3; // a-z A-Z _
+const DIGIT = 4;
+const QUOTE = 5;
+const HASH = 6;
+const SLASH = 7;
+const PUNCT_CHAR = 8;
+const CLASS = new Uint8Array(128);
+CLASS[32] = SPACE;
+CLASS[9] = SPACE;
+CLASS[13] = SPACE;
+CLASS[10] = NEWLINE;
+for (let c = 0; c < 128; c++) {
+  if (isIdentStart(c)) CLASS[c] = WORD;
+  else if (isDigit(c)) CLASS[c] = DIGIT;
+}
+CLASS[34] = QUOTE;
+CLASS[35] = HASH;
+for (const ch of ONE_CHAR) CLASS[ch.charCodeAt(0)] = PUNCT_CHAR;
+CLASS[47] = SLASH;
+
+/** 1 for identifier characters (letters, digits, `_`), by code unit. */
+const IDENT_PART = new Uint8Array(128);
+for (let c = 0; c < 128; c++) IDENT_PART[c] = isIdentPart(c) ? 1 : 0;
+
+/** One-character operators as interned literals, by code unit. */
+const PUNCT1: string[] = new Array<string>(128).fill('');
+for (const ch of ONE_CHAR) PUNCT1[ch.charCodeAt(0)] = ch;
+/** Operators made of a character and `=`: `==`, `!=`, `<=`, `>=`, `+=`, `-=`, `*=`, `/=`, `%=`. */
+const PUNCT_EQ: string[] = new Array<string>(128).fill('');
+for (const ch of '=!<>+-*/%') PUNCT_EQ[ch.charCodeAt(0)] = ch + '=';
+
+/**
+ * The scanner. The common tokens (names, plain strings, operators,
+ * whitespace, comments) are handled in this loop with index arithmetic;
+ * rarer shapes (numbers, strings with escapes or line breaks, block
+ * comments, stray characters) go to helpers that return where to resume.
+ */
 export function lex(src: string, maxErrors: number): LexResult {
   const tokens = TokenStream.acquire((src.length >> 2) + 64);
   const errors: SyntaxDiagnostic[] = [];
@@ -112,241 +124,330 @@ export function lex(src: string, maxErrors: number): LexResult {
   let line = 1;
   let lineStart = 0;
 
-  const report = (offset: number, l: number, ls: number, message: string): void => {
-    if (errors.length < maxErrors) errors.push({ line: l, column: offset - ls + 1, message });
-  };
-
   while (i < n) {
     const c = src.charCodeAt(i);
-    // Whitespace and newlines.
-    if (c === 10) {
+    const cls = c < 128 ? CLASS[c]! : OTHER;
+    if (cls === SPACE) {
+      i++;
+      continue;
+    }
+    if (cls === NEWLINE) {
       i++;
       line++;
       lineStart = i;
       tokens.newLine(i);
       continue;
     }
-    if (c === 32 || c === 9 || c === 13 || c === 0xfeff) {
-      i++;
-      continue;
-    }
-    // Line comments: `//` and `#`.
-    if (c === 35 || (c === 47 && src.charCodeAt(i + 1) === 47)) {
-      const nl = src.indexOf('\n', i);
-      i = nl < 0 ? n : nl;
-      continue;
-    }
-    // Block comments do not exist; say so and skip the would-be comment so one slip is one error.
-    if (c === 47 && src.charCodeAt(i + 1) === 42) {
-      const close = src.indexOf('*/', i + 2);
-      if (close < 0) {
-        report(i, line, lineStart, 'unterminated `/*` comment at end of file; the DSL has no block comments, use `//` or `#` line comments');
-        i = n;
-      } else {
-        report(i, line, lineStart, 'block comments `/* */` are not part of the DSL; use `//` or `#` line comments');
-        for (let k = i; k < close; k++) {
-          if (src.charCodeAt(k) === 10) {
-            line++;
-            lineStart = k + 1;
-            tokens.newLine(lineStart);
-          }
-        }
-        i = close + 2;
-      }
-      continue;
-    }
-    const start = i;
-    const startLine = line;
-    const startLs = lineStart;
-    if (isIdentStart(c)) {
+    if (cls === WORD) {
+      const start = i;
       let hash = c;
       i++;
       while (i < n) {
         const d = src.charCodeAt(i);
-        if (!isIdentPart(d)) break;
+        if (d >= 128 || IDENT_PART[d] === 0) break;
         hash = (Math.imul(hash, 31) + d) | 0;
         i++;
       }
-      const word = internedWord(src, start, i, hash);
-      if (word === 'vault' && src.startsWith('://', i)) {
-        let j = i + 3;
-        while (j < n && isVaultPathChar(src.charCodeAt(j))) j++;
-        const path = src.slice(i + 3, j);
-        if (path.length === 0) report(start, line, lineStart, 'vault reference needs a path, as in `vault://team/service/key`');
-        i = j;
-        tokens.push(VAULT, path, start, i, line);
+      // Identifiers repeat a lot (keywords, field and variable names): a
+      // small direct-mapped table hands back the string already made for the
+      // same characters instead of slicing a new one each time.
+      const len = i - start;
+      let word: string;
+      if (len <= INTERN_MAX_LENGTH) {
+        const slot = (hash ^ (hash >>> 12)) & (INTERN_SLOTS - 1);
+        const cached = internTable[slot]!;
+        let k = 0;
+        if (cached.length === len) while (k < len && cached.charCodeAt(k) === src.charCodeAt(start + k)) k++;
+        if (k === len && cached.length === len) word = cached;
+        else {
+          word = src.slice(start, i);
+          internTable[slot] = word;
+        }
+      } else {
+        word = src.slice(start, i);
+      }
+      if (len === 5 && word === 'vault' && src.startsWith('://', i)) {
+        i = vaultToken(src, start, i, line, lineStart, tokens, errors, maxErrors);
         continue;
       }
       tokens.push(IDENT, word, start, i, line);
       continue;
     }
-    if (isDigit(c)) {
-      i++;
-      while (i < n) {
-        const d = src.charCodeAt(i);
-        if (isDigit(d) || d === 95) i++;
-        else break;
-      }
-      let isFloat = false;
-      if (src.charCodeAt(i) === 46 && isDigit(src.charCodeAt(i + 1))) {
-        isFloat = true;
-        i++;
-        while (i < n) {
-          const d = src.charCodeAt(i);
-          if (isDigit(d) || d === 95) i++;
-          else break;
+    if (cls === PUNCT_CHAR || cls === SLASH) {
+      const d = src.charCodeAt(i + 1);
+      if (cls === SLASH && (d === 47 || d === 42)) {
+        if (d === 47) {
+          // `//` line comment (a charCode loop: indexOf costs more on the short lines of comments).
+          i += 2;
+          while (i < n && src.charCodeAt(i) !== 10) i++;
+        } else {
+          i = blockComment(src, i, line, lineStart, tokens, errors, maxErrors);
+          line = scanLine;
+          lineStart = scanLineStart;
         }
-      }
-      const numText = src.slice(start, i);
-      // `5.minutes` style duration.
-      if (!isFloat && src.charCodeAt(i) === 46 && isIdentStart(src.charCodeAt(i + 1))) {
-        let j = i + 1;
-        while (j < n && isIdentPart(src.charCodeAt(j))) j++;
-        const unit = src.slice(i + 1, j);
-        const factor = DOT_DURATION_UNITS[unit];
-        if (factor !== undefined) {
-          i = j;
-          tokens.push(DURATION, src.slice(start, i), start, i, line);
-          continue;
-        }
-      }
-      // `30s` style duration: letters glued to the number.
-      if (isIdentStart(src.charCodeAt(i))) {
-        let j = i;
-        while (j < n && isIdentPart(src.charCodeAt(j))) j++;
-        const unit = src.slice(i, j);
-        const factor = Object.prototype.hasOwnProperty.call(DURATION_UNITS, unit) ? DURATION_UNITS[unit] : undefined;
-        i = j;
-        if (factor === undefined || isFloat) {
-          report(
-            start,
-            line,
-            lineStart,
-            isFloat
-              ? `duration \`${shorten(src.slice(start, j))}\` must be a whole number followed by a unit`
-              : `unknown duration unit \`${shorten(unit)}\` after \`${shorten(numText)}\`; allowed units: s, m, h, d, w, months, y, or \`.seconds\`, \`.minutes\`, \`.hours\``,
-          );
-        }
-        tokens.push(DURATION, src.slice(start, j), start, i, line);
         continue;
       }
-      if (numText.endsWith('_') || numText.includes('_.')) {
-        report(start, line, lineStart, `number \`${shorten(numText)}\` cannot end a digit group with \`_\``);
-      }
-      tokens.push(NUMBER, numText, start, i, line);
-      continue;
-    }
-    if (c === 34) {
-      i++;
-      let value = '';
-      let chunk = i;
-      let closed = false;
-      while (i < n) {
-        const d = src.charCodeAt(i);
-        if (d === 34) {
-          value += src.slice(chunk, i);
-          i++;
-          closed = true;
-          break;
-        }
-        if (d === 10) {
-          line++;
-          lineStart = i + 1;
-          tokens.newLine(lineStart);
-          i++;
-          continue;
-        }
-        if (d === 92) {
-          value += src.slice(chunk, i);
-          const e = src.charCodeAt(i + 1);
-          let consumed = 2;
-          switch (e) {
-            case 110: value += '\n'; break;
-            case 116: value += '\t'; break;
-            case 114: value += '\r'; break;
-            case 48: value += '\0'; break;
-            case 92: value += '\\'; break;
-            case 34: value += '"'; break;
-            case 39: value += "'"; break;
-            case 117: {
-              // \u{hex}
-              const close = src.charCodeAt(i + 2) === 123 ? src.indexOf('}', i + 3) : -1;
-              const hex = close > 0 && close - (i + 3) <= 6 ? src.slice(i + 3, close) : '';
-              const cp = /^[0-9a-fA-F]{1,6}$/.test(hex) ? parseInt(hex, 16) : -1;
-              if (cp < 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-                report(i, line, lineStart, 'invalid `\\u` escape; write `\\u{` then 1 to 6 hex digits of a Unicode scalar value then `}`');
-              } else {
-                value += String.fromCodePoint(cp);
-                consumed = close - i + 1;
-              }
-              break;
-            }
-            default:
-              if (Number.isNaN(e)) break;
-              report(
-                i,
-                line,
-                lineStart,
-                `unknown escape \`\\${shorten(String.fromCharCode(e))}\` in string; allowed: \\n \\t \\r \\0 \\\\ \\" \\' \\u{…}`,
-              );
-              if (e === 10) {
-                line++;
-                lineStart = i + 2;
-                tokens.newLine(lineStart);
-              }
-          }
-          i += consumed;
-          if (i > n) i = n;
-          chunk = i;
-          continue;
-        }
-        i++;
-      }
-      if (!closed) {
-        report(start, startLine, startLs, 'unterminated string: no closing `"` before end of file');
-        value += src.slice(chunk, n);
-      }
-      tokens.push(STRING, value, start, i, startLine);
-      continue;
-    }
-    const op = punctAt(src, i, c);
-    if (op !== null) {
+      let op: string;
+      if (d === 61 && PUNCT_EQ[c] !== '') op = PUNCT_EQ[c]!;
+      else if (d === 62 && c === 61) op = '=>';
+      else if (d === 62 && c === 45) op = '->';
+      else if (d === c && c === 58) op = '::';
+      else if (d === c && c === 38) op = '&&';
+      else if (d === c && c === 124) op = '||';
+      else op = PUNCT1[c]!;
+      const start = i;
       i += op.length;
       tokens.push(PUNCT, op, start, i, line);
       continue;
     }
-    // Anything else: report once per run of unknown characters.
-    const cp = src.codePointAt(i)!;
-    const width = cp > 0xffff ? 2 : 1;
-    report(i, line, lineStart, `unexpected character ${describeChar(cp)}; it cannot start any token of the DSL`);
-    i += width;
-    while (i < n && isStray(src.charCodeAt(i))) i++;
+    if (cls === QUOTE) {
+      // Fast path: a string without escapes or line breaks is one slice.
+      const start = i;
+      let j = i + 1;
+      let d = 0;
+      while (j < n) {
+        d = src.charCodeAt(j);
+        if (d === 34 || d === 92 || d === 10) break;
+        j++;
+      }
+      if (j < n && d === 34) {
+        i = j + 1;
+        tokens.push(STRING, src.slice(start + 1, j), start, i, line);
+        continue;
+      }
+      i = stringToken(src, start, j, line, lineStart, tokens, errors, maxErrors);
+      line = scanLine;
+      lineStart = scanLineStart;
+      continue;
+    }
+    if (cls === HASH) {
+      i++;
+      while (i < n && src.charCodeAt(i) !== 10) i++;
+      continue;
+    }
+    if (cls === DIGIT) {
+      i = numberToken(src, i, line, lineStart, tokens, errors, maxErrors);
+      continue;
+    }
+    if (c === 0xfeff) {
+      i++;
+      continue;
+    }
+    i = strayCharacters(src, i, line, lineStart, errors, maxErrors);
   }
   tokens.push(EOF, '', n, n, line);
   return { tokens, errors };
 }
 
-// Identifiers repeat a lot (keywords, field and variable names): a small
-// direct-mapped table hands back the string already made for the same
-// characters instead of slicing a new one each time.
+function report(errors: SyntaxDiagnostic[], maxErrors: number, offset: number, l: number, ls: number, message: string): void {
+  if (errors.length < maxErrors) errors.push({ line: l, column: offset - ls + 1, message });
+}
+
+// Line number and line start after a helper that can cross line breaks
+// (block comments, strings); lex reads them back right after the call.
+let scanLine = 1;
+let scanLineStart = 0;
+
+/** `vault://path` starting at `start`; `i` is just past the word `vault`. Returns where to resume. */
+function vaultToken(src: string, start: number, i: number, line: number, lineStart: number, tokens: TokenStream, errors: SyntaxDiagnostic[], maxErrors: number): number {
+  const n = src.length;
+  let j = i + 3;
+  while (j < n && isVaultPathChar(src.charCodeAt(j))) j++;
+  const path = src.slice(i + 3, j);
+  if (path.length === 0) report(errors, maxErrors, start, line, lineStart, 'vault reference needs a path, as in `vault://team/service/key`');
+  tokens.push(VAULT, path, start, j, line);
+  return j;
+}
+
+/** A would-be block comment at `i`: not part of the DSL, reported once and skipped. Returns where to resume. */
+function blockComment(src: string, i: number, line: number, lineStart: number, tokens: TokenStream, errors: SyntaxDiagnostic[], maxErrors: number): number {
+  const close = src.indexOf('*/', i + 2);
+  if (close < 0) {
+    report(errors, maxErrors, i, line, lineStart, 'unterminated `/*` comment at end of file; the DSL has no block comments, use `//` or `#` line comments');
+    i = src.length;
+  } else {
+    report(errors, maxErrors, i, line, lineStart, 'block comments `/* */` are not part of the DSL; use `//` or `#` line comments');
+    for (let k = i; k < close; k++) {
+      if (src.charCodeAt(k) === 10) {
+        line++;
+        lineStart = k + 1;
+        tokens.newLine(lineStart);
+      }
+    }
+    i = close + 2;
+  }
+  scanLine = line;
+  scanLineStart = lineStart;
+  return i;
+}
+
+/**
+ * A string with escapes, line breaks or no closing quote, opened at `start`;
+ * `from` is the first character the fast path did not take. Returns where to
+ * resume.
+ */
+function stringToken(
+  src: string,
+  start: number,
+  from: number,
+  line: number,
+  lineStart: number,
+  tokens: TokenStream,
+  errors: SyntaxDiagnostic[],
+  maxErrors: number,
+): number {
+  const n = src.length;
+  const startLine = line;
+  const startLs = lineStart;
+  let i = from;
+  let value = '';
+  let chunk = start + 1;
+  let closed = false;
+  while (i < n) {
+    const d = src.charCodeAt(i);
+    if (d === 34) {
+      value += src.slice(chunk, i);
+      i++;
+      closed = true;
+      break;
+    }
+    if (d === 10) {
+      line++;
+      lineStart = i + 1;
+      tokens.newLine(lineStart);
+      i++;
+      continue;
+    }
+    if (d === 92) {
+      value += src.slice(chunk, i);
+      const e = src.charCodeAt(i + 1);
+      let consumed = 2;
+      switch (e) {
+        case 110: value += '\n'; break;
+        case 116: value += '\t'; break;
+        case 114: value += '\r'; break;
+        case 48: value += '\0'; break;
+        case 92: value += '\\'; break;
+        case 34: value += '"'; break;
+        case 39: value += "'"; break;
+        case 117: {
+          // \u{hex}
+          const close = src.charCodeAt(i + 2) === 123 ? src.indexOf('}', i + 3) : -1;
+          const hex = close > 0 && close - (i + 3) <= 6 ? src.slice(i + 3, close) : '';
+          const cp = /^[0-9a-fA-F]{1,6}$/.test(hex) ? parseInt(hex, 16) : -1;
+          if (cp < 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+            report(errors, maxErrors, i, line, lineStart, 'invalid `\\u` escape; write `\\u{` then 1 to 6 hex digits of a Unicode scalar value then `}`');
+          } else {
+            value += String.fromCodePoint(cp);
+            consumed = close - i + 1;
+          }
+          break;
+        }
+        default:
+          if (Number.isNaN(e)) break;
+          report(
+            errors,
+            maxErrors,
+            i,
+            line,
+            lineStart,
+            `unknown escape \`\\${shorten(String.fromCharCode(e))}\` in string; allowed: \\n \\t \\r \\0 \\\\ \\" \\' \\u{…}`,
+          );
+          if (e === 10) {
+            line++;
+            lineStart = i + 2;
+            tokens.newLine(lineStart);
+          }
+      }
+      i += consumed;
+      if (i > n) i = n;
+      chunk = i;
+      continue;
+    }
+    i++;
+  }
+  if (!closed) {
+    report(errors, maxErrors, start, startLine, startLs, 'unterminated string: no closing `"` before end of file');
+    value += src.slice(chunk, n);
+  }
+  tokens.push(STRING, value, start, i, startLine);
+  scanLine = line;
+  scanLineStart = lineStart;
+  return i;
+}
+
+/** A number or duration token whose first digit is at `start`. Returns where to resume. */
+function numberToken(src: string, start: number, line: number, lineStart: number, tokens: TokenStream, errors: SyntaxDiagnostic[], maxErrors: number): number {
+  const n = src.length;
+  let i = start + 1;
+  while (i < n) {
+    const d = src.charCodeAt(i);
+    if (isDigit(d) || d === 95) i++;
+    else break;
+  }
+  let isFloat = false;
+  if (src.charCodeAt(i) === 46 && isDigit(src.charCodeAt(i + 1))) {
+    isFloat = true;
+    i++;
+    while (i < n) {
+      const d = src.charCodeAt(i);
+      if (isDigit(d) || d === 95) i++;
+      else break;
+    }
+  }
+  const numText = src.slice(start, i);
+  // `5.minutes` style duration.
+  if (!isFloat && src.charCodeAt(i) === 46 && isIdentStart(src.charCodeAt(i + 1))) {
+    let j = i + 1;
+    while (j < n && isIdentPart(src.charCodeAt(j))) j++;
+    const factor = DOT_DURATION_UNITS[src.slice(i + 1, j)];
+    if (factor !== undefined) {
+      tokens.push(DURATION, src.slice(start, j), start, j, line);
+      return j;
+    }
+  }
+  // `30s` style duration: letters glued to the number.
+  if (isIdentStart(src.charCodeAt(i))) {
+    let j = i;
+    while (j < n && isIdentPart(src.charCodeAt(j))) j++;
+    const unit = src.slice(i, j);
+    const factor = Object.prototype.hasOwnProperty.call(DURATION_UNITS, unit) ? DURATION_UNITS[unit] : undefined;
+    if (factor === undefined || isFloat) {
+      report(
+        errors,
+        maxErrors,
+        start,
+        line,
+        lineStart,
+        isFloat
+          ? `duration \`${shorten(src.slice(start, j))}\` must be a whole number followed by a unit`
+          : `unknown duration unit \`${shorten(unit)}\` after \`${shorten(numText)}\`; allowed units: s, m, h, d, w, months, y, or \`.seconds\`, \`.minutes\`, \`.hours\``,
+      );
+    }
+    tokens.push(DURATION, src.slice(start, j), start, j, line);
+    return j;
+  }
+  if (numText.endsWith('_') || numText.includes('_.')) {
+    report(errors, maxErrors, start, line, lineStart, `number \`${shorten(numText)}\` cannot end a digit group with \`_\``);
+  }
+  tokens.push(NUMBER, numText, start, i, line);
+  return i;
+}
+
+/** A character no token starts with: one diagnostic for the run of them. Returns where to resume. */
+function strayCharacters(src: string, i: number, line: number, lineStart: number, errors: SyntaxDiagnostic[], maxErrors: number): number {
+  const n = src.length;
+  const cp = src.codePointAt(i)!;
+  const width = cp > 0xffff ? 2 : 1;
+  report(errors, maxErrors, i, line, lineStart, `unexpected character ${describeChar(cp)}; it cannot start any token of the DSL`);
+  i += width;
+  while (i < n && isStray(src.charCodeAt(i))) i++;
+  return i;
+}
+
 const INTERN_SLOTS = 4096;
 const INTERN_MAX_LENGTH = 32;
 const internTable: string[] = new Array<string>(INTERN_SLOTS).fill('');
-
-function internedWord(src: string, start: number, end: number, hash: number): string {
-  const len = end - start;
-  if (len > INTERN_MAX_LENGTH) return src.slice(start, end);
-  const slot = (hash ^ (hash >>> 12)) & (INTERN_SLOTS - 1);
-  const cached = internTable[slot]!;
-  if (cached.length === len) {
-    let k = 0;
-    while (k < len && cached.charCodeAt(k) === src.charCodeAt(start + k)) k++;
-    if (k === len) return cached;
-  }
-  const word = src.slice(start, end);
-  internTable[slot] = word;
-  return word;
-}
 
 function isStray(c: number): boolean {
   if (c === 10 || c === 32 || c === 9 || c === 13 || c === 34 || c === 35 || c === 47) return false;
