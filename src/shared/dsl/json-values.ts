@@ -8,7 +8,10 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | { [key:
 
 /** Sets a key without letting `__proto__` or similar names touch the prototype. */
 export function defineKey(target: { [key: string]: JsonValue }, key: string, value: JsonValue): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  // Only `__proto__` is an accessor on Object.prototype; every other key of a
+  // plain object made here is an own data property, so a store is the same.
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
 }
 
 export function exprToJson(expr: Expr, src: string): JsonValue {

@@ -1,7 +1,7 @@
 import { DSL_FILE_MAX_BYTES } from '../limits.js';
-import type { AgentDecl, DslFile, NamedBlockDecl, PairBlock, PolicyDecl, WithBlock } from './ast.js';
+import type { AgentDecl, DslFile, Item, NamedBlockDecl, PairBlock, PolicyDecl, WithBlock } from './ast.js';
 import { defineKey, exprToJson, typeToText, type JsonValue } from './json-values.js';
-import { parseDsl } from './parser.js';
+import { parseDsl, type ItemSink } from './parser.js';
 import type { SyntaxDiagnostic } from './tokens.js';
 
 // The `parse_dsl` report: a JSON-able summary of a DSL file, shared by the
@@ -74,8 +74,12 @@ export function parseDslReport(text: string, source: string): ParseReport {
   if (bytes > DSL_FILE_MAX_BYTES) {
     return errorReport(source, `DSL text is ${bytes} bytes; the limit is ${DSL_FILE_MAX_BYTES} bytes (1 MiB)`);
   }
-  const { file, errors } = parseDsl(text, { retainBodies: false });
-  return buildReport(file, errors, text, source);
+  // Items are summarised as the parser finishes each one, so their syntax
+  // trees die young instead of surviving (and being copied by the collector)
+  // until the whole file is parsed.
+  const builder = new ReportBuilder(emptyReport(source), text);
+  const { errors } = parseDsl(text, { retainBodies: false, itemSink: builder });
+  return builder.finish(errors);
 }
 
 /** Decodes strictly first: invalid UTF-8 is refused before any parsing. */
@@ -107,10 +111,17 @@ function errorReport(source: string, message: string): ParseReport {
 }
 
 export function buildReport(file: DslFile, errors: SyntaxDiagnostic[], src: string, source: string): ParseReport {
-  const report: ParseReport = {
+  const builder = new ReportBuilder(emptyReport(source), src);
+  for (const item of file.items) builder.add(item);
+  return builder.finish(errors);
+}
+
+/** A report with no items and no errors yet; the field order is the report's JSON order. */
+function emptyReport(source: string): ParseReport {
+  return {
     source,
-    has_errors: errors.length > 0,
-    errors: errors.map((e) => ({ line: e.line, column: e.column, message: e.message })),
+    has_errors: false,
+    errors: [],
     metadata: {},
     agents: [],
     policies: [],
@@ -118,7 +129,27 @@ export function buildReport(file: DslFile, errors: SyntaxDiagnostic[], src: stri
     schedules: [],
     channels: [],
   };
-  for (const item of file.items) {
+}
+
+/** Adds items to a report in file order (an ItemSink for parseDsl). */
+class ReportBuilder implements ItemSink {
+  constructor(
+    private readonly report: ParseReport,
+    private readonly src: string,
+  ) {}
+
+  finish(errors: SyntaxDiagnostic[]): ParseReport {
+    const report = this.report;
+    report.has_errors = errors.length > 0;
+    const copies: SyntaxDiagnostic[] = [];
+    for (const e of errors) copies.push({ line: e.line, column: e.column, message: e.message });
+    report.errors = copies;
+    return report;
+  }
+
+  add(item: Item): void {
+    const report = this.report;
+    const src = this.src;
     switch (item.kind) {
       case 'metadata':
         for (const pair of item.block.pairs) defineKey(report.metadata, pair.key, exprToJson(pair.value, src));
@@ -140,7 +171,6 @@ export function buildReport(file: DslFile, errors: SyntaxDiagnostic[], src: stri
         break;
     }
   }
-  return report;
 }
 
 function reportPolicy(policy: PolicyDecl, scope: string, src: string): ReportPolicy {

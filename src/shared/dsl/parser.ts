@@ -60,13 +60,23 @@ export interface ParseOptions {
    * either way. Default true.
    */
   retainBodies?: boolean;
+  /**
+   * Receives each top-level item as soon as it is parsed, instead of the
+   * items being collected into `file.items` (which then stays empty). A
+   * caller that only summarises items lets each item's tree die young.
+   */
+  itemSink?: ItemSink;
+}
+
+export interface ItemSink {
+  add(item: Item): void;
 }
 
 // Shared by every block whose statements were not retained; frozen so no caller can fill it.
 const NO_STATEMENTS = Object.freeze([]) as unknown as Stmt[];
 
 export function parseDsl(src: string, options?: ParseOptions): ParseResult {
-  const parser = new Parser(src, options?.retainBodies !== false);
+  const parser = new Parser(src, options?.retainBodies !== false, options?.itemSink ?? null);
   try {
     return parser.parseFile();
   } finally {
@@ -92,6 +102,7 @@ class Parser {
   constructor(
     private readonly src: string,
     private readonly retainBodies: boolean,
+    private readonly sink: ItemSink | null,
   ) {
     const lexed = lex(src, DSL_MAX_ERRORS);
     this.ts = lexed.tokens;
@@ -115,14 +126,18 @@ class Parser {
     if (this.errors.length >= DSL_MAX_ERRORS) this.stopped = true;
     while (!this.stopped && this.peek().kind !== TokenKind.Eof) {
       const itemStart = this.pos;
+      let item: Item | null = null;
       try {
-        const item = this.parseItem();
-        if (item) items.push(item);
+        item = this.parseItem();
       } catch (e) {
         if (!this.absorb(e)) break;
         this.depth = 0;
         this.noRecord = false;
         this.skipToTopLevel(itemStart);
+      }
+      if (item !== null) {
+        if (this.sink !== null) this.sink.add(item);
+        else items.push(item);
       }
     }
     this.errors.sort((a, b) => a.line - b.line || a.column - b.column);
