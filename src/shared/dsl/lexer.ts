@@ -205,14 +205,16 @@ export function lex(src: string, maxErrors: number): LexResult {
       const start = i;
       let j = i + 1;
       let d = 0;
+      let hash = 0;
       while (j < n) {
         d = src.charCodeAt(j);
         if (d === 34 || d === 92 || d === 10) break;
+        hash = (Math.imul(hash, 31) + d) | 0;
         j++;
       }
       if (j < n && d === 34) {
         i = j + 1;
-        tokens.push(STRING, src.slice(start + 1, j), start, i, line);
+        tokens.push(STRING, internedSlice(src, start + 1, j, hash), start, i, line);
         continue;
       }
       i = stringToken(src, start, j, line, lineStart, tokens, errors, maxErrors);
@@ -395,7 +397,7 @@ function numberToken(src: string, start: number, line: number, lineStart: number
       else break;
     }
   }
-  const numText = src.slice(start, i);
+  const numText = i - start === 1 ? DIGIT_TEXT[src.charCodeAt(start) - 48]! : internedSlice(src, start, i, textHash(src, start, i));
   // `5.minutes` style duration.
   if (!isFloat && src.charCodeAt(i) === 46 && isIdentStart(src.charCodeAt(i + 1))) {
     let j = i + 1;
@@ -445,9 +447,39 @@ function strayCharacters(src: string, i: number, line: number, lineStart: number
   return i;
 }
 
+// Names, short strings and numbers repeat a lot (keywords, field names,
+// capability strings, small constants): a direct-mapped table hands back the
+// string already made for the same characters instead of slicing a new one.
+// Fewer fresh strings also means fewer young objects the token stream keeps
+// alive for the collector to copy.
 const INTERN_SLOTS = 4096;
 const INTERN_MAX_LENGTH = 32;
 const internTable: string[] = new Array<string>(INTERN_SLOTS).fill('');
+
+/** `src.slice(start, end)`, from the intern table when possible; `hash` is textHash of those characters. */
+function internedSlice(src: string, start: number, end: number, hash: number): string {
+  const len = end - start;
+  if (len > INTERN_MAX_LENGTH) return src.slice(start, end);
+  const slot = (hash ^ (hash >>> 12)) & (INTERN_SLOTS - 1);
+  const cached = internTable[slot]!;
+  if (cached.length === len) {
+    let k = 0;
+    while (k < len && cached.charCodeAt(k) === src.charCodeAt(start + k)) k++;
+    if (k === len) return cached;
+  }
+  const text = src.slice(start, end);
+  internTable[slot] = text;
+  return text;
+}
+
+/** The hash the intern table uses (the same fold lex computes while scanning a name or string). */
+function textHash(src: string, start: number, end: number): number {
+  let hash = 0;
+  for (let k = start; k < end; k++) hash = (Math.imul(hash, 31) + src.charCodeAt(k)) | 0;
+  return hash;
+}
+
+const DIGIT_TEXT = ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'];
 
 function isStray(c: number): boolean {
   if (c === 10 || c === 32 || c === 9 || c === 13 || c === 34 || c === 35 || c === 47) return false;
