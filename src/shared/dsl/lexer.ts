@@ -106,9 +106,13 @@ for (let c = 0; c < 128; c++) IDENT_PART[c] = isIdentPart(c) ? 1 : 0;
 /** One-character operators as interned literals, by code unit. */
 const PUNCT1: string[] = new Array<string>(128).fill('');
 for (const ch of ONE_CHAR) PUNCT1[ch.charCodeAt(0)] = ch;
-/** Operators made of a character and `=`: `==`, `!=`, `<=`, `>=`, `+=`, `-=`, `*=`, `/=`, `%=`. */
+/**
+ * Operators made of a character and `=`, by the first character. Written as
+ * literals so they are the engine's internalized strings: the parser's
+ * comparisons with literals then come down to a pointer check.
+ */
 const PUNCT_EQ: string[] = new Array<string>(128).fill('');
-for (const ch of '=!<>+-*/%') PUNCT_EQ[ch.charCodeAt(0)] = ch + '=';
+for (const op of ['==', '!=', '<=', '>=', '+=', '-=', '*=', '/=', '%=']) PUNCT_EQ[op.charCodeAt(0)] = op;
 
 /**
  * The scanner. The common tokens (names, plain strings, operators,

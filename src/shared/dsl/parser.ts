@@ -839,15 +839,14 @@ class Parser {
 
   private parseSinglePattern(): Pattern {
     const t = this.peek();
-    const at = { line: t.line, column: t.column };
     switch (t.kind) {
       case TokenKind.String:
       case TokenKind.Number:
       case TokenKind.Duration:
-        return { kind: 'literal', value: this.parsePrimary(), ...at };
+        return { kind: 'literal', value: this.parsePrimary(), line: t.line, column: t.column };
       case TokenKind.Punct:
         if (t.text === '-' && this.peek(1).kind === TokenKind.Number) {
-          return { kind: 'literal', value: this.parseUnary(), ...at };
+          return { kind: 'literal', value: this.parseUnary(), line: t.line, column: t.column };
         }
         if (t.text === '[' || t.text === '(') {
           const close = t.text === '[' ? ']' : ')';
@@ -859,15 +858,15 @@ class Parser {
           }
           if (!this.eat(close)) this.expect(close, `to close the pattern opened at ${t.line}:${t.column}`);
           if (t.text === '(' && items.length === 1) return items[0]!;
-          return t.text === '[' ? { kind: 'array', items, ...at } : { kind: 'constructor', name: '', args: items, ...at };
+          return t.text === '[' ? { kind: 'array', items, line: t.line, column: t.column } : { kind: 'constructor', name: '', args: items, line: t.line, column: t.column };
         }
         break;
       case TokenKind.Ident: {
         if (t.text === '_') {
           this.next();
-          return { kind: 'wildcard', ...at };
+          return { kind: 'wildcard', line: t.line, column: t.column };
         }
-        if (t.text === 'true' || t.text === 'false') return { kind: 'literal', value: this.parsePrimary(), ...at };
+        if (t.text === 'true' || t.text === 'false') return { kind: 'literal', value: this.parsePrimary(), line: t.line, column: t.column };
         if (RESERVED.has(t.text)) break;
         this.next();
         let name = t.text;
@@ -882,7 +881,7 @@ class Parser {
             if (!this.eat(',')) break;
           }
           if (!this.eat(')')) this.expect(')', `to close the arguments of pattern \`${name}\``);
-          return { kind: 'constructor', name, args, ...at };
+          return { kind: 'constructor', name, args, line: t.line, column: t.column };
         }
         if (this.isPunct('{')) {
           const open = this.next();
@@ -893,9 +892,9 @@ class Parser {
             if (!this.eat(',')) break;
           }
           if (!this.eat('}')) this.expect('}', `to close the record pattern opened at ${open.line}:${open.column}`);
-          return { kind: 'record', typeName: name, fields, ...at };
+          return { kind: 'record', typeName: name, fields, line: t.line, column: t.column };
         }
-        return { kind: 'binding', name, ...at };
+        return { kind: 'binding', name, line: t.line, column: t.column };
       }
     }
     return this.fail(`expected a pattern (\`_\`, a literal, a name, \`Name(...)\` or \`[...]\`), found ${describeToken(t)}`);
@@ -1228,30 +1227,25 @@ class Parser {
 const OR_PREC = 1;
 const MUL_PREC = 6;
 
-/** Binding power of the binary operator at a token, 0 when it is none. */
+/** Binding power of one-character binary operators, by code unit. */
+const PREC1 = new Uint8Array(128);
+PREC1[43] = 5; // +
+PREC1[45] = 5; // -
+PREC1[42] = 6; // *
+PREC1[47] = 6; // /
+PREC1[37] = 6; // %
+PREC1[60] = 4; // <
+PREC1[62] = 4; // >
+
+/** Binding power of the binary operator at a token, 0 when it is none (character tests, no string comparisons). */
 function binaryPrecedence(kind: number, text: string): number {
   if (kind === TokenKind.Punct) {
-    switch (text) {
-      case '||':
-        return 1;
-      case '&&':
-        return 2;
-      case '==':
-      case '!=':
-        return 3;
-      case '<':
-      case '>':
-      case '<=':
-      case '>=':
-        return 4;
-      case '+':
-      case '-':
-        return 5;
-      case '*':
-      case '/':
-      case '%':
-        return 6;
-    }
+    const c = text.charCodeAt(0);
+    if (text.length === 1) return c < 128 ? PREC1[c]! : 0;
+    const d = text.charCodeAt(1);
+    if (d === 61) return c === 61 || c === 33 ? 3 : c === 60 || c === 62 ? 4 : 0; // == != <= >=
+    if (c === 124 && d === 124) return 1; // ||
+    if (c === 38 && d === 38) return 2; // &&
     return 0;
   }
   return kind === TokenKind.Ident && text === 'in' ? 3 : 0;
