@@ -140,6 +140,8 @@ export function lex(src: string, maxErrors: number): LexResult {
       line++;
       lineStart = i;
       tokens.newLine(i);
+      // Indentation: a run of spaces in a tight loop rather than one dispatch each.
+      while (i < n && src.charCodeAt(i) === 32) i++;
       continue;
     }
     if (cls === WORD) {
