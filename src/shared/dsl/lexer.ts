@@ -459,7 +459,10 @@ function strayCharacters(src: string, i: number, line: number, lineStart: number
 // Fewer fresh strings also means fewer young objects the token stream keeps
 // alive for the collector to copy.
 const INTERN_SLOTS = 4096;
-const INTERN_MAX_LENGTH = 32;
+// V8 copies slices shorter than 13 characters and makes longer ones views
+// into the source; keeping such a view in the table would keep a whole
+// earlier source (up to 1 MiB each) alive, so longer texts are not kept.
+const INTERN_MAX_LENGTH = 12;
 const internTable: string[] = new Array<string>(INTERN_SLOTS).fill('');
 
 /** `src.slice(start, end)`, from the intern table when possible; `hash` is textHash of those characters. */
