@@ -535,10 +535,12 @@ class Parser {
     const open = this.next();
     const params: Param[] = [];
     while (!this.isPunct(')')) {
-      const name = this.kindAt() === TokenKind.Ident ? this.next() : this.expectName(`of a parameter of ${what}`);
+      const ni = this.pos;
+      if (this.kinds[ni] !== TokenKind.Ident) this.expectName(`of a parameter of ${what}`);
+      this.advance();
       let type: TypeRef | null = null;
       if (this.eat(':')) type = this.parseType();
-      params.push({ name: name.text, type, line: name.line, column: name.column });
+      params.push({ name: this.texts[ni]!, type, line: this.ts.line[ni]!, column: this.ts.column(ni) });
       if (!this.eat(',')) break;
     }
     if (!this.eat(')')) this.expect(')', `to close the parameters of ${what} opened at ${open.line}:${open.column}`);
@@ -621,7 +623,10 @@ class Parser {
 
   private parseType(): TypeRef {
     this.enter();
-    const t = this.peek();
+    // Read from the token arrays: types are frequent and need no Token object.
+    const ti = this.idx(0);
+    const line = this.ts.line[ti]!;
+    const column = this.ts.column(ti);
     let result: TypeRef;
     if (this.eat('{')) {
       const fields: { name: string; type: TypeRef }[] = [];
@@ -631,15 +636,15 @@ class Parser {
         fields.push({ name: name.text, type: this.parseType() });
         if (!this.eat(',') && !this.eat(';')) break;
       }
-      if (!this.eat('}')) this.expect('}', `to close the record type opened at ${t.line}:${t.column}`);
-      result = { kind: 'record', fields, line: t.line, column: t.column };
+      if (!this.eat('}')) this.expect('}', `to close the record type opened at ${line}:${column}`);
+      result = { kind: 'record', fields, line, column };
     } else if (this.eat('[')) {
       const element = this.parseType();
-      if (!this.eat(']')) this.expect(']', `to close the array type opened at ${t.line}:${t.column}`);
-      result = { kind: 'array', element, optional: this.eat('?'), line: t.line, column: t.column };
-    } else if (t.kind === TokenKind.Ident) {
-      this.next();
-      let name = t.text;
+      if (!this.eat(']')) this.expect(']', `to close the array type opened at ${line}:${column}`);
+      result = { kind: 'array', element, optional: this.eat('?'), line, column };
+    } else if (this.kinds[ti] === TokenKind.Ident) {
+      this.advance();
+      let name = this.texts[ti]!;
       while (this.isPunct('::') && this.peek(1).kind === TokenKind.Ident) {
         this.next();
         name += '::' + this.next().text;
@@ -651,9 +656,9 @@ class Parser {
         } while (this.eat(','));
         if (!this.eat('>')) this.expect('>', `to close the type arguments of \`${name}\``);
       }
-      result = { kind: 'named', name, args: trimmed(args), optional: this.eat('?'), line: t.line, column: t.column };
+      result = { kind: 'named', name, args: trimmed(args), optional: this.eat('?'), line, column };
     } else {
-      this.fail(`expected a type (such as \`String\`, \`int\`, \`Array<String>\` or \`{ field: Type }\`), found ${describeToken(t)}`);
+      this.fail(`expected a type (such as \`String\`, \`int\`, \`Array<String>\` or \`{ field: Type }\`), found ${describeToken(this.peek())}`);
     }
     this.depth--;
     return result;
