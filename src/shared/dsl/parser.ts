@@ -248,6 +248,12 @@ class Parser {
     if (t.kind === TokenKind.Ident) return this.next();
     return this.fail(`expected a name ${why}, found ${describeToken(t)}`);
   }
+  /** Moves past the current (closing) token and returns where it ends. */
+  private closeEnd(): number {
+    const end = this.ts.end[this.pos]!;
+    this.advance();
+    return end;
+  }
   private prevEnd(): number {
     return this.ts.end[this.pos > 0 ? this.pos - 1 : 0]!;
   }
@@ -978,33 +984,33 @@ class Parser {
         e = { kind: 'member', object: e, property: this.texts[pi]!, line: e.line, column: e.column, start: e.start, end: this.ts.end[pi]! };
         continue;
       }
-      const t = this.peek();
-      if (t.text === '(') {
-        this.next();
-        const saved = this.noRecord;
-        this.noRecord = false;
+      // Calls and indexing, read from the token arrays (no Token objects).
+      const ts = this.ts;
+      const oi = this.pos;
+      this.advance();
+      const saved = this.noRecord;
+      this.noRecord = false;
+      if (op === '(') {
         const args: { name: string | null; value: Expr }[] = [];
         while (!this.isPunct(')')) {
           let name: string | null = null;
-          if (this.peek().kind === TokenKind.Ident && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
-            name = this.next().text;
-            this.next();
+          if (this.kinds[this.pos] === TokenKind.Ident && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
+            name = this.texts[this.pos]!;
+            this.advance();
+            this.advance();
           }
           args.push({ name, value: this.parseExpression() });
           if (!this.eat(',')) break;
         }
-        const close = this.isPunct(')') ? this.next() : this.expect(')', `to close the call opened at ${t.line}:${t.column}`);
+        const end = this.isPunct(')') ? this.closeEnd() : this.expect(')', `to close the call opened at ${ts.line[oi]}:${ts.column(oi)}`).end;
         this.noRecord = saved;
-        e = { kind: 'call', callee: e, args: trimmed(args), line: e.line, column: e.column, start: e.start, end: close.end };
-      } else if (t.text === '[') {
-        this.next();
-        const saved = this.noRecord;
-        this.noRecord = false;
+        e = { kind: 'call', callee: e, args: trimmed(args), line: e.line, column: e.column, start: e.start, end };
+      } else {
         const index = this.parseExpression();
-        const close = this.isPunct(']') ? this.next() : this.expect(']', `to close the index opened at ${t.line}:${t.column}`);
+        const end = this.isPunct(']') ? this.closeEnd() : this.expect(']', `to close the index opened at ${ts.line[oi]}:${ts.column(oi)}`).end;
         this.noRecord = saved;
-        e = { kind: 'index', object: e, index, line: e.line, column: e.column, start: e.start, end: close.end };
-      } else return e;
+        e = { kind: 'index', object: e, index, line: e.line, column: e.column, start: e.start, end };
+      }
     }
   }
 
@@ -1054,7 +1060,7 @@ class Parser {
       case TokenKind.Punct:
         if (t.text === '(') return this.parseParenthesized(t);
         if (t.text === '[') {
-          this.next();
+          this.advance();
           const saved = this.noRecord;
           this.noRecord = false;
           const items: Expr[] = [];
@@ -1062,9 +1068,9 @@ class Parser {
             items.push(this.parseExpression());
             if (!this.eat(',')) break;
           }
-          const close = this.isPunct(']') ? this.next() : this.expect(']', `to close the array opened at ${t.line}:${t.column}`);
+          const end = this.isPunct(']') ? this.closeEnd() : this.expect(']', `to close the array opened at ${t.line}:${t.column}`).end;
           this.noRecord = saved;
-          return { kind: 'array', items: trimmed(items), line: t.line, column: t.column, start: t.start, end: close.end };
+          return { kind: 'array', items: trimmed(items), line: t.line, column: t.column, start: t.start, end };
         }
         if (t.text === '{') return this.parseRecord(null, t);
         break;
