@@ -70,9 +70,12 @@ export interface ParseReport {
 }
 
 export function parseDslReport(text: string, source: string): ParseReport {
-  const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > DSL_FILE_MAX_BYTES) {
-    return errorReport(source, `DSL text is ${bytes} bytes; the limit is ${DSL_FILE_MAX_BYTES} bytes (1 MiB)`);
+  // A UTF-16 code unit is at most 3 UTF-8 bytes, so short texts skip the byte count.
+  if (text.length * 3 > DSL_FILE_MAX_BYTES) {
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > DSL_FILE_MAX_BYTES) {
+      return errorReport(source, `DSL text is ${bytes} bytes; the limit is ${DSL_FILE_MAX_BYTES} bytes (1 MiB)`);
+    }
   }
   // Items are summarised as the parser finishes each one, so their syntax
   // trees die young instead of surviving (and being copied by the collector)
