@@ -476,26 +476,28 @@ class Parser {
     const rules: PolicyRule[] = [];
     const savedDepth = this.depth;
     for (;;) {
-      const t = this.peek();
-      if (t.kind === TokenKind.Punct && t.text === '}') {
-        this.next();
+      // Rule heads are read from the token arrays (no Token objects).
+      const ruleStart = this.pos;
+      const tk = this.kinds[ruleStart];
+      const tt = this.texts[ruleStart]!;
+      if (tk === TokenKind.Punct && tt === '}') {
+        this.advance();
         break;
       }
-      if (t.kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
+      if (tk === TokenKind.Eof || this.atItemStartInColumnOne()) {
         this.unclosed(what, kw);
         break;
       }
-      const ruleStart = this.pos;
       try {
-        if (t.kind === TokenKind.Punct && (t.text === ';' || t.text === ',')) {
-          this.next();
+        if (tk === TokenKind.Punct && (tt === ';' || tt === ',')) {
+          this.advance();
           continue;
         }
-        if (!(t.kind === TokenKind.Ident && RULE_KINDS.has(t.text) && this.isPunct(':', 1))) {
-          this.fail(`expected a rule (\`allow:\`, \`deny:\`, \`require:\` or \`audit:\`) in ${what}, found ${describeToken(t)}`);
+        if (!(tk === TokenKind.Ident && RULE_KINDS.has(tt) && this.isPunct(':', 1))) {
+          this.fail(`expected a rule (\`allow:\`, \`deny:\`, \`require:\` or \`audit:\`) in ${what}, found ${describeToken(this.peek())}`);
         }
-        this.next();
-        this.next();
+        this.advance();
+        this.advance();
         const selector = this.parseExpression();
         let condition: Expr | null = null;
         let conditionTokens = 0;
@@ -511,7 +513,7 @@ class Parser {
           withTail = this.parseExpression();
         }
         this.eat(';') || this.eat(',');
-        rules.push({ kind: t.text as PolicyRule['kind'], selector, condition, conditionTokens, withTail, line: t.line, column: t.column });
+        rules.push({ kind: tt as PolicyRule['kind'], selector, condition, conditionTokens, withTail, line: this.ts.line[ruleStart]!, column: this.ts.column(ruleStart) });
       } catch (e) {
         if (e instanceof NestingFault || !(e instanceof Fault)) throw e;
         this.record(e.diag);
