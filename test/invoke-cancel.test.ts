@@ -318,6 +318,30 @@ describe('shutdown and process loss', () => {
     }
   });
 
+  it('exits at once on a second SIGINT while the shutdown drain is still waiting', async () => {
+    const project = makeProject(FILES);
+    try {
+      const server = spawnRawServer(project, ['--shutdown-grace-ms', '60000'], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
+      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' } } });
+      // The worker stops answering right after DirectInferenceRequested is durable.
+      await waitFor('the requested record', () => {
+        const [journal] = journalsIn(project);
+        return journal !== undefined && eventNames(readJournal(journal)).includes('DirectInferenceRequested') ? true : undefined;
+      });
+      let exited = false;
+      void server.exited.then(() => (exited = true));
+      server.child.kill('SIGINT');
+      // The drain waits for a run whose worker thread no longer answers.
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(exited, false, 'the first SIGINT waits for the drain');
+      server.child.kill('SIGINT');
+      assert.equal(await server.exited, 130);
+      assert.match(server.stderr(), /second SIGINT: exiting now/);
+    } finally {
+      removeProject(project);
+    }
+  });
+
   it('leaves a verifiable prefix ending with DirectInferenceRequested after SIGKILL (inspect exits 2)', async () => {
     const project = makeProject(FILES);
     try {

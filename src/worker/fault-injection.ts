@@ -1,16 +1,24 @@
 import type { RunPhase } from '../shared/run-messages.js';
 
-// Test-only: lets the suite prove that a worker thread dying in the middle of a
-// run still gets that run's journal finished by its owner in the supervisor.
-// Active only when the operator sets SYMBI_FAULT_INJECTION=worker-exit-after-request
-// and the prompt carries the marker; otherwise it does nothing.
-const ENABLED = process.env.SYMBI_FAULT_INJECTION === 'worker-exit-after-request';
-const MARKER = '[[fault:worker-exit]]';
+// Test-only: lets the suite prove what happens when a worker thread dies or
+// stops responding in the middle of a run (the owner finishes the journal; a
+// second SIGINT leaves at once). Active only when the operator sets
+// SYMBI_FAULT_INJECTION and the prompt carries the matching marker; otherwise
+// it does nothing.
+const MODE = process.env.SYMBI_FAULT_INJECTION;
 
 export function faultHook(prompt: string): ((phase: RunPhase) => void) | undefined {
-  if (!ENABLED || !prompt.includes(MARKER)) return undefined;
-  return (phase) => {
+  if (MODE === 'worker-exit-after-request' && prompt.includes('[[fault:worker-exit]]')) {
     // process.exit() in a worker thread ends that thread only.
-    if (phase === 'request_sent') process.exit(1);
-  };
+    return (phase) => {
+      if (phase === 'request_sent') process.exit(1);
+    };
+  }
+  if (MODE === 'worker-hang-after-request' && prompt.includes('[[fault:worker-hang]]')) {
+    // Blocks this worker thread for good without burning CPU.
+    return (phase) => {
+      if (phase === 'request_sent') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+    };
+  }
+  return undefined;
 }
