@@ -1,4 +1,4 @@
-import { selectConversationalDefinition, type RegistryEntry } from '../shared/dsl/conversational-definition.js';
+import { selectConversationalDefinition, type RegistryEntry, type Selection } from '../shared/dsl/conversational-definition.js';
 import { PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../shared/limits.js';
 import { canPermitSomeResponse } from '../shared/policy/respond-authorization.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
@@ -26,13 +26,32 @@ function overLimit(field: string, text: string, limit: number): string | undefin
   return bytes > limit ? `${field} is ${bytes} bytes; the limit is ${limit} bytes (${limit / 1024} KiB)` : undefined;
 }
 
+// The registry never changes after startup, so a name's selection (a parse of
+// its file and two hashes) is worked out once per name, not once per call.
+const SELECTION_CACHE_ENTRIES = 1024;
+const selections = new WeakMap<readonly RegistryEntry[], Map<string, Selection>>();
+
+function selectionFor(registry: readonly RegistryEntry[], name: string): Selection {
+  let cache = selections.get(registry);
+  if (cache === undefined) {
+    cache = new Map();
+    selections.set(registry, cache);
+  }
+  let selection = cache.get(name);
+  if (selection === undefined) {
+    selection = selectConversationalDefinition(registry, name);
+    if (cache.size < SELECTION_CACHE_ENTRIES) cache.set(name, selection);
+  }
+  return selection;
+}
+
 export function preflightInvocation(args: InvokeArguments, inputs: PreflightInputs): Preflight {
   const tooLong =
     overLimit('prompt', args.prompt, PROMPT_MAX_BYTES) ??
     (args.system_prompt !== undefined ? overLimit('system_prompt', args.system_prompt, SYSTEM_PROMPT_MAX_BYTES) : undefined);
   if (tooLong !== undefined) return { ok: false, message: tooLong };
 
-  const selection = selectConversationalDefinition(inputs.registry, args.agent);
+  const selection = selectionFor(inputs.registry, args.agent);
   if (!selection.ok) return { ok: false, message: selection.message };
   const selected = selection.definition;
 

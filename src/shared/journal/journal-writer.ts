@@ -43,6 +43,7 @@ const JOURNAL_FILE_MODE = 0o600;
 const writeAsync = promisify(fs.write) as (fd: number, buffer: Buffer, offset: number, length: number) => Promise<{ bytesWritten: number; buffer: Buffer }>;
 const fdatasyncAsync = promisify(fs.fdatasync);
 const fsyncAsync = promisify(fs.fsync);
+const openAsync = promisify(fs.open) as (path: string, flags: number, mode: number) => Promise<number>;
 /** Terminal error messages are cut to this many characters so the terminal record always fits a line. */
 const TERMINAL_MESSAGE_MAX_CHARS = 4096;
 
@@ -78,7 +79,8 @@ export class JournalWriter {
     const shown = `${storage.governedPath}/${name}`;
     let fd: number;
     try {
-      fd = fs.openSync(procPath(storage.governedDirFd, name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND, JOURNAL_FILE_MODE);
+      // Asynchronous: creating an entry can wait on the directory while other runs sync it.
+      fd = await openAsync(procPath(storage.governedDirFd, name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND, JOURNAL_FILE_MODE);
     } catch (err) {
       const code = errorText(err);
       if (code === 'EEXIST') throw new JournalWriteError(`${shown}: a journal for this run already exists; journals are never reused`);
