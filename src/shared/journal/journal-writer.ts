@@ -73,10 +73,7 @@ export class JournalWriter {
 
   /** Creates `<runId>.jsonl` exclusively (mode 0600, no symlink followed) in the governed directory. */
   static async create(storage: AuditStorage, runId: string, agentId: string): Promise<JournalWriter> {
-    if (!isCanonicalUuid(runId)) throw new JournalWriteError(`run id ${JSON.stringify(String(runId)).slice(0, 80)} is not a lowercase UUID`);
-    if (!isCanonicalUuid(agentId)) throw new JournalWriteError(`agent id ${JSON.stringify(String(agentId)).slice(0, 80)} is not a lowercase UUID`);
-    const name = `${runId}${JOURNAL_FILE_SUFFIX}`;
-    const shown = `${storage.governedPath}/${name}`;
+    const { name, shown } = journalName(storage, runId, agentId);
     let fd: number;
     try {
       // Asynchronous: creating an entry can wait on the directory while other runs sync it.
@@ -112,10 +109,7 @@ export class JournalWriter {
    * principal is not resumed.
    */
   static async resume(storage: AuditStorage, runId: string, agentId: string): Promise<JournalWriter> {
-    if (!isCanonicalUuid(runId)) throw new JournalWriteError(`run id ${JSON.stringify(String(runId)).slice(0, 80)} is not a lowercase UUID`);
-    if (!isCanonicalUuid(agentId)) throw new JournalWriteError(`agent id ${JSON.stringify(String(agentId)).slice(0, 80)} is not a lowercase UUID`);
-    const name = `${runId}${JOURNAL_FILE_SUFFIX}`;
-    const shown = `${storage.governedPath}/${name}`;
+    const { name, shown } = journalName(storage, runId, agentId);
     let fd: number;
     try {
       fd = fs.openSync(procPath(storage.governedDirFd, name), O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK);
@@ -306,6 +300,14 @@ export class JournalWriter {
     this.previousHash = previousHash;
     this.sequence = sequence;
   }
+}
+
+/** The journal's file name for a run, after checking both ids (which also rules out path tricks). */
+function journalName(storage: AuditStorage, runId: string, agentId: string): { name: string; shown: string } {
+  if (!isCanonicalUuid(runId)) throw new JournalWriteError(`run id ${JSON.stringify(String(runId)).slice(0, 80)} is not a lowercase UUID`);
+  if (!isCanonicalUuid(agentId)) throw new JournalWriteError(`agent id ${JSON.stringify(String(agentId)).slice(0, 80)} is not a lowercase UUID`);
+  const name = `${runId}${JOURNAL_FILE_SUFFIX}`;
+  return { name, shown: `${storage.governedPath}/${name}` };
 }
 
 /** Returns the event's name after checking it has the `{ Name: { ...fields } }` shape. */
