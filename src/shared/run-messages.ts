@@ -50,8 +50,7 @@ export interface CancelMessage {
 /** Worker -> supervisor. */
 export type WorkerNotice =
   | { type: 'progress'; phase: RunPhase }
-  | { type: 'journal'; path: string; publicKey: string }
-  | { type: 'terminal'; durable: boolean };
+  | { type: 'journal'; path: string; publicKey: string };
 
 export interface AuditReference {
   run_id: string;
