@@ -424,21 +424,12 @@ class Parser {
     const members: AgentMember[] = [];
     const agent: AgentDecl = { kind: 'agent', name: name.text, params, paramsPos, returnType, members, line: kw.line, column: kw.column, start: kw.start, end: open.end };
     for (;;) {
+      const step = this.bodyStep(what, kw);
+      if (step === 'end') break;
+      if (step === 'separator') continue;
       const t = this.peek();
-      if (t.kind === TokenKind.Punct && t.text === '}') {
-        this.next();
-        break;
-      }
-      if (t.kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
-        this.unclosed(what, kw);
-        break;
-      }
       const memberStart = this.pos;
       try {
-        if (t.kind === TokenKind.Punct && (t.text === ';' || t.text === ',')) {
-          this.next();
-          continue;
-        }
         if (t.kind === TokenKind.Ident && t.text === 'capabilities' && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
           this.next();
           this.next();
@@ -465,6 +456,29 @@ class Parser {
     }
     agent.end = this.prevEnd();
     return agent;
+  }
+
+  /**
+   * The head of an agent-body or key/value-block loop: consumes the closing `}`
+   * ('end'), reports a body left unclosed at end of file or at the next item
+   * ('end'), skips a `;` or `,` separator ('separator'), or leaves the next member
+   * in place ('member').
+   */
+  private bodyStep(what: string, kw: Token): 'end' | 'separator' | 'member' {
+    const t = this.peek();
+    if (t.kind === TokenKind.Punct && t.text === '}') {
+      this.next();
+      return 'end';
+    }
+    if (t.kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
+      this.unclosed(what, kw);
+      return 'end';
+    }
+    if (t.kind === TokenKind.Punct && (t.text === ';' || t.text === ',')) {
+      this.next();
+      return 'separator';
+    }
+    return 'member';
   }
 
   private recoverMember(diag: SyntaxDiagnostic, openIdx: number, memberStart: number): void {
@@ -600,21 +614,12 @@ class Parser {
     const pairs: Pair[] = [];
     const policies: PolicyDecl[] = [];
     for (;;) {
+      const step = this.bodyStep(what, kw);
+      if (step === 'end') break;
+      if (step === 'separator') continue;
       const t = this.peek();
-      if (t.kind === TokenKind.Punct && t.text === '}') {
-        this.next();
-        break;
-      }
-      if (t.kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
-        this.unclosed(what, kw);
-        break;
-      }
       const pairStart = this.pos;
       try {
-        if (t.kind === TokenKind.Punct && (t.text === ',' || t.text === ';')) {
-          this.next();
-          continue;
-        }
         if (allowPolicies && t.kind === TokenKind.Ident && t.text === 'policy' && this.peek(1).kind === TokenKind.Ident) {
           policies.push(this.parsePolicy());
           continue;
