@@ -322,12 +322,12 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     try {
       const server = spawnRawServer(project, ['--shutdown-grace-ms', '60000'], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
-      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' } } });
-      // The worker stops answering right after DirectInferenceRequested is durable.
-      await waitFor('the requested record', () => {
-        const [journal] = journalsIn(project);
-        return journal !== undefined && eventNames(readJournal(journal)).includes('DirectInferenceRequested') ? true : undefined;
-      });
+      let out = '';
+      server.child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } });
+      // The worker blocks right after it reports the request_sent phase, so once
+      // that notice is out, no cancel can reach the run any more.
+      await waitFor('the request_sent progress notice', () => (out.includes('"request_sent"') ? true : undefined));
       let exited = false;
       void server.exited.then(() => (exited = true));
       server.child.kill('SIGINT');
