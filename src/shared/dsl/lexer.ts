@@ -161,14 +161,11 @@ export function lex(src: string, maxErrors: number): LexResult {
       let word: string;
       if (len <= INTERN_MAX_LENGTH) {
         const slot = (hash ^ (hash >>> 12)) & (INTERN_SLOTS - 1);
-        const cached = internTable[slot]!;
+        const base = slot * INTERN_MAX_LENGTH;
         let k = 0;
-        if (cached.length === len) while (k < len && cached.charCodeAt(k) === src.charCodeAt(start + k)) k++;
-        if (k === len && cached.length === len) word = cached;
-        else {
-          word = src.slice(start, i);
-          internTable[slot] = word;
-        }
+        if (internLength[slot] === len) while (k < len && internChars[base + k] === src.charCodeAt(start + k)) k++;
+        if (k === len && internLength[slot] === len) word = internTable[slot]!;
+        else word = internNew(src, start, i, slot);
       } else {
         word = src.slice(start, i);
       }
@@ -464,20 +461,33 @@ const INTERN_SLOTS = 4096;
 // earlier source (up to 1 MiB each) alive, so longer texts are not kept.
 const INTERN_MAX_LENGTH = 12;
 const internTable: string[] = new Array<string>(INTERN_SLOTS).fill('');
+// The characters of each slot's text, compared as numbers: reading them from
+// a typed array costs less than charCodeAt on a string of unknown shape.
+const internChars = new Uint16Array(INTERN_SLOTS * INTERN_MAX_LENGTH);
+// Length of each slot's text (an unused slot holds '', length 0).
+const internLength = new Uint8Array(INTERN_SLOTS);
 
 /** `src.slice(start, end)`, from the intern table when possible; `hash` is textHash of those characters. */
 function internedSlice(src: string, start: number, end: number, hash: number): string {
   const len = end - start;
   if (len > INTERN_MAX_LENGTH) return src.slice(start, end);
   const slot = (hash ^ (hash >>> 12)) & (INTERN_SLOTS - 1);
-  const cached = internTable[slot]!;
-  if (cached.length === len) {
+  if (internLength[slot] === len) {
+    const base = slot * INTERN_MAX_LENGTH;
     let k = 0;
-    while (k < len && cached.charCodeAt(k) === src.charCodeAt(start + k)) k++;
-    if (k === len) return cached;
+    while (k < len && internChars[base + k] === src.charCodeAt(start + k)) k++;
+    if (k === len) return internTable[slot]!;
   }
+  return internNew(src, start, end, slot);
+}
+
+/** Slices a text the table does not hold and stores it in `slot`. */
+function internNew(src: string, start: number, end: number, slot: number): string {
   const text = src.slice(start, end);
   internTable[slot] = text;
+  internLength[slot] = end - start;
+  const base = slot * INTERN_MAX_LENGTH;
+  for (let k = start; k < end; k++) internChars[base + k - start] = src.charCodeAt(k);
   return text;
 }
 
