@@ -124,6 +124,15 @@ class Parser {
     this.ts.release();
   }
 
+  /**
+   * A syntax list as the tree keeps it: trimmed when the items are collected
+   * (they live until the parse ends), as built when each item goes to a sink
+   * and its tree dies young (a copy would be pure cost).
+   */
+  private fit<T>(a: T[]): T[] {
+    return this.sink === null ? trimmed(a) : a;
+  }
+
   /** Clean files never need bracket pairs, so they are computed only when recovery first skips. */
   private get match(): Int32Array {
     return (this.matchTable ??= matchBrackets(this.ts));
@@ -377,7 +386,7 @@ class Parser {
       }
     }
     if (t.kind === TokenKind.Punct && t.text === ';') {
-      this.next();
+      this.advance();
       return null;
     }
     return this.defer(
@@ -431,8 +440,8 @@ class Parser {
       const memberStart = this.pos;
       try {
         if (t.kind === TokenKind.Ident && t.text === 'capabilities' && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
-          this.next();
-          this.next();
+          this.advance();
+          this.advance();
           const value = this.parseExpression();
           this.eat(';') || this.eat(',');
           members.push({ kind: 'capabilities', value, line: t.line, column: t.column });
@@ -467,7 +476,7 @@ class Parser {
   private bodyStep(what: string, kw: Token): 'end' | 'separator' | 'member' {
     const t = this.peek();
     if (t.kind === TokenKind.Punct && t.text === '}') {
-      this.next();
+      this.advance();
       return 'end';
     }
     if (t.kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
@@ -475,7 +484,7 @@ class Parser {
       return 'end';
     }
     if (t.kind === TokenKind.Punct && (t.text === ';' || t.text === ',')) {
-      this.next();
+      this.advance();
       return 'separator';
     }
     return 'member';
@@ -548,14 +557,14 @@ class Parser {
         let condition: Expr | null = null;
         let conditionTokens = 0;
         if (this.isWord('if')) {
-          this.next();
+          this.advance();
           const from = this.pos;
           condition = this.parseExpression();
           conditionTokens = this.pos - from;
         }
         let withTail: Expr | null = null;
         if (this.isWord('with')) {
-          this.next();
+          this.advance();
           withTail = this.parseExpression();
         }
         this.eat(';') || this.eat(',');
@@ -602,7 +611,7 @@ class Parser {
       if (!this.eat(',')) break;
     }
     if (!this.eat(')')) this.expect(')', `to close the parameters of ${what} opened at ${open.line}:${open.column}`);
-    return trimmed(params);
+    return this.fit(params);
   }
 
   /** `{ key = value ... }` with optional nested `name { ... }` blocks and, in channels, policies. */
@@ -627,7 +636,7 @@ class Parser {
         if (t.kind !== TokenKind.Ident && t.kind !== TokenKind.String) {
           this.fail(`expected a key (\`name = value\`) in ${what}, found ${describeToken(t)}`);
         }
-        this.next();
+        this.advance();
         let value: Expr;
         if (this.isPunct('{')) {
           const inner = this.parsePairBlock(`block ${keyText(t)} in ${what}`, t, false);
@@ -695,7 +704,7 @@ class Parser {
       this.advance();
       let name = this.texts[ti]!;
       while (this.isPunct('::') && this.peek(1).kind === TokenKind.Ident) {
-        this.next();
+        this.advance();
         name += '::' + this.next().text;
       }
       const args: TypeRef[] = [];
@@ -705,7 +714,7 @@ class Parser {
         } while (this.eat(','));
         if (!this.eat('>')) this.expect('>', `to close the type arguments of \`${name}\``);
       }
-      result = { kind: 'named', name, args: trimmed(args), optional: this.eat('?'), line, column };
+      result = { kind: 'named', name, args: this.fit(args), optional: this.eat('?'), line, column };
     } else {
       this.fail(`expected a type (such as \`String\`, \`int\`, \`Array<String>\` or \`{ field: Type }\`), found ${describeToken(this.peek())}`);
     }
@@ -716,8 +725,9 @@ class Parser {
   // ---- blocks and statements -----------------------------------------
 
   private parseBlock(what: string, owner: Token): Block {
-    const open = this.isPunct('{') ? this.next() : this.expect('{', `to open the body of ${what}`);
-    const openIdx = this.pos - 1;
+    if (!this.isPunct('{')) this.expect('{', `to open the body of ${what}`);
+    const openIdx = this.pos;
+    this.advance();
     this.enter();
     const savedDepth = this.depth;
     const savedNoRecord = this.noRecord;
@@ -759,7 +769,8 @@ class Parser {
     }
     this.depth--;
     this.noRecord = savedNoRecord;
-    return { kind: 'block', statements: retain ? trimmed(statements) : statements, tail, count, line: open.line, column: open.column, start: open.start, end: this.prevEnd() };
+    const ts = this.ts;
+    return { kind: 'block', statements: retain ? this.fit(statements) : statements, tail, count, line: ts.line[openIdx]!, column: ts.column(openIdx), start: ts.start[openIdx]!, end: this.prevEnd() };
   }
 
   private recoverStatement(diag: SyntaxDiagnostic, savedDepth: number, openIdx: number, stmtStart: number): void {
@@ -779,38 +790,38 @@ class Parser {
       return null;
     }
     if (kind === TokenKind.Ident) {
-      // Keyword statements only; a Token object is built once one is seen.
-      const word = this.texts[si]!;
-      const t = word === 'let' || word === 'return' || word === 'for' || word === 'try' || word === 'while' || word === 'loop' ? this.peek() : null;
-      if (t !== null) switch (t.text) {
+      // Keyword statements, read from the token arrays; only those owning a block build a Token (for messages).
+      switch (this.texts[si]!) {
         case 'let': {
-          this.next();
+          this.advance();
           const pattern = this.parsePattern();
           let type: TypeRef | null = null;
           if (this.eat(':')) type = this.parseType();
           this.expect('=', 'after the name in `let`');
           const value = this.parseExpression();
           if (!this.endStatementAt('`let` statement', si)) return null;
-          return { kind: 'let', pattern, type, value, line: t.line, column: t.column };
+          return { kind: 'let', pattern, type, value, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'return': {
-          this.next();
+          this.advance();
           const value = this.isPunct(';') || this.isPunct('}') ? null : this.parseExpression();
           if (!this.endStatementAt('`return` statement', si)) return null;
-          return { kind: 'return', value, line: t.line, column: t.column };
+          return { kind: 'return', value, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'for': {
-          this.next();
+          const t = this.peek();
+          this.advance();
           const binding = this.parsePattern();
           if (!this.isWord('in')) this.fail(`expected \`in\` after the loop variable of \`for\`, found ${describeToken(this.peek())}`);
-          this.next();
+          this.advance();
           const iterable = this.parseCondition();
           const body = this.parseBlock(`\`for\` loop`, t);
           this.eat(';');
           return { kind: 'for', binding, iterable, body, line: t.line, column: t.column };
         }
         case 'try': {
-          this.next();
+          const t = this.peek();
+          this.advance();
           const body = this.parseBlock('`try` block', t);
           const catches: { binding: string | null; type: TypeRef | null; body: Block; line: number; column: number }[] = [];
           while (this.isWord('catch')) {
@@ -832,7 +843,7 @@ class Parser {
         case 'while':
         case 'loop':
           if (this.peek(1).kind !== TokenKind.Punct || this.isPunct('(', 1) || this.isPunct('{', 1)) {
-            return this.defer(`\`${t.text}\` loops are not part of the DSL; iterate with \`for x in items { }\``);
+            return this.defer(`\`${this.texts[si]}\` loops are not part of the DSL; iterate with \`for x in items { }\``);
           }
           break;
       }
@@ -901,6 +912,15 @@ class Parser {
   }
 
   private parseSinglePattern(): Pattern {
+    // A plain name (`let x`, `for item in`), the common case, read from the token arrays.
+    const pi = this.idx(0);
+    if (this.kinds[pi] === TokenKind.Ident) {
+      const name = this.texts[pi]!;
+      if (name !== '_' && name !== 'true' && name !== 'false' && !RESERVED.has(name) && !this.isPunct('::', 1) && !this.isPunct('(', 1) && !this.isPunct('{', 1)) {
+        this.advance();
+        return { kind: 'binding', name, line: this.ts.line[pi]!, column: this.ts.column(pi) };
+      }
+    }
     const t = this.peek();
     switch (t.kind) {
       case TokenKind.String:
@@ -913,7 +933,7 @@ class Parser {
         }
         if (t.text === '[' || t.text === '(') {
           const close = t.text === '[' ? ']' : ')';
-          this.next();
+          this.advance();
           const items: Pattern[] = [];
           while (!this.isPunct(close)) {
             items.push(this.parsePattern());
@@ -926,15 +946,15 @@ class Parser {
         break;
       case TokenKind.Ident: {
         if (t.text === '_') {
-          this.next();
+          this.advance();
           return { kind: 'wildcard', line: t.line, column: t.column };
         }
         if (t.text === 'true' || t.text === 'false') return { kind: 'literal', value: this.parsePrimary(), line: t.line, column: t.column };
         if (RESERVED.has(t.text)) break;
-        this.next();
+        this.advance();
         let name = t.text;
         while (this.isPunct('::') && this.peek(1).kind === TokenKind.Ident) {
-          this.next();
+          this.advance();
           name += '::' + this.next().text;
         }
         if (this.eat('(')) {
@@ -1056,7 +1076,7 @@ class Parser {
         }
         const end = this.isPunct(')') ? this.closeEnd() : this.expect(')', `to close the call opened at ${ts.line[oi]}:${ts.column(oi)}`).end;
         this.noRecord = saved;
-        e = { kind: 'call', callee: e, args: trimmed(args), line: e.line, column: e.column, start: e.start, end };
+        e = { kind: 'call', callee: e, args: this.fit(args), line: e.line, column: e.column, start: e.start, end };
       } else {
         const index = this.parseExpression();
         const end = this.isPunct(']') ? this.closeEnd() : this.expect(']', `to close the index opened at ${ts.line[oi]}:${ts.column(oi)}`).end;
@@ -1091,8 +1111,15 @@ class Parser {
       case TokenKind.Vault:
         this.advance();
         return { kind: 'vault', path: ts.text[i]!, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
+      case TokenKind.Punct:
+        if (ts.text[i] === '[') return this.parseArray(i);
+        break;
       case TokenKind.Ident: {
         const name = ts.text[i]!;
+        if (name === 'true' || name === 'false') {
+          this.advance();
+          return { kind: 'bool', value: name === 'true', line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
+        }
         const after = i + 1 <= this.last ? i + 1 : this.last;
         const na = ts.text[after]!;
         if (
@@ -1111,30 +1138,33 @@ class Parser {
         return this.parseWordPrimary(t);
       case TokenKind.Punct:
         if (t.text === '(') return this.parseParenthesized(t);
-        if (t.text === '[') {
-          this.advance();
-          const saved = this.noRecord;
-          this.noRecord = false;
-          const items: Expr[] = [];
-          while (!this.isPunct(']')) {
-            items.push(this.parseExpression());
-            if (!this.eat(',')) break;
-          }
-          const end = this.isPunct(']') ? this.closeEnd() : this.expect(']', `to close the array opened at ${t.line}:${t.column}`).end;
-          this.noRecord = saved;
-          return { kind: 'array', items: trimmed(items), line: t.line, column: t.column, start: t.start, end };
-        }
         if (t.text === '{') return this.parseRecord(null, t);
         break;
     }
     return this.fail(`expected an expression, found ${describeToken(t)}`);
   }
 
+  /** An array literal whose `[` is token `oi`. */
+  private parseArray(oi: number): Expr {
+    const ts = this.ts;
+    this.advance();
+    const saved = this.noRecord;
+    this.noRecord = false;
+    const items: Expr[] = [];
+    while (!this.isPunct(']')) {
+      items.push(this.parseExpression());
+      if (!this.eat(',')) break;
+    }
+    const end = this.isPunct(']') ? this.closeEnd() : this.expect(']', `to close the array opened at ${ts.line[oi]}:${ts.column(oi)}`).end;
+    this.noRecord = saved;
+    return { kind: 'array', items: this.fit(items), line: ts.line[oi]!, column: ts.column(oi), start: ts.start[oi]!, end };
+  }
+
   private parseWordPrimary(t: Token): Expr {
     switch (t.text) {
       case 'true':
       case 'false':
-        this.next();
+        this.advance();
         return { kind: 'bool', value: t.text === 'true', line: t.line, column: t.column, start: t.start, end: t.end };
       case 'if':
         return this.parseIf();
@@ -1143,15 +1173,15 @@ class Parser {
         break;
     }
     if (RESERVED.has(t.text)) this.fail(`unexpected keyword \`${t.text}\` where an expression was expected`);
-    this.next();
+    this.advance();
     if (this.isPunct('=>')) {
-      this.next();
+      this.advance();
       return this.lambda([t.text], t);
     }
     let name = t.text;
     let end = t.end;
     while (this.isPunct('::') && this.peek(1).kind === TokenKind.Ident) {
-      this.next();
+      this.advance();
       const part = this.next();
       name += '::' + part.text;
       end = part.end;
@@ -1175,23 +1205,23 @@ class Parser {
       if (this.isPunct(')', k - 1)) break;
     }
     if (this.isPunct(')', k - 1) && this.isPunct('=>', k) && k > 1) {
-      this.next();
+      this.advance();
       const params: string[] = [];
       while (!this.isPunct(')')) {
         params.push(this.next().text);
         this.eat(',');
       }
-      this.next();
-      this.next();
+      this.advance();
+      this.advance();
       return this.lambda(params, t);
     }
     if (this.isPunct(')', 1) && this.isPunct('=>', 2)) {
-      this.next();
-      this.next();
-      this.next();
+      this.advance();
+      this.advance();
+      this.advance();
       return this.lambda([], t);
     }
-    this.next();
+    this.advance();
     this.enter();
     const saved = this.noRecord;
     this.noRecord = false;
@@ -1213,7 +1243,7 @@ class Parser {
       if (key.kind !== TokenKind.Ident && key.kind !== TokenKind.String) {
         this.fail(`expected a field name in the record opened at ${open.line}:${open.column}, found ${describeToken(key)}`);
       }
-      this.next();
+      this.advance();
       if (!this.eat(':') && !this.eat('=')) this.fail(`expected \`:\` after record field ${keyText(key)}, found ${describeToken(this.peek())}`);
       fields.push({ key: key.text, value: this.parseExpression() });
       if (!this.eat(',') && !this.eat(';') && !this.isPunct('}') && this.ts.line[this.idx(0)] === this.ts.line[this.pos - 1]) {
@@ -1224,7 +1254,7 @@ class Parser {
     const close = this.isPunct('}') ? this.next() : this.expect('}', `to close the record opened at ${open.line}:${open.column}`);
     this.noRecord = saved;
     this.depth--;
-    return { kind: 'record', typeName, fields: trimmed(fields), line: t.line, column: t.column, start: t.start, end: close.end };
+    return { kind: 'record', typeName, fields: this.fit(fields), line: t.line, column: t.column, start: t.start, end: close.end };
   }
 
   private parseIf(): Expr {
@@ -1235,7 +1265,7 @@ class Parser {
       const kw = this.next(); // `if`
       let letPattern: Pattern | null = null;
       if (this.isWord('let')) {
-        this.next();
+        this.advance();
         letPattern = this.parsePattern();
         this.expect('=', 'after the pattern of `if let`');
       }
@@ -1248,7 +1278,7 @@ class Parser {
       elseBody = this.parseBlock('`else` block', elseKw);
       break;
     }
-    return { kind: 'if', branches: trimmed(branches), elseBody, line: first.line, column: first.column, start: first.start, end: this.prevEnd() };
+    return { kind: 'if', branches: this.fit(branches), elseBody, line: first.line, column: first.column, start: first.start, end: this.prevEnd() };
   }
 
   private parseMatch(): Expr {
@@ -1264,7 +1294,7 @@ class Parser {
       const pattern = this.parsePattern();
       let guard: Expr | null = null;
       if (this.isWord('if')) {
-        this.next();
+        this.advance();
         guard = this.parseExpression();
       }
       this.expect('=>', 'after a `match` pattern');
@@ -1316,9 +1346,9 @@ function binaryPrecedence(kind: number, text: string): number {
 
 /**
  * An array grown by push keeps room for at least 16 elements; most syntax
- * lists hold one to four. The whole tree stays alive until the parse ends, so
- * the collector copies that slack again and again; an exact-size copy of a
- * short list costs less than carrying it.
+ * lists hold one to four. When the whole tree stays alive until the parse
+ * ends, the collector copies that slack again and again; an exact-size copy
+ * of a short list costs less than carrying it.
  */
 function trimmed<T>(a: T[]): T[] {
   return a.length === 0 || a.length > 16 ? a : a.slice();
