@@ -33,6 +33,11 @@ function isVaultPathChar(c: number): boolean {
 
 /** Value of a number token's text (`1_000` is 1000). */
 export function numberValue(raw: string): number {
+  // One digit is the most common number and needs no conversion call.
+  if (raw.length === 1) {
+    const digit = raw.charCodeAt(0) - 48;
+    if (digit >= 0 && digit <= 9) return digit;
+  }
   return Number(raw.includes('_') ? raw.replace(/_/g, '') : raw);
 }
 
@@ -169,7 +174,7 @@ export function lex(src: string, maxErrors: number): LexResult {
       } else {
         word = src.slice(start, i);
       }
-      if (len === 5 && word === 'vault' && src.startsWith('://', i)) {
+      if (len === 5 && src.charCodeAt(i) === 58 && word === 'vault' && src.startsWith('://', i)) {
         i = vaultToken(src, start, i, line, lineStart, tokens, errors, maxErrors);
         continue;
       }
@@ -385,10 +390,15 @@ function stringToken(
 function numberToken(src: string, start: number, line: number, lineStart: number, tokens: TokenStream, errors: SyntaxDiagnostic[], maxErrors: number): number {
   const n = src.length;
   let i = start + 1;
+  // Digit-group checks below need string searches; most numbers have no `_` and skip them.
+  let underscore = false;
   while (i < n) {
     const d = src.charCodeAt(i);
-    if (isDigit(d) || d === 95) i++;
-    else break;
+    if (isDigit(d)) i++;
+    else if (d === 95) {
+      underscore = true;
+      i++;
+    } else break;
   }
   let isFloat = false;
   if (src.charCodeAt(i) === 46 && isDigit(src.charCodeAt(i + 1))) {
@@ -396,8 +406,11 @@ function numberToken(src: string, start: number, line: number, lineStart: number
     i++;
     while (i < n) {
       const d = src.charCodeAt(i);
-      if (isDigit(d) || d === 95) i++;
-      else break;
+      if (isDigit(d)) i++;
+      else if (d === 95) {
+        underscore = true;
+        i++;
+      } else break;
     }
   }
   const numText = i - start === 1 ? DIGIT_TEXT[src.charCodeAt(start) - 48]! : internedSlice(src, start, i, textHash(src, start, i));
@@ -432,7 +445,7 @@ function numberToken(src: string, start: number, line: number, lineStart: number
     tokens.push(DURATION, src.slice(start, j), start, j, line);
     return j;
   }
-  if (numText.endsWith('_') || numText.includes('_.')) {
+  if (underscore && (numText.endsWith('_') || numText.includes('_.'))) {
     report(errors, maxErrors, start, line, lineStart, `number \`${shorten(numText)}\` cannot end a digit group with \`_\``);
   }
   tokens.push(NUMBER, numText, start, i, line);
