@@ -500,6 +500,7 @@ class Parser {
   }
 
   private parseWith(owner: string): WithBlock {
+    const kwIdx = this.pos;
     const kw = this.next();
     const attributes: WithAttribute[] = [];
     if (!this.isPunct('{')) {
@@ -514,7 +515,7 @@ class Parser {
         if (!this.eat(',')) break;
       }
     }
-    const body = this.parseBlock(`\`with\` block of ${owner}`, kw);
+    const body = this.parseBlock(`\`with\` block of ${owner}`, kwIdx);
     return { kind: 'with', attributes, body, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
 
@@ -588,13 +589,14 @@ class Parser {
   }
 
   private parseFunction(): FunctionDecl {
+    const kwIdx = this.pos;
     const kw = this.next();
     const name = this.expectName('after `function`');
     const what = `function \`${name.text}\``;
     const params = this.isPunct('(') ? this.parseParams(what) : this.fail(`expected \`(\` to start the parameters of ${what}, found ${describeToken(this.peek())}`);
     let returnType: TypeRef | null = null;
     if (this.eat('->')) returnType = this.parseType();
-    const body = this.parseBlock(what, kw);
+    const body = this.parseBlock(what, kwIdx);
     return { kind: 'function', name: name.text, params, returnType, body, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
 
@@ -724,7 +726,8 @@ class Parser {
 
   // ---- blocks and statements -----------------------------------------
 
-  private parseBlock(what: string, owner: Token): Block {
+  /** A `{ statements }` block; `owner` is the index of the token that opens the construct (for the unclosed-block message). */
+  private parseBlock(what: string, owner: number): Block {
     if (!this.isPunct('{')) this.expect('{', `to open the body of ${what}`);
     const openIdx = this.pos;
     this.advance();
@@ -744,7 +747,7 @@ class Parser {
         break;
       }
       if (k === TokenKind.Eof || this.atItemStartInColumnOne()) {
-        this.unclosed(what, owner);
+        this.unclosed(what, this.tok(owner));
         break;
       }
       try {
@@ -809,36 +812,36 @@ class Parser {
           return { kind: 'return', value, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'for': {
-          const t = this.peek();
           this.advance();
           const binding = this.parsePattern();
           if (!this.isWord('in')) this.fail(`expected \`in\` after the loop variable of \`for\`, found ${describeToken(this.peek())}`);
           this.advance();
           const iterable = this.parseCondition();
-          const body = this.parseBlock(`\`for\` loop`, t);
+          const body = this.parseBlock(`\`for\` loop`, si);
           this.eat(';');
-          return { kind: 'for', binding, iterable, body, line: t.line, column: t.column };
+          return { kind: 'for', binding, iterable, body, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'try': {
-          const t = this.peek();
           this.advance();
-          const body = this.parseBlock('`try` block', t);
+          const body = this.parseBlock('`try` block', si);
           const catches: { binding: string | null; type: TypeRef | null; body: Block; line: number; column: number }[] = [];
           while (this.isWord('catch')) {
-            const c = this.next();
+            const ci = this.pos;
+            this.advance();
             let binding: string | null = null;
             let type: TypeRef | null = null;
             const paren = this.eat('(');
-            if (this.peek().kind === TokenKind.Ident) {
-              binding = this.next().text;
+            if (this.kinds[this.pos] === TokenKind.Ident) {
+              binding = this.texts[this.pos]!;
+              this.advance();
               if (this.eat(':')) type = this.parseType();
             }
             if (paren) this.expect(')', 'to close the `catch` binding');
-            catches.push({ binding, type, body: this.parseBlock('`catch` block', c), line: c.line, column: c.column });
+            catches.push({ binding, type, body: this.parseBlock('`catch` block', ci), line: ts.line[ci]!, column: ts.column(ci) });
           }
-          if (catches.length === 0) this.fail(`expected \`catch\` after the \`try\` block opened at ${t.line}:${t.column}, found ${describeToken(this.peek())}`);
+          if (catches.length === 0) this.fail(`expected \`catch\` after the \`try\` block opened at ${ts.line[si]}:${ts.column(si)}, found ${describeToken(this.peek())}`);
           this.eat(';');
-          return { kind: 'try', body, catches, line: t.line, column: t.column };
+          return { kind: 'try', body, catches, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'while':
         case 'loop':
@@ -1088,9 +1091,10 @@ class Parser {
 
   /** `{` followed by `}` or by `key:` starts a record literal. */
   private looksLikeRecord(k: number): boolean {
-    const a = this.peek(k + 1);
-    if (a.kind === TokenKind.Punct && a.text === '}') return true;
-    return (a.kind === TokenKind.Ident || a.kind === TokenKind.String) && this.isPunct(':', k + 2);
+    const a = this.idx(k + 1);
+    const ak = this.kinds[a];
+    if (ak === TokenKind.Punct && this.texts[a] === '}') return true;
+    return (ak === TokenKind.Ident || ak === TokenKind.String) && this.isPunct(':', k + 2);
   }
 
   private parsePrimary(): Expr {
@@ -1132,16 +1136,15 @@ class Parser {
         break;
       }
     }
-    const t = this.peek();
-    switch (t.kind) {
+    switch (kind) {
       case TokenKind.Ident:
-        return this.parseWordPrimary(t);
+        return this.parseWordPrimary(i);
       case TokenKind.Punct:
-        if (t.text === '(') return this.parseParenthesized(t);
-        if (t.text === '{') return this.parseRecord(null, t);
+        if (ts.text[i] === '(') return this.parseParenthesized(i);
+        if (ts.text[i] === '{') return this.parseRecord(null, i);
         break;
     }
-    return this.fail(`expected an expression, found ${describeToken(t)}`);
+    return this.fail(`expected an expression, found ${describeToken(this.peek())}`);
   }
 
   /** An array literal whose `[` is token `oi`. */
@@ -1160,44 +1163,47 @@ class Parser {
     return { kind: 'array', items: this.fit(items), line: ts.line[oi]!, column: ts.column(oi), start: ts.start[oi]!, end };
   }
 
-  private parseWordPrimary(t: Token): Expr {
-    switch (t.text) {
-      case 'true':
-      case 'false':
-        this.advance();
-        return { kind: 'bool', value: t.text === 'true', line: t.line, column: t.column, start: t.start, end: t.end };
+  /** A primary starting with the name at token `ti` (the current token). */
+  private parseWordPrimary(ti: number): Expr {
+    const ts = this.ts;
+    const word = ts.text[ti]!;
+    switch (word) {
       case 'if':
         return this.parseIf();
       case 'match':
-        if (this.peek(1).kind !== TokenKind.Punct || this.isPunct('(', 1) || this.isPunct('[', 1) || this.isPunct('{', 1)) return this.parseMatch();
+        if (this.kindAt(1) !== TokenKind.Punct || this.isPunct('(', 1) || this.isPunct('[', 1) || this.isPunct('{', 1)) return this.parseMatch();
         break;
     }
-    if (RESERVED.has(t.text)) this.fail(`unexpected keyword \`${t.text}\` where an expression was expected`);
+    if (RESERVED.has(word)) this.fail(`unexpected keyword \`${word}\` where an expression was expected`);
     this.advance();
     if (this.isPunct('=>')) {
       this.advance();
-      return this.lambda([t.text], t);
+      return this.lambda([word], ti);
     }
-    let name = t.text;
-    let end = t.end;
-    while (this.isPunct('::') && this.peek(1).kind === TokenKind.Ident) {
+    let name = word;
+    let end = ts.end[ti]!;
+    while (this.isPunct('::') && this.kindAt(1) === TokenKind.Ident) {
       this.advance();
-      const part = this.next();
-      name += '::' + part.text;
-      end = part.end;
+      name += '::' + this.texts[this.pos]!;
+      end = ts.end[this.pos]!;
+      this.advance();
     }
-    if (!this.noRecord && this.isPunct('{') && this.looksLikeRecord(0)) return this.parseRecord(name, t);
-    return { kind: 'ident', name, line: t.line, column: t.column, start: t.start, end };
+    if (!this.noRecord && this.isPunct('{') && this.looksLikeRecord(0)) return this.parseRecord(name, ti);
+    return { kind: 'ident', name, line: ts.line[ti]!, column: ts.column(ti), start: ts.start[ti]!, end };
   }
 
-  private lambda(params: string[], t: Token): Expr {
+  /** A lambda whose first token (parameter name or `(`) is token `ti`; the `=>` is already consumed. */
+  private lambda(params: string[], ti: number): Expr {
     let body: Expr | Block;
-    if (this.isPunct('{') && !this.looksLikeRecord(0)) body = this.parseBlock('lambda body', t);
+    if (this.isPunct('{') && !this.looksLikeRecord(0)) body = this.parseBlock('lambda body', ti);
     else body = this.parseExpression();
-    return { kind: 'lambda', params, body, line: t.line, column: t.column, start: t.start, end: body.end };
+    const ts = this.ts;
+    return { kind: 'lambda', params, body, line: ts.line[ti]!, column: ts.column(ti), start: ts.start[ti]!, end: body.end };
   }
 
-  private parseParenthesized(t: Token): Expr {
+  /** A group or a parenthesized lambda parameter list; `ti` is the index of the `(` (the current token). */
+  private parseParenthesized(ti: number): Expr {
+    const t = this.tok(ti);
     // `(a, b) => e`: a lambda with several parameters.
     let k = 1;
     while (this.peek(k).kind === TokenKind.Ident && (this.isPunct(',', k + 1) || this.isPunct(')', k + 1))) {
@@ -1213,13 +1219,13 @@ class Parser {
       }
       this.advance();
       this.advance();
-      return this.lambda(params, t);
+      return this.lambda(params, ti);
     }
     if (this.isPunct(')', 1) && this.isPunct('=>', 2)) {
       this.advance();
       this.advance();
       this.advance();
-      return this.lambda([], t);
+      return this.lambda([], ti);
     }
     this.advance();
     this.enter();
@@ -1232,37 +1238,43 @@ class Parser {
     return { kind: 'group', inner, line: t.line, column: t.column, start: t.start, end: close.end };
   }
 
-  private parseRecord(typeName: string | null, t: Token): Expr {
-    const open = this.expect('{', 'to open the record');
+  /** A record literal; `ti` is the index of its first token (the type name, or the `{`). Read from the token arrays. */
+  private parseRecord(typeName: string | null, ti: number): Expr {
+    const ts = this.ts;
+    if (!this.isPunct('{')) this.expect('{', 'to open the record');
+    const oi = this.pos;
+    this.advance();
     this.enter();
     const saved = this.noRecord;
     this.noRecord = false;
     const fields: { key: string; value: Expr }[] = [];
     while (!this.isPunct('}')) {
-      const key = this.peek();
-      if (key.kind !== TokenKind.Ident && key.kind !== TokenKind.String) {
-        this.fail(`expected a field name in the record opened at ${open.line}:${open.column}, found ${describeToken(key)}`);
+      const ki = this.pos;
+      const kk = this.kinds[ki];
+      if (kk !== TokenKind.Ident && kk !== TokenKind.String) {
+        this.fail(`expected a field name in the record opened at ${ts.line[oi]}:${ts.column(oi)}, found ${describeToken(this.peek())}`);
       }
       this.advance();
-      if (!this.eat(':') && !this.eat('=')) this.fail(`expected \`:\` after record field ${keyText(key)}, found ${describeToken(this.peek())}`);
-      fields.push({ key: key.text, value: this.parseExpression() });
-      if (!this.eat(',') && !this.eat(';') && !this.isPunct('}') && this.ts.line[this.idx(0)] === this.ts.line[this.pos - 1]) {
-        this.fail(`expected \`,\` or \`}\` in the record opened at ${open.line}:${open.column}, found ${describeToken(this.peek())}`);
+      if (!this.eat(':') && !this.eat('=')) this.fail(`expected \`:\` after record field ${keyText(this.tok(ki))}, found ${describeToken(this.peek())}`);
+      fields.push({ key: this.texts[ki]!, value: this.parseExpression() });
+      if (!this.eat(',') && !this.eat(';') && !this.isPunct('}') && ts.line[this.idx(0)] === ts.line[this.pos - 1]) {
+        this.fail(`expected \`,\` or \`}\` in the record opened at ${ts.line[oi]}:${ts.column(oi)}, found ${describeToken(this.peek())}`);
       }
-      if (this.peek().kind === TokenKind.Eof) break;
+      if (this.kinds[this.pos] === TokenKind.Eof) break;
     }
-    const close = this.isPunct('}') ? this.next() : this.expect('}', `to close the record opened at ${open.line}:${open.column}`);
+    const end = this.isPunct('}') ? this.closeEnd() : this.expect('}', `to close the record opened at ${ts.line[oi]}:${ts.column(oi)}`).end;
     this.noRecord = saved;
     this.depth--;
-    return { kind: 'record', typeName, fields: this.fit(fields), line: t.line, column: t.column, start: t.start, end: close.end };
+    return { kind: 'record', typeName, fields: this.fit(fields), line: ts.line[ti]!, column: ts.column(ti), start: ts.start[ti]!, end };
   }
 
   private parseIf(): Expr {
-    const first = this.peek();
+    const first = this.pos;
     const branches: { cond: Expr; letPattern: Pattern | null; body: Block }[] = [];
     let elseBody: Block | null = null;
     for (;;) {
-      const kw = this.next(); // `if`
+      const kw = this.pos; // `if`
+      this.advance();
       let letPattern: Pattern | null = null;
       if (this.isWord('let')) {
         this.advance();
@@ -1273,15 +1285,18 @@ class Parser {
       const body = this.parseBlock('`if` block', kw);
       branches.push({ cond, letPattern, body });
       if (!this.isWord('else')) break;
-      const elseKw = this.next();
+      const elseKw = this.pos;
+      this.advance();
       if (this.isWord('if')) continue;
       elseBody = this.parseBlock('`else` block', elseKw);
       break;
     }
-    return { kind: 'if', branches: this.fit(branches), elseBody, line: first.line, column: first.column, start: first.start, end: this.prevEnd() };
+    const ts = this.ts;
+    return { kind: 'if', branches: this.fit(branches), elseBody, line: ts.line[first]!, column: ts.column(first), start: ts.start[first]!, end: this.prevEnd() };
   }
 
   private parseMatch(): Expr {
+    const kwIdx = this.pos;
     const kw = this.next();
     const subject = this.parseCondition();
     const open = this.expect('{', 'to open the arms of `match`');
@@ -1300,7 +1315,7 @@ class Parser {
       this.expect('=>', 'after a `match` pattern');
       let body: Expr | Block;
       if (this.isPunct('{') && !this.looksLikeRecord(0)) {
-        body = this.parseBlock('`match` arm', kw);
+        body = this.parseBlock('`match` arm', kwIdx);
         this.eat(',');
       } else {
         body = this.parseExpression();
