@@ -33,6 +33,8 @@ export interface InvokeTask {
   systemPrompt?: string;
   /** The generated AGENTS.md section, already cut to its limit, if any. */
   guidance?: string;
+  /** Whether the caller asked for progress notifications (the worker then posts each phase). */
+  reportProgress: boolean;
   /** Supervisor-side port: cancel requests arrive here; progress and terminal notices leave here. */
   port: MessagePort;
 }
@@ -58,6 +60,9 @@ export interface AuditReference {
   public_key: string;
 }
 
+/** When the terminal record became durable: epoch milliseconds with sub-millisecond precision (comparable across threads). */
+export type DurableAt = number;
+
 export type InvokeOutcome =
-  | { ok: true; text: string; audit: AuditReference }
-  | { ok: false; message: string; audit?: AuditReference; terminalDurable: boolean; cancelled: boolean };
+  | { ok: true; text: string; audit: AuditReference; terminalDurableAt: DurableAt }
+  | { ok: false; message: string; audit?: AuditReference; terminalDurable: boolean; terminalDurableAt?: DurableAt; cancelled: boolean };

@@ -4,6 +4,7 @@ import { createInvocationPool } from './invocation-pool.js';
 import { RunOwnerTable } from './run-owners.js';
 import type { SessionContext } from './session-context.js';
 import { recoverTerminalRecord } from './terminal-recovery.js';
+import { finaliseUnstartedRun, loadJournalWriter } from './unstarted-run-finaliser.js';
 import type { InvokeAgentSession } from './tools/invoke-agent-tool.js';
 
 // Everything invoke_agent needs besides the MCP server: the provider chosen
@@ -13,7 +14,7 @@ import type { InvokeAgentSession } from './tools/invoke-agent-tool.js';
 export interface InvocationRuntime {
   session: InvokeAgentSession;
   owners: RunOwnerTable;
-  /** Starts the worker threads ahead of the first invocation (when a provider is configured). */
+  /** Starts the worker threads, and loads what an early cancel needs, ahead of the first invocation (when a provider is configured). */
   warmUp(): void;
   stopWorkers(): Promise<void>;
 }
@@ -34,7 +35,11 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
     }
     return pool;
   };
-  const owners = new RunOwnerTable(getPool, (runId, principal, message) => recoverTerminalRecord(context.project, runId, principal, message));
+  const owners = new RunOwnerTable(
+    getPool,
+    (runId, principal, message) => recoverTerminalRecord(context.project, runId, principal, message),
+    (runId, definition, message) => finaliseUnstartedRun(context.project, runId, definition, message),
+  );
   const guidance = snapshot.agentsMd.present ? snapshot.agentsMd.guidance?.text : undefined;
   return {
     owners,
@@ -47,7 +52,9 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
       log,
     },
     warmUp: () => {
-      if (provider.ok) getPool();
+      if (!provider.ok) return;
+      getPool();
+      loadJournalWriter().catch(() => undefined);
     },
     stopWorkers: async () => {
       if (pool !== undefined) await pool.destroy();

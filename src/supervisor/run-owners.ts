@@ -1,7 +1,8 @@
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import pTimeout from 'p-timeout';
 import type { Piscina } from 'piscina';
-import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
+import type { AuditReference, InvokeOutcome, InvokeTask, RunDefinition, RunPhase, WorkerNotice } from '../shared/run-messages.js';
+import type { ClaimOutcome } from './unstarted-run-finaliser.js';
 
 // The run owner table: one entry per live invocation, kept until that run's
 // terminal record is durable (or known to be impossible), whatever happened to
@@ -15,6 +16,9 @@ export interface TerminalRecovery {
   /** Writes a terminal record through a fresh writer when the worker could not. Returns whether it is durable. */
   (runId: string, principal: string, message: string): Promise<boolean>;
 }
+
+/** Claims and finalises a run whose worker has not created its journal yet (see unstarted-run-finaliser.ts). */
+export type UnstartedRunFinaliser = (runId: string, definition: RunDefinition, message: string) => Promise<ClaimOutcome>;
 
 export interface RunOwner {
   readonly runId: string;
@@ -34,6 +38,7 @@ export class RunOwnerTable {
     /** The worker pool, created on first use so a session that never invokes starts no threads. */
     private readonly pool: () => Piscina,
     private readonly recoverTerminal: TerminalRecovery,
+    private readonly finaliseUnstarted: UnstartedRunFinaliser,
   ) {}
 
   get size(): number {
@@ -43,7 +48,9 @@ export class RunOwnerTable {
   start(task: Omit<InvokeTask, 'port'>, hooks: RunHooks = {}): RunOwner {
     const { port1: ownerPort, port2: workerPort } = new MessageChannel();
     let cancelAt: number | undefined;
+    let cancelReason = '';
     let journal: AuditReference | undefined;
+    let claim: Promise<ClaimOutcome> | undefined;
 
     const onNotice = (notice: WorkerNotice): void => {
       if (notice.type === 'journal') journal = { run_id: task.runId, path: notice.path, public_key: notice.publicKey };
@@ -58,20 +65,37 @@ export class RunOwnerTable {
       }
     };
 
+    // When this owner claimed the run (cancelled before its worker started it),
+    // the owner's own records are the run's outcome, whatever the worker reports.
+    const claimedOutcome = async (): Promise<InvokeOutcome | undefined> => {
+      const claimed = await claim;
+      if (claimed === undefined || !claimed.claimed) return undefined;
+      const outcome: InvokeOutcome = { ok: false, message: cancelReason, terminalDurable: claimed.finalised !== undefined, cancelled: true };
+      if (claimed.finalised !== undefined) {
+        outcome.audit = claimed.finalised.audit;
+        outcome.terminalDurableAt = claimed.finalised.terminalDurableAt;
+      }
+      return outcome;
+    };
+
     const done = this.pool()
       .run({ ...task, port: workerPort } satisfies InvokeTask, { transferList: [workerPort as unknown as MessagePort] })
-      .then((outcome: InvokeOutcome) => {
+      .then(async (outcome: InvokeOutcome) => {
         drainNotices();
-        return outcome;
+        return (await claimedOutcome()) ?? outcome;
       })
       .catch(async (err: unknown): Promise<InvokeOutcome> => {
         drainNotices();
+        const claimed = await claimedOutcome();
+        if (claimed !== undefined) return claimed;
         // The worker task itself failed (a crash, not a run failure): finish
         // the audit from here so the journal still ends with a terminal record.
         const message = `the worker running this invocation failed: ${(err as Error)?.message ?? String(err)}`;
         if (journal === undefined) return { ok: false, message, terminalDurable: false, cancelled: cancelAt !== undefined };
         const durable = await this.recoverTerminal(task.runId, task.definition.principal, message).catch(() => false);
-        return { ok: false, message, audit: journal, terminalDurable: durable, cancelled: cancelAt !== undefined };
+        const outcome: InvokeOutcome = { ok: false, message, audit: journal, terminalDurable: durable, cancelled: cancelAt !== undefined };
+        if (durable) outcome.terminalDurableAt = performance.timeOrigin + performance.now();
+        return outcome;
       })
       .finally(() => {
         ownerPort.close();
@@ -86,10 +110,17 @@ export class RunOwnerTable {
       cancel: (reason: string) => {
         if (cancelAt !== undefined || !this.runs.has(task.runId)) return;
         cancelAt = performance.now();
+        cancelReason = reason;
         try {
           ownerPort.postMessage({ type: 'cancel', reason });
         } catch {
           // The port closes when the run ends; a late cancel has nothing left to stop.
+          return;
+        }
+        // Posted first, so a worker that loses the claim finds the cancel waiting.
+        drainNotices();
+        if (journal === undefined) {
+          claim = this.finaliseUnstarted(task.runId, task.definition, reason).catch((): ClaimOutcome => ({ claimed: false }));
         }
       },
       cancelRequestedAt: () => cancelAt,

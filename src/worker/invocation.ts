@@ -2,19 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { delay } from 'abort-controller-x';
 import { closeAuditStorage, openAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
 import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
-import { JournalWriter } from '../shared/journal/journal-writer.js';
+import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
 import { MAX_OUTPUT_TOKENS, TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
 import { authorizeRespond, type RespondRequest } from '../shared/policy/respond-authorization.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
+import { RUN_MODE, RUN_SURFACE, startedEvent } from '../shared/run-records.js';
 import { buildConversation } from './conversation.js';
 import { callProvider, type TypedInferenceRequest, type TypedInferenceResponse } from './providers/provider-call.js';
-import { listenForCancellation } from './run-cancellation.js';
-
-const SURFACE = 'mcp-server';
-const MODE = 'text_response';
+import { listenForCancellation, pollCancellations } from './run-cancellation.js';
 
 export interface WorkerResources {
   project: PinnedDirectory;
@@ -44,7 +42,7 @@ export async function performInvocation(
     }
   };
   const progress = (phase: RunPhase): void => {
-    notify({ type: 'progress', phase });
+    if (task.reportProgress) notify({ type: 'progress', phase });
     afterPhase?.(phase);
   };
 
@@ -55,17 +53,17 @@ export async function performInvocation(
   const stopSignal = AbortSignal.any([cancellation.signal, deadline.signal]);
   const stopReason = (): string =>
     cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
-  // A cancel message queued behind this run's own work is delivered before each check.
-  const receivePendingMessages = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
-  const throwIfStopped = async (): Promise<void> => {
-    await receivePendingMessages();
+  const throwIfStopped = (): void => {
+    pollCancellations();
     if (stopSignal.aborted) throw new RunStopped(stopReason());
   };
+  const started = startedEvent(definition);
 
   let storage: AuditStorage | undefined;
   let writer: JournalWriter | undefined;
   let audit: AuditReference | undefined;
   let callId: string | undefined;
+  let startedRecorded = false;
   let finishRecorded = false;
   let terminalWritten = false;
 
@@ -73,7 +71,16 @@ export async function performInvocation(
     // Even a run cancelled before it started gets its journal: every accepted run
     // has a Started and a Terminated record, so an auditor can count them.
     storage = openAuditStorage(resources.project);
-    writer = await JournalWriter.create(storage, task.runId, definition.principal);
+    try {
+      writer = await JournalWriter.create(storage, task.runId, definition.principal);
+    } catch (err) {
+      // A run cancelled before this thread started it is finalised by its owner,
+      // and creating the journal is the owner's claim: nothing is left to write here.
+      pollCancellations();
+      const reason = cancellation.reason();
+      if (err instanceof JournalExistsError && reason !== undefined) return { ok: false, message: reason, terminalDurable: false, cancelled: true };
+      throw err;
+    }
     audit = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
     notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
     // The deadline covers the whole invocation after the journal opens.
@@ -81,24 +88,6 @@ export async function performInvocation(
       () => deadline.abort(new Error('deadline')),
       () => undefined,
     );
-
-    await writer.append({
-      Started: {
-        execution_context: {
-          agent_definition: {
-            name: definition.declaredName,
-            file: definition.file,
-            source_hash: definition.sourceHash,
-            declaration_hash: definition.declarationHash,
-            mode: MODE,
-            surface: SURFACE,
-            tools_enabled: false,
-          },
-        },
-      },
-    });
-    progress('journal_opened');
-    await throwIfStopped();
 
     const typedRequest: TypedInferenceRequest = {
       conversation: buildConversation(task),
@@ -108,11 +97,15 @@ export async function performInvocation(
     if (requestDigest.bytes > TYPED_REQUEST_MAX_BYTES) {
       throw new RunStopped(`the typed inference request is ${requestDigest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`);
     }
-    callId = randomUUID();
-    await writer.append({
+    throwIfStopped();
+    // Started and DirectInferenceRequested share one write and one sync: the
+    // protocol needs the request record durable before the request leaves, and
+    // Started before it in the chain.
+    const requestCallId = randomUUID();
+    await writer.appendAll([started, {
       DirectInferenceRequested: {
-        call_id: callId,
-        operation: SURFACE,
+        call_id: requestCallId,
+        operation: RUN_SURFACE,
         provider: resources.provider.kind,
         model: resources.provider.model,
         request_hash: requestDigest.hash,
@@ -120,9 +113,12 @@ export async function performInvocation(
         recipient: definition.principal,
         recipient_definition_hash: definition.sourceHash,
       },
-    });
-    await throwIfStopped();
+    }]);
+    startedRecorded = true;
+    callId = requestCallId;
+    progress('journal_opened');
     progress('request_sent');
+    throwIfStopped();
 
     let response: TypedInferenceResponse;
     try {
@@ -151,7 +147,7 @@ export async function performInvocation(
     ]);
     finishRecorded = true;
     progress('response_received');
-    await throwIfStopped();
+    throwIfStopped();
 
     if (response.tool_calls.length > 0) {
       throw new RunStopped(
@@ -166,8 +162,8 @@ export async function performInvocation(
       agentName: definition.declaredName,
       capabilities: definition.capabilities,
       context: {
-        surface: SURFACE,
-        mode: MODE,
+        surface: RUN_SURFACE,
+        mode: RUN_MODE,
         tools_enabled: false,
         run_id: task.runId,
         agent: {
@@ -193,7 +189,7 @@ export async function performInvocation(
       },
     };
     // A cancel that arrived while the policy ran still wins over its decision.
-    await receivePendingMessages();
+    pollCancellations();
     const failure = stopSignal.aborted
       ? stopReason()
       : decision.decision !== 'allow'
@@ -202,28 +198,33 @@ export async function performInvocation(
     // The decision and the terminal record become durable together, before any text leaves.
     await writer.appendTerminal(failure === undefined ? 'Completed' : { Error: { message: failure } }, [policyEvaluated]);
     terminalWritten = true;
+    const terminalDurableAt = epochNow();
     progress('policy_evaluated');
     if (failure !== undefined) {
-      return { ok: false, message: failure, audit, terminalDurable: true, cancelled: cancellation.reason() !== undefined };
+      return { ok: false, message: failure, audit, terminalDurable: true, terminalDurableAt, cancelled: cancellation.reason() !== undefined };
     }
-    return { ok: true, text: response.content, audit };
+    return { ok: true, text: response.content, audit, terminalDurableAt };
   } catch (err) {
     const message = describeFailure(err);
     let terminalDurable = false;
     if (writer !== undefined && !terminalWritten) {
       const reason = { Error: { message } };
-      // The open call's finish and the terminal record share one sync; if the
-      // finish cannot be written (a tampered file), the terminal is tried alone.
-      const unfinishedCall =
-        callId !== undefined && !finishRecorded
+      // The records still missing before the terminal one (Started, and the
+      // open call's finish) share its sync; if they cannot be written (a
+      // tampered file), the terminal record is tried alone.
+      const preceding: Record<string, unknown>[] = [
+        ...(startedRecorded ? [] : [started]),
+        ...(callId !== undefined && !finishRecorded
           ? [{ DirectInferenceFinished: { call_id: callId, reason, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } }]
-          : [];
-      terminalDurable = await writer.appendTerminal(reason, unfinishedCall).then(
+          : []),
+      ];
+      terminalDurable = await writer.appendTerminal(reason, preceding).then(
         () => true,
-        () => (unfinishedCall.length > 0 ? writer!.appendTerminal(reason).then(() => true, () => false) : false),
+        () => (preceding.length > 0 ? writer!.appendTerminal(reason).then(() => true, () => false) : false),
       );
     }
     const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined };
+    if (terminalDurable) result.terminalDurableAt = epochNow();
     if (audit !== undefined) result.audit = audit;
     return result;
   } finally {
@@ -232,6 +233,10 @@ export async function performInvocation(
     if (writer !== undefined) await writer.close().catch(() => undefined);
     if (storage !== undefined) closeAuditStorage(storage);
   }
+}
+
+function epochNow(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 function describeFailure(err: unknown): string {

@@ -97,6 +97,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
           runId,
           definition,
           prompt: args.prompt,
+          reportProgress: progressToken !== undefined,
           ...(args.system_prompt !== undefined ? { systemPrompt: args.system_prompt } : {}),
           ...(session.guidance !== undefined ? { guidance: session.guidance } : {}),
         },
@@ -126,10 +127,13 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       const durationMs = Math.round(performance.now() - startedAt);
       const cancelAt = owner.cancelRequestedAt();
       if (cancelAt !== undefined) {
+        // Measured to the moment the terminal record's sync returned, in whichever
+        // thread wrote it; a terminal record already durable at the cancel counts as 0.
+        const durableAt = outcome.terminalDurableAt ?? performance.timeOrigin + performance.now();
         session.log.info('run cancelled', {
           run_id: runId,
           terminal_durable: outcome.ok || outcome.terminalDurable,
-          cancel_to_terminal_ms: Number((performance.now() - cancelAt).toFixed(1)),
+          cancel_to_terminal_ms: Number(Math.max(0, durableAt - (performance.timeOrigin + cancelAt)).toFixed(1)),
         });
       }
       session.log.info('run ended', {

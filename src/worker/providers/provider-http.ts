@@ -1,3 +1,5 @@
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
 import { TYPED_RESPONSE_MAX_BYTES } from '../../shared/limits.js';
 import { readCappedBody } from './capped-body.js';
 import { ProviderError } from './provider-error.js';
@@ -55,44 +57,84 @@ function errorExcerpt(bytes: Uint8Array, secret: string): string {
   return safeExcerpt(text, secret);
 }
 
-async function readErrorBody(response: Response): Promise<Uint8Array> {
-  if (response.body === null) return new Uint8Array(0);
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  try {
-    while (total < ERROR_BODY_READ_BYTES) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      total += value.byteLength;
-    }
-  } catch {
-    // The excerpt is a courtesy; a failed read leaves it empty.
-  } finally {
-    reader.cancel().catch(() => undefined);
-  }
-  return Buffer.concat(chunks).subarray(0, ERROR_BODY_READ_BYTES);
+/** Reads at most ERROR_BODY_READ_BYTES of an error body; the excerpt is a courtesy, so a failed read leaves it short. */
+function readErrorBody(response: IncomingMessage): Promise<Buffer> {
+  return new Promise<Buffer>((resolve) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const finish = (): void => {
+      response.off('data', onData);
+      resolve(Buffer.concat(chunks).subarray(0, ERROR_BODY_READ_BYTES));
+    };
+    const onData = (chunk: Buffer): void => {
+      chunks.push(chunk);
+      total += chunk.byteLength;
+      if (total >= ERROR_BODY_READ_BYTES) finish();
+    };
+    response.on('data', onData);
+    response.once('end', finish);
+    response.once('close', finish);
+    response.once('error', finish);
+  });
+}
+
+// One keep-alive pool per protocol and worker thread: a run reuses an idle
+// connection instead of paying a handshake. A cancelled request destroys its
+// own socket, so an aborted connection is never handed to another run.
+const agents = {
+  'http:': new http.Agent({ keepAlive: true, scheduling: 'lifo' }),
+  'https:': new https.Agent({ keepAlive: true, scheduling: 'lifo' }),
+};
+
+interface SentRequest {
+  response: IncomingMessage;
+  /** Closes the connection (the request and its socket), whatever state it is in. */
+  close: () => void;
+}
+
+function sendRequest(target: URL, headers: Record<string, string>, body: Buffer, signal: AbortSignal): Promise<SentRequest> {
+  return new Promise<SentRequest>((resolve, reject) => {
+    const client = target.protocol === 'https:' ? https : http;
+    const request = client.request(target, {
+      method: 'POST',
+      agent: agents[target.protocol === 'https:' ? 'https:' : 'http:'],
+      headers: { ...headers, 'content-length': String(body.byteLength) },
+    });
+    const close = (): void => {
+      request.destroy();
+    };
+    const onAbort = (): void => {
+      close();
+      reject(new Error('aborted'));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    request.once('response', (response) => {
+      signal.removeEventListener('abort', onAbort);
+      // After the headers, the caller's abort still has to close the connection mid-body.
+      signal.addEventListener('abort', close, { once: true });
+      response.once('close', () => signal.removeEventListener('abort', close));
+      resolve({ response, close });
+    });
+    request.once('error', (error) => {
+      signal.removeEventListener('abort', onAbort);
+      reject(error);
+    });
+    request.end(body);
+  });
 }
 
 /** POSTs `post.body` as JSON and returns the parsed JSON answer, or throws a ProviderError. */
 export async function postJson(post: JsonPost, signal: AbortSignal): Promise<unknown> {
   if (signal.aborted) throw abortedError(signal, post.secret);
-  // A second controller lets this function close the connection itself (oversize, error body).
-  const local = new AbortController();
-  const combined = AbortSignal.any([signal, local.signal]);
   const target = new URL(post.url);
   const shownTarget = `${target.origin}${target.pathname}`;
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') {
+    throw new ProviderError(`the provider URL ${shownTarget} is not http or https`, 'network');
+  }
 
-  let response: Response;
+  let sent: SentRequest;
   try {
-    response = await fetch(post.url, {
-      method: 'POST',
-      headers: post.headers,
-      body: JSON.stringify(post.body),
-      signal: combined,
-      redirect: 'manual',
-    });
+    sent = await sendRequest(target, post.headers, Buffer.from(JSON.stringify(post.body), 'utf8'), signal);
   } catch (error) {
     if (signal.aborted) throw abortedError(signal, post.secret);
     throw new ProviderError(
@@ -100,21 +142,23 @@ export async function postJson(post: JsonPost, signal: AbortSignal): Promise<unk
       'network',
     );
   }
+  const { response, close } = sent;
 
   try {
-    if (response.status < 200 || response.status > 299) {
+    const status = response.statusCode ?? 0;
+    if (status < 200 || status > 299) {
       const excerpt = errorExcerpt(await readErrorBody(response), post.secret);
-      local.abort();
+      close();
       if (signal.aborted) throw abortedError(signal, post.secret);
-      const statusText = safeExcerpt(response.statusText, post.secret, 60);
+      const statusText = safeExcerpt(response.statusMessage ?? '', post.secret, 60);
       throw new ProviderError(
-        `the provider answered HTTP ${response.status}${statusText === '' ? '' : ` ${statusText}`}${excerpt === '' ? '' : `: ${excerpt}`}`,
+        `the provider answered HTTP ${status}${statusText === '' ? '' : ` ${statusText}`}${excerpt === '' ? '' : `: ${excerpt}`}`,
         'http',
-        response.status,
+        status,
       );
     }
 
-    const bytes = await readCappedBody(response, TYPED_RESPONSE_MAX_BYTES, () => local.abort());
+    const bytes = await readCappedBody(response, TYPED_RESPONSE_MAX_BYTES, close);
     let text: string;
     try {
       text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
@@ -130,7 +174,7 @@ export async function postJson(post: JsonPost, signal: AbortSignal): Promise<unk
   } catch (error) {
     if (error instanceof ProviderError) throw error;
     if (signal.aborted) throw abortedError(signal, post.secret);
-    local.abort();
+    close();
     throw new ProviderError(
       `the connection to the provider at ${shownTarget} failed while reading the response: ${safeExcerpt(describeNetworkFailure(error), post.secret)}`,
       'network',

@@ -1,0 +1,72 @@
+import { closeAuditStorage, openAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
+import type { JournalWriter } from '../shared/journal/journal-writer.js';
+import type { PinnedDirectory } from '../shared/pinned-directory.js';
+import type { AuditReference, DurableAt, RunDefinition } from '../shared/run-messages.js';
+import { startedEvent } from '../shared/run-records.js';
+
+export interface FinalisedRun {
+  audit: AuditReference;
+  terminalDurableAt: DurableAt;
+}
+
+/** Whether the owner created the run's journal, and if so whether its terminal record is durable. */
+export type ClaimOutcome = { claimed: false } | { claimed: true; finalised: FinalisedRun | undefined };
+
+/**
+ * Finalises a run cancelled before its worker thread started it: `Started`,
+ * then `Terminated` with the cancel as its `Error` reason, in one write and one
+ * sync. A busy worker can take tens of milliseconds to pick up a queued task,
+ * and the cancel's terminal record should not wait for that.
+ *
+ * Creating the journal (exclusively) is the claim: if the worker created it
+ * first, the worker writes the run's records and this returns `claimed: false`.
+ * The owner posts the cancel before calling this, so a worker that loses the
+ * claim always finds the cancel and writes nothing.
+ */
+let journalWriterModule: Promise<typeof import('../shared/journal/journal-writer.js')> | undefined;
+
+/**
+ * Loads the journal writer into the supervisor thread. Called once the session
+ * is up, so startup does not pay for it and the first early cancel does not wait for it.
+ */
+export function loadJournalWriter(): Promise<typeof import('../shared/journal/journal-writer.js')> {
+  journalWriterModule ??= import('../shared/journal/journal-writer.js');
+  return journalWriterModule;
+}
+
+export async function finaliseUnstartedRun(
+  project: PinnedDirectory,
+  runId: string,
+  definition: RunDefinition,
+  message: string,
+): Promise<ClaimOutcome> {
+  let storage: AuditStorage | undefined;
+  let writer: JournalWriter | undefined;
+  try {
+    const { JournalWriter } = await loadJournalWriter();
+    storage = openAuditStorage(project);
+    try {
+      writer = await JournalWriter.create(storage, runId, definition.principal);
+    } catch {
+      // Created by the worker already, or storage that the worker cannot use either: its run, its report.
+      return { claimed: false };
+    }
+    try {
+      await writer.appendTerminal({ Error: { message } }, [startedEvent(definition)]);
+    } catch {
+      return { claimed: true, finalised: undefined };
+    }
+    return {
+      claimed: true,
+      finalised: {
+        audit: { run_id: runId, path: writer.path, public_key: storage.signingKey.publicKeyHex },
+        terminalDurableAt: performance.timeOrigin + performance.now(),
+      },
+    };
+  } catch {
+    return { claimed: false };
+  } finally {
+    await writer?.close();
+    if (storage !== undefined) closeAuditStorage(storage);
+  }
+}
