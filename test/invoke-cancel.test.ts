@@ -218,6 +218,14 @@ describe('shutdown and process loss', () => {
       assert.deepEqual(progress.map((m) => m.params?.progress), [1, 2, 3, 4]);
       assert.ok(progress.every((m) => messages.indexOf(m) < resultIndex));
       assert.ok(!JSON.stringify(progress).includes('Hello from the synthetic endpoint'));
+
+      // A call without a progressToken gets its result and no progress notices at all.
+      server.send({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' } } });
+      const all = await waitFor('the second result', () => {
+        const parsed = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id?: number; method?: string });
+        return parsed.some((m) => m.id === 8) ? parsed : undefined;
+      });
+      assert.equal(all.filter((m) => m.method === 'notifications/progress').length, 4, 'only the first call reported progress');
       server.child.stdin.end();
       assert.equal(await server.exited, 0);
     } finally {

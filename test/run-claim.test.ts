@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { MessageChannel } from 'node:worker_threads';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { responsePrincipal } from '../src/shared/agent-identity.js';
+import { sha256Hex } from '../src/shared/canonical-json.js';
+import { PinnedDirectory } from '../src/shared/pinned-directory.js';
+import { loadPolicySet } from '../src/shared/policy/policy-set.js';
+import type { RunDefinition } from '../src/shared/run-messages.js';
+import { finaliseUnstartedRun } from '../src/supervisor/unstarted-run-finaliser.js';
+import { performInvocation, type WorkerResources } from '../src/worker/invocation.js';
+import { eventNames, inspect, makeProject, projectPublicKey, readJournal, removeProject } from './support/invoke-harness.js';
+
+// A run cancelled before its worker started it is finalised by its owner.
+// Creating the journal is the claim; these tests put the owner and the worker
+// code (the real writer, the real files) in each order and check that exactly
+// one of them writes the run's records.
+
+const SOURCE = 'agent assistant {\n  capabilities = ["answer"]\n}\n';
+const CANCEL = 'the caller cancelled the invocation';
+
+function definition(): RunDefinition {
+  return {
+    stem: 'assistant',
+    file: 'agents/assistant.symbi',
+    declaredName: 'assistant',
+    principal: responsePrincipal('assistant'),
+    sourceHash: sha256Hex(SOURCE),
+    declarationText: SOURCE.trim(),
+    declarationHash: sha256Hex(SOURCE.trim()),
+    capabilities: ['answer'],
+    timeoutMs: 30_000,
+  };
+}
+
+describe('the owner claim for runs cancelled before their worker starts', () => {
+  let endpoint: SyntheticEndpoint;
+  let project: string;
+  let pinned: PinnedDirectory;
+  let resources: WorkerResources;
+
+  before(async () => {
+    endpoint = await startSyntheticEndpoint();
+    project = makeProject({ 'agents/assistant.symbi': SOURCE });
+    pinned = PinnedDirectory.pin(project);
+    resources = {
+      project: pinned,
+      policySet: loadPolicySet([]),
+      provider: { kind: 'openai', baseUrl: endpoint.url, model: 'synthetic', apiKey: 'claim-test' },
+    };
+  });
+
+  after(async () => {
+    endpoint.releaseAll();
+    await endpoint.close();
+    fs.closeSync(pinned.fd);
+    removeProject(project);
+  });
+
+  it('the owner claims first: it writes Started and Terminated, and the worker then writes nothing and sends nothing', async () => {
+    const runId = randomUUID();
+    const { port1: ownerPort, port2: workerPort } = new MessageChannel();
+    const requestsBefore = endpoint.requests.length;
+    try {
+      ownerPort.postMessage({ type: 'cancel', reason: CANCEL });
+      const claim = await finaliseUnstartedRun(pinned, runId, definition(), CANCEL);
+      assert.equal(claim.claimed, true);
+      assert.ok(claim.claimed && claim.finalised !== undefined, 'the claimed run is finalised');
+      const journal = claim.finalised.audit.path;
+      const written = fs.readFileSync(journal);
+
+      const outcome = await performInvocation({ runId, definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort }, resources);
+      assert.equal(outcome.ok, false);
+      assert.ok(!outcome.ok && outcome.cancelled && !outcome.terminalDurable, "the worker reports the cancel and writes no terminal record");
+      assert.equal(outcome.message, CANCEL);
+      assert.deepEqual(fs.readFileSync(journal), written, 'the journal is byte-for-byte what the owner wrote');
+      assert.equal(endpoint.requests.length, requestsBefore, 'no provider request was sent');
+
+      const records = readJournal(journal);
+      assert.deepEqual(eventNames(records), ['Started', 'Terminated']);
+      assert.deepEqual(records[1]!.payload.entry.event.Terminated, { reason: { Error: { message: CANCEL } } });
+      assert.equal(inspect(journal, runId, projectPublicKey(project)).status, 0);
+    } finally {
+      ownerPort.close();
+      workerPort.close();
+    }
+  });
+
+  it('the worker creates the journal first: the owner claim fails and the worker finishes the run', async () => {
+    const runId = randomUUID();
+    const { port1: ownerPort, port2: workerPort } = new MessageChannel();
+    try {
+      const running = performInvocation({ runId, definition: definition(), prompt: 'wait [[hold]]', reportProgress: false, port: workerPort }, resources);
+      const journal = path.join(project, '.symbiont', 'governed', `${runId}.jsonl`);
+      // The request is on its way once the endpoint holds it.
+      for (let i = 0; i < 500 && !endpoint.requests.some((r) => r.rawBody.includes('wait [[hold]]') && !r.answered && !r.closedEarly); i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested']);
+
+      ownerPort.postMessage({ type: 'cancel', reason: CANCEL });
+      const claim = await finaliseUnstartedRun(pinned, runId, definition(), CANCEL);
+      assert.deepEqual(claim, { claimed: false });
+
+      const outcome = await running;
+      assert.ok(!outcome.ok && outcome.cancelled && outcome.terminalDurable, 'the worker writes the terminal record');
+      assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
+      assert.equal(inspect(journal, runId, projectPublicKey(project)).status, 0);
+    } finally {
+      ownerPort.close();
+      workerPort.close();
+    }
+  });
+});
