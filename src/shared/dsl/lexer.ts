@@ -119,6 +119,28 @@ for (const ch of ONE_CHAR) PUNCT1[ch.charCodeAt(0)] = ch;
 const PUNCT_EQ: string[] = new Array<string>(128).fill('');
 for (const op of ['==', '!=', '<=', '>=', '+=', '-=', '*=', '/=', '%=']) PUNCT_EQ[op.charCodeAt(0)] = op;
 
+// The source's UTF-16 code units, copied in bulk (Buffer.write) into one
+// typed array kept between calls and grown when a longer source comes: the
+// scanner reads an element of it in about half the time charCodeAt takes on
+// a string. One unit past the end is 0, so a look-ahead at the last character
+// reads a value no comparison accepts (as charCodeAt's NaN was).
+let unitBuffer = Buffer.allocUnsafeSlow(8192);
+let units = new Uint16Array(unitBuffer.buffer, unitBuffer.byteOffset, unitBuffer.length >> 1);
+// Buffer.write stores UTF-16 little-endian; a big-endian host copies unit by unit instead.
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+function codeUnitsOf(src: string): Uint16Array {
+  const n = src.length;
+  if (n + 1 > units.length) {
+    unitBuffer = Buffer.allocUnsafeSlow(Math.max((n + 1) * 2, unitBuffer.length * 2));
+    units = new Uint16Array(unitBuffer.buffer, unitBuffer.byteOffset, unitBuffer.length >> 1);
+  }
+  if (LITTLE_ENDIAN) unitBuffer.write(src, 0, 'utf16le');
+  else for (let k = 0; k < n; k++) units[k] = src.charCodeAt(k);
+  units[n] = 0;
+  return units;
+}
+
 /**
  * The scanner. The common tokens (names, plain strings, operators,
  * whitespace, comments) are handled in this loop with index arithmetic;
@@ -129,12 +151,13 @@ export function lex(src: string, maxErrors: number): LexResult {
   const tokens = TokenStream.acquire((src.length >> 2) + 64);
   const errors: SyntaxDiagnostic[] = [];
   const n = src.length;
+  const code = codeUnitsOf(src);
   let i = 0;
   let line = 1;
   let lineStart = 0;
 
   while (i < n) {
-    const c = src.charCodeAt(i);
+    const c = code[i]!;
     const cls = c < 128 ? CLASS[c]! : OTHER;
     if (cls === SPACE) {
       i++;
@@ -146,7 +169,7 @@ export function lex(src: string, maxErrors: number): LexResult {
       lineStart = i;
       tokens.newLine(i);
       // Indentation: a run of spaces in a tight loop rather than one dispatch each.
-      while (i < n && src.charCodeAt(i) === 32) i++;
+      while (i < n && code[i]! === 32) i++;
       continue;
     }
     if (cls === WORD) {
@@ -154,7 +177,7 @@ export function lex(src: string, maxErrors: number): LexResult {
       let hash = c;
       i++;
       while (i < n) {
-        const d = src.charCodeAt(i);
+        const d = code[i]!;
         if (d >= 128 || IDENT_PART[d] === 0) break;
         hash = (Math.imul(hash, 31) + d) | 0;
         i++;
@@ -168,13 +191,13 @@ export function lex(src: string, maxErrors: number): LexResult {
         const slot = (hash ^ (hash >>> 12)) & (INTERN_SLOTS - 1);
         const base = slot * INTERN_MAX_LENGTH;
         let k = 0;
-        if (internLength[slot] === len) while (k < len && internChars[base + k] === src.charCodeAt(start + k)) k++;
+        if (internLength[slot] === len) while (k < len && internChars[base + k] === code[start + k]) k++;
         if (k === len && internLength[slot] === len) word = internTable[slot]!;
-        else word = internNew(src, start, i, slot);
+        else word = internNew(src, code, start, i, slot);
       } else {
         word = src.slice(start, i);
       }
-      if (len === 5 && src.charCodeAt(i) === 58 && word === 'vault' && src.startsWith('://', i)) {
+      if (len === 5 && code[i]! === 58 && word === 'vault' && src.startsWith('://', i)) {
         i = vaultToken(src, start, i, line, lineStart, tokens, errors, maxErrors);
         continue;
       }
@@ -182,12 +205,12 @@ export function lex(src: string, maxErrors: number): LexResult {
       continue;
     }
     if (cls === PUNCT_CHAR || cls === SLASH) {
-      const d = src.charCodeAt(i + 1);
+      const d = code[i + 1]!;
       if (cls === SLASH && (d === 47 || d === 42)) {
         if (d === 47) {
           // `//` line comment (a charCode loop: indexOf costs more on the short lines of comments).
           i += 2;
-          while (i < n && src.charCodeAt(i) !== 10) i++;
+          while (i < n && code[i]! !== 10) i++;
         } else {
           i = blockComment(src, i, line, lineStart, tokens, errors, maxErrors);
           line = scanLine;
@@ -215,14 +238,14 @@ export function lex(src: string, maxErrors: number): LexResult {
       let d = 0;
       let hash = 0;
       while (j < n) {
-        d = src.charCodeAt(j);
+        d = code[j]!;
         if (d === 34 || d === 92 || d === 10) break;
         hash = (Math.imul(hash, 31) + d) | 0;
         j++;
       }
       if (j < n && d === 34) {
         i = j + 1;
-        tokens.push(STRING, internedSlice(src, start + 1, j, hash), start, i, line);
+        tokens.push(STRING, internedSlice(src, code, start + 1, j, hash), start, i, line);
         continue;
       }
       i = stringToken(src, start, j, line, lineStart, tokens, errors, maxErrors);
@@ -232,11 +255,11 @@ export function lex(src: string, maxErrors: number): LexResult {
     }
     if (cls === HASH) {
       i++;
-      while (i < n && src.charCodeAt(i) !== 10) i++;
+      while (i < n && code[i]! !== 10) i++;
       continue;
     }
     if (cls === DIGIT) {
-      i = numberToken(src, i, line, lineStart, tokens, errors, maxErrors);
+      i = numberToken(src, code, i, line, lineStart, tokens, errors, maxErrors);
       continue;
     }
     if (c === 0xfeff) {
@@ -387,13 +410,13 @@ function stringToken(
 }
 
 /** A number or duration token whose first digit is at `start`. Returns where to resume. */
-function numberToken(src: string, start: number, line: number, lineStart: number, tokens: TokenStream, errors: SyntaxDiagnostic[], maxErrors: number): number {
+function numberToken(src: string, code: Uint16Array, start: number, line: number, lineStart: number, tokens: TokenStream, errors: SyntaxDiagnostic[], maxErrors: number): number {
   const n = src.length;
   let i = start + 1;
   // Digit-group checks below need string searches; most numbers have no `_` and skip them.
   let underscore = false;
   while (i < n) {
-    const d = src.charCodeAt(i);
+    const d = code[i]!;
     if (isDigit(d)) i++;
     else if (d === 95) {
       underscore = true;
@@ -401,11 +424,11 @@ function numberToken(src: string, start: number, line: number, lineStart: number
     } else break;
   }
   let isFloat = false;
-  if (src.charCodeAt(i) === 46 && isDigit(src.charCodeAt(i + 1))) {
+  if (code[i]! === 46 && isDigit(code[i + 1]!)) {
     isFloat = true;
     i++;
     while (i < n) {
-      const d = src.charCodeAt(i);
+      const d = code[i]!;
       if (isDigit(d)) i++;
       else if (d === 95) {
         underscore = true;
@@ -413,7 +436,7 @@ function numberToken(src: string, start: number, line: number, lineStart: number
       } else break;
     }
   }
-  const numText = i - start === 1 ? DIGIT_TEXT[src.charCodeAt(start) - 48]! : internedSlice(src, start, i, textHash(src, start, i));
+  const numText = i - start === 1 ? DIGIT_TEXT[code[start]! - 48]! : internedSlice(src, code, start, i, textHash(code, start, i));
   // `5.minutes` style duration.
   if (!isFloat && src.charCodeAt(i) === 46 && isIdentStart(src.charCodeAt(i + 1))) {
     let j = i + 1;
@@ -481,33 +504,33 @@ const internChars = new Uint16Array(INTERN_SLOTS * INTERN_MAX_LENGTH);
 const internLength = new Uint8Array(INTERN_SLOTS);
 
 /** `src.slice(start, end)`, from the intern table when possible; `hash` is textHash of those characters. */
-function internedSlice(src: string, start: number, end: number, hash: number): string {
+function internedSlice(src: string, code: Uint16Array, start: number, end: number, hash: number): string {
   const len = end - start;
   if (len > INTERN_MAX_LENGTH) return src.slice(start, end);
   const slot = (hash ^ (hash >>> 12)) & (INTERN_SLOTS - 1);
   if (internLength[slot] === len) {
     const base = slot * INTERN_MAX_LENGTH;
     let k = 0;
-    while (k < len && internChars[base + k] === src.charCodeAt(start + k)) k++;
+    while (k < len && internChars[base + k] === code[start + k]) k++;
     if (k === len) return internTable[slot]!;
   }
-  return internNew(src, start, end, slot);
+  return internNew(src, code, start, end, slot);
 }
 
 /** Slices a text the table does not hold and stores it in `slot`. */
-function internNew(src: string, start: number, end: number, slot: number): string {
+function internNew(src: string, code: Uint16Array, start: number, end: number, slot: number): string {
   const text = src.slice(start, end);
   internTable[slot] = text;
   internLength[slot] = end - start;
   const base = slot * INTERN_MAX_LENGTH;
-  for (let k = start; k < end; k++) internChars[base + k - start] = src.charCodeAt(k);
+  for (let k = start; k < end; k++) internChars[base + k - start] = code[k]!;
   return text;
 }
 
 /** The hash the intern table uses (the same fold lex computes while scanning a name or string). */
-function textHash(src: string, start: number, end: number): number {
+function textHash(code: Uint16Array, start: number, end: number): number {
   let hash = 0;
-  for (let k = start; k < end; k++) hash = (Math.imul(hash, 31) + src.charCodeAt(k)) | 0;
+  for (let k = start; k < end; k++) hash = (Math.imul(hash, 31) + code[k]!) | 0;
   return hash;
 }
 
