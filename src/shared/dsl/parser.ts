@@ -47,7 +47,6 @@ class StopFault {}
 
 const TOP_LEVEL = new Set(['metadata', 'agent', 'policy', 'type', 'function', 'schedule', 'channel', 'memory', 'webhook']);
 const AGENT_MEMBERS = new Set(['capabilities', 'policy', 'function', 'with']);
-const RULE_KINDS = new Set(['allow', 'deny', 'require', 'audit']);
 const RESERVED = new Set(['let', 'return', 'else', 'for', 'in', 'try', 'catch']);
 // Words parsePrimary must not treat as plain names.
 const KEYWORD_PRIMARIES = new Set([...RESERVED, 'true', 'false', 'if', 'match']);
@@ -166,7 +165,7 @@ class Parser {
         else items.push(item);
       }
     }
-    this.errors.sort((a, b) => a.line - b.line || a.column - b.column);
+    if (this.errors.length > 1) this.errors.sort(byPosition);
     if (this.stopped) {
       // Placed at the last reported error: that is where reading stopped.
       const lastError = this.errors[this.errors.length - 1]!;
@@ -546,7 +545,7 @@ class Parser {
           this.advance();
           continue;
         }
-        if (!(tk === TokenKind.Ident && RULE_KINDS.has(tt) && this.isPunct(':', 1))) {
+        if (!(tk === TokenKind.Ident && isRuleKind(tt) && this.isPunct(':', 1))) {
           const t = this.peek();
           const message = `expected a rule (\`allow:\`, \`deny:\`, \`require:\` or \`audit:\`) in ${what}, found ${describeToken(t)}`;
           this.recoverRule({ line: t.line, column: t.column, message }, savedDepth, openIdx, ruleStart);
@@ -584,7 +583,7 @@ class Parser {
     this.depth = savedDepth;
     this.noRecord = false;
     this.skipWithin(openIdx, ruleStart + 1, true, (p) => {
-      return this.kinds[p] === TokenKind.Ident && RULE_KINDS.has(this.texts[p]!) && this.kinds[p + 1] === TokenKind.Punct && this.texts[p + 1] === ':';
+      return this.kinds[p] === TokenKind.Ident && isRuleKind(this.texts[p]!) && this.kinds[p + 1] === TokenKind.Punct && this.texts[p + 1] === ':';
     });
   }
 
@@ -1330,6 +1329,15 @@ class Parser {
     this.depth--;
     return { kind: 'match', subject, arms, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
+}
+
+function byPosition(a: SyntaxDiagnostic, b: SyntaxDiagnostic): number {
+  return a.line - b.line || a.column - b.column;
+}
+
+/** `allow`, `deny`, `require` or `audit` (plain comparisons: cheaper than a Set lookup for a word that is usually one of them). */
+function isRuleKind(word: string): boolean {
+  return word === 'allow' || word === 'deny' || word === 'require' || word === 'audit';
 }
 
 const OR_PREC = 1;
