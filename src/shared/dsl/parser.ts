@@ -47,10 +47,6 @@ class StopFault {}
 
 const TOP_LEVEL = new Set(['metadata', 'agent', 'policy', 'type', 'function', 'schedule', 'channel', 'memory', 'webhook']);
 const AGENT_MEMBERS = new Set(['capabilities', 'policy', 'function', 'with']);
-const RESERVED = new Set(['let', 'return', 'else', 'for', 'in', 'try', 'catch']);
-// Words parsePrimary must not treat as plain names.
-const KEYWORD_PRIMARIES = new Set([...RESERVED, 'true', 'false', 'if', 'match']);
-const ASSIGN_OPS = new Set(['=', '+=', '-=', '*=', '/=', '%=']);
 
 export interface ParseOptions {
   /**
@@ -856,7 +852,7 @@ class Parser {
     const oi = this.pos;
     if (this.kinds[oi] === TokenKind.Punct) {
       const op = this.texts[oi]!;
-      if (ASSIGN_OPS.has(op)) {
+      if (isAssignOp(op)) {
         if (expr.kind !== 'ident' && expr.kind !== 'member' && expr.kind !== 'index') {
           return this.defer(`cannot assign to this expression; the target of \`${op}\` must be a name, a member (\`a.b\`) or an index (\`a[i]\`)`);
         }
@@ -918,7 +914,7 @@ class Parser {
     const pi = this.idx(0);
     if (this.kinds[pi] === TokenKind.Ident) {
       const name = this.texts[pi]!;
-      if (name !== '_' && name !== 'true' && name !== 'false' && !RESERVED.has(name) && !this.isPunct('::', 1) && !this.isPunct('(', 1) && !this.isPunct('{', 1)) {
+      if (name !== '_' && name !== 'true' && name !== 'false' && !isReserved(name) && !this.isPunct('::', 1) && !this.isPunct('(', 1) && !this.isPunct('{', 1)) {
         this.advance();
         return { kind: 'binding', name, line: this.ts.line[pi]!, column: this.ts.column(pi) };
       }
@@ -952,7 +948,7 @@ class Parser {
           return { kind: 'wildcard', line: t.line, column: t.column };
         }
         if (t.text === 'true' || t.text === 'false') return { kind: 'literal', value: this.parsePrimary(), line: t.line, column: t.column };
-        if (RESERVED.has(t.text)) break;
+        if (isReserved(t.text)) break;
         this.advance();
         let name = t.text;
         while (this.isPunct('::') && this.peek(1).kind === TokenKind.Ident) {
@@ -1126,7 +1122,7 @@ class Parser {
         const after = i + 1 <= this.last ? i + 1 : this.last;
         const na = ts.text[after]!;
         if (
-          !KEYWORD_PRIMARIES.has(name) &&
+          !isKeywordPrimary(name) &&
           !(ts.kind[after] === TokenKind.Punct && (na === '=>' || na === '::' || na === '{'))
         ) {
           this.advance();
@@ -1173,7 +1169,7 @@ class Parser {
         if (this.kindAt(1) !== TokenKind.Punct || this.isPunct('(', 1) || this.isPunct('[', 1) || this.isPunct('{', 1)) return this.parseMatch();
         break;
     }
-    if (RESERVED.has(word)) this.fail(`unexpected keyword \`${word}\` where an expression was expected`);
+    if (isReserved(word)) this.fail(`unexpected keyword \`${word}\` where an expression was expected`);
     this.advance();
     if (this.isPunct('=>')) {
       this.advance();
@@ -1329,6 +1325,51 @@ class Parser {
     this.depth--;
     return { kind: 'match', subject, arms, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
+}
+
+// Keyword tests by length, then by comparison with literals: most names
+// differ in length from every keyword and cost one comparison, where a Set
+// lookup hashes and probes each time.
+
+/** Words that start statements or clauses and are never names: `let`, `return`, `else`, `for`, `in`, `try`, `catch`. */
+function isReserved(w: string): boolean {
+  switch (w.length) {
+    case 2:
+      return w === 'in';
+    case 3:
+      return w === 'let' || w === 'for' || w === 'try';
+    case 4:
+      return w === 'else';
+    case 5:
+      return w === 'catch';
+    case 6:
+      return w === 'return';
+    default:
+      return false;
+  }
+}
+
+/** Words parsePrimary must not treat as plain names: the reserved words, `true`, `false`, `if` and `match`. */
+function isKeywordPrimary(w: string): boolean {
+  switch (w.length) {
+    case 2:
+      return w === 'in' || w === 'if';
+    case 3:
+      return w === 'let' || w === 'for' || w === 'try';
+    case 4:
+      return w === 'else' || w === 'true';
+    case 5:
+      return w === 'catch' || w === 'false' || w === 'match';
+    case 6:
+      return w === 'return';
+    default:
+      return false;
+  }
+}
+
+/** `=` and the compound assignments; operator texts are the lexer's literals, so these are identity checks. */
+function isAssignOp(op: string): boolean {
+  return op === '=' || op === '+=' || op === '-=' || op === '*=' || op === '/=' || op === '%=';
 }
 
 function byPosition(a: SyntaxDiagnostic, b: SyntaxDiagnostic): number {
