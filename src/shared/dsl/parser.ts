@@ -25,23 +25,23 @@ import { describeToken, TokenKind, TokenStream, type SyntaxDiagnostic, type Toke
 
 // Recursive-descent parser. Recursion is bounded by an explicit nesting
 // counter (DSL_MAX_NESTING), so hostile input ends in a diagnostic rather than
-// a stack overflow. Syntax errors are thrown as plain objects inside the
-// parser, caught at statement, member and item boundaries, and recorded; the
-// parser then skips to a sensible restart point and carries on. Errors found
-// right at such a boundary are handed back by return value instead (see
-// `fault`), since a throw costs microseconds; the recovery is the same.
+// a stack overflow. A syntax error is handed back by return value, not thrown
+// (V8 captures a stack trace for every throw, microseconds each): `fail`
+// records it in `fault` and returns FAILED, every caller returns at once when
+// `fault` is set, and the nearest statement, rule, key/value pair, agent
+// member or item boundary records it, skips to a sensible restart point and
+// carries on. Only nesting past the bound and an exhausted error budget still
+// throw (once per parse), to unwind to the top level.
 
 export interface ParseResult {
   file: DslFile;
   errors: SyntaxDiagnostic[];
 }
 
-/** A syntax error thrown inside the parser (never escapes `parseDsl`). */
-class Fault {
+/** Nesting past the bound: thrown to unwind to the top level instead of recovering locally (never escapes `parseDsl`). */
+class NestingFault {
   constructor(readonly diag: SyntaxDiagnostic) {}
 }
-/** Nesting past the bound: unwinds to the top level instead of recovering locally. */
-class NestingFault extends Fault {}
 /** Error budget exhausted: stop parsing. */
 class StopFault {}
 
@@ -68,6 +68,12 @@ export interface ParseOptions {
 export interface ItemSink {
   add(item: Item): void;
 }
+
+/**
+ * What a parse method returns after recording a syntax error in `fault`,
+ * typed to fit any result; callers check `fault` before using a result.
+ */
+const FAILED = Object.freeze({}) as never;
 
 // Shared by every block whose statements were not retained; frozen so no caller can fill it.
 const NO_STATEMENTS = Object.freeze([]) as unknown as Stmt[];
@@ -96,9 +102,8 @@ class Parser {
   /** Set by parseStatement when it finds a block's trailing expression. */
   private tail: Expr | null = null;
   /**
-   * A syntax error handed back to the nearest recovery point by return value
-   * instead of a throw (V8 builds a message object for every throw). Set only
-   * by parseItem and parseStatement, read and cleared by their callers.
+   * The syntax error on its way back to the nearest recovery point (see the
+   * comment at the top); the first one set stands, as a throw would.
    */
   private fault: SyntaxDiagnostic | null = null;
 
@@ -150,6 +155,7 @@ class Parser {
       const fault = this.fault;
       if (fault !== null) {
         this.fault = null;
+        item = null;
         this.record(fault, false);
         if (this.stopped) break;
         this.depth = 0;
@@ -175,7 +181,7 @@ class Parser {
   /** Records a caught fault; returns false when parsing must stop. */
   private absorb(e: unknown): boolean {
     if (e instanceof StopFault) return false;
-    if (e instanceof Fault) {
+    if (e instanceof NestingFault) {
       this.record(e.diag, false);
       return !this.stopped;
     }
@@ -198,14 +204,21 @@ class Parser {
     }
   }
 
+  /** Records a syntax error at `t` for the nearest recovery point; the caller returns the result at once. */
   private fail(message: string, t: Token = this.peek()): never {
-    throw new Fault({ line: t.line, column: t.column, message });
+    this.defer(message, t);
+    return FAILED;
   }
 
-  /** Like fail, but leaves the error in `this.fault` for the caller to recover from. */
+  /** Like fail, for methods whose callers test for null. */
   private defer(message: string, t: Token = this.peek()): null {
-    this.fault = { line: t.line, column: t.column, message };
+    if (this.fault === null) this.fault = { line: t.line, column: t.column, message };
     return null;
+  }
+
+  /** Fails with "expected `s` why, found ..." at the current token. */
+  private expected(s: string, why: string): never {
+    return this.fail(`expected \`${s}\` ${why}, found ${describeToken(this.peek())}`);
   }
 
   private softError(message: string, t: Token = this.peek()): void {
@@ -265,10 +278,6 @@ class Parser {
       return true;
     }
     return false;
-  }
-  private expect(s: string, why: string): Token {
-    if (this.isPunct(s)) return this.next();
-    return this.fail(`expected \`${s}\` ${why}, found ${describeToken(this.peek())}`);
   }
   private expectName(why: string): Token {
     const t = this.peek();
@@ -392,21 +401,26 @@ class Parser {
   private parseMetadata(): Item {
     const kw = this.next();
     const block = this.parsePairBlock('`metadata` block', kw, false);
+    if (this.fault !== null) return FAILED;
     return { kind: 'metadata', block, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
 
   private parseNamedBlock(kind: 'schedule' | 'channel' | 'memory' | 'webhook'): Item {
     const kw = this.next();
     const name = this.kindAt() === TokenKind.Ident ? this.next() : this.expectName(`after \`${kind}\``);
+    if (this.fault !== null) return FAILED;
     const block = this.parsePairBlock(`${kind} \`${name.text}\``, kw, kind === 'channel');
+    if (this.fault !== null) return FAILED;
     return { kind, name: name.text, block, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
 
   private parseTypeDecl(): Item {
     const kw = this.next();
     const name = this.expectName('after `type`');
-    if (!this.eat('=')) this.expect('=', `after \`type ${name.text}\``);
+    if (this.fault !== null) return FAILED;
+    if (!this.eat('=')) return this.expected('=', `after \`type ${name.text}\``);
     const type = this.parseType();
+    if (this.fault !== null) return FAILED;
     this.eat(';');
     return { kind: 'type', name: name.text, type, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
@@ -414,16 +428,22 @@ class Parser {
   private parseAgent(): AgentDecl {
     const kw = this.next();
     const name = this.expectName('after `agent`');
+    if (this.fault !== null) return FAILED;
     const what = `agent \`${name.text}\``;
     let params: Param[] | null = null;
     let paramsPos: Pos | null = null;
     if (this.isPunct('(')) {
       paramsPos = { line: this.peek().line, column: this.peek().column };
       params = this.parseParams(what);
+      if (this.fault !== null) return FAILED;
     }
     let returnType: TypeRef | null = null;
-    if (this.eat('->')) returnType = this.parseType();
-    const open = this.isPunct('{') ? this.next() : this.expect('{', `to open the body of ${what}`);
+    if (this.eat('->')) {
+      returnType = this.parseType();
+      if (this.fault !== null) return FAILED;
+    }
+    if (!this.isPunct('{')) return this.expected('{', `to open the body of ${what}`);
+    const open = this.next();
     const openIdx = this.pos - 1;
     const members: AgentMember[] = [];
     const agent: AgentDecl = { kind: 'agent', name: name.text, params, paramsPos, returnType, members, line: kw.line, column: kw.column, start: kw.start, end: open.end };
@@ -433,29 +453,33 @@ class Parser {
       if (step === 'separator') continue;
       const t = this.peek();
       const memberStart = this.pos;
-      try {
-        if (t.kind === TokenKind.Ident && t.text === 'capabilities' && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
-          this.advance();
-          this.advance();
-          const value = this.parseExpression();
-          this.eat(';') || this.eat(',');
-          members.push({ kind: 'capabilities', value, line: t.line, column: t.column });
-        } else if (t.kind === TokenKind.Ident && t.text === 'policy') {
-          members.push(this.parsePolicy());
-        } else if (t.kind === TokenKind.Ident && t.text === 'function') {
-          members.push(this.parseFunction());
-        } else if (t.kind === TokenKind.Ident && t.text === 'with') {
-          members.push(this.parseWith(what));
-        } else {
-          this.recoverMember(
-            { line: t.line, column: t.column, message: `unexpected ${describeToken(t)} in ${what}; an agent body holds only \`capabilities = [...]\`, \`policy\`, \`function\` and \`with\` blocks` },
-            openIdx,
-            memberStart,
-          );
-        }
-      } catch (e) {
-        if (e instanceof NestingFault || !(e instanceof Fault)) throw e;
-        this.recoverMember(e.diag, openIdx, memberStart);
+      let member: AgentMember;
+      if (t.kind === TokenKind.Ident && t.text === 'capabilities' && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
+        this.advance();
+        this.advance();
+        const value = this.parseExpression();
+        if (this.fault === null) this.eat(';') || this.eat(',');
+        member = { kind: 'capabilities', value, line: t.line, column: t.column };
+      } else if (t.kind === TokenKind.Ident && t.text === 'policy') {
+        member = this.parsePolicy();
+      } else if (t.kind === TokenKind.Ident && t.text === 'function') {
+        member = this.parseFunction();
+      } else if (t.kind === TokenKind.Ident && t.text === 'with') {
+        member = this.parseWith(what);
+      } else {
+        this.recoverMember(
+          { line: t.line, column: t.column, message: `unexpected ${describeToken(t)} in ${what}; an agent body holds only \`capabilities = [...]\`, \`policy\`, \`function\` and \`with\` blocks` },
+          openIdx,
+          memberStart,
+        );
+        continue;
+      }
+      const fault = this.fault;
+      if (fault !== null) {
+        this.fault = null;
+        this.recoverMember(fault, openIdx, memberStart);
+      } else {
+        members.push(member);
       }
     }
     agent.end = this.prevEnd();
@@ -501,24 +525,28 @@ class Parser {
     if (!this.isPunct('{')) {
       for (;;) {
         const name = this.expectName('of a `with` attribute');
-        if (!this.eat('=') && !this.eat(':')) this.fail(`expected \`=\` after \`with\` attribute \`${name.text}\`, found ${describeToken(this.peek())}`);
+        if (this.fault !== null) return FAILED;
+        if (!this.eat('=') && !this.eat(':')) return this.fail(`expected \`=\` after \`with\` attribute \`${name.text}\`, found ${describeToken(this.peek())}`);
         const saved = this.noRecord;
         this.noRecord = true;
         const value = this.parseExpression();
+        if (this.fault !== null) return FAILED;
         this.noRecord = saved;
         attributes.push({ name: name.text, value, line: name.line, column: name.column });
         if (!this.eat(',')) break;
       }
     }
     const body = this.parseBlock(`\`with\` block of ${owner}`, kwIdx);
+    if (this.fault !== null) return FAILED;
     return { kind: 'with', attributes, body, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
 
   private parsePolicy(): PolicyDecl {
     const kw = this.next();
     const name = this.expectName('after `policy`');
+    if (this.fault !== null) return FAILED;
     const what = `policy \`${name.text}\``;
-    if (!this.eat('{')) this.expect('{', `to open ${what}`);
+    if (!this.eat('{')) return this.expected('{', `to open ${what}`);
     const openIdx = this.pos - 1;
     this.enter();
     const rules: PolicyRule[] = [];
@@ -536,42 +564,52 @@ class Parser {
         this.unclosed(what, kw);
         break;
       }
-      try {
-        if (tk === TokenKind.Punct && (tt === ';' || tt === ',')) {
-          this.advance();
-          continue;
-        }
-        if (!(tk === TokenKind.Ident && isRuleKind(tt) && this.isPunct(':', 1))) {
-          const t = this.peek();
-          const message = `expected a rule (\`allow:\`, \`deny:\`, \`require:\` or \`audit:\`) in ${what}, found ${describeToken(t)}`;
-          this.recoverRule({ line: t.line, column: t.column, message }, savedDepth, openIdx, ruleStart);
-          continue;
-        }
+      if (tk === TokenKind.Punct && (tt === ';' || tt === ',')) {
         this.advance();
-        this.advance();
-        const selector = this.parseExpression();
-        let condition: Expr | null = null;
-        let conditionTokens = 0;
-        if (this.isWord('if')) {
-          this.advance();
-          const from = this.pos;
-          condition = this.parseExpression();
-          conditionTokens = this.pos - from;
-        }
-        let withTail: Expr | null = null;
-        if (this.isWord('with')) {
-          this.advance();
-          withTail = this.parseExpression();
-        }
-        this.eat(';') || this.eat(',');
-        rules.push({ kind: tt as PolicyRule['kind'], selector, condition, conditionTokens, withTail, line: this.ts.line[ruleStart]!, column: this.ts.column(ruleStart) });
-      } catch (e) {
-        if (e instanceof NestingFault || !(e instanceof Fault)) throw e;
-        this.recoverRule(e.diag, savedDepth, openIdx, ruleStart);
+        continue;
+      }
+      if (!(tk === TokenKind.Ident && isRuleKind(tt) && this.isPunct(':', 1))) {
+        const t = this.peek();
+        const message = `expected a rule (\`allow:\`, \`deny:\`, \`require:\` or \`audit:\`) in ${what}, found ${describeToken(t)}`;
+        this.recoverRule({ line: t.line, column: t.column, message }, savedDepth, openIdx, ruleStart);
+        continue;
+      }
+      this.advance();
+      this.advance();
+      const rule = this.parseRuleBody(tt as PolicyRule['kind'], ruleStart);
+      const fault = this.fault;
+      if (fault !== null) {
+        this.fault = null;
+        this.recoverRule(fault, savedDepth, openIdx, ruleStart);
+      } else {
+        rules.push(rule);
       }
     }
     this.depth--;
     return { kind: 'policy', name: name.text, rules, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
+  }
+
+  /** A rule after its `kind:` head: selector, optional `if` condition and `with` tail. */
+  private parseRuleBody(kind: PolicyRule['kind'], ruleStart: number): PolicyRule {
+    const selector = this.parseExpression();
+    if (this.fault !== null) return FAILED;
+    let condition: Expr | null = null;
+    let conditionTokens = 0;
+    if (this.isWord('if')) {
+      this.advance();
+      const from = this.pos;
+      condition = this.parseExpression();
+      if (this.fault !== null) return FAILED;
+      conditionTokens = this.pos - from;
+    }
+    let withTail: Expr | null = null;
+    if (this.isWord('with')) {
+      this.advance();
+      withTail = this.parseExpression();
+      if (this.fault !== null) return FAILED;
+    }
+    this.eat(';') || this.eat(',');
+    return { kind, selector, condition, conditionTokens, withTail, line: this.ts.line[ruleStart]!, column: this.ts.column(ruleStart) };
   }
 
   private recoverRule(diag: SyntaxDiagnostic, savedDepth: number, openIdx: number, ruleStart: number): void {
@@ -587,11 +625,18 @@ class Parser {
     const kwIdx = this.pos;
     const kw = this.next();
     const name = this.expectName('after `function`');
+    if (this.fault !== null) return FAILED;
     const what = `function \`${name.text}\``;
-    const params = this.isPunct('(') ? this.parseParams(what) : this.fail(`expected \`(\` to start the parameters of ${what}, found ${describeToken(this.peek())}`);
+    if (!this.isPunct('(')) return this.fail(`expected \`(\` to start the parameters of ${what}, found ${describeToken(this.peek())}`);
+    const params = this.parseParams(what);
+    if (this.fault !== null) return FAILED;
     let returnType: TypeRef | null = null;
-    if (this.eat('->')) returnType = this.parseType();
+    if (this.eat('->')) {
+      returnType = this.parseType();
+      if (this.fault !== null) return FAILED;
+    }
     const body = this.parseBlock(what, kwIdx);
+    if (this.fault !== null) return FAILED;
     return { kind: 'function', name: name.text, params, returnType, body, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
 
@@ -600,20 +645,23 @@ class Parser {
     const params: Param[] = [];
     while (!this.isPunct(')')) {
       const ni = this.pos;
-      if (this.kinds[ni] !== TokenKind.Ident) this.expectName(`of a parameter of ${what}`);
+      if (this.kinds[ni] !== TokenKind.Ident) return this.fail(`expected a name of a parameter of ${what}, found ${describeToken(this.peek())}`);
       this.advance();
       let type: TypeRef | null = null;
-      if (this.eat(':')) type = this.parseType();
+      if (this.eat(':')) {
+        type = this.parseType();
+        if (this.fault !== null) return FAILED;
+      }
       params.push({ name: this.texts[ni]!, type, line: this.ts.line[ni]!, column: this.ts.column(ni) });
       if (!this.eat(',')) break;
     }
-    if (!this.eat(')')) this.expect(')', `to close the parameters of ${what} opened at ${open.line}:${open.column}`);
+    if (!this.eat(')')) return this.expected(')', `to close the parameters of ${what} opened at ${open.line}:${open.column}`);
     return this.fit(params);
   }
 
   /** `{ key = value ... }` with optional nested `name { ... }` blocks and, in channels, policies. */
   private parsePairBlock(what: string, kw: Token, allowPolicies: boolean): PairBlock {
-    if (!this.eat('{')) this.expect('{', `to open ${what}`);
+    if (!this.eat('{')) return this.expected('{', `to open ${what}`);
     const openIdx = this.pos - 1;
     this.enter();
     const savedDepth = this.depth;
@@ -625,53 +673,66 @@ class Parser {
       if (step === 'separator') continue;
       const t = this.peek();
       const pairStart = this.pos;
-      try {
-        if (allowPolicies && t.kind === TokenKind.Ident && t.text === 'policy' && this.peek(1).kind === TokenKind.Ident) {
-          policies.push(this.parsePolicy());
+      if (allowPolicies && t.kind === TokenKind.Ident && t.text === 'policy' && this.peek(1).kind === TokenKind.Ident) {
+        const policy = this.parsePolicy();
+        if (this.fault === null) {
+          policies.push(policy);
           continue;
         }
-        if (t.kind !== TokenKind.Ident && t.kind !== TokenKind.String) {
-          this.fail(`expected a key (\`name = value\`) in ${what}, found ${describeToken(t)}`);
+      } else {
+        const pair = this.parsePair(t, what);
+        if (this.fault === null) {
+          pairs.push(pair);
+          continue;
         }
-        this.advance();
-        let value: Expr;
-        if (this.isPunct('{')) {
-          const inner = this.parsePairBlock(`block ${keyText(t)} in ${what}`, t, false);
-          value = {
-            kind: 'record',
-            typeName: null,
-            fields: inner.pairs.map((p) => ({ key: p.key, value: p.value })),
-            line: t.line,
-            column: t.column,
-            start: t.start,
-            end: this.prevEnd(),
-          };
-        } else {
-          if (!this.eat('=') && !this.eat(':')) {
-            this.fail(`expected \`=\` or \`:\` after key ${keyText(t)} in ${what}, found ${describeToken(this.peek())}`);
-          }
-          value = this.parseExpression();
-        }
-        pairs.push({ key: t.text, value, line: t.line, column: t.column });
-      } catch (e) {
-        if (e instanceof NestingFault || !(e instanceof Fault)) throw e;
-        this.record(e.diag);
-        this.depth = savedDepth;
-        this.noRecord = false;
-        const startLine = this.ts.line[pairStart]!;
-        this.skipWithin(openIdx, pairStart + 1, true, (p) => {
-          const y = this.texts[p + 1];
-          return (
-            this.ts.line[p]! > startLine &&
-            (this.kinds[p] === TokenKind.Ident || this.kinds[p] === TokenKind.String) &&
-            this.kinds[p + 1] === TokenKind.Punct &&
-            (y === '=' || y === ':' || y === '{')
-          );
-        });
       }
+      const fault = this.fault!;
+      this.fault = null;
+      this.record(fault);
+      this.depth = savedDepth;
+      this.noRecord = false;
+      const startLine = this.ts.line[pairStart]!;
+      this.skipWithin(openIdx, pairStart + 1, true, (p) => {
+        const y = this.texts[p + 1];
+        return (
+          this.ts.line[p]! > startLine &&
+          (this.kinds[p] === TokenKind.Ident || this.kinds[p] === TokenKind.String) &&
+          this.kinds[p + 1] === TokenKind.Punct &&
+          (y === '=' || y === ':' || y === '{')
+        );
+      });
     }
     this.depth--;
     return { pairs, policies };
+  }
+
+  /** One `key = value` pair, or a nested `key { ... }` block as a record; `t` is the key token (the current token). */
+  private parsePair(t: Token, what: string): Pair {
+    if (t.kind !== TokenKind.Ident && t.kind !== TokenKind.String) {
+      return this.fail(`expected a key (\`name = value\`) in ${what}, found ${describeToken(t)}`);
+    }
+    this.advance();
+    let value: Expr;
+    if (this.isPunct('{')) {
+      const inner = this.parsePairBlock(`block ${keyText(t)} in ${what}`, t, false);
+      if (this.fault !== null) return FAILED;
+      value = {
+        kind: 'record',
+        typeName: null,
+        fields: inner.pairs.map((p) => ({ key: p.key, value: p.value })),
+        line: t.line,
+        column: t.column,
+        start: t.start,
+        end: this.prevEnd(),
+      };
+    } else {
+      if (!this.eat('=') && !this.eat(':')) {
+        return this.fail(`expected \`=\` or \`:\` after key ${keyText(t)} in ${what}, found ${describeToken(this.peek())}`);
+      }
+      value = this.parseExpression();
+      if (this.fault !== null) return FAILED;
+    }
+    return { key: t.text, value, line: t.line, column: t.column };
   }
 
   // ---- types ----------------------------------------------------------
@@ -687,15 +748,19 @@ class Parser {
       const fields: { name: string; type: TypeRef }[] = [];
       while (!this.isPunct('}')) {
         const name = this.peek().kind === TokenKind.String ? this.next() : this.expectName('of a record type field');
-        if (!this.eat(':')) this.expect(':', `after record type field ${keyText(name)}`);
-        fields.push({ name: name.text, type: this.parseType() });
+        if (this.fault !== null) return FAILED;
+        if (!this.eat(':')) return this.expected(':', `after record type field ${keyText(name)}`);
+        const type = this.parseType();
+        if (this.fault !== null) return FAILED;
+        fields.push({ name: name.text, type });
         if (!this.eat(',') && !this.eat(';')) break;
       }
-      if (!this.eat('}')) this.expect('}', `to close the record type opened at ${line}:${column}`);
+      if (!this.eat('}')) return this.expected('}', `to close the record type opened at ${line}:${column}`);
       result = { kind: 'record', fields, line, column };
     } else if (this.eat('[')) {
       const element = this.parseType();
-      if (!this.eat(']')) this.expect(']', `to close the array type opened at ${line}:${column}`);
+      if (this.fault !== null) return FAILED;
+      if (!this.eat(']')) return this.expected(']', `to close the array type opened at ${line}:${column}`);
       result = { kind: 'array', element, optional: this.eat('?'), line, column };
     } else if (this.kinds[ti] === TokenKind.Ident) {
       this.advance();
@@ -707,13 +772,15 @@ class Parser {
       const args: TypeRef[] = [];
       if (this.eat('<')) {
         do {
-          args.push(this.parseType());
+          const arg = this.parseType();
+          if (this.fault !== null) return FAILED;
+          args.push(arg);
         } while (this.eat(','));
-        if (!this.eat('>')) this.expect('>', `to close the type arguments of \`${name}\``);
+        if (!this.eat('>')) return this.expected('>', `to close the type arguments of \`${name}\``);
       }
       result = { kind: 'named', name, args: this.fit(args), optional: this.eat('?'), line, column };
     } else {
-      this.fail(`expected a type (such as \`String\`, \`int\`, \`Array<String>\` or \`{ field: Type }\`), found ${describeToken(this.peek())}`);
+      return this.fail(`expected a type (such as \`String\`, \`int\`, \`Array<String>\` or \`{ field: Type }\`), found ${describeToken(this.peek())}`);
     }
     this.depth--;
     return result;
@@ -723,7 +790,7 @@ class Parser {
 
   /** A `{ statements }` block; `owner` is the index of the token that opens the construct (for the unclosed-block message). */
   private parseBlock(what: string, owner: number): Block {
-    if (!this.isPunct('{')) this.expect('{', `to open the body of ${what}`);
+    if (!this.isPunct('{')) return this.expected('{', `to open the body of ${what}`);
     const openIdx = this.pos;
     this.advance();
     this.enter();
@@ -745,24 +812,19 @@ class Parser {
         this.unclosed(what, this.tok(owner));
         break;
       }
-      try {
-        const stmt = this.parseStatement();
-        const fault = this.fault;
-        if (fault !== null) {
-          this.fault = null;
-          this.recoverStatement(fault, savedDepth, openIdx, stmtStart);
-        } else if (stmt !== null) {
-          count++;
-          if (retain) statements.push(stmt);
-        } else if (this.tail !== null) {
-          // A tail is followed by `}`, so a block has at most one.
-          count++;
-          if (retain) tail = this.tail;
-          this.tail = null;
-        }
-      } catch (e) {
-        if (e instanceof NestingFault || !(e instanceof Fault)) throw e;
-        this.recoverStatement(e.diag, savedDepth, openIdx, stmtStart);
+      const stmt = this.parseStatement();
+      const fault = this.fault;
+      if (fault !== null) {
+        this.fault = null;
+        this.recoverStatement(fault, savedDepth, openIdx, stmtStart);
+      } else if (stmt !== null) {
+        count++;
+        if (retain) statements.push(stmt);
+      } else if (this.tail !== null) {
+        // A tail is followed by `}`, so a block has at most one.
+        count++;
+        if (retain) tail = this.tail;
+        this.tail = null;
       }
     }
     this.depth--;
@@ -793,32 +855,42 @@ class Parser {
         case 'let': {
           this.advance();
           const pattern = this.parsePattern();
+          if (this.fault !== null) return FAILED;
           let type: TypeRef | null = null;
-          if (this.eat(':')) type = this.parseType();
-          this.expect('=', 'after the name in `let`');
+          if (this.eat(':')) {
+            type = this.parseType();
+            if (this.fault !== null) return FAILED;
+          }
+          if (!this.eat('=')) return this.expected('=', 'after the name in `let`');
           const value = this.parseExpression();
+          if (this.fault !== null) return FAILED;
           if (!this.endStatementAt('`let` statement', si)) return null;
           return { kind: 'let', pattern, type, value, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'return': {
           this.advance();
           const value = this.isPunct(';') || this.isPunct('}') ? null : this.parseExpression();
+          if (this.fault !== null) return FAILED;
           if (!this.endStatementAt('`return` statement', si)) return null;
           return { kind: 'return', value, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'for': {
           this.advance();
           const binding = this.parsePattern();
-          if (!this.isWord('in')) this.fail(`expected \`in\` after the loop variable of \`for\`, found ${describeToken(this.peek())}`);
+          if (this.fault !== null) return FAILED;
+          if (!this.isWord('in')) return this.fail(`expected \`in\` after the loop variable of \`for\`, found ${describeToken(this.peek())}`);
           this.advance();
           const iterable = this.parseCondition();
+          if (this.fault !== null) return FAILED;
           const body = this.parseBlock(`\`for\` loop`, si);
+          if (this.fault !== null) return FAILED;
           this.eat(';');
           return { kind: 'for', binding, iterable, body, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'try': {
           this.advance();
           const body = this.parseBlock('`try` block', si);
+          if (this.fault !== null) return FAILED;
           const catches: { binding: string | null; type: TypeRef | null; body: Block; line: number; column: number }[] = [];
           while (this.isWord('catch')) {
             const ci = this.pos;
@@ -829,12 +901,17 @@ class Parser {
             if (this.kinds[this.pos] === TokenKind.Ident) {
               binding = this.texts[this.pos]!;
               this.advance();
-              if (this.eat(':')) type = this.parseType();
+              if (this.eat(':')) {
+                type = this.parseType();
+                if (this.fault !== null) return FAILED;
+              }
             }
-            if (paren) this.expect(')', 'to close the `catch` binding');
-            catches.push({ binding, type, body: this.parseBlock('`catch` block', ci), line: ts.line[ci]!, column: ts.column(ci) });
+            if (paren && !this.eat(')')) return this.expected(')', 'to close the `catch` binding');
+            const catchBody = this.parseBlock('`catch` block', ci);
+            if (this.fault !== null) return FAILED;
+            catches.push({ binding, type, body: catchBody, line: ts.line[ci]!, column: ts.column(ci) });
           }
-          if (catches.length === 0) this.fail(`expected \`catch\` after the \`try\` block opened at ${ts.line[si]}:${ts.column(si)}, found ${describeToken(this.peek())}`);
+          if (catches.length === 0) return this.fail(`expected \`catch\` after the \`try\` block opened at ${ts.line[si]}:${ts.column(si)}, found ${describeToken(this.peek())}`);
           this.eat(';');
           return { kind: 'try', body, catches, line: ts.line[si]!, column: ts.column(si) };
         }
@@ -847,6 +924,7 @@ class Parser {
       }
     }
     const expr = this.parseExpression();
+    if (this.fault !== null) return FAILED;
     const line = ts.line[si]!;
     const column = ts.column(si);
     const oi = this.pos;
@@ -858,6 +936,7 @@ class Parser {
         }
         this.advance();
         const value = this.parseExpression();
+        if (this.fault !== null) return FAILED;
         if (!this.endStatementAt('assignment', si)) return null;
         return { kind: 'assign', op, target: expr, value, line, column };
       }
@@ -899,10 +978,15 @@ class Parser {
   private parsePattern(): Pattern {
     this.enter();
     const first = this.parseSinglePattern();
+    if (this.fault !== null) return FAILED;
     let result = first;
     if (this.isPunct('|')) {
       const alternatives = [first];
-      while (this.eat('|')) alternatives.push(this.parseSinglePattern());
+      while (this.eat('|')) {
+        const alternative = this.parseSinglePattern();
+        if (this.fault !== null) return FAILED;
+        alternatives.push(alternative);
+      }
       result = { kind: 'or', alternatives, line: first.line, column: first.column };
     }
     this.depth--;
@@ -924,20 +1008,25 @@ class Parser {
       case TokenKind.String:
       case TokenKind.Number:
       case TokenKind.Duration:
+        // Literal tokens always parse.
         return { kind: 'literal', value: this.parsePrimary(), line: t.line, column: t.column };
       case TokenKind.Punct:
         if (t.text === '-' && this.peek(1).kind === TokenKind.Number) {
-          return { kind: 'literal', value: this.parseUnary(), line: t.line, column: t.column };
+          const value = this.parseUnary();
+          if (this.fault !== null) return FAILED;
+          return { kind: 'literal', value, line: t.line, column: t.column };
         }
         if (t.text === '[' || t.text === '(') {
           const close = t.text === '[' ? ']' : ')';
           this.advance();
           const items: Pattern[] = [];
           while (!this.isPunct(close)) {
-            items.push(this.parsePattern());
+            const item = this.parsePattern();
+            if (this.fault !== null) return FAILED;
+            items.push(item);
             if (!this.eat(',')) break;
           }
-          if (!this.eat(close)) this.expect(close, `to close the pattern opened at ${t.line}:${t.column}`);
+          if (!this.eat(close)) return this.expected(close, `to close the pattern opened at ${t.line}:${t.column}`);
           if (t.text === '(' && items.length === 1) return items[0]!;
           return t.text === '[' ? { kind: 'array', items, line: t.line, column: t.column } : { kind: 'constructor', name: '', args: items, line: t.line, column: t.column };
         }
@@ -958,10 +1047,12 @@ class Parser {
         if (this.eat('(')) {
           const args: Pattern[] = [];
           while (!this.isPunct(')')) {
-            args.push(this.parsePattern());
+            const arg = this.parsePattern();
+            if (this.fault !== null) return FAILED;
+            args.push(arg);
             if (!this.eat(',')) break;
           }
-          if (!this.eat(')')) this.expect(')', `to close the arguments of pattern \`${name}\``);
+          if (!this.eat(')')) return this.expected(')', `to close the arguments of pattern \`${name}\``);
           return { kind: 'constructor', name, args, line: t.line, column: t.column };
         }
         if (this.isPunct('{')) {
@@ -969,10 +1060,13 @@ class Parser {
           const fields: { key: string; pattern: Pattern | null }[] = [];
           while (!this.isPunct('}')) {
             const key = this.expectName('of a field in a record pattern');
-            fields.push({ key: key.text, pattern: this.eat(':') ? this.parsePattern() : null });
+            if (this.fault !== null) return FAILED;
+            const pattern = this.eat(':') ? this.parsePattern() : null;
+            if (this.fault !== null) return FAILED;
+            fields.push({ key: key.text, pattern });
             if (!this.eat(',')) break;
           }
-          if (!this.eat('}')) this.expect('}', `to close the record pattern opened at ${open.line}:${open.column}`);
+          if (!this.eat('}')) return this.expected('}', `to close the record pattern opened at ${open.line}:${open.column}`);
           return { kind: 'record', typeName: name, fields, line: t.line, column: t.column };
         }
         return { kind: 'binding', name, line: t.line, column: t.column };
@@ -986,6 +1080,7 @@ class Parser {
   private parseExpression(): Expr {
     this.enter();
     const e = this.parseBinary(OR_PREC);
+    if (this.fault !== null) return FAILED;
     this.depth--;
     return e;
   }
@@ -995,6 +1090,7 @@ class Parser {
     const saved = this.noRecord;
     this.noRecord = true;
     const e = this.parseExpression();
+    if (this.fault !== null) return FAILED;
     this.noRecord = saved;
     return e;
   }
@@ -1006,6 +1102,7 @@ class Parser {
    */
   private parseBinary(minPrec: number): Expr {
     let left = this.parseUnary();
+    if (this.fault !== null) return FAILED;
     for (;;) {
       const i = this.idx(0);
       const prec = binaryPrecedence(this.kinds[i]!, this.texts[i]!);
@@ -1013,6 +1110,7 @@ class Parser {
       const op = this.texts[i]!;
       this.advance();
       const right = prec === MUL_PREC ? this.parseUnary() : this.parseBinary(prec + 1);
+      if (this.fault !== null) return FAILED;
       left = { kind: 'binary', op, left, right, line: left.line, column: left.column, start: left.start, end: right.end };
     }
   }
@@ -1030,6 +1128,7 @@ class Parser {
     }
     if (ops === null) return this.parsePostfix();
     let e = this.parsePostfix();
+    if (this.fault !== null) return FAILED;
     for (let k = ops.length - 1; k >= 0; k--) {
       const op = ops[k]!;
       e = { kind: 'unary', op: op.text as '!' | 'not' | '-', operand: e, line: op.line, column: op.column, start: op.start, end: e.end };
@@ -1040,6 +1139,7 @@ class Parser {
 
   private parsePostfix(): Expr {
     let e = this.parsePrimary();
+    if (this.fault !== null) return FAILED;
     for (;;) {
       if (this.kindAt() !== TokenKind.Punct) return e;
       const op = this.textAt();
@@ -1049,7 +1149,7 @@ class Parser {
         this.advance();
         const pi = this.pos;
         const pk = this.kinds[pi];
-        if (pk !== TokenKind.Ident && pk !== TokenKind.Number) this.fail(`expected a member name after \`.\`, found ${describeToken(this.peek())}`);
+        if (pk !== TokenKind.Ident && pk !== TokenKind.Number) return this.fail(`expected a member name after \`.\`, found ${describeToken(this.peek())}`);
         this.advance();
         e = { kind: 'member', object: e, property: this.texts[pi]!, line: e.line, column: e.column, start: e.start, end: this.ts.end[pi]! };
         continue;
@@ -1069,15 +1169,20 @@ class Parser {
             this.advance();
             this.advance();
           }
-          args.push({ name, value: this.parseExpression() });
+          const value = this.parseExpression();
+          if (this.fault !== null) return FAILED;
+          args.push({ name, value });
           if (!this.eat(',')) break;
         }
-        const end = this.isPunct(')') ? this.closeEnd() : this.expect(')', `to close the call opened at ${ts.line[oi]}:${ts.column(oi)}`).end;
+        if (!this.isPunct(')')) return this.expected(')', `to close the call opened at ${ts.line[oi]}:${ts.column(oi)}`);
+        const end = this.closeEnd();
         this.noRecord = saved;
         e = { kind: 'call', callee: e, args: this.fit(args), line: e.line, column: e.column, start: e.start, end };
       } else {
         const index = this.parseExpression();
-        const end = this.isPunct(']') ? this.closeEnd() : this.expect(']', `to close the index opened at ${ts.line[oi]}:${ts.column(oi)}`).end;
+        if (this.fault !== null) return FAILED;
+        if (!this.isPunct(']')) return this.expected(']', `to close the index opened at ${ts.line[oi]}:${ts.column(oi)}`);
+        const end = this.closeEnd();
         this.noRecord = saved;
         e = { kind: 'index', object: e, index, line: e.line, column: e.column, start: e.start, end };
       }
@@ -1150,10 +1255,13 @@ class Parser {
     this.noRecord = false;
     const items: Expr[] = [];
     while (!this.isPunct(']')) {
-      items.push(this.parseExpression());
+      const item = this.parseExpression();
+      if (this.fault !== null) return FAILED;
+      items.push(item);
       if (!this.eat(',')) break;
     }
-    const end = this.isPunct(']') ? this.closeEnd() : this.expect(']', `to close the array opened at ${ts.line[oi]}:${ts.column(oi)}`).end;
+    if (!this.isPunct(']')) return this.expected(']', `to close the array opened at ${ts.line[oi]}:${ts.column(oi)}`);
+    const end = this.closeEnd();
     this.noRecord = saved;
     return { kind: 'array', items: this.fit(items), line: ts.line[oi]!, column: ts.column(oi), start: ts.start[oi]!, end };
   }
@@ -1169,7 +1277,7 @@ class Parser {
         if (this.kindAt(1) !== TokenKind.Punct || this.isPunct('(', 1) || this.isPunct('[', 1) || this.isPunct('{', 1)) return this.parseMatch();
         break;
     }
-    if (isReserved(word)) this.fail(`unexpected keyword \`${word}\` where an expression was expected`);
+    if (isReserved(word)) return this.fail(`unexpected keyword \`${word}\` where an expression was expected`);
     this.advance();
     if (this.isPunct('=>')) {
       this.advance();
@@ -1192,6 +1300,7 @@ class Parser {
     let body: Expr | Block;
     if (this.isPunct('{') && !this.looksLikeRecord(0)) body = this.parseBlock('lambda body', ti);
     else body = this.parseExpression();
+    if (this.fault !== null) return FAILED;
     const ts = this.ts;
     return { kind: 'lambda', params, body, line: ts.line[ti]!, column: ts.column(ti), start: ts.start[ti]!, end: body.end };
   }
@@ -1227,7 +1336,9 @@ class Parser {
     const saved = this.noRecord;
     this.noRecord = false;
     const inner = this.parseExpression();
-    const close = this.isPunct(')') ? this.next() : this.expect(')', `to close \`(\` opened at ${t.line}:${t.column}`);
+    if (this.fault !== null) return FAILED;
+    if (!this.isPunct(')')) return this.expected(')', `to close \`(\` opened at ${t.line}:${t.column}`);
+    const close = this.next();
     this.noRecord = saved;
     this.depth--;
     return { kind: 'group', inner, line: t.line, column: t.column, start: t.start, end: close.end };
@@ -1236,7 +1347,7 @@ class Parser {
   /** A record literal; `ti` is the index of its first token (the type name, or the `{`). Read from the token arrays. */
   private parseRecord(typeName: string | null, ti: number): Expr {
     const ts = this.ts;
-    if (!this.isPunct('{')) this.expect('{', 'to open the record');
+    if (!this.isPunct('{')) return this.expected('{', 'to open the record');
     const oi = this.pos;
     this.advance();
     this.enter();
@@ -1247,17 +1358,20 @@ class Parser {
       const ki = this.pos;
       const kk = this.kinds[ki];
       if (kk !== TokenKind.Ident && kk !== TokenKind.String) {
-        this.fail(`expected a field name in the record opened at ${ts.line[oi]}:${ts.column(oi)}, found ${describeToken(this.peek())}`);
+        return this.fail(`expected a field name in the record opened at ${ts.line[oi]}:${ts.column(oi)}, found ${describeToken(this.peek())}`);
       }
       this.advance();
-      if (!this.eat(':') && !this.eat('=')) this.fail(`expected \`:\` after record field ${keyText(this.tok(ki))}, found ${describeToken(this.peek())}`);
-      fields.push({ key: this.texts[ki]!, value: this.parseExpression() });
+      if (!this.eat(':') && !this.eat('=')) return this.fail(`expected \`:\` after record field ${keyText(this.tok(ki))}, found ${describeToken(this.peek())}`);
+      const value = this.parseExpression();
+      if (this.fault !== null) return FAILED;
+      fields.push({ key: this.texts[ki]!, value });
       if (!this.eat(',') && !this.eat(';') && !this.isPunct('}') && ts.line[this.idx(0)] === ts.line[this.pos - 1]) {
-        this.fail(`expected \`,\` or \`}\` in the record opened at ${ts.line[oi]}:${ts.column(oi)}, found ${describeToken(this.peek())}`);
+        return this.fail(`expected \`,\` or \`}\` in the record opened at ${ts.line[oi]}:${ts.column(oi)}, found ${describeToken(this.peek())}`);
       }
       if (this.kinds[this.pos] === TokenKind.Eof) break;
     }
-    const end = this.isPunct('}') ? this.closeEnd() : this.expect('}', `to close the record opened at ${ts.line[oi]}:${ts.column(oi)}`).end;
+    if (!this.isPunct('}')) return this.expected('}', `to close the record opened at ${ts.line[oi]}:${ts.column(oi)}`);
+    const end = this.closeEnd();
     this.noRecord = saved;
     this.depth--;
     return { kind: 'record', typeName, fields: this.fit(fields), line: ts.line[ti]!, column: ts.column(ti), start: ts.start[ti]!, end };
@@ -1274,16 +1388,20 @@ class Parser {
       if (this.isWord('let')) {
         this.advance();
         letPattern = this.parsePattern();
-        this.expect('=', 'after the pattern of `if let`');
+        if (this.fault !== null) return FAILED;
+        if (!this.eat('=')) return this.expected('=', 'after the pattern of `if let`');
       }
       const cond = this.parseCondition();
+      if (this.fault !== null) return FAILED;
       const body = this.parseBlock('`if` block', kw);
+      if (this.fault !== null) return FAILED;
       branches.push({ cond, letPattern, body });
       if (!this.isWord('else')) break;
       const elseKw = this.pos;
       this.advance();
       if (this.isWord('if')) continue;
       elseBody = this.parseBlock('`else` block', elseKw);
+      if (this.fault !== null) return FAILED;
       break;
     }
     const ts = this.ts;
@@ -1294,7 +1412,9 @@ class Parser {
     const kwIdx = this.pos;
     const kw = this.next();
     const subject = this.parseCondition();
-    const open = this.expect('{', 'to open the arms of `match`');
+    if (this.fault !== null) return FAILED;
+    if (!this.isPunct('{')) return this.expected('{', 'to open the arms of `match`');
+    const open = this.next();
     this.enter();
     const saved = this.noRecord;
     this.noRecord = false;
@@ -1302,25 +1422,29 @@ class Parser {
     while (!this.isPunct('}')) {
       if (this.peek().kind === TokenKind.Eof) break;
       const pattern = this.parsePattern();
+      if (this.fault !== null) return FAILED;
       let guard: Expr | null = null;
       if (this.isWord('if')) {
         this.advance();
         guard = this.parseExpression();
+        if (this.fault !== null) return FAILED;
       }
-      this.expect('=>', 'after a `match` pattern');
+      if (!this.eat('=>')) return this.expected('=>', 'after a `match` pattern');
       let body: Expr | Block;
       if (this.isPunct('{') && !this.looksLikeRecord(0)) {
         body = this.parseBlock('`match` arm', kwIdx);
+        if (this.fault !== null) return FAILED;
         this.eat(',');
       } else {
         body = this.parseExpression();
+        if (this.fault !== null) return FAILED;
         if (!this.eat(',') && !this.isPunct('}')) {
-          this.fail(`expected \`,\` between \`match\` arms or \`}\` to close the \`match\` opened at ${kw.line}:${kw.column}, found ${describeToken(this.peek())}`);
+          return this.fail(`expected \`,\` between \`match\` arms or \`}\` to close the \`match\` opened at ${kw.line}:${kw.column}, found ${describeToken(this.peek())}`);
         }
       }
       arms.push({ pattern, guard, body, line: pattern.line, column: pattern.column });
     }
-    if (!this.eat('}')) this.expect('}', `to close the \`match\` opened at ${open.line}:${open.column}`);
+    if (!this.eat('}')) return this.expected('}', `to close the \`match\` opened at ${open.line}:${open.column}`);
     this.noRecord = saved;
     this.depth--;
     return { kind: 'match', subject, arms, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
