@@ -350,6 +350,46 @@ describe('shutdown and process loss', () => {
     }
   });
 
+  it('finalises cancelled runs queued on a hung worker thread from their owners', async () => {
+    const project = makeProject(FILES);
+    const server = spawnRawServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
+    try {
+      let out = '';
+      server.child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } });
+      await waitFor('the request_sent progress notice', () => (out.includes('"request_sent"') ? true : undefined));
+      // The pool spreads these over its threads, the hung one included: the runs
+      // given to it can never start, so only their owners can finish them.
+      const ids = Array.from({ length: 16 }, (_, i) => i + 2);
+      for (const id of ids) {
+        server.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `queued ${id} [[hold]]` } } });
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      for (const id of ids) server.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'test' } });
+
+      const cancelled = await waitFor('16 cancellation lines', () => {
+        const lines = server.stderr().split('\n').filter((l) => l.includes('run cancelled'));
+        return lines.length >= ids.length ? lines : undefined;
+      });
+      assert.ok(cancelled.every((l) => l.includes('terminal_durable=true')), cancelled.join('\n'));
+      const ownerFinished = journalsIn(project).filter((f) => eventNames(readJournal(f)).join() === 'Started,Terminated');
+      assert.ok(ownerFinished.length >= 1, 'at least one run was finished by its owner');
+      const key = projectPublicKey(project);
+      for (const file of ownerFinished) {
+        assert.match(JSON.stringify(terminalOf(file)?.reason), /the caller cancelled/);
+        assert.equal(inspectJournal(file, path.basename(file, '.jsonl'), key).exitCode, 0);
+      }
+      // Every cancelled run's journal is complete; only the hung run's is still open.
+      const open = journalsIn(project).filter((f) => terminalOf(f) === undefined);
+      assert.equal(open.length, 1);
+    } finally {
+      server.child.kill('SIGKILL');
+      await server.exited;
+      endpoint.releaseAll();
+      removeProject(project);
+    }
+  });
+
   it('leaves a verifiable prefix ending with DirectInferenceRequested after SIGKILL (inspect exits 2)', async () => {
     const project = makeProject(FILES);
     try {

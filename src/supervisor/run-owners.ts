@@ -78,7 +78,14 @@ export class RunOwnerTable {
       return outcome;
     };
 
-    const done = this.pool()
+    // A claimed run is over once the owner's terminal record is durable; the
+    // worker, whenever it picks the task up, finds the journal taken and writes nothing.
+    let settleClaimed: (outcome: InvokeOutcome) => void = () => undefined;
+    const claimedRun = new Promise<InvokeOutcome>((resolve) => {
+      settleClaimed = resolve;
+    });
+
+    const workerRun = this.pool()
       .run({ ...task, port: workerPort } satisfies InvokeTask, { transferList: [workerPort as unknown as MessagePort] })
       .then(async (outcome: InvokeOutcome) => {
         drainNotices();
@@ -96,11 +103,11 @@ export class RunOwnerTable {
         const outcome: InvokeOutcome = { ok: false, message, audit: journal, terminalDurable: durable, cancelled: cancelAt !== undefined };
         if (durable) outcome.terminalDurableAt = performance.timeOrigin + performance.now();
         return outcome;
-      })
-      .finally(() => {
-        ownerPort.close();
-        this.runs.delete(task.runId);
       });
+    const done = Promise.race([claimedRun, workerRun]).finally(() => {
+      ownerPort.close();
+      this.runs.delete(task.runId);
+    });
 
     const owner: RunOwner = {
       runId: task.runId,
@@ -121,6 +128,9 @@ export class RunOwnerTable {
         drainNotices();
         if (journal === undefined) {
           claim = this.finaliseUnstarted(task.runId, task.definition, reason).catch((): ClaimOutcome => ({ claimed: false }));
+          void claimedOutcome().then((outcome) => {
+            if (outcome !== undefined) settleClaimed(outcome);
+          });
         }
       },
       cancelRequestedAt: () => cancelAt,

@@ -12,17 +12,6 @@ export interface FinalisedRun {
 /** Whether the owner created the run's journal, and if so whether its terminal record is durable. */
 export type ClaimOutcome = { claimed: false } | { claimed: true; finalised: FinalisedRun | undefined };
 
-/**
- * Finalises a run cancelled before its worker thread started it: `Started`,
- * then `Terminated` with the cancel as its `Error` reason, in one write and one
- * sync. A busy worker can take tens of milliseconds to pick up a queued task,
- * and the cancel's terminal record should not wait for that.
- *
- * Creating the journal (exclusively) is the claim: if the worker created it
- * first, the worker writes the run's records and this returns `claimed: false`.
- * The owner posts the cancel before calling this, so a worker that loses the
- * claim always finds the cancel and writes nothing.
- */
 let journalWriterModule: Promise<typeof import('../shared/journal/journal-writer.js')> | undefined;
 
 /**
@@ -34,6 +23,18 @@ export function loadJournalWriter(): Promise<typeof import('../shared/journal/jo
   return journalWriterModule;
 }
 
+/**
+ * Finalises a run cancelled before its worker thread started it: `Started`,
+ * then `Terminated` with the cancel as its `Error` reason, in one write and one
+ * sync. A busy worker can take tens of milliseconds to pick up a queued task,
+ * and the cancel's terminal record should not wait for that.
+ *
+ * Creating the journal (exclusively) is the claim: if the worker created it
+ * first, the worker writes the run's records and this returns `claimed: false`.
+ * A worker that loses the claim never writes to a journal it did not create;
+ * the owner posts the cancel before claiming, so that worker also finds the
+ * cancel waiting and reports the run as cancelled.
+ */
 export async function finaliseUnstartedRun(
   project: PinnedDirectory,
   runId: string,
