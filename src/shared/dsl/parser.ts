@@ -141,7 +141,7 @@ class Parser {
   parseFile(): ParseResult {
     const items: Item[] = [];
     if (this.errors.length >= DSL_MAX_ERRORS) this.stopped = true;
-    while (!this.stopped && this.peek().kind !== TokenKind.Eof) {
+    while (!this.stopped && this.kinds[this.pos] !== TokenKind.Eof) {
       const itemStart = this.pos;
       let item: Item | null = null;
       try {
@@ -451,22 +451,24 @@ class Parser {
       const step = this.bodyStep(what, kw);
       if (step === 'end') break;
       if (step === 'separator') continue;
-      const t = this.peek();
+      // Member heads are read from the token arrays (no Token objects).
       const memberStart = this.pos;
+      const word = this.kinds[memberStart] === TokenKind.Ident ? this.texts[memberStart]! : '';
       let member: AgentMember;
-      if (t.kind === TokenKind.Ident && t.text === 'capabilities' && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
+      if (word === 'capabilities' && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
         this.advance();
         this.advance();
         const value = this.parseExpression();
         if (this.fault === null) this.eat(';') || this.eat(',');
-        member = { kind: 'capabilities', value, line: t.line, column: t.column };
-      } else if (t.kind === TokenKind.Ident && t.text === 'policy') {
+        member = { kind: 'capabilities', value, line: this.ts.line[memberStart]!, column: this.ts.column(memberStart) };
+      } else if (word === 'policy') {
         member = this.parsePolicy();
-      } else if (t.kind === TokenKind.Ident && t.text === 'function') {
+      } else if (word === 'function') {
         member = this.parseFunction();
-      } else if (t.kind === TokenKind.Ident && t.text === 'with') {
+      } else if (word === 'with') {
         member = this.parseWith(what);
       } else {
+        const t = this.peek();
         this.recoverMember(
           { line: t.line, column: t.column, message: `unexpected ${describeToken(t)} in ${what}; an agent body holds only \`capabilities = [...]\`, \`policy\`, \`function\` and \`with\` blocks` },
           openIdx,
@@ -493,16 +495,17 @@ class Parser {
    * in place ('member').
    */
   private bodyStep(what: string, kw: Token): 'end' | 'separator' | 'member' {
-    const t = this.peek();
-    if (t.kind === TokenKind.Punct && t.text === '}') {
+    const kind = this.kinds[this.pos];
+    const text = this.texts[this.pos];
+    if (kind === TokenKind.Punct && text === '}') {
       this.advance();
       return 'end';
     }
-    if (t.kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
+    if (kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
       this.unclosed(what, kw);
       return 'end';
     }
-    if (t.kind === TokenKind.Punct && (t.text === ';' || t.text === ',')) {
+    if (kind === TokenKind.Punct && (text === ';' || text === ',')) {
       this.advance();
       return 'separator';
     }
@@ -1546,10 +1549,14 @@ function isOpener(text: string): boolean {
   return text === '(' || text === '[' || text === '{';
 }
 
+// Open-bracket positions while pairing; matchBrackets runs to completion without callbacks, so one array serves every call.
+const bracketStack: number[] = [];
+
 /** Pairs brackets once so recovery can jump over balanced groups in constant time. */
 function matchBrackets(ts: TokenStream): Int32Array {
-  const match = new Int32Array(ts.count).fill(-1);
-  const stack: number[] = [];
+  const match = ts.scratch(ts.count).fill(-1, 0, ts.count);
+  const stack = bracketStack;
+  stack.length = 0;
   for (let i = 0; i < ts.count; i++) {
     if (ts.kind[i] !== TokenKind.Punct) continue;
     const t = ts.text[i];

@@ -70,6 +70,7 @@ export class TokenStream {
   // The parser often looks at the same token twice; keep the last one built.
   private cachedIndex = -1;
   private cached: Token | null = null;
+  private scratchTable: Int32Array | null = null;
 
   constructor(capacity: number) {
     const n = Math.max(16, capacity);
@@ -128,6 +129,17 @@ export class TokenStream {
     return this.start[i]! - this.lineStarts[this.line[i]! - 1]! + 1;
   }
 
+  /**
+   * An Int32Array of at least `n` entries (contents unspecified) for the
+   * parser's per-token tables. Small ones are kept with the stream and reused
+   * by later parses (a stream serves one parse at a time); large ones are not kept.
+   */
+  scratch(n: number): Int32Array {
+    if (n > SCRATCH_RETAINED_CAPACITY) return new Int32Array(n);
+    if (this.scratchTable === null || this.scratchTable.length < n) this.scratchTable = new Int32Array(Math.max(n, 1024));
+    return this.scratchTable;
+  }
+
   get(i: number): Token {
     if (i === this.cachedIndex) return this.cached!;
     const t: Token = {
@@ -159,6 +171,8 @@ export class TokenStream {
 // reallocating it every time keeps the collector marking and costs more than
 // the lexing itself.
 const RETAINED_CAPACITY = 1 << 19;
+// Per-token scratch tables up to this many entries stay with a pooled stream.
+const SCRATCH_RETAINED_CAPACITY = 1 << 15;
 // A first guess never allocates for more tokens than this; the stream doubles when it must.
 const MAX_INITIAL_CAPACITY = 1 << 18;
 let pool: TokenStream | null = new TokenStream(4096);
