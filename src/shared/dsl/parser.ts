@@ -75,6 +75,9 @@ export interface ItemSink {
  */
 const FAILED = Object.freeze({}) as never;
 
+// Returned for each statement of a block whose statements are not retained: it is only counted.
+const DISCARDED = Object.freeze({}) as Stmt;
+
 // Shared by every block whose statements were not retained; frozen so no caller can fill it.
 const NO_STATEMENTS = Object.freeze([]) as unknown as Stmt[];
 
@@ -868,6 +871,7 @@ class Parser {
           const value = this.parseExpression();
           if (this.fault !== null) return FAILED;
           if (!this.endStatementAt('`let` statement', si)) return null;
+          if (!this.retainBodies) return DISCARDED;
           return { kind: 'let', pattern, type, value, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'return': {
@@ -875,6 +879,7 @@ class Parser {
           const value = this.isPunct(';') || this.isPunct('}') ? null : this.parseExpression();
           if (this.fault !== null) return FAILED;
           if (!this.endStatementAt('`return` statement', si)) return null;
+          if (!this.retainBodies) return DISCARDED;
           return { kind: 'return', value, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'for': {
@@ -888,6 +893,7 @@ class Parser {
           const body = this.parseBlock(`\`for\` loop`, si);
           if (this.fault !== null) return FAILED;
           this.eat(';');
+          if (!this.retainBodies) return DISCARDED;
           return { kind: 'for', binding, iterable, body, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'try': {
@@ -916,6 +922,7 @@ class Parser {
           }
           if (catches.length === 0) return this.fail(`expected \`catch\` after the \`try\` block opened at ${ts.line[si]}:${ts.column(si)}, found ${describeToken(this.peek())}`);
           this.eat(';');
+          if (!this.retainBodies) return DISCARDED;
           return { kind: 'try', body, catches, line: ts.line[si]!, column: ts.column(si) };
         }
         case 'while':
@@ -928,8 +935,6 @@ class Parser {
     }
     const expr = this.parseExpression();
     if (this.fault !== null) return FAILED;
-    const line = ts.line[si]!;
-    const column = ts.column(si);
     const oi = this.pos;
     if (this.kinds[oi] === TokenKind.Punct) {
       const op = this.texts[oi]!;
@@ -941,20 +946,26 @@ class Parser {
         const value = this.parseExpression();
         if (this.fault !== null) return FAILED;
         if (!this.endStatementAt('assignment', si)) return null;
-        return { kind: 'assign', op, target: expr, value, line, column };
+        if (!this.retainBodies) return DISCARDED;
+        return { kind: 'assign', op, target: expr, value, line: ts.line[si]!, column: ts.column(si) };
       }
       if (op === ';') {
         this.advance();
-        return { kind: 'expr', expr, line, column };
+        return this.expressionStatement(expr, si);
       }
     }
-    if (expr.kind === 'if' || expr.kind === 'match') return { kind: 'expr', expr, line, column };
+    if (expr.kind === 'if' || expr.kind === 'match') return this.expressionStatement(expr, si);
     if (this.isPunct('}')) {
       this.tail = expr;
       return null;
     }
     if (!this.endStatementAt('expression statement', si)) return null;
-    return { kind: 'expr', expr, line, column };
+    return this.expressionStatement(expr, si);
+  }
+
+  private expressionStatement(expr: Expr, si: number): Stmt {
+    if (!this.retainBodies) return DISCARDED;
+    return { kind: 'expr', expr, line: this.ts.line[si]!, column: this.ts.column(si) };
   }
 
   /** Requires `;` after the statement starting at token `si`. A missing one before a new line is reported without losing the next statement. */
