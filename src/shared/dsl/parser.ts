@@ -75,6 +75,9 @@ export interface ItemSink {
  */
 const FAILED = Object.freeze({}) as never;
 
+// The arguments of every type written without `<...>` (most of them); frozen so no caller can fill it.
+const NO_TYPE_ARGS = Object.freeze([]) as unknown as TypeRef[];
+
 // Returned for each statement of a block whose statements are not retained: it is only counted.
 const DISCARDED = Object.freeze({}) as Stmt;
 
@@ -530,15 +533,18 @@ class Parser {
     const attributes: WithAttribute[] = [];
     if (!this.isPunct('{')) {
       for (;;) {
-        const name = this.expectName('of a `with` attribute');
-        if (this.fault !== null) return FAILED;
-        if (!this.eat('=') && !this.eat(':')) return this.fail(`expected \`=\` after \`with\` attribute \`${name.text}\`, found ${describeToken(this.peek())}`);
+        // Attribute names are read from the token arrays (no Token objects).
+        const ni = this.pos;
+        if (this.kinds[ni] !== TokenKind.Ident) return this.fail(`expected a name of a \`with\` attribute, found ${describeToken(this.peek())}`);
+        const name = this.texts[ni]!;
+        this.advance();
+        if (!this.eat('=') && !this.eat(':')) return this.fail(`expected \`=\` after \`with\` attribute \`${name}\`, found ${describeToken(this.peek())}`);
         const saved = this.noRecord;
         this.noRecord = true;
         const value = this.parseExpression();
         if (this.fault !== null) return FAILED;
         this.noRecord = saved;
-        attributes.push({ name: name.text, value, line: name.line, column: name.column });
+        attributes.push({ name, value, line: this.ts.line[ni]!, column: this.ts.column(ni) });
         if (!this.eat(',')) break;
       }
     }
@@ -775,16 +781,18 @@ class Parser {
         this.advance();
         name += '::' + this.next().text;
       }
-      const args: TypeRef[] = [];
+      let args = NO_TYPE_ARGS;
       if (this.eat('<')) {
+        args = [];
         do {
           const arg = this.parseType();
           if (this.fault !== null) return FAILED;
           args.push(arg);
         } while (this.eat(','));
         if (!this.eat('>')) return this.expected('>', `to close the type arguments of \`${name}\``);
+        args = this.fit(args);
       }
-      result = { kind: 'named', name, args: this.fit(args), optional: this.eat('?'), line, column };
+      result = { kind: 'named', name, args, optional: this.eat('?'), line, column };
     } else {
       return this.fail(`expected a type (such as \`String\`, \`int\`, \`Array<String>\` or \`{ field: Type }\`), found ${describeToken(this.peek())}`);
     }
