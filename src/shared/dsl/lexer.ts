@@ -173,27 +173,40 @@ export function lex(src: string, maxErrors: number): LexResult {
       continue;
     }
     if (cls === WORD) {
+      // Name characters are ASCII (7 bits): the first twelve are packed four
+      // to an int while scanning, so the name table below compares three ints
+      // instead of the characters one by one.
       const start = i;
-      let hash = c;
+      let w0 = c;
+      let w1 = 0;
+      let w2 = 0;
       i++;
       while (i < n) {
         const d = code[i]!;
         if (d >= 128 || IDENT_PART[d] === 0) break;
-        hash = (Math.imul(hash, 31) + d) | 0;
+        const k = i - start;
+        if (k < 4) w0 = (w0 << 7) | d;
+        else if (k < 8) w1 = (w1 << 7) | d;
+        else if (k < 12) w2 = (w2 << 7) | d;
         i++;
       }
       // Identifiers repeat a lot (keywords, field and variable names): a
       // small direct-mapped table hands back the string already made for the
-      // same characters instead of slicing a new one each time.
+      // same characters instead of slicing a new one each time. Length and
+      // packed characters together identify a name of up to twelve exactly.
       const len = i - start;
       let word: string;
-      if (len <= INTERN_MAX_LENGTH) {
-        const slot = (hash ^ (hash >>> 12)) & (INTERN_SLOTS - 1);
-        const base = slot * INTERN_MAX_LENGTH;
-        let k = 0;
-        if (internLength[slot] === len) while (k < len && internChars[base + k] === code[start + k]) k++;
-        if (k === len && internLength[slot] === len) word = internTable[slot]!;
-        else word = internNew(src, code, start, i, slot);
+      if (len <= NAME_MAX_LENGTH) {
+        const slot = Math.imul(w0 ^ Math.imul(w1, 0x9e3779b1) ^ Math.imul(w2 + len, 0x85ebca6b), 0x27d4eb2d) >>> NAME_SLOT_SHIFT;
+        if (nameLength[slot] === len && nameKey0[slot] === w0 && nameKey1[slot] === w1 && nameKey2[slot] === w2) word = nameText[slot]!;
+        else {
+          word = src.slice(start, i);
+          nameText[slot] = word;
+          nameLength[slot] = len;
+          nameKey0[slot] = w0;
+          nameKey1[slot] = w1;
+          nameKey2[slot] = w2;
+        }
       } else {
         word = src.slice(start, i);
       }
@@ -486,8 +499,20 @@ function strayCharacters(src: string, i: number, line: number, lineStart: number
   return i;
 }
 
-// Names, short strings and numbers repeat a lot (keywords, field names,
-// capability strings, small constants): a direct-mapped table hands back the
+// The name table: texts by slot, their lengths (0: unused) and their
+// characters packed seven bits each, four to an int. At most twelve
+// characters, like INTERN_MAX_LENGTH below and for the same reason.
+const NAME_SLOT_BITS = 12;
+const NAME_SLOT_SHIFT = 32 - NAME_SLOT_BITS;
+const NAME_MAX_LENGTH = 12;
+const nameText: string[] = new Array<string>(1 << NAME_SLOT_BITS).fill('');
+const nameLength = new Uint8Array(1 << NAME_SLOT_BITS);
+const nameKey0 = new Int32Array(1 << NAME_SLOT_BITS);
+const nameKey1 = new Int32Array(1 << NAME_SLOT_BITS);
+const nameKey2 = new Int32Array(1 << NAME_SLOT_BITS);
+
+// Short strings and numbers repeat a lot (capability strings, field names,
+// small constants): a direct-mapped table hands back the
 // string already made for the same characters instead of slicing a new one.
 // Fewer fresh strings also means fewer young objects the token stream keeps
 // alive for the collector to copy.
