@@ -78,6 +78,23 @@ const FAILED = Object.freeze({}) as never;
 // The arguments of every type written without `<...>` (most of them); frozen so no caller can fill it.
 const NO_TYPE_ARGS = Object.freeze([]) as unknown as TypeRef[];
 
+/**
+ * Placeholders for expression nodes inside blocks whose statements are not
+ * retained, by the kinds parseStatement tells apart; `other` serves the rest.
+ */
+const SKIPPED = {
+  ident: Object.freeze({ kind: 'ident' }) as Expr,
+  member: Object.freeze({ kind: 'member' }) as Expr,
+  index: Object.freeze({ kind: 'index' }) as Expr,
+  if: Object.freeze({ kind: 'if' }) as Expr,
+  match: Object.freeze({ kind: 'match' }) as Expr,
+  other: Object.freeze({ kind: 'string' }) as Expr,
+};
+
+// Lists never filled while discarding (see SKIPPED).
+const NO_ARGS = Object.freeze([]) as unknown as { name: string | null; value: Expr }[];
+const NO_ITEMS = Object.freeze([]) as unknown as Expr[];
+
 // Returned for each statement of a block whose statements are not retained: it is only counted.
 const DISCARDED = Object.freeze({}) as Stmt;
 
@@ -104,6 +121,12 @@ class Parser {
   private pos = 0;
   private depth = 0;
   private noRecord = false;
+  /**
+   * Inside a block whose statements are not retained: expression nodes are
+   * never looked at beyond their kind (assignment targets, `if`/`match`
+   * statements), so shared placeholders stand in for them (see SKIPPED).
+   */
+  private discarding = false;
   private stopped = false;
   /** Set by parseStatement when it finds a block's trailing expression. */
   private tail: Expr | null = null;
@@ -156,6 +179,7 @@ class Parser {
         if (!this.absorb(e)) break;
         this.depth = 0;
         this.noRecord = false;
+        this.discarding = false;
         this.skipToTopLevel(itemStart);
       }
       const fault = this.fault;
@@ -166,6 +190,7 @@ class Parser {
         if (this.stopped) break;
         this.depth = 0;
         this.noRecord = false;
+        this.discarding = false;
         this.skipToTopLevel(itemStart);
       }
       if (item !== null) {
@@ -812,6 +837,8 @@ class Parser {
     const savedNoRecord = this.noRecord;
     this.noRecord = false;
     const retain = this.retainBodies;
+    const savedDiscarding = this.discarding;
+    this.discarding = !retain;
     const statements: Stmt[] = retain ? [] : NO_STATEMENTS;
     let tail: Expr | null = null;
     let count = 0;
@@ -843,6 +870,7 @@ class Parser {
     }
     this.depth--;
     this.noRecord = savedNoRecord;
+    this.discarding = savedDiscarding;
     const ts = this.ts;
     return { kind: 'block', statements: retain ? this.fit(statements) : statements, tail, count, line: ts.line[openIdx]!, column: ts.column(openIdx), start: ts.start[openIdx]!, end: this.prevEnd() };
   }
@@ -1133,7 +1161,7 @@ class Parser {
       this.advance();
       const right = prec === MUL_PREC ? this.parseUnary() : this.parseBinary(prec + 1);
       if (this.fault !== null) return FAILED;
-      left = { kind: 'binary', op, left, right, line: left.line, column: left.column, start: left.start, end: right.end };
+      left = this.discarding ? SKIPPED.other : { kind: 'binary', op, left, right, line: left.line, column: left.column, start: left.start, end: right.end };
     }
   }
 
@@ -1173,7 +1201,7 @@ class Parser {
         const pk = this.kinds[pi];
         if (pk !== TokenKind.Ident && pk !== TokenKind.Number) return this.fail(`expected a member name after \`.\`, found ${describeToken(this.peek())}`);
         this.advance();
-        e = { kind: 'member', object: e, property: this.texts[pi]!, line: e.line, column: e.column, start: e.start, end: this.ts.end[pi]! };
+        e = this.discarding ? SKIPPED.member : { kind: 'member', object: e, property: this.texts[pi]!, line: e.line, column: e.column, start: e.start, end: this.ts.end[pi]! };
         continue;
       }
       // Calls and indexing, read from the token arrays (no Token objects).
@@ -1183,7 +1211,8 @@ class Parser {
       const saved = this.noRecord;
       this.noRecord = false;
       if (op === '(') {
-        const args: { name: string | null; value: Expr }[] = [];
+        const discarding = this.discarding;
+        const args: { name: string | null; value: Expr }[] = discarding ? NO_ARGS : [];
         while (!this.isPunct(')')) {
           let name: string | null = null;
           if (this.kinds[this.pos] === TokenKind.Ident && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
@@ -1193,20 +1222,20 @@ class Parser {
           }
           const value = this.parseExpression();
           if (this.fault !== null) return FAILED;
-          args.push({ name, value });
+          if (!discarding) args.push({ name, value });
           if (!this.eat(',')) break;
         }
         if (!this.isPunct(')')) return this.expected(')', `to close the call opened at ${ts.line[oi]}:${ts.column(oi)}`);
         const end = this.closeEnd();
         this.noRecord = saved;
-        e = { kind: 'call', callee: e, args: this.fit(args), line: e.line, column: e.column, start: e.start, end };
+        e = discarding ? SKIPPED.other : { kind: 'call', callee: e, args: this.fit(args), line: e.line, column: e.column, start: e.start, end };
       } else {
         const index = this.parseExpression();
         if (this.fault !== null) return FAILED;
         if (!this.isPunct(']')) return this.expected(']', `to close the index opened at ${ts.line[oi]}:${ts.column(oi)}`);
         const end = this.closeEnd();
         this.noRecord = saved;
-        e = { kind: 'index', object: e, index, line: e.line, column: e.column, start: e.start, end };
+        e = this.discarding ? SKIPPED.index : { kind: 'index', object: e, index, line: e.line, column: e.column, start: e.start, end };
       }
     }
   }
@@ -1227,15 +1256,19 @@ class Parser {
     switch (kind) {
       case TokenKind.String:
         this.advance();
+        if (this.discarding) return SKIPPED.other;
         return { kind: 'string', value: ts.text[i]!, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
       case TokenKind.Number:
         this.advance();
+        if (this.discarding) return SKIPPED.other;
         return { kind: 'number', value: numberValue(ts.text[i]!), raw: ts.text[i]!, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
       case TokenKind.Duration:
         this.advance();
+        if (this.discarding) return SKIPPED.other;
         return { kind: 'duration', raw: ts.text[i]!, seconds: durationSeconds(ts.text[i]!), line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
       case TokenKind.Vault:
         this.advance();
+        if (this.discarding) return SKIPPED.other;
         return { kind: 'vault', path: ts.text[i]!, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
       case TokenKind.Punct:
         if (ts.text[i] === '[') return this.parseArray(i);
@@ -1244,6 +1277,7 @@ class Parser {
         const name = ts.text[i]!;
         if (name === 'true' || name === 'false') {
           this.advance();
+          if (this.discarding) return SKIPPED.other;
           return { kind: 'bool', value: name === 'true', line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
         }
         const after = i + 1 <= this.last ? i + 1 : this.last;
@@ -1253,6 +1287,7 @@ class Parser {
           !(ts.kind[after] === TokenKind.Punct && (na === '=>' || na === '::' || na === '{'))
         ) {
           this.advance();
+          if (this.discarding) return SKIPPED.ident;
           return { kind: 'ident', name, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
         }
         break;
@@ -1275,16 +1310,18 @@ class Parser {
     this.advance();
     const saved = this.noRecord;
     this.noRecord = false;
-    const items: Expr[] = [];
+    const discarding = this.discarding;
+    const items: Expr[] = discarding ? NO_ITEMS : [];
     while (!this.isPunct(']')) {
       const item = this.parseExpression();
       if (this.fault !== null) return FAILED;
-      items.push(item);
+      if (!discarding) items.push(item);
       if (!this.eat(',')) break;
     }
     if (!this.isPunct(']')) return this.expected(']', `to close the array opened at ${ts.line[oi]}:${ts.column(oi)}`);
     const end = this.closeEnd();
     this.noRecord = saved;
+    if (discarding) return SKIPPED.other;
     return { kind: 'array', items: this.fit(items), line: ts.line[oi]!, column: ts.column(oi), start: ts.start[oi]!, end };
   }
 
