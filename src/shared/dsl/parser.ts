@@ -101,6 +101,10 @@ const DISCARDED = Object.freeze({}) as Stmt;
 // Shared by every block whose statements were not retained; frozen so no caller can fill it.
 const NO_STATEMENTS = Object.freeze([]) as unknown as Stmt[];
 
+// Block and pattern placeholders inside discarded blocks (see SKIPPED).
+const SKIPPED_BLOCK = Object.freeze({ kind: 'block', statements: NO_STATEMENTS, tail: null, count: 0 }) as Block;
+const SKIPPED_PATTERN = Object.freeze({ kind: 'binding' }) as Pattern;
+
 export function parseDsl(src: string, options?: ParseOptions): ParseResult {
   const parser = new Parser(src, options?.retainBodies !== false, options?.itemSink ?? null);
   try {
@@ -871,6 +875,7 @@ class Parser {
     this.depth--;
     this.noRecord = savedNoRecord;
     this.discarding = savedDiscarding;
+    if (savedDiscarding) return SKIPPED_BLOCK;
     const ts = this.ts;
     return { kind: 'block', statements: retain ? this.fit(statements) : statements, tail, count, line: ts.line[openIdx]!, column: ts.column(openIdx), start: ts.start[openIdx]!, end: this.prevEnd() };
   }
@@ -1050,6 +1055,7 @@ class Parser {
       const name = this.texts[pi]!;
       if (name !== '_' && name !== 'true' && name !== 'false' && !isReserved(name) && !this.isPunct('::', 1) && !this.isPunct('(', 1) && !this.isPunct('{', 1)) {
         this.advance();
+        if (this.discarding) return SKIPPED_PATTERN;
         return { kind: 'binding', name, line: this.ts.line[pi]!, column: this.ts.column(pi) };
       }
     }
@@ -1181,7 +1187,7 @@ class Parser {
     if (this.fault !== null) return FAILED;
     for (let k = ops.length - 1; k >= 0; k--) {
       const op = ops[k]!;
-      e = { kind: 'unary', op: op.text as '!' | 'not' | '-', operand: e, line: op.line, column: op.column, start: op.start, end: e.end };
+      e = this.discarding ? SKIPPED.other : { kind: 'unary', op: op.text as '!' | 'not' | '-', operand: e, line: op.line, column: op.column, start: op.start, end: e.end };
     }
     this.depth -= ops.length;
     return e;
@@ -1351,6 +1357,7 @@ class Parser {
       this.advance();
     }
     if (!this.noRecord && this.isPunct('{') && this.looksLikeRecord(0)) return this.parseRecord(name, ti);
+    if (this.discarding) return SKIPPED.ident;
     return { kind: 'ident', name, line: ts.line[ti]!, column: ts.column(ti), start: ts.start[ti]!, end };
   }
 
@@ -1361,6 +1368,7 @@ class Parser {
     else body = this.parseExpression();
     if (this.fault !== null) return FAILED;
     const ts = this.ts;
+    if (this.discarding) return SKIPPED.other;
     return { kind: 'lambda', params, body, line: ts.line[ti]!, column: ts.column(ti), start: ts.start[ti]!, end: body.end };
   }
 
@@ -1400,6 +1408,7 @@ class Parser {
     const close = this.next();
     this.noRecord = saved;
     this.depth--;
+    if (this.discarding) return SKIPPED.other;
     return { kind: 'group', inner, line: t.line, column: t.column, start: t.start, end: close.end };
   }
 
@@ -1423,7 +1432,7 @@ class Parser {
       if (!this.eat(':') && !this.eat('=')) return this.fail(`expected \`:\` after record field ${keyText(this.tok(ki))}, found ${describeToken(this.peek())}`);
       const value = this.parseExpression();
       if (this.fault !== null) return FAILED;
-      fields.push({ key: this.texts[ki]!, value });
+      if (!this.discarding) fields.push({ key: this.texts[ki]!, value });
       if (!this.eat(',') && !this.eat(';') && !this.isPunct('}') && ts.line[this.idx(0)] === ts.line[this.pos - 1]) {
         return this.fail(`expected \`,\` or \`}\` in the record opened at ${ts.line[oi]}:${ts.column(oi)}, found ${describeToken(this.peek())}`);
       }
@@ -1433,6 +1442,7 @@ class Parser {
     const end = this.closeEnd();
     this.noRecord = saved;
     this.depth--;
+    if (this.discarding) return SKIPPED.other;
     return { kind: 'record', typeName, fields: this.fit(fields), line: ts.line[ti]!, column: ts.column(ti), start: ts.start[ti]!, end };
   }
 
@@ -1454,7 +1464,7 @@ class Parser {
       if (this.fault !== null) return FAILED;
       const body = this.parseBlock('`if` block', kw);
       if (this.fault !== null) return FAILED;
-      branches.push({ cond, letPattern, body });
+      if (!this.discarding) branches.push({ cond, letPattern, body });
       if (!this.isWord('else')) break;
       const elseKw = this.pos;
       this.advance();
@@ -1463,6 +1473,7 @@ class Parser {
       if (this.fault !== null) return FAILED;
       break;
     }
+    if (this.discarding) return SKIPPED.if;
     const ts = this.ts;
     return { kind: 'if', branches: this.fit(branches), elseBody, line: ts.line[first]!, column: ts.column(first), start: ts.start[first]!, end: this.prevEnd() };
   }
@@ -1501,11 +1512,12 @@ class Parser {
           return this.fail(`expected \`,\` between \`match\` arms or \`}\` to close the \`match\` opened at ${kw.line}:${kw.column}, found ${describeToken(this.peek())}`);
         }
       }
-      arms.push({ pattern, guard, body, line: pattern.line, column: pattern.column });
+      if (!this.discarding) arms.push({ pattern, guard, body, line: pattern.line, column: pattern.column });
     }
     if (!this.eat('}')) return this.expected('}', `to close the \`match\` opened at ${open.line}:${open.column}`);
     this.noRecord = saved;
     this.depth--;
+    if (this.discarding) return SKIPPED.match;
     return { kind: 'match', subject, arms, line: kw.line, column: kw.column, start: kw.start, end: this.prevEnd() };
   }
 }
