@@ -68,6 +68,8 @@ export class JournalWriter {
   private broken: string | undefined;
   private terminated = false;
   private closed = false;
+  /** The governed directory, until the new journal's directory entry is known durable. */
+  private directoryToSync: number | undefined;
 
   private constructor(
     private readonly fd: number,
@@ -96,16 +98,10 @@ export class JournalWriter {
       throw new JournalWriteError(`${shown}: cannot secure the new journal (${errorText(err)})`);
     }
     const writer = new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
-    // The new directory entry must survive a crash as well.
-    try {
-      fs.fsyncSync(storage.governedDirFd);
-    } catch (err) {
-      // EINVAL: the file system cannot sync directories; the records themselves are still synced.
-      if (errorText(err) !== 'EINVAL') {
-        fs.closeSync(fd);
-        throw new JournalWriteError(`${shown}: cannot make the new journal's directory entry durable (${errorText(err)})`);
-      }
-    }
+    // The new directory entry must survive a crash as well: it is synced right
+    // after the first records (see writeRecords). The caller keeps the
+    // directory open for the writer's life.
+    writer.directoryToSync = storage.governedDirFd;
     return writer;
   }
 
@@ -304,6 +300,27 @@ export class JournalWriter {
     this.expectedSize += bytes.length;
     this.previousHash = previousHash;
     this.sequence = sequence;
+    this.syncDirectoryEntry();
+  }
+
+  /**
+   * Makes a new journal's directory entry durable, once, after its first
+   * records. Synced in this order the file system has usually committed the
+   * entry together with the records already, so this sync costs little; a
+   * directory sync first would cost a commit of its own for every run.
+   */
+  private syncDirectoryEntry(): void {
+    if (this.directoryToSync === undefined) return;
+    try {
+      fs.fsyncSync(this.directoryToSync);
+    } catch (err) {
+      // EINVAL: the file system cannot sync directories; the records themselves are synced.
+      if (errorText(err) !== 'EINVAL') {
+        this.broken ??= `the journal's directory entry could not be made durable (${errorText(err)})`;
+        throw new JournalWriteError(`${this.path}: cannot make the new journal's directory entry durable (${errorText(err)})`);
+      }
+    }
+    this.directoryToSync = undefined;
   }
 }
 
