@@ -33,6 +33,17 @@ import { describeToken, TokenKind, TokenStream, type SyntaxDiagnostic, type Toke
 // carries on. Only nesting past the bound and an exhausted error budget still
 // throw (once per parse), to unwind to the top level.
 
+// Token kinds as module constants: an imported enum is read through its
+// module binding and checked for its shape at every use, and the parser
+// tests kinds on every token.
+const IDENT: TokenKind = TokenKind.Ident;
+const NUMBER: TokenKind = TokenKind.Number;
+const DURATION: TokenKind = TokenKind.Duration;
+const STRING: TokenKind = TokenKind.String;
+const VAULT: TokenKind = TokenKind.Vault;
+const PUNCT: TokenKind = TokenKind.Punct;
+const EOF: TokenKind = TokenKind.Eof;
+
 export interface ParseResult {
   file: DslFile;
   errors: SyntaxDiagnostic[];
@@ -174,7 +185,7 @@ class Parser {
   parseFile(): ParseResult {
     const items: Item[] = [];
     if (this.errors.length >= DSL_MAX_ERRORS) this.stopped = true;
-    while (!this.stopped && this.kinds[this.pos] !== TokenKind.Eof) {
+    while (!this.stopped && this.kinds[this.pos] !== EOF) {
       const itemStart = this.pos;
       let item: Item | null = null;
       try {
@@ -298,11 +309,11 @@ class Parser {
   }
   private isPunct(s: string, k = 0): boolean {
     const i = this.idx(k);
-    return this.kinds[i] === TokenKind.Punct && this.texts[i] === s;
+    return this.kinds[i] === PUNCT && this.texts[i] === s;
   }
   private isWord(w: string, k = 0): boolean {
     const i = this.idx(k);
-    return this.kinds[i] === TokenKind.Ident && this.texts[i] === w;
+    return this.kinds[i] === IDENT && this.texts[i] === w;
   }
   private tok(i: number): Token {
     return this.ts.get(i < this.last ? i : this.last);
@@ -316,7 +327,7 @@ class Parser {
   }
   private expectName(why: string): Token {
     const t = this.peek();
-    if (t.kind === TokenKind.Ident) return this.next();
+    if (t.kind === IDENT) return this.next();
     return this.fail(`expected a name ${why}, found ${describeToken(t)}`);
   }
   /** Moves past the current (closing) token and returns where it ends. */
@@ -332,12 +343,12 @@ class Parser {
   /** A top-level keyword at column 1 followed by a name: a new item even inside an unclosed block. */
   private atItemStartInColumnOne(): boolean {
     const i = this.pos;
-    return this.kinds[i] === TokenKind.Ident && this.ts.column(i) === 1 && this.startsItemAt(i);
+    return this.kinds[i] === IDENT && this.ts.column(i) === 1 && this.startsItemAt(i);
   }
   private startsItemAt(i: number): boolean {
-    if (this.kinds[i] !== TokenKind.Ident || !TOP_LEVEL.has(this.texts[i]!)) return false;
+    if (this.kinds[i] !== IDENT || !TOP_LEVEL.has(this.texts[i]!)) return false;
     const n = Math.min(i + 1, this.last);
-    return this.kinds[n] === TokenKind.Ident || (this.texts[i] === 'metadata' && this.kinds[n] === TokenKind.Punct && this.texts[n] === '{');
+    return this.kinds[n] === IDENT || (this.texts[i] === 'metadata' && this.kinds[n] === PUNCT && this.texts[n] === '{');
   }
 
   /** Reports an unclosed block at the current token (end of file or a new top-level item). */
@@ -352,7 +363,7 @@ class Parser {
     if (p <= itemStart) p = itemStart + 1;
     const match = this.match;
     while (p < this.last) {
-      if (this.kinds[p] === TokenKind.Punct && isOpener(this.texts[p]!) && match[p]! > p) {
+      if (this.kinds[p] === PUNCT && isOpener(this.texts[p]!) && match[p]! > p) {
         p = match[p]! + 1;
         continue;
       }
@@ -372,7 +383,7 @@ class Parser {
     const match = this.match;
     while (p < this.last) {
       const text = this.texts[p]!;
-      if (this.kinds[p] === TokenKind.Punct) {
+      if (this.kinds[p] === PUNCT) {
         if (isOpener(text)) {
           const m = match[p]!;
           p = m > p ? m + 1 : p + 1;
@@ -403,7 +414,7 @@ class Parser {
 
   private parseItem(): Item | null {
     const t = this.peek();
-    if (t.kind === TokenKind.Ident) {
+    if (t.kind === IDENT) {
       switch (t.text) {
         case 'metadata':
           return this.parseMetadata();
@@ -424,7 +435,7 @@ class Parser {
           return this.defer('a `with` block belongs inside an agent body, not at the top level');
       }
     }
-    if (t.kind === TokenKind.Punct && t.text === ';') {
+    if (t.kind === PUNCT && t.text === ';') {
       this.advance();
       return null;
     }
@@ -442,7 +453,7 @@ class Parser {
 
   private parseNamedBlock(kind: 'schedule' | 'channel' | 'memory' | 'webhook'): Item {
     const kw = this.next();
-    const name = this.kindAt() === TokenKind.Ident ? this.next() : this.expectName(`after \`${kind}\``);
+    const name = this.kindAt() === IDENT ? this.next() : this.expectName(`after \`${kind}\``);
     if (this.fault !== null) return FAILED;
     const block = this.parsePairBlock(`${kind} \`${name.text}\``, kw, kind === 'channel');
     if (this.fault !== null) return FAILED;
@@ -488,7 +499,7 @@ class Parser {
       if (step === 'separator') continue;
       // Member heads are read from the token arrays (no Token objects).
       const memberStart = this.pos;
-      const word = this.kinds[memberStart] === TokenKind.Ident ? this.texts[memberStart]! : '';
+      const word = this.kinds[memberStart] === IDENT ? this.texts[memberStart]! : '';
       let member: AgentMember;
       if (word === 'capabilities' && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
         this.advance();
@@ -532,15 +543,15 @@ class Parser {
   private bodyStep(what: string, kw: Token): 'end' | 'separator' | 'member' {
     const kind = this.kinds[this.pos];
     const text = this.texts[this.pos];
-    if (kind === TokenKind.Punct && text === '}') {
+    if (kind === PUNCT && text === '}') {
       this.advance();
       return 'end';
     }
-    if (kind === TokenKind.Eof || this.atItemStartInColumnOne()) {
+    if (kind === EOF || this.atItemStartInColumnOne()) {
       this.unclosed(what, kw);
       return 'end';
     }
-    if (kind === TokenKind.Punct && (text === ';' || text === ',')) {
+    if (kind === PUNCT && (text === ';' || text === ',')) {
       this.advance();
       return 'separator';
     }
@@ -552,7 +563,7 @@ class Parser {
     this.depth = 0;
     this.noRecord = false;
     this.skipWithin(openIdx, memberStart + 1, false, (p) => {
-      return this.kinds[p] === TokenKind.Ident && AGENT_MEMBERS.has(this.texts[p]!);
+      return this.kinds[p] === IDENT && AGENT_MEMBERS.has(this.texts[p]!);
     });
   }
 
@@ -564,7 +575,7 @@ class Parser {
       for (;;) {
         // Attribute names are read from the token arrays (no Token objects).
         const ni = this.pos;
-        if (this.kinds[ni] !== TokenKind.Ident) return this.fail(`expected a name of a \`with\` attribute, found ${describeToken(this.peek())}`);
+        if (this.kinds[ni] !== IDENT) return this.fail(`expected a name of a \`with\` attribute, found ${describeToken(this.peek())}`);
         const name = this.texts[ni]!;
         this.advance();
         if (!this.eat('=') && !this.eat(':')) return this.fail(`expected \`=\` after \`with\` attribute \`${name}\`, found ${describeToken(this.peek())}`);
@@ -597,19 +608,19 @@ class Parser {
       const ruleStart = this.pos;
       const tk = this.kinds[ruleStart];
       const tt = this.texts[ruleStart]!;
-      if (tk === TokenKind.Punct && tt === '}') {
+      if (tk === PUNCT && tt === '}') {
         this.advance();
         break;
       }
-      if (tk === TokenKind.Eof || this.atItemStartInColumnOne()) {
+      if (tk === EOF || this.atItemStartInColumnOne()) {
         this.unclosed(what, kw);
         break;
       }
-      if (tk === TokenKind.Punct && (tt === ';' || tt === ',')) {
+      if (tk === PUNCT && (tt === ';' || tt === ',')) {
         this.advance();
         continue;
       }
-      if (!(tk === TokenKind.Ident && isRuleKind(tt) && this.isPunct(':', 1))) {
+      if (!(tk === IDENT && isRuleKind(tt) && this.isPunct(':', 1))) {
         const t = this.peek();
         const message = `expected a rule (\`allow:\`, \`deny:\`, \`require:\` or \`audit:\`) in ${what}, found ${describeToken(t)}`;
         this.recoverRule({ line: t.line, column: t.column, message }, savedDepth, openIdx, ruleStart);
@@ -658,7 +669,7 @@ class Parser {
     this.depth = savedDepth;
     this.noRecord = false;
     this.skipWithin(openIdx, ruleStart + 1, true, (p) => {
-      return this.kinds[p] === TokenKind.Ident && isRuleKind(this.texts[p]!) && this.kinds[p + 1] === TokenKind.Punct && this.texts[p + 1] === ':';
+      return this.kinds[p] === IDENT && isRuleKind(this.texts[p]!) && this.kinds[p + 1] === PUNCT && this.texts[p + 1] === ':';
     });
   }
 
@@ -686,7 +697,7 @@ class Parser {
     const params: Param[] = [];
     while (!this.isPunct(')')) {
       const ni = this.pos;
-      if (this.kinds[ni] !== TokenKind.Ident) return this.fail(`expected a name of a parameter of ${what}, found ${describeToken(this.peek())}`);
+      if (this.kinds[ni] !== IDENT) return this.fail(`expected a name of a parameter of ${what}, found ${describeToken(this.peek())}`);
       this.advance();
       let type: TypeRef | null = null;
       if (this.eat(':')) {
@@ -714,7 +725,7 @@ class Parser {
       if (step === 'separator') continue;
       const t = this.peek();
       const pairStart = this.pos;
-      if (allowPolicies && t.kind === TokenKind.Ident && t.text === 'policy' && this.peek(1).kind === TokenKind.Ident) {
+      if (allowPolicies && t.kind === IDENT && t.text === 'policy' && this.peek(1).kind === IDENT) {
         const policy = this.parsePolicy();
         if (this.fault === null) {
           policies.push(policy);
@@ -737,8 +748,8 @@ class Parser {
         const y = this.texts[p + 1];
         return (
           this.ts.line[p]! > startLine &&
-          (this.kinds[p] === TokenKind.Ident || this.kinds[p] === TokenKind.String) &&
-          this.kinds[p + 1] === TokenKind.Punct &&
+          (this.kinds[p] === IDENT || this.kinds[p] === STRING) &&
+          this.kinds[p + 1] === PUNCT &&
           (y === '=' || y === ':' || y === '{')
         );
       });
@@ -749,7 +760,7 @@ class Parser {
 
   /** One `key = value` pair, or a nested `key { ... }` block as a record; `t` is the key token (the current token). */
   private parsePair(t: Token, what: string): Pair {
-    if (t.kind !== TokenKind.Ident && t.kind !== TokenKind.String) {
+    if (t.kind !== IDENT && t.kind !== STRING) {
       return this.fail(`expected a key (\`name = value\`) in ${what}, found ${describeToken(t)}`);
     }
     this.advance();
@@ -788,7 +799,7 @@ class Parser {
     if (this.eat('{')) {
       const fields: { name: string; type: TypeRef }[] = [];
       while (!this.isPunct('}')) {
-        const name = this.peek().kind === TokenKind.String ? this.next() : this.expectName('of a record type field');
+        const name = this.peek().kind === STRING ? this.next() : this.expectName('of a record type field');
         if (this.fault !== null) return FAILED;
         if (!this.eat(':')) return this.expected(':', `after record type field ${keyText(name)}`);
         const type = this.parseType();
@@ -803,10 +814,10 @@ class Parser {
       if (this.fault !== null) return FAILED;
       if (!this.eat(']')) return this.expected(']', `to close the array type opened at ${line}:${column}`);
       result = { kind: 'array', element, optional: this.eat('?'), line, column };
-    } else if (this.kinds[ti] === TokenKind.Ident) {
+    } else if (this.kinds[ti] === IDENT) {
       this.advance();
       let name = this.texts[ti]!;
-      while (this.isPunct('::') && this.peek(1).kind === TokenKind.Ident) {
+      while (this.isPunct('::') && this.peek(1).kind === IDENT) {
         this.advance();
         name += '::' + this.next().text;
       }
@@ -849,11 +860,11 @@ class Parser {
     for (;;) {
       const stmtStart = this.pos;
       const k = this.kinds[stmtStart];
-      if (k === TokenKind.Punct && this.texts[stmtStart] === '}') {
+      if (k === PUNCT && this.texts[stmtStart] === '}') {
         this.advance();
         break;
       }
-      if (k === TokenKind.Eof || this.atItemStartInColumnOne()) {
+      if (k === EOF || this.atItemStartInColumnOne()) {
         this.unclosed(what, this.tok(owner));
         break;
       }
@@ -892,11 +903,11 @@ class Parser {
     const si = this.pos;
     const ts = this.ts;
     const kind = this.kinds[si];
-    if (kind === TokenKind.Punct && this.texts[si] === ';') {
+    if (kind === PUNCT && this.texts[si] === ';') {
       this.advance();
       return null;
     }
-    if (kind === TokenKind.Ident) {
+    if (kind === IDENT) {
       // Keyword statements, read from the token arrays; only those owning a block build a Token (for messages).
       switch (this.texts[si]!) {
         case 'let': {
@@ -948,7 +959,7 @@ class Parser {
             let binding: string | null = null;
             let type: TypeRef | null = null;
             const paren = this.eat('(');
-            if (this.kinds[this.pos] === TokenKind.Ident) {
+            if (this.kinds[this.pos] === IDENT) {
               binding = this.texts[this.pos]!;
               this.advance();
               if (this.eat(':')) {
@@ -968,7 +979,7 @@ class Parser {
         }
         case 'while':
         case 'loop':
-          if (this.peek(1).kind !== TokenKind.Punct || this.isPunct('(', 1) || this.isPunct('{', 1)) {
+          if (this.peek(1).kind !== PUNCT || this.isPunct('(', 1) || this.isPunct('{', 1)) {
             return this.defer(`\`${this.texts[si]}\` loops are not part of the DSL; iterate with \`for x in items { }\``);
           }
           break;
@@ -977,7 +988,7 @@ class Parser {
     const expr = this.parseExpression();
     if (this.fault !== null) return FAILED;
     const oi = this.pos;
-    if (this.kinds[oi] === TokenKind.Punct) {
+    if (this.kinds[oi] === PUNCT) {
       const op = this.texts[oi]!;
       if (isAssignOp(op)) {
         if (expr.kind !== 'ident' && expr.kind !== 'member' && expr.kind !== 'index') {
@@ -1016,11 +1027,11 @@ class Parser {
     const ts = this.ts;
     const message = `expected \`;\` after the ${what} starting at ${ts.line[si]}:${ts.column(si)}, found ${describeToken(t)}`;
     const prevLine = ts.line[this.pos > 0 ? this.pos - 1 : 0]!;
-    if (t.kind === TokenKind.Punct && t.text === '}') {
+    if (t.kind === PUNCT && t.text === '}') {
       this.softError(message, t);
       return true;
     }
-    if (t.line > prevLine || t.kind === TokenKind.Eof) {
+    if (t.line > prevLine || t.kind === EOF) {
       this.softError(message, t);
       return true;
     }
@@ -1051,7 +1062,7 @@ class Parser {
   private parseSinglePattern(): Pattern {
     // A plain name (`let x`, `for item in`), the common case, read from the token arrays.
     const pi = this.idx(0);
-    if (this.kinds[pi] === TokenKind.Ident) {
+    if (this.kinds[pi] === IDENT) {
       const name = this.texts[pi]!;
       if (name !== '_' && name !== 'true' && name !== 'false' && !isReserved(name) && !this.isPunct('::', 1) && !this.isPunct('(', 1) && !this.isPunct('{', 1)) {
         this.advance();
@@ -1061,13 +1072,13 @@ class Parser {
     }
     const t = this.peek();
     switch (t.kind) {
-      case TokenKind.String:
-      case TokenKind.Number:
-      case TokenKind.Duration:
+      case STRING:
+      case NUMBER:
+      case DURATION:
         // Literal tokens always parse.
         return { kind: 'literal', value: this.parsePrimary(), line: t.line, column: t.column };
-      case TokenKind.Punct:
-        if (t.text === '-' && this.peek(1).kind === TokenKind.Number) {
+      case PUNCT:
+        if (t.text === '-' && this.peek(1).kind === NUMBER) {
           const value = this.parseUnary();
           if (this.fault !== null) return FAILED;
           return { kind: 'literal', value, line: t.line, column: t.column };
@@ -1087,7 +1098,7 @@ class Parser {
           return t.text === '[' ? { kind: 'array', items, line: t.line, column: t.column } : { kind: 'constructor', name: '', args: items, line: t.line, column: t.column };
         }
         break;
-      case TokenKind.Ident: {
+      case IDENT: {
         if (t.text === '_') {
           this.advance();
           return { kind: 'wildcard', line: t.line, column: t.column };
@@ -1096,7 +1107,7 @@ class Parser {
         if (isReserved(t.text)) break;
         this.advance();
         let name = t.text;
-        while (this.isPunct('::') && this.peek(1).kind === TokenKind.Ident) {
+        while (this.isPunct('::') && this.peek(1).kind === IDENT) {
           this.advance();
           name += '::' + this.next().text;
         }
@@ -1177,7 +1188,7 @@ class Parser {
     for (;;) {
       const k = this.kindAt();
       const op = this.textAt();
-      if ((k === TokenKind.Punct && (op === '!' || op === '-')) || (k === TokenKind.Ident && op === 'not')) {
+      if ((k === PUNCT && (op === '!' || op === '-')) || (k === IDENT && op === 'not')) {
         (ops ??= []).push(this.next());
         this.enter();
       } else break;
@@ -1197,7 +1208,7 @@ class Parser {
     let e = this.parsePrimary();
     if (this.fault !== null) return FAILED;
     for (;;) {
-      if (this.kindAt() !== TokenKind.Punct) return e;
+      if (this.kindAt() !== PUNCT) return e;
       const op = this.textAt();
       if (op !== '.' && op !== '(' && op !== '[') return e;
       if (op === '.') {
@@ -1205,7 +1216,7 @@ class Parser {
         this.advance();
         const pi = this.pos;
         const pk = this.kinds[pi];
-        if (pk !== TokenKind.Ident && pk !== TokenKind.Number) return this.fail(`expected a member name after \`.\`, found ${describeToken(this.peek())}`);
+        if (pk !== IDENT && pk !== NUMBER) return this.fail(`expected a member name after \`.\`, found ${describeToken(this.peek())}`);
         this.advance();
         e = this.discarding ? SKIPPED.member : { kind: 'member', object: e, property: this.texts[pi]!, line: e.line, column: e.column, start: e.start, end: this.ts.end[pi]! };
         continue;
@@ -1221,7 +1232,7 @@ class Parser {
         const args: { name: string | null; value: Expr }[] = discarding ? NO_ARGS : [];
         while (!this.isPunct(')')) {
           let name: string | null = null;
-          if (this.kinds[this.pos] === TokenKind.Ident && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
+          if (this.kinds[this.pos] === IDENT && (this.isPunct('=', 1) || this.isPunct(':', 1))) {
             name = this.texts[this.pos]!;
             this.advance();
             this.advance();
@@ -1250,8 +1261,8 @@ class Parser {
   private looksLikeRecord(k: number): boolean {
     const a = this.idx(k + 1);
     const ak = this.kinds[a];
-    if (ak === TokenKind.Punct && this.texts[a] === '}') return true;
-    return (ak === TokenKind.Ident || ak === TokenKind.String) && this.isPunct(':', k + 2);
+    if (ak === PUNCT && this.texts[a] === '}') return true;
+    return (ak === IDENT || ak === STRING) && this.isPunct(':', k + 2);
   }
 
   private parsePrimary(): Expr {
@@ -1260,26 +1271,26 @@ class Parser {
     const ts = this.ts;
     // Fast paths build nodes straight from the token arrays (no Token object).
     switch (kind) {
-      case TokenKind.String:
+      case STRING:
         this.advance();
         if (this.discarding) return SKIPPED.other;
         return { kind: 'string', value: ts.text[i]!, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
-      case TokenKind.Number:
+      case NUMBER:
         this.advance();
         if (this.discarding) return SKIPPED.other;
         return { kind: 'number', value: numberValue(ts.text[i]!), raw: ts.text[i]!, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
-      case TokenKind.Duration:
+      case DURATION:
         this.advance();
         if (this.discarding) return SKIPPED.other;
         return { kind: 'duration', raw: ts.text[i]!, seconds: durationSeconds(ts.text[i]!), line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
-      case TokenKind.Vault:
+      case VAULT:
         this.advance();
         if (this.discarding) return SKIPPED.other;
         return { kind: 'vault', path: ts.text[i]!, line: ts.line[i]!, column: ts.column(i), start: ts.start[i]!, end: ts.end[i]! };
-      case TokenKind.Punct:
+      case PUNCT:
         if (ts.text[i] === '[') return this.parseArray(i);
         break;
-      case TokenKind.Ident: {
+      case IDENT: {
         const name = ts.text[i]!;
         if (name === 'true' || name === 'false') {
           this.advance();
@@ -1290,7 +1301,7 @@ class Parser {
         const na = ts.text[after]!;
         if (
           !isKeywordPrimary(name) &&
-          !(ts.kind[after] === TokenKind.Punct && (na === '=>' || na === '::' || na === '{'))
+          !(ts.kind[after] === PUNCT && (na === '=>' || na === '::' || na === '{'))
         ) {
           this.advance();
           if (this.discarding) return SKIPPED.ident;
@@ -1300,9 +1311,9 @@ class Parser {
       }
     }
     switch (kind) {
-      case TokenKind.Ident:
+      case IDENT:
         return this.parseWordPrimary(i);
-      case TokenKind.Punct:
+      case PUNCT:
         if (ts.text[i] === '(') return this.parseParenthesized(i);
         if (ts.text[i] === '{') return this.parseRecord(null, i);
         break;
@@ -1339,7 +1350,7 @@ class Parser {
       case 'if':
         return this.parseIf();
       case 'match':
-        if (this.kindAt(1) !== TokenKind.Punct || this.isPunct('(', 1) || this.isPunct('[', 1) || this.isPunct('{', 1)) return this.parseMatch();
+        if (this.kindAt(1) !== PUNCT || this.isPunct('(', 1) || this.isPunct('[', 1) || this.isPunct('{', 1)) return this.parseMatch();
         break;
     }
     if (isReserved(word)) return this.fail(`unexpected keyword \`${word}\` where an expression was expected`);
@@ -1350,7 +1361,7 @@ class Parser {
     }
     let name = word;
     let end = ts.end[ti]!;
-    while (this.isPunct('::') && this.kindAt(1) === TokenKind.Ident) {
+    while (this.isPunct('::') && this.kindAt(1) === IDENT) {
       this.advance();
       name += '::' + this.texts[this.pos]!;
       end = ts.end[this.pos]!;
@@ -1377,7 +1388,7 @@ class Parser {
     const t = this.tok(ti);
     // `(a, b) => e`: a lambda with several parameters.
     let k = 1;
-    while (this.peek(k).kind === TokenKind.Ident && (this.isPunct(',', k + 1) || this.isPunct(')', k + 1))) {
+    while (this.peek(k).kind === IDENT && (this.isPunct(',', k + 1) || this.isPunct(')', k + 1))) {
       k += 2;
       if (this.isPunct(')', k - 1)) break;
     }
@@ -1425,7 +1436,7 @@ class Parser {
     while (!this.isPunct('}')) {
       const ki = this.pos;
       const kk = this.kinds[ki];
-      if (kk !== TokenKind.Ident && kk !== TokenKind.String) {
+      if (kk !== IDENT && kk !== STRING) {
         return this.fail(`expected a field name in the record opened at ${ts.line[oi]}:${ts.column(oi)}, found ${describeToken(this.peek())}`);
       }
       this.advance();
@@ -1436,7 +1447,7 @@ class Parser {
       if (!this.eat(',') && !this.eat(';') && !this.isPunct('}') && ts.line[this.idx(0)] === ts.line[this.pos - 1]) {
         return this.fail(`expected \`,\` or \`}\` in the record opened at ${ts.line[oi]}:${ts.column(oi)}, found ${describeToken(this.peek())}`);
       }
-      if (this.kinds[this.pos] === TokenKind.Eof) break;
+      if (this.kinds[this.pos] === EOF) break;
     }
     if (!this.isPunct('}')) return this.expected('}', `to close the record opened at ${ts.line[oi]}:${ts.column(oi)}`);
     const end = this.closeEnd();
@@ -1490,7 +1501,7 @@ class Parser {
     this.noRecord = false;
     const arms: MatchArm[] = [];
     while (!this.isPunct('}')) {
-      if (this.peek().kind === TokenKind.Eof) break;
+      if (this.peek().kind === EOF) break;
       const pattern = this.parsePattern();
       if (this.fault !== null) return FAILED;
       let guard: Expr | null = null;
@@ -1591,7 +1602,7 @@ PREC1[62] = 4; // >
 
 /** Binding power of the binary operator at a token, 0 when it is none (character tests, no string comparisons). */
 function binaryPrecedence(kind: number, text: string): number {
-  if (kind === TokenKind.Punct) {
+  if (kind === PUNCT) {
     const c = text.charCodeAt(0);
     if (text.length === 1) return c < 128 ? PREC1[c]! : 0;
     const d = text.charCodeAt(1);
@@ -1600,7 +1611,7 @@ function binaryPrecedence(kind: number, text: string): number {
     if (c === 38 && d === 38) return 2; // &&
     return 0;
   }
-  return kind === TokenKind.Ident && text === 'in' ? 3 : 0;
+  return kind === IDENT && text === 'in' ? 3 : 0;
 }
 
 /**
@@ -1626,7 +1637,7 @@ function matchBrackets(ts: TokenStream): Int32Array {
   const stack = bracketStack;
   stack.length = 0;
   for (let i = 0; i < ts.count; i++) {
-    if (ts.kind[i] !== TokenKind.Punct) continue;
+    if (ts.kind[i] !== PUNCT) continue;
     const t = ts.text[i];
     if (t === '(' || t === '[' || t === '{') stack.push(i);
     else if (t === ')' || t === ']' || t === '}') {
@@ -1644,6 +1655,6 @@ function matchBrackets(ts: TokenStream): Int32Array {
 
 /** A key as messages show it: names in backticks, string keys as short one-line JSON. */
 function keyText(t: Token): string {
-  if (t.kind === TokenKind.Ident) return `\`${t.text}\``;
+  if (t.kind === IDENT) return `\`${t.text}\``;
   return JSON.stringify(t.text.length > 40 ? t.text.slice(0, 40) + '…' : t.text);
 }
