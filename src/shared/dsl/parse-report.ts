@@ -79,9 +79,10 @@ export function parseDslReport(text: string, source: string): ParseReport {
   }
   // Items are summarised as the parser finishes each one, so their syntax
   // trees die young instead of surviving (and being copied by the collector)
-  // until the whole file is parsed.
+  // until the whole file is parsed. The report quotes policy conditions as
+  // source text, so their trees are not built at all.
   const builder = new ReportBuilder(emptyReport(source), text);
-  const { errors } = parseDsl(text, { retainBodies: false, itemSink: builder });
+  const { errors } = parseDsl(text, { retainBodies: false, itemSink: builder, conditionTrees: false });
   return builder.finish(errors);
 }
 

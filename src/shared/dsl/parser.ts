@@ -74,6 +74,14 @@ export interface ParseOptions {
    * caller that only summarises items lets each item's tree die young.
    */
   itemSink?: ItemSink;
+  /**
+   * Build policy rule conditions as syntax trees. When false, a condition is
+   * parsed (its syntax errors are the same) but not built: `condition` is a
+   * `group` node around a placeholder that keeps only the condition's
+   * position and source range, for callers that only quote its text.
+   * Default true.
+   */
+  conditionTrees?: boolean;
 }
 
 export interface ItemSink {
@@ -117,7 +125,7 @@ const SKIPPED_BLOCK = Object.freeze({ kind: 'block', statements: NO_STATEMENTS, 
 const SKIPPED_PATTERN = Object.freeze({ kind: 'binding' }) as Pattern;
 
 export function parseDsl(src: string, options?: ParseOptions): ParseResult {
-  const parser = new Parser(src, options?.retainBodies !== false, options?.itemSink ?? null);
+  const parser = new Parser(src, options?.retainBodies !== false, options?.itemSink ?? null, options?.conditionTrees !== false);
   try {
     return parser.parseFile();
   } finally {
@@ -155,6 +163,7 @@ class Parser {
     private readonly src: string,
     private readonly retainBodies: boolean,
     private readonly sink: ItemSink | null,
+    private readonly conditionTrees: boolean,
   ) {
     const lexed = lex(src, DSL_MAX_ERRORS);
     this.ts = lexed.tokens;
@@ -650,7 +659,7 @@ class Parser {
     if (this.isWord('if')) {
       this.advance();
       const from = this.pos;
-      condition = this.parseExpression();
+      condition = this.conditionTrees ? this.parseExpression() : this.skimCondition(from);
       if (this.fault !== null) return FAILED;
       conditionTokens = this.pos - from;
     }
@@ -662,6 +671,17 @@ class Parser {
     }
     this.eat(';') || this.eat(',');
     return { kind, selector, condition, conditionTokens, withTail, line: this.ts.line[ruleStart]!, column: this.ts.column(ruleStart) };
+  }
+
+  /** A rule condition starting at token `from`, parsed but not built (see ParseOptions.conditionTrees). */
+  private skimCondition(from: number): Expr {
+    const saved = this.discarding;
+    this.discarding = true;
+    this.parseExpression();
+    this.discarding = saved;
+    if (this.fault !== null) return FAILED;
+    const ts = this.ts;
+    return { kind: 'group', inner: SKIPPED.other, line: ts.line[from]!, column: ts.column(from), start: ts.start[from]!, end: this.prevEnd() };
   }
 
   private recoverRule(diag: SyntaxDiagnostic, savedDepth: number, openIdx: number, ruleStart: number): void {
