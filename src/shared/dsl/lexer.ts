@@ -422,33 +422,34 @@ function stringToken(
   return i;
 }
 
-/** A number or duration token whose first digit is at `start`. Returns where to resume. */
-function numberToken(src: string, code: Uint16Array, start: number, line: number, lineStart: number, tokens: TokenStream, errors: SyntaxDiagnostic[], maxErrors: number): number {
-  const n = src.length;
-  let i = start + 1;
-  // Digit-group checks below need string searches; most numbers have no `_` and skip them.
-  let underscore = false;
+/** Set by digitRunEnd when a run of digits held a `_` (digit groups). */
+let digitRunHadUnderscore = false;
+
+/** Where the run of digits and `_` starting at `i` ends. */
+function digitRunEnd(code: Uint16Array, i: number, n: number): number {
   while (i < n) {
     const d = code[i]!;
     if (isDigit(d)) i++;
     else if (d === 95) {
-      underscore = true;
+      digitRunHadUnderscore = true;
       i++;
     } else break;
   }
+  return i;
+}
+
+/** A number or duration token whose first digit is at `start`. Returns where to resume. */
+function numberToken(src: string, code: Uint16Array, start: number, line: number, lineStart: number, tokens: TokenStream, errors: SyntaxDiagnostic[], maxErrors: number): number {
+  const n = src.length;
+  digitRunHadUnderscore = false;
+  let i = digitRunEnd(code, start + 1, n);
   let isFloat = false;
   if (code[i]! === 46 && isDigit(code[i + 1]!)) {
     isFloat = true;
-    i++;
-    while (i < n) {
-      const d = code[i]!;
-      if (isDigit(d)) i++;
-      else if (d === 95) {
-        underscore = true;
-        i++;
-      } else break;
-    }
+    i = digitRunEnd(code, i + 1, n);
   }
+  // Digit-group checks below need string searches; most numbers have no `_` and skip them.
+  const underscore = digitRunHadUnderscore;
   const numText = i - start === 1 ? DIGIT_TEXT[code[start]! - 48]! : internedSlice(src, code, start, i, textHash(code, start, i));
   // `5.minutes` style duration.
   if (!isFloat && src.charCodeAt(i) === 46 && isIdentStart(src.charCodeAt(i + 1))) {
