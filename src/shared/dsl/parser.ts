@@ -35,7 +35,8 @@ import { describeToken, TokenKind, TokenStream, type SyntaxDiagnostic, type Toke
 
 // Token kinds as module constants: an imported enum is read through its
 // module binding and checked for its shape at every use, and the parser
-// tests kinds on every token.
+// tests kinds on every token. The lexer keeps the same copy: constants
+// imported from tokens.ts instead measured 13-22% slower on a 1 MiB parse.
 const IDENT: TokenKind = TokenKind.Ident;
 const NUMBER: TokenKind = TokenKind.Number;
 const DURATION: TokenKind = TokenKind.Duration;
