@@ -102,7 +102,7 @@ export async function performInvocation(
     // protocol needs the request record durable before the request leaves, and
     // Started before it in the chain.
     const requestCallId = randomUUID();
-    await writer.appendAll([started, {
+    const requested = {
       DirectInferenceRequested: {
         call_id: requestCallId,
         operation: RUN_SURFACE,
@@ -113,7 +113,8 @@ export async function performInvocation(
         recipient: definition.principal,
         recipient_definition_hash: definition.sourceHash,
       },
-    }]);
+    };
+    await writer.appendAll([started, requested]);
     startedRecorded = true;
     callId = requestCallId;
     progress('journal_opened');
