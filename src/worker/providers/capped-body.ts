@@ -32,7 +32,7 @@ export function readCappedBody(response: IncomingMessage, cap: number, stop: () 
     };
     response.on('data', onData);
     response.once('end', () => settle(() => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total))));
-    response.once('error', (error) => settle(() => reject(error)));
+    response.on('error', (error) => settle(() => reject(error)));
     // A body cut short by the peer ends in 'close' without 'end'.
     response.once('close', () => settle(() => reject(Object.assign(new Error('the connection closed before the response ended'), { code: 'ECONNRESET' }))));
   });

@@ -74,7 +74,7 @@ function readErrorBody(response: IncomingMessage): Promise<Buffer> {
     response.on('data', onData);
     response.once('end', finish);
     response.once('close', finish);
-    response.once('error', finish);
+    response.on('error', finish);
   });
 }
 
@@ -115,7 +115,8 @@ function sendRequest(target: URL, headers: Record<string, string>, body: Buffer,
       response.once('close', () => signal.removeEventListener('abort', close));
       resolve({ response, close });
     });
-    request.once('error', (error) => {
+    // `on`, not `once`: a socket can report more than one error, and an unheard one would crash the thread.
+    request.on('error', (error) => {
       signal.removeEventListener('abort', onAbort);
       reject(error);
     });
