@@ -50,7 +50,7 @@ function read(env: NodeJS.ProcessEnv, name: string): string | undefined {
 class SelectionError extends Error {}
 
 function checkKey(name: string, key: string): string {
-  // A key travels in an HTTP header: only visible ASCII is allowed, and fetch's own error would quote it.
+  // A key travels in an HTTP header: only visible ASCII is allowed, so no header error can ever concern it.
   if (key.length > API_KEY_MAX_CHARS) {
     throw new SelectionError(`${name} is longer than ${API_KEY_MAX_CHARS} characters`);
   }

@@ -23,7 +23,7 @@ export async function callProvider(
       'malformed',
     );
   }
-  // Validated at configuration time too; checked again so fetch never quotes a bad key in its own error.
+  // Validated at configuration time too; checked again so the HTTP client never sees a key it would refuse.
   if (config.apiKey !== '' && !/^[\x21-\x7e]+$/.test(config.apiKey)) {
     throw new ProviderError('the provider API key contains characters not allowed in an HTTP header', 'network');
   }

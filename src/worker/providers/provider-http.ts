@@ -82,8 +82,8 @@ function readErrorBody(response: IncomingMessage): Promise<Buffer> {
 // connection instead of paying a handshake. A cancelled request destroys its
 // own socket, so an aborted connection is never handed to another run.
 const agents = {
-  'http:': new http.Agent({ keepAlive: true, scheduling: 'lifo' }),
-  'https:': new https.Agent({ keepAlive: true, scheduling: 'lifo' }),
+  http: new http.Agent({ keepAlive: true, scheduling: 'lifo' }),
+  https: new https.Agent({ keepAlive: true, scheduling: 'lifo' }),
 };
 
 interface SentRequest {
@@ -94,10 +94,10 @@ interface SentRequest {
 
 function sendRequest(target: URL, headers: Record<string, string>, body: Buffer, signal: AbortSignal): Promise<SentRequest> {
   return new Promise<SentRequest>((resolve, reject) => {
-    const client = target.protocol === 'https:' ? https : http;
-    const request = client.request(target, {
+    const secure = target.protocol === 'https:';
+    const request = (secure ? https : http).request(target, {
       method: 'POST',
-      agent: agents[target.protocol === 'https:' ? 'https:' : 'http:'],
+      agent: secure ? agents.https : agents.http,
       headers: { ...headers, 'content-length': String(body.byteLength) },
     });
     const close = (): void => {
