@@ -56,7 +56,10 @@ describe('cancellation over stdio', () => {
     removeProject(project);
   });
 
-  async function cancelledRun(prompt: string, cancelWhen: (controller: AbortController) => Promise<void>) {
+  // `raceWithCompletion`: the cancel aims at a window so short that on a loaded
+  // machine the run may already have answered; then the result stands and only
+  // the journal is checked.
+  async function cancelledRun(prompt: string, cancelWhen: (controller: AbortController) => Promise<void>, raceWithCompletion = false) {
     const known = new Set(journalsIn(project));
     const controller = new AbortController();
     const call = server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt } }, undefined, { signal: controller.signal });
@@ -64,8 +67,10 @@ describe('cancellation over stdio', () => {
       () => 'resolved',
       () => 'rejected',
     );
+    let answeredFirst = false;
+    void settled.then((outcome) => (answeredFirst = outcome === 'resolved'));
     await cancelWhen(controller);
-    assert.equal(await settled, 'rejected', 'a cancelled request gets no result');
+    if (!(raceWithCompletion && answeredFirst)) assert.equal(await settled, 'rejected', 'a cancelled request gets no result');
     const journal = await waitFor('the new journal', () => journalsIn(project).find((f) => !known.has(f)));
     const terminal = await waitFor('the terminal record', () => terminalOf(journal));
     return { journal, terminal };
@@ -129,7 +134,7 @@ describe('cancellation over stdio', () => {
         }, 2000);
       });
       c.abort('stop');
-    });
+    }, true);
     assert.equal(inspect(journal, path.basename(journal, '.jsonl'), projectPublicKey(project)).status, 0);
   });
 
