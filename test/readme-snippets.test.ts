@@ -246,7 +246,14 @@ describe('README configuration snippets', { timeout: 300_000 }, () => {
     const clone = snippets.filter((s) => s.command === 'node');
     assert.ok(clone.length >= 1, 'a clone-route snippet (node .../bin/symbi.js)');
     for (const s of clone) assert.equal(s.args[0], `${REPO_PLACEHOLDER}/bin/symbi.js`, `${s.origin}: starts the clone's bin/symbi.js`);
-    assert.match(ideSection, /\b\d+ kB tarball\b/, 'the section states the tarball size');
+  });
+
+  it('states the size of the packed tarball', async () => {
+    const stated = Number(/\b(\d+) kB tarball\b/.exec(ideSection)?.[1]);
+    assert.ok(stated > 0, 'the section states the tarball size in kB');
+    // Within 15%: the README itself is in the tarball, so every edit moves the size a little.
+    const actual = fs.statSync((await installedPackage()).tarball).size / 1000;
+    assert.ok(Math.abs(actual - stated) <= actual * 0.15, `the README says ${stated} kB; npm pack made ${actual.toFixed(1)} kB`);
   });
 
   for (const snippet of snippets) {
