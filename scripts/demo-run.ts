@@ -193,7 +193,7 @@ interface Run {
 /** Runs the whole walk-through; resolves with the exit status (0 when every step behaved). */
 export async function runDemo(origin: DemoOrigin): Promise<number> {
   // How the reader runs the same commands themselves.
-  const symbi = origin === 'clone' ? 'node bin/symbi.js' : 'npx symbi-mcp';
+  const symbi = origin === 'clone' ? 'node bin/symbi.js' : 'npx -y symbi-mcp';
   const started = Date.now();
   say(bold('symbi mcp demo') + dim('  (a governed MCP server, driven by the MCP SDK client over stdio)'));
 
@@ -342,7 +342,7 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
   if (origin === 'clone') say(`   npm test                                   ${dim('build, then every test suite')}`);
   say(`   ${symbi} audit list --project ${project}`);
   say(`                                              ${dim('the runs above, newest first, checked with the project key')}`);
-  const serverCommand = origin === 'clone' ? `node ${symbiBin}` : 'npx -y symbi-mcp';
+  const serverCommand = origin === 'clone' ? `node ${symbiBin}` : symbi;
   say(`   claude mcp add symbi -- ${serverCommand} mcp --project /abs/path/to/your/project`);
   say(`                                              ${dim('Claude Code; README.md has the other IDEs and CLIs')}`);
   if (origin === 'clone') say(`   npm run bench                              ${dim('the benchmark table for this machine')}`);

@@ -106,7 +106,7 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     const shown = `--- stdout ---\n${stdout.slice(-4000)}\n--- stderr ---\n${stderr.slice(-2000)}`;
     assert.equal(code, 0, shown);
     assert.match(stdout, /every step behaved as expected/, shown);
-    assert.match(stdout, /npx symbi-mcp audit inspect/, 'the demo suggests the commands of the installed package');
+    assert.match(stdout, /npx -y symbi-mcp audit inspect/, 'the demo suggests the commands of the installed package');
     assert.doesNotMatch(stdout, /npm test|npm run bench/, 'no clone-only commands');
     assert.match(stdout, new RegExp(`symbi-mcp ${manifest.version.replace(/\./g, '\\.')}`), 'the server reports the package version');
   });
