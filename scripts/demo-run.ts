@@ -1,4 +1,6 @@
-// The demo proper (started by scripts/demo.mjs once dependencies and dist/ exist).
+// The demo proper. Two routes start it: scripts/demo.mjs (`npm run demo` in a clone, through tsx, once
+// dependencies and dist/ exist) and `symbi demo` (an installed package, from its compiled copy in
+// dist/scripts/, built by tsconfig.demo.json). Only the commands it suggests differ between the two.
 //
 // It serves a fresh copy of examples/quickstart/ with `symbi mcp` over stdio, answers inference from the
 // in-process synthetic endpoint, and walks through what a user should see: the agent list, one governed
@@ -9,12 +11,26 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './synthetic-endpoint.js';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** Where the demo was started from: a clone of the repository, or an installed package. */
+export type DemoOrigin = 'clone' | 'package';
+
+// scripts/ in a clone, dist/scripts/ in a package: the package root is the nearest folder up with a package.json.
+function packageRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!fs.existsSync(path.join(dir, 'package.json'))) {
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error(`no package.json above ${fileURLToPath(import.meta.url)}`);
+    dir = parent;
+  }
+  return dir;
+}
+
+const repoRoot = packageRoot();
 const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
 const exampleDir = path.join(repoRoot, 'examples', 'quickstart');
 const STEP_TIMEOUT_MS = 15_000;
@@ -174,7 +190,10 @@ interface Run {
   expectComplete: boolean;
 }
 
-async function main(): Promise<number> {
+/** Runs the whole walk-through; resolves with the exit status (0 when every step behaved). */
+export async function runDemo(origin: DemoOrigin): Promise<number> {
+  // How the reader runs the same commands themselves.
+  const symbi = origin === 'clone' ? 'node bin/symbi.js' : 'npx -y symbi-mcp';
   const started = Date.now();
   say(bold('symbi mcp demo') + dim('  (a governed MCP server, driven by the MCP SDK client over stdio)'));
 
@@ -208,7 +227,7 @@ async function main(): Promise<number> {
   try {
     await client.connect(transport);
     const serverInfo = client.getServerVersion();
-    field('server', `node bin/symbi.js mcp --project <copy>  ${dim(`(${serverInfo?.name ?? 'symbi'} ${serverInfo?.version ?? ''}, pid ${transport.pid ?? '?'})`)}`);
+    field('server', `${symbi} mcp --project <copy>  ${dim(`(${serverInfo?.name ?? 'symbi'} ${serverInfo?.version ?? ''}, pid ${transport.pid ?? '?'})`)}`);
     const keyLine = await waitFor('the startup summary', () => /audit public key[^:]*: ([0-9a-f]{64})/.exec(serverStderr) ?? undefined);
     publicKey = keyLine[1]!;
     field('public key', `${publicKey} ${dim('(from the startup summary on stderr; keep it outside the project)')}`);
@@ -295,7 +314,7 @@ async function main(): Promise<number> {
 
     // 5. audit inspect
     heading(5, 'symbi audit inspect: verify every journal with the public key');
-    say(dim('   node bin/symbi.js audit inspect <journal> --run-id <id> --public-key <key>'));
+    say(dim(`   ${symbi} audit inspect <journal> --run-id <id> --public-key <key>`));
     for (const run of runs) {
       const verdict = auditInspect(run.journal, run.runId, publicKey);
       const colour = verdict.status === 0 ? green : verdict.status === 2 ? yellow : red;
@@ -320,12 +339,13 @@ async function main(): Promise<number> {
 
   say();
   say(bold('What to run next'));
-  say(`   npm test                                   ${dim('build, then every test suite')}`);
-  say(`   node bin/symbi.js audit list --project ${project}`);
+  if (origin === 'clone') say(`   npm test                                   ${dim('build, then every test suite')}`);
+  say(`   ${symbi} audit list --project ${project}`);
   say(`                                              ${dim('the runs above, newest first, checked with the project key')}`);
-  say(`   claude mcp add symbi -- node ${symbiBin} mcp --project /abs/path/to/your/project`);
-  say(`                                              ${dim('Claude Code; README.md has Claude Desktop and Cursor snippets')}`);
-  say(`   npm run bench                              ${dim('the benchmark table for this machine')}`);
+  const serverCommand = origin === 'clone' ? `node ${symbiBin}` : symbi;
+  say(`   claude mcp add symbi -- ${serverCommand} mcp --project /abs/path/to/your/project`);
+  say(`                                              ${dim('Claude Code; README.md has the other IDEs and CLIs')}`);
+  if (origin === 'clone') say(`   npm run bench                              ${dim('the benchmark table for this machine')}`);
   say();
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   if (failures.length === 0) {
@@ -337,12 +357,25 @@ async function main(): Promise<number> {
   return 1;
 }
 
-main().then(
-  (status) => {
-    process.exitCode = status;
-  },
-  (error: unknown) => {
-    process.stderr.write(`demo: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
-  },
-);
+function isMainModule(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return import.meta.url === pathToFileURL(fs.realpathSync(entry)).href;
+  } catch {
+    return false;
+  }
+}
+
+// Run directly (scripts/demo.mjs starts this file through tsx): the clone route. `symbi demo` imports runDemo.
+if (isMainModule()) {
+  runDemo('clone').then(
+    (status) => {
+      process.exitCode = status;
+    },
+    (error: unknown) => {
+      process.stderr.write(`demo: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,25 +1,33 @@
 import { Command } from 'commander';
+import { packageVersion } from '../shared/package-version.js';
 
 // Entry point of the `symbi` command line. Each sub-command lives in its own
-// module under ./commands; only the one being run is loaded (all of them for
-// help or an unknown name), so `symbi mcp` starts without the others' code.
+// module under ./commands; only the one being run is loaded (none for
+// --version, all of them for help or an unknown name), so `symbi mcp` starts
+// without the others' code.
 type Register = (program: Command) => void;
 const commands: Record<string, () => Promise<Register>> = {
   mcp: async () => (await import('./commands/mcp-command.js')).registerMcpCommand,
   dsl: async () => (await import('./commands/dsl-command.js')).registerDslCommand,
   audit: async () => (await import('./commands/audit-command.js')).registerAuditCommand,
   schemapin: async () => (await import('./commands/schemapin-command.js')).registerSchemapinCommand,
+  demo: async () => (await import('./commands/demo-command.js')).registerDemoCommand,
 };
 
 const program = new Command();
 program
   .name('symbi')
   .description('Governed MCP server and audit tools for Symbiont agent projects')
+  .version(packageVersion, '-V, --version', 'print the symbi-mcp version')
   .showHelpAfterError(false)
   .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
 
 const requested = process.argv[2];
-const names = requested !== undefined && Object.hasOwn(commands, requested) ? [requested] : Object.keys(commands);
+const versionOnly = requested === '--version' || requested === '-V';
+const names =
+  requested !== undefined && Object.hasOwn(commands, requested) ? [requested]
+  : versionOnly ? []
+  : Object.keys(commands);
 for (const name of names) (await commands[name]!())(program);
 
 await program.parseAsync(process.argv);

@@ -2,6 +2,7 @@ import type { Readable, Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { MiB, STDIN_LINE_MAX_BYTES } from '../shared/limits.js';
+import { packageVersion } from '../shared/package-version.js';
 import type { SessionContext } from './session-context.js';
 import { StdinLineLimiter } from './stdin-line-limiter.js';
 import { registerProjectFileTools } from './tools/project-file-tools.js';
@@ -13,7 +14,7 @@ import { registerVerifySchemaTool } from './tools/verify-schema-tool.js';
 // shutdown logic calls (and which runs by itself when standard input ends).
 
 export const SERVER_NAME = 'symbi-mcp';
-export const SERVER_VERSION = '0.1.0';
+export const SERVER_VERSION = packageVersion;
 // Log the first few dropped messages one by one, then only every Nth, so a flood of garbage cannot flood stderr.
 const DROPPED_LOG_FIRST = 10;
 const DROPPED_LOG_EVERY = 1000;

@@ -1,0 +1,25 @@
+import { readFileSync } from 'node:fs';
+
+// The one place the version comes from: this package's own package.json, read
+// relative to this module. From src/shared (tsx) and from dist/shared (built,
+// also inside an installed package under node_modules/symbi-mcp) it is two
+// folders up, and npm always ships package.json, so `symbi --version` and the
+// MCP serverInfo.version can never drift apart from what was published.
+
+const manifestUrl = new URL('../../package.json', import.meta.url);
+
+function readPackageVersion(): string {
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(readFileSync(manifestUrl, 'utf8'));
+  } catch (error) {
+    throw new Error(`cannot read the package manifest ${manifestUrl.pathname}: ${(error as Error).message}`);
+  }
+  const version = (manifest as { version?: unknown } | null)?.version;
+  if (typeof version !== 'string' || version.length === 0) {
+    throw new Error(`the package manifest ${manifestUrl.pathname} has no "version" string`);
+  }
+  return version;
+}
+
+export const packageVersion: string = readPackageVersion();

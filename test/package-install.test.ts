@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { inspectorJson, runInspector } from './support/inspector-cli.js';
+import { cleanEnv, installedPackage, type InstalledPackage } from './support/packed-package.js';
+import { repoRoot } from './support/server-harness.js';
+
+// The package a user installs: `npm pack`, then `npm install <tarball>` in a folder that has never
+// seen this repository (test/support/packed-package.ts), driven there by the MCP Inspector CLI.
+
+const run = promisify(execFile);
+const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as {
+  version: string;
+  bin: Record<string, string>;
+  scripts: Record<string, string>;
+  dependencies: Record<string, string>;
+};
+
+describe('the packed and installed package', { timeout: 300_000 }, () => {
+  let installed: InstalledPackage;
+  let project: string;
+
+  before(async () => {
+    installed = await installedPackage();
+    project = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-installed-'));
+    fs.cpSync(path.join(repoRoot, 'examples', 'quickstart'), project, { recursive: true, filter: (src) => !path.basename(src).startsWith('.') || src.endsWith('quickstart') });
+  });
+
+  after(() => {
+    fs.rmSync(project, { recursive: true, force: true });
+  });
+
+  it('holds what a user runs and no tests, sources, fixtures or source maps', () => {
+    const entries = installed.tarballEntries.map((e) => e.replace(/^package\//, ''));
+    for (const needed of [
+      'package.json',
+      'README.md',
+      'LICENSE',
+      'bin/symbi.js',
+      'dist/supervisor/cli.js',
+      'dist/worker/invoke-task.js',
+      'dist/scripts/demo-run.js',
+      'dist/scripts/synthetic-endpoint.js',
+      'policies/respond.cedarschema',
+      'policies/examples/permit-respond.cedar',
+      'examples/quickstart/agents/assistant.symbi',
+      'examples/quickstart/AGENTS.md',
+    ]) {
+      assert.ok(entries.includes(needed), `the tarball holds ${needed}`);
+    }
+    const unwanted = entries.filter((e) => /^(test|scripts|src|\.ci)\//.test(e) || /\.test\.|\.ts$|\.map$|(^|\/)fixtures\//.test(e) || /^tsconfig/.test(e));
+    assert.deepEqual(unwanted, [], 'no test files, TypeScript sources, fixtures, scripts or source maps');
+    assert.ok(fs.statSync(installed.tarball).size < 250 * 1024, `the tarball stays small (${fs.statSync(installed.tarball).size} bytes)`);
+  });
+
+  it('builds in prepack and runs nothing at install time', () => {
+    assert.match(manifest.scripts.prepack ?? '', /npm run build/);
+    for (const hook of ['prepare', 'preinstall', 'install', 'postinstall']) assert.equal(manifest.scripts[hook], undefined, `no ${hook} script`);
+    // npx runs the bin named like the package: `npx -y symbi-mcp mcp` needs the symbi-mcp bin.
+    assert.equal(manifest.bin['symbi-mcp'], 'bin/symbi.js');
+    assert.ok(fs.existsSync(installed.symbiBin) && fs.existsSync(installed.symbiMcpBin), 'both bins are linked in node_modules/.bin');
+  });
+
+  it('installs its runtime dependencies from dependencies', () => {
+    for (const name of Object.keys(manifest.dependencies)) {
+      assert.ok(fs.existsSync(path.join(installed.dir, 'node_modules', name, 'package.json')), `${name} is installed`);
+    }
+  });
+
+  it('symbi --version and symbi-mcp --version print the package.json version', async () => {
+    for (const bin of [installed.symbiBin, installed.symbiMcpBin]) {
+      const { stdout, stderr } = await run(bin, ['--version'], { cwd: installed.dir, env: cleanEnv() });
+      assert.equal(stdout, `${manifest.version}\n`);
+      assert.equal(stderr, '');
+    }
+  });
+
+  it('node_modules/.bin/symbi mcp answers tools/list for the Inspector CLI', async () => {
+    const result = inspectorJson(await runInspector([installed.symbiBin, 'mcp', '--project', project], ['--method', 'tools/list']));
+    const names = (result.tools as { name: string }[]).map((t) => t.name).sort();
+    assert.deepEqual(names, ['get_agent_dsl', 'get_agents_md', 'invoke_agent', 'list_agents', 'parse_dsl', 'verify_schema']);
+  });
+
+  it('node_modules/.bin/symbi mcp answers get_agent_dsl with the source on disk', async () => {
+    const result = inspectorJson(
+      await runInspector([installed.symbiBin, 'mcp', '--project', project], ['--method', 'tools/call', '--tool-name', 'get_agent_dsl', '--tool-arg', 'agent=assistant']),
+    );
+    assert.equal(result.isError, undefined);
+    const content = result.content as { type: string; text: string }[];
+    assert.equal(content[0]!.text, fs.readFileSync(path.join(project, 'agents', 'assistant.symbi'), 'utf8'));
+  });
+
+  it('symbi demo runs the walk-through from the installed package', async () => {
+    const child = spawn(installed.symbiMcpBin, ['demo'], { cwd: installed.dir, env: { ...cleanEnv(), NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    const copy = /the copy stays in (\S+?)\)/.exec(stdout)?.[1];
+    if (copy !== undefined && copy.startsWith(os.tmpdir())) fs.rmSync(copy, { recursive: true, force: true });
+    const shown = `--- stdout ---\n${stdout.slice(-4000)}\n--- stderr ---\n${stderr.slice(-2000)}`;
+    assert.equal(code, 0, shown);
+    assert.match(stdout, /every step behaved as expected/, shown);
+    assert.match(stdout, /npx -y symbi-mcp audit inspect/, 'the demo suggests the commands of the installed package');
+    assert.doesNotMatch(stdout, /npm test|npm run bench/, 'no clone-only commands');
+    assert.match(stdout, new RegExp(`symbi-mcp ${manifest.version.replace(/\./g, '\\.')}`), 'the server reports the package version');
+  });
+});
