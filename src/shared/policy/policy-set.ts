@@ -11,6 +11,8 @@ export interface PolicyFileInput {
   path: string;
   text?: string;
   error?: string;
+  /** Read, but not to be trusted (e.g. writable by other users): why. */
+  refused?: string;
 }
 
 export interface LoadedPolicy {
@@ -106,6 +108,7 @@ function shownPath(path: unknown): string {
 }
 
 function fileProblem(file: PolicyFileInput): string | undefined {
+  if (typeof file.refused === 'string') return oneLine(file.refused);
   if (typeof file.error === 'string') {
     // Readers often start their message with the path; the line already does.
     const path = String(file.path);
