@@ -53,11 +53,6 @@ export function parseKeyUrl(text: string): URL {
   return url;
 }
 
-/** The trust-on-first-use key of a URL: host name plus any non-default port, as the URL spells it. */
-export function pinHostOf(url: URL): string {
-  return url.host;
-}
-
 export async function fetchKeyBody(url: URL, options: KeyFetchOptions): Promise<Buffer> {
   if (url.protocol === 'http:' && !options.allowInsecure) {
     throw new SchemaPinCheckError(`refused: plain http:// key URLs are not fetched; use https:// (${INSECURE_HINT})`);
