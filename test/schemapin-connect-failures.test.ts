@@ -65,6 +65,8 @@ describe('verify_schema key fetches that fail, over stdio in a namespace with on
         '127.0.0.1 localhost keys.test wrong-name.test',
         '10.20.30.40 keys-v4.test', // private range, allowed by the test switch, no route in the namespace
         'fd00::40 keys-v6.test', // unique-local, the host's only address
+        '10.20.30.41 keys-both.test', // two addresses, both without a route
+        'fd00::41 keys-both.test',
       ].join('\n') + '\n',
     );
     const resolv = file('resolv.conf', 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n');
@@ -119,13 +121,14 @@ describe('verify_schema key fetches that fail, over stdio in a namespace with on
 
   it('answers verified: false with the reason for every failing fetch, and keeps serving', { skip: skip ?? false }, async () => {
     const cases: Array<{ what: string; url: string; reason: RegExp }> = [
-      { what: 'https, the only IPv4 address unreachable', url: 'https://keys-v4.test/key.pem', reason: /could not fetch the key URL: ENETUNREACH/ },
-      { what: 'https, the only address IPv6 and unreachable', url: 'https://keys-v6.test/key.pem', reason: /could not fetch the key URL: ENETUNREACH/ },
-      { what: 'http, unreachable', url: 'http://keys-v4.test/key.pem', reason: /could not fetch the key URL: ENETUNREACH/ },
+      { what: 'https, the only IPv4 address unreachable', url: 'https://keys-v4.test/key.pem', reason: /could not fetch the key URL: connect ENETUNREACH / },
+      { what: 'https, the only address IPv6 and unreachable', url: 'https://keys-v6.test/key.pem', reason: /could not fetch the key URL: connect ENETUNREACH / },
+      { what: 'http, unreachable', url: 'http://keys-v4.test/key.pem', reason: /could not fetch the key URL: connect ENETUNREACH / },
+      { what: 'https, an IPv4 and an IPv6 address, neither reachable', url: 'https://keys-both.test/key.pem', reason: /could not fetch the key URL: connect ENETUNREACH / },
       { what: 'name resolution fails', url: 'https://nowhere.test/key.pem', reason: /could not resolve the key URL's host nowhere\.test/ },
-      { what: 'connection refused', url: `https://keys.test:${ports.closed}/key.pem`, reason: /could not fetch the key URL: ECONNREFUSED/ },
+      { what: 'connection refused', url: `https://keys.test:${ports.closed}/key.pem`, reason: /could not fetch the key URL: connect ECONNREFUSED 127\.0\.0\.1:/ },
       { what: 'certificate for another name', url: `https://wrong-name.test:${ports.good}/key.pem`, reason: /could not fetch the key URL: ERR_TLS_CERT_ALTNAME_INVALID/ },
-      { what: 'reset during the handshake', url: `https://keys.test:${ports.reset}/key.pem`, reason: /could not fetch the key URL: ECONNRESET/ },
+      { what: 'reset during the handshake', url: `https://keys.test:${ports.reset}/key.pem`, reason: /could not fetch the key URL: .*ECONNRESET/ },
       { what: 'body cut short', url: `https://keys.test:${ports.cut}/key.pem`, reason: /closed before the body was complete/ },
       { what: 'silence until the deadline', url: `https://keys.test:${ports.silent}/key.pem`, reason: /took longer than 10 s/ },
     ];

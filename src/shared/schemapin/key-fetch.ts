@@ -235,8 +235,9 @@ function describeNetworkError(err: unknown): string {
   }
   if (!(err instanceof Error)) return oneLine(String(err));
   const code = (err as NodeJS.ErrnoException).code;
-  const message = oneLine(err.message);
-  if (code === undefined || message.startsWith(code)) return message || 'unknown error';
+  // "connect ENETUNREACH 10.0.0.1:443 - Local (0.0.0.0:0)": the local end says nothing useful.
+  const message = oneLine(err.message).replace(/ - Local \([^)]*\)$/, '');
+  if (code === undefined || message.includes(code)) return message || 'unknown error';
   return message === '' ? code : `${code} ${message}`;
 }
 
