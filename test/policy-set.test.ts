@@ -214,13 +214,13 @@ describe('loadPolicySet deny-all', () => {
   });
 });
 
-describe('schema validation warnings', () => {
-  it('a policy naming a context field that does not exist loads with a warning naming the policy and line', () => {
+describe('schema validation', () => {
+  it('a policy naming a context field that does not exist makes the set deny all, naming the policy and line', () => {
     const text = `${PERMIT}\n\nforbid(principal, action, resource)\n  when { context.respnse.content like "*x*" };\n`;
     const set = loadPolicySet([{ path: 'policies/typo.cedar', text }]);
-    assert.equal(set.mode, 'configured');
-    assert.equal(set.warnings.length, 1);
-    assert.match(set.warnings[0] ?? '', /^policies\/typo\.cedar#1: line 4, column 10: attribute `respnse` in context for Action::"respond" not found/);
+    assert.equal(set.mode, 'deny-all');
+    assert.deepEqual(set.policies, []);
+    assert.match(set.denyReason ?? '', /fails validation against the respond schema: policies\/typo\.cedar#1: line 4, column 10: attribute `respnse` in context for Action::"respond" not found/);
   });
 
   it('an attribute the Agent entity does not have, and a response field that does not exist', () => {
@@ -229,17 +229,44 @@ describe('schema validation warnings', () => {
       { name: 'resp-field', source: 'forbid(principal, action, resource) when { context.response.text like "*x*" };', active: true },
     ]);
     const set = loadPolicySet([{ path: 'policies/j.cedar', text }]);
-    assert.equal(set.mode, 'configured');
-    assert.equal(set.warnings.length, 2);
-    assert.ok(set.warnings.some((line) => /^policies\/j\.cedar#agent-attr: entry "agent-attr": line 1, column \d+: attribute `response` on entity type `Agent` not found/.test(line)), set.warnings.join('\n'));
-    assert.ok(set.warnings.some((line) => /^policies\/j\.cedar#resp-field: .*attribute `response\.text` in context/.test(line)), set.warnings.join('\n'));
+    assert.equal(set.mode, 'deny-all');
+    assert.match(set.denyReason ?? '', /policies\/j\.cedar#agent-attr: entry "agent-attr": line 1, column \d+: attribute `response` on entity type `Agent` not found/);
+    assert.match(set.denyReason ?? '', /policies\/j\.cedar#resp-field: .*attribute `response\.text` in context/);
   });
 
-  it('a policy about another action is flagged, not fatal', () => {
-    const set = loadPolicySet([{ path: 'policies/a.cedar', text: `${PERMIT}\npermit(principal, action == Action::"read", resource);` }]);
-    assert.equal(set.mode, 'configured');
-    assert.ok(set.warnings.length >= 1);
-    for (const line of set.warnings) assert.match(line, /^policies\/a\.cedar#1: /);
-    assert.ok(set.warnings.some((line) => /unrecognized action `Action::"read"`/.test(line)), set.warnings.join('\n'));
+  it('a type error and misused extension functions make the set deny all', () => {
+    const broken = [
+      ['forbid(principal, action, resource) when { context.response.content.contains("secret") };', /expected Set<.*> but saw String/],
+      ['forbid(principal, action, resource) when { ip("x").isLoopback() };', /failed to parse as IP address/],
+      ['forbid(principal, action, resource) when { decimal("abc").lessThan(decimal("1.0")) };', /extension function argument validation/],
+      ['forbid(principal, action, resource) when { ip(context.response.content).isLoopback() };', /extension constructors may not be called with non-literal expressions/],
+    ] as const;
+    for (const [forbid, why] of broken) {
+      const set = loadPolicySet([{ path: 'policies/a.cedar', text: `${PERMIT}\n${forbid}` }]);
+      assert.equal(set.mode, 'deny-all', forbid);
+      assert.match(set.denyReason ?? '', /^a policy fails validation against the respond schema: policies\/a\.cedar#1: /, forbid);
+      assert.match(set.denyReason ?? '', why, forbid);
+    }
+  });
+
+  it('a policy about other actions only is flagged, not fatal: it never applies to respond', () => {
+    const others = [
+      'permit(principal, action == Action::"read", resource) when { context.tool.name == "x" };',
+      'forbid(principal, action in [Action::"read", Action::"write"], resource);',
+    ];
+    for (const other of others) {
+      const set = loadPolicySet([{ path: 'policies/a.cedar', text: `${PERMIT}\n${other}` }]);
+      assert.equal(set.mode, 'configured', other);
+      assert.ok(set.warnings.length >= 1);
+      for (const line of set.warnings) assert.match(line, /^policies\/a\.cedar#1: /);
+      assert.ok(set.warnings.some((line) => /unrecognized action `Action::"(read|write)"`.*never applies to respond/.test(line)), set.warnings.join('\n'));
+    }
+  });
+
+  it('a broken policy whose scope includes respond among other actions is fatal', () => {
+    const set = loadPolicySet([
+      { path: 'policies/a.cedar', text: `${PERMIT}\nforbid(principal, action in [Action::"read", Action::"respond"], resource) when { context.response.text like "*x*" };` },
+    ]);
+    assert.equal(set.mode, 'deny-all');
   });
 });

@@ -1,13 +1,15 @@
 import fs from 'node:fs';
 import { POLICY_DISCOVERY_MAX_ENTRIES, POLICY_FILE_MAX_BYTES } from '../shared/limits.js';
 import { ConfinementError, PinnedDirectory, decodeUtf8Strict, procPath, readTextFileAt } from '../shared/pinned-directory.js';
+import { policyModeProblem } from '../shared/policy/policy-file-modes.js';
 import type { PolicyFileInput } from '../shared/policy/policy-set.js';
 
 // Collects the Cedar policy files in the order the policy loader expects:
 // policies/*.cedar sorted by name, then policies/mcp-server/*.cedar sorted.
-// Anything that cannot be read cleanly becomes an input with an error, which
-// the loader turns into deny-all: a broken configuration never falls back to
-// the default permission.
+// Anything that cannot be read cleanly, or that another user could rewrite
+// (policy-file-modes.ts), becomes an input with an error, which the loader
+// turns into deny-all: a broken configuration never falls back to the default
+// permission.
 
 const POLICY_EXTENSION = '.cedar';
 
@@ -58,7 +60,9 @@ function readPolicyDirectory(dirFd: number, prefix: string, out: PolicyFileInput
   for (const name of names) {
     const shown = `${prefix}/${name}`;
     try {
-      out.push({ path: shown, text: readTextFileAt(dirFd, name, POLICY_FILE_MAX_BYTES, shown).text });
+      const file = readTextFileAt(dirFd, name, POLICY_FILE_MAX_BYTES, shown);
+      const modeProblem = policyModeProblem(file.stat);
+      out.push(modeProblem === undefined ? { path: shown, text: file.text } : { path: shown, refused: modeProblem });
     } catch (err) {
       out.push({ path: shown, error: err instanceof ConfinementError ? err.message : `${shown}: cannot be read` });
     }
@@ -80,6 +84,8 @@ export function collectPolicyFiles(project: PinnedDirectory): PolicyFileInput[] 
       continue;
     }
     try {
+      const modeProblem = policyModeProblem(fs.fstatSync(opened));
+      if (modeProblem !== undefined) out.push({ path: `${components.join('/')}/`, refused: modeProblem });
       readPolicyDirectory(opened, components.join('/'), out);
     } finally {
       fs.closeSync(opened);

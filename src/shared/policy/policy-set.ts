@@ -1,16 +1,18 @@
 // Builds the startup policy snapshot from the project's policy files (already read and
 // ordered by the caller): default permission when there are none, the configured Cedar
-// policies when every file is sound, and deny-all when any file is not.
-import { cedar, type DetailedError } from './cedar-engine.js';
-import { describeCedarErrors, oneLine } from './cedar-diagnostics.js';
+// policies when every file is sound and every policy validates against the respond
+// schema, and deny-all when any file or policy is not.
+import { oneLine } from './cedar-diagnostics.js';
 import { parsePolicyFile, type ParsedPolicy } from './policy-file.js';
-import { RESPOND_SCHEMA_TEXT } from './respond-schema.js';
+import { validateRespondPolicies } from './respond-validation.js';
 
 /** A project-relative path, with its text or the reason it could not be read. */
 export interface PolicyFileInput {
   path: string;
   text?: string;
   error?: string;
+  /** Read, but not to be trusted (e.g. writable by other users): why. */
+  refused?: string;
 }
 
 export interface LoadedPolicy {
@@ -25,7 +27,7 @@ export interface LoadedPolicySet {
   policies: LoadedPolicy[];
   /** One stderr line per file (loaded or rejected), or the default-permission line. */
   notices: string[];
-  /** Schema validation findings, e.g. a policy naming a context field that does not exist. */
+  /** Schema validation findings that change no decision, e.g. a policy that can never hold. */
   warnings: string[];
   /** Present in deny-all mode: one line naming the file(s) and the problem (callers add their own lead-in). */
   denyReason?: string;
@@ -79,11 +81,23 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
     return freeze({ mode: 'deny-all', policies: [], notices, warnings: [], denyReason });
   }
 
+  // A policy that fails validation would fail when evaluated, and Cedar skips such a
+  // policy: the set is malformed (see respond-validation.ts).
+  const findings = validateRespondPolicies(parsed);
+  if (findings.errors.length > 0) {
+    return freeze({
+      mode: 'deny-all',
+      policies: [],
+      notices,
+      warnings: findings.warnings,
+      denyReason: `a policy fails validation against the respond schema: ${findings.errors.join('; ')}`,
+    });
+  }
   return freeze({
     mode: 'configured',
     policies: parsed.map(({ id, file, text }) => ({ id, file, text })),
     notices,
-    warnings: validateAgainstSchema(parsed),
+    warnings: findings.warnings,
   });
 }
 
@@ -94,6 +108,7 @@ function shownPath(path: unknown): string {
 }
 
 function fileProblem(file: PolicyFileInput): string | undefined {
+  if (typeof file.refused === 'string') return oneLine(file.refused);
   if (typeof file.error === 'string') {
     // Readers often start their message with the path; the line already does.
     const path = String(file.path);
@@ -103,35 +118,6 @@ function fileProblem(file: PolicyFileInput): string | undefined {
   if (file.error !== undefined) return 'could not be read';
   if (typeof file.text !== 'string') return 'could not be read: no text was provided';
   return undefined;
-}
-
-/** Strict-mode validation against the respond schema; every finding is a warning line. */
-function validateAgainstSchema(policies: readonly ParsedPolicy[]): string[] {
-  const byId = new Map(policies.map((policy) => [policy.id, policy]));
-  const staticPolicies: Record<string, string> = {};
-  for (const policy of policies) staticPolicies[policy.id] = policy.text;
-  let answer;
-  try {
-    answer = cedar.validate({ schema: RESPOND_SCHEMA_TEXT, policies: { staticPolicies } });
-  } catch (error) {
-    return [`the policies could not be validated against the respond schema: ${oneLine(String(error))}`];
-  }
-  if (answer.type === 'failure') {
-    return [`the policies could not be validated against the respond schema: ${describeCedarErrors(answer.errors)}`];
-  }
-  const located = (policyId: string, error: DetailedError): string => {
-    const policy = byId.get(policyId);
-    if (policy === undefined) return `${policyId}: ${describeCedarErrors([error])}`;
-    const { source, byteBase, label } = policy.origin;
-    // Cedar repeats the policy id inside the message; the line already starts with it.
-    const message = { ...error, message: error.message.replace(/^for policy `[^`]*`, /, '') };
-    return `${policy.id}: ${label}${describeCedarErrors([message], source, byteBase)}`;
-  };
-  return [
-    ...answer.validationErrors.map((finding) => located(finding.policyId, finding.error)),
-    ...answer.validationWarnings.map((finding) => located(finding.policyId, finding.error)),
-    ...answer.otherWarnings.map((error) => describeCedarErrors([error])),
-  ].map(oneLine);
 }
 
 /** An id this file repeats, or shares with an earlier file (JSON names like "x" and "x.0" can). */

@@ -90,13 +90,16 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
   const { decision, diagnostics } = answer.response;
   const determining = [...diagnostics.reason];
   const errors = diagnostics.errors.map((item) => `${item.policyId}: ${oneLine(item.error.message)}`);
+  if (errors.length > 0) {
+    // Cedar skips a policy whose evaluation errors, so its "allow" may stand only because a
+    // forbid could not be judged. A decision any policy failed to evaluate is a deny.
+    const failed = [...new Set(diagnostics.errors.map((item) => item.policyId))];
+    return { decision: 'deny', determining_policies: failed, errors, reason: `a policy could not be evaluated, so the response is denied: ${errors.join('; ')}` };
+  }
   if (decision === 'allow') {
     return { decision, determining_policies: determining, errors, reason: `permitted by ${determining.join(', ')}` };
   }
-  const reason =
-    determining.length > 0
-      ? `forbidden by ${determining.join(', ')}`
-      : `no permit policy applies${errors.length > 0 ? ` (${errors.length} ${errors.length === 1 ? 'policy' : 'policies'} failed to evaluate)` : ''}`;
+  const reason = determining.length > 0 ? `forbidden by ${determining.join(', ')}` : 'no permit policy applies';
   return { decision: 'deny', determining_policies: determining, errors, reason };
 }
 

@@ -2,7 +2,8 @@
 // project's policies/ folder. policies/respond.cedarschema is the same text (a test checks).
 export const RESPOND_SCHEMA_TEXT = `// Cedar schema of the one request symbi mcp asks: may this agent return this exact text?
 // The server embeds an identical copy (src/shared/policy/respond-schema.ts) and
-// validates every loaded policy against it; a field not named here earns a warning.
+// validates every loaded policy against it; a policy that uses a field not named
+// here, or fails validation otherwise, makes the whole set deny every response.
 
 // The principal: a registered response, identified by the UUID v5 of
 // symbi://response/<declared agent name>.

@@ -53,11 +53,6 @@ export function parseKeyUrl(text: string): URL {
   return url;
 }
 
-/** The trust-on-first-use key of a URL: host name plus any non-default port, as the URL spells it. */
-export function pinHostOf(url: URL): string {
-  return url.host;
-}
-
 export async function fetchKeyBody(url: URL, options: KeyFetchOptions): Promise<Buffer> {
   if (url.protocol === 'http:' && !options.allowInsecure) {
     throw new SchemaPinCheckError(`refused: plain http:// key URLs are not fetched; use https:// (${INSECURE_HINT})`);
@@ -104,21 +99,27 @@ function checkAddresses(hostname: string, addresses: ResolvedAddress[], allowIns
   }
 }
 
-/** A socket lookup that answers only with the addresses already checked: no second DNS query. */
+/**
+ * A socket lookup that answers only with the addresses already checked: no
+ * second DNS query. It answers on the next tick, as dns.lookup always does:
+ * answered synchronously, a connect that fails at once (ENETUNREACH) destroys
+ * the socket inside http(s).request(), before the request has an error
+ * listener, and over https tls.connect then throws on the destroyed socket.
+ */
 function checkedLookup(hostname: string, addresses: ResolvedAddress[]): LookupFunction {
   return (name, lookupOptions, callback) => {
     const wanted = lookupOptions.family === 4 || lookupOptions.family === 6 ? addresses.filter((a) => a.family === lookupOptions.family) : addresses;
-    if (name !== hostname || wanted.length === 0) {
-      const err: NodeJS.ErrnoException = new Error(`no checked address for ${name}`);
-      err.code = 'ENOTFOUND';
-      callback(err, '', 0);
-      return;
-    }
-    if (lookupOptions.all) {
-      (callback as unknown as (e: null, all: dns.LookupAddress[]) => void)(null, wanted.map((a) => ({ address: a.address, family: a.family })));
-    } else {
-      callback(null, wanted[0]!.address, wanted[0]!.family);
-    }
+    process.nextTick(() => {
+      if (name !== hostname || wanted.length === 0) {
+        const err: NodeJS.ErrnoException = new Error(`no checked address for ${name}`);
+        err.code = 'ENOTFOUND';
+        callback(err, '', 0);
+      } else if (lookupOptions.all) {
+        (callback as unknown as (e: null, all: dns.LookupAddress[]) => void)(null, wanted.map((a) => ({ address: a.address, family: a.family })));
+      } else {
+        callback(null, wanted[0]!.address, wanted[0]!.family);
+      }
+    });
   };
 }
 
@@ -132,10 +133,11 @@ function request(
 ): Promise<Buffer> {
   return new Promise<Buffer>((resolvePromise, rejectPromise) => {
     let settled = false;
+    let req: http.ClientRequest | undefined;
     const fail = (message: string) => {
       if (settled) return;
       settled = true;
-      req.destroy();
+      req?.destroy();
       rejectPromise(new SchemaPinCheckError(message));
     };
     const succeed = (body: Buffer) => {
@@ -152,19 +154,25 @@ function request(
       agent: false as const,
       lookup: checkedLookup(hostname, addresses),
     };
-    const req =
-      url.protocol === 'https:'
-        ? https.request({ ...common, ...(options.ca === undefined ? {} : { ca: options.ca }) })
-        : http.request(common);
+    try {
+      req =
+        url.protocol === 'https:'
+          ? https.request({ ...common, ...(options.ca === undefined ? {} : { ca: options.ca }) })
+          : http.request(common);
+    } catch (err) {
+      // Node.js validates some options synchronously; such a throw is still a failed fetch.
+      fail(`could not fetch the key URL: ${describeNetworkError(err)}`);
+      return;
+    }
 
     const onAbort = () => fail(timeoutMessage);
     if (signal.aborted) onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
     const cleanup = () => signal.removeEventListener('abort', onAbort);
 
-    req.on('error', (err: NodeJS.ErrnoException) => {
+    req.on('error', (err) => {
       cleanup();
-      fail(`could not fetch the key URL: ${err.code ?? ''}${err.code ? ' ' : ''}${oneLine(err.message)}`.trim());
+      fail(`could not fetch the key URL: ${describeNetworkError(err)}`);
     });
     req.on('response', (res) => {
       const status = res.statusCode ?? 0;
@@ -213,6 +221,24 @@ function request(
     });
     req.end();
   });
+}
+
+/**
+ * One line for a socket, DNS or TLS error: its code and message. With several
+ * addresses Node.js tries each (autoSelectFamily) and reports an
+ * AggregateError with an empty message; its members' codes say what happened.
+ */
+function describeNetworkError(err: unknown): string {
+  if (err instanceof AggregateError && err.errors.length > 0) {
+    const parts = new Set(err.errors.map((e: unknown) => describeNetworkError(e)));
+    return [...parts].join('; ');
+  }
+  if (!(err instanceof Error)) return oneLine(String(err));
+  const code = (err as NodeJS.ErrnoException).code;
+  // "connect ENETUNREACH 10.0.0.1:443 - Local (0.0.0.0:0)": the local end says nothing useful.
+  const message = oneLine(err.message).replace(/ - Local \([^)]*\)$/, '');
+  if (code === undefined || message.includes(code)) return message || 'unknown error';
+  return message === '' ? code : `${code} ${message}`;
 }
 
 function oneLine(text: string): string {

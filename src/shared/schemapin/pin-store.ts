@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { SCHEMAPIN_PINS_MAX_BYTES } from '../limits.js';
 import { ConfinementError, procPath, readTextFileAt, type PinnedDirectory } from '../pinned-directory.js';
 import { openPrivateDirectory, UnsafeStorageError } from '../private-directory.js';
+import { normalisePinHost } from './pin-host.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
 
 // Trust on first use: the first key fingerprint seen for a key host is written
@@ -12,6 +13,9 @@ import { SchemaPinCheckError } from './schemapin-errors.js';
 // fsync, rename) so a crash leaves either the old or the new pin set.
 // Updates are synchronous, so within one process no two of them interleave;
 // two processes updating at once resolve as last writer wins.
+// Hosts are keyed by their normalised spelling (pin-host.ts), both the host
+// asked about and every key read from the file, so a pin stored in an older
+// spelling still matches and is rewritten normalised on the next update.
 
 export interface PinEntry {
   fingerprint: string;
@@ -37,7 +41,7 @@ export class PinStore {
 
   /** The pin for `host`, or null. */
   lookup(host: string): PinEntry | null {
-    return this.withDirectory((dirFd) => this.read(dirFd).get(host) ?? null);
+    return this.withDirectory((dirFd) => this.read(dirFd).get(normalisePinHost(host)) ?? null);
   }
 
   /** Every pin, by host. */
@@ -50,12 +54,13 @@ export class PinStore {
    * when `pinIfAbsent` (the signature verified) and reports 'new'; otherwise 'unpinned'.
    */
   check(host: string, fingerprint: string, pinIfAbsent: boolean, now: Date = new Date()): PinOutcome {
+    const key = normalisePinHost(host);
     return this.withDirectory((dirFd) => {
       const pins = this.read(dirFd);
-      const pinned = pins.get(host);
+      const pinned = pins.get(key);
       if (pinned) return pinned.fingerprint === fingerprint ? { state: 'matched' } : { state: 'mismatch', pinned };
       if (!pinIfAbsent) return { state: 'unpinned' };
-      pins.set(host, { fingerprint, first_seen: now.toISOString() });
+      pins.set(key, { fingerprint, first_seen: now.toISOString() });
       this.write(dirFd, pins);
       return { state: 'new' };
     });
@@ -63,11 +68,12 @@ export class PinStore {
 
   /** Removes the pin for `host`; returns what was removed, or null when there was none. */
   unpin(host: string): PinEntry | null {
+    const key = normalisePinHost(host);
     return this.withDirectory((dirFd) => {
       const pins = this.read(dirFd);
-      const removed = pins.get(host) ?? null;
+      const removed = pins.get(key) ?? null;
       if (removed) {
-        pins.delete(host);
+        pins.delete(key);
         this.write(dirFd, pins);
       }
       return removed;
@@ -155,7 +161,18 @@ function parsePins(text: string, shown: string): Map<string, PinEntry> {
     if (e === null || typeof e !== 'object' || typeof e.fingerprint !== 'string' || !FINGERPRINT.test(e.fingerprint) || typeof e.first_seen !== 'string') {
       damaged(`the pin for ${JSON.stringify(host)} needs a "sha256:<hex>" fingerprint and a first_seen time`);
     }
-    result.set(host, { fingerprint: e!.fingerprint as string, first_seen: e!.first_seen as string });
+    const pin = { fingerprint: e!.fingerprint as string, first_seen: e!.first_seen as string };
+    const key = normalisePinHost(host);
+    const other = result.get(key);
+    // Two spellings of one host (the later one pinned while spellings were told apart):
+    // the first key seen for the host is its trust-on-first-use pin.
+    if (other === undefined || firstSeenBefore(pin, other)) result.set(key, pin);
   }
   return result;
+}
+
+function firstSeenBefore(a: PinEntry, b: PinEntry): boolean {
+  const at = Date.parse(a.first_seen);
+  const bt = Date.parse(b.first_seen);
+  return Number.isFinite(at) && (!Number.isFinite(bt) || at < bt);
 }

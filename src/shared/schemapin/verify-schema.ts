@@ -1,6 +1,7 @@
 import type { PinnedDirectory } from '../pinned-directory.js';
 import { parseKeyDocument } from './key-document.js';
-import { fetchKeyBody, parseKeyUrl, pinHostOf, type KeyFetchOptions } from './key-fetch.js';
+import { fetchKeyBody, parseKeyUrl, type KeyFetchOptions } from './key-fetch.js';
+import { pinHostOf } from './pin-host.js';
 import { PinStore } from './pin-store.js';
 import { prepareSchema } from './schema-document.js';
 import { SCHEMAPIN_ALGORITHM, verifySchemaSignature } from './schema-signature.js';

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { KiB, SCHEMA_MAX_BYTES } from '../../shared/limits.js';
 import { PinnedDirectory } from '../../shared/pinned-directory.js';
 import { insecureWarning, schemapinInsecureFromEnv } from '../../shared/schemapin/insecure-mode.js';
+import { normalisePinHost, pinHostOf } from '../../shared/schemapin/pin-host.js';
 import { PinStore } from '../../shared/schemapin/pin-store.js';
 import { prepareSchema } from '../../shared/schemapin/schema-document.js';
 import { loadSigningKey, signCanonicalSchema } from '../../shared/schemapin/schema-signature.js';
@@ -62,13 +63,13 @@ function pinHostArgument(text: string): string {
   const trimmed = text.trim();
   if (trimmed.includes('://')) {
     try {
-      return new URL(trimmed).host;
+      return pinHostOf(new URL(trimmed));
     } catch {
       throw new SchemaPinInputError(`${JSON.stringify(trimmed.slice(0, 80))} is not a URL; give the pinned host as host or host:port`);
     }
   }
   if (trimmed === '' || /[\s/]/.test(trimmed)) throw new SchemaPinInputError('give the pinned host as host or host:port (as `symbi schemapin pins` lists it)');
-  return trimmed.toLowerCase();
+  return normalisePinHost(trimmed);
 }
 
 function reportError(err: unknown): void {

@@ -1,0 +1,63 @@
+import net from 'node:net';
+import { domainToASCII } from 'node:url';
+
+// The trust-on-first-use key of a key host: one spelling per host, so a key
+// URL cannot start a fresh pin (and sidestep a mismatch) by spelling the same
+// host another way. The WHATWG URL parser already lower-cases names, applies
+// IDNA and writes IPv4 and IPv6 addresses canonically; on top of that a
+// trailing dot is dropped (example.com. is example.com) and an IPv4-mapped
+// IPv6 address (::ffff:a.b.c.d) becomes the IPv4 address it reaches. A
+// non-default port stays part of the key. Pin store keys, and hosts typed on
+// the command line, go through the same function, so pins written in an older
+// spelling still match.
+
+/** The pin key of a key URL: its normalised host, plus ":port" when the URL names a non-default port. */
+export function pinHostOf(url: URL): string {
+  return withPort(normaliseHostname(url.hostname), url.port);
+}
+
+/**
+ * The pin key for host text as stored in pins.json or typed by a user
+ * ("Example.COM.", "[::ffff:1.2.3.4]:8443", "bücher.example"). Text that is
+ * not a host is only lower-cased, so it still names its own pin.
+ */
+export function normalisePinHost(text: string): string {
+  let url: URL;
+  try {
+    // Parsed as an https authority: the same rules as a key URL's host, and 443 is the default port.
+    url = new URL(`https://${text}/`);
+  } catch {
+    return text.toLowerCase();
+  }
+  if (url.username !== '' || url.password !== '' || url.pathname !== '/' || url.search !== '' || url.hash !== '') return text.toLowerCase();
+  return pinHostOf(url);
+}
+
+function normaliseHostname(hostname: string): string {
+  const bare = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+  if (net.isIPv6(bare)) {
+    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(canonicalIPv6(bare));
+    if (mapped) {
+      const high = parseInt(mapped[1]!, 16);
+      const low = parseInt(mapped[2]!, 16);
+      return [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.');
+    }
+    return `[${canonicalIPv6(bare)}]`;
+  }
+  const name = hostname.toLowerCase().replace(/\.+$/, '');
+  if (net.isIPv4(name)) return name;
+  return domainToASCII(name) || name;
+}
+
+/** RFC 5952 text of an IPv6 address, as the URL serializer writes it (::ffff:1.2.3.4 becomes ::ffff:102:304). */
+function canonicalIPv6(address: string): string {
+  try {
+    return new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  } catch {
+    return address.toLowerCase(); // a zone index (fe80::1%eth0), which URLs cannot carry
+  }
+}
+
+function withPort(host: string, port: string): string {
+  return port === '' ? host : `${host}:${port}`;
+}
