@@ -6,8 +6,8 @@ import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawMessage, type
 // Every malformed JSON-RPC message written to the real server's standard
 // input gets its answer on standard output (JSON-RPC 2.0 sections 4.1, 5, 5.1),
 // malformed notifications get none, and the session keeps serving. Each case
-// is followed by a ping: the answers that arrive before the ping's response
-// are exactly the answers to that case.
+// is followed by a ping: what the gate answers arrives before the ping's
+// response, so the messages up to it are exactly the answers to that case.
 
 const MARKER = 'PROMPT-TEXT-MUST-NOT-BE-LOGGED';
 
@@ -20,15 +20,15 @@ let server: RawStdioServer;
 let project: string;
 let pingId = 1000;
 
-async function answersTo(line: string | Buffer): Promise<RawMessage[]> {
+async function answersTo(line: string | Buffer, answeredAsId?: number): Promise<RawMessage[]> {
   const before = server.messages().length;
   const id = ++pingId;
   await server.send(line);
   await server.send(jsonLine({ jsonrpc: '2.0', id, method: 'ping' }));
   await server.waitFor(id);
-  const all = server.messages();
-  const pingAt = all.findIndex((m, i) => i >= before && m.id === id);
-  return all.slice(before, pingAt);
+  // A request the SDK answers (not the gate) may be answered after the ping.
+  if (answeredAsId !== undefined) await server.waitFor(answeredAsId);
+  return server.messages().slice(before).filter((m) => m.id !== id);
 }
 
 function assertError(answers: RawMessage[], expected: ErrorAnswer, what: string): string {
@@ -161,11 +161,18 @@ describe('malformed JSON-RPC over real stdio', () => {
   it('refuses __proto__, constructor and prototype as unknown arguments', async () => {
     let id = 100;
     for (const key of ['__proto__', 'constructor', 'prototype']) {
-      for (const tool of ['get_agent_dsl', 'list_agents', 'parse_dsl']) {
+      for (const tool of ['get_agent_dsl', 'list_agents', 'parse_dsl', 'invoke_agent', 'verify_schema']) {
         id++;
-        const args = tool === 'get_agent_dsl' ? `{"agent":"assistant","${key}":{"agent":"x"}}` : tool === 'parse_dsl' ? `{"content":"agent a {}","${key}":1}` : `{"${key}":{}}`;
+        const valid: Record<string, string> = {
+          get_agent_dsl: '"agent":"assistant"',
+          list_agents: '',
+          parse_dsl: '"content":"agent a {}"',
+          invoke_agent: '"agent":"assistant","prompt":"hi"',
+          verify_schema: '"schema":"{}","public_key_url":"https://127.0.0.1:9/k.json"',
+        };
+        const args = `{${valid[tool] ? `${valid[tool]},` : ''}"${key}":{"agent":"x"}}`;
         const line = `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"${tool}","arguments":${args}}}\n`;
-        const text = assertToolError(await answersTo(line), id, `${tool} ${key}`);
+        const text = assertToolError(await answersTo(line, id), id, `${tool} ${key}`);
         assert.match(text, new RegExp(`unknown argument "${key}"`));
       }
     }

@@ -22,7 +22,7 @@ import { describeType, toolError } from './tools/tool-arguments.js';
 //   is a valid MCP id (a string or an integer within +-(2^53-1)), else null;
 // - invalid params of a method the SDK knows: -32602, one line;
 // - tools/call arguments that are not an object, or that carry `__proto__`
-//   (which the SDK's record parsing would silently drop): a tool result with
+//   (which the SDK's argument copy would silently drop): a tool result with
 //   isError and one line, like every other bad argument.
 // Notifications (a string `method`, no `id` member) are never answered, as
 // JSON-RPC 2.0 section 4.1 says, malformed or not; a malformed one is logged.
@@ -44,8 +44,6 @@ export type IncomingVerdict =
 
 const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
 const NOTIFICATION_MEMBERS = new Set(['jsonrpc', 'method', 'params']);
-/** Names that JavaScript objects treat specially; never accepted as a tool argument name. */
-export const RESERVED_ARGUMENT_NAMES = ['__proto__', 'constructor', 'prototype'] as const;
 const VALID_ID = 'a string or an integer between -(2^53-1) and 2^53-1';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -123,8 +121,11 @@ function toolArgumentsProblem(params: Record<string, unknown>): string | null {
   const tool = toolLabel(params.name);
   const args = params.arguments;
   if (!isPlainObject(args)) return `${tool}: arguments must be an object, got ${describeType(args)}; give the arguments as a JSON object (tools/list shows each tool's fields)`;
-  const reserved = RESERVED_ARGUMENT_NAMES.find((name) => Object.prototype.hasOwnProperty.call(args, name));
-  if (reserved !== undefined) return `${tool}: unknown argument "${reserved}"; "__proto__", "constructor" and "prototype" are never argument names`;
+  // JSON.parse makes "__proto__" an own key, but the SDK copies arguments into a
+  // new object, where assigning "__proto__" sets the prototype and the key
+  // vanishes; it must be refused here. "constructor" and "prototype" survive the
+  // copy and each tool refuses them as unknown, naming the arguments it takes.
+  if (Object.prototype.hasOwnProperty.call(args, '__proto__')) return `${tool}: unknown argument "__proto__"; "__proto__" is never an argument name`;
   return null;
 }
 
