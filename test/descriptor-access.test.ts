@@ -38,12 +38,21 @@ interface Served {
   call(name: string, args?: Record<string, unknown>): Promise<CallToolResult>;
 }
 
-async function serve(project: string, withoutProc: boolean, env: Record<string, string>): Promise<Served> {
+// What /proc holds for the server: the kernel's procfs, nothing, or a forgery
+// whose /proc/self/fd/<n> are plain empty directories (every project file
+// would then read as absent, were the probe not comparing device and inode).
+type ProcMount = 'procfs' | 'empty' | 'forged';
+const MOUNT_SCRIPTS: Record<Exclude<ProcMount, 'procfs'>, string> = {
+  empty: 'mount -t tmpfs none /proc && exec "$0" "$@"',
+  forged: 'mount -t tmpfs none /proc && for n in $(seq 0 99); do mkdir -p /proc/self/fd/$n; done && exec "$0" "$@"',
+};
+
+async function serve(project: string, proc: ProcMount, env: Record<string, string>): Promise<Served> {
   const server = [symbiBin, 'mcp', '--project', project];
   const transport = new StdioClientTransport(
-    withoutProc
-      ? { command: 'unshare', args: ['-m', 'sh', '-c', 'mount -t tmpfs none /proc && exec "$0" "$@"', process.execPath, ...server], stderr: 'pipe', env }
-      : { command: process.execPath, args: server, stderr: 'pipe', env },
+    proc === 'procfs'
+      ? { command: process.execPath, args: server, stderr: 'pipe', env }
+      : { command: 'unshare', args: ['-m', 'sh', '-c', MOUNT_SCRIPTS[proc], process.execPath, ...server], stderr: 'pipe', env },
   );
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
@@ -80,7 +89,7 @@ describe('without descriptor-relative access (tmpfs over /proc)', { skip: skipRe
   });
 
   it('serves the same project normally where /proc works (the control)', async () => {
-    const served = await serve(project, false, env);
+    const served = await serve(project, 'procfs', env);
     try {
       const list = await served.call('list_agents');
       assert.equal(list.isError, undefined, resultText(list));
@@ -93,7 +102,7 @@ describe('without descriptor-relative access (tmpfs over /proc)', { skip: skipRe
   });
 
   it('says why in one stderr line and reports nothing as absent or default-permitted', async () => {
-    const served = await serve(project, true, env);
+    const served = await serve(project, 'empty', env);
     try {
       await served.client.listTools();
       const stderr = await stderrSettled(served);
@@ -107,7 +116,7 @@ describe('without descriptor-relative access (tmpfs over /proc)', { skip: skipRe
   });
 
   it('refuses every file tool, the AGENTS.md resource and invoke_agent with that reason', async () => {
-    const served = await serve(project, true, env);
+    const served = await serve(project, 'empty', env);
     try {
       for (const [tool, args] of [
         ['list_agents', {}],
@@ -132,6 +141,23 @@ describe('without descriptor-relative access (tmpfs over /proc)', { skip: skipRe
 
       assert.equal(providerRequests, 0, 'no request reached the provider');
       assert.equal(fs.existsSync(path.join(project, '.symbiont')), false, 'no audit storage was created');
+    } finally {
+      await served.client.close();
+    }
+  });
+
+  it('is not fooled by a forged /proc whose fd entries are empty directories', async () => {
+    const served = await serve(project, 'forged', env);
+    try {
+      const stderr = await stderrSettled(served);
+      assert.match(stderr, /project files are unavailable: .*\/proc\/self\/fd\/\d+\/\. leads to another directory than the pinned one/, stderr);
+      assert.doesNotMatch(stderr, /does not exist|not present|default permission|no policy files|agents: 0 found/, stderr);
+      const list = await served.call('list_agents');
+      assert.equal(list.isError, true);
+      assert.match(resultText(list), /leads to another directory than the pinned one/);
+      const invoke = await served.call('invoke_agent', { agent: 'assistant', prompt: 'hello' });
+      assert.match(resultText(invoke), /^invoke_agent refused: project files are unavailable/);
+      assert.equal(providerRequests, 0);
     } finally {
       await served.client.close();
     }
