@@ -14,9 +14,12 @@ import { describeType, toolError } from './tools/tool-arguments.js';
 // per JSON-RPC 2.0 (https://www.jsonrpc.org/specification, sections 4.1, 5
 // and 5.1) and the MCP revisions the SDK negotiates:
 // - a line that is not UTF-8 JSON: -32700, id null;
-// - a batch (an array): one -32600, id null. MCP 2025-03-26 allowed batches,
-//   2025-06-18 removed them, and the SDK serving this session never processed
-//   them in any revision; one clear error beats half-handling. A batch made
+// - a batch (an array): one -32600, id null, and nothing in it runs. MCP
+//   2025-03-26 allowed batches, 2025-06-18 removed them
+//   (https://modelcontextprotocol.io/specification/2025-06-18/changelog), and
+//   the SDK serving this session never processed them in any revision; one
+//   clear error beats half-handling (the MCP conformance suite's
+//   json-rpc-batch-rejection scenario expects rejection too). A batch made
 //   only of notifications is logged, not answered (nothing awaits an answer);
 // - a value that is not a valid request: -32600, with the request's id when it
 //   is a valid MCP id (a string or an integer within +-(2^53-1)), else null;
