@@ -1,5 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
 import { makeProject, removeDir, symbiBin } from './support/server-harness.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
 
@@ -205,5 +207,32 @@ describe('malformed JSON-RPC over real stdio', () => {
     for (const l of server.lines()) assert.equal((JSON.parse(l) as { jsonrpc: string }).jsonrpc, '2.0');
     assert.ok(!server.stderr().includes(MARKER), 'rejected input is never echoed');
     assert.match(server.stderr(), /malformed message from the client: answered -32700: not valid JSON/);
+  });
+});
+
+describe('a client that floods malformed lines without reading the answers', () => {
+  it('stalls its own input instead of growing the server memory', async () => {
+    const floodProject = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n' });
+    const child = spawn(process.execPath, [symbiBin, 'mcp', '--project', floodProject], { stdio: ['pipe', 'pipe', 'ignore'] });
+    const rssKiB = (field: 'VmRSS' | 'VmHWM'): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
+    try {
+      child.stdin.on('error', () => undefined);
+      // Answer the handshake so the server is fully up, then stop reading stdout.
+      const initialized = new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+      child.stdin.write(jsonLine(INITIALIZE));
+      await initialized;
+      child.stdout.pause();
+      await new Promise((r) => setTimeout(r, 300));
+      const before = rssKiB('VmRSS');
+      // Each 2-byte line earns a ~90-byte answer: 4 MB of input asks for ~180 MB of output.
+      const garbage = Buffer.from('x\n'.repeat(10_000));
+      for (let i = 0; i < 200; i++) child.stdin.write(garbage);
+      await new Promise((r) => setTimeout(r, 4000));
+      const growthMiB = (rssKiB('VmHWM') - before) / 1024;
+      assert.ok(growthMiB < 25, `peak RSS grew by ${growthMiB.toFixed(1)} MiB while the answers were not read`);
+    } finally {
+      child.kill('SIGKILL');
+      removeDir(floodProject);
+    }
   });
 });

@@ -8,8 +8,13 @@ import { judgeIncomingLine } from './incoming-message-check.js';
 // messages its schema accepts, and nothing malformed goes unanswered.
 
 export interface GateEvents {
-  /** Writes one JSON-RPC message to the client (standard output). */
-  answer(message: Record<string, unknown>): void;
+  /**
+   * Writes one JSON-RPC message to the client (standard output). Returns a
+   * promise when the output is full; the gate reads no further input until it
+   * settles, so a client that floods garbage without reading the answers
+   * stalls its own input instead of growing the server's memory.
+   */
+  answer(message: Record<string, unknown>): Promise<void> | void;
   /** One line for the operator: what was wrong, never the bytes themselves. */
   report(reason: string): void;
 }
@@ -22,25 +27,26 @@ export class IncomingMessageGate extends Transform {
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     // The limiter delivers whole lines only; a chunk may still hold several.
     let start = 0;
+    let outputFull: Promise<void> | undefined;
     while (start < chunk.length) {
       const newline = chunk.indexOf(0x0a, start);
       const end = newline === -1 ? chunk.length : newline + 1;
-      this.judge(chunk.subarray(start, end));
+      outputFull = this.judge(chunk.subarray(start, end)) ?? outputFull;
       start = end;
     }
-    callback();
+    if (outputFull === undefined) callback();
+    else outputFull.then(() => callback());
   }
 
-  private judge(line: Buffer): void {
+  private judge(line: Buffer): Promise<void> | void {
     const verdict = judgeIncomingLine(line);
     switch (verdict.kind) {
       case 'forward':
         this.push(line);
         return;
       case 'answer':
-        this.events.answer(verdict.message);
         this.events.report(verdict.reason);
-        return;
+        return this.events.answer(verdict.message);
       case 'ignore':
         this.events.report(verdict.reason);
         return;

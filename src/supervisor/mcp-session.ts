@@ -78,8 +78,15 @@ export async function startMcpSession(
       log.warn(`malformed message from the client: ${reason}`, { malformed_total: malformed });
     }
   };
-  const answer = (message: Record<string, unknown>): void => {
-    if (io.stdout.writable) io.stdout.write(`${JSON.stringify(message)}\n`);
+  const answer = (message: Record<string, unknown>): Promise<void> | void => {
+    if (!io.stdout.writable || io.stdout.write(`${JSON.stringify(message)}\n`)) return;
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        io.stdout.off('drain', done).off('close', done).off('error', done);
+        resolve();
+      };
+      io.stdout.on('drain', done).on('close', done).on('error', done);
+    });
   };
   const limiter = new StdinLineLimiter(STDIN_LINE_MAX_BYTES, {
     onDroppedLine: (bytes) => {
