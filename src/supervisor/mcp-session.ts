@@ -100,10 +100,11 @@ export async function startMcpSession(
   const transport = new StdioServerTransport(gate, io.stdout, { maxBufferSize: 2 * STDIN_LINE_MAX_BYTES + MiB });
 
   // The gate passes on only messages the SDK's schema accepts, so what reaches
-  // here is the SDK's own trouble (a response to an unknown request id, say).
+  // here is the rest (a response to an unknown request id, say), under the same
+  // rate limit: a client can send those in a flood too.
   server.server.onerror = (err: Error) => {
     const text = err.message.length > 200 ? `${err.message.slice(0, 200)}...` : err.message;
-    log.warn(`MCP session error: ${text}`);
+    reportMalformed(`not answered: ${text}`);
   };
 
   let resolveClosed!: (reason: string) => void;
