@@ -103,7 +103,8 @@ export async function startMcpSession(
   // here is the rest (a response to an unknown request id, say), under the same
   // rate limit: a client can send those in a flood too.
   server.server.onerror = (err: Error) => {
-    const text = err.message.length > 200 ? `${err.message.slice(0, 200)}...` : err.message;
+    // The SDK appends the offending message to some errors; never echo the client's bytes.
+    const text = err.message.replace(/:\s*[[{].*$/s, '').slice(0, 200);
     reportMalformed(`not answered: ${text}`);
   };
 
