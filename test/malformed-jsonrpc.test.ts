@@ -194,6 +194,12 @@ describe('malformed JSON-RPC over real stdio', () => {
     assert.equal((logged.match(/malformed .*notification \(not answered\)/g) ?? []).length, notifications.length, logged);
   });
 
+  it('never answers a response from the client, well-formed or not', async () => {
+    assert.deepEqual(await answersTo(jsonLine({ jsonrpc: '2.0', id: 9999, result: { note: MARKER } })), []);
+    assert.deepEqual(await answersTo(jsonLine({ jsonrpc: '2.0', id: 9998, error: { code: 'x', message: MARKER } })), []);
+    assert.deepEqual(await answersTo(jsonLine({ jsonrpc: '2.0', result: {} })), []);
+  });
+
   it('answers a line over the 8 MiB limit with -32600 and keeps serving', async () => {
     const huge = `{"jsonrpc":"2.0","id":120,"method":"tools/call","params":{"name":"parse_dsl","arguments":{"content":"${'b'.repeat(8 * 1024 * 1024)}"}}}\n`;
     const message = assertError(await answersTo(huge), { id: null, code: -32600 }, 'overlong line');
