@@ -6,7 +6,7 @@ import path from 'node:path';
 import { makeProject, removeDir, symbiBin, tempDir } from './support/server-harness.js';
 
 // Raw stdio: every byte on stdout is a JSON-RPC message, garbage on stdin is
-// dropped or answered while the server keeps serving, a huge line does not
+// answered while the server keeps serving, a huge line does not
 // grow memory without bound, and the command line refuses bad options.
 
 const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
@@ -105,7 +105,7 @@ describe('symbi mcp raw stdio', () => {
         const msg = JSON.parse(l) as { jsonrpc?: string };
         assert.equal(msg.jsonrpc, '2.0', `stdout line is JSON-RPC: ${l.slice(0, 120)}`);
       }
-      assert.match(server.stderr(), /dropped a message from the client: not valid JSON/);
+      assert.match(server.stderr(), /malformed message from the client: answered -32700: not valid JSON/);
       assert.ok(!server.stderr().includes('this is not json'), 'dropped input is not echoed');
       assert.match(server.stderr(), /shutting down cause="the client closed standard input" live_runs=0 finalised=0 not_finalised=0/);
     } finally {
@@ -132,7 +132,7 @@ describe('symbi mcp raw stdio', () => {
       const peak = peakRssKiB(server.pid);
       assert.ok(peak < 400 * 1024, `peak RSS ${peak} KiB stays far below the bytes sent`);
       assert.equal(server.lines().some((l) => l.includes('"id":99')), false);
-      assert.match(server.stderr(), /dropped an input line of 52428801 bytes: longer than the 8388608-byte line limit/);
+      assert.match(server.stderr(), /an input line of 52428801 bytes, longer than the 8388608-byte line limit, was dropped/);
       assert.equal(await server.end(), 0);
     } finally {
       await server.end();

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { checkDescriptorAccess, projectFilesUnavailable, type DescriptorAccess } from './descriptor-access-check.js';
 
 // Project files are reached only through a directory descriptor opened once at
 // startup. Linux has no openat() in Node.js, but opening
@@ -22,7 +23,9 @@ export type ConfinementCode =
   | 'hardlinked'
   | 'too_large'
   | 'not_utf8'
-  | 'io';
+  | 'io'
+  /** Descriptor-relative access does not work on this system (descriptor-access-check.ts). */
+  | 'unavailable';
 
 export class ConfinementError extends Error {
   constructor(
@@ -109,6 +112,8 @@ export class PinnedDirectory {
     readonly fd: number,
     /** Absolute path the project had when it was pinned (for display only). */
     readonly displayPath: string,
+    /** Whether descriptor-relative access works here; when it does not, every access refuses with the reason. */
+    readonly access: DescriptorAccess,
   ) {}
 
   static pin(dir: string): PinnedDirectory {
@@ -120,12 +125,16 @@ export class PinnedDirectory {
     } catch {
       // keep the resolved path
     }
-    return new PinnedDirectory(fd, shown);
+    return new PinnedDirectory(fd, shown, checkDescriptorAccess(fd));
   }
 
-  /** Wraps a descriptor pinned elsewhere in this process (worker threads share the table). */
+  /**
+   * Wraps a descriptor pinned elsewhere in this process (worker threads share
+   * the table). Access was checked when that descriptor's root was pinned: a
+   * run only starts once the supervisor found it available.
+   */
   static fromDescriptor(fd: number, displayPath: string): PinnedDirectory {
-    return new PinnedDirectory(fd, displayPath);
+    return new PinnedDirectory(fd, displayPath, { available: true });
   }
 
   /**
@@ -134,6 +143,7 @@ export class PinnedDirectory {
    * With `createMode`, missing components are created with that mode.
    */
   openDirectory(components: readonly string[], createMode?: number): number {
+    if (!this.access.available) throw new ConfinementError('unavailable', projectFilesUnavailable(this.access.reason));
     let current = this.fd;
     const shownParts: string[] = [];
     try {

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { ConfinementError, PinnedDirectory, procPath } from './pinned-directory.js';
+import { projectFilesUnavailable } from './descriptor-access-check.js';
 
 // The server's own storage (.symbiont/ and what lies below it) must be private:
 // a real directory (never a symlink), owned by the server's user, with no group
@@ -35,6 +36,10 @@ export function checkPrivateDirectory(fd: number, shown: string): void {
  * descriptor the caller closes. Throws UnsafeStorageError with the path and the problem.
  */
 export function openPrivateDirectory(project: PinnedDirectory, components: readonly string[]): number {
+  // Without descriptor-relative access every mkdir below would fail as if a parent were missing.
+  if (!project.access.available) {
+    throw new UnsafeStorageError(`${[project.displayPath, ...components].join('/')}: ${projectFilesUnavailable(project.access.reason)}`);
+  }
   let current = project.fd;
   const shownParts: string[] = [project.displayPath];
   try {

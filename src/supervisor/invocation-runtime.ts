@@ -44,6 +44,7 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
   return {
     owners,
     session: {
+      projectAccess: snapshot.projectAccess,
       registry: snapshot.registry,
       policySet: snapshot.policy.set,
       provider,

@@ -4,10 +4,13 @@ import { canPermitSomeResponse } from '../shared/policy/respond-authorization.js
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import type { RunDefinition } from '../shared/run-messages.js';
+import { projectFilesUnavailable, type DescriptorAccess } from '../shared/descriptor-access-check.js';
 
 // Every refusal here happens before a journal exists, so it carries no audit reference.
 
 export interface PreflightInputs {
+  /** Whether project files can be read (descriptor-access-check.ts); without it nothing may run. */
+  projectAccess: DescriptorAccess;
   registry: readonly RegistryEntry[];
   policySet: LoadedPolicySet;
   provider: { ok: true; config: ProviderConfig } | { ok: false; message: string };
@@ -46,6 +49,8 @@ function selectionFor(registry: readonly RegistryEntry[], name: string): Selecti
 }
 
 export function preflightInvocation(args: InvokeArguments, inputs: PreflightInputs): Preflight {
+  // First: without project file access the registry is empty, and "unknown agent" would hide the true reason.
+  if (!inputs.projectAccess.available) return { ok: false, message: projectFilesUnavailable(inputs.projectAccess.reason) };
   const tooLong =
     overLimit('prompt', args.prompt, PROMPT_MAX_BYTES) ??
     (args.system_prompt !== undefined ? overLimit('system_prompt', args.system_prompt, SYSTEM_PROMPT_MAX_BYTES) : undefined);

@@ -5,19 +5,22 @@ import { MiB, STDIN_LINE_MAX_BYTES } from '../shared/limits.js';
 import { packageVersion } from '../shared/package-version.js';
 import type { SessionContext } from './session-context.js';
 import { StdinLineLimiter } from './stdin-line-limiter.js';
+import { IncomingMessageGate } from './incoming-message-gate.js';
+import { overlongLineAnswer } from './incoming-message-check.js';
 import { registerProjectFileTools } from './tools/project-file-tools.js';
 import { registerVerifySchemaTool } from './tools/verify-schema-tool.js';
 
 // One MCP session over stdio: the SDK server with every tool registered,
-// reading standard input through the line limiter. Its whole lifecycle is
+// reading standard input through the line limiter and the message gate
+// (which answers malformed messages itself). Its whole lifecycle is
 // here: startMcpSession() and the returned closeSession(), which the process
 // shutdown logic calls (and which runs by itself when standard input ends).
 
 export const SERVER_NAME = 'symbi-mcp';
 export const SERVER_VERSION = packageVersion;
-// Log the first few dropped messages one by one, then only every Nth, so a flood of garbage cannot flood stderr.
-const DROPPED_LOG_FIRST = 10;
-const DROPPED_LOG_EVERY = 1000;
+// Log the first few malformed messages one by one, then only every Nth, so a flood of garbage cannot flood stderr.
+const MALFORMED_LOG_FIRST = 100;
+const MALFORMED_LOG_EVERY = 1000;
 
 export interface SessionIo {
   stdin: Readable;
@@ -62,14 +65,6 @@ export function createMcpServer(context: SessionContext, options: SessionOptions
   return server;
 }
 
-function describeDropped(err: Error): string {
-  // Never echo the offending bytes: they may hold a prompt.
-  if (err.name === 'SyntaxError') return 'not valid JSON';
-  if (err.name === 'ZodError' || err.name === '$ZodError') return 'JSON but not a JSON-RPC message';
-  const text = err.message.length > 200 ? `${err.message.slice(0, 200)}...` : err.message;
-  return text;
-}
-
 export async function startMcpSession(
   context: SessionContext,
   io: SessionIo = { stdin: process.stdin, stdout: process.stdout },
@@ -77,19 +72,41 @@ export async function startMcpSession(
 ): Promise<McpSession> {
   const { log } = context;
   const server = createMcpServer(context, options);
-  const limiter = new StdinLineLimiter(STDIN_LINE_MAX_BYTES, {
-    onDroppedLine: (bytes) => log.warn(`dropped an input line of ${bytes} bytes: longer than the ${STDIN_LINE_MAX_BYTES}-byte line limit`),
-  });
-  io.stdin.pipe(limiter);
-  // The limiter only forwards whole lines of at most the cap, so this bound is never reached by one message.
-  const transport = new StdioServerTransport(limiter, io.stdout, { maxBufferSize: 2 * STDIN_LINE_MAX_BYTES + MiB });
-
-  let dropped = 0;
-  server.server.onerror = (err: Error) => {
-    dropped++;
-    if (dropped <= DROPPED_LOG_FIRST || dropped % DROPPED_LOG_EVERY === 0) {
-      log.warn(`dropped a message from the client: ${describeDropped(err)}`, { dropped_total: dropped });
+  let malformed = 0;
+  const reportMalformed = (reason: string): void => {
+    malformed++;
+    if (malformed <= MALFORMED_LOG_FIRST || malformed % MALFORMED_LOG_EVERY === 0) {
+      log.warn(`malformed message from the client: ${reason}`, { malformed_total: malformed });
     }
+  };
+  const answer = (message: Record<string, unknown>): Promise<void> | void => {
+    if (!io.stdout.writable || io.stdout.write(`${JSON.stringify(message)}\n`)) return;
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        io.stdout.off('drain', done).off('close', done).off('error', done);
+        resolve();
+      };
+      io.stdout.on('drain', done).on('close', done).on('error', done);
+    });
+  };
+  const limiter = new StdinLineLimiter(STDIN_LINE_MAX_BYTES, {
+    onDroppedLine: (bytes) => {
+      answer(overlongLineAnswer(bytes, STDIN_LINE_MAX_BYTES));
+      reportMalformed(`answered -32600: an input line of ${bytes} bytes, longer than the ${STDIN_LINE_MAX_BYTES}-byte line limit, was dropped`);
+    },
+  });
+  const gate = new IncomingMessageGate({ answer, report: reportMalformed });
+  io.stdin.pipe(limiter).pipe(gate);
+  // The limiter only forwards whole lines of at most the cap, so this bound is never reached by one message.
+  const transport = new StdioServerTransport(gate, io.stdout, { maxBufferSize: 2 * STDIN_LINE_MAX_BYTES + MiB });
+
+  // The gate passes on only messages the SDK's schema accepts, so what reaches
+  // here is the rest (a response to an unknown request id, say), under the same
+  // rate limit: a client can send those in a flood too.
+  server.server.onerror = (err: Error) => {
+    // The SDK appends the offending message to some errors; never echo the client's bytes.
+    const text = err.message.replace(/:\s*[[{].*$/s, '').slice(0, 200);
+    reportMalformed(`not answered: ${text}`);
   };
 
   let resolveClosed!: (reason: string) => void;
@@ -111,7 +128,7 @@ export async function startMcpSession(
 
   const session: McpSession = { server, closed, closeSession };
   const onInputEnd = options.onInputEnd ?? (() => void closeSession('standard input ended'));
-  limiter.on('end', () => onInputEnd(session));
+  gate.on('end', () => onInputEnd(session));
   io.stdin.on('error', () => void closeSession('standard input failed'));
   // A client that went away makes stdout writes fail with EPIPE; that must not crash the process.
   io.stdout.on('error', () => void closeSession('standard output closed'));

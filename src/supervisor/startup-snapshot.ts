@@ -1,5 +1,6 @@
 import { AGENTS_MD_MAX_BYTES } from '../shared/limits.js';
 import { ConfinementError, PinnedDirectory } from '../shared/pinned-directory.js';
+import type { DescriptorAccess } from '../shared/descriptor-access-check.js';
 import { extractAgentsMdGuidance, type AgentsMdGuidance } from '../shared/agents-md.js';
 import { buildReport } from '../shared/dsl/parse-report.js';
 import { parseDsl } from '../shared/dsl/parser.js';
@@ -41,6 +42,12 @@ export type AuditSnapshot =
 export interface StartupSnapshot {
   readonly takenAt: string;
   readonly project: { readonly fd: number; readonly path: string };
+  /**
+   * Whether project files can be read at all. When not, nothing below was read:
+   * the registry is empty, AGENTS.md and the audit storage are unavailable and
+   * the policy set denies everything, each naming this reason.
+   */
+  readonly projectAccess: DescriptorAccess;
   /** Registry entries as the DSL module expects them, one per discovered source. */
   readonly registry: readonly RegistryEntry[];
   readonly agents: readonly AgentSummary[];
@@ -120,7 +127,30 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+// Without descriptor-relative access nothing can be read, and an unreadable
+// project must never look like an empty one: no agents/ "absent", no AGENTS.md
+// "missing", no policy files "missing" (which would grant the default
+// permission). Every part carries the reason instead; the policy set denies all.
+function unavailableSnapshot(project: PinnedDirectory, reason: string): SnapshotResult {
+  const policyInputs: PolicyFileInput[] = [{ path: 'policies/', error: `policies/: ${reason}` }];
+  const snapshot: StartupSnapshot = {
+    takenAt: new Date().toISOString(),
+    project: { fd: project.fd, path: project.displayPath },
+    projectAccess: { available: false, reason },
+    registry: [],
+    agents: [],
+    skipped: [],
+    limitsHit: [],
+    agentsDirectory: { present: false, problem: `agents/ cannot be read: ${reason}`, entriesInspected: 0, retainedBytes: 0 },
+    agentsMd: { present: false, reason: `AGENTS.md cannot be read: ${reason}`, missing: false },
+    policy: { files: [], set: loadPolicySet(policyInputs) },
+    audit: { ready: false, reason },
+  };
+  return { snapshot: deepFreeze(snapshot), auditStorage: null };
+}
+
 export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
+  if (!project.access.available) return unavailableSnapshot(project, project.access.reason);
   const discovery = discoverAgentSources(project);
   const registry: RegistryEntry[] = discovery.sources.map(({ stem, file, text }) => ({ stem, file, text }));
   const policyInputs: PolicyFileInput[] = collectPolicyFiles(project);
@@ -129,6 +159,7 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
   const snapshot: Omit<StartupSnapshot, 'agents'> = {
     takenAt: new Date().toISOString(),
     project: { fd: project.fd, path: project.displayPath },
+    projectAccess: project.access,
     registry,
     skipped: discovery.skipped,
     limitsHit: discovery.limitsHit,

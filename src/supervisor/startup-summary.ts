@@ -1,3 +1,4 @@
+import { projectFilesUnavailable } from '../shared/descriptor-access-check.js';
 import type { OperatorLog } from './operator-log.js';
 import type { StartupSnapshot } from './startup-snapshot.js';
 
@@ -16,6 +17,14 @@ function agentName(a: StartupSnapshot['agents'][number]): string {
 export function writeStartupSummary(snapshot: StartupSnapshot, log: OperatorLog): void {
   const invocable = snapshot.agents.filter((a) => a.invocable).length;
   log.info(`project pinned: ${snapshot.project.path}`, { event: 'startup.project', path: snapshot.project.path });
+  if (!snapshot.projectAccess.available) {
+    // One line with the true reason; the usual summary would only repeat it for every part.
+    log.warn(
+      `${projectFilesUnavailable(snapshot.projectAccess.reason)}. list_agents, get_agent_dsl, parse_dsl {file}, get_agents_md, the AGENTS.md resource and invoke_agent refuse with this reason, and the policy set denies every response`,
+      { event: 'startup.project_access' },
+    );
+    return;
+  }
 
   const dir = snapshot.agentsDirectory;
   if (dir.problem) log.warn(dir.problem, { event: 'startup.agents_dir' });

@@ -2,6 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AGENT_NAME_MAX_BYTES, AGENTS_MD_MAX_BYTES, DSL_FILE_MAX_BYTES } from '../../shared/limits.js';
 import { ConfinementError, projectPathComponents } from '../../shared/pinned-directory.js';
+import { projectFilesUnavailable } from '../../shared/descriptor-access-check.js';
 import { parseDslReport } from '../../shared/dsl/parse-report.js';
 import { sourceStem } from '../agent-discovery.js';
 import type { SessionContext } from '../session-context.js';
@@ -27,6 +28,12 @@ const INLINE_SOURCE = '<inline>';
 // JSON strings can carry unpaired surrogates, which have no UTF-8 encoding.
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** The refusal every file tool gives when project files cannot be read at all (descriptor-access-check.ts). */
+function projectUnavailable(tool: string, context: SessionContext) {
+  const access = context.snapshot.projectAccess;
+  return access.available ? null : toolError(`${tool}: ${projectFilesUnavailable(access.reason)}`);
+}
+
 function listCandidates(names: readonly string[]): string {
   if (names.length === 0) return 'none (agents/ holds no readable .symbi or .dsl files)';
   const shown = names.slice(0, CANDIDATES_SHOWN).join(', ');
@@ -47,6 +54,8 @@ function registerListAgents(server: McpServer, context: SessionContext): void {
       'list_agents',
       (raw: unknown) => {
         argumentObject('list_agents', raw, []);
+        const unavailable = projectUnavailable('list_agents', context);
+        if (unavailable) return unavailable;
         const { snapshot } = context;
         return jsonResult({
           agents: snapshot.agents.map((a) => ({
@@ -87,6 +96,8 @@ function registerGetAgentDsl(server: McpServer, context: SessionContext): void {
         if (Buffer.byteLength(agent, 'utf8') > AGENT_NAME_MAX_BYTES) {
           throw new ToolArgumentError(`get_agent_dsl: "agent" is longer than ${AGENT_NAME_MAX_BYTES} bytes; expected ${allowedAgent}`);
         }
+        const unavailable = projectUnavailable('get_agent_dsl', context);
+        if (unavailable) return unavailable;
         const registry = context.snapshot.registry;
         const matches = registry.filter((e) => e.stem === agent);
         if (matches.length === 0) {
@@ -198,13 +209,17 @@ function registerGetAgentsMd(server: McpServer, context: SessionContext): void {
 }
 
 function registerAgentsMdResource(server: McpServer, context: SessionContext): void {
-  // Listed only when AGENTS.md was present and readable at startup.
-  if (!context.snapshot.agentsMd.present) return;
+  // Listed when AGENTS.md was present and readable at startup, and also when the
+  // project could not be read at all: reading it then gives the reason, where an
+  // unlisted resource would read as "this project has no AGENTS.md".
+  const access = context.snapshot.projectAccess;
+  if (!context.snapshot.agentsMd.present && access.available) return;
   server.registerResource(
     'AGENTS.md',
     AGENTS_MD_RESOURCE_URI,
     { title: 'AGENTS.md', description: 'Guidance for agents working in this project', mimeType: 'text/markdown' },
     () => {
+      if (!access.available) throw new McpError(ErrorCode.InternalError, `AGENTS.md: ${projectFilesUnavailable(access.reason)}`);
       const read = readAgentsMdNow(context);
       if ('error' in read) throw new McpError(ErrorCode.InvalidParams, read.error);
       return { contents: [{ uri: AGENTS_MD_RESOURCE_URI, mimeType: 'text/markdown', text: read.text }] };

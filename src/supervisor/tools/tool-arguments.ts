@@ -36,7 +36,7 @@ export function jsonResult(value: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value };
 }
 
-function describeType(value: unknown): string {
+export function describeType(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   return `a ${typeof value}`;
@@ -50,7 +50,8 @@ export function quoteForMessage(value: string, max = 80): string {
 
 /** Normalises the raw arguments object and refuses names the tool does not take. */
 export function argumentObject(tool: string, raw: unknown, allowed: readonly string[]): Record<string, unknown> {
-  if (raw === undefined || raw === null) return {};
+  // Absent arguments are an empty object; null is refused like any other non-object.
+  if (raw === undefined) return {};
   if (typeof raw !== 'object' || Array.isArray(raw)) throw new ToolArgumentError(`${tool}: arguments must be an object, got ${describeType(raw)}`);
   const args = raw as Record<string, unknown>;
   for (const key of Object.keys(args)) {

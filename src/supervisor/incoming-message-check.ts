@@ -1,0 +1,224 @@
+import {
+  ClientNotificationSchema,
+  ClientRequestSchema,
+  ErrorCode,
+  JSONRPCResponseSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+import { describeType, toolError } from './tools/tool-arguments.js';
+
+// Judges one line from standard input before the SDK sees it. The SDK drops
+// whatever its message schema rejects with no answer, so the client would wait
+// until its own timeout; here every malformed request gets a JSON-RPC error,
+// per JSON-RPC 2.0 (https://www.jsonrpc.org/specification, sections 4.1, 5
+// and 5.1) and the MCP revisions the SDK negotiates:
+// - a line that is not UTF-8 JSON: -32700, id null;
+// - a batch (an array): one -32600, id null, and nothing in it runs. MCP
+//   2025-03-26 allowed batches, 2025-06-18 removed them
+//   (https://modelcontextprotocol.io/specification/2025-06-18/changelog), and
+//   the SDK serving this session never processed them in any revision; one
+//   clear error beats half-handling (the MCP conformance suite's
+//   json-rpc-batch-rejection scenario expects rejection too). A batch made
+//   only of notifications is logged, not answered (nothing awaits an answer);
+// - a value that is not a valid request: -32600, with the request's id when it
+//   is a valid MCP id (a string or an integer within +-(2^53-1)), else null;
+// - invalid params of a method the SDK knows: -32602, one line;
+// - tools/call arguments that are not an object, or that carry `__proto__`
+//   (which the SDK's argument copy would silently drop): a tool result with
+//   isError and one line, like every other bad argument.
+// Notifications (a string `method`, no `id` member) are never answered, as
+// JSON-RPC 2.0 section 4.1 says, malformed or not; a malformed one is logged.
+// Responses from the client are never answered either (that could loop).
+// Error ids are `null` as JSON-RPC 2.0 section 5 requires; MCP 2025-11-25's
+// schema also allows leaving the id out, and both mean "unknown request".
+
+export type JsonRpcId = string | number;
+
+export type IncomingVerdict =
+  /** A well-formed message: hand the line to the SDK unchanged. */
+  | { kind: 'forward' }
+  /** Answer with this message (an error, or an isError tool result); `reason` is for the operator log. */
+  | { kind: 'answer'; message: Record<string, unknown>; reason: string }
+  /** Nothing to answer (a notification or a client response that is malformed); log `reason`. */
+  | { kind: 'ignore'; reason: string }
+  /** A blank line between messages: not a message at all. */
+  | { kind: 'blank' };
+
+const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
+const NOTIFICATION_MEMBERS = new Set(['jsonrpc', 'method', 'params']);
+const VALID_ID = 'a string or an integer between -(2^53-1) and 2^53-1';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function methodSchemas(union: { options: readonly z.ZodType[] }): Map<string, z.ZodType> {
+  const byMethod = new Map<string, z.ZodType>();
+  for (const option of union.options) {
+    const method = (option as unknown as { shape: { method: { value: unknown } } }).shape.method.value;
+    if (typeof method === 'string') byMethod.set(method, option);
+  }
+  return byMethod;
+}
+
+// The SDK's own per-method schemas, so "invalid params" means exactly what its handlers would reject.
+const REQUEST_SCHEMAS = methodSchemas(ClientRequestSchema as unknown as { options: readonly z.ZodType[] });
+const NOTIFICATION_SCHEMAS = methodSchemas(ClientNotificationSchema as unknown as { options: readonly z.ZodType[] });
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+// A number is safe to show (it cannot hold a prompt) and says why it was refused: 1.5, 1e+300.
+function describeId(value: unknown): string {
+  if (typeof value !== 'number') return describeType(value);
+  // Past 2^53 JSON.parse has already rounded the number, so showing it would mislead.
+  return Number.isInteger(value) && !Number.isSafeInteger(value) ? 'an integer beyond 2^53-1' : String(value);
+}
+
+export function isValidId(value: unknown): value is JsonRpcId {
+  return typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
+}
+
+function errorMessage(id: JsonRpcId | null, code: number, message: string): Record<string, unknown> {
+  return { jsonrpc: '2.0', id, error: { code, message } };
+}
+
+function resultMessage(id: JsonRpcId, result: CallToolResult): Record<string, unknown> {
+  return { jsonrpc: '2.0', id, result };
+}
+
+/** The first schema issue as one short line: where, then what. */
+function firstIssue(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (issue === undefined) return 'does not match the method schema';
+  const where = issue.path.length > 0 ? issue.path.map(String).join('.') : 'params';
+  return `${where}: ${issue.message.split('\n')[0]}`;
+}
+
+/** Why `params` (and its `_meta`) cannot belong to any JSON-RPC message MCP accepts, or null. */
+function envelopeParamsProblem(message: Record<string, unknown>): string | null {
+  if (!('params' in message)) return null;
+  const params = message.params;
+  if (!isPlainObject(params)) return `"params" must be an object, got ${describeType(params)}`;
+  if (!('_meta' in params)) return null;
+  const meta = params._meta;
+  if (!isPlainObject(meta)) return `"params._meta" must be an object, got ${describeType(meta)}`;
+  if ('progressToken' in meta && !isValidId(meta.progressToken)) {
+    return `"params._meta.progressToken" must be ${VALID_ID}, got ${describeId(meta.progressToken)}`;
+  }
+  return null;
+}
+
+function unexpectedMember(message: Record<string, unknown>, allowed: Set<string>): string | null {
+  const extra = Object.keys(message).find((key) => !allowed.has(key));
+  return extra === undefined ? null : `unexpected member ${JSON.stringify(extra.slice(0, 40))}; a request has only jsonrpc, id, method and params`;
+}
+
+function toolLabel(name: string): string {
+  return /^[\w.-]{1,64}$/.test(name) ? name : JSON.stringify(name.slice(0, 64));
+}
+
+/** The tools/call cases that are bad tool arguments rather than bad params: answered as tool errors. */
+function toolArgumentsProblem(params: Record<string, unknown>): string | null {
+  if (typeof params.name !== 'string' || !('arguments' in params) || params.arguments === undefined) return null;
+  const tool = toolLabel(params.name);
+  const args = params.arguments;
+  if (!isPlainObject(args)) return `${tool}: arguments must be an object, got ${describeType(args)}; give the arguments as a JSON object (tools/list shows each tool's fields)`;
+  // JSON.parse makes "__proto__" an own key, but the SDK copies arguments into a
+  // new object, where assigning "__proto__" sets the prototype and the key
+  // vanishes; it must be refused here. "constructor" and "prototype" survive the
+  // copy and each tool refuses them as unknown, naming the arguments it takes.
+  if (Object.prototype.hasOwnProperty.call(args, '__proto__')) return `${tool}: unknown argument "__proto__"; "__proto__" is never an argument name`;
+  return null;
+}
+
+function judgeNotification(message: Record<string, unknown>, method: string): IncomingVerdict {
+  const problem =
+    (message.jsonrpc !== '2.0' ? '"jsonrpc" must be "2.0"' : null) ??
+    unexpectedMember(message, NOTIFICATION_MEMBERS) ??
+    envelopeParamsProblem(message);
+  if (problem !== null) return { kind: 'ignore', reason: `malformed notification (not answered): ${problem}` };
+  const schema = NOTIFICATION_SCHEMAS.get(method);
+  if (schema !== undefined) {
+    const parsed = schema.safeParse({ method, ...(message.params !== undefined ? { params: message.params } : {}) });
+    if (!parsed.success) return { kind: 'ignore', reason: `malformed ${method} notification (not answered): ${firstIssue(parsed.error)}` };
+  }
+  return { kind: 'forward' };
+}
+
+function judgeClientResponse(message: Record<string, unknown>): IncomingVerdict {
+  if (JSONRPCResponseSchema.safeParse(message).success) return { kind: 'forward' };
+  return { kind: 'ignore', reason: 'malformed response from the client (responses are never answered)' };
+}
+
+function judgeRequest(message: Record<string, unknown>): IncomingVerdict {
+  const id = isValidId(message.id) ? message.id : null;
+  const invalid = (what: string): IncomingVerdict => ({
+    kind: 'answer',
+    message: errorMessage(id, ErrorCode.InvalidRequest, `Invalid Request: ${what}`),
+    reason: `answered -32600: ${what}`,
+  });
+  if (message.jsonrpc !== '2.0') return invalid('"jsonrpc" must be "2.0"');
+  if (!('method' in message)) return invalid('"method" is missing');
+  if (typeof message.method !== 'string') return invalid(`"method" must be a string, got ${describeType(message.method)}`);
+  if (!('id' in message)) return invalid('a request needs an "id"');
+  if (id === null) return invalid(`"id" must be ${VALID_ID}, got ${describeId(message.id)}`);
+  const problem = unexpectedMember(message, REQUEST_MEMBERS) ?? envelopeParamsProblem(message);
+  if (problem !== null) return invalid(problem);
+
+  const method = message.method;
+  const params = message.params as Record<string, unknown> | undefined;
+  if (method === 'tools/call' && params !== undefined) {
+    const argumentsProblem = toolArgumentsProblem(params);
+    if (argumentsProblem !== null) {
+      return { kind: 'answer', message: resultMessage(id, toolError(argumentsProblem)), reason: `answered a tool error: ${argumentsProblem}` };
+    }
+  }
+  const schema = REQUEST_SCHEMAS.get(method);
+  if (schema !== undefined) {
+    const parsed = schema.safeParse({ method, ...(params !== undefined ? { params } : {}) });
+    if (!parsed.success) {
+      const what = `Invalid params for ${method}: ${firstIssue(parsed.error)}`;
+      return { kind: 'answer', message: errorMessage(id, ErrorCode.InvalidParams, what), reason: `answered -32602: ${what}` };
+    }
+  }
+  // Unknown methods go on: the SDK answers them with -32601.
+  return { kind: 'forward' };
+}
+
+function judgeBatch(batch: unknown[]): IncomingVerdict {
+  const onlyNotifications = batch.length > 0 && batch.every((m) => isPlainObject(m) && !('id' in m) && typeof m.method === 'string');
+  const what = 'JSON-RPC batches are not supported (MCP 2025-06-18 removed batching); send each message on its own line';
+  if (onlyNotifications) return { kind: 'ignore', reason: `a batch of ${batch.length} notifications (not answered): ${what}` };
+  return { kind: 'answer', message: errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: ${what}`), reason: `answered -32600: a batch of ${batch.length} messages` };
+}
+
+/** Judges one line (its newline and a trailing CR may be present). */
+export function judgeIncomingLine(line: Uint8Array): IncomingVerdict {
+  let text: string;
+  try {
+    text = utf8.decode(line);
+  } catch {
+    return { kind: 'answer', message: errorMessage(null, ErrorCode.ParseError, 'Parse error: the line is not valid UTF-8'), reason: 'answered -32700: not valid UTF-8' };
+  }
+  if (text.trim().length === 0) return { kind: 'blank' };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { kind: 'answer', message: errorMessage(null, ErrorCode.ParseError, 'Parse error: the line is not valid JSON'), reason: 'answered -32700: not valid JSON' };
+  }
+  if (Array.isArray(value)) return judgeBatch(value);
+  if (!isPlainObject(value)) {
+    const what = `a message must be a JSON object, got ${describeType(value)}`;
+    return { kind: 'answer', message: errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: ${what}`), reason: `answered -32600: ${what}` };
+  }
+  if (!('method' in value) && ('result' in value || 'error' in value)) return judgeClientResponse(value);
+  if (typeof value.method === 'string' && !('id' in value)) return judgeNotification(value, value.method);
+  return judgeRequest(value);
+}
+
+/** The answer to a line dropped for its length: its id cannot be read, so the error carries null. */
+export function overlongLineAnswer(bytes: number, limit: number): Record<string, unknown> {
+  return errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: the message is ${bytes} bytes; one line is limited to ${limit} bytes`);
+}

@@ -1,0 +1,84 @@
+import { spawn } from 'node:child_process';
+
+// Drives a server process over raw stdio: bytes written as given, every
+// stdout line kept as it came, so a test sees exactly what a client would.
+
+export type RawMessage = Record<string, unknown>;
+
+export interface RawStdioServer {
+  send(data: string | Buffer): Promise<void>;
+  /** Resolves with the first message for which `match` is true (already seen or still to come). */
+  waitForMessage(match: (message: RawMessage) => boolean, what: string, timeoutMs?: number): Promise<RawMessage>;
+  /** The first message whose id is `id` (a response). */
+  waitFor(id: string | number, timeoutMs?: number): Promise<RawMessage>;
+  messages(): RawMessage[];
+  /** Raw stdout lines, newline removed. */
+  lines(): string[];
+  stderr(): string;
+  end(): Promise<number | null>;
+}
+
+export const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 'init',
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw-stdio-test', version: '1' } },
+};
+export const INITIALIZED = { jsonrpc: '2.0', method: 'notifications/initialized' };
+export const jsonLine = (message: unknown): string => `${JSON.stringify(message)}\n`;
+
+export function spawnRawStdio(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): RawStdioServer {
+  const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env });
+  let stdout = '';
+  let stderr = '';
+  const parsed: RawMessage[] = [];
+  const waiters: Array<{ match: (m: RawMessage) => boolean; resolve: (m: RawMessage) => void }> = [];
+  child.stdout.on('data', (chunk: Buffer) => {
+    const before = stdout.split('\n').length - 1;
+    stdout += chunk.toString('utf8');
+    const all = stdout.split('\n').slice(0, -1);
+    for (const line of all.slice(before)) {
+      let message: RawMessage;
+      try {
+        message = JSON.parse(line) as RawMessage;
+      } catch {
+        continue; // lines() shows it to the test
+      }
+      parsed.push(message);
+      for (const waiter of waiters.filter((w) => w.match(message))) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(message);
+      }
+    }
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  child.stdin.on('error', () => undefined);
+
+  const waitForMessage = (match: (m: RawMessage) => boolean, what: string, timeoutMs = 10_000): Promise<RawMessage> => {
+    const seen = parsed.find(match);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${what} within ${timeoutMs} ms; stdout: ${stdout.slice(-2000)} stderr: ${stderr.slice(-2000)}`)), timeoutMs);
+      waiters.push({
+        match,
+        resolve: (m) => {
+          clearTimeout(timer);
+          resolve(m);
+        },
+      });
+    });
+  };
+  return {
+    send: (data) => new Promise((resolve, reject) => child.stdin.write(data, (err) => (err ? reject(err) : resolve()))),
+    waitForMessage,
+    waitFor: (id, timeoutMs) => waitForMessage((m) => m.id === id && ('result' in m || 'error' in m), `response to id ${JSON.stringify(id)}`, timeoutMs),
+    messages: () => [...parsed],
+    lines: () => stdout.split('\n').filter((l) => l.length > 0),
+    stderr: () => stderr,
+    end: () => {
+      child.stdin.end();
+      return exited;
+    },
+  };
+}
