@@ -108,7 +108,14 @@ class Parser {
       const startsItem: SyncPoint = (t) => t.kind === 'word' && TOP_LEVEL_KEYWORDS.includes(t.text);
       this.repeatUntil('eof', startsItem, () => items.push(this.item()));
     } catch (e) {
-      if (!(e instanceof ParseAbandoned)) throw e;
+      // The nesting bound keeps the stack at about half of Node's default;
+      // should a caller's stack be smaller still, the overflow is reported, not thrown.
+      if (e instanceof RangeError) {
+        const t = this.token;
+        this.errors.push({ line: t.line, column: t.column, message: 'nesting too deep for the parser\'s stack; the parser stops here' });
+      } else if (!(e instanceof ParseAbandoned)) {
+        throw e;
+      }
     }
     return { items };
   }
@@ -538,23 +545,21 @@ class Parser {
   }
 
   private ifStatementChain(): IfStatement {
-    return this.nested(() => {
-      const start = this.expectWord('if');
-      let letPattern: Pattern | null = null;
-      if (this.wordAt() === 'let') {
-        this.advance();
-        letPattern = this.pattern();
-        this.expectPunct('=', 'after the `if let` pattern');
-      }
-      const condition = this.condition();
-      const then = this.block();
-      let otherwise: Block | IfStatement | null = null;
-      if (this.wordAt() === 'else') {
-        this.advance();
-        otherwise = this.wordAt() === 'if' ? this.ifStatementChain() : this.block();
-      }
-      return { kind: 'if', condition, letPattern, then, otherwise, line: start.line, column: start.column };
-    });
+    const start = this.expectWord('if');
+    let letPattern: Pattern | null = null;
+    if (this.wordAt() === 'let') {
+      this.advance();
+      letPattern = this.pattern();
+      this.expectPunct('=', 'after the `if let` pattern');
+    }
+    const condition = this.condition();
+    const then = this.block();
+    let otherwise: Block | IfStatement | null = null;
+    if (this.wordAt() === 'else') {
+      this.advance();
+      otherwise = this.wordAt() === 'if' ? this.nested(() => this.ifStatementChain()) : this.block();
+    }
+    return { kind: 'if', condition, letPattern, then, otherwise, line: start.line, column: start.column };
   }
 
   /** `_`, a name, or `Name(pattern ,? ...)`. */
@@ -681,27 +686,39 @@ class Parser {
   }
 
   private orExpr(): Expr {
-    return this.leftAssociative(['||'], () => this.andExpr());
+    let left = this.andExpr();
+    for (let op; (op = this.binaryOperator(['||'])); ) left = this.binary(op, left, this.andExpr());
+    return left;
   }
 
   private andExpr(): Expr {
-    return this.leftAssociative(['&&'], () => this.equalityExpr());
+    let left = this.equalityExpr();
+    for (let op; (op = this.binaryOperator(['&&'])); ) left = this.binary(op, left, this.equalityExpr());
+    return left;
   }
 
   private equalityExpr(): Expr {
-    return this.leftAssociative(['==', '!=', 'in'], () => this.comparisonExpr());
+    let left = this.comparisonExpr();
+    for (let op; (op = this.binaryOperator(['==', '!=', 'in'])); ) left = this.binary(op, left, this.comparisonExpr());
+    return left;
   }
 
   private comparisonExpr(): Expr {
-    return this.leftAssociative(['<', '>', '<=', '>='], () => this.additiveExpr());
+    let left = this.additiveExpr();
+    for (let op; (op = this.binaryOperator(['<', '>', '<=', '>='])); ) left = this.binary(op, left, this.additiveExpr());
+    return left;
   }
 
   private additiveExpr(): Expr {
-    return this.leftAssociative(['+', '-'], () => this.multiplicativeExpr());
+    let left = this.multiplicativeExpr();
+    for (let op; (op = this.binaryOperator(['+', '-'])); ) left = this.binary(op, left, this.multiplicativeExpr());
+    return left;
   }
 
   private multiplicativeExpr(): Expr {
-    return this.leftAssociative(['*', '/', '%'], () => this.unaryExpr());
+    let left = this.unaryExpr();
+    for (let op; (op = this.binaryOperator(['*', '/', '%'])); ) left = this.binary(op, left, this.unaryExpr());
+    return left;
   }
 
   private unaryExpr(): Expr {
@@ -776,15 +793,13 @@ class Parser {
 
   /** `if condition block else (if_expression | block)`: the `else` is required. */
   private ifExpression(): Expr {
-    return this.nested(() => {
-      const start = this.expectWord('if');
-      const condition = this.condition();
-      const then = this.block();
-      if (this.wordAt() !== 'else') this.fail(`expected \`else\`: an \`if\` used as a value needs an \`else\` branch, found ${describeToken(this.token)}`);
-      this.advance();
-      const otherwise = this.wordAt() === 'if' ? this.ifExpression() : this.block();
-      return { kind: 'if', condition, then, otherwise, ...this.spanFrom(start) };
-    });
+    const start = this.expectWord('if');
+    const condition = this.condition();
+    const then = this.block();
+    if (this.wordAt() !== 'else') this.fail(`expected \`else\`: an \`if\` used as a value needs an \`else\` branch, found ${describeToken(this.token)}`);
+    this.advance();
+    const otherwise = this.wordAt() === 'if' ? this.nested(() => this.ifExpression()) : this.block();
+    return { kind: 'if', condition, then, otherwise, ...this.spanFrom(start) };
   }
 
   /** `name => expression`: one parameter, an expression body. */
@@ -896,16 +911,17 @@ class Parser {
     return (first.kind === 'word' || first.kind === 'string') && isPunct(this.peek(2), ':');
   }
 
-  private leftAssociative(operators: string[], operand: () => Expr): Expr {
-    let left = operand();
-    for (;;) {
-      const t = this.token;
-      const isOperator = t.kind === 'punct' ? operators.includes(t.text) : t.kind === 'word' && t.text === 'in' && operators.includes('in');
-      if (!isOperator) return left;
-      this.advance();
-      const right = operand();
-      left = { kind: 'binary', op: t.text, left, right, ...this.spanFrom(left) };
-    }
+  /** The operator at the current token, consumed, when it is one of `operators`. */
+  private binaryOperator(operators: string[]): string | null {
+    const t = this.token;
+    const isOperator = t.kind === 'punct' || (t.kind === 'word' && t.text === 'in');
+    if (!isOperator || !operators.includes(t.text)) return null;
+    this.advance();
+    return t.text;
+  }
+
+  private binary(op: string, left: Expr, right: Expr): Expr {
+    return { kind: 'binary', op, left, right, ...this.spanFrom(left) };
   }
 
   private commaSeparated<T>(open: string, close: string, what: string, item: () => T): T[] {
