@@ -87,7 +87,7 @@ class Parser {
   /** In an `if`, `for` or `match` head, `Name {` opens the block, not a type literal. */
   private inCondition = false;
 
-  constructor(private readonly src: string) {
+  constructor(src: string) {
     this.tokens = lex(src);
     this.braceDepth = [];
     let open = 0;
@@ -514,12 +514,6 @@ class Parser {
         return this.tryStatement();
       case 'return':
         return this.returnStatement();
-      case 'while':
-        // Not a keyword of the grammar, but a common slip worth naming.
-        if (!isPunct(this.peek(1), '(') && !isPunct(this.peek(1), '=') && !isPunct(this.peek(1), '.')) {
-          return this.fail('`while` loops are not part of the language; iterate with `for x in items { ... }`');
-        }
-        return this.assignmentOrExpressionStatement();
       default:
         return this.assignmentOrExpressionStatement();
     }
@@ -673,6 +667,10 @@ class Parser {
       return { kind: 'assign', op, target: expr, value, line: start.line, column: start.column };
     }
     if (this.isPunct('}')) return { tail: expr };
+    if (!this.isPunct(';') && start.kind === 'word' && start.text === 'while') {
+      // `while` is an ordinary name to the grammar, but a loop is what was meant.
+      this.fail('`while` loops are not part of the language; iterate with `for x in items { ... }`', start);
+    }
     this.expectPunct(';', 'to end the statement');
     return { kind: 'expr', expr, line: start.line, column: start.column };
   }
