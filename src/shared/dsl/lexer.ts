@@ -1,26 +1,29 @@
 import type { Token, TokenKind } from './tokens.js';
 
-// Splits DSL text into tokens, following the token rules at the end of
+// Splits DSL text into tokens. The patterns are the token rules at the end of
 // Symbiont's grammar.js (identifier, string, duration_literal, number,
-// vault_url, comment). Like tree-sitter, it takes the longest match: `30s`
-// is a duration, `1_000s` a number followed by the word `s`.
-// White space and comments (`//` or `#` to the end of the line) separate tokens.
+// vault_url, comment), written as sticky regular expressions. Like
+// tree-sitter, the lexer takes the longest match: `30s` is a duration,
+// `1_000s` a number followed by the word `s`. White space and comments (`//`
+// or `#` to the end of the line) separate tokens.
 
+const SPACE = /\s+/y;
+const COMMENT = /(?:\/\/|#)[^\n]*/y;
+const WORD = /[a-zA-Z_][a-zA-Z0-9_]*/y;
+/** `"(\\.|[^"\\])*"`: a backslash escapes any character but a line break. */
+const STRING = /"(?:\\[^\n]|[^"\\])*"/y;
+const STRING_PREFIX = /"(?:\\[^\n]|[^"\\])*/y;
+const DURATION = /\d+(?:\.seconds|\.minutes|\.hours|months|s|m|h|d|w|y)/y;
+const NUMBER = /\d+(?:_\d+)*(?:\.\d+)?/y;
+const VAULT = /vault:\/\/[A-Za-z0-9_\-/.]+/y;
 /** Operators and separators, longest first so that `==` is not read as `=` `=`. */
-const PUNCTUATION = [
-  '=>', '->', '==', '!=', '<=', '>=', '&&', '||', '+=', '-=', '*=', '/=', '%=',
-  '{', '}', '(', ')', '[', ']', ',', ':', ';', '=', '<', '>', '+', '-', '*', '/', '%', '!', '.',
-];
+const PUNCTUATION = /=>|->|==|!=|<=|>=|&&|\|\||[-+*/%]=|[{}()[\],:;=<>+\-*/%!.]/y;
 
-/** Duration units, longest first: `5months` is one duration, not `5m` then `onths`. */
-const DURATION_UNITS = ['.seconds', '.minutes', '.hours', 'months', 's', 'm', 'h', 'd', 'w', 'y'];
-
-const VAULT_PREFIX = 'vault://';
-
-const isDigit = (c: string | undefined): boolean => c !== undefined && c >= '0' && c <= '9';
-const isWordStart = (c: string | undefined): boolean => c !== undefined && /[A-Za-z_]/.test(c);
-const isWordChar = (c: string | undefined): boolean => c !== undefined && /[A-Za-z0-9_]/.test(c);
-const isVaultChar = (c: string | undefined): boolean => c !== undefined && /[A-Za-z0-9_\-/.]/.test(c);
+/** The text of `pattern` at `pos`, or null. */
+function matchAt(pattern: RegExp, src: string, pos: number): string | null {
+  pattern.lastIndex = pos;
+  return pattern.exec(src)?.[0] ?? null;
+}
 
 export function lex(src: string): Token[] {
   const tokens: Token[] = [];
@@ -28,106 +31,55 @@ export function lex(src: string): Token[] {
   let line = 1;
   let lineStart = 0;
 
-  const push = (kind: TokenKind, start: number, end: number, text = src.slice(start, end)): void => {
-    tokens.push({ kind, text, start, end, line, column: start - lineStart + 1 });
+  /** Moves past `text`, keeping count of the lines it spans. */
+  const advance = (text: string): void => {
+    for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) {
+      line++;
+      lineStart = pos + i + 1;
+    }
+    pos += text.length;
+  };
+  const push = (kind: TokenKind, text: string, message?: string): void => {
+    tokens.push({ kind, text: message ?? text, start: pos, end: pos + text.length, line, column: pos - lineStart + 1 });
+    advance(text);
   };
 
   while (pos < src.length) {
+    const skipped = matchAt(SPACE, src, pos) ?? matchAt(COMMENT, src, pos);
+    if (skipped !== null) {
+      advance(skipped);
+      continue;
+    }
     const c = src[pos]!;
-    if (c === '\n') {
-      pos++;
-      line++;
-      lineStart = pos;
-    } else if (/\s/.test(c)) {
-      pos++;
-    } else if (c === '#' || src.startsWith('//', pos)) {
-      while (pos < src.length && src[pos] !== '\n') pos++;
-    } else if (src.startsWith('/*', pos)) {
-      push('invalid', pos, pos + 2, 'block comments (`/* */`) are not part of the language; start each comment line with `//` or `#`');
-      pos += 2;
-    } else if (c === '"') {
-      const start = pos;
-      const startLine = line;
-      const startColumn = pos - lineStart + 1;
-      const end = stringEnd(src, pos);
-      // A string may span lines: keep the line count right for what follows.
-      for (let i = pos; i < (end.at ?? src.length); i++) {
-        if (src[i] === '\n') {
-          line++;
-          lineStart = i + 1;
-        }
+    if (c === '"') {
+      const text = matchAt(STRING, src, pos);
+      if (text !== null) push('string', text);
+      else {
+        const prefix = matchAt(STRING_PREFIX, src, pos)!;
+        const atEnd = pos + prefix.length >= src.length;
+        push('invalid', prefix, atEnd ? 'unterminated string: no closing `"` before end of file' : 'a `\\` at the end of a line inside a string; a backslash escapes the character after it on the same line');
       }
-      pos = end.at ?? src.length;
-      const token: Token = end.problem
-        ? { kind: 'invalid', text: end.problem, start, end: pos, line: startLine, column: startColumn }
-        : { kind: 'string', text: src.slice(start, pos), start, end: pos, line: startLine, column: startColumn };
-      tokens.push(token);
-    } else if (isDigit(c)) {
-      const end = Math.max(numberEnd(src, pos), durationEnd(src, pos));
-      push(end === durationEnd(src, pos) ? 'duration' : 'number', pos, end);
-      pos = end;
-    } else if (src.startsWith(VAULT_PREFIX, pos) && isVaultChar(src[pos + VAULT_PREFIX.length])) {
-      let end = pos + VAULT_PREFIX.length;
-      while (isVaultChar(src[end])) end++;
-      push('vault', pos, end);
-      pos = end;
-    } else if (isWordStart(c)) {
-      let end = pos + 1;
-      while (isWordChar(src[end])) end++;
-      push('word', pos, end);
-      pos = end;
+    } else if (c >= '0' && c <= '9') {
+      // Longest match: `30s` is a duration, `1_000s` and `1.5s` are numbers followed by `s`.
+      const duration = matchAt(DURATION, src, pos);
+      const number = matchAt(NUMBER, src, pos)!;
+      if (duration !== null && duration.length > number.length) push('duration', duration);
+      else push('number', number);
+    } else if (src.startsWith('/*', pos)) {
+      push('invalid', '/*', 'block comments (`/* */`) are not part of the language; start each comment line with `//` or `#`');
     } else {
-      const op = PUNCTUATION.find((p) => src.startsWith(p, pos));
-      if (op) {
-        push('punct', pos, pos + op.length);
-        pos += op.length;
-      } else {
+      const vault = matchAt(VAULT, src, pos);
+      const word = vault === null ? matchAt(WORD, src, pos) : null;
+      const punct = vault === null && word === null ? matchAt(PUNCTUATION, src, pos) : null;
+      if (vault !== null) push('vault', vault);
+      else if (word !== null) push('word', word);
+      else if (punct !== null) push('punct', punct);
+      else {
         const char = String.fromCodePoint(src.codePointAt(pos)!);
-        push('invalid', pos, pos + char.length, `unexpected character ${JSON.stringify(char)}; names are ASCII letters, digits and \`_\``);
-        pos += char.length;
+        push('invalid', char, `unexpected character ${JSON.stringify(char)}; names are ASCII letters, digits and \`_\``);
       }
     }
   }
   tokens.push({ kind: 'eof', text: '', start: src.length, end: src.length, line, column: src.length - lineStart + 1 });
   return tokens;
-}
-
-/** `"(\\.|[^"\\])*"`: a backslash escapes any character but a line break. */
-function stringEnd(src: string, start: number): { at?: number; problem?: string } {
-  let pos = start + 1;
-  while (pos < src.length) {
-    const c = src[pos];
-    if (c === '"') return { at: pos + 1 };
-    if (c === '\\') {
-      if (pos + 1 >= src.length) break;
-      if (src[pos + 1] === '\n' || src[pos + 1] === '\r') return { at: pos + 1, problem: 'a `\\` at the end of a line inside a string; a backslash escapes the character after it on the same line' };
-      pos += 2;
-    } else {
-      pos++;
-    }
-  }
-  return { problem: 'unterminated string: no closing `"` before end of file' };
-}
-
-/** `\d+(_\d+)*(\.\d+)?` */
-function numberEnd(src: string, start: number): number {
-  let pos = start;
-  while (isDigit(src[pos])) pos++;
-  while (src[pos] === '_' && isDigit(src[pos + 1])) {
-    pos++;
-    while (isDigit(src[pos])) pos++;
-  }
-  if (src[pos] === '.' && isDigit(src[pos + 1])) {
-    pos++;
-    while (isDigit(src[pos])) pos++;
-  }
-  return pos;
-}
-
-/** `\d+` then a unit; 0 when no unit follows the digits. */
-function durationEnd(src: string, start: number): number {
-  let pos = start;
-  while (isDigit(src[pos])) pos++;
-  const unit = DURATION_UNITS.find((u) => src.startsWith(u, pos));
-  return unit ? pos + unit.length : 0;
 }
