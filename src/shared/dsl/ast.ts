@@ -70,7 +70,7 @@ export interface CatchClause extends Pos {
   body: Block;
 }
 
-export interface IfStatement extends Pos {
+export interface IfStatement extends Span {
   kind: 'if';
   condition: Expr;
   /** `if let pattern = condition`. */

@@ -73,6 +73,8 @@ const AGENT_ITEM_KEYWORDS = ['capabilities', 'policy', 'function', 'with'];
 const POLICY_RULE_KINDS = ['allow', 'deny', 'require', 'audit'] as const;
 const BUILTIN_TYPES = ['String', 'int', 'float', 'bool'];
 const ASSIGNMENT_OPERATORS = ['=', '+=', '-=', '*=', '/=', '%='];
+/** After a complete `if ... else { }` statement these can only continue an expression (`-`, `(`, `[` and `!` could start a new statement). */
+const CONTINUING_OPERATORS = ['||', '&&', '==', '!=', '<', '>', '<=', '>=', '+', '*', '/', '%', '.', ...ASSIGNMENT_OPERATORS];
 const VALUE_EXPECTED = 'a value (a string, number, duration, `true`, `false` or a name)';
 
 type SyncPoint = (token: Token, next: Token, failed: Token) => boolean;
@@ -86,6 +88,8 @@ class Parser {
   private depth = 0;
   /** In an `if`, `for` or `match` head, `Name {` opens the block, not a type literal. */
   private inCondition = false;
+  /** An `if` read as a statement that turned out to start an expression (see ifStatementOrExpression). */
+  private pendingPrimary: Expr | null = null;
 
   constructor(src: string) {
     this.tokens = lex(src);
@@ -505,7 +509,7 @@ class Parser {
       case 'let':
         return this.letStatement();
       case 'if':
-        return this.ifStatement();
+        return this.ifStatementOrExpression();
       case 'for':
         return this.forStatement();
       case 'match':
@@ -532,10 +536,22 @@ class Parser {
    * `if condition block (else (if_statement | block))?`, or `if let pattern = value block ...`.
    * An `if` with an `else` followed by `;` is an if_expression used as a statement.
    */
-  private ifStatement(): IfStatement {
+  /**
+   * An if_statement, or an if_expression that starts a statement (tree-sitter
+   * keeps both readings): an `if` with a final `else` followed by `;`, a binary
+   * operator, `.` or an assignment operator is an expression.
+   */
+  private ifStatementOrExpression(): Stmt | { tail: Expr } {
+    const start = this.token;
     const statement = this.ifStatementChain();
-    if (endsWithElseBlock(statement)) this.acceptPunct(';');
-    return statement;
+    const asExpression = endsWithElseBlock(statement) ? ifExpressionOf(statement) : null;
+    if (asExpression === null) return statement;
+    if (this.acceptPunct(';')) return statement;
+    const t = this.token;
+    const continues = t.kind === 'punct' ? CONTINUING_OPERATORS.includes(t.text) : t.kind === 'word' && t.text === 'in';
+    if (!continues) return statement;
+    this.pendingPrimary = asExpression;
+    return this.assignmentOrExpressionStatement(start);
   }
 
   private ifStatementChain(): IfStatement {
@@ -553,7 +569,7 @@ class Parser {
       this.advance();
       otherwise = this.wordAt() === 'if' ? this.nested(() => this.ifStatementChain()) : this.block();
     }
-    return { kind: 'if', condition, letPattern, then, otherwise, line: start.line, column: start.column };
+    return { kind: 'if', condition, letPattern, then, otherwise, ...this.spanFrom(start) };
   }
 
   /** `_`, a name, or `Name(pattern ,? ...)`. */
@@ -654,8 +670,7 @@ class Parser {
   }
 
   /** assignment_statement, expression_statement, or the block's final expression. */
-  private assignmentOrExpressionStatement(): Stmt | { tail: Expr } {
-    const start = this.token;
+  private assignmentOrExpressionStatement(start: Token = this.token): Stmt | { tail: Expr } {
     const expr = this.expression();
     if (this.token.kind === 'punct' && ASSIGNMENT_OPERATORS.includes(this.token.text)) {
       if (expr.kind === 'binary' || expr.kind === 'unary') {
@@ -772,6 +787,11 @@ class Parser {
 
   private primaryExpression(): Expr {
     const token = this.token;
+    if (this.pendingPrimary !== null) {
+      const pending = this.pendingPrimary;
+      this.pendingPrimary = null;
+      return pending;
+    }
     if (this.wordAt() === 'if') return this.ifExpression();
     if (token.kind === 'word' && isPunct(this.peek(1), '=>')) return this.lambda();
     if (token.kind === 'vault') {
@@ -1077,6 +1097,21 @@ const startsProperty: SyncPoint = (t, next) => t.kind === 'word' && (isPunct(nex
 
 /** `key value` properties have no separator to look for: a name on a later line starts the next one. */
 const startsSeparatorlessProperty: SyncPoint = (t, _next, failed) => t.kind === 'word' && t.line > failed.line;
+
+/** The if_expression an `if` statement also reads as: no `if let`, a final `else`. */
+function ifExpressionOf(statement: IfStatement): Expr | null {
+  if (statement.letPattern !== null || statement.otherwise === null) return null;
+  let otherwise: Block | Expr;
+  if (statement.otherwise.kind === 'block') {
+    otherwise = statement.otherwise;
+  } else {
+    const inner = ifExpressionOf(statement.otherwise);
+    if (inner === null) return null;
+    otherwise = inner;
+  }
+  const { condition, then, line, column, start, end } = statement;
+  return { kind: 'if', condition, then, otherwise, line, column, start, end };
+}
 
 function endsWithElseBlock(statement: IfStatement): boolean {
   let last: IfStatement = statement;
