@@ -47,6 +47,18 @@ const accepted: { [construct: string]: Accepted[] } = {
       report: { webhooks: [{ name: 'pay', path: '/stripe', provider: 'stripe', secret: '', agent: null, filter: null, line: 1 }] },
     },
     { text: 'webhook other { path "/x" provider gitlab }', report: { webhooks: [{ name: 'other', path: '/x', provider: 'custom', secret: '', agent: null, filter: null, line: 1 }] } },
+    { text: 'webhook nopath { provider github }', report: { has_errors: false, extraction_errors: [{ line: 1, column: 1, message: "webhook 'nopath': must specify 'path'" }] } },
+    {
+      text: 'memory m { store sqlite retention forever search { vector_weight "0.5" } }',
+      report: {
+        has_errors: false,
+        extraction_errors: [
+          { line: 1, column: 12, message: "memory 'm': unknown store type 'sqlite'; the store is `markdown`" },
+          { line: 1, column: 25, message: "memory 'm': invalid retention 'forever'; write a duration such as `90d` or `12w`" },
+          { line: 1, column: 52, message: 'memory: invalid vector_weight \'"0.5"\'; write a number such as 0.7' },
+        ],
+      },
+    },
   ],
   '`catch (Type e)` and `try` without `catch`': [
     { text: 'function f() {\n  try { a(); } catch (APIError e) { b(e); } catch (other) { c(); }\n}' },
@@ -145,12 +157,21 @@ const accepted: { [construct: string]: Accepted[] } = {
       report: {
         has_errors: false,
         extraction_errors: [
-          { line: 1, column: 16, message: 'invalid sandbox tier "kvm"; valid tiers are docker (tier1), gvisor (tier2), firecracker (tier3) and e2b' },
-          { line: 1, column: 33, message: 'invalid timeout 1.5; write a duration such as `30s`, `5m` or `30.seconds`, or a whole number of seconds' },
+          { line: 1, column: 16, message: 'Invalid sandbox tier: "kvm". Valid options are: docker (tier1), gvisor (tier2), firecracker (tier3), e2b' },
+          { line: 1, column: 33, message: 'Invalid timeout value: 1.5; write a duration such as `30s`, `5m` or `30.seconds`, or a whole number of seconds' },
         ],
       },
     },
     { text: 'agent a { with timeout = [vault://x/y] { } }' },
+    {
+      text: 'agent a { with sandbox = DOCKER, timeout = "90" { } with timeout = "1h 30m" { } }',
+      report: {
+        with_blocks: [
+          { agent: 'a', sandbox_tier: 'docker', timeout: 90, attributes: { sandbox: 'DOCKER', timeout: '90' }, statements: 0, line: 1 },
+          { agent: 'a', sandbox_tier: null, timeout: 5400, attributes: { timeout: '1h 30m' }, statements: 0, line: 1 },
+        ],
+      },
+    },
   ],
   'other accepted forms': [
     { text: 'agent a { capabilities: ["read", "write"] }', report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: ['read', 'write'], policies: [], with: [], line: 1 }] } },

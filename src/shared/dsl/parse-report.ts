@@ -266,11 +266,11 @@ function reportWithBlock(block: WithBlock, agent: string, src: string, problem: 
     if (attr.key === 'sandbox') {
       const tier = SANDBOX_TIERS[trimQuotes(text).toLowerCase()];
       if (tier) out.sandbox_tier = tier;
-      else problem(attr, `invalid sandbox tier ${text}; valid tiers are docker (tier1), gvisor (tier2), firecracker (tier3) and e2b`);
+      else problem(attr, `Invalid sandbox tier: ${text}. Valid options are: docker (tier1), gvisor (tier2), firecracker (tier3), e2b`);
     } else if (attr.key === 'timeout') {
       const seconds = timeoutSeconds(text);
       if (seconds !== null) out.timeout = seconds;
-      else problem(attr, `invalid timeout ${text}; write a duration such as \`30s\`, \`5m\` or \`30.seconds\`, or a whole number of seconds`);
+      else problem(attr, `Invalid timeout value: ${text}; write a duration such as \`30s\`, \`5m\` or \`30.seconds\`, or a whole number of seconds`);
     }
   }
   return out;
