@@ -533,10 +533,6 @@ class Parser {
   }
 
   /**
-   * `if condition block (else (if_statement | block))?`, or `if let pattern = value block ...`.
-   * An `if` with an `else` followed by `;` is an if_expression used as a statement.
-   */
-  /**
    * An if_statement, or an if_expression that starts a statement (tree-sitter
    * keeps both readings): an `if` with a final `else` followed by `;`, a binary
    * operator, `.` or an assignment operator is an expression.
@@ -554,6 +550,7 @@ class Parser {
     return this.assignmentOrExpressionStatement(start);
   }
 
+  /** `if condition block (else (if_statement | block))?`, or `if let pattern = value block ...`. */
   private ifStatementChain(): IfStatement {
     const start = this.expectWord('if');
     let letPattern: Pattern | null = null;
