@@ -75,6 +75,8 @@ const BUILTIN_TYPES = ['String', 'int', 'float', 'bool'];
 const ASSIGNMENT_OPERATORS = ['=', '+=', '-=', '*=', '/=', '%='];
 /** After a complete `if ... else { }` statement these can only continue an expression (`-`, `(`, `[` and `!` could start a new statement). */
 const CONTINUING_OPERATORS = ['||', '&&', '==', '!=', '<', '>', '<=', '>=', '+', '*', '/', '%', '.', ...ASSIGNMENT_OPERATORS];
+/** Words that are keywords wherever an expression may start. */
+const EXPRESSION_KEYWORDS = ['if', 'not', 'true', 'false'];
 const VALUE_EXPECTED = 'a value (a string, number, duration, `true`, `false` or a name)';
 
 type SyncPoint = (token: Token, next: Token, failed: Token) => boolean;
@@ -790,7 +792,7 @@ class Parser {
       return pending;
     }
     if (this.wordAt() === 'if') return this.ifExpression();
-    if (token.kind === 'word' && isPunct(this.peek(1), '=>')) return this.lambda();
+    if (token.kind === 'word' && !EXPRESSION_KEYWORDS.includes(token.text) && isPunct(this.peek(1), '=>')) return this.lambda();
     if (token.kind === 'vault') {
       this.advance();
       return { kind: 'vault', path: token.text.slice('vault://'.length), ...this.spanFrom(token) };
@@ -917,7 +919,7 @@ class Parser {
 
   private startsTypeLiteral(): boolean {
     const t = this.token;
-    return !this.inCondition && t.kind === 'word' && isPunct(this.peek(1), '{') && !['if', 'not', 'true', 'false'].includes(t.text);
+    return !this.inCondition && t.kind === 'word' && isPunct(this.peek(1), '{') && !EXPRESSION_KEYWORDS.includes(t.text);
   }
 
   /** After `{`: `}` or `name:` / `"name":` means a record rather than a block. */
