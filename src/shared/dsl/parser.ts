@@ -744,7 +744,8 @@ class Parser {
 
   /** A primary expression or type literal followed by any number of `.name`, `(args)` and `[index]`. */
   private postfixExpression(): Expr {
-    let expr = this.startsTypeLiteral() ? this.typeLiteral() : this.primaryExpression();
+    let expr = this.pendingPrimary ?? (this.startsTypeLiteral() ? this.typeLiteral() : this.primaryExpression());
+    this.pendingPrimary = null;
     for (;;) {
       if (this.acceptPunct('.')) {
         const property = this.identifier('a member name after `.`').text;
@@ -786,11 +787,6 @@ class Parser {
 
   private primaryExpression(): Expr {
     const token = this.token;
-    if (this.pendingPrimary !== null) {
-      const pending = this.pendingPrimary;
-      this.pendingPrimary = null;
-      return pending;
-    }
     if (this.wordAt() === 'if') return this.ifExpression();
     if (token.kind === 'word' && !EXPRESSION_KEYWORDS.includes(token.text) && isPunct(this.peek(1), '=>')) return this.lambda();
     if (token.kind === 'vault') {
