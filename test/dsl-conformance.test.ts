@@ -179,6 +179,7 @@ const accepted: { [construct: string]: Accepted[] } = {
     { text: 'function f() { let d = [30s, 5m, 1w, 6months, 1y, 10.seconds, 1_000, 3.14]; let s = vault://a/b.c; }' },
     { text: 'function f() { let v = if a { 1 } else if b { 2 } else { 3 }; let g = x => x.y(z = 1, w: 2); }' },
     { text: '# hash comment\n// slash comment\nmetadata { version: "1" }' },
+    { text: 'function f() { if a { 1 } else { 2 } == 3; if b { x } else { y }.z = 1; if c { 1 } else { 2 }; g(if d { 1 } else { 2 }) }' },
   ],
 };
 
@@ -218,6 +219,7 @@ const rejected: { [construct: string]: [text: string, line: number, column: numb
     ['function f() { let g = (a, b) => a; }', 1, 26],
     ['function f() { let g = a => { a }; }', 1, 33],
     ['function f() { let v = if a { 1 }; }', 1, 34],
+    ['function f() { if let x = y { } else { }; }', 1, 41],
     ['function f() { let v = t.0; }', 1, 26],
   ],
   'policy `with` tails, separators between rules and members, a stray `;`': [
