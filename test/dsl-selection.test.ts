@@ -144,9 +144,12 @@ test('supported conditions are accepted and sibling agents do not count', () => 
     { name: 'base', rules: 1 },
     { name: 'mine', rules: 3 },
   ]);
-  const tighter = selectConversationalDefinition([entry('agents/p.symbi', 'agent p { with timeout = 1.5 {} with timeout = 2.seconds {} }')], 'p');
+  const tighter = selectConversationalDefinition([entry('agents/p.symbi', 'agent p { with timeout = 5 {} with timeout = 2.seconds {} }')], 'p');
   assert.ok(tighter.ok);
-  assert.equal(tighter.definition.timeoutMs, 1_500);
+  assert.equal(tighter.definition.timeoutMs, 2_000);
+  // Symbiont reads timeouts with humantime or as whole seconds: a fraction is not a timeout.
+  const fraction = selectConversationalDefinition([entry('agents/p.symbi', 'agent p { with timeout = 1.5 {} }')], 'p');
+  assert.ok(!fraction.ok && /not a positive duration/.test(fraction.message));
 });
 
 test('exactly 128 rules, 256 condition tokens and 24 levels are still accepted', () => {

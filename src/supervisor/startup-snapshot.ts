@@ -69,7 +69,7 @@ export interface SnapshotResult {
 
 function summariseSource(entry: RegistryEntry & { bytes: number }, registry: readonly RegistryEntry[]): AgentSummary {
   // One parse per file serves both the report summary and the conversational verdict.
-  const parsed = parseDsl(entry.text, { retainBodies: false });
+  const parsed = parseDsl(entry.text);
   const report = buildReport(parsed.file, parsed.errors, entry.text, entry.file);
   const summary: AgentSummary = {
     stem: entry.stem,

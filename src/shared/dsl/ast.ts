@@ -1,5 +1,6 @@
-// Syntax tree of a Symbiont DSL file. Every node keeps its 1-based line and
-// column; declarations also keep source offsets so their text can be cut out.
+// Syntax tree of a Symbiont DSL file, shaped after the rules of Symbiont's
+// grammar.js. Every node keeps its 1-based line and column; declarations and
+// expressions also keep source offsets so their text can be cut out.
 
 export interface Pos {
   line: number;
@@ -13,66 +14,86 @@ export interface Span extends Pos {
   end: number;
 }
 
-export type TypeRef =
-  | (Pos & { kind: 'named'; name: string; args: TypeRef[]; optional: boolean })
-  | (Pos & { kind: 'array'; element: TypeRef; optional: boolean })
-  | (Pos & { kind: 'record'; fields: { name: string; type: TypeRef }[] });
+/** `String`, `int`, `float`, `bool`, `Name` or `Name<T, ...>`. */
+export interface TypeRef extends Pos {
+  name: string;
+  args: TypeRef[];
+}
 
 export interface Param extends Pos {
   name: string;
-  type: TypeRef | null;
+  type: TypeRef;
+}
+
+export interface RecordField extends Pos {
+  key: string;
+  value: Expr;
 }
 
 export type Expr =
   | (Span & { kind: 'string'; value: string })
   | (Span & { kind: 'number'; value: number; raw: string })
   | (Span & { kind: 'bool'; value: boolean })
-  | (Span & { kind: 'duration'; raw: string; seconds: number })
+  | (Span & { kind: 'duration'; raw: string })
   | (Span & { kind: 'vault'; path: string })
   | (Span & { kind: 'ident'; name: string })
   | (Span & { kind: 'group'; inner: Expr })
   | (Span & { kind: 'array'; items: Expr[] })
-  | (Span & { kind: 'record'; typeName: string | null; fields: { key: string; value: Expr }[] })
+  /** `{ a: 1 }`, or `Name { a: 1 }` (a type literal) when typeName is set. */
+  | (Span & { kind: 'record'; typeName: string | null; fields: RecordField[] })
   | (Span & { kind: 'unary'; op: '!' | 'not' | '-'; operand: Expr })
   | (Span & { kind: 'binary'; op: string; left: Expr; right: Expr })
   | (Span & { kind: 'member'; object: Expr; property: string })
   | (Span & { kind: 'index'; object: Expr; index: Expr })
   | (Span & { kind: 'call'; callee: Expr; args: { name: string | null; value: Expr }[] })
-  | (Span & { kind: 'lambda'; params: string[]; body: Expr | Block })
-  | (Span & { kind: 'if'; branches: { cond: Expr; letPattern: Pattern | null; body: Block }[]; elseBody: Block | null })
-  | (Span & { kind: 'match'; subject: Expr; arms: MatchArm[] });
+  | (Span & { kind: 'lambda'; param: string; body: Expr })
+  | (Span & { kind: 'if'; condition: Expr; then: Block; otherwise: Block | Expr });
 
+/** `if let` patterns: a name, `_`, or `Name(pattern, ...)`. */
 export type Pattern =
   | (Pos & { kind: 'wildcard' })
-  | (Pos & { kind: 'literal'; value: Expr })
   | (Pos & { kind: 'binding'; name: string })
-  | (Pos & { kind: 'constructor'; name: string; args: Pattern[] })
-  | (Pos & { kind: 'record'; typeName: string | null; fields: { key: string; pattern: Pattern | null }[] })
-  | (Pos & { kind: 'array'; items: Pattern[] })
-  | (Pos & { kind: 'or'; alternatives: Pattern[] });
+  | (Pos & { kind: 'constructor'; name: string; args: Pattern[] });
+
+/** `match` arm patterns: a string, number or boolean literal, `_`, or a name. */
+export type MatchPattern = (Pos & { kind: 'wildcard' }) | (Pos & { kind: 'binding'; name: string }) | (Pos & { kind: 'literal'; value: Expr });
 
 export interface MatchArm extends Pos {
-  pattern: Pattern;
-  guard: Expr | null;
+  pattern: MatchPattern;
   body: Expr | Block;
 }
 
+export interface CatchClause extends Pos {
+  /** `catch (APIError e)`: the type; null for `catch (e)`. */
+  typeName: string | null;
+  binding: string;
+  body: Block;
+}
+
+export interface IfStatement extends Span {
+  kind: 'if';
+  condition: Expr;
+  /** `if let pattern = condition`. */
+  letPattern: Pattern | null;
+  then: Block;
+  otherwise: Block | IfStatement | null;
+}
+
 export type Stmt =
-  | (Pos & { kind: 'let'; pattern: Pattern; type: TypeRef | null; value: Expr })
-  | (Pos & { kind: 'assign'; op: string; target: Expr; value: Expr })
+  | (Pos & { kind: 'let'; name: string; value: Expr })
+  | IfStatement
+  | (Pos & { kind: 'for'; binding: string; iterable: Expr; body: Block })
+  | (Pos & { kind: 'match'; subject: Expr; arms: MatchArm[] })
+  | (Pos & { kind: 'try'; body: Block; catches: CatchClause[] })
   | (Pos & { kind: 'return'; value: Expr | null })
-  | (Pos & { kind: 'expr'; expr: Expr })
-  | (Pos & { kind: 'for'; binding: Pattern; iterable: Expr; body: Block })
-  | (Pos & { kind: 'try'; body: Block; catches: { binding: string | null; type: TypeRef | null; body: Block; line: number; column: number }[] });
+  | (Pos & { kind: 'assign'; op: string; target: Expr; value: Expr })
+  | (Pos & { kind: 'expr'; expr: Expr });
 
 export interface Block extends Span {
   kind: 'block';
-  /** The statements, or an empty array when the parse did not retain bodies (see ParseOptions). */
   statements: Stmt[];
-  /** A final expression without `;`, the block's value (null when bodies are not retained). */
+  /** A final expression without `;`, the block's value. */
   tail: Expr | null;
-  /** How many statements the block holds, its trailing expression included; always counted. */
-  count: number;
 }
 
 export interface PolicyRule extends Pos {
@@ -81,8 +102,6 @@ export interface PolicyRule extends Pos {
   condition: Expr | null;
   /** Number of tokens in the condition, for the conversational check's bound. */
   conditionTokens: number;
-  /** Optional `with <expr>` tail seen on audit rules in the wild. */
-  withTail: Expr | null;
 }
 
 export interface PolicyDecl extends Span {
@@ -91,25 +110,15 @@ export interface PolicyDecl extends Span {
   rules: PolicyRule[];
 }
 
-export interface Pair extends Pos {
+/** One `key value`, `key = value` or `key: value` property of a block. */
+export interface Property extends Pos {
   key: string;
-  value: Expr;
-}
-
-/** `key = value` blocks (metadata, schedule, channel, memory, webhook); nested `name { ... }` sub-blocks become records. */
-export interface PairBlock {
-  pairs: Pair[];
-  policies: PolicyDecl[];
-}
-
-export interface WithAttribute extends Pos {
-  name: string;
   value: Expr;
 }
 
 export interface WithBlock extends Span {
   kind: 'with';
-  attributes: WithAttribute[];
+  attributes: Property[];
   body: Block;
 }
 
@@ -123,7 +132,8 @@ export interface FunctionDecl extends Span {
 
 export interface CapabilitiesDecl extends Pos {
   kind: 'capabilities';
-  value: Expr;
+  /** Always an array (the grammar allows nothing else). */
+  value: Expr & { kind: 'array' };
 }
 
 export type AgentMember = CapabilitiesDecl | PolicyDecl | FunctionDecl | WithBlock;
@@ -140,22 +150,53 @@ export interface AgentDecl extends Span {
 
 export interface MetadataDecl extends Span {
   kind: 'metadata';
-  block: PairBlock;
+  pairs: Property[];
 }
 
 export interface TypeDecl extends Span {
   kind: 'type';
   name: string;
-  type: TypeRef;
+  /** `type X = Y` names a type; `type X = { a: T }` lists fields. */
+  alias: string | null;
+  fields: Param[];
 }
 
-export interface NamedBlockDecl extends Span {
-  kind: 'schedule' | 'channel' | 'memory' | 'webhook';
+export interface ScheduleDecl extends Span {
+  kind: 'schedule';
   name: string;
-  block: PairBlock;
+  properties: Property[];
 }
 
-export type Item = MetadataDecl | AgentDecl | PolicyDecl | TypeDecl | FunctionDecl | NamedBlockDecl;
+export interface DataClassificationRule extends Pos {
+  category: string;
+  action: string;
+}
+
+export interface ChannelDecl extends Span {
+  kind: 'channel';
+  name: string;
+  properties: Property[];
+  policies: PolicyDecl[];
+  dataClassification: DataClassificationRule[];
+}
+
+export interface MemoryDecl extends Span {
+  kind: 'memory';
+  name: string;
+  properties: Property[];
+  /** The `search { ... }` block, when there is one. */
+  search: Property[] | null;
+}
+
+export interface WebhookDecl extends Span {
+  kind: 'webhook';
+  name: string;
+  properties: Property[];
+  /** The `filter { ... }` block, when there is one. */
+  filter: Property[] | null;
+}
+
+export type Item = MetadataDecl | AgentDecl | PolicyDecl | TypeDecl | FunctionDecl | ScheduleDecl | ChannelDecl | MemoryDecl | WebhookDecl;
 
 export interface DslFile {
   items: Item[];

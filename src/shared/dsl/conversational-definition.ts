@@ -3,6 +3,7 @@ import { canonicalHash } from '../canonical-json.js';
 import { DSL_FILE_MAX_BYTES, RESPONSE_DEADLINE_MS } from '../limits.js';
 import type { AgentDecl, Expr, PolicyDecl, WithBlock } from './ast.js';
 import { checkInlinePolicies } from './inline-policy-check.js';
+import { timeoutSeconds } from './durations.js';
 import { parseDsl, type ParseResult } from './parser.js';
 
 // Name selection and the conversational-definition check of dsl.md ("What
@@ -111,7 +112,7 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
   const refuse = (reason: string): Examined => ({ ok: false, reason: `${entry.file}: ${reason}` });
   const bytes = Buffer.byteLength(entry.text, 'utf8');
   if (bytes > DSL_FILE_MAX_BYTES) return refuse(`the file is ${bytes} bytes; the limit is ${DSL_FILE_MAX_BYTES} bytes`);
-  const { file, errors } = parsed ?? parseDsl(entry.text, { retainBodies: false });
+  const { file, errors } = parsed ?? parseDsl(entry.text);
   const firstError = errors[0];
   if (firstError) {
     const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
@@ -142,7 +143,7 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
 
   for (const item of file.items) {
     if (item.kind !== 'metadata') continue;
-    const executor = item.block.pairs.find((p) => p.key === 'executor');
+    const executor = item.pairs.find((p) => p.key === 'executor');
     if (executor) return refuse(`metadata \`executor\` at ${executor.line}:${executor.column} selects an alternate executor; ${ROUTE_ONLY}`);
   }
   if (agent.params && agent.params.length > 0 && agent.paramsPos) {
@@ -158,7 +159,7 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
       case 'function':
         return refuse(`${who} has a \`function\` \`${member.name}\` at ${member.line}:${member.column}; ${ROUTE_ONLY}`);
       case 'with':
-        if (member.body.count > 0) {
+        if (member.body.statements.length > 0 || member.body.tail !== null) {
           return refuse(`${who} has a \`with\` block with statements at ${member.line}:${member.column}; ${ROUTE_ONLY}`);
         }
         withBlocks.push(member);
@@ -177,12 +178,13 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
   let timeoutMs = RESPONSE_DEADLINE_MS;
   for (const block of withBlocks) {
     for (const attr of block.attributes) {
-      if (attr.name !== 'timeout') continue;
-      const seconds = timeoutSeconds(attr.value);
-      if (seconds === null) {
-        return refuse(`${who} has a \`with\` timeout at ${attr.line}:${attr.column} that is not a positive duration (such as \`30s\` or \`5m\`) or number of seconds`);
+      if (attr.key !== 'timeout') continue;
+      // Read as Symbiont's extract_with_blocks reads it (durations.ts).
+      const seconds = timeoutSeconds(entry.text.slice(attr.value.start, attr.value.end));
+      if (seconds === null || seconds <= 0) {
+        return refuse(`${who} has a \`with\` timeout at ${attr.line}:${attr.column} that is not a positive duration (such as \`30s\`, \`5m\` or \`30.seconds\`) or whole number of seconds`);
       }
-      timeoutMs = Math.min(timeoutMs, Math.max(1, Math.ceil(seconds * 1000)));
+      timeoutMs = Math.min(timeoutMs, seconds * 1000);
     }
   }
 
@@ -212,17 +214,9 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
   };
 }
 
-function timeoutSeconds(value: Expr): number | null {
-  let seconds: number | null = null;
-  if (value.kind === 'duration') seconds = value.seconds;
-  else if (value.kind === 'number') seconds = value.value;
-  return seconds !== null && Number.isFinite(seconds) && seconds > 0 ? seconds : null;
-}
-
 /** Capabilities are names: an array of strings or identifiers. Returns a problem, or null. */
-function collectCapabilities(value: Expr, out: string[]): string | null {
-  const items = value.kind === 'array' ? value.items : [value];
-  for (const item of items) {
+function collectCapabilities(value: Expr & { kind: 'array' }, out: string[]): string | null {
+  for (const item of value.items) {
     if (item.kind === 'string') out.push(item.value);
     else if (item.kind === 'ident') out.push(item.name);
     else return `a capability at ${item.line}:${item.column} that is not a name; write \`capabilities = ["read", "analyze"]\``;

@@ -28,7 +28,6 @@ export function checkInlinePolicies(policies: readonly PolicyDecl[]): string | n
       if (rule.kind !== 'allow' && rule.kind !== 'deny') {
         return `${where} ${rule.kind === 'audit' ? 'an' : 'a'} \`${rule.kind}:\` rule at ${rule.line}:${rule.column}; only \`allow:\` and \`deny:\` rules are supported`;
       }
-      if (rule.withTail) return `${where} a \`with\` clause on its \`${rule.kind}:\` rule at ${rule.line}:${rule.column}; rule clauses are not supported`;
       if (!isSupportedSelector(rule.selector)) {
         return `${where} an unsupported selector in its \`${rule.kind}:\` rule at ${rule.selector.line}:${rule.selector.column}; a selector is a string, a non-empty array of strings, or a boolean`;
       }

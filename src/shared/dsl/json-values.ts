@@ -46,14 +46,5 @@ export function exprToJson(expr: Expr, src: string): JsonValue {
 }
 
 export function typeToText(type: TypeRef): string {
-  switch (type.kind) {
-    case 'named': {
-      const args = type.args.length > 0 ? `<${type.args.map(typeToText).join(', ')}>` : '';
-      return `${type.name}${args}${type.optional ? '?' : ''}`;
-    }
-    case 'array':
-      return `[${typeToText(type.element)}]${type.optional ? '?' : ''}`;
-    case 'record':
-      return `{ ${type.fields.map((f) => `${f.name}: ${typeToText(f.type)}`).join(', ')} }`;
-  }
+  return type.args.length > 0 ? `${type.name}<${type.args.map(typeToText).join(', ')}>` : type.name;
 }

@@ -1,11 +1,18 @@
 import { DSL_FILE_MAX_BYTES } from '../limits.js';
-import type { AgentDecl, DslFile, Item, NamedBlockDecl, PairBlock, PolicyDecl, WithBlock } from './ast.js';
+import type { AgentDecl, ChannelDecl, DslFile, Expr, MemoryDecl, PolicyDecl, Property, ScheduleDecl, WebhookDecl, WithBlock } from './ast.js';
+import { humantimeSeconds, timeoutSeconds, trimQuotes } from './durations.js';
 import { defineKey, exprToJson, typeToText, type JsonValue } from './json-values.js';
-import { parseDsl, type ItemSink } from './parser.js';
+import { parseDsl } from './parser.js';
 import type { SyntaxDiagnostic } from './tokens.js';
 
 // The `parse_dsl` report: a JSON-able summary of a DSL file, shared by the
-// parse_dsl tool, list_agents and `symbi dsl -f`.
+// parse_dsl tool, list_agents and `symbi dsl -f`. Schedules, channels, memory
+// and webhook blocks and `with` attributes are read with the rules of
+// Symbiont's extraction code (crates/dsl/src/lib.rs in ThirdKeyAI/Symbiont:
+// extract_schedule_definitions, extract_channel_definitions,
+// extract_memory_definitions, extract_webhook_definitions,
+// extract_with_blocks): the same defaults, the same conversions and the same
+// errors, which are listed in `extraction_errors`.
 
 export type { JsonValue } from './json-values.js';
 
@@ -19,8 +26,10 @@ export interface ReportPolicy {
 
 export interface ReportWithBlock {
   agent: string;
-  sandbox_tier: JsonValue;
-  timeout: JsonValue;
+  /** `docker`, `gvisor`, `firecracker` or `e2b` (`tier1` to `tier3` name the first three); null when absent or unknown. */
+  sandbox_tier: string | null;
+  /** Whole seconds; null when absent or invalid. */
+  timeout: number | null;
   attributes: { [key: string]: JsonValue };
   statements: number;
   line: number;
@@ -28,9 +37,9 @@ export interface ReportWithBlock {
 
 export interface ReportAgent {
   name: string;
-  parameters: { name: string; type: string | null }[];
+  parameters: { name: string; type: string }[];
   return_type: string | null;
-  capabilities: JsonValue[];
+  capabilities: string[];
   policies: string[];
   with: { [key: string]: JsonValue }[];
   line: number;
@@ -38,27 +47,52 @@ export interface ReportAgent {
 
 export interface ReportSchedule {
   name: string;
-  cron: JsonValue;
-  at: JsonValue;
-  timezone: JsonValue;
-  agent: JsonValue;
-  policy: JsonValue;
-  one_shot: JsonValue;
-  deliver: JsonValue;
+  cron: string | null;
+  at: string | null;
+  timezone: string;
+  agent: string | null;
+  policy: string | null;
+  audit: string | null;
+  one_shot: boolean;
+  deliver: string | null;
   line: number;
 }
 
 export interface ReportChannel {
   name: string;
-  platform: JsonValue;
-  workspace: JsonValue;
-  channels: JsonValue;
-  default_agent: JsonValue;
+  platform: string | null;
+  workspace: string | null;
+  channels: string[];
+  default_agent: string | null;
+  dlp_profile: string | null;
+  audit_level: string | null;
+  default_deny: boolean;
+  data_classification: { category: string; action: string }[];
+  line: number;
+}
+
+export interface ReportMemory {
+  name: string;
+  store: 'markdown';
+  path: string;
+  retention_seconds: number;
+  search: { vector_weight: number; keyword_weight: number } | null;
+  line: number;
+}
+
+export interface ReportWebhook {
+  name: string;
+  path: string;
+  provider: 'github' | 'stripe' | 'slack' | 'custom';
+  secret: string;
+  agent: string | null;
+  filter: { json_path: string; equals: string | null; contains: string | null } | null;
   line: number;
 }
 
 export interface ParseReport {
   source: string;
+  /** Whether the text breaks the grammar; `errors` lists where. */
   has_errors: boolean;
   errors: SyntaxDiagnostic[];
   metadata: { [key: string]: JsonValue };
@@ -67,23 +101,25 @@ export interface ParseReport {
   with_blocks: ReportWithBlock[];
   schedules: ReportSchedule[];
   channels: ReportChannel[];
+  memories: ReportMemory[];
+  webhooks: ReportWebhook[];
+  /** What Symbiont's extraction refuses in a file that parses (a schedule with no `cron` or `at`, an unknown sandbox tier, ...). */
+  extraction_errors: SyntaxDiagnostic[];
 }
 
+const SANDBOX_TIERS: { [name: string]: string } = { docker: 'docker', tier1: 'docker', gvisor: 'gvisor', tier2: 'gvisor', firecracker: 'firecracker', tier3: 'firecracker', e2b: 'e2b' };
+const WEBHOOK_PROVIDERS = ['github', 'stripe', 'slack'] as const;
+const DEFAULT_MEMORY_PATH = 'data/agents';
+const DEFAULT_RETENTION_SECONDS = 90 * 86_400;
+const DEFAULT_SEARCH_WEIGHTS = { vector_weight: 0.7, keyword_weight: 0.3 };
+/** What Rust's `str::parse::<f64>` accepts, short of `inf` and `NaN`. */
+const FLOAT_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
 export function parseDslReport(text: string, source: string): ParseReport {
-  // A UTF-16 code unit is at most 3 UTF-8 bytes, so short texts skip the byte count.
-  if (text.length * 3 > DSL_FILE_MAX_BYTES) {
-    const bytes = Buffer.byteLength(text, 'utf8');
-    if (bytes > DSL_FILE_MAX_BYTES) {
-      return errorReport(source, `DSL text is ${bytes} bytes; the limit is ${DSL_FILE_MAX_BYTES} bytes (1 MiB)`);
-    }
-  }
-  // Items are summarised as the parser finishes each one, so their syntax
-  // trees die young instead of surviving (and being copied by the collector)
-  // until the whole file is parsed. The report quotes policy conditions as
-  // source text, so their trees are not built at all.
-  const builder = new ReportBuilder(emptyReport(source), text);
-  const { errors } = parseDsl(text, { retainBodies: false, itemSink: builder, conditionTrees: false });
-  return builder.finish(errors);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > DSL_FILE_MAX_BYTES) return errorReport(source, `DSL text is ${bytes} bytes; the limit is ${DSL_FILE_MAX_BYTES} bytes (1 MiB)`);
+  const { file, errors } = parseDsl(text);
+  return buildReport(file, errors, text, source);
 }
 
 /** Decodes strictly first: invalid UTF-8 is refused before any parsing. */
@@ -101,23 +137,10 @@ export function parseDslBytes(bytes: Uint8Array, source: string): ParseReport {
 }
 
 function errorReport(source: string, message: string): ParseReport {
-  return {
-    source,
-    has_errors: true,
-    errors: [{ line: 1, column: 1, message }],
-    metadata: {},
-    agents: [],
-    policies: [],
-    with_blocks: [],
-    schedules: [],
-    channels: [],
-  };
-}
-
-export function buildReport(file: DslFile, errors: SyntaxDiagnostic[], src: string, source: string): ParseReport {
-  const builder = new ReportBuilder(emptyReport(source), src);
-  for (const item of file.items) builder.add(item);
-  return builder.finish(errors);
+  const report = emptyReport(source);
+  report.has_errors = true;
+  report.errors.push({ line: 1, column: 1, message });
+  return report;
 }
 
 /** A report with no items and no errors yet; the field order is the report's JSON order. */
@@ -132,50 +155,51 @@ function emptyReport(source: string): ParseReport {
     with_blocks: [],
     schedules: [],
     channels: [],
+    memories: [],
+    webhooks: [],
+    extraction_errors: [],
   };
 }
 
-/** Adds items to a report in file order (an ItemSink for parseDsl). */
-class ReportBuilder implements ItemSink {
-  constructor(
-    private readonly report: ParseReport,
-    private readonly src: string,
-  ) {}
-
-  finish(errors: SyntaxDiagnostic[]): ParseReport {
-    const report = this.report;
-    report.has_errors = errors.length > 0;
-    const copies: SyntaxDiagnostic[] = [];
-    for (const e of errors) copies.push({ line: e.line, column: e.column, message: e.message });
-    report.errors = copies;
-    return report;
-  }
-
-  add(item: Item): void {
-    const report = this.report;
-    const src = this.src;
+export function buildReport(file: DslFile, errors: SyntaxDiagnostic[], src: string, source: string): ParseReport {
+  const report = emptyReport(source);
+  report.has_errors = errors.length > 0;
+  report.errors = errors.map((e) => ({ line: e.line, column: e.column, message: e.message }));
+  const problem = (at: { line: number; column: number }, message: string): void => {
+    report.extraction_errors.push({ line: at.line, column: at.column, message });
+  };
+  for (const item of file.items) {
     switch (item.kind) {
       case 'metadata':
-        for (const pair of item.block.pairs) defineKey(report.metadata, pair.key, exprToJson(pair.value, src));
+        for (const pair of item.pairs) defineKey(report.metadata, pair.key, exprToJson(pair.value, src));
         break;
       case 'policy':
         report.policies.push(reportPolicy(item, 'file', src));
         break;
       case 'agent':
-        report.agents.push(reportAgent(item, report, src));
+        report.agents.push(reportAgent(item, report, src, problem));
         break;
       case 'schedule':
-        report.schedules.push(reportSchedule(item, src));
+        report.schedules.push(reportSchedule(item, src, problem));
         break;
       case 'channel':
-        report.channels.push(reportChannel(item, src));
-        for (const p of item.block.policies) report.policies.push(reportPolicy(p, `channel ${item.name}`, src));
+        report.channels.push(reportChannel(item, src, problem));
+        for (const p of item.policies) report.policies.push(reportPolicy(p, `channel ${item.name}`, src));
+        break;
+      case 'memory':
+        report.memories.push(reportMemory(item, src, problem));
+        break;
+      case 'webhook':
+        report.webhooks.push(reportWebhook(item, src, problem));
         break;
       default:
         break;
     }
   }
+  return report;
 }
+
+type Problem = (at: { line: number; column: number }, message: string) => void;
 
 function reportPolicy(policy: PolicyDecl, scope: string, src: string): ReportPolicy {
   return {
@@ -193,14 +217,14 @@ function reportPolicy(policy: PolicyDecl, scope: string, src: string): ReportPol
 
 export function withAttributes(block: WithBlock, src: string): { [key: string]: JsonValue } {
   const out: { [key: string]: JsonValue } = {};
-  for (const attr of block.attributes) defineKey(out, attr.name, exprToJson(attr.value, src));
+  for (const attr of block.attributes) defineKey(out, attr.key, exprToJson(attr.value, src));
   return out;
 }
 
-function reportAgent(agent: AgentDecl, report: ParseReport, src: string): ReportAgent {
+function reportAgent(agent: AgentDecl, report: ParseReport, src: string, problem: Problem): ReportAgent {
   const out: ReportAgent = {
     name: agent.name,
-    parameters: (agent.params ?? []).map((p) => ({ name: p.name, type: p.type ? typeToText(p.type) : null })),
+    parameters: (agent.params ?? []).map((p) => ({ name: p.name, type: typeToText(p.type) })),
     return_type: agent.returnType ? typeToText(agent.returnType) : null,
     capabilities: [],
     policies: [],
@@ -209,28 +233,18 @@ function reportAgent(agent: AgentDecl, report: ParseReport, src: string): Report
   };
   for (const member of agent.members) {
     switch (member.kind) {
-      case 'capabilities': {
-        const value = exprToJson(member.value, src);
-        out.capabilities.push(...(Array.isArray(value) ? value : [value]));
+      case 'capabilities':
+        // Symbiont's extract_capabilities collects the string literals in the array.
+        collectStrings(member.value, out.capabilities);
         break;
-      }
       case 'policy':
         out.policies.push(member.name);
         report.policies.push(reportPolicy(member, `agent ${agent.name}`, src));
         break;
-      case 'with': {
-        const attributes = withAttributes(member, src);
-        out.with.push(attributes);
-        report.with_blocks.push({
-          agent: agent.name,
-          sandbox_tier: attributes['sandbox'] ?? attributes['sandbox_tier'] ?? null,
-          timeout: attributes['timeout'] ?? null,
-          attributes,
-          statements: member.body.count,
-          line: member.line,
-        });
+      case 'with':
+        out.with.push(withAttributes(member, src));
+        report.with_blocks.push(reportWithBlock(member, agent.name, src, problem));
         break;
-      }
       default:
         break;
     }
@@ -238,35 +252,164 @@ function reportAgent(agent: AgentDecl, report: ParseReport, src: string): Report
   return out;
 }
 
-function pairValue(block: PairBlock, key: string, src: string): JsonValue {
-  let value: JsonValue = null;
-  for (const pair of block.pairs) if (pair.key === key) value = exprToJson(pair.value, src);
-  return value;
+function reportWithBlock(block: WithBlock, agent: string, src: string, problem: Problem): ReportWithBlock {
+  const out: ReportWithBlock = {
+    agent,
+    sandbox_tier: null,
+    timeout: null,
+    attributes: withAttributes(block, src),
+    statements: block.body.statements.length + (block.body.tail ? 1 : 0),
+    line: block.line,
+  };
+  for (const attr of block.attributes) {
+    const text = sourceText(attr.value, src);
+    if (attr.key === 'sandbox') {
+      const tier = SANDBOX_TIERS[trimQuotes(text).toLowerCase()];
+      if (tier) out.sandbox_tier = tier;
+      else problem(attr, `Invalid sandbox tier: ${text}. Valid options are: docker (tier1), gvisor (tier2), firecracker (tier3), e2b`);
+    } else if (attr.key === 'timeout') {
+      const seconds = timeoutSeconds(text);
+      if (seconds !== null) out.timeout = seconds;
+      else problem(attr, `Invalid timeout value: ${text}; write a duration such as \`30s\`, \`5m\` or \`30.seconds\`, or a whole number of seconds`);
+    }
+  }
+  return out;
 }
 
-function reportSchedule(item: NamedBlockDecl, src: string): ReportSchedule {
-  const b = item.block;
-  return {
-    name: item.name,
-    cron: pairValue(b, 'cron', src),
-    at: pairValue(b, 'at', src),
-    timezone: pairValue(b, 'timezone', src),
-    agent: pairValue(b, 'agent', src),
-    policy: pairValue(b, 'policy', src),
-    one_shot: pairValue(b, 'one_shot', src),
-    deliver: pairValue(b, 'deliver', src),
-    line: item.line,
-  };
+function reportSchedule(item: ScheduleDecl, src: string, problem: Problem): ReportSchedule {
+  const out: ReportSchedule = { name: item.name, cron: null, at: null, timezone: 'UTC', agent: null, policy: null, audit: null, one_shot: false, deliver: null, line: item.line };
+  for (const p of item.properties) {
+    const value = literalText(p.value, src);
+    switch (p.key) {
+      case 'cron':
+      case 'at':
+      case 'agent':
+      case 'policy':
+      case 'audit':
+      case 'deliver':
+        out[p.key] = value;
+        break;
+      case 'timezone':
+        out.timezone = value;
+        break;
+      case 'one_shot':
+        out.one_shot = value === 'true';
+        break;
+      default:
+        break; // Symbiont ignores unknown keys, for forward compatibility.
+    }
+  }
+  if (out.cron === null && out.at === null) problem(item, `schedule '${item.name}': must specify either 'cron' or 'at'`);
+  if (out.cron !== null && out.at !== null) problem(item, `schedule '${item.name}': cannot specify both 'cron' and 'at'`);
+  return out;
 }
 
-function reportChannel(item: NamedBlockDecl, src: string): ReportChannel {
-  const b = item.block;
-  return {
+function reportChannel(item: ChannelDecl, src: string, problem: Problem): ReportChannel {
+  const out: ReportChannel = {
     name: item.name,
-    platform: pairValue(b, 'platform', src),
-    workspace: pairValue(b, 'workspace', src),
-    channels: pairValue(b, 'channels', src),
-    default_agent: pairValue(b, 'default_agent', src),
+    platform: null,
+    workspace: null,
+    channels: [],
+    default_agent: null,
+    dlp_profile: null,
+    audit_level: null,
+    default_deny: false,
+    data_classification: item.dataClassification.map((r) => ({ category: r.category, action: r.action })),
     line: item.line,
   };
+  for (const p of item.properties) {
+    if (p.value.kind === 'array') {
+      // Only `channels` takes an array; Symbiont ignores arrays under other keys.
+      if (p.key === 'channels') out.channels = p.value.items.map((e) => literalText(e, src));
+      continue;
+    }
+    const value = literalText(p.value, src);
+    switch (p.key) {
+      case 'platform':
+      case 'workspace':
+      case 'default_agent':
+      case 'dlp_profile':
+      case 'audit_level':
+        out[p.key] = value;
+        break;
+      case 'default_deny':
+        out.default_deny = value === 'true';
+        break;
+      default:
+        break;
+    }
+  }
+  if (out.platform === null) problem(item, `channel '${item.name}': must specify 'platform'`);
+  return out;
+}
+
+function reportMemory(item: MemoryDecl, src: string, problem: Problem): ReportMemory {
+  const out: ReportMemory = { name: item.name, store: 'markdown', path: DEFAULT_MEMORY_PATH, retention_seconds: DEFAULT_RETENTION_SECONDS, search: null, line: item.line };
+  for (const p of item.properties) {
+    const value = literalText(p.value, src);
+    if (p.key === 'store') {
+      if (value.toLowerCase() !== 'markdown') problem(p, `memory '${item.name}': unknown store type '${value}'; the store is \`markdown\``);
+    } else if (p.key === 'path') {
+      out.path = value;
+    } else if (p.key === 'retention') {
+      const seconds = humantimeSeconds(value);
+      if (seconds === null) problem(p, `memory '${item.name}': invalid retention '${value}'; write a duration such as \`90d\` or \`12w\``);
+      else out.retention_seconds = seconds;
+    }
+  }
+  if (item.search) {
+    const search = { ...DEFAULT_SEARCH_WEIGHTS };
+    for (const p of item.search) {
+      if (p.key !== 'vector_weight' && p.key !== 'keyword_weight') continue;
+      // Symbiont parses the weight's source text as it stands: a quoted number is refused.
+      const text = sourceText(p.value, src);
+      if (FLOAT_TEXT.test(text)) search[p.key] = Number(text);
+      else problem(p, `memory: invalid ${p.key} '${text}'; write a number such as 0.7`);
+    }
+    out.search = search;
+  }
+  return out;
+}
+
+function reportWebhook(item: WebhookDecl, src: string, problem: Problem): ReportWebhook {
+  const out: ReportWebhook = { name: item.name, path: '', provider: 'custom', secret: '', agent: null, filter: null, line: item.line };
+  let hasPath = false;
+  for (const p of item.properties) {
+    const value = literalText(p.value, src);
+    if (p.key === 'path') {
+      out.path = value;
+      hasPath = true;
+    } else if (p.key === 'provider') {
+      out.provider = WEBHOOK_PROVIDERS.find((name) => name === value.toLowerCase()) ?? 'custom';
+    } else if (p.key === 'secret') {
+      out.secret = value;
+    } else if (p.key === 'agent') {
+      out.agent = value;
+    }
+  }
+  if (item.filter) {
+    const filter: NonNullable<ReportWebhook['filter']> = { json_path: '', equals: null, contains: null };
+    for (const p of item.filter) {
+      const value = literalText(p.value, src);
+      if (p.key === 'json_path') filter.json_path = value;
+      else if (p.key === 'equals' || p.key === 'contains') filter[p.key] = value;
+    }
+    out.filter = filter;
+  }
+  if (!hasPath) problem(item, `webhook '${item.name}': must specify 'path'`);
+  return out;
+}
+
+function sourceText(expr: Expr, src: string): string {
+  return src.slice(expr.start, expr.end);
+}
+
+/** A literal as Symbiont extracts it: a string's text, or any other value's source text (`true`, `30s`, `slack`). */
+function literalText(expr: Expr, src: string): string {
+  return expr.kind === 'string' ? expr.value : sourceText(expr, src);
+}
+
+function collectStrings(expr: Expr, out: string[]): void {
+  if (expr.kind === 'string') out.push(expr.value);
+  else if (expr.kind === 'array') for (const item of expr.items) collectStrings(item, out);
 }
