@@ -125,7 +125,7 @@ function registerParseDsl(server: McpServer, context: SessionContext): void {
     'parse_dsl',
     {
       title: 'Parse DSL',
-      description: `Parses Symbiont DSL and returns the parse report (agents, policies, schedules, channels, syntax errors with line and column). Give exactly one of: "file", a project-relative .symbi/.dsl path read now through the pinned project directory, or "content", inline DSL text. Both are limited to ${DSL_FILE_MAX_BYTES} bytes.`,
+      description: `Parses Symbiont DSL and returns the parse report (agents, policies, schedules, channels, memory and webhook blocks, syntax errors with line and column, and the checks Symbiont applies when it extracts them). Give exactly one of: "file", a project-relative .symbi/.dsl path read now through the pinned project directory, or "content", inline DSL text. Both are limited to ${DSL_FILE_MAX_BYTES} bytes.`,
       inputSchema: advertisedInputSchema(
         {
           file: { type: 'string', description: 'Project-relative path of a .symbi or .dsl file, e.g. "agents/assistant.symbi"' },
