@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import v8 from 'node:v8';
 import type { RunPhase } from '../shared/run-messages.js';
 
 // Test-only: lets the suite prove what happens when a worker thread dies,
@@ -35,12 +36,15 @@ export function faultHook(mode: string | undefined, prompt: string, context: Fau
     };
   }
   if (mode === 'worker-out-of-memory' && prompt.includes('[[fault:worker-oom]]')) {
-    // Heap objects, not Buffers (which live outside the V8 heap and its limit),
-    // kept reachable until the thread's old generation is full.
+    // V8 heap arrays (800 KB each, straight into the large-object space), not
+    // Buffers, which live outside the heap and its limit; kept reachable until
+    // the thread's old generation is full.
     return (phase) => {
       if (phase !== 'request_sent') return;
-      const hoard: unknown[] = [];
-      for (;;) hoard.push(Array.from({ length: 10_000 }, (_, i) => ({ i, text: `entry ${i}` })));
+      // Says which limit is about to be hit, so the test can tell the configured one from V8's default.
+      fs.writeSync(2, `fault injection: worker heap limit ${Math.round(v8.getHeapStatistics().heap_size_limit / 1024 / 1024)} MiB\n`);
+      const hoard: number[][] = [];
+      for (let i = 0; ; i += 1) hoard.push(new Array<number>(100_000).fill(i + 0.5));
     };
   }
   if (mode === 'worker-stray-output' && prompt.includes('[[fault:worker-stdout]]')) {
