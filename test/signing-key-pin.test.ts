@@ -126,3 +126,28 @@ describe('the signing key is pinned at startup', () => {
     }
   });
 });
+
+describe('no key at startup', () => {
+  it('keeps serving and refuses every invocation with the startup reason when the storage was unusable at startup', async () => {
+    const endpoint = await startSyntheticEndpoint();
+    const project = makeProject(FILES);
+    fs.mkdirSync(path.join(project, '.symbiont', 'governed'), { recursive: true, mode: 0o700 });
+    fs.chmodSync(path.join(project, '.symbiont', 'governed'), 0o770);
+    const server = await startServer(project, providerEnv(endpoint.url));
+    try {
+      // Past the moment the worker pool would have been warmed up after the handshake.
+      await new Promise((r) => setTimeout(r, 600));
+      for (let i = 0; i < 2; i += 1) {
+        const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hello' } });
+        assert.equal((result as { isError?: boolean }).isError, true);
+        assert.match(textOf(result), /audit storage was unusable at startup: .*governed: unsafe storage: mode 0770/);
+      }
+      assert.equal(endpoint.requests.length, 0);
+      assert.equal(fs.existsSync(path.join(project, '.symbiont', 'governed', 'audit-signing.key')), false);
+    } finally {
+      await server.close();
+      await endpoint.close();
+      removeProject(project);
+    }
+  });
+});

@@ -66,7 +66,8 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
       signingKeyProblem: createSigningKeyGuard(context.project, context.auditStorage, snapshot.audit, log),
     },
     warmUp: () => {
-      if (!provider.ok) return;
+      // Nothing to start when every invocation will be refused anyway.
+      if (!provider.ok || pinnedKey === undefined) return;
       getPool();
       loadJournalWriter().catch(() => undefined);
     },
