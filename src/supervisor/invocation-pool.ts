@@ -12,17 +12,26 @@ const TASKS_PER_WORKER = 512;
 // Each worker thread is a sandbox with its own heap limit: a thread that
 // exceeds it ends with ERR_WORKER_OUT_OF_MEMORY, each of its runs is finished
 // by its owner (run-owners.ts), piscina starts a replacement thread, and the
-// supervisor and the other threads never notice. Without a limit, one thread
-// could grow until the operating system kills the whole server.
+// supervisor and the other threads carry on. Without a limit, one thread could
+// grow until the operating system kills the whole server.
 //
-// Sized from scripts/measure-worker-memory.ts (README, "Worker sandbox"): on
-// Node.js 20 a thread with Cedar loaded and nothing running uses about
-// WORKER_HEAP_MEASURED_IDLE_MB of heap; 512 concurrent runs with 1 MiB typed requests
-// waiting on the provider peak at about WORKER_HEAP_MEASURED_512_MB; one run that
-// receives a 4 MiB response peaks about WORKER_HEAP_MEASURED_PER_4MIB_MB above idle.
+// Sized from scripts/measure-worker-memory.ts on Node.js 20 (README, "Worker
+// sandbox"): a thread with Cedar loaded and nothing running holds 7.4 MiB of
+// heap; 512 runs waiting on the provider with 1 MiB typed requests each keep
+// 1,477 MiB alive after a full GC (about 2.9 MiB per run: the definition, the
+// conversation and the request body while it is sent); each 4 MiB response
+// being processed adds about 4.6 MiB (32 at once peaked at 162 MiB). The old
+// generation gets 2 GiB: the 512-run case at the specification's limits plus
+// about 550 MiB for responses in flight and for V8 to collect in (under a
+// 1.5 GiB limit that case survived with 45 MiB to spare).
+// The young generation keeps V8's 64-bit default (3 x 16 MiB semi-spaces):
+// runs make mostly short-lived garbage. The stack keeps Node.js's 4 MiB: no
+// worker code recurses on input depth (JSON.parse is iterative, Cedar runs in
+// WebAssembly with its own stack). Buffers and WebAssembly memory are outside
+// these limits (the 1 MiB request and 4 MiB response caps bound them).
 export const WORKER_RESOURCE_LIMITS = {
-  maxOldGenerationSizeMb: 1024,
-  maxYoungGenerationSizeMb: 64,
+  maxOldGenerationSizeMb: 2048,
+  maxYoungGenerationSizeMb: 48,
   stackSizeMb: 4,
 } as const;
 
