@@ -14,7 +14,7 @@ import { performInvocation } from '../dist/worker/invocation.js';
 
 const MIB = 1024 * 1024;
 const mb = (bytes) => Math.round((bytes / MIB) * 10) / 10;
-const { project, smallUrl, largeUrl, declarationBytes, promptBytes } = workerData;
+const { project, warmUpUrl, declarationBytes, promptBytes } = workerData;
 
 const pinned = PinnedDirectory.pin(project);
 const storage = openAuditStorage(pinned);
@@ -63,8 +63,8 @@ function sample(phase) {
   }
 }
 
-async function runAll(scenario) {
-  const provider = { kind: 'openai', baseUrl: scenario.largeResponse ? largeUrl : smallUrl, model: 'synthetic', apiKey: 'measure' };
+async function runAll(scenario, url) {
+  const provider = { kind: 'openai', baseUrl: url, model: 'synthetic', apiKey: 'measure' };
   const resources = { project: pinned, policySet, provider, signingKey: storage.signingKey };
   const prompt = `${scenario.largeRequest ? 'p'.repeat(promptBytes) : 'hello'}${scenario.hold === false ? '' : ' [[hold]]'}`;
   const outcomes = await Promise.all(
@@ -85,7 +85,7 @@ async function runAll(scenario) {
 
 parentPort.on('message', async (message) => {
   if (message.type === 'idle') {
-    await runAll({ runs: 1, largeRequest: false, largeResponse: false, hold: false });
+    await runAll({ runs: 1, largeRequest: false, largeResponse: false, hold: false }, warmUpUrl);
     globalThis.gc();
     parentPort.postMessage({ idleMb: mb(v8.getHeapStatistics().used_heap_size) });
     return;
@@ -99,7 +99,7 @@ parentPort.on('message', async (message) => {
   waitingTarget = scenario.runs;
   heldLive = 0;
   const timer = setInterval(() => sample(), 1);
-  const { completed, failed } = await runAll(scenario);
+  const { completed, failed } = await runAll(scenario, message.url);
   clearInterval(timer);
   sample();
   parentPort.postMessage({ name: scenario.name, baselineMb: mb(baseline), heldLiveMb: mb(heldLive), peakUsedMb: mb(peakUsed), peakExternalMb: mb(peakExternal), completed, failed });

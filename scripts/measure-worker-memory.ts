@@ -32,7 +32,7 @@ interface Scenario {
 }
 
 const SCENARIOS: Scenario[] = [
-  { name: '512 concurrent runs, small request and response', runs: Number(process.env.RUNS ?? 512), largeRequest: false, largeResponse: false },
+  { name: '512 concurrent runs, small request and response', runs: 512, largeRequest: false, largeResponse: false },
   { name: '512 concurrent runs, 1 MiB typed requests', runs: 512, largeRequest: true, largeResponse: false },
   { name: '1 run, 4 MiB typed response', runs: 1, largeRequest: false, largeResponse: true },
   { name: '16 concurrent runs, 4 MiB typed responses', runs: 16, largeRequest: false, largeResponse: true },
@@ -59,32 +59,37 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const { WORKER_RESOURCE_LIMITS } = await import('../src/supervisor/invocation-pool.js');
-  const small = await startSyntheticEndpoint();
-  const large = await startSyntheticEndpoint({ answer: 'x'.repeat(LARGE_ANSWER_BYTES) });
+  // A fresh endpoint for each scenario: a keep-alive socket left from the one
+  // before could be closed by the server just as it is reused.
+  const warmUp = await startSyntheticEndpoint();
   const project = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-measure-memory-'));
   // tsx's loader does not reach a worker thread on Node.js 20, so the thread is plain JavaScript over dist/.
   const worker = new Worker(new URL('./measure-worker-memory-thread.mjs', import.meta.url), {
-    workerData: { project, smallUrl: small.url, largeUrl: large.url, declarationBytes: LARGE_DECLARATION_BYTES, promptBytes: LARGE_PROMPT_BYTES },
+    workerData: { project, warmUpUrl: warmUp.url, declarationBytes: LARGE_DECLARATION_BYTES, promptBytes: LARGE_PROMPT_BYTES },
     ...(check ? { resourceLimits: WORKER_RESOURCE_LIMITS } : {}),
   });
   let exitError: Error | undefined;
   worker.on('error', (err) => (exitError = err));
   const results: ScenarioResult[] = [];
+  let current: SyntheticEndpoint | undefined;
   try {
     const idle = await ask<{ idleMb: number }>(worker, { type: 'idle' });
     process.stdout.write(`worker thread idle, Cedar loaded, after a warm-up run and a full GC: ${idle.idleMb} MiB heap in use\n`);
     const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
     const chosen = only === undefined ? SCENARIOS : only.split(',').map((i) => SCENARIOS[Number(i)]!);
     for (const scenario of chosen) {
-      const endpoint = scenario.largeResponse ? large : small;
+      const endpoint = await startSyntheticEndpoint(scenario.largeResponse ? { answer: 'x'.repeat(LARGE_ANSWER_BYTES) } : {});
+      current = endpoint;
       const seen = endpoint.requests.length;
-      const done = ask<ScenarioResult>(worker, { type: 'scenario', scenario });
+      const done = ask<ScenarioResult>(worker, { type: 'scenario', scenario, url: endpoint.url });
       // Every run holds at the endpoint first, so all of them are in flight at once;
       // then they are released (again and again, for requests still being read).
       // (A connection the endpoint's listen backlog refuses ends its run early: stop waiting when arrivals stall.)
       await Promise.race([allArrived(endpoint, seen + scenario.runs), done]);
       const releaser = setInterval(() => endpoint.releaseAll(), 50);
       const result = await done.finally(() => clearInterval(releaser));
+      await endpoint.close();
+      current = undefined;
       results.push(result);
       process.stdout.write(
         `${result.name}: heap before ${result.baselineMb} MiB, live while all wait on the provider ${result.heldLiveMb} MiB, peak in use ${result.peakUsedMb} MiB ` +
@@ -99,10 +104,11 @@ async function main(): Promise<void> {
     process.exitCode = 1;
   } finally {
     await worker.terminate();
-    small.releaseAll();
-    large.releaseAll();
-    await small.close();
-    await large.close();
+    await warmUp.close();
+    if (current !== undefined) {
+      current.releaseAll();
+      await current.close();
+    }
     fs.rmSync(project, { recursive: true, force: true });
   }
 }

@@ -9,14 +9,6 @@ import type { RunPhase } from '../shared/run-messages.js';
 // workers get no environment) and the prompt carries the matching marker;
 // otherwise it does nothing.
 
-export const FAULT_MODES = [
-  'worker-exit-after-request',
-  'worker-hang-after-request',
-  'worker-out-of-memory',
-  'worker-stray-output',
-  'worker-report-environment',
-] as const;
-
 export interface FaultContext {
   /** The provider key this worker holds, so a stray-output fault can show that it never reaches standard error. */
   apiKey: string;
