@@ -18,7 +18,7 @@ const TASKS_PER_WORKER = 512;
 // Sized from scripts/measure-worker-memory.ts on Node.js 20 (README, "Worker
 // sandbox"): a thread with Cedar loaded and nothing running holds 7.4 MiB of
 // heap; 512 runs waiting on the provider with 1 MiB typed requests each keep
-// 1,477 MiB alive after a full GC (about 2.9 MiB per run: the definition, the
+// 1,482 MiB alive after a full GC (about 2.9 MiB per run: the definition, the
 // conversation and the request body while it is sent); each 4 MiB response
 // being processed adds about 4.6 MiB (32 at once peaked at 162 MiB). The old
 // generation gets 2 GiB: the 512-run case at the specification's limits plus
