@@ -117,30 +117,33 @@ function captureFsWrite(buffer: unknown, offsetOrPosition?: unknown, length?: un
   return bytesWritten(buffer, offsetOrPosition, length);
 }
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- the wrappers keep fs's own overloaded signatures */
+type FsWriteFunction = (fd: number, ...rest: unknown[]) => unknown;
+type FsWriteName = 'write' | 'writeSync' | 'writev' | 'writevSync';
+
 function takeOverDescriptorOne(): void {
-  const { write, writeSync, writev, writevSync } = fs;
-  (fs as any).writeSync = (fd: number, ...rest: any[]) => (fd === STDOUT_FD ? captureFsWrite(rest[0], rest[1], rest[2]) : (writeSync as any)(fd, ...rest));
-  (fs as any).write = (fd: number, ...rest: any[]) => {
-    if (fd !== STDOUT_FD) return (write as any)(fd, ...rest);
-    const callback = rest[rest.length - 1] as (err: null, written: number, buffer: unknown) => void;
-    const written = captureFsWrite(rest[0], rest[1], rest[2]);
-    process.nextTick(() => callback(null, written, rest[0]));
+  // Seen through one loose signature: the wrappers pass every other call on untouched, whatever its overload.
+  const writable = fs as unknown as Record<FsWriteName, FsWriteFunction>;
+  const original = { write: writable.write, writeSync: writable.writeSync, writev: writable.writev, writevSync: writable.writevSync };
+  const completeLater = (rest: unknown[], written: number, data: unknown): void => {
+    const callback = rest[rest.length - 1];
+    if (typeof callback === 'function') process.nextTick(() => callback(null, written, data));
   };
-  (fs as any).writevSync = (fd: number, buffers: ArrayBufferView[], ...rest: any[]) => {
-    if (fd !== STDOUT_FD) return (writevSync as any)(fd, buffers, ...rest);
-    return buffers.reduce((total, b) => total + captureFsWrite(b), 0);
+  writable.writeSync = (fd, ...rest) => (fd === STDOUT_FD ? captureFsWrite(rest[0], rest[1], rest[2]) : original.writeSync(fd, ...rest));
+  writable.write = (fd, ...rest) => {
+    if (fd !== STDOUT_FD) return original.write(fd, ...rest);
+    completeLater(rest, captureFsWrite(rest[0], rest[1], rest[2]), rest[0]);
+    return undefined;
   };
-  (fs as any).writev = (fd: number, buffers: ArrayBufferView[], ...rest: any[]) => {
-    if (fd !== STDOUT_FD) return (writev as any)(fd, buffers, ...rest);
-    const callback = rest[rest.length - 1] as (err: null, written: number, buffers: unknown) => void;
-    const written = buffers.reduce((total, b) => total + captureFsWrite(b), 0);
-    process.nextTick(() => callback(null, written, buffers));
+  const captureAll = (buffers: unknown): number => (Array.isArray(buffers) ? buffers.reduce((total: number, b) => total + captureFsWrite(b), 0) : 0);
+  writable.writevSync = (fd, ...rest) => (fd === STDOUT_FD ? captureAll(rest[0]) : original.writevSync(fd, ...rest));
+  writable.writev = (fd, ...rest) => {
+    if (fd !== STDOUT_FD) return original.writev(fd, ...rest);
+    completeLater(rest, captureAll(rest[0]), rest[0]);
+    return undefined;
   };
   // ESM named imports of node:fs (import { writeSync } from 'node:fs') see the wrappers too.
   syncBuiltinESMExports();
 }
-/* eslint-enable @typescript-eslint/no-explicit-any */
 
 // On evaluation: the worker entry imports this module first of all.
 takeOverStdoutStream();
