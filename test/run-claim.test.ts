@@ -7,6 +7,8 @@ import { MessageChannel } from 'node:worker_threads';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { sha256Hex } from '../src/shared/canonical-json.js';
+import { closeAuditStorage, openAuditStorage } from '../src/shared/audit-storage.js';
+import type { ProjectSigningKey } from '../src/shared/journal/signing-key.js';
 import { PinnedDirectory } from '../src/shared/pinned-directory.js';
 import { loadPolicySet } from '../src/shared/policy/policy-set.js';
 import type { RunDefinition } from '../src/shared/run-messages.js';
@@ -41,15 +43,21 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
   let project: string;
   let pinned: PinnedDirectory;
   let resources: WorkerResources;
+  let signingKey: ProjectSigningKey;
 
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = makeProject({ 'agents/assistant.symbi': SOURCE });
     pinned = PinnedDirectory.pin(project);
+    // As at server startup: the key is loaded once and both sides sign with it.
+    const storage = openAuditStorage(pinned);
+    signingKey = storage.signingKey;
+    closeAuditStorage(storage);
     resources = {
       project: pinned,
       policySet: loadPolicySet([]),
       provider: { kind: 'openai', baseUrl: endpoint.url, model: 'synthetic', apiKey: 'claim-test' },
+      signingKey,
     };
   });
 
@@ -66,7 +74,7 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
     const requestsBefore = endpoint.requests.length;
     try {
       ownerPort.postMessage({ type: 'cancel', reason: CANCEL });
-      const claim = await finaliseUnstartedRun(pinned, runId, definition(), CANCEL);
+      const claim = await finaliseUnstartedRun(pinned, signingKey, runId, definition(), CANCEL);
       assert.equal(claim.claimed, true);
       assert.ok(claim.claimed && claim.finalised !== undefined, 'the claimed run is finalised');
       const journal = claim.finalised.audit.path;
@@ -102,7 +110,7 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
       assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested']);
 
       ownerPort.postMessage({ type: 'cancel', reason: CANCEL });
-      const claim = await finaliseUnstartedRun(pinned, runId, definition(), CANCEL);
+      const claim = await finaliseUnstartedRun(pinned, signingKey, runId, definition(), CANCEL);
       assert.deepEqual(claim, { claimed: false });
 
       const outcome = await running;

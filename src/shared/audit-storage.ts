@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import { procPath, type PinnedDirectory } from './pinned-directory.js';
 import { openPrivateDirectory, UnsafeStorageError } from './private-directory.js';
-import { loadSigningKeyFile } from './journal/signing-key-file.js';
+import { pinSigningKeyFile } from './journal/signing-key-file.js';
+import type { PinnedSigningKey } from './journal/signing-key-pin.js';
 import type { ProjectSigningKey } from './journal/signing-key.js';
 
 // The audit storage of one project: the private .symbiont/governed/ directory
@@ -10,7 +11,10 @@ import type { ProjectSigningKey } from './journal/signing-key.js';
 //
 // Open it in the thread that writes the journal: the descriptor number is
 // valid process-wide, but the key (a KeyObject behind a function) does not
-// cross a postMessage boundary.
+// cross a postMessage boundary. The key file is read once, at startup
+// (openAuditStorage); every run after that opens the directory with the
+// startup key (openRunAuditStorage), so replacing or deleting the file later
+// can never change the key a journal is signed with (signing-key-pin.ts).
 
 export { UnsafeStorageError };
 /** The error every storage refusal throws (one line naming the path and the problem). */
@@ -31,26 +35,41 @@ export function governedDisplayPath(project: PinnedDirectory): string {
   return [project.displayPath, ...GOVERNED_COMPONENTS].join('/');
 }
 
+/** The storage as opened at startup, with the key pinned for the life of the process. */
+export interface StartupAuditStorage extends AuditStorage {
+  pinnedKey: PinnedSigningKey;
+}
+
 /**
- * Creates (0700) or checks .symbiont/ and .symbiont/governed/, then loads or
- * creates audit-signing.key. Throws UnsafeStorageError before anything else is
- * written when the storage is not private.
+ * Startup (and the offline commands): creates (0700) or checks .symbiont/ and
+ * .symbiont/governed/, then loads or creates audit-signing.key. Throws
+ * UnsafeStorageError before anything else is written when the storage is not private.
  */
-export function openAuditStorage(project: PinnedDirectory): AuditStorage {
-  let governedDirFd: number;
-  try {
-    governedDirFd = openPrivateDirectory(project, GOVERNED_COMPONENTS);
-  } catch (err) {
-    throw nameSymlinkedComponent(project, err);
-  }
+export function openAuditStorage(project: PinnedDirectory): StartupAuditStorage {
+  const governedDirFd = openGovernedDirectory(project);
   const governedPath = governedDisplayPath(project);
   try {
-    const signingKey = loadSigningKeyFile(governedDirFd, governedPath, { create: true });
-    if (signingKey === undefined) throw new UnsafeStorageError(`${governedPath}: no signing key could be loaded`);
-    return { governedDirFd, governedPath, signingKey };
+    const pinnedKey = pinSigningKeyFile(governedDirFd, governedPath);
+    return { governedDirFd, governedPath, signingKey: pinnedKey.key, pinnedKey };
   } catch (err) {
     fs.closeSync(governedDirFd);
     throw err;
+  }
+}
+
+/**
+ * One run: opens .symbiont/governed/ with the same checks, but signs with the
+ * key pinned at startup and never reads or creates the key file.
+ */
+export function openRunAuditStorage(project: PinnedDirectory, signingKey: ProjectSigningKey): AuditStorage {
+  return { governedDirFd: openGovernedDirectory(project), governedPath: governedDisplayPath(project), signingKey };
+}
+
+function openGovernedDirectory(project: PinnedDirectory): number {
+  try {
+    return openPrivateDirectory(project, GOVERNED_COMPONENTS);
+  } catch (err) {
+    throw nameSymlinkedComponent(project, err);
   }
 }
 

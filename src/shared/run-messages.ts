@@ -11,6 +11,14 @@ export interface WorkerBootData {
   /** Loaded policy set (plain data), evaluated inside each worker with its own Cedar instance. */
   policySet: LoadedPolicySet;
   provider: ProviderConfig;
+  /**
+   * The raw Ed25519 seed of the key announced at startup. A KeyObject cannot be
+   * posted to a thread, so the 32 bytes travel once per thread, here; the
+   * worker builds its KeyObject at boot and wipes this copy.
+   */
+  signingKeySeed: Uint8Array;
+  /** Test-only SYMBI_FAULT_INJECTION mode (see src/worker/fault-injection.ts); workers get no environment. */
+  faultInjection?: string;
 }
 
 /** The selected definition as the worker needs it. */
@@ -66,3 +74,17 @@ export type DurableAt = number;
 export type InvokeOutcome =
   | { ok: true; text: string; audit: AuditReference; terminalDurableAt: DurableAt }
   | { ok: false; message: string; audit?: AuditReference; terminalDurable: boolean; terminalDurableAt?: DurableAt; cancelled: boolean };
+
+/**
+ * Worker -> supervisor, on the pool's own channel (piscina's `message` event):
+ * one line a worker thread wrote to its standard output, redirected there so
+ * it never reaches the MCP channel, already capped and with the provider key
+ * redacted. `suppressed` marks the notice that the thread's budget is spent.
+ */
+export interface WorkerOutputMessage {
+  type: typeof WORKER_OUTPUT_MESSAGE;
+  line: string;
+  suppressed?: true;
+}
+
+export const WORKER_OUTPUT_MESSAGE = 'symbi.worker-output';

@@ -3,6 +3,7 @@ import { providerFromEnvironment } from '../shared/provider-config.js';
 import { createInvocationPool } from './invocation-pool.js';
 import { RunOwnerTable } from './run-owners.js';
 import type { SessionContext } from './session-context.js';
+import { createSigningKeyGuard } from './signing-key-guard.js';
 import { recoverTerminalRecord } from './terminal-recovery.js';
 import { finaliseUnstartedRun, loadJournalWriter } from './unstarted-run-finaliser.js';
 import type { InvokeAgentSession } from './tools/invoke-agent-tool.js';
@@ -22,23 +23,35 @@ export interface InvocationRuntime {
 export function createInvocationRuntime(context: SessionContext, env: NodeJS.ProcessEnv = process.env): InvocationRuntime {
   const { snapshot, log } = context;
   const provider = providerFromEnvironment(env);
+  // The key announced at startup is the only key this process signs with (signing-key-pin.ts).
+  const pinnedKey = context.auditStorage?.pinnedKey;
   let pool: Piscina | undefined;
   const getPool = (): Piscina => {
     if (pool === undefined) {
       if (!provider.ok) throw new Error(provider.message);
-      pool = createInvocationPool({
-        projectFd: snapshot.project.fd,
-        projectPath: snapshot.project.path,
-        policySet: snapshot.policy.set,
-        provider: provider.config,
-      });
+      if (pinnedKey === undefined) throw new Error('no audit signing key was loaded at startup');
+      pool = createInvocationPool(
+        {
+          projectFd: snapshot.project.fd,
+          projectPath: snapshot.project.path,
+          policySet: snapshot.policy.set,
+          provider: provider.config,
+          signingKeySeed: pinnedKey.seed,
+          ...(env.SYMBI_FAULT_INJECTION ? { faultInjection: env.SYMBI_FAULT_INJECTION } : {}),
+        },
+        log,
+      );
     }
     return pool;
   };
+  const signingKey = () => {
+    if (pinnedKey === undefined) throw new Error('no audit signing key was loaded at startup');
+    return pinnedKey.key;
+  };
   const owners = new RunOwnerTable(
     getPool,
-    (runId, principal, message) => recoverTerminalRecord(context.project, runId, principal, message),
-    (runId, definition, message) => finaliseUnstartedRun(context.project, runId, definition, message),
+    async (runId, principal, message) => recoverTerminalRecord(context.project, signingKey(), runId, principal, message),
+    async (runId, definition, message) => finaliseUnstartedRun(context.project, signingKey(), runId, definition, message),
   );
   const guidance = snapshot.agentsMd.present ? snapshot.agentsMd.guidance?.text : undefined;
   return {
@@ -51,9 +64,11 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
       owners,
       guidance,
       log,
+      signingKeyProblem: createSigningKeyGuard(context.project, context.auditStorage, snapshot.audit, log),
     },
     warmUp: () => {
-      if (!provider.ok) return;
+      // Nothing to start when every invocation will be refused anyway.
+      if (!provider.ok || pinnedKey === undefined) return;
       getPool();
       loadJournalWriter().catch(() => undefined);
     },

@@ -1,5 +1,6 @@
-import { closeAuditStorage, openAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
+import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
 import type { JournalWriter } from '../shared/journal/journal-writer.js';
+import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
 
 /**
@@ -7,11 +8,17 @@ import type { PinnedDirectory } from '../shared/pinned-directory.js';
  * finishes the journal through a fresh writer that continues the verified
  * chain already on disk. Returns whether the terminal record is durable.
  */
-export async function recoverTerminalRecord(project: PinnedDirectory, runId: string, principal: string, message: string): Promise<boolean> {
+export async function recoverTerminalRecord(
+  project: PinnedDirectory,
+  signingKey: ProjectSigningKey,
+  runId: string,
+  principal: string,
+  message: string,
+): Promise<boolean> {
   let storage: AuditStorage | undefined;
   let writer: JournalWriter | undefined;
   try {
-    storage = openAuditStorage(project);
+    storage = openRunAuditStorage(project, signingKey);
     // Only a crashed worker needs this path; the writer and verifier load then.
     const { JournalWriter } = await import('../shared/journal/journal-writer.js');
     writer = await JournalWriter.resume(storage, runId, principal);

@@ -1,5 +1,6 @@
-import { closeAuditStorage, openAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
+import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
 import type { JournalWriter } from '../shared/journal/journal-writer.js';
+import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
 import type { AuditReference, DurableAt, RunDefinition } from '../shared/run-messages.js';
 import { startedEvent } from '../shared/run-records.js';
@@ -37,6 +38,7 @@ export function loadJournalWriter(): Promise<typeof import('../shared/journal/jo
  */
 export async function finaliseUnstartedRun(
   project: PinnedDirectory,
+  signingKey: ProjectSigningKey,
   runId: string,
   definition: RunDefinition,
   message: string,
@@ -45,7 +47,7 @@ export async function finaliseUnstartedRun(
   let writer: JournalWriter | undefined;
   try {
     const { JournalWriter } = await loadJournalWriter();
-    storage = openAuditStorage(project);
+    storage = openRunAuditStorage(project, signingKey);
     try {
       writer = await JournalWriter.create(storage, runId, definition.principal);
     } catch {

@@ -1,23 +1,62 @@
+import fs from 'node:fs';
+import v8 from 'node:v8';
 import type { RunPhase } from '../shared/run-messages.js';
 
-// Test-only: lets the suite prove what happens when a worker thread dies or
-// stops responding in the middle of a run (the owner finishes the journal; a
-// second SIGINT leaves at once). Active only when the operator sets
-// SYMBI_FAULT_INJECTION and the prompt carries the matching marker; otherwise
-// it does nothing.
-const MODE = process.env.SYMBI_FAULT_INJECTION;
+// Test-only: lets the suite prove what happens when a worker thread dies,
+// stops responding, runs out of memory, writes to standard output or looks at
+// the environment in the middle of a run. Active only when the operator sets
+// SYMBI_FAULT_INJECTION (the supervisor hands the mode over in the boot data;
+// workers get no environment) and the prompt carries the matching marker;
+// otherwise it does nothing.
 
-export function faultHook(prompt: string): ((phase: RunPhase) => void) | undefined {
-  if (MODE === 'worker-exit-after-request' && prompt.includes('[[fault:worker-exit]]')) {
+export interface FaultContext {
+  /** The provider key this worker holds, so a stray-output fault can show that it never reaches standard error. */
+  apiKey: string;
+}
+
+export function faultHook(mode: string | undefined, prompt: string, context: FaultContext): ((phase: RunPhase) => void) | undefined {
+  if (mode === 'worker-exit-after-request' && prompt.includes('[[fault:worker-exit]]')) {
     // process.exit() in a worker thread ends that thread only.
     return (phase) => {
       if (phase === 'request_sent') process.exit(1);
     };
   }
-  if (MODE === 'worker-hang-after-request' && prompt.includes('[[fault:worker-hang]]')) {
+  if (mode === 'worker-hang-after-request' && prompt.includes('[[fault:worker-hang]]')) {
     // Blocks this worker thread for good without burning CPU.
     return (phase) => {
       if (phase === 'request_sent') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+    };
+  }
+  if (mode === 'worker-out-of-memory' && prompt.includes('[[fault:worker-oom]]')) {
+    // V8 heap arrays (800 KB each, straight into the large-object space), not
+    // Buffers, which live outside the heap and its limit; kept reachable until
+    // the thread's old generation is full.
+    return (phase) => {
+      if (phase !== 'request_sent') return;
+      // Says which limit is about to be hit, so the test can tell the configured one from V8's default.
+      fs.writeSync(2, `fault injection: worker heap limit ${Math.round(v8.getHeapStatistics().heap_size_limit / 1024 / 1024)} MiB\n`);
+      const hoard: number[][] = [];
+      for (let i = 0; ; i += 1) hoard.push(new Array<number>(100_000).fill(i + 0.5));
+    };
+  }
+  if (mode === 'worker-stray-output' && prompt.includes('[[fault:worker-stdout]]')) {
+    // Every path a library might use to print: console, the stream, descriptor 1.
+    return (phase) => {
+      if (phase !== 'request_sent') return;
+      console.log('stray console.log from a worker');
+      console.info('stray console.info from a worker');
+      process.stdout.write('stray process.stdout.write from a worker\n');
+      fs.writeSync(1, 'stray fs.writeSync(1) from a worker\n');
+      process.stdout.write(`a library printing the provider key ${context.apiKey}\n`);
+      for (let i = 0; i < 300; i += 1) console.log(`chatty line ${i} ${'x'.repeat(1000)}`);
+    };
+  }
+  if (mode === 'worker-report-environment' && prompt.includes('[[fault:worker-env]]')) {
+    // Names only, never values: the test checks which variables a worker can see.
+    return (phase) => {
+      if (phase !== 'request_sent') return;
+      const names = Object.keys(process.env).sort();
+      fs.writeSync(2, `fault injection: worker environment names: ${JSON.stringify(names)}\n`);
     };
   }
   return undefined;

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { delay } from 'abort-controller-x';
-import { closeAuditStorage, openAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
+import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
 import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
+import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
 import { MAX_OUTPUT_TOKENS, TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
 import { authorizeRespond, type RespondRequest } from '../shared/policy/respond-authorization.js';
@@ -18,6 +19,8 @@ export interface WorkerResources {
   project: PinnedDirectory;
   policySet: LoadedPolicySet;
   provider: ProviderConfig;
+  /** The key pinned at startup; the key file is never read here. */
+  signingKey: ProjectSigningKey;
 }
 
 /** A failure that ends the run with an `Error` terminal record and withholds any text. */
@@ -70,7 +73,7 @@ export async function performInvocation(
   try {
     // Even a run cancelled before it started gets its journal: every accepted run
     // has a Started and a Terminated record, so an auditor can count them.
-    storage = openAuditStorage(resources.project);
+    storage = openRunAuditStorage(resources.project, resources.signingKey);
     try {
       writer = await JournalWriter.create(storage, task.runId, definition.principal);
     } catch (err) {

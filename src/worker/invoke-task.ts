@@ -1,4 +1,8 @@
+// First import: the worker's standard output is taken off the MCP channel
+// before any other module (or library) of this thread is evaluated.
+import { redactInWorkerOutput } from './worker-stdout.js';
 import { workerData } from 'piscina';
+import { signingKeyFromSeed } from '../shared/journal/signing-key.js';
 import { PinnedDirectory } from '../shared/pinned-directory.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import type { InvokeOutcome, InvokeTask, WorkerBootData } from '../shared/run-messages.js';
@@ -7,18 +11,25 @@ import { performInvocation, type WorkerResources } from './invocation.js';
 
 // The piscina task module. Worker threads share the process's descriptor table,
 // so the project directory pinned by the supervisor is used here by number.
+// What a worker holds is exactly its boot data (run-messages.ts): the pinned
+// directory, the policy set, the provider configuration and the startup key;
+// its process.env is empty (invocation-pool.ts).
 const boot = workerData as WorkerBootData;
 const resources: WorkerResources = {
   project: PinnedDirectory.fromDescriptor(boot.projectFd, boot.projectPath),
   policySet: boot.policySet,
   provider: boot.provider,
+  signingKey: signingKeyFromSeed(boot.signingKeySeed),
 };
+// The KeyObject keeps its own copy; this thread's copy of the seed is not needed again.
+boot.signingKeySeed.fill(0);
+redactInWorkerOutput([boot.provider.apiKey]);
 
 preparePolicySet(resources.policySet);
 
 export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcome> {
   try {
-    return await performInvocation(task, resources, faultHook(task.prompt));
+    return await performInvocation(task, resources, faultHook(boot.faultInjection, task.prompt, { apiKey: boot.provider.apiKey }));
   } finally {
     task.port.close();
   }

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { procPath } from '../pinned-directory.js';
 import { UnsafeStorageError } from '../private-directory.js';
 import { ED25519_SEED_BYTES, signingKeyFromSeed, type ProjectSigningKey } from './signing-key.js';
+import type { KeyFileIdentity, PinnedSigningKey } from './signing-key-pin.js';
 
 // audit-signing.key holds the raw Ed25519 seed. Whoever can read it can forge
 // the project's journals, and whoever can swap it can make forged journals
@@ -44,7 +45,23 @@ function createKeyFile(dirFd: number, shown: string): boolean {
   return true;
 }
 
-function readKeyFile(dirFd: number, shown: string): Buffer | undefined {
+interface KeyFileRead {
+  seed: Buffer;
+  identity: KeyFileIdentity;
+}
+
+function identityOf(stat: fs.Stats, seed: Uint8Array): KeyFileIdentity {
+  return {
+    dev: stat.dev,
+    ino: stat.ino,
+    size: stat.size,
+    mode: stat.mode & 0o7777,
+    sha256: crypto.createHash('sha256').update(seed).digest('hex'),
+  };
+}
+
+/** Opens, checks and reads the key file; undefined when it does not exist. Throws UnsafeStorageError. */
+export function readKeyFile(dirFd: number, shown: string): KeyFileRead | undefined {
   let fd: number;
   try {
     fd = fs.openSync(procPath(dirFd, SIGNING_KEY_FILE), O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
@@ -84,7 +101,8 @@ function readKeyFile(dirFd: number, shown: string): Buffer | undefined {
         `${shown}: invalid signing key: is ${size} bytes; expected exactly ${ED25519_SEED_BYTES} raw bytes (an Ed25519 seed)`,
       );
     }
-    return buffer.subarray(0, ED25519_SEED_BYTES);
+    const seed = buffer.subarray(0, ED25519_SEED_BYTES);
+    return { seed, identity: identityOf(stat, seed) };
   } catch (err) {
     if (err instanceof UnsafeStorageError) throw err;
     throw new UnsafeStorageError(`${shown}: cannot read the signing key (${errno(err)})`);
@@ -99,17 +117,30 @@ function readKeyFile(dirFd: number, shown: string): Buffer | undefined {
  * which case a missing key yields undefined). Throws UnsafeStorageError.
  */
 export function loadSigningKeyFile(dirFd: number, shownDir: string, options: { create: boolean }): ProjectSigningKey | undefined {
+  const loaded = options.create ? pinSigningKeyFile(dirFd, shownDir) : readAndBuild(dirFd, `${shownDir}/${SIGNING_KEY_FILE}`);
+  if (loaded === undefined) return undefined;
+  loaded.seed.fill(0);
+  return loaded.key;
+}
+
+/**
+ * Startup only: loads (creating when absent) the key this process will sign
+ * with for its whole life, with the file's identity so later changes to the
+ * file can be noticed (signing-key-pin.ts). The caller owns `seed`.
+ */
+export function pinSigningKeyFile(dirFd: number, shownDir: string): PinnedSigningKey {
   const shown = `${shownDir}/${SIGNING_KEY_FILE}`;
-  let seed = readKeyFile(dirFd, shown);
-  if (seed === undefined && options.create) {
+  let pinned = readAndBuild(dirFd, shown);
+  if (pinned === undefined) {
     createKeyFile(dirFd, shown);
-    seed = readKeyFile(dirFd, shown);
-    if (seed === undefined) throw new UnsafeStorageError(`${shown}: the signing key vanished right after it was created`);
+    pinned = readAndBuild(dirFd, shown);
+    if (pinned === undefined) throw new UnsafeStorageError(`${shown}: the signing key vanished right after it was created`);
   }
-  if (seed === undefined) return undefined;
-  try {
-    return signingKeyFromSeed(seed);
-  } finally {
-    seed.fill(0);
-  }
+  return pinned;
+}
+
+function readAndBuild(dirFd: number, shown: string): PinnedSigningKey | undefined {
+  const read = readKeyFile(dirFd, shown);
+  if (read === undefined) return undefined;
+  return { key: signingKeyFromSeed(read.seed), seed: read.seed, file: read.identity, shownPath: shown };
 }

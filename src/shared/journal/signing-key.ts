@@ -20,32 +20,22 @@ export interface ProjectSigningKey {
   sign(payload: Uint8Array): Buffer;
 }
 
-// Importing a key costs about 1.5 ms of CPU, more than the rest of a run's
-// signing; the key file is still read and checked on every run, but the same
-// seed maps to the same KeyObject. Keyed by the seed's hash, a few entries per thread.
-const KEY_CACHE_ENTRIES = 4;
-const keyCache = new Map<string, ProjectSigningKey>();
-
 /** Builds the signing key from its 32-byte seed; the seed itself is not retained outside the KeyObject. */
 export function signingKeyFromSeed(seed: Uint8Array): ProjectSigningKey {
   if (seed.length !== ED25519_SEED_BYTES) {
     throw new RangeError(`an Ed25519 seed is ${ED25519_SEED_BYTES} bytes, got ${seed.length}`);
   }
-  const cacheKey = crypto.createHash('sha256').update(seed).digest('hex');
-  const cached = keyCache.get(cacheKey);
-  if (cached !== undefined) return cached;
-  const built = importSigningKey(seed);
-  if (keyCache.size >= KEY_CACHE_ENTRIES) keyCache.delete(keyCache.keys().next().value!);
-  keyCache.set(cacheKey, built);
-  return built;
+  return importSigningKey(seed);
 }
 
 function importSigningKey(seed: Uint8Array): ProjectSigningKey {
-  const privateKey = crypto.createPrivateKey({
-    key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]),
-    format: 'der',
-    type: 'pkcs8',
-  });
+  const der = Buffer.concat([PKCS8_ED25519_PREFIX, seed]);
+  let privateKey: crypto.KeyObject;
+  try {
+    privateKey = crypto.createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
+  } finally {
+    der.fill(0); // the KeyObject keeps its own copy
+  }
   const spki = crypto.createPublicKey(privateKey).export({ format: 'der', type: 'spki' });
   const publicKeyHex = spki.subarray(spki.length - ED25519_PUBLIC_KEY_BYTES).toString('hex');
   return {

@@ -15,6 +15,8 @@ export interface InvokeAgentSession extends PreflightInputs {
   /** The generated AGENTS.md section, already cut to its limit, if the project has one. */
   guidance?: string | undefined;
   log: OperatorLog;
+  /** Why no run may start now (the startup signing key is gone or changed), if so. */
+  signingKeyProblem(): string | undefined;
 }
 
 const TOOL = 'invoke_agent';
@@ -80,7 +82,11 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
     },
     guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
       const args = readArguments(raw);
-      const preflight = preflightInvocation(args, session);
+      let preflight = preflightInvocation(args, session);
+      if (preflight.ok) {
+        const keyProblem = session.signingKeyProblem();
+        if (keyProblem !== undefined) preflight = { ok: false, message: keyProblem };
+      }
       if (!preflight.ok) {
         session.log.info('invoke_agent refused before inference', { agent: args.agent, reason: preflight.message });
         return failure(preflight.message);

@@ -1,0 +1,76 @@
+import fs from 'node:fs';
+import { ConfinementError, type PinnedDirectory } from '../pinned-directory.js';
+import { GOVERNED_COMPONENTS } from '../audit-storage.js';
+import { UnsafeStorageError } from '../private-directory.js';
+import type { ProjectSigningKey } from './signing-key.js';
+import { readKeyFile } from './signing-key-file.js';
+
+// The key announced at startup is the only key a `symbi mcp` process signs
+// with: it is read once, handed to the worker threads, and never read again
+// for signing. The file is still looked at before each invocation, so that an
+// operator who replaced, removed or exposed it learns that this process keeps
+// signing with the old key only by being refused (a journal signed with a key
+// nobody recorded would fail verification later). Nothing here ever creates a
+// key: a key deleted mid-session stays deleted until a restart.
+
+/** What the key file was at startup: which file, how big, its permission bits, and its content. */
+export interface KeyFileIdentity {
+  dev: number;
+  ino: number;
+  size: number;
+  mode: number;
+  sha256: string;
+}
+
+export interface PinnedSigningKey {
+  key: ProjectSigningKey;
+  /**
+   * The raw 32-byte seed. A KeyObject cannot cross a thread boundary, so this
+   * is what the worker threads receive (once, in their boot data); each builds
+   * its own KeyObject from it and wipes its copy.
+   */
+  seed: Uint8Array;
+  file: KeyFileIdentity;
+  /** The key file's absolute path, for messages. */
+  shownPath: string;
+}
+
+const RESTART = 'this process signs only with the key it announced at startup; restart the server to pick up a new key';
+
+function octal(mode: number): string {
+  return (mode & 0o7777).toString(8).padStart(4, '0');
+}
+
+/**
+ * Looks at the key file where the next journal would be written (the project's
+ * .symbiont/governed/, resolved without following symlinks) and compares it
+ * with the startup identity. Returns undefined when it is unchanged, otherwise
+ * one line saying what changed. Never creates anything.
+ */
+export function signingKeyFileChange(project: PinnedDirectory, pinned: PinnedSigningKey): string | undefined {
+  const shown = pinned.shownPath;
+  let dirFd: number;
+  try {
+    dirFd = project.openDirectory(GOVERNED_COMPONENTS);
+  } catch (err) {
+    if (err instanceof ConfinementError && err.code === 'not_found') return `${shown} was removed after startup (its directory is gone); ${RESTART}`;
+    if (err instanceof ConfinementError && err.code === 'symlink') return `${shown}: its directory was replaced by a symlink after startup; ${RESTART}`;
+    return `${shown}: its directory cannot be opened any more (${(err as Error).message}); ${RESTART}`;
+  }
+  try {
+    const now = readKeyFile(dirFd, shown);
+    if (now === undefined) return `${shown} was removed after startup; ${RESTART}`;
+    now.seed.fill(0);
+    const was = pinned.file;
+    if (now.identity.dev !== was.dev || now.identity.ino !== was.ino) return `${shown} was replaced by another file after startup; ${RESTART}`;
+    if (now.identity.sha256 !== was.sha256) return `${shown}: its content changed after startup; ${RESTART}`;
+    if (now.identity.mode !== was.mode) return `${shown}: its mode changed from ${octal(was.mode)} to ${octal(now.identity.mode)} after startup; ${RESTART}`;
+    return undefined;
+  } catch (err) {
+    // readKeyFile names what is unsafe (a symlink, group or other access, extra links, the wrong size).
+    const problem = err instanceof UnsafeStorageError ? err.message.replace(`${shown}: `, '') : (err as Error).message;
+    return `${shown} changed after startup: ${problem}; ${RESTART}`;
+  } finally {
+    fs.closeSync(dirFd);
+  }
+}

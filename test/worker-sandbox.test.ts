@@ -1,0 +1,188 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
+import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/invocation-pool.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { journalsIn, makeProject, projectPublicKey, providerEnv, removeProject, symbiBin } from './support/invoke-harness.js';
+
+// Each worker thread is a sandbox: a heap limit it cannot pass without ending
+// only itself, a standard output that never reaches the MCP channel, and an
+// environment without the supervisor's variables. Each case drives a real
+// `symbi mcp` over raw stdio with a test-only SYMBI_FAULT_INJECTION mode that
+// makes a run misbehave inside its worker.
+
+const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
+const API_KEY = 'sk-test-not-a-real-key';
+
+interface RpcMessage {
+  jsonrpc?: string;
+  id?: number;
+  method?: string;
+  result?: { isError?: boolean; content: { text: string }[]; structuredContent?: { audit: { run_id: string; path: string; public_key: string } } };
+  error?: unknown;
+}
+
+async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 60_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+interface RawServer {
+  child: ChildProcessWithoutNullStreams;
+  stdout(): string;
+  stderr(): string;
+  invoke(id: number, prompt: string): void;
+  result(id: number): Promise<RpcMessage>;
+  exited: Promise<number | null>;
+}
+
+function rawServer(project: string, env: Record<string, string>): RawServer {
+  const child = spawn(process.execPath, [symbiBin, 'mcp', '--project', project], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+  const send = (message: unknown): void => void child.stdin.write(`${JSON.stringify(message)}\n`);
+  send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'sandbox-test', version: '0' } } });
+  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    invoke: (id, prompt) => send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt } } }),
+    // Parsing every line also asserts that standard output carries JSON only.
+    result: (id) => waitFor(`the answer to request ${id}`, () => parsedLines(out).find((m) => m.id === id)),
+  };
+}
+
+function parsedLines(out: string): RpcMessage[] {
+  return out
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => JSON.parse(l) as RpcMessage);
+}
+
+async function stop(server: RawServer): Promise<number | null> {
+  server.child.stdin.end();
+  return server.exited;
+}
+
+describe('sandboxed worker threads', () => {
+  let endpoint: SyntheticEndpoint;
+  before(async () => {
+    endpoint = await startSyntheticEndpoint();
+  });
+  after(async () => {
+    endpoint.releaseAll();
+    await endpoint.close();
+  });
+
+  it('keeps a worker’s console.log, process.stdout.write and fs.writeSync(1) off standard output and says them, capped, on stderr', async () => {
+    const project = makeProject(FILES);
+    const server = rawServer(project, providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stray-output' }));
+    try {
+      server.invoke(1, 'print things [[fault:worker-stdout]]');
+      const first = await server.result(1);
+      assert.equal(first.result?.isError, undefined, JSON.stringify(first));
+      server.invoke(2, 'and again, quietly');
+      assert.equal((await server.result(2)).result?.isError, undefined);
+      await waitFor('the worker output on stderr', () => (server.stderr().includes('further standard output of this worker thread is dropped') ? true : undefined));
+      assert.equal(await stop(server), 0);
+
+      // The client saw JSON-RPC and nothing else.
+      const lines = server.stdout().split('\n').filter((l) => l.length > 0);
+      for (const line of lines) assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
+      assert.ok(!server.stdout().includes('stray'), 'no stray output on stdout');
+
+      const stderr = server.stderr();
+      for (const expected of ['stray console.log from a worker', 'stray console.info from a worker', 'stray process.stdout.write from a worker', 'stray fs.writeSync(1) from a worker']) {
+        assert.match(stderr, new RegExp(`worker thread wrote to standard output.*${expected.replace(/[().]/g, '\\$&')}`), expected);
+      }
+      // Never the provider key, even when a library prints it.
+      assert.ok(!stderr.includes(API_KEY), 'the provider key is redacted');
+      assert.match(stderr, /the provider key \[redacted\]/);
+      // Capped: 100 lines per thread, each cut at 500 characters.
+      const workerLines = stderr.split('\n').filter((l) => l.includes('worker thread wrote to standard output'));
+      assert.ok(workerLines.length <= 101, `${workerLines.length} worker lines`);
+      assert.ok(workerLines.every((l) => l.length < 800), 'long lines are cut');
+      assert.ok(stderr.includes('(cut)'));
+    } finally {
+      server.child.kill('SIGKILL');
+      removeProject(project);
+    }
+  });
+
+  it('gives a worker none of the supervisor’s environment: no unrelated secret, no provider key', async () => {
+    const project = makeProject(FILES);
+    const env = providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-report-environment', UNRELATED_IDE_SECRET: 'hunter2-from-the-ide' });
+    const server = rawServer(project, env);
+    try {
+      server.invoke(1, 'what can you see [[fault:worker-env]]');
+      const answer = await server.result(1);
+      // The run works: the provider configuration reached the worker as data.
+      assert.equal(answer.result?.isError, undefined, JSON.stringify(answer));
+      const report = await waitFor('the environment report', () => /worker environment names: (\[.*\])/.exec(server.stderr())?.[1]);
+      const names = JSON.parse(report) as string[];
+      assert.ok(!names.includes('UNRELATED_IDE_SECRET'), report);
+      assert.ok(!names.includes('OPENAI_API_KEY'), report);
+      assert.deepEqual(names, [], 'a worker sees no environment variable at all');
+      assert.ok(!server.stderr().includes('hunter2'));
+      assert.equal(await stop(server), 0);
+    } finally {
+      server.child.kill('SIGKILL');
+      removeProject(project);
+    }
+  });
+
+  it('survives a worker that runs past its heap limit: every journal verifies and the next invocation is answered', async () => {
+    const project = makeProject(FILES);
+    const server = rawServer(project, providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-out-of-memory' }));
+    try {
+      // Runs waiting on the provider on every thread, one of which is about to run out of memory.
+      const seen = endpoint.requests.length;
+      for (let id = 1; id <= 6; id += 1) server.invoke(id, `waiting ${id} [[hold]]`);
+      await endpoint.waitForRequests(seen + 6);
+      server.invoke(10, 'allocate [[fault:worker-oom]]');
+      const oom = await server.result(10);
+      assert.equal(oom.result?.isError, true, JSON.stringify(oom));
+      assert.match(oom.result!.content[0]!.text, /worker running this invocation failed: .*memory limit/);
+      // The limit hit is the pool's, not V8's default (about 2 to 4 GiB here).
+      const limit = Number(/worker heap limit (\d+) MiB/.exec(server.stderr())?.[1]);
+      const { maxOldGenerationSizeMb, maxYoungGenerationSizeMb } = WORKER_RESOURCE_LIMITS;
+      assert.ok(limit >= maxOldGenerationSizeMb && limit <= maxOldGenerationSizeMb + maxYoungGenerationSizeMb + 16, `heap limit ${limit} MiB`);
+      endpoint.releaseAll();
+      const waiting = await Promise.all([1, 2, 3, 4, 5, 6].map((id) => server.result(id)));
+      // Runs that shared the thread ended with it; the others completed.
+      const failed = waiting.filter((m) => m.result?.isError === true);
+      for (const m of failed) assert.match(m.result!.content[0]!.text, /worker running this invocation failed: .*memory limit/);
+      assert.ok(failed.length < waiting.length, 'runs on the other thread completed');
+
+      // A replacement thread serves the next invocation.
+      server.invoke(20, 'after the out-of-memory');
+      const next = await server.result(20);
+      assert.equal(next.result?.isError, undefined, JSON.stringify(next));
+      assert.equal(await stop(server), 0);
+
+      const key = projectPublicKey(project);
+      const journals = journalsIn(project);
+      assert.equal(journals.length, 8);
+      for (const file of journals) {
+        const { exitCode, report } = inspectJournal(file, path.basename(file, '.jsonl'), key);
+        assert.equal(exitCode, 0, `${file}: ${JSON.stringify(report)}`);
+      }
+    } finally {
+      server.child.kill('SIGKILL');
+      endpoint.releaseAll();
+      removeProject(project);
+    }
+  });
+});
