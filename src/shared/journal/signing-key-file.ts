@@ -30,13 +30,22 @@ function createKeyFile(dirFd: number, shown: string): boolean {
   }
   try {
     fs.fchmodSync(fd, KEY_FILE_MODE);
-    fs.writeSync(fd, crypto.randomBytes(ED25519_SEED_BYTES));
+    const written = fs.writeSync(fd, crypto.randomBytes(ED25519_SEED_BYTES));
+    if (written !== ED25519_SEED_BYTES) throw Object.assign(new Error('short write'), { code: `short write, ${written} bytes` });
     fs.fsyncSync(fd);
   } catch (err) {
-    throw new UnsafeStorageError(`${shown}: cannot write the new signing key (${errno(err)})`);
-  } finally {
     fs.closeSync(fd);
+    // The file is ours (O_EXCL) and holds no usable seed: leaving it would make
+    // every later start refuse a short key, so it goes, and the next start
+    // (with space again) creates a whole one.
+    try {
+      fs.unlinkSync(procPath(dirFd, SIGNING_KEY_FILE));
+    } catch {
+      // Already gone or not removable: the size check refuses it at the next load.
+    }
+    throw new UnsafeStorageError(`${shown}: cannot write the new signing key (${errno(err)})`);
   }
+  fs.closeSync(fd);
   try {
     fs.fsyncSync(dirFd); // make the new directory entry durable too
   } catch {
