@@ -158,9 +158,11 @@ test('resume continues a verified chain left by a writer that is gone, and refus
   await resumed.appendTerminal({ Error: { message: 'worker died' } });
   await resumed.close();
   const { exitCode, report } = inspectJournal(resumed.path, runId, storage.signingKey.publicKeyHex);
-  assert.equal(exitCode, 0, report.error?.message);
+  // Complete, but the call's effect is unknown: its recorded finish is an error.
+  assert.equal(exitCode, 2, report.error?.message);
+  assert.equal(report.journal_complete, true);
   assert.equal(report.records, 4);
-  assert.equal(report.provider_calls[0]!.finish, 'Error');
+  assert.deepEqual([report.effects[0]!.outcome, report.effects[0]!.finish_sequence], ['unknown', 2]);
 
   await assert.rejects(JournalWriter.resume(storage, runId, AGENT), /already has its Terminated record/);
   await assert.rejects(JournalWriter.resume(storage, crypto.randomUUID(), AGENT), /there is no journal to resume/);
