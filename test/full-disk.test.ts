@@ -250,3 +250,45 @@ for (const kind of ['tmpfs', 'ext2 with 1 KiB blocks'] as const) {
     });
   });
 }
+
+describe('a project whose signing key does not exist yet, started on a full ext2 with 1 KiB blocks', { skip: skipReason }, () => {
+  it('refuses saying so, leaves no empty key and no journal, and works once space returns', async () => {
+    const project = makeProject(AGENTS);
+    const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-full-disk-'));
+    const governed = path.join(project, '.symbiont', 'governed');
+    let storage: MountedStorage | undefined;
+    let server: RunningServer | undefined;
+    let endpoint: SyntheticEndpoint | undefined;
+    try {
+      fs.mkdirSync(governed, { recursive: true, mode: 0o700 });
+      fs.chmodSync(path.dirname(governed), 0o700);
+      storage = mountExt2(governed, path.join(scratch, 'governed.img'), 128);
+      fs.chmodSync(governed, 0o700);
+      fill(governed);
+      endpoint = await startSyntheticEndpoint();
+      server = await startServer(project, providerEnv(endpoint.url));
+      const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'no key yet' } });
+      storageFullRefusal(result);
+      assert.equal(fs.existsSync(path.join(governed, 'audit-signing.key')), false, 'no empty or partial key file is left to be refused later');
+      assert.deepEqual(journalsOnDisk(project), []);
+      await server.close();
+      server = undefined;
+
+      // Space returns: the key is created and the call succeeds (in a fresh process, whatever
+      // the server's rule for a key that could not be created at startup).
+      freeSpace(governed);
+      server = await startServer(project, providerEnv(endpoint.url));
+      const next = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'space is back' } });
+      assert.equal(next.isError, undefined, textOf(next));
+      const { audit } = auditOf(next);
+      assert.equal(audit.public_key, projectPublicKey(project));
+      assert.equal(inspect(audit.path, audit.run_id, audit.public_key).status, 0);
+    } finally {
+      await server?.close();
+      await endpoint?.close();
+      storage?.unmount();
+      fs.rmSync(scratch, { recursive: true, force: true });
+      removeProject(project);
+    }
+  });
+});
