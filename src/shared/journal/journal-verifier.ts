@@ -225,7 +225,7 @@ export function inspectJournalBytes(
   if (report.records === 0) {
     return fail(null, report.unverified_tail_bytes > 0 ? 'the journal holds no signed record, only an unauthenticated fragment' : 'the journal holds no signed record');
   }
-  const startedFirst = report.started_at !== null;
+  const startedFirst = chainEnd.beginsWithStarted;
   report.journal_complete = startedFirst && report.terminal_reason !== null && report.unverified_tail_bytes === 0;
   const warnings = report.warnings;
   if (!startedFirst) warnings.push('the journal does not begin with a signed Started record');
