@@ -36,11 +36,25 @@ const FILL_DURING_REQUEST = 'fill the disk now';
 
 const notRoot = typeof process.getuid !== 'function' || process.getuid() !== 0;
 const missingTools = ['mount', 'umount', 'losetup', 'mkfs.ext2'].filter((tool) => spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0);
+
+/** Root alone is not enough in some containers (no CAP_SYS_ADMIN, no loop devices): try it once. */
+function cannotMount(): string | false {
+  const probe = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-mount-probe-'));
+  try {
+    if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'symbi-probe', probe]).status !== 0) return 'cannot mount a tmpfs here (no CAP_SYS_ADMIN?)';
+    spawnSync('umount', [probe]);
+    if (spawnSync('losetup', ['--find']).status !== 0) return 'no free loop device here';
+    return false;
+  } finally {
+    fs.rmSync(probe, { recursive: true, force: true });
+  }
+}
+
 const skipReason = notRoot
   ? 'needs root to mount a tmpfs and a loop-mounted ext2 image (CI runs as root)'
   : missingTools.length > 0
     ? `needs ${missingTools.join(', ')}`
-    : false;
+    : cannotMount();
 
 interface MountedStorage {
   governed: string;
