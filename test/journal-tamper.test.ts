@@ -89,8 +89,12 @@ function expectFailure(file: string, runId: string, key: string, line: number, p
 }
 
 /** Signs a forged payload with the project seed and frames it as a journal line. */
+const forgingKeys = new Map<string, crypto.KeyObject>();
+
 function forgeLine(seed: Buffer, payload: string | Buffer): Buffer {
-  const key = crypto.createPrivateKey({ key: Buffer.concat([PKCS8, seed]), format: 'der', type: 'pkcs8' });
+  const cached = forgingKeys.get(seed.toString('hex'));
+  const key = cached ?? crypto.createPrivateKey({ key: Buffer.concat([PKCS8, seed]), format: 'der', type: 'pkcs8' });
+  forgingKeys.set(seed.toString('hex'), key);
   const bytes = Buffer.isBuffer(payload) ? payload : Buffer.from(payload, 'utf8');
   const sig = crypto.sign(null, bytes, key).toString('base64');
   return Buffer.concat([Buffer.from('{"payload":'), bytes, Buffer.from(`,"signature":"${sig}"}\n`)]);
@@ -323,4 +327,18 @@ test('hostile but validly signed payloads never crash the verifier', async (t) =
   // Not even JSON-shaped.
   fs.writeFileSync(file, Buffer.from([0x00, 0xff, 0x0a]));
   expectFailure(file, runId, f.key, 1, /line 1: malformed line/);
+});
+
+test('more than 32,768 tracked operations fail explicitly, as Symbiont documents (exit 1)', async (t) => {
+  const f = fixture(t);
+  const runId = crypto.randomUUID();
+  const file = path.join(f.dir, 'many-calls.jsonl');
+  const specs: Array<{ event: unknown }> = [{ event: { Started: {} } }];
+  for (let i = 0; i <= 32_768; i += 1) specs.push({ event: { DirectInferenceRequested: { call_id: `c${i}` } } });
+  fs.writeFileSync(file, forgeChain(f.seed, runId, specs));
+  // Line 32,770 holds the 32,769th request. (Node.js crypto only: tweetnacl would take minutes here.)
+  const { exitCode, report } = inspectJournal(file, runId, f.key);
+  assert.equal(exitCode, 1);
+  assert.equal(report.error?.line, 32_770);
+  assert.match(report.error?.message ?? '', /more than 32768 tracked operations/);
 });
