@@ -13,12 +13,6 @@ function errnoCode(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/** True when the write failed because the file system or the quota has no room left. */
-export function isStorageFull(err: unknown): boolean {
-  const code = errnoCode(err);
-  return code !== undefined && code in STORAGE_FULL;
-}
-
 /** One clause naming why a journal write failed, e.g. "the audit storage is full (ENOSPC: no space left on device)". */
 export function describeStorageFailure(err: unknown): string {
   const code = errnoCode(err);
