@@ -16,7 +16,7 @@ function errnoCode(err: unknown): string | undefined {
 /** One clause naming why a journal write failed, e.g. "the audit storage is full (ENOSPC: no space left on device)". */
 export function describeStorageFailure(err: unknown): string {
   const code = errnoCode(err);
-  if (code !== undefined && code in STORAGE_FULL) return STORAGE_FULL[code]!;
+  if (code !== undefined && Object.hasOwn(STORAGE_FULL, code)) return STORAGE_FULL[code]!;
   if (code !== undefined) return `the write failed (${code})`;
   const message = (err as Error | null)?.message;
   return `the write failed (${typeof message === 'string' ? message.split('\n')[0] : String(err)})`;
