@@ -187,7 +187,8 @@ interface Run {
   label: string;
   journal: string;
   runId: string;
-  expectComplete: boolean;
+  /** The inspect exit status this run should get: 0 complete, 2 complete but with an effect to reconcile. */
+  expectedStatus: 0 | 2;
 }
 
 /** Runs the whole walk-through; resolves with the exit status (0 when every step behaved). */
@@ -259,7 +260,7 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
       field('run id', answerRef.audit.run_id);
       field('journal', answerRef.audit.path);
       field('public key', answerRef.audit.public_key);
-      runs.push({ label: 'answer', journal: answerRef.audit.path, runId: answerRef.audit.run_id, expectComplete: true });
+      runs.push({ label: 'answer', journal: answerRef.audit.path, runId: answerRef.audit.run_id, expectedStatus: 0 });
     }
     check(answered.isError !== true && textOf(answered).length > 0, 'the answer came back after Cedar permitted it');
     check(answerRef !== undefined && answerRef.audit.public_key === publicKey, 'the audit reference names the run, its journal and the startup public key');
@@ -273,7 +274,7 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
     field('tool error', oneLine(textOf(refused).replace(/ \(audit: .*\)$/, ''), 120));
     if (refusedRef !== undefined) {
       field('run id', refusedRef.audit.run_id);
-      runs.push({ label: 'refusal', journal: refusedRef.audit.path, runId: refusedRef.audit.run_id, expectComplete: true });
+      runs.push({ label: 'refusal', journal: refusedRef.audit.path, runId: refusedRef.audit.run_id, expectedStatus: 0 });
     }
     check(refused.isError === true && /Cedar policy denied/.test(textOf(refused)), 'the call is a tool error naming the Cedar decision');
     check(!textOf(refused).includes('launch code is'), "the model's text was withheld");
@@ -307,7 +308,8 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
       2_000,
     ).catch(() => undefined);
     if (cancelLine !== undefined) field('stderr', dim(oneLine(cancelLine, 150)));
-    runs.push({ label: 'cancelled', journal: cancelledJournal, runId: cancelledRunId, expectComplete: true });
+    // The request had left when it was cancelled, so its effect is unknown: complete, yet to reconcile.
+    runs.push({ label: 'cancelled', journal: cancelledJournal, runId: cancelledRunId, expectedStatus: 2 });
     const closed = await waitFor('the provider connection to close', () => (endpoint.requests[requestsBefore]?.closedEarly === true ? true : undefined)).catch(() => false);
     check(outcome === 'cancelled', 'the cancelled call got no answer');
     check(closed, 'the server closed its provider connection and wrote the terminal record');
@@ -315,14 +317,25 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
     // 5. audit inspect
     heading(5, 'symbi audit inspect: verify every journal with the public key');
     say(dim(`   ${symbi} audit inspect <journal> --run-id <id> --public-key <key>`));
+    say(dim('   exit 0 complete; exit 2 needs reconciliation (no end recorded, an unknown effect, or an unauthenticated tail); exit 1 failed'));
     for (const run of runs) {
       const verdict = auditInspect(run.journal, run.runId, publicKey);
       const colour = verdict.status === 0 ? green : verdict.status === 2 ? yellow : red;
       const records = typeof verdict.report.records === 'number' ? `${verdict.report.records} records` : '';
+      const complete = verdict.report.journal_complete === true ? 'journal complete' : 'journal incomplete';
       const ending = 'terminal_reason' in verdict.report ? terminalSummary(verdict.report.terminal_reason) : oneLine(String(verdict.report.error ?? ''), 90);
-      say(`   ${run.label.padEnd(10)} ${run.runId}  ${colour(verdict.label)}  ${dim(`exit ${verdict.status}, ${records}`)}`);
+      const effects = Array.isArray(verdict.report.effects) ? (verdict.report.effects as { outcome?: string }[]) : [];
+      say(`   ${run.label.padEnd(10)} ${run.runId}  ${colour(verdict.label)}  ${dim(`exit ${verdict.status}, ${records}, ${complete}`)}`);
       say(`              ${dim('ends with:')} ${ending}`);
-      check(verdict.status === 0 || !run.expectComplete, `the ${run.label} journal verifies and is complete`);
+      say(`              ${dim('provider call:')} ${effects.map((e) => e.outcome ?? '?').join(', ') || 'none'}`);
+      if (run.expectedStatus === 0) {
+        check(verdict.status === 0, `the ${run.label} journal verifies and is complete`);
+      } else {
+        check(
+          verdict.status === 2 && verdict.report.journal_complete === true && effects.some((e) => e.outcome === 'unknown'),
+          `the ${run.label} journal is complete and needs reconciliation: its provider call's effect is unknown`,
+        );
+      }
     }
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

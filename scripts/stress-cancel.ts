@@ -103,7 +103,8 @@ const found = journalFiles().length;
 for (const file of journalFiles()) {
   const { report, exitCode } = inspectJournal(path.join(governed, file), file.replace(/\.jsonl$/, ''), publicKey);
   if (report.journal_complete) complete += 1;
-  if (exitCode === 0) verified += 1;
+  // A complete journal that exits 2 counts: a cancelled provider call is an unknown effect to reconcile, not a loss.
+  if (exitCode !== 1 && report.journal_complete) verified += 1;
 }
 const latencies = stderr
   .slice(warmupStderrBytes)

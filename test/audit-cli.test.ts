@@ -82,13 +82,22 @@ test('inspect: missing or malformed arguments print a usage line and exit 1', (t
   }
 });
 
-test('an empty journal verifies nothing and needs reconciliation (exit 2)', (t) => {
+test('a file without one signed record is not a journal: empty or a lone fragment fails (exit 1)', (t) => {
+  // Symbiont's verifier refuses a journal with no records; so does this one.
   const dir = tempDir(t, 'audit-cli-');
   const file = path.join(dir, `${RUN}.jsonl`);
-  fs.writeFileSync(file, '');
-  const r = symbi(['audit', 'inspect', file, '--run-id', RUN, '--public-key', KEY]);
-  assert.equal(r.status, 2);
-  assert.equal(JSON.parse(r.stdout).records, 0);
+  for (const [content, pattern] of [
+    ['', /the journal holds no signed record$/],
+    ['{"payload":{"version":2', /no signed record, only an unauthenticated fragment/],
+  ] as const) {
+    fs.writeFileSync(file, content);
+    const r = symbi(['audit', 'inspect', file, '--run-id', RUN, '--public-key', KEY]);
+    assert.equal(r.status, 1, r.stderr);
+    const report = JSON.parse(r.stdout);
+    assert.equal(report.verdict, 'failed');
+    assert.equal(report.records, 0);
+    assert.match(report.error.message, pattern);
+  }
 });
 
 test('audit list: runs newest first with agent, outcome and verification, plus the independent-key note', async (t) => {

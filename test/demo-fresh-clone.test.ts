@@ -80,18 +80,20 @@ describe('npm run demo from a fresh clone', () => {
     assert.match(stdout, /tool error\s+invoke_agent failed: Cedar policy denied the response/);
     assert.match(stdout, /the call was cancelled/);
 
-    // `symbi audit inspect` on each journal: all three complete.
+    // `symbi audit inspect` on each journal: the answer and the refusal complete; the cancelled run's
+    // journal is complete too, but its provider call's effect is unknown, so it needs reconciliation.
     const verdicts = [...stdout.matchAll(/^\s+(answer|refusal|cancelled)\s+([0-9a-f-]{36})\s+(complete|requires reconciliation|failed)\s/gm)];
     assert.deepEqual(
       verdicts.map((m) => [m[1], m[3]]),
       [
         ['answer', 'complete'],
         ['refusal', 'complete'],
-        ['cancelled', 'complete'],
+        ['cancelled', 'requires reconciliation'],
       ],
       shown,
     );
     assert.equal(verdicts[0]![2], runId);
+    assert.match(stdout, /cancelled\s+[0-9a-f-]{36}\s+requires reconciliation\s+exit 2, \d+ records, journal complete/);
     assert.match(stdout, /What to run next/);
     assert.match(stdout, /every step behaved as expected/);
 

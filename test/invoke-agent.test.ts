@@ -194,12 +194,14 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     assert.equal(result.isError, undefined, textOf(result));
   });
 
-  for (const [label, prompt, pattern] of [
-    ['a Cedar forbid on the response content', 'tell me [[secret]]', /Cedar policy denied/],
-    ['a proposed tool call', 'use a tool [[tool-call]]', /tool call/],
-    ['an oversize answer', 'big [[oversize]]', /4194304|limit|too large|oversize/i],
-    ['an HTTP 500', 'fail [[http500]]', /500/],
-    ['malformed JSON', 'garble [[malformed]]', /malformed|JSON/i],
+  // The effect column: a response received and recorded is `result_recorded` (exit 0 even though the
+  // text is withheld); a call that ended in an error is `unknown` and needs reconciliation (exit 2).
+  for (const [label, prompt, pattern, effect] of [
+    ['a Cedar forbid on the response content', 'tell me [[secret]]', /Cedar policy denied/, 'result_recorded'],
+    ['a proposed tool call', 'use a tool [[tool-call]]', /tool call/, 'result_recorded'],
+    ['an oversize answer', 'big [[oversize]]', /4194304|limit|too large|oversize/i, 'unknown'],
+    ['an HTTP 500', 'fail [[http500]]', /500/, 'unknown'],
+    ['malformed JSON', 'garble [[malformed]]', /malformed|JSON/i, 'unknown'],
   ] as const) {
     it(`withholds the text for ${label} and ends the journal with an Error`, async () => {
       const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt } });
@@ -212,7 +214,9 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
       const terminal = records[records.length - 1]!.payload.entry.event.Terminated as { reason: { Error?: { message: string } } };
       assert.ok(terminal.reason.Error, 'terminal Error');
       const { status, report } = inspect(ref.audit.path, ref.audit.run_id, ref.audit.public_key);
-      assert.equal(status, 0, JSON.stringify(report));
+      assert.equal(status, effect === 'unknown' ? 2 : 0, JSON.stringify(report));
+      assert.equal(report.journal_complete, true);
+      assert.deepEqual((report.effects as { outcome: string }[]).map((e) => e.outcome), [effect]);
     });
   }
 
@@ -223,7 +227,9 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     const ref = auditOf(result);
     const records = readJournal(ref.audit.path);
     assert.deepEqual(eventNames(records), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
-    assert.equal(inspect(ref.audit.path, ref.audit.run_id, ref.audit.public_key).status, 0);
+    const { status, report } = inspect(ref.audit.path, ref.audit.run_id, ref.audit.public_key);
+    assert.equal(status, 2, 'the abandoned request is an unknown effect');
+    assert.equal(report.journal_complete, true);
   });
 
   it('withholds the text when foreign bytes land in the journal during the provider call', async () => {

@@ -38,6 +38,19 @@ function terminalOf(file: string): { reason: unknown } | undefined {
   return last?.Terminated as { reason: unknown } | undefined;
 }
 
+/**
+ * A finished run's journal is complete. When the run had sent its provider
+ * request and was cancelled before a result was recorded, that call is an
+ * unknown effect, so the journal also needs reconciliation (exit 2), as
+ * Symbiont's inspect reports it; otherwise it exits 0.
+ */
+function assertCompleteJournal(file: string, key: string): number {
+  const { exitCode, report } = inspectJournal(file, path.basename(file, '.jsonl'), key);
+  assert.equal(report.journal_complete, true, `${file}: ${JSON.stringify(report)}`);
+  const unknown = report.effects.some((effect) => effect.outcome === 'unknown');
+  assert.equal(exitCode, unknown ? 2 : 0, `${file}: ${JSON.stringify(report)}`);
+  return exitCode;
+}
 
 describe('cancellation over stdio', () => {
   let endpoint: SyntheticEndpoint;
@@ -87,8 +100,13 @@ describe('cancellation over stdio', () => {
     const request = endpoint.requests[seen]!;
     await waitFor('the endpoint to see the connection close', () => (request.closedEarly ? true : undefined));
     await waitFor('no open provider connections', () => (endpoint.openConnections() === 0 ? true : undefined));
+    // Complete, but the request had left: its effect is unknown and needs reconciliation.
     const runId = path.basename(journal, '.jsonl');
-    assert.equal(inspect(journal, runId, projectPublicKey(project)).status, 0);
+    const { status, report } = inspect(journal, runId, projectPublicKey(project));
+    assert.equal(status, 2, JSON.stringify(report));
+    assert.equal(report.journal_complete, true);
+    assert.equal(report.requires_reconciliation, true);
+    assert.deepEqual((report.effects as { outcome: string }[]).map((e) => e.outcome), ['unknown']);
   });
 
   it('cancels while the response body is being read', async () => {
@@ -102,7 +120,7 @@ describe('cancellation over stdio', () => {
     assert.ok(eventNames(readJournal(journal)).includes('DirectInferenceFinished'));
     const request = endpoint.requests[seen]!;
     await waitFor('the endpoint to see the connection close', () => (request.closedEarly ? true : undefined));
-    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), projectPublicKey(project)).status, 0);
+    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), projectPublicKey(project)).status, 2);
   });
 
   it('cancels while the journal opens (cancel sent right after the call)', async () => {
@@ -110,7 +128,7 @@ describe('cancellation over stdio', () => {
       c.abort('stop');
     });
     assert.match(JSON.stringify(terminal.reason), /cancelled/);
-    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), projectPublicKey(project)).status, 0);
+    assertCompleteJournal(journal, projectPublicKey(project));
     endpoint.releaseAll();
   });
 
@@ -135,7 +153,7 @@ describe('cancellation over stdio', () => {
       });
       c.abort('stop');
     }, true);
-    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), projectPublicKey(project)).status, 0);
+    assertCompleteJournal(journal, projectPublicKey(project));
   });
 
   it('treats cancels of unknown, finished and repeated requests as harmless', async () => {
@@ -171,10 +189,7 @@ describe('cancellation over stdio', () => {
       return fresh.length === 100 && fresh.every((f) => terminalOf(f) !== undefined) ? fresh : undefined;
     });
     const key = projectPublicKey(project);
-    for (const file of created) {
-      const { exitCode, report } = inspectJournal(file, path.basename(file, '.jsonl'), key);
-      assert.equal(exitCode, 0, `${file}: ${JSON.stringify(report)}`);
-    }
+    for (const file of created) assertCompleteJournal(file, key);
     await waitFor('no open provider connections', () => (endpoint.openConnections() === 0 ? true : undefined));
   });
 });
@@ -254,8 +269,7 @@ describe('shutdown and process loss', () => {
       assert.equal(journals.length, 20);
       const key = projectPublicKey(project);
       for (const file of journals) {
-        const { exitCode } = inspectJournal(file, path.basename(file, '.jsonl'), key);
-        assert.equal(exitCode, 0);
+        assertCompleteJournal(file, key);
         assert.match(JSON.stringify(terminalOf(file)), /shutting down/);
       }
       assert.match(server.stderr(), /finalised/);
@@ -277,7 +291,7 @@ describe('shutdown and process loss', () => {
       assert.equal(await server.exited, 0, server.stderr());
       const journals = journalsIn(project);
       assert.equal(journals.length, 5);
-      for (const file of journals) assert.equal(inspectJournal(file, path.basename(file, '.jsonl'), projectPublicKey(project)).exitCode, 0);
+      for (const file of journals) assert.equal(assertCompleteJournal(file, projectPublicKey(project)), 2, 'each held request is an unknown effect');
       assert.match(server.stderr(), /shutting down cause=SIGTERM live_runs=5 finalised=5 not_finalised=0/);
     } finally {
       removeProject(project);
@@ -320,7 +334,7 @@ describe('shutdown and process loss', () => {
       assert.match(crashed.result!.content[0]!.text, /worker running this invocation failed/);
       const audit = crashed.result!.structuredContent!.audit;
       assert.deepEqual(eventNames(readJournal(audit.path)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
-      assert.equal(inspectJournal(audit.path, audit.run_id, projectPublicKey(project)).exitCode, 0);
+      assert.equal(assertCompleteJournal(audit.path, projectPublicKey(project)), 2, 'the request had left: its effect is unknown');
       server.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'after the crash' } } });
       const next = await resultOf(2);
       assert.equal(next.result?.isError, undefined, JSON.stringify(next));
@@ -382,7 +396,7 @@ describe('shutdown and process loss', () => {
       const key = projectPublicKey(project);
       for (const file of ownerFinished) {
         assert.match(JSON.stringify(terminalOf(file)?.reason), /the caller cancelled/);
-        assert.equal(inspectJournal(file, path.basename(file, '.jsonl'), key).exitCode, 0);
+        assert.equal(assertCompleteJournal(file, key), 0, 'no provider call was made');
       }
       // Every cancelled run's journal is complete; only the hung run's is still open.
       const open = journalsIn(project).filter((f) => terminalOf(f) === undefined);

@@ -34,7 +34,7 @@ test('grouped records chain, sequence and verify like single ones (Node.js crypt
   const writer = await JournalWriter.create(storage, runId, AGENT);
   await writer.append(STARTED);
   await writer.append({ DirectInferenceRequested: { call_id: 'c1' } });
-  await writer.appendAll([{ DirectInferenceResponseReceived: { call_id: 'c1' } }, { DirectInferenceFinished: { call_id: 'c1', reason: 'Completed' } }]);
+  await writer.appendAll([{ DirectInferenceResponseReceived: { call_id: 'c1' } }, { DirectInferenceFinished: { call_id: 'c1', reason: 'Completed', response_hash: 'a'.repeat(64) } }]);
   await writer.appendTerminal('Completed', [{ PolicyEvaluated: { decision: 'allow' } }]);
   await writer.close();
   const lines = fs.readFileSync(writer.path, 'utf8').split('\n').filter(Boolean);

@@ -166,10 +166,22 @@ test('journal round trip: Node.js crypto, tweetnacl, openssl and symbi audit ins
   assert.equal(cli.report.requires_reconciliation, false);
   assert.equal(cli.report.terminal_reason, 'Completed');
   assert.equal(cli.report.records, 6);
+  assert.equal(cli.report.verified_records, 6);
+  assert.equal(cli.report.verified_bytes, bytes.length);
   assert.equal(cli.report.unverified_tail_bytes, 0);
   assert.equal(cli.report.cross_checked, true);
   assert.equal(cli.report.agent_name, 'declared');
-  assert.deepEqual(cli.report.provider_calls.map((c: { call_id: string; outcome: string }) => [c.call_id, c.outcome]), [['call-1', 'result_recorded']]);
+  assert.deepEqual(cli.report.warnings, []);
+  // One effects row per provider call, named and classified as Symbiont's inspect names them.
+  assert.deepEqual(cli.report.effects, [
+    {
+      identity: { kind: 'direct_inference', call_id: 'call-1' },
+      start_sequence: 1,
+      finish_sequence: 3,
+      outcome: 'result_recorded',
+      details: { operation: 'mcp-server', provider: 'synthetic', model: 'm-1', request_hash: sha256Hex('req') },
+    },
+  ]);
   assert.equal(fs.readFileSync(file).equals(bytes), true, 'inspect never modifies the journal');
 });
 
@@ -209,6 +221,36 @@ test('a provider call requested without a recorded finish is reported as unknown
   await writer.close();
   const { report, exitCode } = inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex);
   assert.equal(exitCode, 2);
-  assert.deepEqual(report.provider_calls.map((c) => [c.call_id, c.outcome]), [['lost-call', 'unknown']]);
-  assert.ok(report.reconciliation_reasons.some((r) => r.includes('lost-call')));
+  assert.equal(report.journal_complete, true, 'Started and Terminated, no tail');
+  assert.equal(report.requires_reconciliation, true);
+  assert.deepEqual(report.effects.map((e) => [e.identity.call_id, e.outcome, e.finish_sequence]), [['lost-call', 'unknown', null]]);
+  assert.ok(report.warnings.some((w) => w.includes('lost-call')));
+});
+
+test('a provider call whose recorded finish is an error or a cancel is unknown: complete, yet exit 2', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-rt-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  t.after(() => closeAuditStorage(storage));
+  const finishes: Array<[Record<string, unknown>, 'result_recorded' | 'unknown']> = [
+    [{ reason: { Error: { message: 'the caller cancelled the invocation' } }, response_hash: null }, 'unknown'],
+    [{ reason: { Error: { message: 'provider request failed: HTTP 500' } }, response_hash: null }, 'unknown'],
+    [{ reason: 'Completed', response_hash: null }, 'unknown'],
+    [{ reason: 'Completed', response_hash: sha256Hex('r') }, 'result_recorded'],
+  ];
+  for (const [finish, outcome] of finishes) {
+    const runId = crypto.randomUUID();
+    const writer = await JournalWriter.create(storage, runId, AGENT);
+    await writer.append({ Started: { execution_context: { agent_definition: { name: 'declared' } } } });
+    await writer.append({ DirectInferenceRequested: { call_id: 'c1', operation: 'mcp-server', provider: 'synthetic', model: 'm' } });
+    await writer.append({ DirectInferenceFinished: { call_id: 'c1', ...finish } });
+    await writer.appendTerminal(outcome === 'unknown' ? { Error: { message: 'stopped' } } : 'Completed');
+    await writer.close();
+    const cli = inspectCli(writer.path, runId, storage.signingKey.publicKeyHex);
+    assert.equal(cli.status, outcome === 'unknown' ? 2 : 0, JSON.stringify(finish));
+    assert.equal(cli.report.journal_complete, true);
+    assert.equal(cli.report.requires_reconciliation, outcome === 'unknown');
+    assert.equal(cli.report.effects[0].outcome, outcome);
+    assert.equal(cli.report.effects[0].finish_sequence, 2);
+  }
 });

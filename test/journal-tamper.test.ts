@@ -46,7 +46,7 @@ async function writeRun(f: Fixture, runId = crypto.randomUUID(), terminal = true
   await writer.append({ Started: { execution_context: { agent_definition: { name: 'declared', mode: 'text_response' } } } });
   await writer.append({ DirectInferenceRequested: { call_id: 'c1', provider: 'synthetic', model: 'm' } });
   await writer.append({ DirectInferenceResponseReceived: { call_id: 'c1', response_hash: 'a'.repeat(64), response_bytes: 10 } });
-  await writer.append({ DirectInferenceFinished: { call_id: 'c1', reason: 'Completed', finish_reason: 'stop' } });
+  await writer.append({ DirectInferenceFinished: { call_id: 'c1', reason: 'Completed', response_hash: 'a'.repeat(64), finish_reason: 'stop' } });
   await writer.append({ PolicyEvaluated: { action: 'respond', decision: 'allow', denied_count: 0 } });
   if (terminal) await writer.appendTerminal('Completed');
   await writer.close();
@@ -89,8 +89,12 @@ function expectFailure(file: string, runId: string, key: string, line: number, p
 }
 
 /** Signs a forged payload with the project seed and frames it as a journal line. */
+const forgingKeys = new Map<string, crypto.KeyObject>();
+
 function forgeLine(seed: Buffer, payload: string | Buffer): Buffer {
-  const key = crypto.createPrivateKey({ key: Buffer.concat([PKCS8, seed]), format: 'der', type: 'pkcs8' });
+  const cached = forgingKeys.get(seed.toString('hex'));
+  const key = cached ?? crypto.createPrivateKey({ key: Buffer.concat([PKCS8, seed]), format: 'der', type: 'pkcs8' });
+  forgingKeys.set(seed.toString('hex'), key);
   const bytes = Buffer.isBuffer(payload) ? payload : Buffer.from(payload, 'utf8');
   const sig = crypto.sign(null, bytes, key).toString('base64');
   return Buffer.concat([Buffer.from('{"payload":'), bytes, Buffer.from(`,"signature":"${sig}"}\n`)]);
@@ -200,17 +204,36 @@ test('a truncated last line: exit 2 with unverified_tail_bytes', async (t) => {
   assert.equal(r.report.terminal_reason, null);
 });
 
-test('garbage appended: malformed line or tail fragment (exit 1)', async (t) => {
+test('garbage appended as a complete line fails (exit 1)', async (t) => {
+  const f = fixture(t);
+  const { runId, file } = await writeRun(f);
+  assert.equal(inspect(file, runId, f.key).status, 0, 'the untouched journal is complete');
+  fs.appendFileSync(file, 'garbage\n');
+  expectFailure(file, runId, f.key, 7, /line 7: malformed line/);
+});
+
+test('a final fragment always needs reconciliation (exit 2), even after Terminated and whatever it holds', async (t) => {
+  // Symbiont docs/crash-inspection.md: the fragment is unauthenticated and may be interruption or tampering.
   const f = fixture(t);
   const { runId, file } = await writeRun(f);
   const original = fs.readFileSync(file);
-  fs.writeFileSync(file, Buffer.concat([original, Buffer.from('garbage\n')]));
-  expectFailure(file, runId, f.key, 7, /line 7: malformed line/);
   fs.writeFileSync(file, Buffer.concat([original, Buffer.from('garbage')]));
-  expectFailure(file, runId, f.key, 7, /tail fragment of 7 bytes after the Terminated record/);
+  const r = inspect(file, runId, f.key, true);
+  assert.equal(r.status, 2, r.stderr);
+  assert.equal(r.report.verdict, 'requires_reconciliation');
+  assert.equal(r.report.unverified_tail_bytes, 7);
+  assert.equal(r.report.verified_bytes, original.length);
+  assert.equal(r.report.terminal_reason, 'Completed');
+  assert.equal(r.report.journal_complete, false, 'an unverified tail keeps the journal from being complete');
+  assert.ok(r.report.warnings.some((w: string) => /final fragment of 7 bytes/.test(w)));
+  assert.equal(fs.readFileSync(file).length, original.length + 7, 'inspect never truncates');
+
   const unterminated = await writeRun(f, crypto.randomUUID(), false);
   fs.appendFileSync(unterminated.file, 'xyz');
-  expectFailure(unterminated.file, unterminated.runId, f.key, 6, /tail fragment of 3 bytes that is not the beginning of a record/);
+  const u = inspect(unterminated.file, unterminated.runId, f.key);
+  assert.equal(u.status, 2);
+  assert.equal(u.report.unverified_tail_bytes, 3);
+  assert.equal(u.report.terminal_reason, null);
 });
 
 test('a missing terminal record: exit 2', async (t) => {
@@ -221,7 +244,7 @@ test('a missing terminal record: exit 2', async (t) => {
   assert.equal(r.status, 2, r.stderr);
   assert.equal(r.report.journal_complete, false);
   assert.equal(r.report.requires_reconciliation, true);
-  assert.ok(r.report.reconciliation_reasons.includes('no Terminated record'));
+  assert.ok(r.report.warnings.some((w: string) => /^no Terminated record/.test(w)));
 });
 
 test('the wrong public key: bad signature on line 1 (exit 1)', async (t) => {
@@ -248,8 +271,16 @@ test('forged records with valid signatures: sequence gap, other principal, order
   fs.writeFileSync(file, forgeChain(f.seed, runId, [{ event: started }, { event: { PolicyEvaluated: {} }, agent_id: other }, { event: done }]));
   expectFailure(file, runId, f.key, 2, new RegExp(`line 2: other principal: agent_id ${other}`));
 
+  // No Started first: signed, so reported rather than failed, but never complete (as Symbiont's inspect).
   fs.writeFileSync(file, forgeChain(f.seed, runId, [{ event: { PolicyEvaluated: {} } }, { event: done }]));
-  expectFailure(file, runId, f.key, 1, /line 1: the first record is PolicyEvaluated; a journal begins with Started/);
+  const unstarted = inspect(file, runId, f.key);
+  assert.equal(unstarted.status, 2, JSON.stringify(unstarted.report));
+  assert.equal(unstarted.report.journal_complete, false);
+  assert.equal(unstarted.report.started_at, null);
+  assert.ok(unstarted.report.warnings.some((w: string) => /does not begin with a signed Started record/.test(w)));
+
+  fs.writeFileSync(file, forgeChain(f.seed, runId, [{ event: { PolicyEvaluated: {} } }, { event: started }, { event: done }]));
+  expectFailure(file, runId, f.key, 2, /line 2: a Started record that is not the first record/);
 
   fs.writeFileSync(file, forgeChain(f.seed, runId, [{ event: started }, { event: done }, { event: { PolicyEvaluated: {} } }]));
   expectFailure(file, runId, f.key, 3, /line 3: a record follows the Terminated record/);
@@ -296,4 +327,18 @@ test('hostile but validly signed payloads never crash the verifier', async (t) =
   // Not even JSON-shaped.
   fs.writeFileSync(file, Buffer.from([0x00, 0xff, 0x0a]));
   expectFailure(file, runId, f.key, 1, /line 1: malformed line/);
+});
+
+test('more than 32,768 tracked operations fail explicitly, as Symbiont documents (exit 1)', async (t) => {
+  const f = fixture(t);
+  const runId = crypto.randomUUID();
+  const file = path.join(f.dir, 'many-calls.jsonl');
+  const specs: Array<{ event: unknown }> = [{ event: { Started: {} } }];
+  for (let i = 0; i <= 32_768; i += 1) specs.push({ event: { DirectInferenceRequested: { call_id: `c${i}` } } });
+  fs.writeFileSync(file, forgeChain(f.seed, runId, specs));
+  // Line 32,770 holds the 32,769th request. (Node.js crypto only: tweetnacl would take minutes here.)
+  const { exitCode, report } = inspectJournal(file, runId, f.key);
+  assert.equal(exitCode, 1);
+  assert.equal(report.error?.line, 32_770);
+  assert.match(report.error?.message ?? '', /more than 32768 tracked operations/);
 });

@@ -158,9 +158,11 @@ test('resume continues a verified chain left by a writer that is gone, and refus
   await resumed.appendTerminal({ Error: { message: 'worker died' } });
   await resumed.close();
   const { exitCode, report } = inspectJournal(resumed.path, runId, storage.signingKey.publicKeyHex);
-  assert.equal(exitCode, 0, report.error?.message);
+  // Complete, but the call's effect is unknown: its recorded finish is an error.
+  assert.equal(exitCode, 2, report.error?.message);
+  assert.equal(report.journal_complete, true);
   assert.equal(report.records, 4);
-  assert.equal(report.provider_calls[0]!.finish, 'Error');
+  assert.deepEqual([report.effects[0]!.outcome, report.effects[0]!.finish_sequence], ['unknown', 2]);
 
   await assert.rejects(JournalWriter.resume(storage, runId, AGENT), /already has its Terminated record/);
   await assert.rejects(JournalWriter.resume(storage, crypto.randomUUID(), AGENT), /there is no journal to resume/);
@@ -173,4 +175,34 @@ test('resume continues a verified chain left by a writer that is gone, and refus
   await assert.rejects(JournalWriter.resume(storage, torn, AGENT), /unauthenticated fragment of 16 bytes/);
   fs.appendFileSync(w.path, '\n');
   await assert.rejects(JournalWriter.resume(storage, torn, AGENT), /not resumed: line 2: malformed line/);
+});
+
+test('a Terminated record is never written without a Started record before it or with it', async (t) => {
+  const { storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const writer = await JournalWriter.create(storage, runId, AGENT);
+  await assert.rejects(writer.appendTerminal({ Error: { message: 'storage failed' } }), /a Terminated record needs a durable Started record before it/);
+  assert.equal(fs.statSync(writer.path).size, 0, 'nothing was written');
+  // Together with its Started record, in one write, it is allowed.
+  await writer.appendTerminal({ Error: { message: 'cancelled before the request' } }, [STARTED]);
+  await writer.close();
+  assert.equal(inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex).exitCode, 0);
+});
+
+test('resume refuses a journal that does not begin with Started', async (t) => {
+  const { storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const seed = fs.readFileSync(path.join(storage.governedPath, 'audit-signing.key'));
+  // A validly signed journal whose first record is not Started (only a key holder can make one).
+  const key = crypto.createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]), format: 'der', type: 'pkcs8' });
+  const payload = JSON.stringify({
+    version: 2,
+    run_id: runId,
+    previous_hash: '0'.repeat(64),
+    entry: { sequence: 0, timestamp: new Date().toISOString(), agent_id: AGENT, iteration: 1, event: { PolicyEvaluated: {} } },
+  });
+  const line = `{"payload":${payload},"signature":"${crypto.sign(null, Buffer.from(payload), key).toString('base64')}"}\n`;
+  fs.writeFileSync(path.join(storage.governedPath, `${runId}.jsonl`), line, { mode: 0o600 });
+  assert.equal(inspectJournal(path.join(storage.governedPath, `${runId}.jsonl`), runId, storage.signingKey.publicKeyHex).exitCode, 2);
+  await assert.rejects(JournalWriter.resume(storage, runId, AGENT), /does not begin with a Started record; not resumed/);
 });

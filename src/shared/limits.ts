@@ -19,6 +19,8 @@ export const SCHEMA_KEY_BODY_MAX_BYTES = 64 * KiB;
 export const SCHEMA_KEY_FETCH_TIMEOUT_MS = 10_000;
 export const JOURNAL_LINE_MAX_BYTES = 1 * MiB;
 export const JOURNAL_FILE_MAX_BYTES = 64 * MiB;
+/** Tracked operations (effect rows) one inspection classifies; Symbiont's docs/crash-inspection.md names the same bound. */
+export const JOURNAL_TRACKED_OPERATIONS_MAX = 32_768;
 export const POLICY_FILE_MAX_BYTES = 1 * MiB;
 export const SHUTDOWN_GRACE_MS_DEFAULT = 10_000;
 

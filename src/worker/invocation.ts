@@ -229,7 +229,8 @@ export async function performInvocation(
     }
     const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined };
     if (terminalDurable) result.terminalDurableAt = epochNow();
-    if (audit !== undefined) result.audit = audit;
+    // A journal whose first records never became durable was removed by its writer: the run has no reference.
+    if (audit !== undefined && writer?.journalRemoved !== true) result.audit = audit;
     return result;
   } finally {
     runSettled.abort();

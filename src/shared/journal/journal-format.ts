@@ -14,6 +14,7 @@ export const JOURNAL_FILE_SUFFIX = '.jsonl';
 export const STARTED_EVENT = 'Started';
 export const TERMINATED_EVENT = 'Terminated';
 export const REQUESTED_EVENT = 'DirectInferenceRequested';
+export const RESPONSE_EVENT = 'DirectInferenceResponseReceived';
 export const FINISHED_EVENT = 'DirectInferenceFinished';
 
 export type TerminalReason = 'Completed' | { Error: { message: string } };

@@ -29,9 +29,3 @@ export function cutRecordLine(line: Buffer): CutLine {
   if (signature.toString('base64') !== sigText) return { ok: false, problem: 'the signature is not canonical base64' };
   return { ok: true, payload: line.subarray(LINE_PREFIX.length, keyAt), signature };
 }
-
-/** True when `fragment` could be the beginning of a record line (what an interrupted write leaves). */
-export function couldBeginRecord(fragment: Buffer): boolean {
-  const n = Math.min(fragment.length, LINE_PREFIX.length);
-  return fragment.subarray(0, n).equals(LINE_PREFIX.subarray(0, n));
-}

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type { KeyObject } from 'node:crypto';
 import { sha256Hex } from '../canonical-json.js';
-import { JOURNAL_LINE_MAX_BYTES } from '../limits.js';
+import { JOURNAL_LINE_MAX_BYTES, JOURNAL_TRACKED_OPERATIONS_MAX } from '../limits.js';
 import { decodeUtf8Strict } from '../pinned-directory.js';
 import {
   FINISHED_EVENT,
@@ -10,18 +10,29 @@ import {
   JOURNAL_FORMAT_VERSION,
   NEWLINE,
   REQUESTED_EVENT,
+  RESPONSE_EVENT,
   STARTED_EVENT,
   TERMINATED_EVENT,
   type TerminalReason,
 } from './journal-format.js';
 import { readJournalFile, JournalFileRefusal } from './journal-file-reader.js';
-import { couldBeginRecord, cutRecordLine } from './journal-line.js';
+import { cutRecordLine } from './journal-line.js';
 import { isPublicKeyHex, publicKeyFromHex, verifyWithNodeCrypto } from './signing-key.js';
 
 // The read-only verifier behind `symbi audit inspect`. It checks every
 // complete line (signature over the exact embedded payload bytes, hash chain,
 // sequence, run id, one principal, event order) and reports what the journal
 // establishes. It never repairs, truncates or appends.
+//
+// The verdicts and the report's field names follow Symbiont's documentation
+// of the same command (docs/crash-inspection.md in the Symbiont repository):
+// a final fragment without a newline is counted as `unverified_tail_bytes`
+// and always needs reconciliation, wherever it stands; each tracked operation
+// (here: each direct provider call) is an `effects` row whose outcome is
+// `result_recorded` only when a finish with a Completed reason and a response
+// hash was recorded, and `unknown` otherwise, because an error or a cancel
+// cannot show that the request had no effect; a journal with no signed record
+// at all fails, as Symbiont's verifier does.
 //
 // Hostile input: lines and the file are size-checked before parsing, UTF-8 is
 // decoded strictly, JSON.parse is iterative in V8 (deep nesting cannot
@@ -33,15 +44,16 @@ const nacl = createRequire(import.meta.url)('tweetnacl') as Nacl;
 
 export type InspectVerdict = 'complete' | 'requires_reconciliation' | 'failed';
 
-export interface ProviderCallRow {
-  call_id: string;
-  /** `result_recorded` when a DirectInferenceFinished record closes the call, otherwise `unknown`. */
+/** One tracked operation, as Symbiont's `effects` rows name it. */
+export interface EffectRow {
+  identity: { kind: 'direct_inference'; call_id: string };
+  /** Sequence of the DirectInferenceRequested record. */
+  start_sequence: number;
+  /** Sequence of the DirectInferenceFinished record, or null when none was recorded. */
+  finish_sequence: number | null;
+  /** `result_recorded`: a Completed finish with a response hash; `unknown`: no finish, or an error or cancel. */
   outcome: 'result_recorded' | 'unknown';
-  provider: string | null;
-  model: string | null;
-  response_recorded: boolean;
-  /** The finish record's reason: a string, or the name of its single key (e.g. "Error"). */
-  finish: string | null;
+  details: { operation: string | null; provider: string | null; model: string | null; request_hash: string | null };
 }
 
 export interface InspectReport {
@@ -51,17 +63,23 @@ export interface InspectReport {
   verdict: InspectVerdict;
   journal_complete: boolean;
   requires_reconciliation: boolean;
-  reconciliation_reasons: string[];
   terminal_reason: TerminalReason | null;
   /** Complete records that verified (all of them unless verification failed). */
-  records: number;
+  verified_records: number;
+  /** Bytes covered by those records. */
+  verified_bytes: number;
   unverified_tail_bytes: number;
+  /** The same count as verified_records (this project's earlier name, kept). */
+  records: number;
   agent_id: string | null;
   agent_name: string | null;
+  /** Timestamp of the Started record, null when the journal has none. */
   started_at: string | null;
   last_event: string | null;
   last_timestamp: string | null;
-  provider_calls: ProviderCallRow[];
+  effects: EffectRow[];
+  /** Why reconciliation is needed, one sentence each (empty when it is not). */
+  warnings: string[];
   /** True when every signature was also verified with tweetnacl and both implementations agreed. */
   cross_checked: boolean;
   error?: { line: number | null; message: string };
@@ -102,14 +120,6 @@ function terminalReasonOf(fields: Record<string, unknown>): TerminalReason | nul
   return null;
 }
 
-function finishNameOf(reason: unknown): string | null {
-  if (typeof reason === 'string') return reason;
-  if (isPlainObject(reason)) {
-    const keys = Object.keys(reason);
-    if (keys.length === 1) return keys[0]!;
-  }
-  return null;
-}
 
 function emptyReport(journal: string, runId: string, publicKeyHex: string): InspectReport {
   return {
@@ -119,16 +129,18 @@ function emptyReport(journal: string, runId: string, publicKeyHex: string): Insp
     verdict: 'failed',
     journal_complete: false,
     requires_reconciliation: false,
-    reconciliation_reasons: [],
     terminal_reason: null,
-    records: 0,
+    verified_records: 0,
+    verified_bytes: 0,
     unverified_tail_bytes: 0,
+    records: 0,
     agent_id: null,
     agent_name: null,
     started_at: null,
     last_event: null,
     last_timestamp: null,
-    provider_calls: [],
+    effects: [],
+    warnings: [],
     cross_checked: false,
   };
 }
@@ -141,6 +153,8 @@ export interface ChainEnd {
   nextSequence: number;
   /** Bytes covered by complete, verified lines. */
   verifiedBytes: number;
+  /** Whether the first record is Started (a writer never continues a journal without one). */
+  beginsWithStarted: boolean;
 }
 
 export interface InspectResult {
@@ -183,7 +197,7 @@ export function inspectJournalBytes(
   options: InspectOptions = {},
 ): InspectResult & { chainEnd: ChainEnd } {
   const report = emptyReport(label, String(runId).toLowerCase(), String(publicKeyHex).toLowerCase());
-  const chainEnd: ChainEnd = { previousHash: GENESIS_PREVIOUS_HASH, nextSequence: 0, verifiedBytes: 0 };
+  const chainEnd: ChainEnd = { previousHash: GENESIS_PREVIOUS_HASH, nextSequence: 0, verifiedBytes: 0, beginsWithStarted: false };
   const fail = (line: number | null, message: string) => {
     report.verdict = 'failed';
     report.journal_complete = false;
@@ -207,24 +221,35 @@ export function inspectJournalBytes(
     return fail(null, `verification stopped: ${(err as Error).message}`);
   }
   report.cross_checked = options.crossCheck === true;
-  report.journal_complete = report.terminal_reason !== null && report.unverified_tail_bytes === 0;
-  const reasons = report.reconciliation_reasons;
-  if (report.records === 0) reasons.push('the journal holds no complete record');
-  else if (report.terminal_reason === null) reasons.push('no Terminated record');
-  for (const call of report.provider_calls) {
-    if (call.outcome === 'unknown') reasons.push(`provider call ${call.call_id} was requested but its finish was not recorded`);
+  // As Symbiont's verifier: without one signed record there is nothing to inspect.
+  if (report.records === 0) {
+    return fail(null, report.unverified_tail_bytes > 0 ? 'the journal holds no signed record, only an unauthenticated fragment' : 'the journal holds no signed record');
   }
+  const startedFirst = chainEnd.beginsWithStarted;
+  report.journal_complete = startedFirst && report.terminal_reason !== null && report.unverified_tail_bytes === 0;
+  const warnings = report.warnings;
+  if (!startedFirst) warnings.push('the journal does not begin with a signed Started record');
+  if (report.terminal_reason === null) warnings.push('no Terminated record: the run may still be active, or was interrupted');
   if (report.unverified_tail_bytes > 0) {
-    reasons.push(`a final fragment of ${report.unverified_tail_bytes} bytes without a newline is not authenticated`);
+    warnings.push(`a final fragment of ${report.unverified_tail_bytes} bytes without a newline is not authenticated (an interrupted write or tampering)`);
   }
-  report.requires_reconciliation = reasons.length > 0;
+  for (const effect of report.effects) {
+    if (effect.outcome !== 'unknown') continue;
+    const call = effect.identity.call_id.slice(0, 128);
+    warnings.push(
+      effect.finish_sequence === null
+        ? `provider call ${call} was requested but its finish was not recorded: its effect is unknown`
+        : `provider call ${call} finished without a recorded result (an error or a cancel): its effect is unknown`,
+    );
+  }
+  report.requires_reconciliation = !report.journal_complete || report.effects.some((effect) => effect.outcome === 'unknown');
   report.verdict = report.requires_reconciliation ? 'requires_reconciliation' : 'complete';
   return { report, exitCode: report.requires_reconciliation ? 2 : 0, chainEnd };
 }
 
 function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject, crossCheck: boolean, chainEnd: ChainEnd): void {
   const rawPublicKey = Buffer.from(report.public_key, 'hex');
-  const calls = new Map<string, ProviderCallRow>();
+  const calls = new Map<string, EffectRow & { response_recorded: boolean }>();
   let previousHash = GENESIS_PREVIOUS_HASH;
   let start = 0;
   let lineNumber = 0;
@@ -314,8 +339,9 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
 
     checkEventOrder(name, fields, report, calls, lineNumber);
 
-    if (report.records === 0) report.started_at = entry.timestamp;
+    if (report.records === 0 && name === STARTED_EVENT) report.started_at = entry.timestamp;
     report.records += 1;
+    report.verified_records = report.records;
     report.last_event = name;
     report.last_timestamp = entry.timestamp;
     previousHash = sha256Hex(lineWithNewline);
@@ -323,23 +349,27 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
     chainEnd.previousHash = previousHash;
     chainEnd.nextSequence = report.records;
     chainEnd.verifiedBytes = start;
+    chainEnd.beginsWithStarted = report.started_at !== null;
+    report.verified_bytes = start;
   }
-  report.provider_calls = [...calls.values()];
+  // Rows in the order their requests were recorded; the internal flag stays internal.
+  report.effects = [...calls.values()].map(({ response_recorded: _, ...row }) => row);
 }
 
 function checkEventOrder(
   name: string,
   fields: Record<string, unknown>,
   report: InspectReport,
-  calls: Map<string, ProviderCallRow>,
+  calls: Map<string, EffectRow & { response_recorded: boolean }>,
   lineNumber: number,
 ): void {
   const at = `line ${lineNumber}`;
   if (report.terminal_reason !== null) throw new LineFailure(lineNumber, `${at}: a record follows the Terminated record`);
-  if (report.records === 0 && name !== STARTED_EVENT) {
-    throw new LineFailure(lineNumber, `${at}: the first record is ${name.slice(0, 64)}; a journal begins with Started`);
+  // A journal that does not begin with Started is reported (it needs
+  // reconciliation), as Symbiont does; a Started anywhere but first is a failure.
+  if (report.records > 0 && name === STARTED_EVENT) {
+    throw new LineFailure(lineNumber, `${at}: a Started record that is not the first record`);
   }
-  if (report.records > 0 && name === STARTED_EVENT) throw new LineFailure(lineNumber, `${at}: a second Started record`);
   if (name === STARTED_EVENT) {
     const context = fields.execution_context;
     const definition = isPlainObject(context) ? context.agent_definition : undefined;
@@ -354,7 +384,7 @@ function checkEventOrder(
     report.terminal_reason = reason;
     return;
   }
-  if (name === REQUESTED_EVENT || name === FINISHED_EVENT || name === 'DirectInferenceResponseReceived') {
+  if (name === REQUESTED_EVENT || name === FINISHED_EVENT || name === RESPONSE_EVENT) {
     const callId = fields.call_id;
     if (typeof callId !== 'string' || callId.length === 0) {
       throw new LineFailure(lineNumber, `${at}: malformed line: ${name} has no call_id string`);
@@ -362,23 +392,32 @@ function checkEventOrder(
     const known = calls.get(callId);
     if (name === REQUESTED_EVENT) {
       if (known) throw new LineFailure(lineNumber, `${at}: provider call ${callId.slice(0, 128)} is requested twice`);
+      if (calls.size >= JOURNAL_TRACKED_OPERATIONS_MAX) {
+        throw new LineFailure(lineNumber, `${at}: more than ${JOURNAL_TRACKED_OPERATIONS_MAX} tracked operations; an inspection classifies at most that many`);
+      }
       calls.set(callId, {
-        call_id: callId,
+        identity: { kind: 'direct_inference', call_id: callId },
+        start_sequence: report.records,
+        finish_sequence: null,
         outcome: 'unknown',
-        provider: flatString(fields.provider),
-        model: flatString(fields.model),
+        details: {
+          operation: flatString(fields.operation),
+          provider: flatString(fields.provider),
+          model: flatString(fields.model),
+          request_hash: flatString(fields.request_hash),
+        },
         response_recorded: false,
-        finish: null,
       });
       return;
     }
     if (!known) throw new LineFailure(lineNumber, `${at}: ${name} for provider call ${callId.slice(0, 128)} that was never requested`);
-    if (known.outcome === 'result_recorded') {
+    if (known.finish_sequence !== null) {
       throw new LineFailure(lineNumber, `${at}: ${name} for provider call ${callId.slice(0, 128)} after its finish`);
     }
     if (name === FINISHED_EVENT) {
-      known.outcome = 'result_recorded';
-      known.finish = finishNameOf(fields.reason);
+      known.finish_sequence = report.records;
+      // Only a completed call with its response hash establishes a result.
+      if (fields.reason === 'Completed' && typeof fields.response_hash === 'string') known.outcome = 'result_recorded';
     } else {
       known.response_recorded = true;
     }
@@ -390,11 +429,7 @@ function checkTail(fragment: Buffer, report: InspectReport, lineNumber: number):
   if (k > JOURNAL_LINE_MAX_BYTES) {
     throw new LineFailure(lineNumber, `line ${lineNumber}: tail fragment of ${k} bytes is longer than a journal line may be`);
   }
-  if (report.terminal_reason !== null) {
-    throw new LineFailure(lineNumber, `line ${lineNumber}: tail fragment of ${k} bytes after the Terminated record`);
-  }
-  if (!couldBeginRecord(fragment)) {
-    throw new LineFailure(lineNumber, `line ${lineNumber}: tail fragment of ${k} bytes that is not the beginning of a record`);
-  }
+  // Whatever it holds and wherever it stands (even after Terminated), a final
+  // fragment is evidence to reconcile, never a verified record.
   report.unverified_tail_bytes = k;
 }

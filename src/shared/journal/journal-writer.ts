@@ -14,6 +14,7 @@ import {
   type TerminalReason,
 } from './journal-format.js';
 import { inspectJournalBytes } from './journal-verifier.js';
+import { describeStorageFailure } from './storage-failure.js';
 
 // Appends signed, chained records to one run's journal. Each append is durable
 // (fdatasync) before its promise resolves, because the caller acts on that
@@ -34,6 +35,19 @@ import { inspectJournalBytes } from './journal-verifier.js';
 // longer ours, so every later effect record is refused. The terminal record is
 // still attempted so the run's end is recorded as far as possible (a verifier
 // then rejects the file, which is the honest outcome).
+//
+// A write that fails (a full disk, an exhausted quota, an I/O error) must never
+// leave a journal that fails verification:
+// - the file is cut back to the end of the last durable record, so it stays a
+//   verified prefix and the run can still try to record its end; if it cannot
+//   be cut back, its partial line stays as an unverified tail (inspect reports
+//   it and asks for reconciliation) and nothing is ever written after it;
+// - when the first records of a journal this writer created could not be made
+//   durable, the file is removed: a file without a signed Started record would
+//   claim to be a journal and fail verification, and the run never reached its
+//   provider call, so there is nothing to audit;
+// - a Terminated record is only ever written after, or together with, a
+//   Started record.
 
 export class JournalWriteError extends Error {
   constructor(message: string) {
@@ -70,6 +84,11 @@ export class JournalWriter {
   private closed = false;
   /** The governed directory, until the new journal's directory entry is known durable. */
   private directoryToSync: number | undefined;
+  /** Where this writer created its journal, so the file can be removed if its first records never become durable. */
+  private createdAt: { dirFd: number; name: string } | undefined;
+  /** Set when a failed write left bytes that could not be cut back: nothing may follow them. */
+  private unverifiedTail: string | undefined;
+  private removed = false;
 
   private constructor(
     private readonly fd: number,
@@ -89,15 +108,17 @@ export class JournalWriter {
     } catch (err) {
       const code = errorText(err);
       if (code === 'EEXIST') throw new JournalExistsError(`${shown}: a journal for this run already exists; journals are never reused`);
-      throw new JournalWriteError(`${shown}: cannot create the journal (${code})`);
+      throw new JournalWriteError(`${shown}: cannot create the journal: ${describeStorageFailure(err)}`);
     }
+    const writer = new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
+    writer.createdAt = { dirFd: storage.governedDirFd, name };
     try {
       fs.fchmodSync(fd, JOURNAL_FILE_MODE); // the umask may only have removed bits; make the mode exact
     } catch (err) {
+      writer.removeOwnFile();
       fs.closeSync(fd);
-      throw new JournalWriteError(`${shown}: cannot secure the new journal (${errorText(err)})`);
+      throw new JournalWriteError(`${shown}: cannot secure the new journal (${errorText(err)}); it was removed`);
     }
-    const writer = new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
     // The new directory entry must survive a crash as well: it is synced right
     // after the first records (see writeRecords). The caller keeps the
     // directory open for the writer's life.
@@ -137,6 +158,8 @@ export class JournalWriter {
       const { report, exitCode, chainEnd } = inspectJournalBytes(bytes.subarray(0, filled), shown, runId, storage.signingKey.publicKeyHex);
       if (exitCode === 1) throw new JournalWriteError(`${shown}: not resumed: ${report.error?.message ?? 'verification failed'}`);
       if (report.terminal_reason !== null) throw new JournalWriteError(`${shown}: already has its Terminated record`);
+      // A Terminated record is never written into a journal without a durable Started record.
+      if (!chainEnd.beginsWithStarted) throw new JournalWriteError(`${shown}: does not begin with a Started record; not resumed`);
       if (report.unverified_tail_bytes > 0) {
         throw new JournalWriteError(`${shown}: ends in an unauthenticated fragment of ${report.unverified_tail_bytes} bytes; not resumed`);
       }
@@ -147,7 +170,7 @@ export class JournalWriter {
       writer.sequence = chainEnd.nextSequence;
       writer.previousHash = chainEnd.previousHash;
       writer.expectedSize = chainEnd.verifiedBytes;
-      writer.unfinishedCalls = report.provider_calls.filter((call) => call.outcome === 'unknown').map((call) => call.call_id);
+      writer.unfinishedCalls = report.effects.filter((effect) => effect.finish_sequence === null).map((effect) => effect.identity.call_id);
       return writer;
     } catch (err) {
       fs.closeSync(fd);
@@ -162,6 +185,11 @@ export class JournalWriter {
   /** Number of records written so far. */
   get records(): number {
     return this.sequence;
+  }
+
+  /** True once the writer removed its journal because the first records could not be made durable: the run has no journal. */
+  get journalRemoved(): boolean {
+    return this.removed;
   }
 
   /**
@@ -199,6 +227,7 @@ export class JournalWriter {
       throw new JournalWriteError('a terminal reason is "Completed" or { Error: { message: string } }');
     }
     if (preceding.length > 0) this.checkEffects(preceding);
+    else if (this.sequence === 0) throw new JournalWriteError(`${this.path}: a Terminated record needs a durable Started record before it`);
     // Record the tampering if we see it, but write anyway: this is the last word on the run.
     else this.checkFileEnd();
     await this.writeRecords([...preceding, { [TERMINATED_EVENT]: { reason: normal } }]);
@@ -232,6 +261,9 @@ export class JournalWriter {
 
   private checkOpen(): void {
     if (this.closed) throw new JournalWriteError(`${this.path}: the journal writer is closed`);
+    if (this.removed) throw new JournalWriteError(`${this.path}: the journal was removed after its first records failed; nothing more is written`);
+    // Bytes after a partial line would turn it into a complete, invalid record.
+    if (this.unverifiedTail !== undefined) throw new JournalWriteError(`${this.path}: ${this.unverifiedTail}; nothing more is written`);
     // A record after Terminated would make the run's end ambiguous.
     if (this.terminated) {
       throw new JournalWriteError(`${this.path}: the journal already has its Terminated record`);
@@ -292,15 +324,66 @@ export class JournalWriter {
       while (written < bytes.length) written += fs.writeSync(this.fd, bytes, written, bytes.length - written);
       fs.fdatasyncSync(this.fd);
     } catch (err) {
-      // After a failed write or sync the file's contents are unknown: never extend this chain again.
-      this.broken ??= `a write failed after ${written} of ${bytes.length} bytes (${errorText(err)})`;
-      if (err instanceof JournalWriteError) throw err;
-      throw new JournalWriteError(`${this.path}: record ${this.sequence} was not made durable (${errorText(err)})`);
+      throw this.failedWrite(err, events.length);
     }
     this.expectedSize += bytes.length;
     this.previousHash = previousHash;
     this.sequence = sequence;
     this.syncDirectoryEntry();
+  }
+
+  /**
+   * After a failed write or sync the bytes past the last durable record are
+   * unknown. Cut them off, so the file is again exactly the verified chain; if
+   * that fails, they stay as an unverified tail that nothing may follow. A
+   * journal whose first records failed is removed instead (see the top).
+   */
+  private failedWrite(err: unknown, count: number): JournalWriteError {
+    const first = this.sequence;
+    const which = count === 1 ? `record ${first}` : `records ${first}-${first + count - 1}`;
+    const cause = `${this.path}: ${describeStorageFailure(err)}: ${which} could not be made durable`;
+    if (first === 0 && this.createdAt !== undefined) {
+      const removed = this.removeOwnFile();
+      this.removed = true;
+      return new JournalWriteError(
+        removed
+          ? `${cause}, so no journal was kept for this run (the file was removed)`
+          : `${cause}, and the partial journal could not be removed`,
+      );
+    }
+    try {
+      fs.ftruncateSync(this.fd, this.expectedSize);
+      fs.fdatasyncSync(this.fd);
+    } catch (cutErr) {
+      this.unverifiedTail = `a failed write left an unverified tail after record ${first - 1} that could not be cut back (${errorText(cutErr)})`;
+      return new JournalWriteError(`${cause}; the journal ends in an unverified tail after record ${first - 1}`);
+    }
+    return new JournalWriteError(`${cause}; the journal still ends with record ${first - 1}`);
+  }
+
+  /**
+   * Removes the journal this writer created, provided the name still refers to
+   * our file, and makes the removal durable as far as the file system allows.
+   * Removing a file needs no free space. Returns whether the file is gone.
+   */
+  private removeOwnFile(): boolean {
+    const created = this.createdAt;
+    if (created === undefined) return false;
+    const entry = procPath(created.dirFd, created.name);
+    try {
+      const ours = fs.fstatSync(this.fd);
+      const named = fs.lstatSync(entry);
+      if (ours.dev !== named.dev || ours.ino !== named.ino) return false;
+      fs.unlinkSync(entry);
+    } catch {
+      return false;
+    }
+    try {
+      fs.fsyncSync(created.dirFd);
+    } catch {
+      // The entry is gone now; a crash before the directory reaches the disk can bring back an empty file at worst.
+    }
+    return true;
   }
 
   /**

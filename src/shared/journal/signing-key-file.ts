@@ -4,6 +4,7 @@ import { procPath } from '../pinned-directory.js';
 import { UnsafeStorageError } from '../private-directory.js';
 import { ED25519_SEED_BYTES, signingKeyFromSeed, type ProjectSigningKey } from './signing-key.js';
 import type { KeyFileIdentity, PinnedSigningKey } from './signing-key-pin.js';
+import { describeStorageFailure } from './storage-failure.js';
 
 // audit-signing.key holds the raw Ed25519 seed. Whoever can read it can forge
 // the project's journals, and whoever can swap it can make forged journals
@@ -26,32 +27,43 @@ function createKeyFile(dirFd: number, shown: string): boolean {
   } catch (err) {
     // Another process created it first (or a symlink sits there): load and check what is there.
     if (errno(err) === 'EEXIST' || errno(err) === 'ELOOP') return false;
-    throw new UnsafeStorageError(`${shown}: cannot create the signing key (${errno(err)})`);
+    throw new UnsafeStorageError(`${shown}: cannot create the signing key: ${describeStorageFailure(err)}`);
   }
   try {
     fs.fchmodSync(fd, KEY_FILE_MODE);
-    const written = fs.writeSync(fd, crypto.randomBytes(ED25519_SEED_BYTES));
-    if (written !== ED25519_SEED_BYTES) throw Object.assign(new Error('short write'), { code: `short write, ${written} bytes` });
+    const seed = crypto.randomBytes(ED25519_SEED_BYTES);
+    let written = 0;
+    while (written < seed.length) written += fs.writeSync(fd, seed, written, seed.length - written);
     fs.fsyncSync(fd);
   } catch (err) {
+    // An empty or short key file would be refused as invalid from then on, even
+    // once space returns: remove the file this call created, so a later call can create it.
+    const removed = removeCreatedKey(dirFd, fd);
+    throw new UnsafeStorageError(
+      `${shown}: cannot write the new signing key: ${describeStorageFailure(err)}${removed ? '' : '; the partial key file could not be removed'}`,
+    );
+  } finally {
     fs.closeSync(fd);
-    // The file is ours (O_EXCL) and holds no usable seed: leaving it would make
-    // every later start refuse a short key, so it goes, and the next start
-    // (with space again) creates a whole one.
-    try {
-      fs.unlinkSync(procPath(dirFd, SIGNING_KEY_FILE));
-    } catch {
-      // Already gone or not removable: the size check refuses it at the next load.
-    }
-    throw new UnsafeStorageError(`${shown}: cannot write the new signing key (${errno(err)})`);
   }
-  fs.closeSync(fd);
   try {
     fs.fsyncSync(dirFd); // make the new directory entry durable too
   } catch {
     // Some file systems refuse fsync on a directory; the key file itself is synced.
   }
   return true;
+}
+
+/** Unlinks the key file just created through `fd`, if the name still refers to it. */
+function removeCreatedKey(dirFd: number, fd: number): boolean {
+  try {
+    const ours = fs.fstatSync(fd);
+    const named = fs.lstatSync(procPath(dirFd, SIGNING_KEY_FILE));
+    if (ours.dev !== named.dev || ours.ino !== named.ino) return false;
+    fs.unlinkSync(procPath(dirFd, SIGNING_KEY_FILE));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 interface KeyFileRead {

@@ -38,7 +38,7 @@ function runInspect(journal: string | undefined, flags: InspectFlags): void {
   });
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   if (exitCode === 1) process.stderr.write(`verification failed: ${report.error?.message ?? 'unknown reason'}\n`);
-  else if (exitCode === 2) process.stderr.write(`records verify, but reconciliation is needed: ${report.reconciliation_reasons.join('; ')}\n`);
+  else if (exitCode === 2) process.stderr.write(`records verify, but reconciliation is needed: ${report.warnings.join('; ')}\n`);
   else process.stderr.write(`journal verifies and is complete (${report.records} records)\n`);
   process.exitCode = exitCode;
 }
