@@ -89,7 +89,7 @@ const GENERAL_EXPLANATION: Record<FinishReason, string> = {
   filtered: "the provider's content filter withheld or cut the answer",
   tool_use: 'the model proposed a tool call',
   error: 'the provider reported an error while generating the answer',
-  unknown: 'the provider gave no recognised finish reason; only a finished answer is released',
+  unknown: 'the provider gave no finish reason this server recognises, and only a finished answer is released',
 };
 
 /** Our one-line account of a recorded finish, for the tool error and the terminal record. */
