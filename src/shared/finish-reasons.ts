@@ -50,9 +50,6 @@ export const FINISH_TABLE: readonly FinishRow[] = [
   { wire: 'anthropic-messages', raw: 'tool_use', finish: 'tool_use', explanation: 'the model proposed a tool call' },
 ];
 
-/** What a refusal in an OpenAI message (`refusal` field or part) means, whatever finish_reason says. */
-export const OPENAI_REFUSAL_EXPLANATION = 'the model refused to answer';
-
 const SHORT_IDENTIFIER = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 
 /**
@@ -69,7 +66,6 @@ export interface NormalizedFinish {
   finish: FinishReason;
   /** The provider's own value when it is a short identifier; null when missing or not one. */
   providerValue: string | null;
-  explanation: string;
 }
 
 /** Maps a provider's finish value to the vocabulary; anything the table does not name is `unknown`. */
@@ -77,9 +73,7 @@ export function normalizeFinish(wire: WireFormat, raw: unknown): NormalizedFinis
   const providerValue = shortIdentifier(raw);
   const missing = raw === undefined || raw === null;
   const row = missing || providerValue !== null ? FINISH_TABLE.find((r) => r.wire === wire && r.raw === providerValue) : undefined;
-  if (row !== undefined) return { finish: row.finish, providerValue, explanation: row.explanation };
-  const shown = providerValue === null ? 'an unrecognised finish reason' : `the unrecognised finish reason "${providerValue}"`;
-  return { finish: 'unknown', providerValue, explanation: `the provider gave ${shown}; only a finished answer is released` };
+  return { finish: row?.finish ?? 'unknown', providerValue };
 }
 
 const GENERAL_EXPLANATION: Record<FinishReason, string> = {
