@@ -28,6 +28,21 @@ export class AttemptsFailed extends Error {
   }
 }
 
+/** A failed attempt's finish record: our description and the failure's identifiers, never the provider's words. */
+export function failedAttemptFinish(callId: string, failure: ProviderError): Record<string, unknown> {
+  return {
+    DirectInferenceFinished: {
+      call_id: callId,
+      reason: { Error: { message: failure.message } },
+      response_hash: null,
+      response_bytes: 0,
+      finish_reason: null,
+      usage: null,
+      error: failure.journalFields(),
+    },
+  };
+}
+
 export async function inferWithRetries(
   config: ProviderConfig,
   request: TypedInferenceRequest,

@@ -12,7 +12,7 @@ import type { ProviderConfig } from '../shared/provider-config.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
 import { RUN_MODE, RUN_SURFACE, startedEvent } from '../shared/run-records.js';
 import { buildConversation } from './conversation.js';
-import { AttemptsFailed, inferWithRetries } from './inference-attempts.js';
+import { AttemptsFailed, failedAttemptFinish, inferWithRetries } from './inference-attempts.js';
 import type { ProviderError, TypedInferenceRequest, TypedInferenceResponse } from './providers/provider-call.js';
 import { listenForCancellation, pollCancellations } from './run-cancellation.js';
 
@@ -132,7 +132,7 @@ export async function performInvocation(
     try {
       response = await inferWithRetries(resources.provider, typedRequest, stopSignal, () => deadlineAt - performance.now(), {
         attemptFailed: (failure: ProviderError) => {
-          failedFinish = { DirectInferenceFinished: failedCallFields(callId as string, failure) };
+          failedFinish = failedAttemptFinish(callId as string, failure);
         },
         // Each retry is its own provider call: its request record is durable before it is sent,
         // in the same sync as the failed attempt's finish.
@@ -266,19 +266,6 @@ export async function performInvocation(
     if (writer !== undefined) await writer.close().catch(() => undefined);
     if (storage !== undefined) closeAuditStorage(storage);
   }
-}
-
-/** A failed attempt's finish: our description and the failure's identifiers, never the provider's words. */
-function failedCallFields(callId: string, failure: ProviderError): Record<string, unknown> {
-  return {
-    call_id: callId,
-    reason: { Error: { message: failure.message } },
-    response_hash: null,
-    response_bytes: 0,
-    finish_reason: null,
-    usage: null,
-    error: failure.journalFields(),
-  };
 }
 
 function epochNow(): number {
