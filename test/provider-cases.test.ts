@@ -380,3 +380,37 @@ describe('the output limit and the shipped restrict-by-capability example, for e
     });
   }
 });
+
+describe('a retry is its own call, requested durably before it is sent', () => {
+  let endpoint: SyntheticEndpoint;
+  let project: string;
+  let server: RunningServer;
+  const seenAtRequest: string[][] = [];
+
+  before(async () => {
+    project = makeProject(AGENTS);
+    endpoint = await startSyntheticEndpoint({
+      // Read from inside the provider, as each attempt arrives: what the journal already holds.
+      beforeAnswer: () => {
+        const [journal] = journalsIn(project);
+        if (journal !== undefined) seenAtRequest.push(eventNames(readJournal(journal)));
+      },
+    });
+    server = await startServer(project, providerEnv(endpoint.url, { OPENAI_API_KEY: KEY }));
+  });
+
+  after(async () => {
+    await server.close();
+    await endpoint.close();
+    removeProject(project);
+  });
+
+  it('each attempt finds its own DirectInferenceRequested durable, after the previous attempt finished', async () => {
+    await invokeCase(server, '[[http:code=502,times=2,retry_after_ms=1]]', { events: completed(CALL, CALL, ANSWERED_CALL) });
+    assert.deepEqual(seenAtRequest, [
+      ['Started', 'DirectInferenceRequested'],
+      ['Started', ...CALL, 'DirectInferenceRequested'],
+      ['Started', ...CALL, ...CALL, 'DirectInferenceRequested'],
+    ]);
+  });
+});
