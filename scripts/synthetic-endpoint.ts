@@ -30,6 +30,8 @@
 //                  comma list: code=N (default 500), times=K (fail the first K requests carrying this
 //                  prompt, then answer), retry_after=S, retry_after_ms=MS, echo (quote the prompt)
 //   reset[:times=K] close the connection without sending a byte (the first K times, else always)
+//   reasoning-model OpenAI wire: HTTP 400 "unsupported_parameter" (param max_tokens) when the body
+//                  carries max_tokens, as OpenAI's reasoning models answer; else the fixed answer
 //
 // Run as a process: `node --import tsx scripts/synthetic-endpoint.ts [--port N] [--mode M] [--answer TEXT]`
 // prints `SYNTHETIC_ENDPOINT_URL=<url>` on stdout once listening and serves until SIGTERM or SIGINT.
@@ -57,7 +59,7 @@ const DRIP_PIECE_BYTES = 7;
 const OVERSIZE_CHUNK_BYTES = 64 * 1024;
 const KNOWN_MODES = new Set([
   'fixed', 'echo', 'delay', 'hold', 'tool-call', 'oversize', 'http500', 'malformed', 'drip', 'secret',
-  'finish', 'refusal', 'refusal-part', 'choice-error', 'error-in-200', 'http', 'reset',
+  'finish', 'refusal', 'refusal-part', 'choice-error', 'error-in-200', 'http', 'reset', 'reasoning-model',
 ]);
 /** In every answer that must never be released: partial, refused or filtered model text. */
 export const PARTIAL_MODEL_TEXT = 'PARTIAL-MODEL-TEXT never to be released';
@@ -367,6 +369,18 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
         if (options.has('retry_after_ms')) extra['retry-after-ms'] = options.get('retry_after_ms')!;
         const message = options.has('echo') ? `${PROVIDER_ERROR_TEXT}; you sent: ${prompt}` : PROVIDER_ERROR_TEXT;
         send(Number.isInteger(status) && status >= 400 && status <= 599 ? status : 500, JSON.stringify(errorBody(record.format, status, message, record.id)), extra);
+        return;
+      }
+      case 'reasoning-model': {
+        const body = record.body as Record<string, unknown>;
+        if (record.format === 'anthropic' || !('max_tokens' in body)) break;
+        const error = {
+          message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+          type: 'invalid_request_error',
+          param: 'max_tokens',
+          code: 'unsupported_parameter',
+        };
+        send(400, JSON.stringify({ error }), { [requestIdHeader]: `req_synthetic_${record.id}` });
         return;
       }
       case 'reset':

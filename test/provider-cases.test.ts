@@ -215,6 +215,17 @@ describe('provider cases over stdio', () => {
       });
     });
 
+    it('a reasoning model that refuses max_tokens gets max_completion_tokens on the retry', async () => {
+      const { records } = await invokeCase(openai, '[[reasoning-model]]', { events: completed(CALL, ANSWERED_CALL) });
+      const [refused, answered] = endpoint.requests.slice(-2).map((r) => r.body as Record<string, unknown>);
+      assert.equal(refused!.max_tokens, 4096);
+      assert.equal(answered!.max_completion_tokens, 4096);
+      assert.ok(!('max_tokens' in answered!));
+      const error = finishes(records)[0]!.error as Record<string, unknown>;
+      assert.deepEqual([error.status, error.error_type, error.error_param], [400, 'unsupported_parameter', 'max_tokens']);
+      assert.match(openai.stderr(), /the provider refused max_tokens; retrying with max_completion_tokens/);
+    });
+
     it('a connection reset before any response byte is retried', async () => {
       await invokeCase(openai, '[[reset:times=1]]', { events: completed(CALL, ANSWERED_CALL) });
     });

@@ -1,7 +1,7 @@
 import { delay } from 'abort-controller-x';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import { callProvider, ProviderError, type TypedInferenceRequest, type TypedInferenceResponse } from './providers/provider-call.js';
-import { decideRetry } from './providers/retry-policy.js';
+import { decideRetry, MAX_RETRIES, otherTokenLimitParameter } from './providers/retry-policy.js';
 
 // The provider call of one run, tried again on a transient failure (retry-policy.ts says which and
 // when). Each attempt is its own provider call in the journal: the run's journal code is told when an
@@ -44,7 +44,7 @@ export function failedAttemptFinish(callId: string, failure: ProviderError): Rec
 }
 
 export async function inferWithRetries(
-  config: ProviderConfig,
+  configured: ProviderConfig,
   request: TypedInferenceRequest,
   signal: AbortSignal,
   msLeft: () => number,
@@ -52,6 +52,8 @@ export async function inferWithRetries(
   /** The provider's own error messages, for standard error only. */
   operatorNotes: string[],
 ): Promise<TypedInferenceResponse> {
+  let config = configured;
+  let limitSwitched = false;
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await callProvider(config, request, signal);
@@ -61,6 +63,16 @@ export async function inferWithRetries(
       journal.attemptFailed(error);
       if (error.details.providerMessage !== undefined) {
         operatorNotes.push(`attempt ${attempt}${error.status === undefined ? '' : ` HTTP ${error.status}`}: ${error.details.providerMessage}`);
+      }
+      const otherLimit = config.kind === 'anthropic' || limitSwitched ? undefined : otherTokenLimitParameter(error, config.tokenLimitParameter);
+      if (otherLimit !== undefined && attempt - 1 < MAX_RETRIES) {
+        operatorNotes.push(
+          `the provider refused ${config.tokenLimitParameter}; retrying with ${otherLimit} (set SYMBI_TOKEN_LIMIT_PARAMETER=${otherLimit} to skip the refused call)`,
+        );
+        config = { ...config, tokenLimitParameter: otherLimit };
+        limitSwitched = true;
+        await journal.beforeRetry();
+        continue;
       }
       const decision = decideRetry(error, attempt - 1, msLeft());
       if (!decision.retry) throw new AttemptsFailed(error, attempt, decision.why);

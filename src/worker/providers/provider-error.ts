@@ -9,6 +9,8 @@ export interface ProviderErrorDetails {
   status?: number;
   /** The provider's error type or code, when it is a short identifier (rate_limit_exceeded, overloaded_error). */
   errorType?: string;
+  /** The request field the error names (OpenAI's `param`), when it is a short identifier. */
+  errorParam?: string;
   /** The provider's request id, when it is a short identifier. */
   requestId?: string;
   /** How long the provider asked us to wait (Retry-After, retry-after-ms), in milliseconds. */
@@ -45,6 +47,7 @@ export class ProviderError extends Error {
       kind: this.kind,
       status: d.status ?? this.status ?? null,
       error_type: d.errorType ?? null,
+      error_param: d.errorParam ?? null,
       request_id: d.requestId ?? null,
       retry_after_ms: d.retryAfterMs ?? null,
       body_sha256: d.body?.sha256 ?? null,

@@ -98,17 +98,28 @@ export function requestIdOf(headers: IncomingHttpHeaders): string | null {
  * `{error: {message, type, code}}`, the Anthropic shape `{type: "error", error: {type, message},
  * request_id}` and the OpenRouter shape `{error: {code, message}}`.
  */
-export function errorObjectFields(parsed: unknown): { errorType?: string; requestId?: string; code?: number; message?: string } {
+export interface ErrorObjectFields {
+  errorType?: string;
+  /** OpenAI's `param`: the request field the error is about (max_tokens, ...). */
+  param?: string;
+  requestId?: string;
+  code?: number;
+  message?: string;
+}
+
+export function errorObjectFields(parsed: unknown): ErrorObjectFields {
   if (typeof parsed !== 'object' || parsed === null) return {};
   const top = parsed as { error?: unknown; request_id?: unknown; message?: unknown };
   const error = top.error;
-  const fields: { errorType?: string; requestId?: string; code?: number; message?: string } = {};
+  const fields: ErrorObjectFields = {};
   if (typeof error === 'string') fields.message = error;
   if (typeof error === 'object' && error !== null) {
-    const e = error as { type?: unknown; code?: unknown; message?: unknown };
+    const e = error as { type?: unknown; code?: unknown; message?: unknown; param?: unknown };
     // OpenAI's string `code` is the most specific; OpenRouter's numeric `code` is an HTTP-like status.
     const type = (typeof e.code === 'string' ? shortIdentifier(e.code) : null) ?? (typeof e.type === 'string' ? shortIdentifier(e.type) : null);
     if (type !== null) fields.errorType = type;
+    const param = typeof e.param === 'string' ? shortIdentifier(e.param) : null;
+    if (param !== null) fields.param = param;
     if (typeof e.code === 'number' && Number.isSafeInteger(e.code)) fields.code = e.code;
     if (typeof e.message === 'string') fields.message = e.message;
   }
@@ -152,6 +163,7 @@ function httpFailure(status: number, bytes: Buffer, headers: IncomingHttpHeaders
     body: { sha256: createHash('sha256').update(bytes).digest('hex'), bytes: bytes.byteLength },
   };
   if (fields.errorType !== undefined) details.errorType = fields.errorType;
+  if (fields.param !== undefined) details.errorParam = fields.param;
   const requestId = requestIdOf(headers) ?? fields.requestId;
   if (requestId !== undefined) details.requestId = requestId;
   const wait = retryAfterMs(headers);

@@ -1,3 +1,4 @@
+import type { TokenLimitParameter } from '../../shared/provider-config.js';
 import { ProviderError } from './provider-error.js';
 
 // Which provider failures are tried again, and after how long. One list, one place.
@@ -55,4 +56,16 @@ export function decideRetry(error: unknown, retriesDone: number, msLeft: number,
 
 export function formatWait(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(ms % 1000 === 0 ? 0 : 1)} s` : `${Math.round(ms)} ms`;
+}
+
+/**
+ * The other name for the output limit, when the endpoint refused the one sent: OpenAI answers HTTP 400
+ * with code "unsupported_parameter" and param "max_tokens" when a reasoning model wants
+ * max_completion_tokens, and a server that knows only the old name can refuse the new one the same
+ * way. The other name is tried once, as a retry; SYMBI_TOKEN_LIMIT_PARAMETER avoids the failed call.
+ */
+export function otherTokenLimitParameter(error: unknown, sent: TokenLimitParameter): TokenLimitParameter | undefined {
+  if (!(error instanceof ProviderError) || error.kind !== 'http' || error.status !== 400) return undefined;
+  if (error.details.errorType !== 'unsupported_parameter' || error.details.errorParam !== sent) return undefined;
+  return sent === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
 }
