@@ -22,7 +22,7 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
   let dir: string;
   let project: string;
   let provider: Server;
-  let providerUrl: string;
+  let providerPort: number;
   let proxy: ProxyServer;
   let proxyUrl: string;
   const connects: string[] = [];
@@ -32,7 +32,7 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-proxy-'));
     const made = spawnSync(
       'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
+      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
       { cwd: dir, encoding: 'utf8' },
     );
     assert.equal(made.status, 0, made.stderr);
@@ -45,9 +45,7 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
       });
     });
     await new Promise<void>((resolve) => provider.listen(0, '127.0.0.1', resolve));
-    // A host name, as real providers have: https-proxy-agent verifies an IP-address target against
-    // "localhost" (it sends no SNI for an IP), so the tunnel is tested the way it is used.
-    providerUrl = `https://localhost:${(provider.address() as AddressInfo).port}/v1`;
+    providerPort = (provider.address() as AddressInfo).port;
 
     proxy = createProxy();
     proxy.on('connect', (req) => connects.push(String(req.url)));
@@ -70,7 +68,7 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: os.tmpdir(),
     NODE_EXTRA_CA_CERTS: path.join(dir, 'cert.pem'),
-    OPENAI_BASE_URL: providerUrl,
+    OPENAI_BASE_URL: `https://127.0.0.1:${providerPort}/v1`,
     OPENAI_API_KEY: 'sk-proxy-test-key',
     CHAT_MODEL: 'm',
     ...extra,
@@ -86,14 +84,16 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
     }
   }
 
-  for (const variable of ['HTTPS_PROXY', 'https_proxy']) {
-    it(`tunnels the request through the proxy named by ${variable}`, async () => {
+  // The certificate names only IP:127.0.0.1: through the tunnel it must be checked against that
+  // address (https-proxy-agent sends no server name for an IP, and Node would check "localhost").
+  for (const [variable, host] of [['HTTPS_PROXY', '127.0.0.1'], ['https_proxy', '127.0.0.1']] as const) {
+    it(`tunnels the request to ${host} through the proxy named by ${variable}`, async () => {
       const connectsBefore = connects.length;
       const requestsBefore = providerRequests.length;
-      const { result } = await invokeWith({ [variable]: proxyUrl });
+      const { result } = await invokeWith({ [variable]: proxyUrl, OPENAI_BASE_URL: `https://${host}:${providerPort}/v1` });
       assert.equal((result as { isError?: boolean }).isError, undefined, textOf(result));
       assert.equal(textOf(result), ANSWER);
-      const providerHost = new URL(providerUrl).host;
+      const providerHost = `${host}:${providerPort}`;
       assert.deepEqual(connects.slice(connectsBefore), [providerHost], 'one CONNECT to the provider');
       assert.equal(providerRequests.length, requestsBefore + 1);
       assert.match(String(providerRequests.at(-1)!['user-agent']), /^symbi-mcp\//);
@@ -115,7 +115,7 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
     const { result, stderr } = await invokeWith({ HTTPS_PROXY: `http://user:${PROXY_PASSWORD}@127.0.0.1:${port}` });
     assert.equal((result as { isError?: boolean }).isError, true);
     const text = textOf(result);
-    assert.match(text, /could not reach the provider at POST https:\/\/localhost:\d+\/v1\/chat\/completions through the proxy in HTTPS_PROXY: .*ECONNREFUSED/);
+    assert.match(text, /could not reach the provider at POST https:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions through the proxy in HTTPS_PROXY: .*ECONNREFUSED/);
     assert.ok(!text.includes(PROXY_PASSWORD));
     assert.ok(!stderr.includes(PROXY_PASSWORD));
     assert.ok(!fs.readFileSync(auditOf(result).audit.path, 'utf8').includes(PROXY_PASSWORD));

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import { isIP } from 'node:net';
+import tls, { type PeerCertificate } from 'node:tls';
 import { HttpProxyAgent } from 'http-proxy-agent';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { shortIdentifier } from '../../shared/finish-reasons.js';
@@ -211,6 +213,17 @@ function agentFor(target: URL, proxy: ProxySetting | null): http.Agent {
   return agent;
 }
 
+/**
+ * Through a CONNECT tunnel, https-proxy-agent sends no server name for an IP-address target (SNI
+ * cannot carry one), and Node then checks the certificate against "localhost". The check is pointed
+ * back at the address actually asked for; host names need nothing.
+ */
+function tunnelledIdentityCheck(target: URL): { checkServerIdentity?: (host: string, cert: PeerCertificate) => Error | undefined } {
+  const address = target.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(address) === 0) return {};
+  return { checkServerIdentity: (_host, cert) => tls.checkServerIdentity(address, cert) };
+}
+
 interface SentRequest {
   response: IncomingMessage;
   /** Closes the connection (the request and its socket), whatever state it is in. */
@@ -224,6 +237,7 @@ function sendRequest(target: URL, post: JsonPost, body: Buffer, signal: AbortSig
       method: 'POST',
       agent: agentFor(target, post.proxy),
       headers: { ...post.headers, 'User-Agent': USER_AGENT, 'content-length': String(body.byteLength) },
+      ...(secure && post.proxy !== null ? tunnelledIdentityCheck(target) : {}),
     });
     const close = (): void => {
       request.destroy();
