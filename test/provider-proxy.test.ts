@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createProxy, type ProxyServer } from 'proxy';
+import { startSyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { auditOf, makeProject, removeProject, startServer, textOf } from './support/invoke-harness.js';
 
 // Users behind a corporate proxy set HTTPS_PROXY. Here a real CONNECT proxy (the `proxy` package, a
@@ -26,6 +27,7 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
   let proxy: ProxyServer;
   let proxyUrl: string;
   const connects: string[] = [];
+  const forwarded: string[] = [];
   const providerRequests: IncomingHttpHeaders[] = [];
 
   before(async () => {
@@ -49,6 +51,7 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
 
     proxy = createProxy();
     proxy.on('connect', (req) => connects.push(String(req.url)));
+    proxy.on('request', (req) => forwarded.push(String(req.url)));
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
 
@@ -99,6 +102,18 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
       assert.match(String(providerRequests.at(-1)!['user-agent']), /^symbi-mcp\//);
     });
   }
+
+  it('sends a plain-http provider request through the proxy named by HTTP_PROXY', async () => {
+    const endpoint = await startSyntheticEndpoint();
+    try {
+      const { result } = await invokeWith({ HTTP_PROXY: proxyUrl, OPENAI_BASE_URL: endpoint.url });
+      assert.equal(textOf(result), 'Hello from the synthetic endpoint.');
+      assert.deepEqual(forwarded, [`${endpoint.url}/chat/completions`]);
+      assert.match(String(endpoint.requests[0]!.headers['user-agent']), /^symbi-mcp\//);
+    } finally {
+      await endpoint.close();
+    }
+  });
 
   it('goes direct when NO_PROXY names the provider host', async () => {
     const connectsBefore = connects.length;
