@@ -12,7 +12,9 @@
 // - Empty or blank variables count as unset.
 //
 // Default models (checked 2026-11-30 against the providers' model and deprecation pages):
-// gpt-5.4-mini for OpenAI (gpt-4o-mini is on OpenAI's deprecations list), openai/gpt-5.4-mini for
+// gpt-5.4-mini for OpenAI (gpt-4o-mini is reported to shut down early in 2027, and
+// https://platform.openai.com/docs/deprecations names gpt-5.4-mini as the substitute for the mini
+// models it retires), openai/gpt-5.4-mini for
 // OpenRouter, claude-sonnet-4-6 for Anthropic (claude-sonnet-4-5 is deprecated and retires at the end
 // of November 2026 per https://platform.claude.com/docs/en/about-claude/model-deprecations).
 // Anthropic reads ANTHROPIC_MODEL, then CHAT_MODEL.
