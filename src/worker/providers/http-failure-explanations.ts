@@ -12,11 +12,16 @@ type Explainer = (config: ProviderConfig) => string;
 const model = (config: ProviderConfig): string => `"${config.model}" (set by ${config.modelVariable})`;
 
 const EXPLANATIONS: Record<number, Explainer> = {
-  400: (c) => `the provider refused the request as invalid (check the model ${model(c)} and SYMBI_TOKEN_LIMIT_PARAMETER, now ${c.kind === 'anthropic' ? 'max_tokens' : c.tokenLimitParameter})`,
+  400: (c) =>
+    c.kind === 'anthropic'
+      ? `the provider refused the request as invalid (check the model ${model(c)})`
+      : `the provider refused the request as invalid (check the model ${model(c)} and the output limit field, sent as ${c.tokenLimitParameter}; SYMBI_TOKEN_LIMIT_PARAMETER changes it)`,
   401: (c) => (c.apiKey === '' ? `the provider wants a key and none was sent (set ${c.keyVariable})` : `the key in ${c.keyVariable} was refused`),
   402: (c) => `the account behind ${c.keyVariable} has insufficient credit`,
   403: (c) => `the key in ${c.keyVariable} may not use this model or endpoint, or the input was refused`,
-  404: (c) => `model or URL not found: the model ${model(c)} does not exist there, or ${c.baseUrlVariable} is wrong (an OpenAI-compatible base URL usually ends in /v1)`,
+  404: (c) =>
+    `model or URL not found: the model ${model(c)} does not exist there, or ${c.baseUrlVariable} is wrong ` +
+    (c.kind === 'anthropic' ? '(it is the origin, such as https://api.anthropic.com, without /v1)' : '(an OpenAI-compatible base URL usually ends in /v1)'),
   408: () => 'the provider timed out waiting for the request',
   413: () => 'the request is larger than the provider accepts',
   422: () => 'the provider could not process the request',
