@@ -425,3 +425,25 @@ describe('a retry is its own call, requested durably before it is sent', () => {
     ]);
   });
 });
+
+describe('a legacy Azure OpenAI deployment URL', () => {
+  it('is refused before any journal, naming the /openai/v1 route to use instead', async () => {
+    const project = makeProject(AGENTS);
+    const server = await startServer(project, {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? '/tmp',
+      OPENAI_API_KEY: KEY,
+      OPENAI_BASE_URL: 'https://contoso.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21',
+    });
+    try {
+      const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hello' } });
+      assert.equal(result.isError, true);
+      assert.match(textOf(result), /legacy Azure OpenAI deployment URL.*use the v1 route https:\/\/contoso\.openai\.azure\.com\/openai\/v1 with the deployment name in CHAT_MODEL/);
+      assert.ok(!textOf(result).includes(KEY));
+      assert.deepEqual(journalsIn(project), []);
+    } finally {
+      await server.close();
+      removeProject(project);
+    }
+  });
+});
