@@ -194,7 +194,7 @@ describe('provider cases over stdio', () => {
     it('HTTP 429 is retried twice, each attempt its own journaled call, then reported', async () => {
       const { records } = await invokeCase(openai, '[[http:code=429,retry_after_ms=5]]', {
         events: withheld(CALL, CALL, CALL),
-        error: /after 3 attempts.*HTTP 429 .*rate limited by the provider \(type rate_limit_exceeded, request id req_synthetic_\d+, Retry-After 0 s\)/,
+        error: /after 3 attempts.*HTTP 429 .*rate limited by the provider \(type rate_limit_exceeded, request id req_synthetic_\d+, Retry-After 5 ms\)/,
       });
       assert.equal(new Set(callIds(records)).size, 3);
       assert.deepEqual(finishes(records).map((f) => f.call_id), callIds(records));

@@ -9,6 +9,7 @@ import { PACKAGE_VERSION } from '../../shared/package-version.js';
 import type { ProxySetting } from '../../shared/provider-config.js';
 import { readCappedBody } from './capped-body.js';
 import { ProviderError, type ProviderErrorDetails } from './provider-error.js';
+import { formatWait } from './retry-policy.js';
 
 // One POST of a JSON body to a provider and the parsed JSON answer: no redirects, a running byte cap
 // on the body, and errors in our own words. Retries are the caller's: each attempt follows its own
@@ -183,7 +184,7 @@ export function identifierSuffix(details: ProviderErrorDetails): string {
   const parts: string[] = [];
   if (details.errorType !== undefined) parts.push(`type ${details.errorType}`);
   if (details.requestId !== undefined) parts.push(`request id ${details.requestId}`);
-  if (details.retryAfterMs !== undefined) parts.push(`Retry-After ${Math.round(details.retryAfterMs / 100) / 10} s`);
+  if (details.retryAfterMs !== undefined) parts.push(`Retry-After ${formatWait(details.retryAfterMs)}`);
   return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
 }
 
