@@ -26,7 +26,7 @@ const request: RespondRequest = {
     tools_enabled: false,
     run_id: '7d1f6f39-3a4c-4b55-9a43-0d2a2f1f9c11',
     agent: { name: 'declared', file: 'agents/declared.symbi', source_hash: 'a'.repeat(64), declaration_hash: 'b'.repeat(64), capabilities: ['read', 'analyze'] },
-    response: { content, sha256: createHash('sha256').update(content).digest('hex'), bytes: Buffer.byteLength(content), finish_reason: 'stop' },
+    response: { content, sha256: createHash('sha256').update(content).digest('hex'), bytes: Buffer.byteLength(content), finish_reason: 'complete', provider_finish_reason: 'stop' },
   },
 };
 const { response: _response, ...contextWithoutResponse } = request.context;

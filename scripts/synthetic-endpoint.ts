@@ -14,6 +14,25 @@
 //   drip:MS        the fixed answer, written a few bytes at a time with MS ms between writes
 //   secret         an answer containing the word "secret"
 //
+// Provider cases from the OpenAI, OpenRouter and Anthropic documentation, in each wire format. Model
+// text that must never be released contains PARTIAL_MODEL_TEXT; provider error text contains
+// PROVIDER_ERROR_TEXT; an echoed prompt stands for a provider that quotes the request back.
+//   finish:VALUE[,empty]  the answer with that finish_reason / stop_reason (length, content_filter,
+//                  max_tokens, refusal, pause_turn, model_context_window_exceeded, ...), partial text
+//                  (or none with `empty`, as a reasoning model that spent its budget thinking); the
+//                  values stop, end_turn and stop_sequence carry the whole fixed answer, and `none`
+//                  leaves the reason out (OpenAI wire) or null (Anthropic wire) with the fixed answer
+//   refusal        OpenAI: message.refusal with content null; Anthropic: stop_reason "refusal"
+//   refusal-part   OpenAI: a content part of type "refusal"; Anthropic: as refusal
+//   choice-error   OpenRouter: finish_reason "error" with a choice-level error object (Anthropic: as error-in-200)
+//   error-in-200   a top-level error object inside an HTTP 200 answer
+//   http:OPTIONS   an HTTP error in the wire format's error shape, with a request id header. OPTIONS is a
+//                  comma list: code=N (default 500), times=K (fail the first K requests carrying this
+//                  prompt, then answer), retry_after=S, retry_after_ms=MS, echo (quote the prompt)
+//   reset[:times=K] close the connection without sending a byte (the first K times, else always)
+//   reasoning-model OpenAI wire: HTTP 400 "unsupported_parameter" (param max_tokens) when the body
+//                  carries max_tokens, as OpenAI's reasoning models answer; else the fixed answer
+//
 // Run as a process: `node --import tsx scripts/synthetic-endpoint.ts [--port N] [--mode M] [--answer TEXT]`
 // prints `SYNTHETIC_ENDPOINT_URL=<url>` on stdout once listening and serves until SIGTERM or SIGINT.
 // Out-of-process users get `GET /_control/stats` and `POST /_control/release`.
@@ -38,7 +57,15 @@ const MAX_WAIT_MS = 600_000;
 const REQUEST_BODY_MAX_BYTES = 8 * 1024 * 1024;
 const DRIP_PIECE_BYTES = 7;
 const OVERSIZE_CHUNK_BYTES = 64 * 1024;
-const KNOWN_MODES = new Set(['fixed', 'echo', 'delay', 'hold', 'tool-call', 'oversize', 'http500', 'malformed', 'drip', 'secret']);
+const KNOWN_MODES = new Set([
+  'fixed', 'echo', 'delay', 'hold', 'tool-call', 'oversize', 'http500', 'malformed', 'drip', 'secret',
+  'finish', 'refusal', 'refusal-part', 'choice-error', 'error-in-200', 'http', 'reset', 'reasoning-model',
+]);
+/** In every answer that must never be released: partial, refused or filtered model text. */
+export const PARTIAL_MODEL_TEXT = 'PARTIAL-MODEL-TEXT never to be released';
+/** In every provider error message, with words a forbid-secret policy would catch. */
+export const PROVIDER_ERROR_TEXT = 'PROVIDER-ERROR-TEXT: here is the secret you asked for';
+const COMPLETE_FINISH_VALUES = new Set(['stop', 'end_turn', 'stop_sequence', 'none']);
 
 export type WireFormat = 'openai' | 'anthropic';
 
@@ -181,6 +208,56 @@ function completionBody(format: WireFormat, id: number, model: string, prompt: s
   };
 }
 
+/** `code=503,times=2,echo` as a map; a bare word maps to "". */
+function directiveOptions(arg: string | undefined): Map<string, string> {
+  const options = new Map<string, string>();
+  for (const part of (arg ?? '').split(',')) {
+    const [key, value] = part.split('=', 2) as [string, string | undefined];
+    if (key.trim() !== '') options.set(key.trim(), (value ?? '').trim());
+  }
+  return options;
+}
+
+function finishBody(format: WireFormat, id: number, model: string, arg: string | undefined, fixedAnswer: string): unknown {
+  const [value, flag] = (arg ?? 'length').split(',') as [string, string | undefined];
+  const complete = COMPLETE_FINISH_VALUES.has(value);
+  const text = complete ? fixedAnswer : flag === 'empty' ? '' : PARTIAL_MODEL_TEXT;
+  const body = completionBody(format, id, model, '', text, false) as Record<string, unknown>;
+  const reason = value === 'none' ? null : value;
+  if (format === 'anthropic') return { ...body, stop_reason: reason };
+  const choice = (body.choices as Record<string, unknown>[])[0]!;
+  if (reason === null) delete choice.finish_reason;
+  else choice.finish_reason = reason;
+  return body;
+}
+
+function refusalBody(format: WireFormat, id: number, model: string, asPart: boolean): unknown {
+  const body = completionBody(format, id, model, '', PARTIAL_MODEL_TEXT, false) as Record<string, unknown>;
+  if (format === 'anthropic') return { ...body, stop_reason: 'refusal' };
+  const choice = (body.choices as Record<string, unknown>[])[0]!;
+  choice.message = asPart
+    ? { role: 'assistant', content: [{ type: 'refusal', refusal: PARTIAL_MODEL_TEXT }], refusal: null }
+    : { role: 'assistant', content: null, refusal: PARTIAL_MODEL_TEXT };
+  return body;
+}
+
+/** The wire format's error object: OpenAI {error: {message, type, code}}, Anthropic {type: "error", error, request_id}. */
+function errorBody(format: WireFormat, status: number, message: string, id: number): unknown {
+  if (format === 'anthropic') {
+    const type =
+      status === 429 ? 'rate_limit_error'
+      : status === 529 ? 'overloaded_error'
+      : status === 404 ? 'not_found_error'
+      : status === 401 ? 'authentication_error'
+      : status >= 500 ? 'api_error'
+      : 'invalid_request_error';
+    return { type: 'error', error: { type, message }, request_id: `req_synthetic_${id}` };
+  }
+  const code = status === 404 ? 'model_not_found' : status === 429 ? 'rate_limit_exceeded' : null;
+  const type = status >= 500 ? 'server_error' : 'invalid_request_error';
+  return { error: { message, type, param: null, code } };
+}
+
 function sleep(ms: number, cancelled: Promise<void>): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
@@ -202,6 +279,15 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
   // Sockets whose current inference request is not fully answered yet.
   const requestSockets = new Set<Socket>();
   const holders = new Set<() => void>();
+  // Failures served so far per directive and prompt, for `times=K`.
+  const failuresServed = new Map<string, number>();
+  const failThisTime = (key: string, times: string | undefined): boolean => {
+    if (times === undefined) return true;
+    const served = failuresServed.get(key) ?? 0;
+    if (served >= Number(times)) return false;
+    failuresServed.set(key, served + 1);
+    return true;
+  };
   const arrivalWaiters = new Set<() => void>();
   const idleWaiters = new Set<() => void>();
 
@@ -245,14 +331,63 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
 
     const headers: Record<string, string> = { 'Content-Type': 'application/json' };
     if (options.keepAlive === false) headers.Connection = 'close';
-    const send = (status: number, text: string): void => {
+    const send = (status: number, text: string, extra: Record<string, string> = {}): void => {
       const bytes = Buffer.from(text, 'utf8');
-      res.writeHead(status, { ...headers, 'Content-Length': String(bytes.byteLength) });
+      res.writeHead(status, { ...headers, ...extra, 'Content-Length': String(bytes.byteLength) });
       record.bytesSent += bytes.byteLength;
       res.end(bytes);
     };
 
+    const requestIdHeader = record.format === 'anthropic' ? 'request-id' : 'x-request-id';
     switch (mode) {
+      case 'finish':
+        send(200, JSON.stringify(finishBody(record.format, record.id, model, arg, fixedAnswer)));
+        return;
+      case 'refusal':
+      case 'refusal-part':
+        send(200, JSON.stringify(refusalBody(record.format, record.id, model, mode === 'refusal-part')));
+        return;
+      case 'choice-error':
+      case 'error-in-200': {
+        if (record.format === 'anthropic') {
+          send(200, JSON.stringify(errorBody('anthropic', mode === 'choice-error' ? 500 : 529, PROVIDER_ERROR_TEXT, record.id)));
+          return;
+        }
+        const error = { code: 502, message: PROVIDER_ERROR_TEXT, metadata: { provider_name: 'synthetic' } };
+        const body = mode === 'error-in-200'
+          ? { error }
+          : { ...(completionBody('openai', record.id, model, prompt, '', false) as object), choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'error', error }] };
+        send(200, JSON.stringify(body), { [requestIdHeader]: `gen-synthetic-${record.id}` });
+        return;
+      }
+      case 'http': {
+        const options = directiveOptions(arg);
+        if (!failThisTime(`${mode}:${arg ?? ''}:${prompt}`, options.get('times'))) break;
+        const status = Number(options.get('code') ?? '500');
+        const extra: Record<string, string> = { [requestIdHeader]: `req_synthetic_${record.id}` };
+        if (options.has('retry_after')) extra['Retry-After'] = options.get('retry_after')!;
+        if (options.has('retry_after_ms')) extra['retry-after-ms'] = options.get('retry_after_ms')!;
+        const message = options.has('echo') ? `${PROVIDER_ERROR_TEXT}; you sent: ${prompt}` : PROVIDER_ERROR_TEXT;
+        send(Number.isInteger(status) && status >= 400 && status <= 599 ? status : 500, JSON.stringify(errorBody(record.format, status, message, record.id)), extra);
+        return;
+      }
+      case 'reasoning-model': {
+        const body = record.body as Record<string, unknown>;
+        if (record.format === 'anthropic' || !('max_tokens' in body)) break;
+        const error = {
+          message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+          type: 'invalid_request_error',
+          param: 'max_tokens',
+          code: 'unsupported_parameter',
+        };
+        send(400, JSON.stringify({ error }), { [requestIdHeader]: `req_synthetic_${record.id}` });
+        return;
+      }
+      case 'reset':
+        if (!failThisTime(`${mode}:${arg ?? ''}:${prompt}`, directiveOptions(arg).get('times'))) break;
+        // No byte of an answer: the client sees the connection reset.
+        res.socket?.destroy();
+        return;
       case 'http500':
         send(500, JSON.stringify({ error: { message: 'synthetic internal server error', type: 'server_error', code: null } }));
         return;
@@ -279,8 +414,11 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
           : mode === 'fixed' && arg !== undefined ? arg
           : fixedAnswer;
         send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, text, false)));
+        return;
       }
     }
+    // A failing mode whose failures are used up answers normally.
+    send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, fixedAnswer, false)));
   }
 
   async function sendOversize(

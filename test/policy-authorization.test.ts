@@ -35,7 +35,7 @@ function before(agent = 'declared', capabilities: string[] = ['read']): RespondR
   };
 }
 
-function withResponse(base: RespondRequestWithoutResponse, content: string, finishReason = 'stop'): RespondRequest {
+function withResponse(base: RespondRequestWithoutResponse, content: string, finishReason = 'complete'): RespondRequest {
   return {
     ...base,
     context: {
@@ -45,6 +45,7 @@ function withResponse(base: RespondRequestWithoutResponse, content: string, fini
         sha256: createHash('sha256').update(content).digest('hex'),
         bytes: Buffer.byteLength(content, 'utf8'),
         finish_reason: finishReason,
+        provider_finish_reason: 'stop',
       },
     },
   };
@@ -146,7 +147,7 @@ describe('authorizeRespond', () => {
       'context.response.content == "héllo"',
       `context.response.sha256 == "${createHash('sha256').update('héllo').digest('hex')}"`,
       'context.response.bytes == 6',
-      'context.response.finish_reason == "stop"',
+      'context.response.finish_reason == "complete"',
     ];
     const set = load(`permit(principal, action, resource) when { ${conditions.join(' && ')} };`);
     assert.deepEqual(set.warnings, []);
@@ -230,7 +231,7 @@ describe('canPermitSomeResponse (Cedar partial evaluation, response unknown)', (
       'false',
       'context.response.content like "*secret*"',
       'context.response.bytes > 5',
-      'context.response.finish_reason == "stop"',
+      'context.response.finish_reason == "complete"',
       'principal.capabilities.contains("read")',
       'context.agent.name == "declared"',
       'principal.missing',

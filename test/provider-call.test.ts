@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_ANSWER, SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { MAX_OUTPUT_TOKENS, MiB } from '../src/shared/limits.js';
-import type { ProviderConfig, ProviderKind } from '../src/shared/provider-config.js';
+import { providerConfigFor, type ProviderConfig, type ProviderKind } from '../src/shared/provider-config.js';
 import { parseAnthropicMessagesResponse } from '../src/worker/providers/anthropic-messages.js';
 import { parseOpenAiChatResponse } from '../src/worker/providers/openai-chat.js';
 import { callProvider, ProviderError, type TypedInferenceRequest } from '../src/worker/providers/provider-call.js';
@@ -46,8 +46,8 @@ describe('providers against the synthetic endpoint', () => {
 
   before(async () => {
     endpoint = await startSyntheticEndpoint();
-    openai = { kind: 'openai', baseUrl: endpoint.url, model: 'gpt-test', apiKey: KEY };
-    anthropic = { kind: 'anthropic', baseUrl: endpoint.origin, model: 'claude-test', apiKey: KEY };
+    openai = providerConfigFor({ kind: 'openai', baseUrl: endpoint.url, model: 'gpt-test', apiKey: KEY });
+    anthropic = providerConfigFor({ kind: 'anthropic', baseUrl: endpoint.origin, model: 'claude-test', apiKey: KEY });
   });
   after(async () => {
     await endpoint.close();
@@ -55,13 +55,14 @@ describe('providers against the synthetic endpoint', () => {
 
   const last = () => endpoint.requests[endpoint.requests.length - 1]!;
 
-  it('OpenAI-compatible: exact body (model, messages, max_tokens 4096, no tools) and bearer header', async () => {
+  it('OpenAI-compatible: exact body (model, messages, max_tokens 4096, no tools), bearer and user agent headers', async () => {
     const typed = request('Say hello.', 'openai', ['Project guidance from AGENTS.md:\nbe brief']);
     const response = await callProvider(openai, typed, timeout());
     const seen = last();
     assert.equal(seen.path, '/v1/chat/completions');
     assert.equal(seen.headers.authorization, `Bearer ${KEY}`);
     assert.match(String(seen.headers['content-type']), /^application\/json/);
+    assert.match(String(seen.headers['user-agent']), /^symbi-mcp\/\d+\.\d+\.\d+/);
     assert.deepEqual(seen.body, {
       model: 'gpt-test',
       messages: typed.conversation,
@@ -71,7 +72,8 @@ describe('providers against the synthetic endpoint', () => {
     assert.deepEqual(response, {
       content: DEFAULT_ANSWER,
       tool_calls: [],
-      finish_reason: 'stop',
+      finish_reason: 'complete',
+      provider_finish_reason: 'stop',
       usage: { input_tokens: response.usage!.input_tokens, output_tokens: response.usage!.output_tokens },
       model: 'gpt-test',
     });
@@ -81,7 +83,7 @@ describe('providers against the synthetic endpoint', () => {
   });
 
   it('OpenRouter uses the same wire format', async () => {
-    const config: ProviderConfig = { ...openai, kind: 'openrouter' };
+    const config: ProviderConfig = providerConfigFor({ ...openai, kind: 'openrouter' });
     const response = await callProvider(config, request('hi [[echo]]', 'openrouter'), timeout());
     assert.equal(response.content, 'hi [[echo]]');
     assert.equal(last().path, '/v1/chat/completions');
@@ -110,7 +112,9 @@ describe('providers against the synthetic endpoint', () => {
       ],
     });
     assert.equal(response.content, 'Tell me. [[echo]]');
-    assert.equal(response.finish_reason, 'end_turn');
+    assert.equal(response.finish_reason, 'complete');
+    assert.equal(response.provider_finish_reason, 'end_turn');
+    assert.match(String(seen.headers['user-agent']), /^symbi-mcp\//);
     assert.equal(response.model, 'claude-test');
   });
 
@@ -122,19 +126,24 @@ describe('providers against the synthetic endpoint', () => {
   it('tool calls are returned, not acted on (OpenAI and Anthropic)', async () => {
     const fromOpenAi = await callProvider(openai, request('[[tool-call]]'), timeout());
     assert.equal(fromOpenAi.tool_calls.length, 1);
-    assert.equal(fromOpenAi.finish_reason, 'tool_calls');
+    assert.equal(fromOpenAi.finish_reason, 'tool_use');
+    assert.equal(fromOpenAi.provider_finish_reason, 'tool_calls');
     assert.equal(fromOpenAi.content, '');
     const fromAnthropic = await callProvider(anthropic, request('[[tool-call]]', 'anthropic'), timeout());
     assert.equal(fromAnthropic.tool_calls.length, 1);
     assert.equal((fromAnthropic.tool_calls[0] as { type: string }).type, 'tool_use');
   });
 
-  it('HTTP 500 is an http failure with the status and a short excerpt', async () => {
+  it('HTTP 500 is an http failure with the status, the URL and our words, never the body text', async () => {
     const error = await failure(callProvider(openai, request('[[http500]]'), timeout()));
     assert.equal(error.kind, 'http');
     assert.equal(error.status, 500);
-    assert.match(error.message, /HTTP 500/);
-    assert.match(error.message, /synthetic internal server error/);
+    assert.match(error.message, /HTTP 500 from POST http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions/);
+    assert.match(error.message, /internal error \(type server_error\)/);
+    assert.ok(!error.message.includes('synthetic internal server error'));
+    // The provider's words are kept apart, for standard error only.
+    assert.match(error.details.providerMessage ?? '', /synthetic internal server error/);
+    assert.match(error.details.body?.sha256 ?? '', /^[0-9a-f]{64}$/);
   });
 
   it('malformed JSON with status 200 is a malformed failure that quotes no body text', async () => {
@@ -279,28 +288,31 @@ describe('provider failures outside the synthetic modes', () => {
 
   it('an error body that echoes the key never carries it into the message', async () => {
     for (const kind of ['openai', 'anthropic'] as const) {
-      const config: ProviderConfig = { kind, baseUrl: `${base}/echo-key`, model: 'm', apiKey: KEY };
+      const config: ProviderConfig = providerConfigFor({ kind, baseUrl: `${base}/echo-key`, model: 'm', apiKey: KEY });
       const error = await failure(callProvider(config, request('hi', kind), timeout()));
       assert.equal(error.kind, 'http');
       assert.equal(error.status, 401);
-      assert.match(error.message, /\[redacted\]/);
+      assert.match(error.message, kind === 'openai' ? /the key in OPENAI_API_KEY was refused/ : /the key in ANTHROPIC_API_KEY was refused/);
+      assert.ok(!error.message.includes(KEY));
+      assert.match(error.details.providerMessage ?? '', /\[redacted\]/);
+      assert.ok(!(error.details.providerMessage ?? '').includes(KEY));
     }
   });
 
   it('a declared length over the cap is refused before reading', async () => {
-    const config: ProviderConfig = { kind: 'openai', baseUrl: `${base}/declared-huge`, model: 'm', apiKey: KEY };
+    const config: ProviderConfig = providerConfigFor({ kind: 'openai', baseUrl: `${base}/declared-huge`, model: 'm', apiKey: KEY });
     assert.equal((await failure(callProvider(config, request('hi'), timeout()))).kind, 'oversize');
   });
 
   it('redirects are not followed', async () => {
-    const config: ProviderConfig = { kind: 'openai', baseUrl: `${base}/redirect`, model: 'm', apiKey: KEY };
+    const config: ProviderConfig = providerConfigFor({ kind: 'openai', baseUrl: `${base}/redirect`, model: 'm', apiKey: KEY });
     const error = await failure(callProvider(config, request('hi'), timeout()));
     assert.equal(error.kind, 'http');
     assert.equal(error.status, 307);
   });
 
   it('JSON that is not a completion is malformed', async () => {
-    const config: ProviderConfig = { kind: 'openai', baseUrl: `${base}/list`, model: 'm', apiKey: KEY };
+    const config: ProviderConfig = providerConfigFor({ kind: 'openai', baseUrl: `${base}/list`, model: 'm', apiKey: KEY });
     assert.equal((await failure(callProvider(config, request('hi'), timeout()))).kind, 'malformed');
   });
 
@@ -309,14 +321,14 @@ describe('provider failures outside the synthetic modes', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const config: ProviderConfig = { kind: 'openai', baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm', apiKey: KEY };
+    const config: ProviderConfig = providerConfigFor({ kind: 'openai', baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm', apiKey: KEY });
     const error = await failure(callProvider(config, request('hi'), timeout()));
     assert.equal(error.kind, 'network');
     assert.match(error.message, new RegExp(`127\\.0\\.0\\.1:${port}`));
   });
 
   it('a key that cannot travel in a header is refused without quoting it', async () => {
-    const config: ProviderConfig = { kind: 'openai', baseUrl: `${base}/v1`, model: 'm', apiKey: `${KEY}\r\nX: y` };
+    const config: ProviderConfig = providerConfigFor({ kind: 'openai', baseUrl: `${base}/v1`, model: 'm', apiKey: `${KEY}\r\nX: y` });
     const error = await failure(callProvider(config, request('hi'), timeout()));
     assert.ok(!error.message.includes('SENTINEL'));
   });
@@ -325,12 +337,15 @@ describe('provider failures outside the synthetic modes', () => {
 describe('response parsing', () => {
   it('OpenAI: refusal text, content parts, legacy function_call, missing fields', () => {
     const refusal = parseOpenAiChatResponse({ choices: [{ message: { content: null, refusal: 'I cannot.' }, finish_reason: 'stop' }] });
-    assert.equal(refusal.content, 'I cannot.');
+    assert.equal(refusal.content, '');
+    assert.equal(refusal.finish_reason, 'refused');
     assert.equal(refusal.usage, null);
     assert.equal(refusal.model, null);
     const parts = parseOpenAiChatResponse({ choices: [{ message: { content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] } }] });
     assert.equal(parts.content, 'ab');
-    assert.equal(parts.finish_reason, 'unknown');
+    // A missing finish reason (a local server) counts as complete.
+    assert.equal(parts.finish_reason, 'complete');
+    assert.equal(parts.provider_finish_reason, null);
     const legacy = parseOpenAiChatResponse({ choices: [{ message: { content: null, function_call: { name: 'f', arguments: '{}' } } }] });
     assert.equal(legacy.tool_calls.length, 1);
     for (const bad of [null, [], {}, { choices: [] }, { choices: [{}] }, { choices: [{ message: {} }] }, { choices: [{ message: { content: 5 } }] }, { choices: [{ message: { content: 'x', tool_calls: {} } }] }]) {
@@ -354,8 +369,12 @@ describe('response parsing', () => {
     assert.equal(parsed.content, 'one two');
     assert.equal(parsed.tool_calls.length, 1);
     assert.deepEqual(parsed.usage, { input_tokens: 3, output_tokens: 4 });
-    for (const bad of [null, { type: 'error', error: { type: 'overloaded_error' } }, { content: 'text' }, { content: [{ text: 'no type' }] }, { content: [{ type: 'text' }] }]) {
+    for (const bad of [null, { content: 'text' }, { content: [{ text: 'no type' }] }, { content: [{ type: 'text' }] }]) {
       assert.throws(() => parseAnthropicMessagesResponse(bad), (error: unknown) => error instanceof ProviderError && error.kind === 'malformed');
     }
+    assert.throws(
+      () => parseAnthropicMessagesResponse({ type: 'error', error: { type: 'overloaded_error', message: 'words' } }),
+      (error: unknown) => error instanceof ProviderError && error.kind === 'provider' && /overloaded_error/.test(error.message) && !error.message.includes('words'),
+    );
   });
 });

@@ -1,3 +1,4 @@
+import { providerConfigFor } from '../src/shared/provider-config.js';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
@@ -46,7 +47,7 @@ describe('synthetic endpoint as a process', () => {
 
   it('holds by default until released over the control API, and reports stats', async () => {
     const pending = callProvider(
-      { kind: 'openai', baseUrl: url, model: 'm', apiKey: '' },
+      providerConfigFor({ kind: 'openai', baseUrl: url, model: 'm', apiKey: '' }),
       { conversation: [{ role: 'user', content: 'hi' }], options: { provider: 'openai', model: 'm', max_tokens: 4096 } },
       AbortSignal.timeout(20_000),
     );
@@ -69,7 +70,7 @@ describe('synthetic endpoint as a process', () => {
 
   it('a directive overrides the default mode', async () => {
     const response = await callProvider(
-      { kind: 'openai', baseUrl: url, model: 'm', apiKey: '' },
+      providerConfigFor({ kind: 'openai', baseUrl: url, model: 'm', apiKey: '' }),
       { conversation: [{ role: 'user', content: 'hello [[echo]]' }], options: { provider: 'openai', model: 'm', max_tokens: 4096 } },
       AbortSignal.timeout(20_000),
     );

@@ -18,9 +18,10 @@ const ANSWER = 'over TLS';
 function runCall(baseUrl: string, extraEnv: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const script = `
     import { callProvider } from ${JSON.stringify(path.join(repoRoot, 'src', 'worker', 'providers', 'provider-call.ts'))};
+    import { providerConfigFor } from ${JSON.stringify(path.join(repoRoot, 'src', 'shared', 'provider-config.ts'))};
     try {
       const response = await callProvider(
-        { kind: 'openai', baseUrl: ${JSON.stringify(baseUrl)}, model: 'm', apiKey: 'tls-test-key' },
+        providerConfigFor({ kind: 'openai', baseUrl: ${JSON.stringify(baseUrl)}, model: 'm', apiKey: 'tls-test-key' }),
         { conversation: [{ role: 'user', content: 'hi' }], options: { provider: 'openai', model: 'm', max_tokens: 16 } },
         AbortSignal.timeout(10_000),
       );
@@ -85,7 +86,7 @@ describe('an HTTPS provider', () => {
     const outcome = JSON.parse(result.stdout) as { ok: boolean; kind: string; message: string };
     assert.equal(outcome.ok, false);
     assert.equal(outcome.kind, 'network');
-    assert.match(outcome.message, /could not reach the provider at https:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions: .*certificate/i);
+    assert.match(outcome.message, /could not reach the provider at POST https:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions: .*certificate/i);
     assert.equal(requests, before, 'no request reached the server');
   });
 });

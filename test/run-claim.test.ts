@@ -1,3 +1,4 @@
+import { providerConfigFor } from '../src/shared/provider-config.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -56,7 +57,7 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
     resources = {
       project: pinned,
       policySet: loadPolicySet([]),
-      provider: { kind: 'openai', baseUrl: endpoint.url, model: 'synthetic', apiKey: 'claim-test' },
+      provider: providerConfigFor({ kind: 'openai', baseUrl: endpoint.url, model: 'synthetic', apiKey: 'claim-test' }),
       signingKey,
     };
   });

@@ -1,3 +1,4 @@
+import type { FinishReason } from './finish-reasons.js';
 import type { ProviderKind } from './provider-config.js';
 
 // The typed request and response that the journal hashes (as canonical JSON) and the providers translate.
@@ -21,7 +22,10 @@ export interface TypedInferenceResponse {
   content: string;
   /** Tool calls the model proposed, as the provider sent them; the caller withholds any response that has one. */
   tool_calls: unknown[];
-  finish_reason: string;
+  /** The provider-neutral finish reason (see finish-reasons.ts); only `complete` is ever released. */
+  finish_reason: FinishReason;
+  /** The provider's own finish value when it is a short identifier, else null. */
+  provider_finish_reason: string | null;
   usage: TypedInferenceUsage | null;
   model: string | null;
 }

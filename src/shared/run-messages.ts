@@ -71,9 +71,21 @@ export interface AuditReference {
 /** When the terminal record became durable: epoch milliseconds with sub-millisecond precision (comparable across threads). */
 export type DurableAt = number;
 
+/**
+ * `providerNotes`: the provider's own error messages (capped, keys redacted), for standard error only;
+ * they never reach the MCP result or the journal.
+ */
 export type InvokeOutcome =
-  | { ok: true; text: string; audit: AuditReference; terminalDurableAt: DurableAt }
-  | { ok: false; message: string; audit?: AuditReference; terminalDurable: boolean; terminalDurableAt?: DurableAt; cancelled: boolean };
+  | { ok: true; text: string; audit: AuditReference; terminalDurableAt: DurableAt; providerNotes?: string[] }
+  | {
+      ok: false;
+      message: string;
+      audit?: AuditReference;
+      terminalDurable: boolean;
+      terminalDurableAt?: DurableAt;
+      cancelled: boolean;
+      providerNotes?: string[];
+    };
 
 /**
  * Worker -> supervisor, on the pool's own channel (piscina's `message` event):

@@ -4,7 +4,8 @@ import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../sh
 import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
 import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
-import { MAX_OUTPUT_TOKENS, TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
+import { explainFinish } from '../shared/finish-reasons.js';
+import { TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
 import { authorizeRespond, type RespondRequest } from '../shared/policy/respond-authorization.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
@@ -12,7 +13,8 @@ import type { ProviderConfig } from '../shared/provider-config.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
 import { RUN_MODE, RUN_SURFACE, startedEvent } from '../shared/run-records.js';
 import { buildConversation } from './conversation.js';
-import { callProvider, type TypedInferenceRequest, type TypedInferenceResponse } from './providers/provider-call.js';
+import { AttemptsFailed, failedAttemptFinish, inferWithRetries } from './inference-attempts.js';
+import type { ProviderError, TypedInferenceRequest, TypedInferenceResponse } from './providers/provider-call.js';
 import { listenForCancellation, pollCancellations } from './run-cancellation.js';
 
 export interface WorkerResources {
@@ -66,6 +68,10 @@ export async function performInvocation(
   let writer: JournalWriter | undefined;
   let audit: AuditReference | undefined;
   let callId: string | undefined;
+  // A failed attempt's finish, held until the next record (a retry's request, or the terminal) shares its sync.
+  let failedFinish: Record<string, unknown> | undefined;
+  // The provider's own error words: standard error only, never the result or the journal.
+  const providerNotes: string[] = [];
   let startedRecorded = false;
   let finishRecorded = false;
   let terminalWritten = false;
@@ -87,6 +93,7 @@ export async function performInvocation(
     audit = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
     notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
     // The deadline covers the whole invocation after the journal opens.
+    const deadlineAt = performance.now() + definition.timeoutMs;
     delay(runSettled.signal, definition.timeoutMs).then(
       () => deadline.abort(new Error('deadline')),
       () => undefined,
@@ -94,7 +101,7 @@ export async function performInvocation(
 
     const typedRequest: TypedInferenceRequest = {
       conversation: buildConversation(task),
-      options: { provider: resources.provider.kind, model: resources.provider.model, max_tokens: MAX_OUTPUT_TOKENS },
+      options: { provider: resources.provider.kind, model: resources.provider.model, max_tokens: resources.provider.maxOutputTokens },
     };
     const requestDigest = canonicalHash(typedRequest);
     if (requestDigest.bytes > TYPED_REQUEST_MAX_BYTES) {
@@ -104,8 +111,7 @@ export async function performInvocation(
     // Started and DirectInferenceRequested share one write and one sync: the
     // protocol needs the request record durable before the request leaves, and
     // Started before it in the chain.
-    const requestCallId = randomUUID();
-    const requested = {
+    const requested = (requestCallId: string): Record<string, unknown> => ({
       DirectInferenceRequested: {
         call_id: requestCallId,
         operation: RUN_SURFACE,
@@ -116,8 +122,9 @@ export async function performInvocation(
         recipient: definition.principal,
         recipient_definition_hash: definition.sourceHash,
       },
-    };
-    await writer.appendAll([started, requested]);
+    });
+    const requestCallId = randomUUID();
+    await writer.appendAll([started, requested(requestCallId)]);
     startedRecorded = true;
     callId = requestCallId;
     progress('journal_opened');
@@ -126,10 +133,24 @@ export async function performInvocation(
 
     let response: TypedInferenceResponse;
     try {
-      response = await callProvider(resources.provider, typedRequest, stopSignal);
+      response = await inferWithRetries(resources.provider, typedRequest, stopSignal, () => deadlineAt - performance.now(), {
+        attemptFailed: (failure: ProviderError) => {
+          failedFinish = failedAttemptFinish(callId as string, failure);
+        },
+        // Each retry is its own provider call: its request record is durable before it is sent,
+        // in the same sync as the failed attempt's finish.
+        beforeRetry: async () => {
+          const retryCallId = randomUUID();
+          await writer!.appendAll([failedFinish as Record<string, unknown>, requested(retryCallId)]);
+          failedFinish = undefined;
+          callId = retryCallId;
+          throwIfStopped();
+        },
+      }, providerNotes);
     } catch (err) {
       if (stopSignal.aborted) throw new RunStopped(stopReason());
-      throw new RunStopped(`provider request failed: ${(err as Error).message}`);
+      if (err instanceof AttemptsFailed) throw new RunStopped(err.message);
+      throw err;
     }
     const responseDigest = canonicalHash(response);
     if (responseDigest.bytes > TYPED_RESPONSE_MAX_BYTES) {
@@ -145,6 +166,7 @@ export async function performInvocation(
           response_hash: responseDigest.hash,
           response_bytes: responseDigest.bytes,
           finish_reason: response.finish_reason,
+          provider_finish_reason: response.provider_finish_reason,
           usage: response.usage,
         },
       },
@@ -157,6 +179,10 @@ export async function performInvocation(
       throw new RunStopped(
         `the model proposed ${response.tool_calls.length} tool call(s); this route runs no tools, so the response was withheld`,
       );
+    }
+    // Only a finished answer is released; a cut, refused, filtered or failed one is withheld whole.
+    if (response.finish_reason !== 'complete') {
+      throw new RunStopped(`${explainFinish(response.finish_reason, response.provider_finish_reason)}; the response was withheld`);
     }
 
     const contentBytes = Buffer.byteLength(response.content, 'utf8');
@@ -177,7 +203,13 @@ export async function performInvocation(
           declaration_hash: definition.declarationHash,
           capabilities: definition.capabilities,
         },
-        response: { content: response.content, sha256: contentHash, bytes: contentBytes, finish_reason: response.finish_reason },
+        response: {
+          content: response.content,
+          sha256: contentHash,
+          bytes: contentBytes,
+          finish_reason: response.finish_reason,
+          provider_finish_reason: response.provider_finish_reason ?? '',
+        },
       },
     };
     const decision = authorizeRespond(resources.policySet, respondRequest);
@@ -205,9 +237,9 @@ export async function performInvocation(
     const terminalDurableAt = epochNow();
     progress('policy_evaluated');
     if (failure !== undefined) {
-      return { ok: false, message: failure, audit, terminalDurable: true, terminalDurableAt, cancelled: cancellation.reason() !== undefined };
+      return { ok: false, message: failure, audit, terminalDurable: true, terminalDurableAt, cancelled: cancellation.reason() !== undefined, providerNotes };
     }
-    return { ok: true, text: response.content, audit, terminalDurableAt };
+    return { ok: true, text: response.content, audit, terminalDurableAt, providerNotes };
   } catch (err) {
     const message = describeFailure(err);
     let terminalDurable = false;
@@ -219,7 +251,7 @@ export async function performInvocation(
       const preceding: Record<string, unknown>[] = [
         ...(startedRecorded ? [] : [started]),
         ...(callId !== undefined && !finishRecorded
-          ? [{ DirectInferenceFinished: { call_id: callId, reason, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } }]
+          ? [failedFinish ?? { DirectInferenceFinished: { call_id: callId, reason, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } }]
           : []),
       ];
       terminalDurable = await writer.appendTerminal(reason, preceding).then(
@@ -227,7 +259,7 @@ export async function performInvocation(
         () => (preceding.length > 0 ? writer!.appendTerminal(reason).then(() => true, () => false) : false),
       );
     }
-    const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined };
+    const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined, providerNotes };
     if (terminalDurable) result.terminalDurableAt = epochNow();
     // A journal whose first records never became durable was removed by its writer: the run has no reference.
     if (audit !== undefined && writer?.journalRemoved !== true) result.audit = audit;

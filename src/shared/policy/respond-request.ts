@@ -17,7 +17,10 @@ export interface RespondResponseContext {
   content: string;
   sha256: string;
   bytes: number;
+  /** The provider-neutral finish reason (finish-reasons.ts); only "complete" reaches Cedar today. */
   finish_reason: string;
+  /** The provider's own value ("stop", "end_turn", ...), or "" when it gave none. */
+  provider_finish_reason: string;
 }
 
 export interface RespondRequest {
@@ -97,6 +100,7 @@ export function cedarResponse(response: RespondResponseContext): Record<string, 
     sha256: text(response.sha256, 'context.response.sha256'),
     bytes,
     finish_reason: text(response.finish_reason, 'context.response.finish_reason'),
+    provider_finish_reason: text(response.provider_finish_reason, 'context.response.provider_finish_reason'),
   };
 }
 

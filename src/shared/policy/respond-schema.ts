@@ -34,7 +34,8 @@ action respond appliesTo {
       content: String,        // exactly the text that would be returned
       sha256: String,
       bytes: Long,
-      finish_reason: String,
+      finish_reason: String,          // "complete": only a finished answer is ever judged and released
+      provider_finish_reason: String, // the provider's own value: "stop", "end_turn", "stop_sequence", or ""
     },
   },
 };

@@ -142,6 +142,8 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
           cancel_to_terminal_ms: Number(Math.max(0, durableAt - (performance.timeOrigin + cancelAt)).toFixed(1)),
         });
       }
+      // The provider's own error words (capped, keys redacted) are for the operator only.
+      for (const note of outcome.providerNotes ?? []) session.log.warn('provider said', { run_id: runId, detail: note });
       session.log.info('run ended', {
         run_id: runId,
         agent: definition.declaredName,

@@ -1,10 +1,14 @@
+import { normalizeFinish, type FinishReason } from '../../shared/finish-reasons.js';
 import type { ProviderConfig } from '../../shared/provider-config.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared/inference-types.js';
+import { explainHttpStatus } from './http-failure-explanations.js';
 import { ProviderError } from './provider-error.js';
 import { postJson } from './provider-http.js';
+import { reportedError, type AnswerContext } from './reported-error.js';
 import { isRecord, optionalString, tokenCount } from './response-fields.js';
 
 // Anthropic Messages API: the system text travels in `system`, the user messages in `messages`.
+// https://platform.claude.com/docs/en/api/messages
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 
@@ -41,9 +45,9 @@ function malformed(detail: string): ProviderError {
 }
 
 /** Translates a Messages JSON answer into the typed response; tool-use blocks become tool calls. */
-export function parseAnthropicMessagesResponse(json: unknown): TypedInferenceResponse {
+export function parseAnthropicMessagesResponse(json: unknown, context: AnswerContext = {}): TypedInferenceResponse {
   if (!isRecord(json)) throw malformed('the body is not a JSON object');
-  if (json.type === 'error') throw malformed('the body is an error object');
+  if (json.type === 'error') throw reportedError(json, 'in the answer', context);
   if (!Array.isArray(json.content)) throw malformed('content is missing or not an array');
 
   let text = '';
@@ -63,10 +67,13 @@ export function parseAnthropicMessagesResponse(json: unknown): TypedInferenceRes
   const usage = isRecord(json.usage)
     ? { input_tokens: tokenCount(json.usage.input_tokens), output_tokens: tokenCount(json.usage.output_tokens) }
     : null;
+  const normalized = normalizeFinish('anthropic-messages', json.stop_reason);
+  const finish: FinishReason = toolCalls.length > 0 ? 'tool_use' : normalized.finish;
   return {
     content: text,
     tool_calls: toolCalls,
-    finish_reason: optionalString(json.stop_reason) ?? 'unknown',
+    finish_reason: finish,
+    provider_finish_reason: normalized.providerValue,
     usage,
     model: optionalString(json.model),
   };
@@ -77,14 +84,17 @@ export async function callAnthropicMessages(
   request: TypedInferenceRequest,
   signal: AbortSignal,
 ): Promise<TypedInferenceResponse> {
-  const json = await postJson(
+  const url = `${config.baseUrl}/v1/messages`;
+  const answer = await postJson(
     {
-      url: `${config.baseUrl}/v1/messages`,
+      url,
       headers: anthropicMessagesHeaders(config),
       body: anthropicMessagesBody(request),
       secret: config.apiKey,
+      proxy: config.proxy,
+      explainStatus: (status) => explainHttpStatus(status, config),
     },
     signal,
   );
-  return parseAnthropicMessagesResponse(json);
+  return parseAnthropicMessagesResponse(answer.json, { url, requestId: answer.requestId, secret: config.apiKey });
 }

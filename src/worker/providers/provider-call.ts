@@ -1,3 +1,4 @@
+import { MAX_OUTPUT_TOKENS } from '../../shared/limits.js';
 import type { ProviderConfig } from '../../shared/provider-config.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared/inference-types.js';
 import { callAnthropicMessages } from './anthropic-messages.js';
@@ -9,7 +10,7 @@ export { ProviderError, type ProviderErrorKind } from './provider-error.js';
 
 /**
  * Sends one typed request to the configured provider and returns its typed response.
- * No retries. Aborting `signal` closes the HTTP connection and rejects with kind 'aborted'.
+ * One attempt (inference-attempts.ts retries). Aborting `signal` closes the HTTP connection and rejects with kind 'aborted'.
  * Every failure is a ProviderError whose message never contains the API key.
  */
 export async function callProvider(
@@ -22,6 +23,11 @@ export async function callProvider(
       `the typed request names provider ${request.options.provider} but the configured provider is ${config.kind}`,
       'malformed',
     );
+  }
+  // The specification caps the output at 4,096 tokens; configuration can only lower it.
+  const limit = request.options.max_tokens;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_OUTPUT_TOKENS) {
+    throw new ProviderError(`the typed request asks for ${limit} output tokens; the limit is 1 to ${MAX_OUTPUT_TOKENS}`, 'malformed');
   }
   // Validated at configuration time too; checked again so the HTTP client never sees a key it would refuse.
   if (config.apiKey !== '' && !/^[\x21-\x7e]+$/.test(config.apiKey)) {

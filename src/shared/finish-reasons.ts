@@ -1,0 +1,94 @@
+// Why a model stopped, in one provider-neutral vocabulary, mapped from each wire format's own
+// values in one table. Only `complete` is ever released to the MCP caller: every other value is a
+// tool error saying what happened, and no model text leaves.
+//
+// Sources (checked 2026-11-30):
+// - OpenAI Chat Completions, `choices[].finish_reason`: stop, length, content_filter, tool_calls,
+//   function_call (deprecated); a refusal arrives as `message.refusal` (content null) or as a
+//   content part of type "refusal" with finish_reason "stop".
+//   https://platform.openai.com/docs/api-reference/chat/object
+// - OpenRouter (same wire format): finish_reason "error" with a choice-level `error` object when the
+//   model failed mid-generation; https://openrouter.ai/docs/api-reference/errors and /docs/responses.
+// - Anthropic Messages, `stop_reason`: end_turn, stop_sequence, max_tokens, tool_use, pause_turn,
+//   refusal, model_context_window_exceeded.
+//   https://platform.claude.com/docs/en/build-with-claude/handling-stop-reasons
+//
+// A local OpenAI-compatible server (Ollama, vLLM, LM Studio) may leave finish_reason out or null; that
+// answer is treated as complete, since those servers report an unfinished answer as "length".
+
+export type FinishReason = 'complete' | 'truncated' | 'refused' | 'filtered' | 'tool_use' | 'error' | 'unknown';
+
+export const FINISH_REASONS: readonly FinishReason[] = ['complete', 'truncated', 'refused', 'filtered', 'tool_use', 'error', 'unknown'];
+
+export type WireFormat = 'openai-chat' | 'anthropic-messages';
+
+interface FinishRow {
+  wire: WireFormat;
+  /** The provider's value; null stands for a missing or null field. */
+  raw: string | null;
+  finish: FinishReason;
+  /** Our own words for the tool error, never the provider's. */
+  explanation: string;
+}
+
+const CUT_AT_OUTPUT_LIMIT = 'the answer was cut off at the output token limit';
+
+export const FINISH_TABLE: readonly FinishRow[] = [
+  { wire: 'openai-chat', raw: 'stop', finish: 'complete', explanation: 'the model finished its answer' },
+  { wire: 'openai-chat', raw: null, finish: 'complete', explanation: 'the server gave no finish reason (a local server); treated as finished' },
+  { wire: 'openai-chat', raw: 'length', finish: 'truncated', explanation: `${CUT_AT_OUTPUT_LIMIT} (a reasoning model may have spent it all on thinking)` },
+  { wire: 'openai-chat', raw: 'content_filter', finish: 'filtered', explanation: "the provider's content filter withheld or cut the answer" },
+  { wire: 'openai-chat', raw: 'tool_calls', finish: 'tool_use', explanation: 'the model proposed a tool call' },
+  { wire: 'openai-chat', raw: 'function_call', finish: 'tool_use', explanation: 'the model proposed a function call' },
+  { wire: 'openai-chat', raw: 'error', finish: 'error', explanation: 'the provider reported an error while generating the answer' },
+  { wire: 'anthropic-messages', raw: 'end_turn', finish: 'complete', explanation: 'the model finished its answer' },
+  { wire: 'anthropic-messages', raw: 'stop_sequence', finish: 'complete', explanation: 'the model reached a stop sequence' },
+  { wire: 'anthropic-messages', raw: 'max_tokens', finish: 'truncated', explanation: CUT_AT_OUTPUT_LIMIT },
+  { wire: 'anthropic-messages', raw: 'model_context_window_exceeded', finish: 'truncated', explanation: "the answer was cut off at the model's context window" },
+  { wire: 'anthropic-messages', raw: 'pause_turn', finish: 'truncated', explanation: 'the provider paused the turn before the answer was finished' },
+  { wire: 'anthropic-messages', raw: 'refusal', finish: 'refused', explanation: 'the model refused to answer' },
+  { wire: 'anthropic-messages', raw: 'tool_use', finish: 'tool_use', explanation: 'the model proposed a tool call' },
+];
+
+const SHORT_IDENTIFIER = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+
+/**
+ * The value when it is a short identifier (letters, digits, `_ . : -`, at most 64 characters), else
+ * null. Provider-supplied values reach the journal and the caller only through this filter, so no
+ * free text (a model's words, an echoed prompt) can ride along.
+ */
+export function shortIdentifier(value: unknown): string | null {
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  return typeof value === 'string' && SHORT_IDENTIFIER.test(value) ? value : null;
+}
+
+export interface NormalizedFinish {
+  finish: FinishReason;
+  /** The provider's own value when it is a short identifier; null when missing or not one. */
+  providerValue: string | null;
+}
+
+/** Maps a provider's finish value to the vocabulary; anything the table does not name is `unknown`. */
+export function normalizeFinish(wire: WireFormat, raw: unknown): NormalizedFinish {
+  const providerValue = shortIdentifier(raw);
+  const missing = raw === undefined || raw === null;
+  const row = missing || providerValue !== null ? FINISH_TABLE.find((r) => r.wire === wire && r.raw === providerValue) : undefined;
+  return { finish: row?.finish ?? 'unknown', providerValue };
+}
+
+const GENERAL_EXPLANATION: Record<FinishReason, string> = {
+  complete: 'the model finished its answer',
+  truncated: 'the answer was cut off before it was finished',
+  refused: 'the model refused to answer',
+  filtered: "the provider's content filter withheld or cut the answer",
+  tool_use: 'the model proposed a tool call',
+  error: 'the provider reported an error while generating the answer',
+  unknown: 'the provider gave no finish reason this server recognises, and only a finished answer is released',
+};
+
+/** Our one-line account of a recorded finish, for the tool error and the terminal record. */
+export function explainFinish(finish: FinishReason, providerValue: string | null): string {
+  const row = FINISH_TABLE.find((r) => r.finish === finish && r.raw !== null && r.raw === providerValue);
+  const explanation = row?.explanation ?? GENERAL_EXPLANATION[finish];
+  return providerValue === null ? explanation : `${explanation} (provider finish reason "${providerValue}")`;
+}

@@ -1,0 +1,84 @@
+import { delay } from 'abort-controller-x';
+import type { ProviderConfig } from '../shared/provider-config.js';
+import { callProvider, ProviderError, type TypedInferenceRequest, type TypedInferenceResponse } from './providers/provider-call.js';
+import { decideRetry, MAX_RETRIES, otherTokenLimitParameter } from './providers/retry-policy.js';
+
+// The provider call of one run, tried again on a transient failure (retry-policy.ts says which and
+// when). Each attempt is its own provider call in the journal: the run's journal code is told when an
+// attempt failed (so that attempt's finish can be recorded) and asked to make the next attempt's
+// request record durable before it is sent. A successful first attempt costs one function call more
+// than calling the provider directly.
+
+export interface AttemptJournal {
+  /** An attempt failed; its finish record is to be written before anything that follows it. */
+  attemptFailed(failure: ProviderError): void;
+  /** After the wait: record the failed attempt's finish and the next attempt's request, durably. */
+  beforeRetry(): Promise<void>;
+}
+
+/** The last attempt's failure, with what the caller should be told about the attempts. */
+export class AttemptsFailed extends Error {
+  constructor(
+    readonly failure: ProviderError,
+    readonly attempts: number,
+    why: string | undefined,
+  ) {
+    const tries = attempts > 1 ? ` (after ${attempts} attempts)` : '';
+    super(`provider request failed${tries}: ${failure.message}${why === undefined ? '' : `; ${why}`}`);
+  }
+}
+
+/** A failed attempt's finish record: our description and the failure's identifiers, never the provider's words. */
+export function failedAttemptFinish(callId: string, failure: ProviderError): Record<string, unknown> {
+  return {
+    DirectInferenceFinished: {
+      call_id: callId,
+      reason: { Error: { message: failure.message } },
+      response_hash: null,
+      response_bytes: 0,
+      finish_reason: null,
+      usage: null,
+      error: failure.journalFields(),
+    },
+  };
+}
+
+export async function inferWithRetries(
+  configured: ProviderConfig,
+  request: TypedInferenceRequest,
+  signal: AbortSignal,
+  msLeft: () => number,
+  journal: AttemptJournal,
+  /** The provider's own error messages, for standard error only. */
+  operatorNotes: string[],
+): Promise<TypedInferenceResponse> {
+  let config = configured;
+  let limitSwitched = false;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await callProvider(config, request, signal);
+    } catch (error) {
+      // A stop (cancel or deadline) is the run's to describe; the attempt's finish is recorded with it.
+      if (signal.aborted || !(error instanceof ProviderError)) throw error;
+      journal.attemptFailed(error);
+      if (error.details.providerMessage !== undefined) {
+        operatorNotes.push(`attempt ${attempt}${error.status === undefined ? '' : ` HTTP ${error.status}`}: ${error.details.providerMessage}`);
+      }
+      const otherLimit = config.kind === 'anthropic' || limitSwitched ? undefined : otherTokenLimitParameter(error, config.tokenLimitParameter);
+      if (otherLimit !== undefined && attempt - 1 < MAX_RETRIES) {
+        operatorNotes.push(
+          `the provider refused ${config.tokenLimitParameter}; retrying with ${otherLimit} (set SYMBI_TOKEN_LIMIT_PARAMETER=${otherLimit} to skip the refused call)`,
+        );
+        config = { ...config, tokenLimitParameter: otherLimit };
+        limitSwitched = true;
+        await journal.beforeRetry();
+        continue;
+      }
+      const decision = decideRetry(error, attempt - 1, msLeft());
+      if (!decision.retry) throw new AttemptsFailed(error, attempt, decision.why);
+      // A cancel or the deadline during the wait ends it at once (delay rejects on abort).
+      await delay(signal, decision.waitMs);
+      await journal.beforeRetry();
+    }
+  }
+}
