@@ -196,12 +196,13 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
 
   // The effect column: a response received and recorded is `result_recorded` (exit 0 even though the
   // text is withheld); a call that ended in an error is `unknown` and needs reconciliation (exit 2).
-  for (const [label, prompt, pattern, effect] of [
-    ['a Cedar forbid on the response content', 'tell me [[secret]]', /Cedar policy denied/, 'result_recorded'],
-    ['a proposed tool call', 'use a tool [[tool-call]]', /tool call/, 'result_recorded'],
-    ['an oversize answer', 'big [[oversize]]', /4194304|limit|too large|oversize/i, 'unknown'],
-    ['an HTTP 500', 'fail [[http500]]', /500/, 'unknown'],
-    ['malformed JSON', 'garble [[malformed]]', /malformed|JSON/i, 'unknown'],
+  // A 500 is retried twice, each attempt its own provider call.
+  for (const [label, prompt, pattern, effect, calls] of [
+    ['a Cedar forbid on the response content', 'tell me [[secret]]', /Cedar policy denied/, 'result_recorded', 1],
+    ['a proposed tool call', 'use a tool [[tool-call]]', /tool call/, 'result_recorded', 1],
+    ['an oversize answer', 'big [[oversize]]', /4194304|limit|too large|oversize/i, 'unknown', 1],
+    ['an HTTP 500', 'fail [[http500]]', /500/, 'unknown', 3],
+    ['malformed JSON', 'garble [[malformed]]', /malformed|JSON/i, 'unknown', 1],
   ] as const) {
     it(`withholds the text for ${label} and ends the journal with an Error`, async () => {
       const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt } });
@@ -216,7 +217,7 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
       const { status, report } = inspect(ref.audit.path, ref.audit.run_id, ref.audit.public_key);
       assert.equal(status, effect === 'unknown' ? 2 : 0, JSON.stringify(report));
       assert.equal(report.journal_complete, true);
-      assert.deepEqual((report.effects as { outcome: string }[]).map((e) => e.outcome), [effect]);
+      assert.deepEqual((report.effects as { outcome: string }[]).map((e) => e.outcome), Array(calls).fill(effect));
     });
   }
 
