@@ -49,6 +49,7 @@ describe('symbi mcp project tools over stdio', () => {
     assert.match(stderr, /AGENTS\.md: \d+ bytes, generated section 15 characters/);
     assert.match(stderr, /policy: /);
     assert.match(stderr, /audit public key \(record it to verify journals\): [0-9a-f]{64}/);
+    assert.match(stderr, /provider: none usable: no model provider is configured \(set OPENAI_API_KEY/);
     assert.ok(!stderr.includes('Answer briefly'), 'guidance text is not logged');
   });
 

@@ -1,4 +1,5 @@
 import { projectFilesUnavailable } from '../shared/descriptor-access-check.js';
+import { describeProvider, type ProviderSelection } from '../shared/provider-config.js';
 import type { OperatorLog } from './operator-log.js';
 import type { StartupSnapshot } from './startup-snapshot.js';
 
@@ -79,4 +80,10 @@ export function writeStartupSummary(snapshot: StartupSnapshot, log: OperatorLog)
   } else {
     log.warn(`audit storage unusable: ${snapshot.audit.reason}; invoke_agent will refuse, the file tools keep working`, { event: 'startup.audit' });
   }
+}
+
+/** Which model provider invoke_agent will call (wire format, URL, model, proxy), or why it will refuse. Never the key. */
+export function writeProviderSummary(provider: ProviderSelection, log: OperatorLog): void {
+  if (provider.ok) log.info(`provider: ${describeProvider(provider.config)}`, { event: 'startup.provider' });
+  else log.warn(`provider: none usable: ${provider.message}; invoke_agent will refuse, the file tools keep working`, { event: 'startup.provider' });
 }

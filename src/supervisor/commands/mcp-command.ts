@@ -5,7 +5,7 @@ import { SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
 import { PinnedDirectory } from '../../shared/pinned-directory.js';
 import { createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
 import { takeStartupSnapshot } from '../startup-snapshot.js';
-import { writeStartupSummary } from '../startup-summary.js';
+import { writeProviderSummary, writeStartupSummary } from '../startup-summary.js';
 import { startMcpSession } from '../mcp-session.js';
 import type { SessionContext } from '../session-context.js';
 import { createInvocationRuntime } from '../invocation-runtime.js';
@@ -87,6 +87,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     if (summaryWritten) return;
     summaryWritten = true;
     writeStartupSummary(snapshot, log);
+    writeProviderSummary(runtime.session.provider, log);
     log.info('serving MCP on standard input/output');
   };
   const session = await startMcpSession(context, undefined, {
