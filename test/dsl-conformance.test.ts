@@ -181,6 +181,12 @@ const accepted: { [construct: string]: Accepted[] } = {
     { text: '# hash comment\n// slash comment\nmetadata { version: "1" }' },
     { text: 'function f() { if a { 1 } else { 2 } == 3; if b { x } else { y }.z = 1; if c { 1 } else { 2 }; g(if d { 1 } else { 2 }) }' },
   ],
+  // tree-sitter tries `Name` as a value with `{` as the block, and `Name { ... }` as a type literal; a block never starts with `name:`.
+  'a type literal in an `if`, `for` or `match` head': [
+    { text: 'function f() { if x == Point { x: 1 } { g(); } }' },
+    { text: 'function f() { for p in Pair { a: 1 b: 2 }.items() { g(p); } }' },
+    { text: 'function f() { match Key { "k": 1 } { _ => 1 } if go { g(); } if ok {} }' },
+  ],
 };
 
 /** Texts Symbiont's grammar rejects (and this parser accepted before), with where the error is. */
@@ -242,6 +248,7 @@ const rejected: { [construct: string]: [text: string, line: number, column: numb
     ['agent a { with secret = vault://x { } }', 1, 25],
     ['agent a { with t = 1_000s { } }', 1, 27],
   ],
+  'a type literal in a head with no block after it': [['function f() { if ready { x: 1 } }', 1, 34]],
   'lexical errors': [
     ['metadata { a = "unterminated }', 1, 16],
     ['metadata { a = "a\\\nb" }', 1, 16],

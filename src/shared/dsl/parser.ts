@@ -88,7 +88,7 @@ class Parser {
   private readonly braceDepth: number[];
   private pos = 0;
   private depth = 0;
-  /** In an `if`, `for` or `match` head, `Name {` opens the block, not a type literal. */
+  /** In an `if`, `for` or `match` head, `Name {` opens the block unless a field follows (see startsTypeLiteral). */
   private inCondition = false;
   /** An `if` read as a statement that turned out to start an expression (see ifStatementOrExpression). */
   private pendingPrimary: Expr | null = null;
@@ -891,7 +891,7 @@ class Parser {
   // Helpers shared by the rules
   // ---------------------------------------------------------------------
 
-  /** An `if`, `for` or `match` head: `Name {` there opens the block that follows. */
+  /** An `if`, `for` or `match` head: `Name {` there opens the block that follows, unless `name:` comes next. */
   private condition(): Expr {
     const outer = this.inCondition;
     this.inCondition = true;
@@ -913,15 +913,22 @@ class Parser {
     }
   }
 
+  /**
+   * `Name {` starts a type literal, except in an `if`, `for` or `match` head,
+   * where tree-sitter also tries `Name` as a value and `{` as the block: a
+   * block cannot start with `name:`, so there only `Name { name: ...` (or
+   * `"name": ...`) is a type literal.
+   */
   private startsTypeLiteral(): boolean {
     const t = this.token;
-    return !this.inCondition && t.kind === 'word' && isPunct(this.peek(1), '{') && !EXPRESSION_KEYWORDS.includes(t.text);
+    if (t.kind !== 'word' || EXPRESSION_KEYWORDS.includes(t.text) || !isPunct(this.peek(1), '{')) return false;
+    return !this.inCondition || this.recordAhead(1);
   }
 
-  /** After `{`: `}` or `name:` / `"name":` means a record rather than a block. */
-  private recordAhead(): boolean {
-    const first = this.peek(1);
-    return (first.kind === 'word' || first.kind === 'string') && isPunct(this.peek(2), ':');
+  /** After the `{` at `offset` tokens ahead: `name:` or `"name":` means a record rather than a block. */
+  private recordAhead(offset = 0): boolean {
+    const first = this.peek(offset + 1);
+    return (first.kind === 'word' || first.kind === 'string') && isPunct(this.peek(offset + 2), ':');
   }
 
   /** The operator at the current token, consumed, when it is one of `operators`. */
