@@ -182,6 +182,9 @@ const accepted: { [construct: string]: Accepted[] } = {
     { text: 'function f() { if a { 1 } else { 2 } == 3; if b { x } else { y }.z = 1; if c { 1 } else { 2 }; g(if d { 1 } else { 2 }) }' },
   ],
   // tree-sitter tries `Name` as a value with `{` as the block, and `Name { ... }` as a type literal; a block never starts with `name:`.
+  'ASCII white space, and a byte order mark at the start': [
+    { text: '\ufeffagent a {\u000b}\f\r\n\t', report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: [], policies: [], with: [], line: 1 }] } },
+  ],
   'a type literal in an `if`, `for` or `match` head': [
     { text: 'function f() { if x == Point { x: 1 } { g(); } }' },
     { text: 'function f() { for p in Pair { a: 1 b: 2 }.items() { g(p); } }' },
@@ -254,6 +257,13 @@ const rejected: { [construct: string]: [text: string, line: number, column: numb
     ['metadata { a = "a\\\nb" }', 1, 16],
     ['agent a { } /* block */', 1, 13],
     ['agent a€ { }', 1, 8],
+  ],
+  // tree-sitter's `\s` is ASCII white space; a byte order mark is skipped only at the start.
+  'white space that is not ASCII': [
+    ['agent\u00a0a { }', 1, 6],
+    ['agent a {\u3000}', 1, 10],
+    ['agent a {\u2028}', 1, 10],
+    ['agent a { }\ufeff', 1, 12],
   ],
 };
 
