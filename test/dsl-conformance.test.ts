@@ -185,6 +185,11 @@ const accepted: { [construct: string]: Accepted[] } = {
   'ASCII white space, and a byte order mark at the start': [
     { text: '\ufeffagent a {\u000b}\f\r\n\t', report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: [], policies: [], with: [], line: 1 }] } },
   ],
+  'keywords as names where the keyword cannot come': [
+    { text: 'function f() { let r = { if: 1, true: 2, return: 3 }; g(type: 1, agent = 2, in: 3); }' },
+    { text: 'function f(type: int, agent: String) { for in in xs { } policy.allow(); with = 1; }' },
+    { text: 'agent a { with policy = 1, function = 2 { } }\nchannel c { platform: policy data_classification { agent: allow } }' },
+  ],
   'a type literal in an `if`, `for` or `match` head': [
     { text: 'function f() { if x == Point { x: 1 } { g(); } }' },
     { text: 'function f() { for p in Pair { a: 1 b: 2 }.items() { g(p); } }' },
@@ -252,6 +257,13 @@ const rejected: { [construct: string]: [text: string, line: number, column: numb
     ['agent a { with t = 1_000s { } }', 1, 27],
   ],
   'a type literal in a head with no block after it': [['function f() { if ready { x: 1 } }', 1, 34]],
+  // tree-sitter reads a word as a keyword wherever that keyword may come: an argument may start with an expression, a block with a statement.
+  'expression and statement keywords as argument names or as keys where a block may start': [
+    ['function f() { g(if: 1); }', 1, 20],
+    ['function f() { g(true = 1); }', 1, 23],
+    ['function f(x: int) { match x { 1 => { if: 1 } } }', 1, 41],
+    ['function f() { if Point { return: 1 } { } }', 1, 33],
+  ],
   'lexical errors': [
     ['metadata { a = "unterminated }', 1, 16],
     ['metadata { a = "a\\\nb" }', 1, 16],

@@ -77,6 +77,8 @@ const ASSIGNMENT_OPERATORS = ['=', '+=', '-=', '*=', '/=', '%='];
 const CONTINUING_OPERATORS = ['||', '&&', '==', '!=', '<', '>', '<=', '>=', '+', '*', '/', '%', '.', ...ASSIGNMENT_OPERATORS];
 /** Words that are keywords wherever an expression may start. */
 const EXPRESSION_KEYWORDS = ['if', 'not', 'true', 'false'];
+/** Words that are keywords wherever a statement may start (so a block never starts `if:` and such). */
+const STATEMENT_KEYWORDS = ['let', 'for', 'match', 'try', 'return', ...EXPRESSION_KEYWORDS];
 const VALUE_EXPECTED = 'a value (a string, number, duration, `true`, `false` or a name)';
 
 type SyncPoint = (token: Token, next: Token, failed: Token) => boolean;
@@ -764,7 +766,9 @@ class Parser {
   private callExpression(callee: Expr): Expr {
     const args = this.freely(() =>
       this.commaSeparated('(', ')', 'call arguments', () => {
-        const named = this.token.kind === 'word' && (isPunct(this.peek(1), '=') || isPunct(this.peek(1), ':'));
+        // An argument may start with an expression, so `if`, `not`, `true` and `false` are keywords, never names.
+        const t = this.token;
+        const named = t.kind === 'word' && !EXPRESSION_KEYWORDS.includes(t.text) && (isPunct(this.peek(1), '=') || isPunct(this.peek(1), ':'));
         return named ? this.namedArgument() : { name: null, value: this.expression() };
       }),
     );
@@ -925,10 +929,15 @@ class Parser {
     return !this.inCondition || this.recordAhead(1);
   }
 
-  /** After the `{` at `offset` tokens ahead: `name:` or `"name":` means a record rather than a block. */
+  /**
+   * After the `{` at `offset` tokens ahead: `name:` or `"name":` means a record
+   * rather than a block. Where a block may start, a statement keyword is a
+   * keyword there too (`{ if: 1 }` is neither a record nor a block).
+   */
   private recordAhead(offset = 0): boolean {
     const first = this.peek(offset + 1);
-    return (first.kind === 'word' || first.kind === 'string') && isPunct(this.peek(offset + 2), ':');
+    const key = first.kind === 'string' || (first.kind === 'word' && !STATEMENT_KEYWORDS.includes(first.text));
+    return key && isPunct(this.peek(offset + 2), ':');
   }
 
   /** The operator at the current token, consumed, when it is one of `operators`. */
