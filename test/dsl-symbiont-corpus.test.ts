@@ -132,3 +132,22 @@ test('schedules and memory from the Rust test strings, with their defaults', () 
   const minimal = report('rust-test-strings/parser_tests/memory_minimal.symbi').memories[0]!;
   assert.deepEqual([minimal.path, minimal.retention_seconds, minimal.search], ['data/agents', 90 * 86_400, null]);
 });
+
+test('docs/inline-policies.md: a file-wide policy and an agent policy, each with its scope and rules', () => {
+  const r = report('docs/inline-policies/shared_and_writer.symbi');
+  assert.deepEqual(
+    r.policies.map((p) => [p.name, p.scope, p.rules.map((rule) => [rule.kind, rule.selector, rule.condition])]),
+    [
+      ['shared', 'file', [['deny', ['shell', 'delegate::untrusted'], null]]],
+      [
+        'files',
+        'agent writer',
+        [
+          ['allow', 'edit_file', 'invocation.arguments.path == "result.txt"'],
+          ['deny', 'edit_file', 'invocation.arguments.content == ""'],
+        ],
+      ],
+    ],
+  );
+  assert.deepEqual(r.with_blocks.map((b) => [b.agent, b.sandbox_tier, b.timeout, b.statements]), [['writer', 'docker', 20, 0]]);
+});
