@@ -176,6 +176,11 @@ const accepted: { [construct: string]: Accepted[] } = {
   'other accepted forms': [
     { text: 'agent a { capabilities: ["read", "write"] }', report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: ['read', 'write'], policies: [], with: [], line: 1 }] } },
     { text: 'agent a { capabilities = [read, "write"] }', report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: ['write'], policies: [], with: [], line: 1 }] } },
+    // extract_capabilities collects every `string` node under the array, in source order.
+    {
+      text: 'agent a { capabilities = [tool("x"), ["y"], { "k": "z", j: "v" }, read] }',
+      report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: ['x', 'y', 'k', 'z', 'v'], policies: [], with: [], line: 1 }] },
+    },
     { text: 'function f() { let d = [30s, 5m, 1w, 6months, 1y, 10.seconds, 1_000, 3.14]; let s = vault://a/b.c; }' },
     { text: 'function f() { let v = if a { 1 } else if b { 2 } else { 3 }; let g = x => x.y(z = 1, w: 2); }' },
     { text: '# hash comment\n// slash comment\nmetadata { version: "1" }' },

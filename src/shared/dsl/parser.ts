@@ -855,7 +855,8 @@ class Parser {
     this.advance();
     this.expectPunct(':', 'after the record field name (record fields are written `name: value`)');
     const value = this.expression();
-    return { key: key.kind === 'string' ? decodeString(key.text) : key.text, value, line: key.line, column: key.column };
+    const quotedKey = key.kind === 'string';
+    return { key: quotedKey ? decodeString(key.text) : key.text, quotedKey, value, line: key.line, column: key.column };
   }
 
   /** `name = value` or `name: value` inside a call. */
