@@ -151,3 +151,12 @@ test('docs/inline-policies.md: a file-wide policy and an agent policy, each with
   );
   assert.deepEqual(r.with_blocks.map((b) => [b.agent, b.sandbox_tier, b.timeout, b.statements]), [['writer', 'docker', 20, 0]]);
 });
+
+test("execution_settings.rs strings: each agent's with blocks, Tier1 read as docker, as resolve_execution_settings sees them", () => {
+  const two = report('rust-test-strings/execution_settings/selects_declared_agent.symbi');
+  assert.deepEqual(two.with_blocks.map((b) => [b.agent, b.sandbox_tier, b.timeout]), [['first', 'docker', 4], ['second', 'gvisor', 8]]);
+  const repeated = report('rust-test-strings/execution_settings/file_alias_repeated_blocks.symbi');
+  assert.deepEqual(repeated.metadata, { description: 'sandbox = firecracker' });
+  assert.deepEqual(repeated.with_blocks.map((b) => b.sandbox_tier), ['docker', 'docker']);
+  assert.match(report('rust-test-strings/execution_settings/malformed_02.symbi').extraction_errors[0]!.message, /^Invalid sandbox tier: "typo"/);
+});
