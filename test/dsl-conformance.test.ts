@@ -176,10 +176,29 @@ const accepted: { [construct: string]: Accepted[] } = {
   'other accepted forms': [
     { text: 'agent a { capabilities: ["read", "write"] }', report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: ['read', 'write'], policies: [], with: [], line: 1 }] } },
     { text: 'agent a { capabilities = [read, "write"] }', report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: ['write'], policies: [], with: [], line: 1 }] } },
+    // extract_capabilities collects every `string` node under the array, in source order.
+    {
+      text: 'agent a { capabilities = [tool("x"), ["y"], { "k": "z", j: "v" }, read] }',
+      report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: ['x', 'y', 'k', 'z', 'v'], policies: [], with: [], line: 1 }] },
+    },
     { text: 'function f() { let d = [30s, 5m, 1w, 6months, 1y, 10.seconds, 1_000, 3.14]; let s = vault://a/b.c; }' },
     { text: 'function f() { let v = if a { 1 } else if b { 2 } else { 3 }; let g = x => x.y(z = 1, w: 2); }' },
     { text: '# hash comment\n// slash comment\nmetadata { version: "1" }' },
     { text: 'function f() { if a { 1 } else { 2 } == 3; if b { x } else { y }.z = 1; if c { 1 } else { 2 }; g(if d { 1 } else { 2 }) }' },
+  ],
+  // tree-sitter tries `Name` as a value with `{` as the block, and `Name { ... }` as a type literal; a block never starts with `name:`.
+  'ASCII white space, and a byte order mark at the start': [
+    { text: '\ufeffagent a {\u000b}\f\r\n\t', report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: [], policies: [], with: [], line: 1 }] } },
+  ],
+  'keywords as names where the keyword cannot come': [
+    { text: 'function f() { let r = { if: 1, true: 2, return: 3 }; g(type: 1, agent = 2, in: 3); }' },
+    { text: 'function f(type: int, agent: String) { for in in xs { } policy.allow(); with = 1; }' },
+    { text: 'agent a { with policy = 1, function = 2 { } }\nchannel c { platform: policy data_classification { agent: allow } }' },
+  ],
+  'a type literal in an `if`, `for` or `match` head': [
+    { text: 'function f() { if x == Point { x: 1 } { g(); } }' },
+    { text: 'function f() { for p in Pair { a: 1 b: 2 }.items() { g(p); } }' },
+    { text: 'function f() { match Key { "k": 1 } { _ => 1 } if go { g(); } if ok {} }' },
   ],
 };
 
@@ -242,11 +261,26 @@ const rejected: { [construct: string]: [text: string, line: number, column: numb
     ['agent a { with secret = vault://x { } }', 1, 25],
     ['agent a { with t = 1_000s { } }', 1, 27],
   ],
+  'a type literal in a head with no block after it': [['function f() { if ready { x: 1 } }', 1, 34]],
+  // tree-sitter reads a word as a keyword wherever that keyword may come: an argument may start with an expression, a block with a statement.
+  'expression and statement keywords as argument names or as keys where a block may start': [
+    ['function f() { g(if: 1); }', 1, 20],
+    ['function f() { g(true = 1); }', 1, 23],
+    ['function f(x: int) { match x { 1 => { if: 1 } } }', 1, 41],
+    ['function f() { if Point { return: 1 } { } }', 1, 33],
+  ],
   'lexical errors': [
     ['metadata { a = "unterminated }', 1, 16],
     ['metadata { a = "a\\\nb" }', 1, 16],
     ['agent a { } /* block */', 1, 13],
     ['agent a€ { }', 1, 8],
+  ],
+  // tree-sitter's `\s` is ASCII white space; a byte order mark is skipped only at the start.
+  'white space that is not ASCII': [
+    ['agent\u00a0a { }', 1, 6],
+    ['agent a {\u3000}', 1, 10],
+    ['agent a {\u2028}', 1, 10],
+    ['agent a { }\ufeff', 1, 12],
   ],
 };
 

@@ -27,6 +27,8 @@ export interface Param extends Pos {
 
 export interface RecordField extends Pos {
   key: string;
+  /** The key was written as a string (`"name": value`). */
+  quotedKey: boolean;
   value: Expr;
 }
 

@@ -7,7 +7,10 @@ import type { Token, TokenKind } from './tokens.js';
 // `1_000s` a number followed by the word `s`. White space and comments (`//`
 // or `#` to the end of the line) separate tokens.
 
-const SPACE = /\s+/y;
+/** grammar.js's `/\s+/` as tree-sitter reads it: ASCII white space only (a no-break space is an error). */
+const SPACE = /[ \t\n\r\v\f]+/y;
+/** Unicode white space that JavaScript's `\s` would accept, named in the error. */
+const OTHER_SPACE = /\s/y;
 const COMMENT = /(?:\/\/|#)[^\n]*/y;
 const WORD = /[a-zA-Z_][a-zA-Z0-9_]*/y;
 /** `"(\\.|[^"\\])*"`: a backslash escapes any character but a line break. */
@@ -27,9 +30,10 @@ function matchAt(pattern: RegExp, src: string, pos: number): string | null {
 
 export function lex(src: string): Token[] {
   const tokens: Token[] = [];
-  let pos = 0;
+  // Like tree-sitter's lexer, skip a byte order mark at the very start (and only there).
+  let pos = src.startsWith('\uFEFF') ? 1 : 0;
   let line = 1;
-  let lineStart = 0;
+  let lineStart = pos;
 
   /** Moves past `text`, keeping count of the lines it spans. */
   const advance = (text: string): void => {
@@ -74,7 +78,10 @@ export function lex(src: string): Token[] {
       if (vault !== null) push('vault', vault);
       else if (word !== null) push('word', word);
       else if (punct !== null) push('punct', punct);
-      else {
+      else if (matchAt(OTHER_SPACE, src, pos) !== null) {
+        const code = src.charCodeAt(pos).toString(16).toUpperCase().padStart(4, '0');
+        push('invalid', src[pos]!, `unexpected character U+${code}, a space that is not ASCII; separate tokens with ASCII spaces, tabs or line breaks`);
+      } else {
         const char = String.fromCodePoint(src.codePointAt(pos)!);
         push('invalid', char, `unexpected character ${JSON.stringify(char)}; names are ASCII letters, digits and \`_\``);
       }

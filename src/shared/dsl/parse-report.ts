@@ -3,6 +3,7 @@ import type { AgentDecl, ChannelDecl, DslFile, Expr, MemoryDecl, PolicyDecl, Pro
 import { humantimeSeconds, timeoutSeconds, trimQuotes } from './durations.js';
 import { defineKey, exprToJson, typeToText, type JsonValue } from './json-values.js';
 import { parseDsl } from './parser.js';
+import { stringLiteralsIn } from './string-literals.js';
 import type { SyntaxDiagnostic } from './tokens.js';
 
 // The `parse_dsl` report: a JSON-able summary of a DSL file, shared by the
@@ -234,8 +235,7 @@ function reportAgent(agent: AgentDecl, report: ParseReport, src: string, problem
   for (const member of agent.members) {
     switch (member.kind) {
       case 'capabilities':
-        // Symbiont's extract_capabilities collects the string literals in the array.
-        collectStrings(member.value, out.capabilities);
+        out.capabilities.push(...stringLiteralsIn(member.value));
         break;
       case 'policy':
         out.policies.push(member.name);
@@ -407,9 +407,4 @@ function sourceText(expr: Expr, src: string): string {
 /** A literal as Symbiont extracts it: a string's text, or any other value's source text (`true`, `30s`, `slack`). */
 function literalText(expr: Expr, src: string): string {
   return expr.kind === 'string' ? expr.value : sourceText(expr, src);
-}
-
-function collectStrings(expr: Expr, out: string[]): void {
-  if (expr.kind === 'string') out.push(expr.value);
-  else if (expr.kind === 'array') for (const item of expr.items) collectStrings(item, out);
 }

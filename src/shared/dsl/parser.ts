@@ -77,6 +77,8 @@ const ASSIGNMENT_OPERATORS = ['=', '+=', '-=', '*=', '/=', '%='];
 const CONTINUING_OPERATORS = ['||', '&&', '==', '!=', '<', '>', '<=', '>=', '+', '*', '/', '%', '.', ...ASSIGNMENT_OPERATORS];
 /** Words that are keywords wherever an expression may start. */
 const EXPRESSION_KEYWORDS = ['if', 'not', 'true', 'false'];
+/** Words that are keywords wherever a statement may start (so a block never starts `if:` and such). */
+const STATEMENT_KEYWORDS = ['let', 'for', 'match', 'try', 'return', ...EXPRESSION_KEYWORDS];
 const VALUE_EXPECTED = 'a value (a string, number, duration, `true`, `false` or a name)';
 
 type SyncPoint = (token: Token, next: Token, failed: Token) => boolean;
@@ -88,7 +90,7 @@ class Parser {
   private readonly braceDepth: number[];
   private pos = 0;
   private depth = 0;
-  /** In an `if`, `for` or `match` head, `Name {` opens the block, not a type literal. */
+  /** In an `if`, `for` or `match` head, `Name {` opens the block unless a field follows (see startsTypeLiteral). */
   private inCondition = false;
   /** An `if` read as a statement that turned out to start an expression (see ifStatementOrExpression). */
   private pendingPrimary: Expr | null = null;
@@ -764,7 +766,9 @@ class Parser {
   private callExpression(callee: Expr): Expr {
     const args = this.freely(() =>
       this.commaSeparated('(', ')', 'call arguments', () => {
-        const named = this.token.kind === 'word' && (isPunct(this.peek(1), '=') || isPunct(this.peek(1), ':'));
+        // An argument may start with an expression, so `if`, `not`, `true` and `false` are keywords, never names.
+        const t = this.token;
+        const named = t.kind === 'word' && !EXPRESSION_KEYWORDS.includes(t.text) && (isPunct(this.peek(1), '=') || isPunct(this.peek(1), ':'));
         return named ? this.namedArgument() : { name: null, value: this.expression() };
       }),
     );
@@ -851,7 +855,8 @@ class Parser {
     this.advance();
     this.expectPunct(':', 'after the record field name (record fields are written `name: value`)');
     const value = this.expression();
-    return { key: key.kind === 'string' ? decodeString(key.text) : key.text, value, line: key.line, column: key.column };
+    const quotedKey = key.kind === 'string';
+    return { key: quotedKey ? decodeString(key.text) : key.text, quotedKey, value, line: key.line, column: key.column };
   }
 
   /** `name = value` or `name: value` inside a call. */
@@ -891,7 +896,7 @@ class Parser {
   // Helpers shared by the rules
   // ---------------------------------------------------------------------
 
-  /** An `if`, `for` or `match` head: `Name {` there opens the block that follows. */
+  /** An `if`, `for` or `match` head: `Name {` there opens the block that follows, unless `name:` comes next. */
   private condition(): Expr {
     const outer = this.inCondition;
     this.inCondition = true;
@@ -913,15 +918,27 @@ class Parser {
     }
   }
 
+  /**
+   * `Name {` starts a type literal, except in an `if`, `for` or `match` head,
+   * where tree-sitter also tries `Name` as a value and `{` as the block: a
+   * block cannot start with `name:`, so there only `Name { name: ...` (or
+   * `"name": ...`) is a type literal.
+   */
   private startsTypeLiteral(): boolean {
     const t = this.token;
-    return !this.inCondition && t.kind === 'word' && isPunct(this.peek(1), '{') && !EXPRESSION_KEYWORDS.includes(t.text);
+    if (t.kind !== 'word' || EXPRESSION_KEYWORDS.includes(t.text) || !isPunct(this.peek(1), '{')) return false;
+    return !this.inCondition || this.recordAhead(1);
   }
 
-  /** After `{`: `}` or `name:` / `"name":` means a record rather than a block. */
-  private recordAhead(): boolean {
-    const first = this.peek(1);
-    return (first.kind === 'word' || first.kind === 'string') && isPunct(this.peek(2), ':');
+  /**
+   * After the `{` at `offset` tokens ahead: `name:` or `"name":` means a record
+   * rather than a block. Where a block may start, a statement keyword is a
+   * keyword there too (`{ if: 1 }` is neither a record nor a block).
+   */
+  private recordAhead(offset = 0): boolean {
+    const first = this.peek(offset + 1);
+    const key = first.kind === 'string' || (first.kind === 'word' && !STATEMENT_KEYWORDS.includes(first.text));
+    return key && isPunct(this.peek(offset + 2), ':');
   }
 
   /** The operator at the current token, consumed, when it is one of `operators`. */
