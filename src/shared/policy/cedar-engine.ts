@@ -2,6 +2,7 @@
 // instantiates its wasm when first required, so every thread that uses this module
 // (the supervisor and each worker) pays that cost once.
 import { createRequire } from 'node:module';
+import { turnOffUnsafeJsToWasmInlining } from './wasm-call-inlining.js';
 
 type CedarModule = typeof import('@cedar-policy/cedar-wasm/nodejs');
 let loaded: CedarModule | undefined;
@@ -10,7 +11,11 @@ let loaded: CedarModule | undefined;
 // Cedar in the supervisor thread, and startup should not pay for the wasm.
 export const cedar: CedarModule = new Proxy({} as CedarModule, {
   get(_target, property) {
-    loaded ??= createRequire(import.meta.url)('@cedar-policy/cedar-wasm/nodejs') as CedarModule;
+    if (loaded === undefined) {
+      // Before any code can inline a call into Cedar's wasm (see wasm-call-inlining.ts).
+      turnOffUnsafeJsToWasmInlining();
+      loaded = createRequire(import.meta.url)('@cedar-policy/cedar-wasm/nodejs') as CedarModule;
+    }
     return loaded[property as keyof CedarModule];
   },
 });
