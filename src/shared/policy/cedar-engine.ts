@@ -3,6 +3,7 @@
 // (the supervisor and each worker) pays that cost once.
 import { createRequire } from 'node:module';
 import { turnOffUnsafeJsToWasmInlining } from './wasm-call-inlining.js';
+import { keepWasmInBaselineCompiler } from './wasm-tiering.js';
 
 type CedarModule = typeof import('@cedar-policy/cedar-wasm/nodejs');
 let loaded: CedarModule | undefined;
@@ -12,8 +13,9 @@ let loaded: CedarModule | undefined;
 export const cedar: CedarModule = new Proxy({} as CedarModule, {
   get(_target, property) {
     if (loaded === undefined) {
-      // Before any code can inline a call into Cedar's wasm (see wasm-call-inlining.ts).
+      // V8 flags that must be set before Cedar's wasm is compiled or called: see each module.
       turnOffUnsafeJsToWasmInlining();
+      keepWasmInBaselineCompiler();
       loaded = createRequire(import.meta.url)('@cedar-policy/cedar-wasm/nodejs') as CedarModule;
     }
     return loaded[property as keyof CedarModule];

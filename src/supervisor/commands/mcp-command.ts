@@ -79,9 +79,10 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs };
   const runtime = createInvocationRuntime(context);
   let shutdown: Shutdown | undefined;
-  // The summary (which parses every agent source) and the worker threads come
-  // once the client has completed the handshake, so its initialize is answered
-  // without waiting for them; a client that never initializes gets them shortly after.
+  // The summary (which parses every agent source) comes once the client has
+  // completed the handshake, so its initialize is answered without waiting for
+  // it; a client that never initializes gets it shortly after. The worker
+  // threads start with the first invocation (see invocation-runtime.ts).
   let summaryWritten = false;
   const summaryOnce = (): void => {
     if (summaryWritten) return;
