@@ -9,6 +9,7 @@ import { writeStartupSummary } from '../startup-summary.js';
 import { startMcpSession } from '../mcp-session.js';
 import type { SessionContext } from '../session-context.js';
 import { createInvocationRuntime } from '../invocation-runtime.js';
+import { preferSmallHeaps } from '../heap-footprint.js';
 import { installShutdown, type Shutdown } from '../shutdown.js';
 import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 
@@ -73,6 +74,7 @@ function keepConsoleOffStdout(): void {
 
 export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   keepConsoleOffStdout();
+  preferSmallHeaps();
   const project = pinProject(options.project);
   const log = createOperatorLog(options.logFormat);
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
