@@ -3,7 +3,7 @@
 // last, and prints one table: the machine, the date, and each figure beside its peer and its target.
 // The same table follows as markdown, ready to paste into the README.
 //
-// Usage: node --import tsx scripts/bench.ts [--only server,parse,journal,policy,invoke,stress-cancel]
+// Usage: node --import tsx scripts/bench.ts [--only server,parse,journal,policy,invoke,stress-cancel,soak]
 // The benchmark scripts' own progress output goes to standard error; the table goes to standard output.
 
 import { spawn, spawnSync } from 'node:child_process';
@@ -13,7 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-// stress-cancel at N = 500 takes the longest; nothing should come near this.
+// The 20,000-call soak takes the longest (2 to 4 minutes here); nothing should come near this.
 const CHILD_TIMEOUT_MS = 20 * 60_000;
 
 type Json = Record<string, unknown>;
@@ -161,6 +161,59 @@ const BENCHMARKS: Benchmark[] = [
       },
       { figure: 'stress-cancel: server peak RSS', measured: `${fmt(num(j, 'server_peak_rss_mb'))} MB`, peer: '', target: '< 300 MB', met: num(j, 'server_peak_rss_mb') < 300 },
     ],
+  },
+  {
+    name: 'soak',
+    script: 'soak.ts',
+    rows: (j) => {
+      const requested = num(j, 'calls_requested');
+      const completed = num(j, 'calls_completed');
+      const crashes = num(j, 'process_crashes');
+      return [
+        {
+          figure: `soak: mixed session at concurrency ${fmt(num(j, 'concurrency'))} (${num(j, 'calls_per_s')} calls/s), calls completed / process crashes`,
+          measured: `${completed.toLocaleString('en-US')} of ${requested.toLocaleString('en-US')} / ${crashes}`,
+          peer: '',
+          target: 'all / 0',
+          met: completed === requested && crashes === 0,
+        },
+        {
+          figure: 'soak: journals lost or failing (audit inspect)',
+          measured: `${fmt(num(j, 'journals_lost'))} of ${num(j, 'journals_expected').toLocaleString('en-US')}`,
+          peer: `complete ${num(j, 'journals_complete').toLocaleString('en-US')}; cancelled, needing reconciliation ${fmt(num(j, 'journals_needing_reconciliation'))}`,
+          target: '0',
+          met: num(j, 'journals_lost') === 0,
+        },
+        {
+          figure: 'RSS after startup and initialize, no invocation yet',
+          measured: `${fmt(num(j, 'idle_rss_mb'))} MB`,
+          peer: `bare SDK server: ${fmt(num(j, 'bare_idle_rss_mb'))} MB`,
+          target: `ratio <= 1.5 (is ${fmt(num(j, 'idle_ratio'))})`,
+          met: num(j, 'idle_ratio') <= 1.5,
+        },
+        {
+          figure: 'soak: server RSS start / peak / end',
+          measured: `${fmt(num(j, 'rss_start_mb'))} / ${fmt(num(j, 'rss_peak_mb'))} / ${fmt(num(j, 'rss_end_mb'))} MB`,
+          peer: '',
+          target: 'peak < 250 MB',
+          met: num(j, 'rss_peak_mb') < 250,
+        },
+        {
+          figure: `soak: RSS rise fitted from ${fmt(num(j, 'rss_trend_from_call'))} calls to the end`,
+          measured: `${fmt(num(j, 'rss_trend_mb'))} MB`,
+          peer: '',
+          target: 'no upward trend (< 16 MB)',
+          met: j['rss_flat'] === true,
+        },
+        {
+          figure: 'soak: open descriptors / threads, start -> end',
+          measured: `${fmt(num(j, 'fds_start'))} -> ${fmt(num(j, 'fds_end'))} / ${fmt(num(j, 'threads_start'))} -> ${fmt(num(j, 'threads_end'))}`,
+          peer: '',
+          target: 'flat',
+          met: j['fds_flat'] === true && j['threads_flat'] === true,
+        },
+      ];
+    },
   },
 ];
 

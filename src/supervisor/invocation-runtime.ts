@@ -9,13 +9,17 @@ import { finaliseUnstartedRun, loadJournalWriter } from './unstarted-run-finalis
 import type { InvokeAgentSession } from './tools/invoke-agent-tool.js';
 
 // Everything invoke_agent needs besides the MCP server: the provider chosen
-// from the environment at startup, the worker pool (started on first use), and
+// from the environment at startup, the worker pool (started by the first invocation), and
 // the run owner table that outlives any single MCP request.
 
 export interface InvocationRuntime {
   session: InvokeAgentSession;
   owners: RunOwnerTable;
-  /** Starts the worker threads, and loads what an early cancel needs, ahead of the first invocation (when a provider is configured). */
+  /**
+   * Loads what an early cancel needs ahead of the first invocation (when a provider is configured).
+   * The worker threads start with the first invocation instead: each holds its own V8 heap and
+   * Cedar instance (about 20 MB), which a session that never invokes an agent should not pay for.
+   */
   warmUp(): void;
   stopWorkers(): Promise<void>;
 }
@@ -67,9 +71,9 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
       signingKeyProblem: createSigningKeyGuard(context.project, context.auditStorage, snapshot.audit, log),
     },
     warmUp: () => {
-      // Nothing to start when every invocation will be refused anyway.
+      // Nothing to start when every invocation will be refused anyway. The
+      // worker threads themselves start with the first invocation (idle memory).
       if (!provider.ok || pinnedKey === undefined) return;
-      getPool();
       loadJournalWriter().catch(() => undefined);
     },
     stopWorkers: async () => {

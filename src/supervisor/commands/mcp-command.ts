@@ -9,6 +9,7 @@ import { writeProviderSummary, writeStartupSummary } from '../startup-summary.js
 import { startMcpSession } from '../mcp-session.js';
 import type { SessionContext } from '../session-context.js';
 import { createInvocationRuntime } from '../invocation-runtime.js';
+import { preferSmallHeaps } from '../heap-footprint.js';
 import { installShutdown, type Shutdown } from '../shutdown.js';
 import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 
@@ -73,15 +74,17 @@ function keepConsoleOffStdout(): void {
 
 export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   keepConsoleOffStdout();
+  preferSmallHeaps();
   const project = pinProject(options.project);
   const log = createOperatorLog(options.logFormat);
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
   const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs };
   const runtime = createInvocationRuntime(context);
   let shutdown: Shutdown | undefined;
-  // The summary (which parses every agent source) and the worker threads come
-  // once the client has completed the handshake, so its initialize is answered
-  // without waiting for them; a client that never initializes gets them shortly after.
+  // The summary (which parses every agent source) comes once the client has
+  // completed the handshake, so its initialize is answered without waiting for
+  // it; a client that never initializes gets it shortly after. The worker
+  // threads start with the first invocation (see invocation-runtime.ts).
   let summaryWritten = false;
   const summaryOnce = (): void => {
     if (summaryWritten) return;
