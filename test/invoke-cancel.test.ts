@@ -3,7 +3,6 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import {
   eventNames,
@@ -17,6 +16,7 @@ import {
   startServer,
   symbiBin,
   type RunningServer,
+  assertCompleteJournal,
 } from './support/invoke-harness.js';
 
 const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
@@ -38,19 +38,6 @@ function terminalOf(file: string): { reason: unknown } | undefined {
   return last?.Terminated as { reason: unknown } | undefined;
 }
 
-/**
- * A finished run's journal is complete. When the run had sent its provider
- * request and was cancelled before a result was recorded, that call is an
- * unknown effect, so the journal also needs reconciliation (exit 2), as
- * Symbiont's inspect reports it; otherwise it exits 0.
- */
-function assertCompleteJournal(file: string, key: string): number {
-  const { exitCode, report } = inspectJournal(file, path.basename(file, '.jsonl'), key);
-  assert.equal(report.journal_complete, true, `${file}: ${JSON.stringify(report)}`);
-  const unknown = report.effects.some((effect) => effect.outcome === 'unknown');
-  assert.equal(exitCode, unknown ? 2 : 0, `${file}: ${JSON.stringify(report)}`);
-  return exitCode;
-}
 
 describe('cancellation over stdio', () => {
   let endpoint: SyntheticEndpoint;

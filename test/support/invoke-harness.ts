@@ -3,9 +3,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
 import nacl from 'tweetnacl';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
 
 // Shared by the invoke and cancellation suites: a temporary project on disk and
 // a real `symbi mcp` child process driven over stdio by the SDK client.
@@ -136,4 +138,18 @@ export function textOf(result: unknown): string {
 export function projectPublicKey(project: string): string {
   const seed = fs.readFileSync(path.join(project, '.symbiont', 'governed', 'audit-signing.key'));
   return Buffer.from(nacl.sign.keyPair.fromSeed(new Uint8Array(seed)).publicKey).toString('hex');
+}
+
+/**
+ * A finished run's journal is complete. When the run had sent its provider
+ * request and no result was recorded (a cancel, an error, a lost thread), that
+ * call is an unknown effect, so the journal also needs reconciliation (exit 2),
+ * as Symbiont's inspect reports it; otherwise it exits 0. Returns the exit code.
+ */
+export function assertCompleteJournal(file: string, key: string): number {
+  const { exitCode, report } = inspectJournal(file, path.basename(file, '.jsonl'), key);
+  assert.equal(report.journal_complete, true, `${file}: ${JSON.stringify(report)}`);
+  const unknown = report.effects.some((effect) => effect.outcome === 'unknown');
+  assert.equal(exitCode, unknown ? 2 : 0, `${file}: ${JSON.stringify(report)}`);
+  return exitCode;
 }
