@@ -44,3 +44,6 @@ export const SCHEMAPIN_PINS_MAX_BYTES = 1 * MiB;
 
 // Syntax errors reported per DSL file; past it the parser stops and says so.
 export const DSL_MAX_ERRORS = 100;
+
+// Longest project-relative path a file tool accepts, in UTF-8 bytes (Linux PATH_MAX); longer is refused before any open.
+export const PROJECT_PATH_MAX_BYTES = 4096;

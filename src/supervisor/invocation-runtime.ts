@@ -38,6 +38,7 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
         {
           projectFd: snapshot.project.fd,
           projectPath: snapshot.project.path,
+          confinementRoute: context.project.route.name,
           policySet: snapshot.policy.set,
           provider: provider.config,
           signingKeySeed: pinnedKey.seed,

@@ -26,6 +26,11 @@ export function writeStartupSummary(snapshot: StartupSnapshot, log: OperatorLog)
     );
     return;
   }
+  const access = snapshot.projectAccess;
+  log.info(`project files: confinement route ${access.route.name} (${access.route.description}); ${access.why}`, {
+    event: 'startup.confinement_route',
+    route: access.route.name,
+  });
 
   const dir = snapshot.agentsDirectory;
   if (dir.problem) log.warn(dir.problem, { event: 'startup.agents_dir' });

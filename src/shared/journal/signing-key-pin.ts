@@ -58,7 +58,7 @@ export function signingKeyFileChange(project: PinnedDirectory, pinned: PinnedSig
     return `${shown}: its directory cannot be opened any more (${(err as Error).message}); ${RESTART}`;
   }
   try {
-    const now = readKeyFile(dirFd, shown);
+    const now = readKeyFile(project.route, dirFd, shown);
     if (now === undefined) return `${shown} was removed after startup; ${RESTART}`;
     now.seed.fill(0);
     const was = pinned.file;
