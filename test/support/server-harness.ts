@@ -48,7 +48,7 @@ export async function startServer(projectDir: string, extraArgs: string[] = []):
     command: process.execPath,
     args: [symbiBin, 'mcp', '--project', projectDir, ...extraArgs],
     stderr: 'pipe',
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir() },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir(), ...confinementRouteEnv() },
   });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
@@ -60,6 +60,12 @@ export async function startServer(projectDir: string, extraArgs: string[] = []):
     close: () => client.close(),
     call: async (name, args) => (await client.callTool({ name, arguments: args })) as CallToolResult,
   };
+}
+
+/** SYMBI_CONFINEMENT_ROUTE, when the suite runs under a forced route (test/confinement-routes.test.ts), for the servers it starts. */
+export function confinementRouteEnv(): Record<string, string> {
+  const route = process.env.SYMBI_CONFINEMENT_ROUTE;
+  return route ? { SYMBI_CONFINEMENT_ROUTE: route } : {};
 }
 
 export function resultText(result: CallToolResult): string {

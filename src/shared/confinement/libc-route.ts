@@ -79,7 +79,7 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
   if (typeof layout === 'string') throw new Error(layout);
   if (options.openat2 && platform !== 'linux') throw new Error('openat2 is a Linux system call');
   const flags = openFlags(platform, options.overrides);
-  if (flags.O_CLOEXEC === 0) throw new Error(`O_CLOEXEC is not known for ${platform}`);
+  if (flags.O_CLOEXEC === 0 && options.overrides?.O_CLOEXEC === undefined) throw new Error(`O_CLOEXEC is not known for ${platform}`);
   const nameOffset = options.overrides?.DIRENT_NAME_OFFSET ?? layout.direntNameOffset;
   const koffi = loadKoffi();
   const libc = koffi.load(null);

@@ -100,6 +100,7 @@ function runChecks(route: DescriptorRoute, root: string, rootFd: number): void {
   expectRefusal('a symlink as leaf is refused', 'symlink', () => project.readTextFile('a/b/leaf-link', 1024));
   expectRefusal('a symlink as directory is refused', 'symlink', () => project.readTextFile('a/dir-link/file.txt', 1024));
   expectRefusal('a symlinked directory is refused', 'symlink', () => project.openDirectory(['a', 'dir-link']));
+  expectRefusal('a file opened as a directory is refused', 'not_directory', () => project.openDirectory(['a', 'b', 'file.txt']));
   expectRefusal('a file used as a directory is refused', 'not_directory', () => project.readTextFile('a/b/file.txt/x', 1024));
   expectRefusal('a hardlinked file is refused', 'hardlinked', () => project.readTextFile('a/linked-too', 1024));
   expectRefusal('a directory as leaf is refused', 'not_regular', () => project.readTextFile('a/b', 1024));
