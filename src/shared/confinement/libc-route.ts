@@ -141,13 +141,14 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
             if (errno !== 0) throw errnoError(errno, 'readdir');
             return { names, truncated: false };
           }
+          // The record is valid only until the next readdir: copy the name out of it.
           const reclen = koffi.decode(entry, DIRENT_RECLEN_OFFSET, 'uint16_t') as number;
-          const raw = Buffer.from(koffi.decode(entry, nameOffset, 'uint8_t', Math.max(0, reclen - nameOffset)) as number[]);
-          const end = raw.indexOf(0);
-          const name = end < 0 ? raw : raw.subarray(0, end);
+          const record = new Uint8Array(koffi.view(entry, Math.max(reclen, nameOffset)));
+          const end = record.indexOf(0, nameOffset);
+          const name = record.subarray(nameOffset, end < 0 ? record.length : end);
           if ((name.length === 1 && name[0] === 0x2e) || (name.length === 2 && name[0] === 0x2e && name[1] === 0x2e)) continue;
           if (names.length >= max) return { names, truncated: true };
-          names.push(name);
+          names.push(Buffer.from(name));
         }
       } finally {
         closedir(dir);
