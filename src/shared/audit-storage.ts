@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import type { DescriptorRoute } from './confinement/descriptor-route.js';
 import type { PinnedDirectory } from './pinned-directory.js';
 import { openPrivateDirectory, UnsafeStorageError } from './private-directory.js';
-import { pinSigningKeyFile } from './journal/signing-key-file.js';
-import type { PinnedSigningKey } from './journal/signing-key-pin.js';
+import { pinSigningKeyFile } from './journal/signing-key-store.js';
+import type { PinnedSigningKey } from './journal/signing-key-change.js';
 import type { ProjectSigningKey } from './journal/signing-key.js';
 
 // The audit storage of one project: the private .symbiont/governed/ directory
@@ -15,7 +15,7 @@ import type { ProjectSigningKey } from './journal/signing-key.js';
 // cross a postMessage boundary. The key file is read once, at startup
 // (openAuditStorage); every run after that opens the directory with the
 // startup key (openRunAuditStorage), so replacing or deleting the file later
-// can never change the key a journal is signed with (signing-key-pin.ts).
+// can never change the key a journal is signed with (signing-key-change.ts).
 
 export { UnsafeStorageError };
 

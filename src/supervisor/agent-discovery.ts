@@ -35,6 +35,7 @@ export interface DiscoveryResult {
   retainedBytes: number;
 }
 
+/** The filename stem of an agent source (`foo` for foo.symbi or foo.dsl), or null for any other name. */
 export function sourceStem(name: string): string | null {
   for (const ext of SOURCE_EXTENSIONS) {
     if (name.endsWith(ext) && name.length > ext.length) return name.slice(0, -ext.length);
@@ -65,6 +66,7 @@ function listDirectory(route: DescriptorRoute, dirFd: number): ListedNames {
   return { names, undecodable, inspected: listed.names.length, truncated: listed.truncated };
 }
 
+/** Reads agents/*.symbi and *.dsl once, through the pinned directory, within the discovery limits. */
 export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult {
   const result: DiscoveryResult = {
     sources: [],

@@ -5,7 +5,7 @@ import { checkPrivateDirectory, UnsafeStorageError } from '../private-directory.
 import { GOVERNED_COMPONENTS, governedDisplayPath } from '../audit-storage.js';
 import { JOURNAL_FILE_SUFFIX } from './journal-format.js';
 import { inspectJournal, type InspectVerdict } from './journal-verifier.js';
-import { loadSigningKeyFile } from './signing-key-file.js';
+import { loadSigningKeyFile } from './signing-key-store.js';
 
 // Summarises the runs recorded in a project's .symbiont/governed/, verifying
 // each journal with the key found next to them. That key is only as

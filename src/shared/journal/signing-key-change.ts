@@ -3,7 +3,7 @@ import { ConfinementError, type PinnedDirectory } from '../pinned-directory.js';
 import { GOVERNED_COMPONENTS } from '../audit-storage.js';
 import { UnsafeStorageError } from '../private-directory.js';
 import type { ProjectSigningKey } from './signing-key.js';
-import { readKeyFile } from './signing-key-file.js';
+import { readKeyFile } from './signing-key-store.js';
 
 // The key announced at startup is the only key a `symbi mcp` process signs
 // with: it is read once, handed to the worker threads, and never read again

@@ -4,7 +4,7 @@ import type { DescriptorRoute } from '../confinement/descriptor-route.js';
 import { entryIdentityAt, fileFlags, hardLinkProblem } from '../pinned-directory.js';
 import { UnsafeStorageError } from '../private-directory.js';
 import { ED25519_SEED_BYTES, signingKeyFromSeed, type ProjectSigningKey } from './signing-key.js';
-import type { KeyFileIdentity, PinnedSigningKey } from './signing-key-pin.js';
+import type { KeyFileIdentity, PinnedSigningKey } from './signing-key-change.js';
 import { describeStorageFailure } from './storage-failure.js';
 
 // audit-signing.key holds the raw Ed25519 seed. Whoever can read it can forge
@@ -152,7 +152,7 @@ export function loadSigningKeyFile(
 /**
  * Startup only: loads (creating when absent) the key this process will sign
  * with for its whole life, with the file's identity so later changes to the
- * file can be noticed (signing-key-pin.ts). The caller owns `seed`.
+ * file can be noticed (signing-key-change.ts). The caller owns `seed`.
  */
 export function pinSigningKeyFile(route: DescriptorRoute, dirFd: number, shownDir: string): PinnedSigningKey {
   const shown = `${shownDir}/${SIGNING_KEY_FILE}`;
