@@ -1,6 +1,5 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,7 +9,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { DEFAULT_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { checkDescriptorAccess, platformLabel } from '../src/shared/descriptor-access-check.js';
 import { inspect, providerEnv } from './support/invoke-harness.js';
-import { makeProject, removeDir, resultText, symbiBin } from './support/server-harness.js';
+import { makeProject, namespaceSkip, removeDir, resultText, symbiBin } from './support/server-harness.js';
 
 // Project file confinement where /proc is missing or lies, made real: the
 // server runs in its own mount namespace with an empty tmpfs (or a forgery)
@@ -26,14 +25,6 @@ const PROJECT_FILES = {
 };
 const PLATFORM = platformLabel();
 const REFUSED = new RegExp(`project files are unavailable: project file confinement cannot be proven on this ${PLATFORM} system`);
-
-function namespaceSkip(): string | undefined {
-  if (process.platform !== 'linux') return 'needs Linux mount namespaces';
-  if (process.getuid?.() !== 0) return 'needs root to mount a tmpfs over /proc in a private mount namespace (run as root)';
-  const probe = spawnSync('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs none /proc && test ! -e /proc/self'], { encoding: 'utf8' });
-  if (probe.status !== 0) return `unshare -m with a tmpfs over /proc is not possible here: ${(probe.stderr || probe.error?.message || '').trim()}`;
-  return undefined;
-}
 
 interface Served {
   client: Client;

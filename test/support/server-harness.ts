@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -79,4 +80,13 @@ export async function waitForStderr(server: RunningServer, predicate: (text: str
     await new Promise((r) => setTimeout(r, 10));
   }
   return server.stderr();
+}
+
+/** Why a test cannot start processes in a private mount namespace with a tmpfs over /proc here, or undefined when it can. */
+export function namespaceSkip(): string | undefined {
+  if (process.platform !== 'linux') return 'needs Linux mount namespaces';
+  if (process.getuid?.() !== 0) return 'needs root to mount a tmpfs over /proc in a private mount namespace (run as root)';
+  const probe = spawnSync('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs none /proc && test ! -e /proc/self'], { encoding: 'utf8' });
+  if (probe.status !== 0) return `unshare -m with a tmpfs over /proc is not possible here: ${(probe.stderr || probe.error?.message || '').trim()}`;
+  return undefined;
 }
