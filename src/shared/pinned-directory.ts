@@ -36,6 +36,7 @@ export type ConfinementCode =
   /** Descriptor-relative access does not work on this system (descriptor-access-check.ts). */
   | 'unavailable';
 
+/** A refused project path or file: `code` says which rule, the message says it in one line for the user. */
 export class ConfinementError extends Error {
   constructor(
     readonly code: ConfinementCode,
@@ -116,6 +117,7 @@ export interface ConfinedText {
   stat: fs.Stats;
 }
 
+/** The project root, pinned by descriptor at startup, and the only way to reach its files. */
 export class PinnedDirectory {
   private constructor(
     /** Descriptor of the project root, kept open for the life of the process. */
