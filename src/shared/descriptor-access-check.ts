@@ -52,7 +52,8 @@ export function projectFilesUnavailable(reason: string): string {
 /** Builds the named route without proving it (worker threads use the route their supervisor proved). */
 export function routeByName(name: RouteName, overrides: Partial<Record<OverridableConstant, number>> = {}): DescriptorRoute {
   if (name === 'proc') return createProcRoute(openFlags(process.platform, overrides));
-  return createLibcRoute({ openat2: name === 'openat2', overrides });
+  if (name === 'libc' || name === 'openat2') return createLibcRoute({ openat2: name === 'openat2', overrides });
+  throw new Error(`${JSON.stringify(String(name)).slice(0, 40)} is not a confinement route; use one of ${ROUTE_NAMES.join(', ')}`);
 }
 
 /** Picks and proves the route for this process (see the top of this file); `env` may force one or, for tests, bend constants. */
