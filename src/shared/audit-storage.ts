@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { projectDirectoriesProblem } from './directory-ownership.js';
 import { procPath, type PinnedDirectory } from './pinned-directory.js';
 import { openPrivateDirectory, UnsafeStorageError } from './private-directory.js';
 import { pinSigningKeyFile } from './journal/signing-key-file.js';
@@ -41,11 +42,15 @@ export interface StartupAuditStorage extends AuditStorage {
 }
 
 /**
- * Startup (and the offline commands): creates (0700) or checks .symbiont/ and
+ * Startup (and the offline commands): checks the directories that hold the
+ * project (directory-ownership.ts), creates (0700) or checks .symbiont/ and
  * .symbiont/governed/, then loads or creates audit-signing.key. Throws
  * UnsafeStorageError before anything else is written when the storage is not private.
  */
 export function openAuditStorage(project: PinnedDirectory): StartupAuditStorage {
+  // Another user who can rename .symbiont/ away could swap in storage of their own (directory-ownership.ts).
+  const directoriesProblem = projectDirectoriesProblem(project);
+  if (directoriesProblem !== undefined) throw new UnsafeStorageError(`${governedDisplayPath(project)}: unsafe storage: ${directoriesProblem}`);
   const governedDirFd = openGovernedDirectory(project);
   const governedPath = governedDisplayPath(project);
   try {
