@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -129,6 +129,15 @@ describe('a project folder another user can change', () => {
     const fix = new RegExp(`${project} is writable by group ${team} \\(mode 2775\\), whose members include ${bob}; .*\\(fix: chmod g-w ${project}\\)`);
     assertRefusedNaming(outcome, fix);
     assert.equal(fs.existsSync(path.join(project, '.symbiont')), false, 'no storage was created in the shared root');
+
+    // The SchemaPin pin store lives there too: bob could erase every pin by renaming .symbiont/ away.
+    const pins = spawnSync('setpriv', ['--reuid', alice, '--regid', alice, '--init-groups', process.execPath, symbiBin, 'schemapin', 'pins', '--project', project], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base },
+    });
+    assert.notEqual(pins.status, 0);
+    assert.equal(pins.stdout, '');
+    assert.match(pins.stderr, new RegExp(`pin store refused: .*\\(fix: chmod g-w ${project}\\)`));
   });
 
   it('the same shared root denies all even with its policies in place', { skip: tools }, async () => {

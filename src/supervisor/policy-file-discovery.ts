@@ -76,7 +76,7 @@ function readPolicyDirectory(dirFd: number, prefix: string, out: PolicyFileInput
 export function collectPolicyFiles(project: PinnedDirectory): PolicyFileInput[] {
   const out: PolicyFileInput[] = [];
   const directoriesProblem = projectDirectoriesProblem(project);
-  if (directoriesProblem !== undefined) out.push({ path: `${project.displayPath}/`, refused: directoriesProblem });
+  if (directoriesProblem !== undefined) out.push({ path: 'project directories', refused: directoriesProblem });
   for (const components of [['policies'], ['policies', 'mcp-server']]) {
     const opened = openPolicyDirectory(project, components);
     if (opened === null) {
