@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { directoryWritersProblem } from '../src/shared/directory-ownership.js';
 import { providerEnv, symbiBin, textOf } from './support/invoke-harness.js';
 
 // A project folder another local user can change must never yield a permissive
@@ -172,5 +173,44 @@ describe('a project folder another user can change', () => {
     const outcome = await invoke(sticky);
     assert.equal(outcome.isError, false, `${outcome.text}\n${outcome.stderr}`);
     assert.equal(outcome.text, ANSWER);
+  });
+});
+
+describe('group members as the local account files list them', () => {
+  // A real directory's stat against account files written for the test: who
+  // counts as a member is what /etc/group lists plus whose primary group it is.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-accounts-'));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  function problemWith(passwd: string[], group: string[]): string | undefined {
+    const shared = path.join(dir, 'shared');
+    fs.mkdirSync(shared, { recursive: true });
+    fs.chmodSync(shared, 0o775);
+    const files = { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group') };
+    fs.writeFileSync(files.passwd, passwd.join('\n') + '\n');
+    fs.writeFileSync(files.group, group.join('\n') + '\n');
+    const stat = fs.statSync(shared);
+    return directoryWritersProblem(stat, shared, stat.uid, files);
+  }
+
+  const stat = fs.statSync(dir);
+  const me = `me:x:${stat.uid}:${stat.gid}::/:/bin/sh`;
+  const other = `other:x:${stat.uid + 1000}:${stat.gid}::/:/bin/sh`;
+
+  it('a group with no member but the owner is sound', () => {
+    assert.equal(problemWith([me], [`mine:x:${stat.gid}:`]), undefined);
+    assert.equal(problemWith([me], [`mine:x:${stat.gid}:me`]), undefined);
+  });
+
+  it('a user whose primary group it is counts as a member, though /etc/group lists nobody', () => {
+    assert.match(problemWith([me, other], [`mine:x:${stat.gid}:`]) ?? '', /writable by group mine \(mode 0775\), whose members include other; .*\(fix: chmod g-w /);
+  });
+
+  it('a listed member /etc/passwd does not know is another user', () => {
+    assert.match(problemWith([me], [`mine:x:${stat.gid}:me,ghost`]) ?? '', /whose members include ghost/);
+  });
+
+  it('a group /etc/group does not list cannot be proved safe', () => {
+    assert.match(problemWith([me], []) ?? '', new RegExp(`writable by group ${stat.gid} \\(mode 0775\\), which /etc/group does not list`));
   });
 });
