@@ -25,10 +25,10 @@ const STICKY = 0o1000;
 /** Why users other than `serverUid` and root can change this directory's entries, with the fix; undefined when none can. */
 export function directoryWritersProblem(stat: fs.Stats, shown: string, serverUid: number, accounts?: AccountFiles): string | undefined {
   const trusted = (uid: number | undefined) => uid === serverUid || uid === ROOT_UID;
-  const serverName = userNameOf(serverUid, accounts) ?? String(serverUid);
   const consequence = 'another user could rename policies/ or .symbiont/ beneath it';
   if (!trusted(stat.uid)) {
     const owner = userNameOf(stat.uid, accounts);
+    const serverName = userNameOf(serverUid, accounts) ?? String(serverUid);
     return `${shown} is owned by uid ${stat.uid}${owner ? ` (${owner})` : ''}, not by the server's user or root; ${consequence} (fix: chown ${serverName} ${shown}, or move the project)`;
   }
   if ((stat.mode & STICKY) !== 0) return undefined;
@@ -65,7 +65,14 @@ export function projectDirectoriesProblem(project: PinnedDirectory, accounts?: A
   for (let up = 1; ; up += 1) {
     const problem = directoryWritersProblem(stat, shown, serverUid, accounts);
     if (problem !== undefined) problems.push(problem);
-    const parent = fs.statSync(procPath(project.fd, Array(up).fill('..').join('/')));
+    let parent: fs.Stats;
+    try {
+      parent = fs.statSync(procPath(project.fd, Array(up).fill('..').join('/')));
+    } catch (err) {
+      // A directory that cannot be checked cannot be trusted.
+      problems.push(`${path.dirname(shown)} cannot be checked (${(err as NodeJS.ErrnoException).code ?? 'error'}); the directories holding the project must be searchable by the server's user`);
+      break;
+    }
     if (parent.dev === stat.dev && parent.ino === stat.ino) break; // "/" is its own parent
     stat = parent;
     shown = path.dirname(shown);
