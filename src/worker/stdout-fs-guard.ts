@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
+import tty from 'node:tty';
 
 // Keeps standard output out of reach of `fs` in a worker thread. Descriptors
 // are process-wide, so a worker that writes to descriptor 1, or opens
@@ -10,8 +11,9 @@ import { syncBuiltinESMExports } from 'node:module';
 // - Writes to descriptor 1 (or to descriptor 0 when it is the same file, as
 //   with a socket a client passes as both), whole-file writes to it by
 //   descriptor or by any path that names it (compared by device and inode,
-//   which catches every alias), go to `capture` instead: the worker-output
-//   channel that says them on standard error.
+//   which catches every alias, and /dev/tty when standard output is the
+//   terminal), go to `capture` instead: the worker-output channel that says
+//   them on standard error.
 // - Opening or reading it by path, copying to or from it, and closing
 //   descriptors 0 to 2 (whose numbers the next open would reuse) are refused
 //   with an EPERM error.
@@ -61,13 +63,17 @@ export function guardStandardOutputInFs(capture: CaptureWrite): void {
   const aliases = new Set([STDOUT_FD]);
   if (stdoutIdentity !== undefined && identityOf(fstatOrUndefined(STDIN_FD)) === stdoutIdentity) aliases.add(STDIN_FD);
   const statPath = fs.statSync;
+  const identities = new Set<string | undefined>([stdoutIdentity]);
+  // /dev/tty is another device node that reaches the same terminal.
+  if (tty.isatty(STDOUT_FD)) identities.add(identityOf(statPath('/dev/tty', { throwIfNoEntry: false })));
+  identities.delete(undefined);
 
   const isStdout = (target: unknown): boolean => {
     if (typeof target === 'number') return aliases.has(target);
     if (typeof target === 'object' && target !== null && 'fd' in target && typeof target.fd === 'number' && !(target instanceof URL)) return aliases.has(target.fd);
-    if (stdoutIdentity === undefined || !(typeof target === 'string' || Buffer.isBuffer(target) || target instanceof URL)) return false;
+    if (identities.size === 0 || !(typeof target === 'string' || Buffer.isBuffer(target) || target instanceof URL)) return false;
     try {
-      return identityOf(statPath(target, { throwIfNoEntry: false })) === stdoutIdentity;
+      return identities.has(identityOf(statPath(target, { throwIfNoEntry: false })));
     } catch {
       return false;
     }
