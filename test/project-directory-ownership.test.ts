@@ -48,6 +48,8 @@ interface Outcome {
 describe('a project folder another user can change', () => {
   let endpoint: SyntheticEndpoint;
   let base = '';
+  /** Why the test user cannot run this checkout's server (e.g. a clone under a 0700 /root), or false. */
+  let unreachable: string | false = false;
   const tag = randomBytes(3).toString('hex');
   const alice = `syma${tag}`;
   const bob = `symb${tag}`;
@@ -61,6 +63,8 @@ describe('a project folder another user can change', () => {
     for (const user of [alice, bob]) execFileSync('useradd', ['--no-create-home', '--user-group', '--shell', '/usr/sbin/nologin', user]);
     execFileSync('groupadd', [team]);
     for (const user of [alice, bob]) execFileSync('gpasswd', ['--add', user, team], { stdio: 'ignore' });
+    const probe = spawnSync('runuser', ['-u', alice, '--', process.execPath, symbiBin, '--version'], { encoding: 'utf8' });
+    if (probe.status !== 0) unreachable = `skipped: another user cannot run ${process.execPath} ${symbiBin} (${probe.stderr.trim().split('\n')[0]})`;
   });
 
   after(async () => {
@@ -121,7 +125,8 @@ describe('a project folder another user can change', () => {
     assert.match(storage, named);
   }
 
-  it('renaming policies/ away in a root shared with a second group member denies all and refuses the storage', { skip: tools }, async () => {
+  it('renaming policies/ away in a root shared with a second group member denies all and refuses the storage', { skip: tools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
     const project = makeProject('shared', FORBID_HELLO, 0o2775, { user: alice, group: team });
     execFileSync('runuser', ['-u', bob, '--', 'mv', path.join(project, 'policies'), path.join(project, 'policies-off')]);
     assert.equal(fs.existsSync(path.join(project, 'policies')), false, 'the second member could rename policies/');
@@ -141,13 +146,15 @@ describe('a project folder another user can change', () => {
     assert.match(pins.stderr, new RegExp(`pin store refused: .*\\(fix: chmod g-w ${project}\\)`));
   });
 
-  it('the same shared root denies all even with its policies in place', { skip: tools }, async () => {
+  it('the same shared root denies all even with its policies in place', { skip: tools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
     const project = makeProject('shared-intact', PERMIT, 0o2775, { user: alice, group: team });
     const outcome = await invoke(project, alice);
     assertRefusedNaming(outcome, new RegExp(`chmod g-w ${project}\\)`));
   });
 
-  it("a group-writable root whose group is the owner's private group (umask 002) is sound", { skip: tools }, async () => {
+  it("a group-writable root whose group is the owner's private group (umask 002) is sound", { skip: tools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
     const project = makeProject('private-group', PERMIT, 0o2775, { user: alice, group: alice });
     const outcome = await invoke(project, alice);
     assert.equal(outcome.isError, false, `${outcome.text}\n${outcome.stderr}`);
@@ -156,7 +163,8 @@ describe('a project folder another user can change', () => {
     assert.equal(fs.readdirSync(path.join(project, '.symbiont', 'governed')).filter((f) => f.endsWith('.jsonl')).length, 1, 'the run was journalled');
   });
 
-  it('a directory above the project owned by another user denies all', { skip: tools }, async () => {
+  it('a directory above the project owned by another user denies all', { skip: tools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
     const holder = path.join(base, 'bobs');
     fs.mkdirSync(holder);
     execFileSync('chown', [`${bob}:${bob}`, holder]);
