@@ -17,10 +17,8 @@ import type { ProjectSigningKey } from './journal/signing-key.js';
 // startup key (openRunAuditStorage), so replacing or deleting the file later
 // can never change the key a journal is signed with (signing-key-pin.ts).
 
-export { UnsafeStorageError };
 /** The error every storage refusal throws (one line naming the path and the problem). */
-export const StorageRefusal = UnsafeStorageError;
-export type StorageRefusal = UnsafeStorageError;
+export { UnsafeStorageError };
 
 export const GOVERNED_COMPONENTS = ['.symbiont', 'governed'] as const;
 
@@ -32,6 +30,7 @@ export interface AuditStorage {
   signingKey: ProjectSigningKey;
 }
 
+/** The absolute path of .symbiont/governed/ as messages show it. */
 export function governedDisplayPath(project: PinnedDirectory): string {
   return [project.displayPath, ...GOVERNED_COMPONENTS].join('/');
 }
@@ -98,18 +97,11 @@ function nameSymlinkedComponent(project: PinnedDirectory, err: unknown): unknown
   return err;
 }
 
+/** Closes the storage's directory descriptor; closing twice is harmless. */
 export function closeAuditStorage(storage: AuditStorage): void {
   try {
     fs.closeSync(storage.governedDirFd);
   } catch {
     // already closed
   }
-}
-
-/** The startup line for standard error: the key an operator should record somewhere the project cannot change. */
-export function publicKeyNotice(storage: AuditStorage): string {
-  return (
-    `audit journals in ${storage.governedPath} are signed with Ed25519 public key ${storage.signingKey.publicKeyHex}; ` +
-    'record it outside the project to verify runs later (symbi audit inspect)'
-  );
 }

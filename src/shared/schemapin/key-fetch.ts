@@ -55,6 +55,7 @@ export function parseKeyUrl(text: string): URL {
   return url;
 }
 
+/** Fetches the key URL's body under the address, redirect, deadline and size rules above; every failure is one SchemaPinCheckError line. */
 export async function fetchKeyBody(url: URL, options: KeyFetchOptions): Promise<Buffer> {
   if (url.protocol === 'http:' && !options.allowInsecure) {
     throw new SchemaPinCheckError(`refused: plain http:// key URLs are not fetched; use https:// (${INSECURE_HINT})`);
