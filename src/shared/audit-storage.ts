@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import type { DescriptorRoute } from './confinement/descriptor-route.js';
+import { projectDirectoriesProblem } from './directory-ownership.js';
 import type { PinnedDirectory } from './pinned-directory.js';
 import { openPrivateDirectory, UnsafeStorageError } from './private-directory.js';
 import { pinSigningKeyFile } from './journal/signing-key-store.js';
@@ -17,6 +18,7 @@ import type { ProjectSigningKey } from './journal/signing-key.js';
 // startup key (openRunAuditStorage), so replacing or deleting the file later
 // can never change the key a journal is signed with (signing-key-change.ts).
 
+/** The error every storage refusal throws (one line naming the path and the problem). */
 export { UnsafeStorageError };
 
 export const GOVERNED_COMPONENTS = ['.symbiont', 'governed'] as const;
@@ -42,11 +44,15 @@ export interface StartupAuditStorage extends AuditStorage {
 }
 
 /**
- * Startup (and the offline commands): creates (0700) or checks .symbiont/ and
+ * Startup (and the offline commands): checks the directories that hold the
+ * project (directory-ownership.ts), creates (0700) or checks .symbiont/ and
  * .symbiont/governed/, then loads or creates audit-signing.key. Throws
  * UnsafeStorageError before anything else is written when the storage is not private.
  */
 export function openAuditStorage(project: PinnedDirectory): StartupAuditStorage {
+  // Another user who can rename .symbiont/ away could swap in storage of their own (directory-ownership.ts).
+  const directoriesProblem = projectDirectoriesProblem(project);
+  if (directoriesProblem !== undefined) throw new UnsafeStorageError(`${governedDisplayPath(project)}: unsafe storage: ${directoriesProblem}`);
   const governedDirFd = openPrivateDirectory(project, GOVERNED_COMPONENTS);
   const governedPath = governedDisplayPath(project);
   try {

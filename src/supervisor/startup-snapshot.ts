@@ -8,7 +8,7 @@ import { conversationalVerdict, type RegistryEntry } from '../shared/dsl/convers
 import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../shared/policy/policy-set.js';
 import { openAuditStorage } from '../shared/audit-storage.js';
 import { discoverAgentSources, type SkippedSource } from './agent-discovery.js';
-import { collectPolicyFiles } from './policy-files.js';
+import { collectPolicyFiles } from './policy-file-discovery.js';
 
 // The startup snapshot: everything the server learns about the project when
 // it starts, taken once and frozen. Files added or changed later cannot be

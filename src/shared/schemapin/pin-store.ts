@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import { projectDirectoriesProblem } from '../directory-ownership.js';
 import { SCHEMAPIN_PINS_MAX_BYTES } from '../limits.js';
 import { ConfinementError, readTextFileAt, type PinnedDirectory } from '../pinned-directory.js';
 import { openPrivateDirectory, UnsafeStorageError } from '../private-directory.js';
@@ -80,6 +81,9 @@ export class PinStore {
   }
 
   private withDirectory<T>(work: (dirFd: number) => T): T {
+    // Another user who can rename .symbiont/ away could erase every pin (directory-ownership.ts).
+    const directoriesProblem = projectDirectoriesProblem(this.project);
+    if (directoriesProblem !== undefined) throw new SchemaPinCheckError(`pin store refused: ${directoriesProblem}`);
     let dirFd: number;
     try {
       dirFd = openPrivateDirectory(this.project, STORE_COMPONENTS);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { POLICY_DISCOVERY_MAX_ENTRIES, POLICY_FILE_MAX_BYTES } from '../shared/limits.js';
 import { ConfinementError, PinnedDirectory, decodeUtf8Strict, readTextFileAt } from '../shared/pinned-directory.js';
+import { projectDirectoriesProblem } from '../shared/directory-ownership.js';
 import { policyModeProblem } from '../shared/policy/policy-file-modes.js';
 import type { PolicyFileInput } from '../shared/policy/policy-set.js';
 
@@ -9,7 +10,9 @@ import type { PolicyFileInput } from '../shared/policy/policy-set.js';
 // Anything that cannot be read cleanly, or that another user could rewrite
 // (policy-file-modes.ts), becomes an input with an error, which the loader
 // turns into deny-all: a broken configuration never falls back to the default
-// permission.
+// permission. So does a project root, or a directory above it, that another
+// user could change (directory-ownership.ts): checked whether or not policies/
+// exists, since renaming it away is the attack.
 
 const POLICY_EXTENSION = '.cedar';
 
@@ -56,8 +59,11 @@ function readPolicyDirectory(project: PinnedDirectory, dirFd: number, prefix: st
   }
 }
 
+/** The policy files of the project, in load order, each with its text or the reason it cannot be trusted. */
 export function collectPolicyFiles(project: PinnedDirectory): PolicyFileInput[] {
   const out: PolicyFileInput[] = [];
+  const directoriesProblem = projectDirectoriesProblem(project);
+  if (directoriesProblem !== undefined) out.push({ path: 'project directories', refused: directoriesProblem });
   for (const components of [['policies'], ['policies', 'mcp-server']]) {
     const opened = openPolicyDirectory(project, components);
     if (opened === null) {
