@@ -43,4 +43,12 @@ export const STDIN_LINE_MAX_BYTES = 8 * MiB;
 export const SCHEMAPIN_PINS_MAX_BYTES = 1 * MiB;
 
 // Syntax errors reported per DSL file; past it the parser stops and says so.
+// The extraction errors of one report are capped at the same count.
 export const DSL_MAX_ERRORS = 100;
+// Longest name or source snippet quoted in a DSL diagnostic; longer ones are cut and marked with `…`.
+export const DSL_MESSAGE_NAME_MAX_CHARS = 64;
+// Time one DSL text may take to analyse (lex, parse, report) in the analysis worker; past it the
+// text gets a one-line refusal and the worker thread is ended and replaced.
+export const DSL_ANALYSIS_BUDGET_MS = 5_000;
+// Largest parse report parse_dsl returns, as its JSON text; a larger one becomes a one-line error.
+export const DSL_REPORT_MAX_BYTES = 4 * MiB;
