@@ -69,6 +69,7 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
       guidance,
       log,
       signingKeyProblem: createSigningKeyGuard(context.project, context.auditStorage, snapshot.audit, log),
+      analysedRegistry: async () => (await context.sourceAnalysis()).registry,
     },
     warmUp: () => {
       // Nothing to start when every invocation will be refused anyway. The

@@ -80,6 +80,13 @@ const CONTINUING_OPERATORS = ['||', '&&', '==', '!=', '<', '>', '<=', '>=', '+',
 const EXPRESSION_KEYWORDS = ['if', 'not', 'true', 'false'];
 /** Words that are keywords wherever a statement may start (so a block never starts `if:` and such). */
 const STATEMENT_KEYWORDS = ['let', 'for', 'match', 'try', 'return', ...EXPRESSION_KEYWORDS];
+/** The binary operators of each precedence level, lowest first. */
+const OR_OPERATORS = ['||'];
+const AND_OPERATORS = ['&&'];
+const EQUALITY_OPERATORS = ['==', '!=', 'in'];
+const COMPARISON_OPERATORS = ['<', '>', '<=', '>='];
+const ADDITIVE_OPERATORS = ['+', '-'];
+const MULTIPLICATIVE_OPERATORS = ['*', '/', '%'];
 const VALUE_EXPECTED = 'a value (a string, number, duration, `true`, `false` or a name)';
 
 type SyncPoint = (token: Token, next: Token, failed: Token) => boolean;
@@ -702,37 +709,37 @@ class Parser {
 
   private orExpr(): Expr {
     let left = this.andExpr();
-    for (let op; (op = this.binaryOperator(['||'])); ) left = this.binary(op, left, this.andExpr());
+    for (let op; (op = this.binaryOperator(OR_OPERATORS)); ) left = this.binary(op, left, this.andExpr());
     return left;
   }
 
   private andExpr(): Expr {
     let left = this.equalityExpr();
-    for (let op; (op = this.binaryOperator(['&&'])); ) left = this.binary(op, left, this.equalityExpr());
+    for (let op; (op = this.binaryOperator(AND_OPERATORS)); ) left = this.binary(op, left, this.equalityExpr());
     return left;
   }
 
   private equalityExpr(): Expr {
     let left = this.comparisonExpr();
-    for (let op; (op = this.binaryOperator(['==', '!=', 'in'])); ) left = this.binary(op, left, this.comparisonExpr());
+    for (let op; (op = this.binaryOperator(EQUALITY_OPERATORS)); ) left = this.binary(op, left, this.comparisonExpr());
     return left;
   }
 
   private comparisonExpr(): Expr {
     let left = this.additiveExpr();
-    for (let op; (op = this.binaryOperator(['<', '>', '<=', '>='])); ) left = this.binary(op, left, this.additiveExpr());
+    for (let op; (op = this.binaryOperator(COMPARISON_OPERATORS)); ) left = this.binary(op, left, this.additiveExpr());
     return left;
   }
 
   private additiveExpr(): Expr {
     let left = this.multiplicativeExpr();
-    for (let op; (op = this.binaryOperator(['+', '-'])); ) left = this.binary(op, left, this.multiplicativeExpr());
+    for (let op; (op = this.binaryOperator(ADDITIVE_OPERATORS)); ) left = this.binary(op, left, this.multiplicativeExpr());
     return left;
   }
 
   private multiplicativeExpr(): Expr {
     let left = this.unaryExpr();
-    for (let op; (op = this.binaryOperator(['*', '/', '%'])); ) left = this.binary(op, left, this.unaryExpr());
+    for (let op; (op = this.binaryOperator(MULTIPLICATIVE_OPERATORS)); ) left = this.binary(op, left, this.unaryExpr());
     return left;
   }
 

@@ -17,6 +17,8 @@ export interface InvokeAgentSession extends PreflightInputs {
   log: OperatorLog;
   /** Why no run may start now (the startup signing key is gone or changed), if so. */
   signingKeyProblem(): string | undefined;
+  /** The registry once the startup analysis has run: files it left out cannot be invoked (source-analysis.ts). */
+  analysedRegistry(): Promise<PreflightInputs['registry']>;
 }
 
 const TOOL = 'invoke_agent';
@@ -82,7 +84,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
     },
     guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
       const args = readArguments(raw);
-      let preflight = preflightInvocation(args, session);
+      let preflight = preflightInvocation(args, { ...session, registry: await session.analysedRegistry() });
       if (preflight.ok) {
         const keyProblem = session.signingKeyProblem();
         if (keyProblem !== undefined) preflight = { ok: false, message: keyProblem };

@@ -1,0 +1,18 @@
+import type { RegistryEntry } from './conversational-definition.js';
+import type { AgentSummary } from './source-summary.js';
+
+// What crosses between the supervisor and the DSL analysis thread
+// (src/supervisor/dsl-analysis-pool.ts, src/worker/dsl-analysis-task.ts).
+
+export type AnalysisJob =
+  /** The parse_dsl report of one text, as the JSON text of the answer. */
+  | { kind: 'report'; text: string; source: string }
+  /** The list_agents summary of one agent source; `peers` share its stem (text left empty). */
+  | { kind: 'summary'; entry: RegistryEntry & { bytes: number }; peers: RegistryEntry[] };
+
+export type AnalysisValue<J extends AnalysisJob> = J extends { kind: 'report' } ? string : AgentSummary;
+
+/** A job as posted to the thread, numbered so its answer can be matched. */
+export type AnalysisRequest = AnalysisJob & { id: number };
+
+export type AnalysisResponse = { id: number; ok: true; value: string | AgentSummary } | { id: number; ok: false; message: string };
