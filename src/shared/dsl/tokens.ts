@@ -46,9 +46,9 @@ export function describeToken(token: Token): string {
     case 'string':
       return 'a string';
     case 'number':
-      return `number \`${token.text}\``;
+      return `number \`${shownName(token.text, TOKEN_SHOWN_CHARS)}\``;
     case 'duration':
-      return `duration \`${token.text}\``;
+      return `duration \`${shownName(token.text, TOKEN_SHOWN_CHARS)}\``;
     case 'vault':
       return 'a vault reference';
     default:
