@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import type { AnalysisJob, AnalysisRequest, AnalysisResponse, AnalysisValue } from '../shared/dsl/analysis-messages.js';
+import { ANALYSIS_THREAD_READY, type AnalysisJob, type AnalysisRequest, type AnalysisResponse, type AnalysisValue } from '../shared/dsl/analysis-messages.js';
 import { DSL_ANALYSIS_BUDGET_MS } from '../shared/limits.js';
 
 // One thread that analyses DSL text (parse_dsl reports, the startup summaries
@@ -41,6 +41,8 @@ export class DslAnalysisPool {
   private readonly idleMs: number;
   private readonly queue: Pending[] = [];
   private worker: Worker | null = null;
+  /** Whether the thread has loaded its modules: the budget counts analysis, not thread start. */
+  private workerReady = false;
   private running: Pending | null = null;
   private budgetTimer: NodeJS.Timeout | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
@@ -76,7 +78,7 @@ export class DslAnalysisPool {
     this.running = pending;
     const worker = this.ensureWorker();
     worker.ref();
-    this.budgetTimer = setTimeout(() => this.overBudget(), this.budgetMs);
+    if (this.workerReady) this.startBudget();
     worker.postMessage(pending.request);
   }
 
@@ -89,14 +91,24 @@ export class DslAnalysisPool {
       env: {},
     });
     worker.stdout.resume();
-    worker.on('message', (response: AnalysisResponse) => {
+    worker.on('message', (response: AnalysisResponse | typeof ANALYSIS_THREAD_READY) => {
+      if (response === ANALYSIS_THREAD_READY) {
+        this.workerReady = true;
+        if (this.running !== null) this.startBudget();
+        return;
+      }
       if (this.running?.request.id !== response.id) return;
       this.finish(response.ok ? { ok: true, value: response.value } : { ok: false, message: response.message });
     });
     worker.on('error', (err: Error & { code?: string }) => this.threadLost(worker, err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'memory' : 'error'));
     worker.on('exit', () => this.threadLost(worker, 'error'));
     this.worker = worker;
+    this.workerReady = false;
     return worker;
+  }
+
+  private startBudget(): void {
+    this.budgetTimer = setTimeout(() => this.overBudget(), this.budgetMs);
   }
 
   private overBudget(): void {

@@ -1,5 +1,5 @@
 import { parentPort } from 'node:worker_threads';
-import type { AnalysisRequest, AnalysisResponse } from '../shared/dsl/analysis-messages.js';
+import { ANALYSIS_THREAD_READY, type AnalysisRequest, type AnalysisResponse } from '../shared/dsl/analysis-messages.js';
 import { parseDslReport } from '../shared/dsl/parse-report.js';
 import { summariseSource } from '../shared/dsl/source-summary.js';
 import { DSL_REPORT_MAX_BYTES } from '../shared/limits.js';
@@ -29,3 +29,4 @@ parentPort!.on('message', (request: AnalysisRequest) => {
   }
   parentPort!.postMessage(response);
 });
+parentPort!.postMessage(ANALYSIS_THREAD_READY);

@@ -15,4 +15,7 @@ export type AnalysisValue<J extends AnalysisJob> = J extends { kind: 'report' } 
 /** A job as posted to the thread, numbered so its answer can be matched. */
 export type AnalysisRequest = AnalysisJob & { id: number };
 
+/** What the thread posts once its modules are loaded, before any response. */
+export const ANALYSIS_THREAD_READY = 'ready';
+
 export type AnalysisResponse = { id: number; ok: true; value: string | AgentSummary } | { id: number; ok: false; message: string };
