@@ -2,11 +2,12 @@
 // 1. the worst in-process analysis time (lex, parse, report, JSON) of any text
 //    up to 1 MiB found here: the rows of the issue's table, then a sweep of
 //    every grammar context with every repeated unit (the fuzz test's
-//    amplifier, test/dsl-hostile.test.ts) at 256 KiB, the slowest re-run at
+//    amplifier, test/dsl-hostile.test.ts) at 256 KiB, ranked by CPU time, the slowest re-run at
 //    1 MiB. Target: at most 1 s.
-// 2. through the built server, the parse_dsl of that worst input while a
-//    list_agents is sent after each answer: the slowest list_agents answer
-//    while the analysis runs (the main thread's latency). Target: at most 50 ms.
+// 2. through the built server, the parse_dsl of that worst input, with a
+//    list_agents sent 100 ms later and then every 25 ms while it runs (as the
+//    issue measures): the slowest list_agents answer meanwhile, the main
+//    thread's latency. Target: at most 50 ms.
 // 3. the server's peak RSS over that run. Target: under 1 GiB.
 // Run after `npm run build`: node --import tsx scripts/bench-dsl-hostile.ts [--quick]
 import fs from 'node:fs';
@@ -28,6 +29,8 @@ const RERUN_AT_1_MIB = quick ? 2 : 5;
 const TARGET_ANALYSIS_MS = 1000;
 const TARGET_LATENCY_MS = 50;
 const TARGET_RSS_MB = 1024;
+const FIRST_PROBE_MS = 100;
+const PROBE_INTERVAL_MS = 25;
 
 // The fuzz test's grammar contexts and repeated units, swept exhaustively.
 const CONTEXTS: [string, string][] = [
@@ -57,15 +60,18 @@ function amplified(prefix: string, unit: string, suffix: string, bytes: number):
   return prefix + unit.repeat(Math.max(0, Math.floor(room / Buffer.byteLength(unit)))) + suffix;
 }
 
-function analysisMs(text: string): number {
+/** Wall-clock and CPU milliseconds of one analysis; CPU time shows the work when other processes share the machine. */
+function analysisMs(text: string): { ms: number; cpu_ms: number } {
   const started = performance.now();
+  const cpu = process.cpuUsage();
   JSON.stringify(parseDslReport(text, '<bench>'), null, 2);
-  return performance.now() - started;
+  const used = process.cpuUsage(cpu);
+  return { ms: performance.now() - started, cpu_ms: (used.user + used.system) / 1000 };
 }
 
-/** Median of three runs, so one collection pause or neighbour does not decide. */
-function medianMs(text: string): number {
-  const runs = [analysisMs(text), analysisMs(text), analysisMs(text)].sort((a, b) => a - b);
+/** The median of three runs, so one collection pause or neighbour does not decide. */
+function medianMs(text: string): { ms: number; cpu_ms: number } {
+  const runs = [analysisMs(text), analysisMs(text), analysisMs(text)].sort((a, b) => a.ms - b.ms);
   return runs[1]!;
 }
 
@@ -91,10 +97,13 @@ async function serverFigures(worst: HostileInput): Promise<{ analysis_ms: number
       return result;
     });
     const latencies: number[] = [];
+    // The request itself (a megabyte read, parsed and handed to the thread) is main-thread work; the probe starts after it.
+    await new Promise((r) => setTimeout(r, FIRST_PROBE_MS));
     while (!done) {
       const t = performance.now();
       await client.callTool({ name: 'list_agents', arguments: {} });
       if (!done) latencies.push(performance.now() - t);
+      await new Promise((r) => setTimeout(r, PROBE_INTERVAL_MS));
     }
     const result = (await parse) as { isError?: boolean; content: { text: string }[] };
     const analysis = performance.now() - started;
@@ -115,31 +124,31 @@ async function serverFigures(worst: HostileInput): Promise<{ analysis_ms: number
 }
 
 async function main(): Promise<void> {
-  const measured: { name: string; text: string; ms: number }[] = [];
-  for (const input of hostileInputs(DSL_FILE_MAX_BYTES)) measured.push({ ...input, ms: medianMs(input.text) });
+  const measured: { name: string; text: string; ms: number; cpu_ms: number }[] = [];
+  for (const input of hostileInputs(DSL_FILE_MAX_BYTES)) measured.push({ ...input, ...medianMs(input.text) });
   process.stderr.write(`issue rows: ${measured.length} measured\n`);
 
   const sweep: { name: string; prefix: string; unit: string; suffix: string; ms: number }[] = [];
   for (const [prefix, suffix] of CONTEXTS) {
     for (const unit of UNITS) {
       const text = amplified(prefix, unit, suffix, SWEEP_BYTES);
-      sweep.push({ name: `${JSON.stringify(prefix)} + ${JSON.stringify(unit)} x N + ${JSON.stringify(suffix)}`, prefix, unit, suffix, ms: analysisMs(text) });
+      sweep.push({ name: `${JSON.stringify(prefix)} + ${JSON.stringify(unit)} x N + ${JSON.stringify(suffix)}`, prefix, unit, suffix, ms: analysisMs(text).cpu_ms });
     }
   }
   sweep.sort((a, b) => b.ms - a.ms);
   process.stderr.write(`sweep: ${sweep.length} shapes at ${SWEEP_BYTES / 1024} KiB, slowest ${sweep[0]!.ms.toFixed(0)} ms (${sweep[0]!.name})\n`);
   for (const shape of sweep.slice(0, RERUN_AT_1_MIB)) {
     const text = amplified(shape.prefix, shape.unit, shape.suffix, DSL_FILE_MAX_BYTES);
-    measured.push({ name: `${shape.name} to 1 MiB`, text, ms: medianMs(text) });
+    measured.push({ name: `${shape.name} to 1 MiB`, text, ...medianMs(text) });
   }
   measured.sort((a, b) => b.ms - a.ms);
   const worst = measured[0]!;
-  for (const m of measured) process.stderr.write(`  ${m.ms.toFixed(0).padStart(6)} ms  ${(Buffer.byteLength(m.text) / 1024).toFixed(0).padStart(5)} KiB  ${m.name}\n`);
+  for (const m of measured) process.stderr.write(`  ${m.ms.toFixed(0).padStart(6)} ms (CPU ${m.cpu_ms.toFixed(0).padStart(5)} ms)  ${(Buffer.byteLength(m.text) / 1024).toFixed(0).padStart(5)} KiB  ${m.name}\n`);
 
   const server = await serverFigures(worst);
   const rows = [
     ['measurement', 'value', 'target'],
-    [`worst in-process analysis, ${(Buffer.byteLength(worst.text) / 1024).toFixed(0)} KiB (${worst.name})`, `${worst.ms.toFixed(0)} ms`, `<= ${TARGET_ANALYSIS_MS} ms`],
+    [`worst in-process analysis, ${(Buffer.byteLength(worst.text) / 1024).toFixed(0)} KiB (${worst.name})`, `${worst.ms.toFixed(0)} ms (CPU ${worst.cpu_ms.toFixed(0)} ms)`, `<= ${TARGET_ANALYSIS_MS} ms`],
     ['parse_dsl of it through the server', `${server.analysis_ms.toFixed(0)} ms (${server.answer})`, ''],
     [`list_agents meanwhile (${server.list_agents_calls} calls), p50 / max`, `${server.list_agents_p50_ms.toFixed(1)} / ${server.list_agents_max_ms.toFixed(1)} ms`, `max <= ${TARGET_LATENCY_MS} ms`],
     ['server peak RSS', `${server.peak_rss_mb.toFixed(0)} MB`, `< ${TARGET_RSS_MB} MB`],
@@ -151,6 +160,7 @@ async function main(): Promise<void> {
       worst_input: worst.name,
       worst_input_bytes: Buffer.byteLength(worst.text),
       worst_analysis_ms: worst.ms,
+      worst_analysis_cpu_ms: worst.cpu_ms,
       shapes_swept: sweep.length,
       sweep_bytes: SWEEP_BYTES,
       server_parse_dsl_ms: server.analysis_ms,
