@@ -1,6 +1,7 @@
 import { projectFilesUnavailable } from '../shared/descriptor-access-check.js';
 import { describeProvider, type ProviderSelection } from '../shared/provider-config.js';
 import type { OperatorLog } from './operator-log.js';
+import { shownName } from '../shared/dsl/shown-name.js';
 import type { AgentSummary } from '../shared/dsl/source-summary.js';
 import type { SourceAnalysis } from './source-analysis.js';
 import type { StartupSnapshot } from './startup-snapshot.js';
@@ -13,13 +14,12 @@ import type { StartupSnapshot } from './startup-snapshot.js';
 export const SUMMARY_MAX_LISTED = 50;
 
 function agentName(a: AgentSummary): string {
-  if (a.declared_name) return a.declared_name;
-  return a.declared_agents.length > 0 ? a.declared_agents.join(',') : a.stem;
+  if (a.declared_name) return shownName(a.declared_name);
+  return a.declared_agents.length > 0 ? shownName(a.declared_agents.join(',')) : a.stem;
 }
 
-export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceAnalysis, log: OperatorLog): void {
-  const { agents, skipped } = analysis;
-  const invocable = agents.filter((a) => a.invocable).length;
+/** The summary's first line, written at once; the rest waits for the analysis of the agent sources. */
+export function writeProjectSummary(snapshot: StartupSnapshot, log: OperatorLog): void {
   log.info(`project pinned: ${snapshot.project.path}`, { event: 'startup.project', path: snapshot.project.path });
   if (!snapshot.projectAccess.available) {
     // One line with the true reason; the usual summary would only repeat it for every part.
@@ -27,8 +27,14 @@ export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceA
       `${projectFilesUnavailable(snapshot.projectAccess.reason)}. list_agents, get_agent_dsl, parse_dsl {file}, get_agents_md, the AGENTS.md resource and invoke_agent refuse with this reason, and the policy set denies every response`,
       { event: 'startup.project_access' },
     );
-    return;
   }
+}
+
+/** The rest of the summary, once the agent sources are analysed (after writeProjectSummary). */
+export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceAnalysis, log: OperatorLog): void {
+  if (!snapshot.projectAccess.available) return;
+  const { agents, skipped } = analysis;
+  const invocable = agents.filter((a) => a.invocable).length;
 
   const dir = snapshot.agentsDirectory;
   if (dir.problem) log.warn(dir.problem, { event: 'startup.agents_dir' });

@@ -7,7 +7,7 @@ import { createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.
 import { takeStartupSnapshot } from '../startup-snapshot.js';
 import { DslAnalysisPool } from '../dsl-analysis-pool.js';
 import { analyseSources, type SourceAnalysis } from '../source-analysis.js';
-import { writeProviderSummary, writeStartupSummary } from '../startup-summary.js';
+import { writeProjectSummary, writeProviderSummary, writeStartupSummary } from '../startup-summary.js';
 import { startMcpSession } from '../mcp-session.js';
 import type { SessionContext } from '../session-context.js';
 import { createInvocationRuntime } from '../invocation-runtime.js';
@@ -93,12 +93,14 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   // it; a client that never initializes gets it shortly after. The worker
   // threads start with the first invocation (see invocation-runtime.ts).
   let summaryWritten: Promise<void> | undefined;
-  const summaryOnce = (): Promise<void> =>
-    (summaryWritten ??= sourceAnalysis().then((analysis) => {
+  const summaryOnce = (): Promise<void> => {
+    if (summaryWritten === undefined) writeProjectSummary(snapshot, log);
+    return (summaryWritten ??= sourceAnalysis().then((analysis) => {
       writeStartupSummary(snapshot, analysis, log);
       writeProviderSummary(runtime.session.provider, log);
       log.info('serving MCP on standard input/output');
     }));
+  };
   const session = await startMcpSession(context, undefined, {
     registerInvokeAgent: (server) => registerInvokeAgentTool(server, runtime.session),
     onInputEnd: () => void shutdown?.('the client closed standard input'),
