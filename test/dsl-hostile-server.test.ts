@@ -5,7 +5,7 @@
 // analysis thread run from dist/).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { DSL_FILE_MAX_BYTES } from '../src/shared/limits.js';
+import { DSL_ANALYSIS_QUEUE_MAX, DSL_FILE_MAX_BYTES } from '../src/shared/limits.js';
 import { hostileInputs } from './support/hostile-dsl-inputs.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
 import { makeProject, removeDir, startServer, symbiBin, type RunningServer } from './support/server-harness.js';
@@ -55,17 +55,23 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
 
   it('answers every row of the issue, and a list_agents sent meanwhile before the analyses are done', async () => {
     const rows = hostileInputs(DSL_FILE_MAX_BYTES);
-    // All rows are queued for the one analysis thread; list_agents, sent 100 ms after
-    // them, must not wait for that queue.
-    for (const [i, row] of rows.entries()) await server.send(callTool(`p${i}`, 'parse_dsl', { content: row.text }));
-    await new Promise((r) => setTimeout(r, 100));
-    await server.send(callTool('list', 'list_agents', {}));
-    const list = resultOf(await server.waitFor('list', ANSWER_WAIT_MS));
-    assert.equal(list.isError, undefined);
-    const answeredBeforeList = server.messages().filter((m) => typeof m.id === 'string' && m.id.startsWith('p')).length;
-    assert.ok(answeredBeforeList < rows.length, `list_agents waited for all ${rows.length} analyses`);
-
-    for (const [i, row] of rows.entries()) assertReportOrOneLine(resultOf(await server.waitFor(`p${i}`, ANSWER_WAIT_MS)), row.name);
+    // Rows go in groups as large as the analysis queue takes; list_agents, sent 100 ms
+    // after each group, must not wait for the group's analyses.
+    for (let first = 0; first < rows.length; first += DSL_ANALYSIS_QUEUE_MAX) {
+      const group = rows.slice(first, first + DSL_ANALYSIS_QUEUE_MAX).map((row, i) => ({ row, id: `p${first + i}` }));
+      for (const { row, id } of group) await server.send(callTool(id, 'parse_dsl', { content: row.text }));
+      await new Promise((r) => setTimeout(r, 100));
+      await server.send(callTool(`list${first}`, 'list_agents', {}));
+      const list = resultOf(await server.waitFor(`list${first}`, ANSWER_WAIT_MS));
+      assert.equal(list.isError, undefined);
+      const answered = group.filter(({ id }) => server.messages().some((m) => m.id === id)).length;
+      assert.ok(answered < group.length, `list_agents waited for all ${group.length} analyses of its group`);
+      for (const { row, id } of group) {
+        const result = resultOf(await server.waitFor(id, ANSWER_WAIT_MS));
+        assertReportOrOneLine(result, row.name);
+        assert.doesNotMatch(result.content[0]!.text, /^parse_dsl: <inline>: busy/, row.name);
+      }
+    }
 
     // Still alive and well.
     await server.send(callTool('again', 'parse_dsl', { content: GOOD }));
@@ -135,6 +141,21 @@ describe('the DSL analysis thread', { timeout: 120_000 }, () => {
       const next = await pool.run({ kind: 'report', text: GOOD, source: 'good' });
       assert.equal(next.ok, true);
       assert.equal(JSON.parse(next.ok ? next.value : '{}').agents[0].name, 'good');
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it(`holds at most ${DSL_ANALYSIS_QUEUE_MAX} waiting parse_dsl texts, and says it is busy past that`, async () => {
+    const { DslAnalysisPool } = (await import(new URL('../dist/supervisor/dsl-analysis-pool.js', import.meta.url).href)) as typeof import('../src/supervisor/dsl-analysis-pool.js');
+    const pool = new DslAnalysisPool();
+    try {
+      const running = pool.run({ kind: 'report', text: GOOD, source: 'running' });
+      const waiting = Array.from({ length: DSL_ANALYSIS_QUEUE_MAX }, (_, i) => pool.run({ kind: 'report', text: GOOD, source: `waiting${i}` }));
+      const refused = await pool.run({ kind: 'report', text: GOOD, source: 'one too many' });
+      assert.deepEqual(refused, { ok: false, message: `busy: ${DSL_ANALYSIS_QUEUE_MAX} texts are already waiting for analysis; send this one again once they are answered` });
+      for (const outcome of await Promise.all([running, ...waiting])) assert.equal(outcome.ok, true);
+      assert.equal((await pool.run({ kind: 'report', text: GOOD, source: 'later' })).ok, true);
     } finally {
       await pool.close();
     }

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { ANALYSIS_THREAD_READY, type AnalysisJob, type AnalysisRequest, type AnalysisResponse, type AnalysisValue } from '../shared/dsl/analysis-messages.js';
-import { DSL_ANALYSIS_BUDGET_MS } from '../shared/limits.js';
+import { DSL_ANALYSIS_BUDGET_MS, DSL_ANALYSIS_QUEUE_MAX } from '../shared/limits.js';
 
 // One thread that analyses DSL text (parse_dsl reports, the startup summaries
 // of agent sources) so that the supervisor's event loop keeps answering every
@@ -57,6 +57,10 @@ export class DslAnalysisPool {
   /** Analyses one job within the budget; never rejects. */
   run<J extends AnalysisJob>(job: J): Promise<AnalysisOutcome<AnalysisValue<J>>> {
     if (this.closed) return Promise.resolve({ ok: false, message: 'the server is shutting down' });
+    // Callers' texts are bounded in number; the startup summaries are bounded by discovery's limits.
+    if (job.kind === 'report' && this.queue.filter((p) => p.request.kind === 'report').length >= DSL_ANALYSIS_QUEUE_MAX) {
+      return Promise.resolve({ ok: false, message: `busy: ${DSL_ANALYSIS_QUEUE_MAX} texts are already waiting for analysis; send this one again once they are answered` });
+    }
     return new Promise((resolve) => {
       this.queue.push({ request: { ...job, id: this.nextId++ }, settle: resolve as Pending['settle'] });
       this.startNext();
