@@ -120,6 +120,18 @@ describe('hostile agent sources at startup', { timeout: 600_000 }, () => {
     assert.equal(answer.isError, undefined);
   });
 
+  it('selects hostile files for invoke_agent in the analysis thread: the refusal, or the next check', async () => {
+    const listIndex = hostile.findIndex((row) => row.name.startsWith('"a", x 123,050'));
+    const chainIndex = hostile.findIndex((row) => row.name.startsWith('member chain .b'));
+    // A megabyte-class file that is a valid conversational definition: selected, then refused for want of a provider.
+    const big = await server.call('invoke_agent', { agent: `hostile${listIndex}`, prompt: 'hi' });
+    assert.equal(big.isError, true);
+    assert.match(big.content.map((c) => (c.type === 'text' ? c.text : '')).join(''), /no model provider is configured/);
+    const chain = await server.call('invoke_agent', { agent: `hostile${chainIndex}`, prompt: 'hi' });
+    assert.equal(chain.isError, true);
+    assert.match(chain.content.map((c) => (c.type === 'text' ? c.text : '')).join(''), /has a capability at 1:27 that is not a name/);
+  });
+
   it('writes the startup summary', async () => {
     for (let i = 0; i < 600 && !/agents: \d+ found/.test(server.stderr()); i++) await new Promise((r) => setTimeout(r, 100));
     assert.match(server.stderr(), new RegExp(`agents: \\d+ found, \\d+ invocable, \\d+ left out`));

@@ -1,5 +1,6 @@
 import { parentPort } from 'node:worker_threads';
 import { ANALYSIS_THREAD_READY, type AnalysisRequest, type AnalysisResponse } from '../shared/dsl/analysis-messages.js';
+import { selectConversationalDefinition } from '../shared/dsl/conversational-definition.js';
 import { parseDslReport } from '../shared/dsl/parse-report.js';
 import { summariseSource } from '../shared/dsl/source-summary.js';
 import { DSL_REPORT_MAX_BYTES } from '../shared/limits.js';
@@ -11,6 +12,7 @@ import { DSL_REPORT_MAX_BYTES } from '../shared/limits.js';
 
 function answer(request: AnalysisRequest): AnalysisResponse {
   if (request.kind === 'summary') return { id: request.id, ok: true, value: summariseSource(request.entry, request.peers) };
+  if (request.kind === 'selection') return { id: request.id, ok: true, value: selectConversationalDefinition([request.entry], request.entry.stem) };
   const text = JSON.stringify(parseDslReport(request.text, request.source), null, 2);
   // Measured here, where it costs the supervisor nothing; the answer carries this text and the same data as JSON.
   const bytes = Buffer.byteLength(text, 'utf8');
