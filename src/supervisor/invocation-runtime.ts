@@ -1,6 +1,7 @@
 import type { Piscina } from 'piscina';
 import { providerFromEnvironment } from '../shared/provider-config.js';
 import { createInvocationPool } from './invocation-pool.js';
+import { prepareSelection } from './invoke-preflight.js';
 import { RunOwnerTable } from './run-owners.js';
 import type { SessionContext } from './session-context.js';
 import { createSigningKeyGuard } from './signing-key-guard.js';
@@ -70,6 +71,12 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
       guidance,
       log,
       signingKeyProblem: createSigningKeyGuard(context.project, context.auditStorage, snapshot.audit, log),
+      analysedRegistry: async () => (await context.sourceAnalysis()).registry,
+      prepareSelection: (registry, agent) =>
+        prepareSelection(registry, agent, async (entry) => {
+          const outcome = await context.dslAnalysis.run({ kind: 'selection', entry });
+          return outcome.ok ? outcome.value : { ok: false, kind: 'refused', message: `${entry.file}: ${outcome.message}`, candidates: [] };
+        }),
     },
     warmUp: () => {
       // Nothing to start when every invocation will be refused anyway. The
