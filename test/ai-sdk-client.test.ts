@@ -8,7 +8,7 @@ import { createMCPClient, type MCPClient } from '@ai-sdk/mcp';
 // 1.x names its stdio transport Experimental_StdioMCPTransport (2.x, which needs Node.js 22, drops the prefix).
 import { Experimental_StdioMCPTransport as StdioMCPTransport } from '@ai-sdk/mcp/mcp-stdio';
 import { DEFAULT_ANSWER, SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import { repoRoot, symbiBin } from './support/server-harness.js';
+import { repoRoot, symbiBin } from './support/server-entry.js';
 
 // A second client this project did not write, and one that does not use the MCP TypeScript SDK the
 // server is built on: the Vercel AI SDK's MCP client (@ai-sdk/mcp, its own JSON-RPC and stdio

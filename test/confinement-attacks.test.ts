@@ -4,7 +4,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { makeProject, removeDir, resultText, startServer, tempDir, waitForStderr, writeFiles, type RunningServer } from './support/server-harness.js';
+import { makeProject, removeProject, tempDir, writeFiles } from './support/project.js';
+import { type RunningServer, startServer, textOf, waitForStderr } from './support/server.js';
 
 // The confinement attack suite: hostile project paths through parse_dsl and
 // through startup discovery. Nothing outside the project, nothing behind a
@@ -68,8 +69,8 @@ describe('confinement: parse_dsl and discovery refuse hostile paths', () => {
   after(async () => {
     await server.close();
     socketServer.close();
-    removeDir(project);
-    removeDir(outside);
+    removeProject(project);
+    removeProject(outside);
   });
 
   const refused: Array<[string, string | (() => string), RegExp]> = [
@@ -124,21 +125,21 @@ describe('confinement: parse_dsl and discovery refuse hostile paths', () => {
     for (const [what, given, pattern] of refused) {
       const file = typeof given === 'function' ? given() : given;
       const result = await server.call('parse_dsl', { file });
-      const text = resultText(result);
+      const text = textOf(result);
       assert.equal(result.isError, true, `${what}: refused`);
       assert.match(text, pattern, `${what}: ${text}`);
       assert.ok(!text.includes('\n'), `${what}: one line`);
       assert.ok(!text.includes(MARKER), `${what}: no secret content`);
       assert.ok(!JSON.stringify(result).includes(outside) || file.startsWith('/'), `${what}: outside path not revealed`);
       const health = await server.call('get_agent_dsl', { agent: 'good' });
-      assert.equal(resultText(health), GOOD, `${what}: server keeps working`);
+      assert.equal(textOf(health), GOOD, `${what}: server keeps working`);
     }
   });
 
   it('reads the positive controls', async () => {
     for (const file of ['agents/good.symbi', 'a/b/c/real.symbi', 'agents/exact.symbi']) {
       const result = await server.call('parse_dsl', { file });
-      assert.equal(result.isError, undefined, `${file}: ${resultText(result)}`);
+      assert.equal(result.isError, undefined, `${file}: ${textOf(result)}`);
     }
   });
 
@@ -173,7 +174,7 @@ describe('confinement: parse_dsl and discovery refuse hostile paths', () => {
     assert.ok(!stderr.includes(MARKER));
     const hidden = await server.call('get_agent_dsl', { agent: 'link-out' });
     assert.equal(hidden.isError, true);
-    assert.ok(!resultText(hidden).includes(MARKER));
+    assert.ok(!textOf(hidden).includes(MARKER));
   });
 });
 
@@ -188,14 +189,14 @@ describe('confinement: a symlinked agents/ directory and discovery limits', () =
       assert.deepEqual((list.structuredContent as { agents: unknown[] }).agents, []);
       const read = await server.call('parse_dsl', { file: 'agents/secret.symbi' });
       assert.equal(read.isError, true);
-      assert.match(resultText(read), /agents: (is a symlink|a path component is not a directory)/);
+      assert.match(textOf(read), /agents: (is a symlink|a path component is not a directory)/);
       const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
       assert.match(stderr, /agents\/ is a symlink; symlinks are never followed, so no agents were loaded/);
       assert.ok(!stderr.includes(MARKER) && !JSON.stringify(list).includes(MARKER));
     } finally {
       await server.close();
-      removeDir(project);
-      removeDir(outside);
+      removeProject(project);
+      removeProject(outside);
     }
   });
 
@@ -214,7 +215,7 @@ describe('confinement: a symlinked agents/ directory and discovery limits', () =
       assert.match(stderr, /and 974 more agents \(the list_agents tool shows all\)/);
     } finally {
       await server.close();
-      removeDir(project);
+      removeProject(project);
     }
   });
 
@@ -235,7 +236,7 @@ describe('confinement: a symlinked agents/ directory and discovery limits', () =
       assert.match(stderr, /limit hit: retained-bytes limit/);
     } finally {
       await server.close();
-      removeDir(project);
+      removeProject(project);
     }
   });
 });

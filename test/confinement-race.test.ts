@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeProject, removeDir, resultText, startServer } from './support/server-harness.js';
+import { makeProject, removeProject } from './support/project.js';
+import { startServer, textOf } from './support/server.js';
 
 // Race: another process keeps swapping a path component between a real
 // directory (or file) and a symlink to a secret outside the project while the
@@ -75,10 +76,10 @@ describe('confinement race', () => {
       swapper.kill('SIGTERM');
       await swapperDone;
       const health = await server.call('get_agent_dsl', { agent: 'ok' });
-      assert.equal(resultText(health), BENIGN);
+      assert.equal(textOf(health), BENIGN);
       await server.close();
-      removeDir(project);
-      removeDir(outside);
+      removeProject(project);
+      removeProject(outside);
     }
     assert.equal(ok + refused, READS);
     assert.ok(Number(swapOutput) > 0, 'the swapper ran');

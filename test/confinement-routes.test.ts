@@ -4,12 +4,12 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { ROUTE_NAMES, type RouteName } from '../src/shared/confinement/descriptor-route.js';
 import { checkDescriptorAccess } from '../src/shared/descriptor-access-check.js';
-import { repoRoot } from './support/invoke-harness.js';
-import { namespaceSkip } from './support/server-harness.js';
+import { repoRoot } from './support/server-entry.js';
+import { namespaceSkip } from './support/mount-namespace.js';
 
 // The confinement attacks, the symlink-swap race and the storage attacks, run
 // once per route with SYMBI_CONFINEMENT_ROUTE forcing it (the servers those
-// suites start inherit it; test/support/server-harness.ts). The fail-closed
+// suites start inherit it; test/support/server.ts serverEnv). The fail-closed
 // tests per route are in descriptor-access.test.ts. A route this machine
 // cannot prove is skipped by name, with the self-test's reason.
 

@@ -8,8 +8,11 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { DEFAULT_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { checkDescriptorAccess, platformLabel } from '../src/shared/descriptor-access-check.js';
-import { inspect, providerEnv } from './support/invoke-harness.js';
-import { makeProject, namespaceSkip, removeDir, resultText, symbiBin } from './support/server-harness.js';
+import { symbiBin } from './support/server-entry.js';
+import { makeProject, removeProject } from './support/project.js';
+import { providerEnv, textOf } from './support/server.js';
+import { inspect } from './support/journal.js';
+import { namespaceSkip } from './support/mount-namespace.js';
 
 // Project file confinement where /proc is missing or lies, made real: the
 // server runs in its own mount namespace with an empty tmpfs (or a forgery)
@@ -71,9 +74,9 @@ const FILE_TOOLS = [
 async function assertRefusesEverything(served: Served, reason: RegExp): Promise<void> {
   for (const [tool, args] of FILE_TOOLS) {
     const result = await served.call(tool, args);
-    assert.equal(result.isError, true, `${tool}: ${resultText(result)}`);
-    assert.match(resultText(result), reason, tool);
-    assert.doesNotMatch(resultText(result), /unknown agent|does not exist|no such file/, tool);
+    assert.equal(result.isError, true, `${tool}: ${textOf(result)}`);
+    assert.match(textOf(result), reason, tool);
+    assert.doesNotMatch(textOf(result), /unknown agent|does not exist|no such file/, tool);
     assert.equal(result.structuredContent, undefined, `${tool}: no audit reference, nothing ran`);
   }
   await assert.rejects(served.client.readResource({ uri: 'file:///AGENTS.md' }), (err: Error) => reason.test(err.message));
@@ -93,7 +96,7 @@ describe('without /proc (tmpfs over /proc in a private mount namespace)', { skip
 
   after(async () => {
     await endpoint.close();
-    removeDir(project);
+    removeProject(project);
   });
 
   for (const route of ['default', 'openat2', 'libc'] as const) {
@@ -106,25 +109,25 @@ describe('without /proc (tmpfs over /proc in a private mount namespace)', { skip
         assert.match(stderr, /policies\/mcp-server\/respond\.cedar: loaded 1 polic/, stderr);
 
         const list = await served.call('list_agents');
-        assert.equal(list.isError, undefined, resultText(list));
+        assert.equal(list.isError, undefined, textOf(list));
         assert.equal((list.structuredContent as { agents: unknown[] }).agents.length, 1);
         assert.match(stderr, /escape\.symbi.*symlink/, 'the symlinked agent file is left out, named');
         const dsl = await served.call('get_agent_dsl', { agent: 'assistant' });
-        assert.match(resultText(dsl), /agent assistant/);
+        assert.match(textOf(dsl), /agent assistant/);
         const parsed = await served.call('parse_dsl', { file: 'agents/assistant.symbi' });
-        assert.equal(parsed.isError, undefined, resultText(parsed));
+        assert.equal(parsed.isError, undefined, textOf(parsed));
         const escape = await served.call('parse_dsl', { file: 'agents/escape.symbi' });
         assert.equal(escape.isError, true);
-        assert.match(resultText(escape), /is a symlink/);
-        assert.doesNotMatch(resultText(escape), /root:/);
+        assert.match(textOf(escape), /is a symlink/);
+        assert.doesNotMatch(textOf(escape), /root:/);
         const md = await served.call('get_agents_md');
-        assert.match(resultText(md), /Project notes/);
+        assert.match(textOf(md), /Project notes/);
         const resource = await served.client.readResource({ uri: 'file:///AGENTS.md' });
         assert.match(JSON.stringify(resource), /Project notes/);
 
         const invoked = await served.call('invoke_agent', { agent: 'assistant', prompt: 'hello' });
-        assert.equal(invoked.isError, undefined, resultText(invoked));
-        assert.equal(resultText(invoked), DEFAULT_ANSWER);
+        assert.equal(invoked.isError, undefined, textOf(invoked));
+        assert.equal(textOf(invoked), DEFAULT_ANSWER);
         const { audit } = invoked.structuredContent as { audit: { run_id: string; path: string; public_key: string } };
         const verdict = inspect(audit.path, audit.run_id, audit.public_key);
         assert.equal(verdict.status, 0, JSON.stringify(verdict.report));
@@ -180,7 +183,7 @@ describe('the startup self-test refuses a route built on wrong constants', () =>
 
   after(async () => {
     await endpoint.close();
-    removeDir(project);
+    removeProject(project);
   });
 
   for (const [constants, check] of WRONG_CONSTANTS) {

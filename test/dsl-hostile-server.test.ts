@@ -8,7 +8,9 @@ import { after, before, describe, it } from 'node:test';
 import { DSL_ANALYSIS_QUEUE_MAX, DSL_FILE_MAX_BYTES } from '../src/shared/limits.js';
 import { hostileInputs } from './support/hostile-dsl-inputs.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
-import { makeProject, removeDir, startServer, symbiBin, type RunningServer } from './support/server-harness.js';
+import { symbiBin } from './support/server-entry.js';
+import { makeProject, removeProject } from './support/project.js';
+import { type RunningServer, startServer } from './support/server.js';
 
 const GOOD = 'agent good {\n  capabilities = ["read"]\n}\n';
 const ANSWER_WAIT_MS = 120_000;
@@ -50,7 +52,7 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
 
   after(async () => {
     await server.end();
-    removeDir(project);
+    removeProject(project);
   });
 
   it('answers every row of the issue, and a list_agents sent meanwhile before the analyses are done', async () => {
@@ -102,7 +104,7 @@ describe('hostile agent sources at startup', { timeout: 600_000 }, () => {
 
   after(async () => {
     await server.close();
-    removeDir(project);
+    removeProject(project);
   });
 
   it('lists every file, the good one invocable, each hostile one refused or listed on its own', async () => {

@@ -6,18 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import {
-  auditOf,
-  inspect,
-  journalsIn,
-  makeProject,
-  projectPublicKey,
-  providerEnv,
-  removeProject,
-  startServer,
-  textOf,
-  type RunningServer,
-} from './support/invoke-harness.js';
+import { makeProject, removeProject } from './support/project.js';
+import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
+import { inspect, journalsIn, projectPublicKey } from './support/journal.js';
 
 // invoke_agent on a real full file system mounted as .symbiont/governed: a
 // size-limited tmpfs and a loop-mounted ext2 image with 1 KiB blocks. Whatever
@@ -177,7 +168,7 @@ for (const kind of ['tmpfs', 'ext2 with 1 KiB blocks'] as const) {
           if (req.rawBody.includes(FILL_DURING_REQUEST)) fill(governed);
         },
       });
-      server = await startServer(project, providerEnv(endpoint.url));
+      server = await startServer(project, { env: providerEnv(endpoint.url) });
     });
 
     after(async () => {
@@ -280,7 +271,7 @@ describe('a project whose signing key does not exist yet, started on a full ext2
       fs.chmodSync(governed, 0o700);
       fill(governed);
       endpoint = await startSyntheticEndpoint();
-      server = await startServer(project, providerEnv(endpoint.url));
+      server = await startServer(project, { env: providerEnv(endpoint.url) });
       const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'no key yet' } });
       storageFullRefusal(result);
       assert.equal(fs.existsSync(path.join(governed, 'audit-signing.key')), false, 'no empty or partial key file is left to be refused later');
@@ -291,7 +282,7 @@ describe('a project whose signing key does not exist yet, started on a full ext2
       // Space returns: the key is created and the call succeeds (in a fresh process, whatever
       // the server's rule for a key that could not be created at startup).
       freeSpace(governed);
-      server = await startServer(project, providerEnv(endpoint.url));
+      server = await startServer(project, { env: providerEnv(endpoint.url) });
       const next = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'space is back' } });
       assert.equal(next.isError, undefined, textOf(next));
       const { audit } = auditOf(next);

@@ -5,20 +5,9 @@ import { after, before, describe, it } from 'node:test';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { canonicalHash } from '../src/shared/canonical-json.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import {
-  auditOf,
-  eventNames,
-  inspect,
-  journalsIn,
-  makeProject,
-  projectPublicKey,
-  providerEnv,
-  readJournal,
-  removeProject,
-  startServer,
-  textOf,
-  type RunningServer,
-} from './support/invoke-harness.js';
+import { makeProject, removeProject } from './support/project.js';
+import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
+import { eventNames, inspect, journalsIn, projectPublicKey, readJournal } from './support/journal.js';
 
 const AGENTS = {
   'agents/assistant.symbi': 'metadata { version = "1.0" }\n\nagent assistant {\n  capabilities = ["answer"]\n}\n',
@@ -71,7 +60,7 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
         if (appendForeignBytes) fs.appendFileSync(journal, '{"forged":true}\n');
       },
     });
-    server = await startServer(project, providerEnv(endpoint.url));
+    server = await startServer(project, { env: providerEnv(endpoint.url) });
   });
 
   after(async () => {
@@ -269,7 +258,7 @@ describe('invoke_agent refusals that depend on the project or environment', () =
   async function refusal(files: Record<string, string>, env: Record<string, string>, prepare?: (dir: string) => void) {
     const project = makeProject(files);
     prepare?.(project);
-    const server = await startServer(project, env);
+    const server = await startServer(project, { env });
     try {
       const before = endpoint.requests.length;
       const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' } });

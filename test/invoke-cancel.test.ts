@@ -4,20 +4,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import {
-  eventNames,
-  inspect,
-  journalsIn,
-  makeProject,
-  projectPublicKey,
-  providerEnv,
-  readJournal,
-  removeProject,
-  startServer,
-  symbiBin,
-  type RunningServer,
-  assertCompleteJournal,
-} from './support/invoke-harness.js';
+import { symbiBin } from './support/server-entry.js';
+import { makeProject, removeProject } from './support/project.js';
+import { providerEnv, type RunningServer, startServer } from './support/server.js';
+import { assertCompleteJournal, eventNames, inspect, journalsIn, projectPublicKey, readJournal } from './support/journal.js';
 
 const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
 
@@ -47,7 +37,7 @@ describe('cancellation over stdio', () => {
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = makeProject(FILES);
-    server = await startServer(project, providerEnv(endpoint.url));
+    server = await startServer(project, { env: providerEnv(endpoint.url) });
   });
   after(async () => {
     endpoint.releaseAll();

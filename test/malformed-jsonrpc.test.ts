@@ -2,7 +2,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { makeProject, removeDir, symbiBin } from './support/server-harness.js';
+import { symbiBin } from './support/server-entry.js';
+import { makeProject, removeProject } from './support/project.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
 
 // Every malformed JSON-RPC message written to the real server's standard
@@ -70,7 +71,7 @@ describe('malformed JSON-RPC over real stdio', () => {
 
   after(async () => {
     await server.end();
-    removeDir(project);
+    removeProject(project);
   });
 
   it('answers a line that is not JSON (or not UTF-8) with -32700 and id null', async () => {
@@ -238,7 +239,7 @@ describe('a client that floods malformed lines without reading the answers', () 
       assert.ok(growthMiB < 25, `peak RSS grew by ${growthMiB.toFixed(1)} MiB while the answers were not read`);
     } finally {
       child.kill('SIGKILL');
-      removeDir(floodProject);
+      removeProject(floodProject);
     }
   });
 });

@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import { auditOf, eventNames, inspect, journalsIn, makeProject, providerEnv, readJournal, removeProject, startServer, textOf } from './support/invoke-harness.js';
+import { makeProject, removeProject } from './support/project.js';
+import { auditOf, providerEnv, startServer, textOf } from './support/server.js';
+import { eventNames, inspect, journalsIn, readJournal } from './support/journal.js';
 
 // A forbid that Cedar cannot evaluate must never release the text it was
 // written to withhold. Cedar skips a policy whose evaluation errors, so a set
@@ -40,7 +42,7 @@ describe('a forbid policy that fails validation against the respond schema', () 
   for (const [label, forbid, why] of broken) {
     it(`${label}: the set denies all, named on stderr and in the refusal, and the text never leaves`, async () => {
       const project = projectWith(forbid);
-      const server = await startServer(project, providerEnv(endpoint.url));
+      const server = await startServer(project, { env: providerEnv(endpoint.url) });
       try {
         const sent = endpoint.requests.length;
         const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'tell me [[secret]]' } });
@@ -79,7 +81,7 @@ describe('a forbid policy whose evaluation errors only for some responses', () =
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = projectWith(FORBID);
-    server = await startServer(project, providerEnv(endpoint.url));
+    server = await startServer(project, { env: providerEnv(endpoint.url) });
   });
   after(async () => {
     await server.close();

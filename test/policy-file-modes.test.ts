@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import { makeProject, providerEnv, removeProject, startServer, textOf } from './support/invoke-harness.js';
+import { makeProject, removeProject } from './support/project.js';
+import { providerEnv, startServer, textOf } from './support/server.js';
 
 // A policy file or folder that another local user could rewrite makes the
 // whole set deny every response, as group- or world-writable storage does.
@@ -37,7 +38,7 @@ describe('policy files and folders another user could rewrite', () => {
   async function invoke(prepare: (dir: string) => void): Promise<{ text: string; isError: boolean; stderr: string; requests: number }> {
     const project = soundProject();
     prepare(project);
-    const server = await startServer(project, providerEnv(endpoint.url));
+    const server = await startServer(project, { env: providerEnv(endpoint.url) });
     try {
       const sent = endpoint.requests.length;
       const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } });

@@ -9,7 +9,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { directoryWritersProblem } from '../src/shared/directory-ownership.js';
-import { providerEnv, symbiBin, textOf } from './support/invoke-harness.js';
+import { symbiBin } from './support/server-entry.js';
+import { providerEnv, textOf } from './support/server.js';
 
 // A project folder another local user can change must never yield a permissive
 // answer. A shared project root (owner alice, group team with a second member

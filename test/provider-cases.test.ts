@@ -3,21 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { PARTIAL_MODEL_TEXT, PROVIDER_ERROR_TEXT, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import {
-  auditOf,
-  eventNames,
-  inspect,
-  journalsIn,
-  makeProject,
-  providerEnv,
-  readJournal,
-  removeProject,
-  repoRoot,
-  startServer,
-  textOf,
-  type JournalRecord,
-  type RunningServer,
-} from './support/invoke-harness.js';
+import { repoRoot } from './support/server-entry.js';
+import { makeProject, removeProject } from './support/project.js';
+import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
+import { eventNames, inspect, type JournalRecord, journalsIn, readJournal } from './support/journal.js';
 
 // Every provider case the OpenAI, OpenRouter and Anthropic documentation describes, served by the
 // synthetic endpoint in the matching wire format and driven through invoke_agent over stdio. For each:
@@ -106,13 +95,15 @@ describe('provider cases over stdio', () => {
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = makeProject(AGENTS);
-    openai = await startServer(project, providerEnv(endpoint.url, { OPENAI_API_KEY: KEY }));
+    openai = await startServer(project, { env: providerEnv(endpoint.url, { OPENAI_API_KEY: KEY }) });
     anthropic = await startServer(project, {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: process.env.HOME ?? '/tmp',
-      ANTHROPIC_API_KEY: KEY,
-      ANTHROPIC_BASE_URL: endpoint.origin,
-      ANTHROPIC_MODEL: 'claude-test',
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? '/tmp',
+        ANTHROPIC_API_KEY: KEY,
+        ANTHROPIC_BASE_URL: endpoint.origin,
+        ANTHROPIC_MODEL: 'claude-test',
+      },
     });
   });
 
@@ -357,7 +348,7 @@ describe('the output limit and the shipped restrict-by-capability example, for e
   });
 
   const start = async (env: Record<string, string>): Promise<RunningServer> => {
-    const server = await startServer(project, { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env });
+    const server = await startServer(project, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env } });
     servers.push(server);
     return server;
   };
@@ -407,7 +398,7 @@ describe('a retry is its own call, requested durably before it is sent', () => {
         if (journal !== undefined) seenAtRequest.push(eventNames(readJournal(journal)));
       },
     });
-    server = await startServer(project, providerEnv(endpoint.url, { OPENAI_API_KEY: KEY }));
+    server = await startServer(project, { env: providerEnv(endpoint.url, { OPENAI_API_KEY: KEY }) });
   });
 
   after(async () => {
@@ -430,10 +421,12 @@ describe('a legacy Azure OpenAI deployment URL', () => {
   it('is refused before any journal, naming the /openai/v1 route to use instead', async () => {
     const project = makeProject(AGENTS);
     const server = await startServer(project, {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: process.env.HOME ?? '/tmp',
-      OPENAI_API_KEY: KEY,
-      OPENAI_BASE_URL: 'https://contoso.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21',
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: process.env.HOME ?? '/tmp',
+        OPENAI_API_KEY: KEY,
+        OPENAI_BASE_URL: 'https://contoso.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21',
+      },
     });
     try {
       const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hello' } });

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { repoRoot } from './support/invoke-harness.js';
+import { repoRoot } from './support/server-entry.js';
 
 // Providers are reached over HTTPS in real use. The client must speak TLS and
 // verify the server against the trusted CAs: a certificate nobody vouches for

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createProxy, type ProxyServer } from 'proxy';
 import { startSyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import { auditOf, makeProject, removeProject, startServer, textOf } from './support/invoke-harness.js';
+import { makeProject, removeProject } from './support/project.js';
+import { auditOf, startServer, textOf } from './support/server.js';
 
 // Users behind a corporate proxy set HTTPS_PROXY. Here a real CONNECT proxy (the `proxy` package, a
 // small Squid-like server) listens on 127.0.0.1, the provider is an HTTPS server with its own
@@ -78,7 +79,7 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
   });
 
   async function invokeWith(extra: Record<string, string>): Promise<{ result: unknown; stderr: string }> {
-    const server = await startServer(project, env(extra));
+    const server = await startServer(project, { env: env(extra) });
     try {
       const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hello' } });
       return { result, stderr: server.stderr() };

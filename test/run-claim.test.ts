@@ -15,7 +15,8 @@ import { loadPolicySet } from '../src/shared/policy/policy-set.js';
 import type { RunDefinition } from '../src/shared/run-messages.js';
 import { finaliseUnstartedRun } from '../src/supervisor/unstarted-run-finaliser.js';
 import { performInvocation, type WorkerResources } from '../src/worker/invocation.js';
-import { eventNames, inspect, makeProject, projectPublicKey, readJournal, removeProject } from './support/invoke-harness.js';
+import { makeProject, removeProject } from './support/project.js';
+import { eventNames, inspect, projectPublicKey, readJournal } from './support/journal.js';
 
 // A run cancelled before its worker started it is finalised by its owner.
 // Creating the journal is the claim; these tests put the owner and the worker

@@ -7,7 +7,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SAMPLE_SCHEMA, ecKeyPair, signSchema, type TestKeyPair } from './support/schemapin-fixtures.js';
-import { repoRoot, symbiBin, tempDir } from './support/server-harness.js';
+import { repoRoot, symbiBin } from './support/server-entry.js';
+import { tempDir } from './support/project.js';
 
 // A SchemaPin pin is keyed by the port the key fetch dials. verify_schema over
 // stdio from `symbi mcp` in a network namespace of its own, whose loopback

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SAMPLE_SCHEMA, ecKeyPair, signSchema, startKeyServer, type KeyServer } from './support/schemapin-fixtures.js';
-import { symbiBin } from './support/server-harness.js';
+import { symbiBin } from './support/server-entry.js';
 
 // One trust-on-first-use pin per key host, however the key URL spells it.
 // `symbi schemapin verify` (the CLI twin of the verify_schema tool) against a

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeProject, removeDir, symbiBin, tempDir } from './support/server-harness.js';
+import { symbiBin } from './support/server-entry.js';
+import { makeProject, removeProject, tempDir } from './support/project.js';
 
 // Raw stdio: every byte on stdout is a JSON-RPC message, garbage on stdin is
 // answered while the server keeps serving, a huge line does not
@@ -110,7 +111,7 @@ describe('symbi mcp raw stdio', () => {
       assert.match(server.stderr(), /shutting down cause="the client closed standard input" live_runs=0 finalised=0 not_finalised=0/);
     } finally {
       await server.end();
-      removeDir(project);
+      removeProject(project);
     }
   });
 
@@ -136,7 +137,7 @@ describe('symbi mcp raw stdio', () => {
       assert.equal(await server.end(), 0);
     } finally {
       await server.end();
-      removeDir(project);
+      removeProject(project);
     }
   });
 
@@ -155,7 +156,7 @@ describe('symbi mcp raw stdio', () => {
       assert.ok(records.every((r) => typeof r.level === 'string' && typeof r.msg === 'string'));
     } finally {
       await server.end();
-      removeDir(project);
+      removeProject(project);
     }
   });
 });
@@ -184,7 +185,7 @@ describe('symbi mcp command line', () => {
         assert.equal(result.stdout, '');
       }
     } finally {
-      removeDir(dir);
+      removeProject(dir);
     }
   });
 
@@ -196,7 +197,7 @@ describe('symbi mcp command line', () => {
       assert.match(result.stderr, new RegExp(`project pinned: ${fs.realpathSync(dir)}`));
       assert.equal(result.stdout, '');
     } finally {
-      removeDir(dir);
+      removeProject(dir);
     }
   });
 });

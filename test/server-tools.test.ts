@@ -2,7 +2,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { makeProject, removeDir, resultText, startServer, waitForStderr, type RunningServer } from './support/server-harness.js';
+import { makeProject, removeProject } from './support/project.js';
+import { type RunningServer, startServer, textOf, waitForStderr } from './support/server.js';
 
 // End to end over stdio with the SDK client: every project tool, the AGENTS.md
 // resource and the startup summary on standard error.
@@ -35,7 +36,7 @@ describe('symbi mcp project tools over stdio', () => {
 
   after(async () => {
     await server.close();
-    removeDir(project);
+    removeProject(project);
   });
 
   it('writes a startup summary on stderr', async () => {
@@ -75,7 +76,7 @@ describe('symbi mcp project tools over stdio', () => {
     const result = await server.call('list_agents', {});
     assert.equal(result.isError, undefined);
     const data = result.structuredContent as { agents: Array<Record<string, unknown>>; left_out: unknown[] };
-    assert.deepEqual(JSON.parse(resultText(result)), data);
+    assert.deepEqual(JSON.parse(textOf(result)), data);
     const byFile = new Map(data.agents.map((a) => [a.file as string, a]));
     assert.deepEqual(
       [...byFile.keys()].sort(),
@@ -105,13 +106,13 @@ describe('symbi mcp project tools over stdio', () => {
   it('get_agent_dsl returns the source from the startup snapshot', async () => {
     const result = await server.call('get_agent_dsl', { agent: 'assistant' });
     assert.equal(result.isError, undefined);
-    assert.equal(resultText(result), ASSISTANT);
+    assert.equal(textOf(result), ASSISTANT);
     assert.deepEqual(result.structuredContent, { agent: 'assistant', file: 'agents/assistant.symbi', source: ASSISTANT });
     // Changes after startup are not seen: the registry is a snapshot.
     fs.writeFileSync(path.join(project, 'agents', 'late.symbi'), ASSISTANT);
     const late = await server.call('get_agent_dsl', { agent: 'late' });
     assert.equal(late.isError, true);
-    assert.match(resultText(late), /unknown agent "late"; available: .*assistant/);
+    assert.match(textOf(late), /unknown agent "late"; available: .*assistant/);
   });
 
   it('get_agent_dsl refuses unknown, ambiguous and malformed names with one line', async () => {
@@ -131,7 +132,7 @@ describe('symbi mcp project tools over stdio', () => {
     for (const [args, pattern] of cases) {
       const result = await server.call('get_agent_dsl', args);
       assert.equal(result.isError, true, JSON.stringify(args));
-      const text = resultText(result);
+      const text = textOf(result);
       assert.match(text, pattern);
       assert.ok(!text.includes('\n'), `one line: ${text}`);
     }
@@ -141,7 +142,7 @@ describe('symbi mcp project tools over stdio', () => {
     const fromFile = await server.call('parse_dsl', { file: 'agents/multi.dsl' });
     assert.equal(fromFile.isError, undefined);
     const report = fromFile.structuredContent as { source: string; has_errors: boolean; agents: Array<{ name: string }>; schedules: unknown[] };
-    assert.deepEqual(JSON.parse(resultText(fromFile)), report);
+    assert.deepEqual(JSON.parse(textOf(fromFile)), report);
     assert.equal(report.source, 'agents/multi.dsl');
     assert.equal(report.has_errors, false);
     assert.deepEqual(report.agents.map((a) => a.name), ['a', 'b']);
@@ -177,7 +178,7 @@ describe('symbi mcp project tools over stdio', () => {
     for (const [args, pattern] of cases) {
       const result = await server.call('parse_dsl', args);
       assert.equal(result.isError, true, JSON.stringify(args)?.slice(0, 80));
-      const text = resultText(result);
+      const text = textOf(result);
       assert.match(text, pattern);
       assert.ok(!text.includes('\n'), `one line: ${text.slice(0, 200)}`);
     }
@@ -189,10 +190,10 @@ describe('symbi mcp project tools over stdio', () => {
   it('get_agents_md returns the file read at call time', async () => {
     const result = await server.call('get_agents_md', {});
     assert.equal(result.isError, undefined);
-    assert.equal(resultText(result), AGENTS_MD);
+    assert.equal(textOf(result), AGENTS_MD);
     const extra = await server.call('get_agents_md', { path: 'x' });
     assert.equal(extra.isError, true);
-    assert.match(resultText(extra), /unknown argument "path"; get_agents_md takes no arguments/);
+    assert.match(textOf(extra), /unknown argument "path"; get_agents_md takes no arguments/);
   });
 
   it('serves AGENTS.md as the resource file:///AGENTS.md', async () => {
@@ -206,7 +207,7 @@ describe('symbi mcp project tools over stdio', () => {
   it('answers an unknown tool name with a tool error and keeps serving', async () => {
     const result = await server.call('no_such_tool', {});
     assert.equal(result.isError, true);
-    assert.match(resultText(result), /no_such_tool not found/);
+    assert.match(textOf(result), /no_such_tool not found/);
     const ok = await server.call('get_agent_dsl', { agent: 'assistant' });
     assert.equal(ok.isError, undefined);
   });
@@ -221,17 +222,17 @@ describe('symbi mcp without AGENTS.md or agents/', () => {
       assert.deepEqual(resources, []);
       const md = await server.call('get_agents_md');
       assert.equal(md.isError, true);
-      assert.equal(resultText(md), 'get_agents_md: AGENTS.md does not exist in the project');
+      assert.equal(textOf(md), 'get_agents_md: AGENTS.md does not exist in the project');
       const list = await server.call('list_agents');
       assert.deepEqual((list.structuredContent as { agents: unknown[] }).agents, []);
       const unknown = await server.call('get_agent_dsl', { agent: 'x' });
-      assert.match(resultText(unknown), /available: none/);
+      assert.match(textOf(unknown), /available: none/);
       const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
       assert.match(stderr, /agents\/ does not exist/);
       assert.match(stderr, /AGENTS\.md: not present/);
     } finally {
       await server.close();
-      removeDir(project);
+      removeProject(project);
     }
   });
 });

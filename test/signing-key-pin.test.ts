@@ -5,7 +5,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
-import { auditOf, journalsIn, makeProject, providerEnv, removeProject, startServer, textOf, type RunningServer } from './support/invoke-harness.js';
+import { makeProject, removeProject } from './support/project.js';
+import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
+import { journalsIn } from './support/journal.js';
 
 // The key announced at startup is the only key a server process signs with.
 // Replacing, removing or exposing the key file afterwards makes invoke_agent
@@ -26,7 +28,7 @@ describe('the signing key is pinned at startup', () => {
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = makeProject(FILES);
-    server = await startServer(project, providerEnv(endpoint.url));
+    server = await startServer(project, { env: providerEnv(endpoint.url) });
     keyFile = path.join(project, '.symbiont', 'governed', 'audit-signing.key');
     startupKey = /audit public key \(record it to verify journals\): ([0-9a-f]{64})/.exec(await stderrWith(/audit public key/))![1]!;
   });
@@ -133,7 +135,7 @@ describe('no key at startup', () => {
     const project = makeProject(FILES);
     fs.mkdirSync(path.join(project, '.symbiont', 'governed'), { recursive: true, mode: 0o700 });
     fs.chmodSync(path.join(project, '.symbiont', 'governed'), 0o770);
-    const server = await startServer(project, providerEnv(endpoint.url));
+    const server = await startServer(project, { env: providerEnv(endpoint.url) });
     try {
       // Past the moment the worker pool would have been warmed up after the handshake.
       await new Promise((r) => setTimeout(r, 600));

@@ -3,7 +3,10 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/invocation-pool.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import { assertCompleteJournal, journalsIn, makeProject, projectPublicKey, providerEnv, removeProject, symbiBin } from './support/invoke-harness.js';
+import { symbiBin } from './support/server-entry.js';
+import { makeProject, removeProject } from './support/project.js';
+import { providerEnv } from './support/server.js';
+import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
 
 // Each worker thread is a sandbox: a heap limit it cannot pass without ending
 // only itself, a standard output that never reaches the MCP channel, and an

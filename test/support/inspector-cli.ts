@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { repoRoot } from './server-harness.js';
+import { repoRoot } from './server-entry.js';
 
 // The MCP Inspector CLI, a client this project did not write, run as a user
 // would run it: `mcp-inspector-cli --cli <server command...> --method ...`.

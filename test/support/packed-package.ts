@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { repoRoot } from './server-harness.js';
+import { repoRoot } from './server-entry.js';
 
 // The package as a user gets it: `npm pack` of this repository, installed with
 // `npm install <tarball>` into a temporary folder that has never seen the

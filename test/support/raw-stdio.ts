@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { serverCommand, serverEnv, type ServerOptions } from './server.js';
 
 // Drives a server process over raw stdio: bytes written as given, every
 // stdout line kept as it came, so a test sees exactly what a client would.
@@ -14,7 +15,15 @@ export interface RawStdioServer {
   messages(): RawMessage[];
   /** Raw stdout lines, newline removed. */
   lines(): string[];
+  /** Everything written to stdout so far, as it came. */
+  stdout(): string;
   stderr(): string;
+  pid: number;
+  /** Sends `signal` to the process. */
+  kill(signal: NodeJS.Signals): void;
+  /** Resolves with the exit code (null after a signal) once the process has exited. */
+  exited: Promise<number | null>;
+  /** Closes stdin and resolves with the exit code. */
   end(): Promise<number | null>;
 }
 
@@ -27,6 +36,7 @@ export const INITIALIZE = {
 export const INITIALIZED = { jsonrpc: '2.0', method: 'notifications/initialized' };
 export const jsonLine = (message: unknown): string => `${JSON.stringify(message)}\n`;
 
+/** Starts `command` with piped stdio for a test that reads and writes raw JSON-RPC lines. */
 export function spawnRawStdio(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): RawStdioServer {
   const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env });
   let stdout = '';
@@ -75,10 +85,27 @@ export function spawnRawStdio(command: string, args: string[], env: NodeJS.Proce
     waitFor: (id, timeoutMs) => waitForMessage((m) => m.id === id && ('result' in m || 'error' in m), `response to id ${JSON.stringify(id)}`, timeoutMs),
     messages: () => [...parsed],
     lines: () => stdout.split('\n').filter((l) => l.length > 0),
+    stdout: () => stdout,
     stderr: () => stderr,
+    pid: child.pid!,
+    kill: (signal) => void child.kill(signal),
+    exited,
     end: () => {
       child.stdin.end();
       return exited;
     },
   };
+}
+
+/** Starts `symbi mcp` on `project` as `options` say (the same options as startServer) for raw JSON-RPC over stdio. */
+export function spawnRawServer(project: string, options: ServerOptions = {}): RawStdioServer {
+  const { command, args } = serverCommand(project, options);
+  return spawnRawStdio(command, args, options.env ?? serverEnv());
+}
+
+/** Starts `symbi mcp` on `project` and sends the initialize request and the initialized notification. */
+export function spawnInitializedServer(project: string, options: ServerOptions = {}): RawStdioServer {
+  const server = spawnRawServer(project, options);
+  server.send(jsonLine(INITIALIZE) + jsonLine(INITIALIZED)).catch(() => undefined); // a dead server shows in the test's own waits
+  return server;
 }

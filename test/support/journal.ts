@@ -1,0 +1,79 @@
+import { spawnSync } from 'node:child_process';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import nacl from 'tweetnacl';
+import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
+import { symbiBin } from './server-entry.js';
+
+// Reading a test project's signed journals: their records, the project's
+// public key, and `symbi audit inspect`'s verdict on them.
+
+/** One journal line and its parsed payload. */
+export interface JournalRecord {
+  line: string;
+  payload: {
+    version: number;
+    run_id: string;
+    previous_hash: string;
+    entry: { sequence: number; agent_id: string; event: Record<string, Record<string, unknown>> };
+  };
+}
+
+/** Every record of a journal file, in order. */
+export function readJournal(file: string): JournalRecord[] {
+  const text = fs.readFileSync(file, 'utf8');
+  return text
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((line) => ({ line, payload: JSON.parse(line).payload }));
+}
+
+/** The event name of each record, in order. */
+export function eventNames(records: JournalRecord[]): string[] {
+  return records.map((r) => Object.keys(r.payload.entry.event)[0]!);
+}
+
+/** The journal files of a project's governed runs. */
+export function journalsIn(project: string): string[] {
+  const dir = path.join(project, '.symbiont', 'governed');
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir)
+    .filter((n) => n.endsWith('.jsonl'))
+    .map((n) => path.join(dir, n));
+}
+
+/** `symbi audit inspect --cross-check` on one run: its exit status and JSON report. */
+export function inspect(journal: string, runId: string, publicKey: string): { status: number; report: Record<string, unknown> } {
+  const result = spawnSync(process.execPath, [symbiBin, 'audit', 'inspect', journal, '--run-id', runId, '--public-key', publicKey, '--cross-check'], {
+    encoding: 'utf8',
+  });
+  let report: Record<string, unknown> = {};
+  try {
+    report = JSON.parse(result.stdout);
+  } catch {
+    report = { unparsed: result.stdout, stderr: result.stderr };
+  }
+  return { status: result.status ?? -1, report };
+}
+
+/** The public key derived independently (tweetnacl) from the project's key file. */
+export function projectPublicKey(project: string): string {
+  const seed = fs.readFileSync(path.join(project, '.symbiont', 'governed', 'audit-signing.key'));
+  return Buffer.from(nacl.sign.keyPair.fromSeed(new Uint8Array(seed)).publicKey).toString('hex');
+}
+
+/**
+ * A finished run's journal is complete. When the run had sent its provider
+ * request and no result was recorded (a cancel, an error, a lost thread), that
+ * call is an unknown effect, so the journal also needs reconciliation (exit 2),
+ * as Symbiont's inspect reports it; otherwise it exits 0. Returns the exit code.
+ */
+export function assertCompleteJournal(file: string, key: string): number {
+  const { exitCode, report } = inspectJournal(file, path.basename(file, '.jsonl'), key);
+  assert.equal(report.journal_complete, true, `${file}: ${JSON.stringify(report)}`);
+  const unknown = report.effects.some((effect) => effect.outcome === 'unknown');
+  assert.equal(exitCode, unknown ? 2 : 0, `${file}: ${JSON.stringify(report)}`);
+  return exitCode;
+}
