@@ -9,6 +9,8 @@ import { createMCPClient, type MCPClient } from '@ai-sdk/mcp';
 import { Experimental_StdioMCPTransport as StdioMCPTransport } from '@ai-sdk/mcp/mcp-stdio';
 import { DEFAULT_ANSWER, SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { repoRoot, symbiBin } from './support/server-entry.js';
+import { removeProject, tempDir } from './support/project.js';
+import { type AuditRef, serverCommand, textOf } from './support/server.js';
 
 // A second client this project did not write, and one that does not use the MCP TypeScript SDK the
 // server is built on: the Vercel AI SDK's MCP client (@ai-sdk/mcp, its own JSON-RPC and stdio
@@ -21,17 +23,8 @@ interface ToolResult {
   isError?: boolean;
 }
 
-interface AuditReference {
-  agent_id: string;
-  audit: { run_id: string; path: string; public_key: string };
-}
-
 const version = (JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 const callOptions = { toolCallId: 'interop-call', messages: [] };
-
-function textOf(result: ToolResult): string {
-  return result.content.map((c) => c.text ?? '').join('');
-}
 
 describe('the AI SDK MCP client (@ai-sdk/mcp) against symbi mcp', () => {
   let project: string;
@@ -39,15 +32,14 @@ describe('the AI SDK MCP client (@ai-sdk/mcp) against symbi mcp', () => {
   let client: MCPClient;
 
   before(async () => {
-    project = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-ai-sdk-'));
+    project = tempDir('symbi-ai-sdk-');
     const example = path.join(repoRoot, 'examples', 'quickstart');
     fs.cpSync(example, project, { recursive: true, filter: (src) => src === example || !path.basename(src).startsWith('.') });
     endpoint = await startSyntheticEndpoint();
     client = await createMCPClient({
       clientName: 'symbi-interop-test',
       transport: new StdioMCPTransport({
-        command: process.execPath,
-        args: [symbiBin, 'mcp', '--project', project],
+        ...serverCommand(project),
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir(), OPENAI_BASE_URL: endpoint.url, OPENAI_API_KEY: 'sk-interop-test', CHAT_MODEL: 'synthetic' },
         stderr: 'ignore',
       }),
@@ -57,7 +49,7 @@ describe('the AI SDK MCP client (@ai-sdk/mcp) against symbi mcp', () => {
   after(async () => {
     await client?.close().catch(() => undefined);
     await endpoint?.close();
-    fs.rmSync(project, { recursive: true, force: true });
+    removeProject(project);
   });
 
   it('completes the handshake and reports the package name and version', () => {
@@ -98,7 +90,7 @@ describe('the AI SDK MCP client (@ai-sdk/mcp) against symbi mcp', () => {
     assert.match(messages[0]!.content, /Registered definition \(agents\/assistant\.symbi\):\n[\s\S]*agent assistant \{/);
     assert.deepEqual(messages.at(-1), { role: 'user', content: 'Say hello.' });
 
-    const reference = result.structuredContent as AuditReference;
+    const reference = result.structuredContent as AuditRef;
     assert.match(reference.audit.run_id, /^[0-9a-f-]{36}$/);
     const inspected = spawnSync(process.execPath, [symbiBin, 'audit', 'inspect', reference.audit.path, '--run-id', reference.audit.run_id, '--public-key', reference.audit.public_key], { encoding: 'utf8' });
     assert.equal(inspected.status, 0, inspected.stdout + inspected.stderr);

@@ -4,12 +4,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { repoRoot } from './support/server-entry.js';
 
 // The first thing a new user does: clone, then `npm run demo`. The clone holds committed files only
 // (no node_modules/, no dist/), so the demo's own install and build steps run here.
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 function childEnv(): Record<string, string> {

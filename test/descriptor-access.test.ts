@@ -3,14 +3,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { DEFAULT_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { checkDescriptorAccess, platformLabel } from '../src/shared/descriptor-access-check.js';
-import { symbiBin } from './support/server-entry.js';
 import { makeProject, removeProject } from './support/project.js';
-import { providerEnv, textOf } from './support/server.js';
+import { providerEnv, type RunningServer, startServer, textOf, waitForStderr } from './support/server.js';
 import { inspect } from './support/journal.js';
 import { namespaceSkip } from './support/mount-namespace.js';
 
@@ -29,12 +25,6 @@ const PROJECT_FILES = {
 const PLATFORM = platformLabel();
 const REFUSED = new RegExp(`project files are unavailable: project file confinement cannot be proven on this ${PLATFORM} system`);
 
-interface Served {
-  client: Client;
-  stderr(): string;
-  call(name: string, args?: Record<string, unknown>): Promise<CallToolResult>;
-}
-
 // What /proc holds for the server: the kernel's procfs, nothing, or a forgery
 // whose /proc/self/fd/<n> are plain empty directories.
 type ProcMount = 'procfs' | 'empty' | 'forged';
@@ -43,23 +33,9 @@ const MOUNT_SCRIPTS: Record<Exclude<ProcMount, 'procfs'>, string> = {
   forged: 'mount -t tmpfs none /proc && for n in $(seq 0 99); do mkdir -p /proc/self/fd/$n; done && exec "$0" "$@"',
 };
 
-async function serve(project: string, proc: ProcMount, env: Record<string, string>): Promise<Served> {
-  const server = [symbiBin, 'mcp', '--project', project];
-  const transport = new StdioClientTransport(
-    proc === 'procfs'
-      ? { command: process.execPath, args: server, stderr: 'pipe', env }
-      : { command: 'unshare', args: ['-m', 'sh', '-c', MOUNT_SCRIPTS[proc], process.execPath, ...server], stderr: 'pipe', env },
-  );
-  let stderr = '';
-  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const client = new Client({ name: 'descriptor-access-test', version: '1.0.0' });
-  await client.connect(transport);
-  return { client, stderr: () => stderr, call: async (name, args = {}) => (await client.callTool({ name, arguments: args })) as CallToolResult };
-}
-
-async function stderrSettled(served: Served): Promise<string> {
-  for (let i = 0; i < 500 && !served.stderr().includes('serving MCP'); i++) await new Promise((r) => setTimeout(r, 10));
-  return served.stderr();
+/** The server on `project` with `proc` mounted over /proc for it. */
+function serve(project: string, proc: ProcMount, env: Record<string, string>): Promise<RunningServer> {
+  return startServer(project, { env, launcher: proc === 'procfs' ? [] : ['unshare', '-m', 'sh', '-c', MOUNT_SCRIPTS[proc]] });
 }
 
 const FILE_TOOLS = [
@@ -71,7 +47,7 @@ const FILE_TOOLS = [
 ] as const;
 
 /** Every file tool, the AGENTS.md resource and invoke_agent refuse with `reason`; nothing ran. */
-async function assertRefusesEverything(served: Served, reason: RegExp): Promise<void> {
+async function assertRefusesEverything(served: RunningServer, reason: RegExp): Promise<void> {
   for (const [tool, args] of FILE_TOOLS) {
     const result = await served.call(tool, args);
     assert.equal(result.isError, true, `${tool}: ${textOf(result)}`);
@@ -104,11 +80,11 @@ describe('without /proc (tmpfs over /proc in a private mount namespace)', { skip
       const routeEnv = route === 'default' ? env : { ...env, SYMBI_CONFINEMENT_ROUTE: route };
       const served = await serve(project, 'empty', routeEnv);
       try {
-        const stderr = await stderrSettled(served);
+        const stderr = await waitForStderr(served, (t) => t.includes('serving MCP'));
         assert.match(stderr, /project files: confinement route (openat2|libc) /, stderr);
         assert.match(stderr, /policies\/mcp-server\/respond\.cedar: loaded 1 polic/, stderr);
 
-        const list = await served.call('list_agents');
+        const list = await served.call('list_agents', {});
         assert.equal(list.isError, undefined, textOf(list));
         assert.equal((list.structuredContent as { agents: unknown[] }).agents.length, 1);
         assert.match(stderr, /escape\.symbi.*symlink/, 'the symlinked agent file is left out, named');
@@ -120,7 +96,7 @@ describe('without /proc (tmpfs over /proc in a private mount namespace)', { skip
         assert.equal(escape.isError, true);
         assert.match(textOf(escape), /is a symlink/);
         assert.doesNotMatch(textOf(escape), /root:/);
-        const md = await served.call('get_agents_md');
+        const md = await served.call('get_agents_md', {});
         assert.match(textOf(md), /Project notes/);
         const resource = await served.client.readResource({ uri: 'file:///AGENTS.md' });
         assert.match(JSON.stringify(resource), /Project notes/);
@@ -144,7 +120,7 @@ describe('without /proc (tmpfs over /proc in a private mount namespace)', { skip
       const served = await serve(project, proc, { ...env, SYMBI_CONFINEMENT_ROUTE: 'proc' });
       try {
         await served.client.listTools();
-        const stderr = await stderrSettled(served);
+        const stderr = await waitForStderr(served, (t) => t.includes('serving MCP'));
         const lines = stderr.split('\n').filter((l) => REFUSED.test(l));
         assert.equal(lines.length, 1, stderr);
         assert.match(lines[0]!, /route proc failed its self-test: a nested file opens: refused as not_found/);
@@ -192,7 +168,7 @@ describe('the startup self-test refuses a route built on wrong constants', () =>
       const served = await serve(project, 'procfs', env);
       try {
         await served.client.listTools();
-        const stderr = await stderrSettled(served);
+        const stderr = await waitForStderr(served, (t) => t.includes('serving MCP'));
         const lines = stderr.split('\n').filter((l) => REFUSED.test(l));
         assert.equal(lines.length, 1, stderr);
         assert.match(lines[0]!, /route libc failed its self-test: /);

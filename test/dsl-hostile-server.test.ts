@@ -7,8 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DSL_ANALYSIS_QUEUE_MAX, DSL_FILE_MAX_BYTES } from '../src/shared/limits.js';
 import { hostileInputs } from './support/hostile-dsl-inputs.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
-import { symbiBin } from './support/server-entry.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
 import { makeProject, removeProject } from './support/project.js';
 import { type RunningServer, startServer } from './support/server.js';
 
@@ -44,7 +43,7 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
 
   before(async () => {
     project = makeProject({ 'agents/good.symbi': GOOD }, 'symbi-hostile-parse-');
-    server = spawnRawStdio(process.execPath, [symbiBin, 'mcp', '--project', project]);
+    server = spawnRawServer(project);
     await server.send(jsonLine(INITIALIZE));
     await server.waitFor('init', ANSWER_WAIT_MS);
     await server.send(jsonLine(INITIALIZED));

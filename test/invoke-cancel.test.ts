@@ -1,25 +1,15 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import { symbiBin } from './support/server-entry.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv, type RunningServer, startServer } from './support/server.js';
 import { assertCompleteJournal, eventNames, inspect, journalsIn, projectPublicKey, readJournal } from './support/journal.js';
+import { jsonLine, spawnInitializedServer } from './support/raw-stdio.js';
+import { waitFor } from './support/wait-for.js';
 
 const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
-
-async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 function terminalOf(file: string): { reason: unknown } | undefined {
   if (!fs.existsSync(file)) return undefined;
@@ -27,7 +17,6 @@ function terminalOf(file: string): { reason: unknown } | undefined {
   const last = records[records.length - 1]?.payload.entry.event;
   return last?.Terminated as { reason: unknown } | undefined;
 }
-
 
 describe('cancellation over stdio', () => {
   let endpoint: SyntheticEndpoint;
@@ -181,32 +170,18 @@ describe('shutdown and process loss', () => {
     await endpoint.close();
   });
 
-  function spawnRawServer(project: string, extraArgs: string[] = [], extraEnv: Record<string, string> = {}) {
-    const child = spawn(process.execPath, [symbiBin, 'mcp', '--project', project, ...extraArgs], {
-      env: providerEnv(endpoint.url, extraEnv),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.stdout.on('data', () => undefined);
-    const send = (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`);
-    send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '0' } } });
-    send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    return { child, send, exited, stderr: () => stderr };
-  }
+  const spawnServer = (project: string, args: string[] = [], extraEnv: Record<string, string> = {}) =>
+    spawnInitializedServer(project, { args, env: providerEnv(endpoint.url, extraEnv) });
 
   it('reports the four progress phases before the result, without model text (checked on the wire)', async () => {
     // Checked on raw stdout: the SDK client runs notification handlers a tick later
     // than responses, so a client-side counter could miss the last notice.
     const project = makeProject(FILES);
     try {
-      const server = spawnRawServer(project);
-      let out = '';
-      server.child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      server.send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' }, _meta: { progressToken: 'p7' } } });
+      const server = spawnServer(project);
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' }, _meta: { progressToken: 'p7' } } }));
       const messages = await waitFor('the result', () => {
-        const parsed = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id?: number; method?: string; params?: { progressToken?: string; message?: string; progress?: number } });
+        const parsed = server.messages() as Array<{ id?: number; method?: string; params?: { progressToken?: string; message?: string; progress?: number } }>;
         return parsed.some((m) => m.id === 7) ? parsed : undefined;
       });
       const resultIndex = messages.findIndex((m) => m.id === 7);
@@ -217,14 +192,13 @@ describe('shutdown and process loss', () => {
       assert.ok(!JSON.stringify(progress).includes('Hello from the synthetic endpoint'));
 
       // A call without a progressToken gets its result and no progress notices at all.
-      server.send({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' } } });
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' } } }));
       const all = await waitFor('the second result', () => {
-        const parsed = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { id?: number; method?: string });
+        const parsed = server.messages() as Array<{ id?: number; method?: string }>;
         return parsed.some((m) => m.id === 8) ? parsed : undefined;
       });
       assert.equal(all.filter((m) => m.method === 'notifications/progress').length, 4, 'only the first call reported progress');
-      server.child.stdin.end();
-      assert.equal(await server.exited, 0);
+      assert.equal(await server.end(), 0);
     } finally {
       removeProject(project);
     }
@@ -234,13 +208,12 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     try {
       const seen = endpoint.requests.length;
-      const server = spawnRawServer(project);
+      const server = spawnServer(project);
       for (let i = 1; i <= 20; i++) {
-        server.send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } } });
+        await server.send(jsonLine({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } } }));
       }
       await endpoint.waitForRequests(seen + 20, 15_000);
-      server.child.stdin.end();
-      const code = await server.exited;
+      const code = await server.end();
       assert.equal(code, 0, server.stderr());
       const journals = journalsIn(project);
       assert.equal(journals.length, 20);
@@ -259,12 +232,12 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     try {
       const seen = endpoint.requests.length;
-      const server = spawnRawServer(project);
+      const server = spawnServer(project);
       for (let i = 1; i <= 5; i++) {
-        server.send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } } });
+        await server.send(jsonLine({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } } }));
       }
       await endpoint.waitForRequests(seen + 5);
-      server.child.kill('SIGTERM');
+      server.kill('SIGTERM');
       assert.equal(await server.exited, 0, server.stderr());
       const journals = journalsIn(project);
       assert.equal(journals.length, 5);
@@ -279,10 +252,10 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     try {
       const seen = endpoint.requests.length;
-      const server = spawnRawServer(project, ['--shutdown-grace-ms', '0']);
-      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: '[[hold]]' } } });
+      const server = spawnServer(project, ['--shutdown-grace-ms', '0']);
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: '[[hold]]' } } }));
       await endpoint.waitForRequests(seen + 1);
-      server.child.kill('SIGTERM');
+      server.kill('SIGTERM');
       assert.equal(await server.exited, 1);
       assert.match(server.stderr(), /not_finalised=1/);
       assert.match(server.stderr(), /were not finalised within 0 ms/);
@@ -294,29 +267,20 @@ describe('shutdown and process loss', () => {
   it('finishes the journal from the supervisor when the worker thread dies mid-run, and keeps serving', async () => {
     const project = makeProject(FILES);
     try {
-      const server = spawnRawServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-exit-after-request' });
-      let out = '';
-      server.child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      const resultOf = (id: number) =>
-        waitFor(`result ${id}`, () =>
-          out
-            .split('\n')
-            .filter(Boolean)
-            .map((l) => JSON.parse(l) as { id?: number; result?: { isError?: boolean; structuredContent?: { audit: { run_id: string; path: string } }; content: { text: string }[] } })
-            .find((m) => m.id === id),
-        );
-      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'crash [[fault:worker-exit]]' } } });
+      const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-exit-after-request' });
+      const resultOf = async (id: number) =>
+        (await server.waitFor(id)) as { id?: number; result?: { isError?: boolean; structuredContent?: { audit: { run_id: string; path: string } }; content: { text: string }[] } };
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'crash [[fault:worker-exit]]' } } }));
       const crashed = await resultOf(1);
       assert.equal(crashed.result?.isError, true);
       assert.match(crashed.result!.content[0]!.text, /worker running this invocation failed/);
       const audit = crashed.result!.structuredContent!.audit;
       assert.deepEqual(eventNames(readJournal(audit.path)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
       assert.equal(assertCompleteJournal(audit.path, projectPublicKey(project)), 2, 'the request had left: its effect is unknown');
-      server.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'after the crash' } } });
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'after the crash' } } }));
       const next = await resultOf(2);
       assert.equal(next.result?.isError, undefined, JSON.stringify(next));
-      server.child.stdin.end();
-      assert.equal(await server.exited, 0);
+      assert.equal(await server.end(), 0);
     } finally {
       removeProject(project);
     }
@@ -325,20 +289,18 @@ describe('shutdown and process loss', () => {
   it('exits at once on a second SIGINT while the shutdown drain is still waiting', async () => {
     const project = makeProject(FILES);
     try {
-      const server = spawnRawServer(project, ['--shutdown-grace-ms', '60000'], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
-      let out = '';
-      server.child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } });
+      const server = spawnServer(project, ['--shutdown-grace-ms', '60000'], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } }));
       // The worker blocks right after it reports the request_sent phase, so once
       // that notice is out, no cancel can reach the run any more.
-      await waitFor('the request_sent progress notice', () => (out.includes('"request_sent"') ? true : undefined));
+      await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       let exited = false;
       void server.exited.then(() => (exited = true));
-      server.child.kill('SIGINT');
+      server.kill('SIGINT');
       // The drain waits for a run whose worker thread no longer answers.
       await new Promise((r) => setTimeout(r, 500));
       assert.equal(exited, false, 'the first SIGINT waits for the drain');
-      server.child.kill('SIGINT');
+      server.kill('SIGINT');
       assert.equal(await server.exited, 130);
       assert.match(server.stderr(), /second SIGINT: exiting now/);
     } finally {
@@ -348,20 +310,18 @@ describe('shutdown and process loss', () => {
 
   it('finalises cancelled runs queued on a hung worker thread from their owners', async () => {
     const project = makeProject(FILES);
-    const server = spawnRawServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
+    const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
     try {
-      let out = '';
-      server.child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } });
-      await waitFor('the request_sent progress notice', () => (out.includes('"request_sent"') ? true : undefined));
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } }));
+      await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       // The pool spreads these over its threads, the hung one included: the runs
       // given to it can never start, so only their owners can finish them.
       const ids = Array.from({ length: 16 }, (_, i) => i + 2);
       for (const id of ids) {
-        server.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `queued ${id} [[hold]]` } } });
+        await server.send(jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `queued ${id} [[hold]]` } } }));
       }
       await new Promise((r) => setTimeout(r, 300));
-      for (const id of ids) server.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'test' } });
+      for (const id of ids) await server.send(jsonLine({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'test' } }));
 
       const cancelled = await waitFor('16 cancellation lines', () => {
         const lines = server.stderr().split('\n').filter((l) => l.includes('run cancelled'));
@@ -379,7 +339,7 @@ describe('shutdown and process loss', () => {
       const open = journalsIn(project).filter((f) => terminalOf(f) === undefined);
       assert.equal(open.length, 1);
     } finally {
-      server.child.kill('SIGKILL');
+      server.kill('SIGKILL');
       await server.exited;
       endpoint.releaseAll();
       removeProject(project);
@@ -390,10 +350,10 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     try {
       const seen = endpoint.requests.length;
-      const server = spawnRawServer(project);
-      server.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: '[[hold]]' } } });
+      const server = spawnServer(project);
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: '[[hold]]' } } }));
       await endpoint.waitForRequests(seen + 1);
-      server.child.kill('SIGKILL');
+      server.kill('SIGKILL');
       await server.exited;
       const [journal] = journalsIn(project);
       assert.ok(journal);

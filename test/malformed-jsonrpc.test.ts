@@ -2,9 +2,9 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { symbiBin } from './support/server-entry.js';
 import { makeProject, removeProject } from './support/project.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
+import { serverCommand, serverEnv } from './support/server.js';
 
 // Every malformed JSON-RPC message written to the real server's standard
 // input gets its answer on standard output (JSON-RPC 2.0 sections 4.1, 5, 5.1),
@@ -63,7 +63,7 @@ function assertToolError(answers: RawMessage[], id: number, what: string): strin
 describe('malformed JSON-RPC over real stdio', () => {
   before(async () => {
     project = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n' });
-    server = spawnRawStdio(process.execPath, [symbiBin, 'mcp', '--project', project]);
+    server = spawnRawServer(project);
     await server.send(jsonLine(INITIALIZE));
     await server.waitFor('init');
     await server.send(jsonLine(INITIALIZED));
@@ -220,7 +220,8 @@ describe('malformed JSON-RPC over real stdio', () => {
 describe('a client that floods malformed lines without reading the answers', () => {
   it('stalls its own input instead of growing the server memory', async () => {
     const floodProject = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n' });
-    const child = spawn(process.execPath, [symbiBin, 'mcp', '--project', floodProject], { stdio: ['pipe', 'pipe', 'ignore'] });
+    const { command, args } = serverCommand(floodProject);
+    const child = spawn(command, args, { env: serverEnv(), stdio: ['pipe', 'pipe', 'ignore'] });
     const rssKiB = (field: 'VmRSS' | 'VmHWM'): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
     try {
       child.stdin.on('error', () => undefined);

@@ -5,12 +5,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { directoryWritersProblem } from '../src/shared/directory-ownership.js';
 import { symbiBin } from './support/server-entry.js';
-import { providerEnv, textOf } from './support/server.js';
+import { providerEnv, startServer, textOf } from './support/server.js';
 
 // A project folder another local user can change must never yield a permissive
 // answer. A shared project root (owner alice, group team with a second member
@@ -97,20 +95,14 @@ describe('a project folder another user can change', () => {
   }
 
   async function invoke(project: string, runAs?: string): Promise<Outcome> {
-    const command = runAs === undefined ? process.execPath : 'setpriv';
-    const serverArgs = [symbiBin, 'mcp', '--project', project];
-    const args = runAs === undefined ? serverArgs : ['--reuid', runAs, '--regid', runAs, '--init-groups', process.execPath, ...serverArgs];
-    const transport = new StdioClientTransport({ command, args, env: { ...providerEnv(endpoint.url), HOME: base }, stderr: 'pipe' });
-    let stderr = '';
-    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const client = new Client({ name: 'ownership-test', version: '0.0.0' });
-    await client.connect(transport);
+    const launcher = runAs === undefined ? [] : ['setpriv', '--reuid', runAs, '--regid', runAs, '--init-groups'];
+    const server = await startServer(project, { env: { ...providerEnv(endpoint.url), HOME: base }, launcher });
     try {
       const sent = endpoint.requests.length;
-      const result = await client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } });
-      return { text: textOf(result), isError: result.isError === true, stderr, requests: endpoint.requests.length - sent };
+      const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } });
+      return { text: textOf(result), isError: result.isError === true, stderr: server.stderr(), requests: endpoint.requests.length - sent };
     } finally {
-      await client.close().catch(() => undefined);
+      await server.close();
     }
   }
 

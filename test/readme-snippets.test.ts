@@ -3,11 +3,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { parse as parseToml } from 'smol-toml';
 import { installedPackage } from './support/packed-package.js';
+import { repoRoot } from './support/server-entry.js';
 
 // The README's IDE configuration snippets are what people paste. Every one is parsed here the way its
 // client reads it (the `claude`, `gemini` and `codex` command lines with each CLI's option rules, the
@@ -19,7 +19,6 @@ import { installedPackage } from './support/packed-package.js';
 // in the local project, so it resolves `symbi-mcp` to the tarball's `symbi-mcp` bin without the registry
 // (the name is not published from here; a registry fetch would fail the test, not pass it).
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
 const REPO_PLACEHOLDER = '/abs/path/to/symbi-mcp';
 const PROJECT_PLACEHOLDER = '/abs/path/to/project';

@@ -3,11 +3,10 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SAMPLE_SCHEMA, ecKeyPair, signSchema } from './support/schemapin-fixtures.js';
-import { repoRoot, symbiBin } from './support/server-entry.js';
+import { repoRoot } from './support/server-entry.js';
+import { type RunningServer, startServer } from './support/server.js';
 import { tempDir } from './support/project.js';
 
 // verify_schema through `symbi mcp` over stdio, with the server in a network
@@ -47,8 +46,7 @@ describe('verify_schema key fetches that fail, over stdio in a namespace with on
   const schema = JSON.stringify(SAMPLE_SCHEMA);
   const signature = signSchema(SAMPLE_SCHEMA, key.privateKey);
   let dir = '';
-  let client: Client;
-  let stderr = '';
+  let server: RunningServer;
   let ports: Record<'good' | 'reset' | 'silent' | 'cut' | 'closed', number>;
 
   before(async () => {
@@ -82,16 +80,14 @@ describe('verify_schema key fetches that fail, over stdio in a namespace with on
     );
     const keyPem = file('key.pem', key.publicPem);
     const portsFile = path.join(dir, 'ports.json');
-    const transport = new StdioClientTransport({
-      command: 'unshare',
-      args: [
-        '--net', '--mount', '--', 'sh', '-c', ENTER_NAMESPACE, 'sh', hosts, resolv,
+    server = await startServer(project, {
+      launcher: [
+        'unshare', '--net', '--mount', '--', 'sh', '-c', ENTER_NAMESPACE, 'sh', hosts, resolv,
         process.execPath, '--import', 'tsx', path.join(repoRoot, 'test', 'support', 'netns-key-servers.ts'),
         portsFile, path.join(dir, 'tls.key'), path.join(dir, 'tls.crt'), keyPem,
-        '--', process.execPath, symbiBin, 'mcp', '--project', project,
+        '--',
       ],
       cwd: repoRoot,
-      stderr: 'pipe',
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
         HOME: process.env.HOME ?? dir,
@@ -99,21 +95,18 @@ describe('verify_schema key fetches that fail, over stdio in a namespace with on
         NODE_EXTRA_CA_CERTS: path.join(dir, 'tls.crt'),
       },
     });
-    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    client = new Client({ name: 'schemapin-netns-test', version: '1.0.0' });
-    await client.connect(transport);
     ports = JSON.parse(fs.readFileSync(portsFile, 'utf8'));
   });
 
   after(async () => {
     if (skip) return;
-    await client?.close();
+    await server?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
   async function verify(url: string): Promise<{ verified: boolean; message: string }> {
-    const result = (await client.callTool({ name: 'verify_schema', arguments: { schema, public_key_url: url, signature } })) as CallToolResult;
-    assert.notEqual(result.isError, true, `${url}: ${JSON.stringify(result.content)}; stderr: ${stderr}`);
+    const result = (await server.client.callTool({ name: 'verify_schema', arguments: { schema, public_key_url: url, signature } })) as CallToolResult;
+    assert.notEqual(result.isError, true, `${url}: ${JSON.stringify(result.content)}; stderr: ${server.stderr()}`);
     const report = result.structuredContent as { verified: boolean; message: string };
     assert.equal(typeof report.message, 'string');
     assert.doesNotMatch(report.message, /[\r\n\u0000-\u001f]/, 'the reason is one line');
@@ -142,6 +135,6 @@ describe('verify_schema key fetches that fail, over stdio in a namespace with on
     // Still the same process, and a working key host still verifies.
     const good = await verify(`https://keys.test:${ports.good}/key.pem`);
     assert.equal(good.verified, true, good.message);
-    assert.doesNotMatch(stderr, /TypeError|Unhandled|uncaught/i);
+    assert.doesNotMatch(server.stderr(), /TypeError|Unhandled|uncaught/i);
   });
 });

@@ -3,11 +3,10 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SAMPLE_SCHEMA, ecKeyPair, signSchema, type TestKeyPair } from './support/schemapin-fixtures.js';
-import { repoRoot, symbiBin } from './support/server-entry.js';
+import { repoRoot } from './support/server-entry.js';
+import { type RunningServer, startServer } from './support/server.js';
 import { tempDir } from './support/project.js';
 
 // A SchemaPin pin is keyed by the port the key fetch dials. verify_schema over
@@ -45,8 +44,7 @@ describe('SchemaPin pins follow the dialled port, over stdio in a namespace serv
   let dir = '';
   let project = '';
   let keyFile = '';
-  let client: Client;
-  let stderr = '';
+  let server: RunningServer;
 
   before(async () => {
     if (skip) return;
@@ -64,16 +62,14 @@ describe('SchemaPin pins follow the dialled port, over stdio in a namespace serv
       ],
       { stdio: 'ignore' },
     );
-    const transport = new StdioClientTransport({
-      command: 'unshare',
-      args: [
-        '--net', '--', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh',
+    server = await startServer(project, {
+      launcher: [
+        'unshare', '--net', '--', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh',
         process.execPath, '--import', 'tsx', path.join(repoRoot, 'test', 'support', 'netns-default-port-key-servers.ts'),
         keyFile, path.join(dir, 'tls.key'), path.join(dir, 'tls.crt'),
-        '--', process.execPath, symbiBin, 'mcp', '--project', project,
+        '--',
       ],
       cwd: repoRoot,
-      stderr: 'pipe',
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
         HOME: process.env.HOME ?? dir,
@@ -81,25 +77,22 @@ describe('SchemaPin pins follow the dialled port, over stdio in a namespace serv
         NODE_EXTRA_CA_CERTS: path.join(dir, 'tls.crt'),
       },
     });
-    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    client = new Client({ name: 'schemapin-port-test', version: '1.0.0' });
-    await client.connect(transport);
   });
 
   after(async () => {
     if (skip) return;
-    await client?.close();
+    await server?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
   async function call(url: string, signer: TestKeyPair): Promise<CallToolResult> {
     const args = { schema: JSON.stringify(SAMPLE_SCHEMA), public_key_url: url, signature: signSchema(SAMPLE_SCHEMA, signer.privateKey) };
-    return (await client.callTool({ name: 'verify_schema', arguments: args })) as CallToolResult;
+    return (await server.client.callTool({ name: 'verify_schema', arguments: args })) as CallToolResult;
   }
 
   async function verify(url: string, signer: TestKeyPair): Promise<Report> {
     const result = await call(url, signer);
-    assert.notEqual(result.isError, true, `${url}: ${JSON.stringify(result.content)}; stderr: ${stderr}`);
+    assert.notEqual(result.isError, true, `${url}: ${JSON.stringify(result.content)}; stderr: ${server.stderr()}`);
     return result.structuredContent as unknown as Report;
   }
 

@@ -1,8 +1,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer } from './support/raw-stdio.js';
 import { symbiBin } from './support/server-entry.js';
 import { makeProject, removeProject, tempDir } from './support/project.js';
 
@@ -10,55 +11,9 @@ import { makeProject, removeProject, tempDir } from './support/project.js';
 // answered while the server keeps serving, a huge line does not
 // grow memory without bound, and the command line refuses bad options.
 
-const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
-const INITIALIZED = { jsonrpc: '2.0', method: 'notifications/initialized' };
 const call = (id: number, name: string, args: unknown) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-
-interface RawServer {
-  send(data: string | Buffer): Promise<void>;
-  waitFor(id: number): Promise<Record<string, unknown>>;
-  lines(): string[];
-  stderr(): string;
-  pid: number;
-  end(): Promise<number | null>;
-}
-
-function spawnRaw(project: string, args: string[] = []): RawServer {
-  const child = spawn(process.execPath, [symbiBin, 'mcp', '--project', project, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  const waiters = new Map<number, (m: Record<string, unknown>) => void>();
-  const seen = new Map<number, Record<string, unknown>>();
-  child.stdout.on('data', (c: Buffer) => {
-    stdout += c.toString('utf8');
-    for (const line of stdout.split('\n').slice(0, -1)) {
-      try {
-        const msg = JSON.parse(line) as Record<string, unknown>;
-        if (typeof msg.id === 'number' && !seen.has(msg.id)) {
-          seen.set(msg.id, msg);
-          waiters.get(msg.id)?.(msg);
-        }
-      } catch {
-        // checked by the caller through lines()
-      }
-    }
-  });
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return {
-    pid: child.pid!,
-    send: (data) => new Promise((resolve, reject) => child.stdin.write(data, (err) => (err ? reject(err) : resolve()))),
-    waitFor: (id) => (seen.has(id) ? Promise.resolve(seen.get(id)!) : new Promise((resolve) => waiters.set(id, resolve))),
-    lines: () => stdout.split('\n').filter((l) => l.length > 0),
-    stderr: () => stderr,
-    end: () => {
-      child.stdin.end();
-      return exited;
-    },
-  };
-}
-
-const line = (msg: unknown) => `${JSON.stringify(msg)}\n`;
+// The answers wait longer than raw-stdio's default: a loaded machine must not fail these.
+const ANSWER_WAIT_MS = 120_000;
 
 function peakRssKiB(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -68,11 +23,11 @@ function peakRssKiB(pid: number): number {
 describe('symbi mcp raw stdio', () => {
   it('writes only JSON-RPC messages to stdout, survives garbage and exits 0 when stdin ends', async () => {
     const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n', 'AGENTS.md': '# notes\n' });
-    const server = spawnRaw(project);
+    const server = spawnRawServer(project);
     try {
-      await server.send(line(INIT));
-      await server.waitFor(1);
-      await server.send(line(INITIALIZED));
+      await server.send(jsonLine(INITIALIZE));
+      await server.waitFor('init', ANSWER_WAIT_MS);
+      await server.send(jsonLine(INITIALIZED));
       await server.send('this is not json\n');
       await server.send('{"truncated": \n');
       await server.send('[1, 2, 3]\n');
@@ -80,26 +35,26 @@ describe('symbi mcp raw stdio', () => {
       await server.send('{"jsonrpc":"1.0","id":5,"method":"x"}\n');
       await server.send('\n\r\n');
       await server.send(Buffer.from([0xff, 0xfe, 0x00, 0x0a]));
-      await server.send(line({ jsonrpc: '2.0', id: 2, method: 'no/such/method' }));
-      await server.send(line(call(3, 'list_agents', {})));
-      await server.send(line(call(4, 'get_agent_dsl', { agent: 'assistant' })));
-      await server.send(line(call(6, 'parse_dsl', { file: 'agents/../../etc/passwd' })));
-      await server.send(line({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'list_agents', arguments: 'not an object' } }));
-      await server.send(line({ jsonrpc: '2.0', id: 8, method: 'resources/read', params: { uri: 'file:///etc/passwd' } }));
-      await server.send(line({ jsonrpc: '2.0', id: 9, method: 'tools/list' }));
-      const unknownMethod = await server.waitFor(2);
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'no/such/method' }));
+      await server.send(jsonLine(call(3, 'list_agents', {})));
+      await server.send(jsonLine(call(4, 'get_agent_dsl', { agent: 'assistant' })));
+      await server.send(jsonLine(call(6, 'parse_dsl', { file: 'agents/../../etc/passwd' })));
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'list_agents', arguments: 'not an object' } }));
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 8, method: 'resources/read', params: { uri: 'file:///etc/passwd' } }));
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 9, method: 'tools/list' }));
+      const unknownMethod = await server.waitFor(2, ANSWER_WAIT_MS);
       assert.equal((unknownMethod.error as { code: number }).code, -32601);
-      const list = await server.waitFor(3);
+      const list = await server.waitFor(3, ANSWER_WAIT_MS);
       assert.ok((list.result as { structuredContent: { agents: unknown[] } }).structuredContent.agents.length === 1);
-      const dsl = await server.waitFor(4);
+      const dsl = await server.waitFor(4, ANSWER_WAIT_MS);
       assert.equal((dsl.result as { content: Array<{ text: string }> }).content[0]!.text, 'agent assistant {\n}\n');
-      const traversal = await server.waitFor(6);
+      const traversal = await server.waitFor(6, ANSWER_WAIT_MS);
       assert.equal((traversal.result as { isError: boolean }).isError, true);
-      const badArgs = await server.waitFor(7);
+      const badArgs = await server.waitFor(7, ANSWER_WAIT_MS);
       assert.ok(badArgs.error || (badArgs.result as { isError?: boolean }).isError, 'non-object arguments are refused');
-      const badResource = await server.waitFor(8);
+      const badResource = await server.waitFor(8, ANSWER_WAIT_MS);
       assert.ok(badResource.error, 'an unknown resource is a JSON-RPC error');
-      await server.waitFor(9);
+      await server.waitFor(9, ANSWER_WAIT_MS);
       const code = await server.end();
       assert.equal(code, 0);
       for (const l of server.lines()) {
@@ -117,18 +72,18 @@ describe('symbi mcp raw stdio', () => {
 
   it('drops a 50 MiB line without a newline and keeps serving with bounded memory', async () => {
     const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n' });
-    const server = spawnRaw(project);
+    const server = spawnRawServer(project);
     try {
-      await server.send(line(INIT));
-      await server.waitFor(1);
-      await server.send(line(INITIALIZED));
+      await server.send(jsonLine(INITIALIZE));
+      await server.waitFor('init', ANSWER_WAIT_MS);
+      await server.send(jsonLine(INITIALIZED));
       const chunk = Buffer.alloc(1024 * 1024, 0x61);
       for (let i = 0; i < 50; i++) await server.send(chunk);
       await server.send('\n');
       // A huge line that is valid JSON-RPC is also dropped, not parsed.
       await server.send(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"parse_dsl","arguments":{"content":"${'b'.repeat(9 * 1024 * 1024)}"}}}\n`);
-      await server.send(line(call(2, 'get_agent_dsl', { agent: 'assistant' })));
-      const answer = await server.waitFor(2);
+      await server.send(jsonLine(call(2, 'get_agent_dsl', { agent: 'assistant' })));
+      const answer = await server.waitFor(2, ANSWER_WAIT_MS);
       assert.equal((answer.result as { content: Array<{ text: string }> }).content[0]!.text, 'agent assistant {\n}\n');
       const peak = peakRssKiB(server.pid);
       assert.ok(peak < 400 * 1024, `peak RSS ${peak} KiB stays far below the bytes sent`);
@@ -143,10 +98,10 @@ describe('symbi mcp raw stdio', () => {
 
   it('writes one JSON object per stderr line with --log-format json', async () => {
     const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n' });
-    const server = spawnRaw(project, ['--log-format', 'json']);
+    const server = spawnRawServer(project, { args: ['--log-format', 'json'] });
     try {
-      await server.send(line(INIT));
-      await server.waitFor(1);
+      await server.send(jsonLine(INITIALIZE));
+      await server.waitFor('init', ANSWER_WAIT_MS);
       assert.equal(await server.end(), 0);
       const lines = server.stderr().split('\n').filter((l) => l.length > 0);
       assert.ok(lines.length >= 5);

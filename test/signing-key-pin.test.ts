@@ -8,6 +8,7 @@ import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { makeProject, removeProject } from './support/project.js';
 import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
 import { journalsIn } from './support/journal.js';
+import { waitFor } from './support/wait-for.js';
 
 // The key announced at startup is the only key a server process signs with.
 // Replacing, removing or exposing the key file afterwards makes invoke_agent
@@ -38,13 +39,8 @@ describe('the signing key is pinned at startup', () => {
     removeProject(project);
   });
 
-  async function stderrWith(pattern: RegExp): Promise<string> {
-    const until = Date.now() + 10_000;
-    while (!pattern.test(server.stderr())) {
-      if (Date.now() > until) throw new Error(`stderr never matched ${pattern}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    return server.stderr();
+  function stderrWith(pattern: RegExp): Promise<string> {
+    return waitFor(`stderr matching ${pattern}`, () => (pattern.test(server.stderr()) ? server.stderr() : undefined));
   }
 
   async function invoke(): Promise<unknown> {

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/invocation-pool.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import { symbiBin } from './support/server-entry.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv } from './support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
+import { jsonLine, spawnInitializedServer, type RawStdioServer } from './support/raw-stdio.js';
+import { waitFor } from './support/wait-for.js';
 
 // Each worker thread is a sandbox: a heap limit it cannot pass without ending
 // only itself, a standard output that never reaches the MCP channel, and an
@@ -25,56 +25,18 @@ interface RpcMessage {
   error?: unknown;
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 60_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+// Worker faults take a while on a loaded machine; every wait here allows for that.
+const WAIT_MS = 60_000;
+
+function invoke(server: RawStdioServer, id: number, prompt: string): void {
+  server.send(jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt } } })).catch(() => undefined);
 }
 
-interface RawServer {
-  child: ChildProcessWithoutNullStreams;
-  stdout(): string;
-  stderr(): string;
-  invoke(id: number, prompt: string): void;
-  result(id: number): Promise<RpcMessage>;
-  exited: Promise<number | null>;
-}
-
-function rawServer(project: string, env: Record<string, string>): RawServer {
-  const child = spawn(process.execPath, [symbiBin, 'mcp', '--project', project], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
-  const send = (message: unknown): void => void child.stdin.write(`${JSON.stringify(message)}\n`);
-  send({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'sandbox-test', version: '0' } } });
-  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return {
-    child,
-    stdout: () => out,
-    stderr: () => err,
-    exited,
-    invoke: (id, prompt) => send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt } } }),
-    // Parsing every line also asserts that standard output carries JSON only.
-    result: (id) => waitFor(`the answer to request ${id}`, () => parsedLines(out).find((m) => m.id === id)),
-  };
-}
-
-function parsedLines(out: string): RpcMessage[] {
-  return out
-    .split('\n')
-    .filter((l) => l.length > 0)
-    .map((l) => JSON.parse(l) as RpcMessage);
-}
-
-async function stop(server: RawServer): Promise<number | null> {
-  server.child.stdin.end();
-  return server.exited;
+/** The answer to request `id`; every complete line on standard output so far must parse as JSON. */
+async function result(server: RawStdioServer, id: number): Promise<RpcMessage> {
+  const answer = (await server.waitFor(id, WAIT_MS)) as RpcMessage;
+  for (const line of server.stdout().split('\n').slice(0, -1)) JSON.parse(line);
+  return answer;
 }
 
 describe('sandboxed worker threads', () => {
@@ -89,15 +51,15 @@ describe('sandboxed worker threads', () => {
 
   it('keeps a worker’s console.log, process.stdout.write and fs.writeSync(1) off standard output and says them, capped, on stderr', async () => {
     const project = makeProject(FILES);
-    const server = rawServer(project, providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stray-output' }));
+    const server = spawnInitializedServer(project, { env: providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stray-output' }) });
     try {
-      server.invoke(1, 'print things [[fault:worker-stdout]]');
-      const first = await server.result(1);
+      invoke(server, 1, 'print things [[fault:worker-stdout]]');
+      const first = await result(server, 1);
       assert.equal(first.result?.isError, undefined, JSON.stringify(first));
-      server.invoke(2, 'and again, quietly');
-      assert.equal((await server.result(2)).result?.isError, undefined);
-      await waitFor('the worker output on stderr', () => (server.stderr().includes('further standard output of this worker thread is dropped') ? true : undefined));
-      assert.equal(await stop(server), 0);
+      invoke(server, 2, 'and again, quietly');
+      assert.equal((await result(server, 2)).result?.isError, undefined);
+      await waitFor('the worker output on stderr', () => (server.stderr().includes('further standard output of this worker thread is dropped') ? true : undefined), WAIT_MS);
+      assert.equal(await server.end(), 0);
 
       // The client saw JSON-RPC and nothing else.
       const lines = server.stdout().split('\n').filter((l) => l.length > 0);
@@ -117,14 +79,14 @@ describe('sandboxed worker threads', () => {
       assert.ok(workerLines.every((l) => l.length < 800), 'long lines are cut');
       assert.ok(stderr.includes('(cut)'));
     } finally {
-      server.child.kill('SIGKILL');
+      server.kill('SIGKILL');
       removeProject(project);
     }
   });
 
   it('keeps every fs route to standard output from a worker off it: writes by descriptor or path are captured, opens, copies and closes refused', async () => {
     const project = makeProject(FILES);
-    const server = rawServer(project, providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stdout-routes' }));
+    const server = spawnInitializedServer(project, { env: providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stdout-routes' }) });
     const captured = [
       'fs.writeFileSync(1, string)',
       'fs.writeFileSync(1, buffer)',
@@ -149,14 +111,14 @@ describe('sandboxed worker threads', () => {
     ];
     const escaped = (text: string) => text.replace(/[().<>/]/g, '\\$&');
     try {
-      server.invoke(1, 'print through fs [[fault:worker-stdout-routes]]');
-      const first = await server.result(1);
+      invoke(server, 1, 'print through fs [[fault:worker-stdout-routes]]');
+      const first = await result(server, 1);
       assert.equal(first.result?.isError, undefined, JSON.stringify(first));
-      await waitFor('every route reported', () => (refused.every((route) => server.stderr().includes(`route ${route}:`)) && captured.every((c) => server.stderr().includes(`stray ${c}`)) ? true : undefined));
+      await waitFor('every route reported', () => (refused.every((route) => server.stderr().includes(`route ${route}:`)) && captured.every((c) => server.stderr().includes(`stray ${c}`)) ? true : undefined), WAIT_MS);
       // Descriptor 1 still works for the supervisor: a second call is answered.
-      server.invoke(2, 'and again, quietly');
-      assert.equal((await server.result(2)).result?.isError, undefined);
-      assert.equal(await stop(server), 0);
+      invoke(server, 2, 'and again, quietly');
+      assert.equal((await result(server, 2)).result?.isError, undefined);
+      assert.equal(await server.end(), 0);
 
       for (const line of server.stdout().split('\n').filter((l) => l.length > 0)) assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
       assert.ok(!server.stdout().includes('stray'), `no stray output on stdout: ${server.stdout()}`);
@@ -164,7 +126,7 @@ describe('sandboxed worker threads', () => {
       for (const route of captured) assert.match(stderr, new RegExp(`worker thread wrote to standard output.*stray ${escaped(route)} from a worker`), route);
       for (const route of refused) assert.match(stderr, new RegExp(`route ${escaped(route)}: refused \\(EPERM\\)`), route);
     } finally {
-      server.child.kill('SIGKILL');
+      server.kill('SIGKILL');
       removeProject(project);
     }
   });
@@ -172,35 +134,35 @@ describe('sandboxed worker threads', () => {
   it('gives a worker none of the supervisor’s environment: no unrelated secret, no provider key', async () => {
     const project = makeProject(FILES);
     const env = providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-report-environment', UNRELATED_IDE_SECRET: 'hunter2-from-the-ide' });
-    const server = rawServer(project, env);
+    const server = spawnInitializedServer(project, { env });
     try {
-      server.invoke(1, 'what can you see [[fault:worker-env]]');
-      const answer = await server.result(1);
+      invoke(server, 1, 'what can you see [[fault:worker-env]]');
+      const answer = await result(server, 1);
       // The run works: the provider configuration reached the worker as data.
       assert.equal(answer.result?.isError, undefined, JSON.stringify(answer));
-      const report = await waitFor('the environment report', () => /worker environment names: (\[.*\])/.exec(server.stderr())?.[1]);
+      const report = await waitFor('the environment report', () => /worker environment names: (\[.*\])/.exec(server.stderr())?.[1], WAIT_MS);
       const names = JSON.parse(report) as string[];
       assert.ok(!names.includes('UNRELATED_IDE_SECRET'), report);
       assert.ok(!names.includes('OPENAI_API_KEY'), report);
       assert.deepEqual(names, [], 'a worker sees no environment variable at all');
       assert.ok(!server.stderr().includes('hunter2'));
-      assert.equal(await stop(server), 0);
+      assert.equal(await server.end(), 0);
     } finally {
-      server.child.kill('SIGKILL');
+      server.kill('SIGKILL');
       removeProject(project);
     }
   });
 
   it('survives a worker that runs past its heap limit: every journal verifies and the next invocation is answered', async () => {
     const project = makeProject(FILES);
-    const server = rawServer(project, providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-out-of-memory' }));
+    const server = spawnInitializedServer(project, { env: providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-out-of-memory' }) });
     try {
       // Runs waiting on the provider on every thread, one of which is about to run out of memory.
       const seen = endpoint.requests.length;
-      for (let id = 1; id <= 6; id += 1) server.invoke(id, `waiting ${id} [[hold]]`);
+      for (let id = 1; id <= 6; id += 1) invoke(server, id, `waiting ${id} [[hold]]`);
       await endpoint.waitForRequests(seen + 6);
-      server.invoke(10, 'allocate [[fault:worker-oom]]');
-      const oom = await server.result(10);
+      invoke(server, 10, 'allocate [[fault:worker-oom]]');
+      const oom = await result(server, 10);
       assert.equal(oom.result?.isError, true, JSON.stringify(oom));
       assert.match(oom.result!.content[0]!.text, /worker running this invocation failed: .*memory limit/);
       // The limit hit is the pool's, not V8's default (about 2 to 4 GiB here).
@@ -208,17 +170,17 @@ describe('sandboxed worker threads', () => {
       const { maxOldGenerationSizeMb, maxYoungGenerationSizeMb } = WORKER_RESOURCE_LIMITS;
       assert.ok(limit >= maxOldGenerationSizeMb && limit <= maxOldGenerationSizeMb + maxYoungGenerationSizeMb + 16, `heap limit ${limit} MiB`);
       endpoint.releaseAll();
-      const waiting = await Promise.all([1, 2, 3, 4, 5, 6].map((id) => server.result(id)));
+      const waiting = await Promise.all([1, 2, 3, 4, 5, 6].map((id) => result(server, id)));
       // Runs that shared the thread ended with it; the others completed.
       const failed = waiting.filter((m) => m.result?.isError === true);
       for (const m of failed) assert.match(m.result!.content[0]!.text, /worker running this invocation failed: .*memory limit/);
       assert.ok(failed.length < waiting.length, 'runs on the other thread completed');
 
       // A replacement thread serves the next invocation.
-      server.invoke(20, 'after the out-of-memory');
-      const next = await server.result(20);
+      invoke(server, 20, 'after the out-of-memory');
+      const next = await result(server, 20);
       assert.equal(next.result?.isError, undefined, JSON.stringify(next));
-      assert.equal(await stop(server), 0);
+      assert.equal(await server.end(), 0);
 
       const key = projectPublicKey(project);
       const journals = journalsIn(project);
@@ -228,7 +190,7 @@ describe('sandboxed worker threads', () => {
         assertCompleteJournal(file, key);
       }
     } finally {
-      server.child.kill('SIGKILL');
+      server.kill('SIGKILL');
       endpoint.releaseAll();
       removeProject(project);
     }

@@ -16,6 +16,8 @@ export interface ServerOptions {
   args?: string[];
   /** A command line the server runs under (for example `unshare -m sh -c ...`), with node and its arguments appended. */
   launcher?: string[];
+  /** The working directory the command starts in; the test runner's when absent. */
+  cwd?: string;
 }
 
 /** The command and arguments that run `symbi mcp` on `project` as `options` say (no environment). */
@@ -60,7 +62,7 @@ export interface RunningServer {
 
 /** Starts `symbi mcp` on `project` and connects an SDK client to it over stdio. */
 export async function startServer(project: string, options: ServerOptions = {}): Promise<RunningServer> {
-  const transport = new StdioClientTransport({ ...serverCommand(project, options), env: options.env ?? serverEnv(), stderr: 'pipe' });
+  const transport = new StdioClientTransport({ ...serverCommand(project, options), env: options.env ?? serverEnv(), cwd: options.cwd, stderr: 'pipe' });
   let stderrText = '';
   transport.stderr?.on('data', (chunk: Buffer) => (stderrText += chunk.toString('utf8')));
   const client = new Client({ name: 'symbi-test', version: '0.0.0' });
