@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
-import { providerEnv, startServer, textOf } from './support/server.js';
+import { invokeOnce, type InvokeOutcome, providerEnv } from './support/server.js';
 
 // A policy file or folder that another local user could rewrite makes the
 // whole set deny every response, as group- or world-writable storage does.
@@ -35,21 +35,17 @@ describe('policy files and folders another user could rewrite', () => {
     await endpoint.close();
   });
 
-  async function invoke(prepare: (dir: string) => void): Promise<{ text: string; isError: boolean; stderr: string; requests: number }> {
+  async function invoke(prepare: (dir: string) => void): Promise<InvokeOutcome> {
     const project = soundProject();
     prepare(project);
-    const server = await startServer(project, { env: providerEnv(endpoint.url) });
     try {
-      const sent = endpoint.requests.length;
-      const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } });
-      return { text: textOf(result), isError: result.isError === true, stderr: server.stderr(), requests: endpoint.requests.length - sent };
+      return await invokeOnce(project, { env: providerEnv(endpoint.url) }, endpoint);
     } finally {
-      await server.close();
       removeProject(project);
     }
   }
 
-  function assertDeniedNaming(outcome: Awaited<ReturnType<typeof invoke>>, named: RegExp): void {
+  function assertDeniedNaming(outcome: InvokeOutcome, named: RegExp): void {
     assert.equal(outcome.isError, true, outcome.text);
     assert.match(outcome.text, /denies every response/);
     assert.match(outcome.text, named);

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { directoryWritersProblem } from '../src/shared/directory-ownership.js';
 import { symbiBin } from './support/server-entry.js';
-import { providerEnv, startServer, textOf } from './support/server.js';
+import { invokeOnce, type InvokeOutcome, providerEnv } from './support/server.js';
 
 // A project folder another local user can change must never yield a permissive
 // answer. A shared project root (owner alice, group team with a second member
@@ -36,13 +36,6 @@ const tools = (() => {
   }
   return false;
 })();
-
-interface Outcome {
-  text: string;
-  isError: boolean;
-  stderr: string;
-  requests: number;
-}
 
 describe('a project folder another user can change', () => {
   let endpoint: SyntheticEndpoint;
@@ -94,19 +87,12 @@ describe('a project folder another user can change', () => {
     return root;
   }
 
-  async function invoke(project: string, runAs?: string): Promise<Outcome> {
+  function invoke(project: string, runAs?: string): Promise<InvokeOutcome> {
     const launcher = runAs === undefined ? [] : ['setpriv', '--reuid', runAs, '--regid', runAs, '--init-groups'];
-    const server = await startServer(project, { env: { ...providerEnv(endpoint.url), HOME: base }, launcher });
-    try {
-      const sent = endpoint.requests.length;
-      const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } });
-      return { text: textOf(result), isError: result.isError === true, stderr: server.stderr(), requests: endpoint.requests.length - sent };
-    } finally {
-      await server.close();
-    }
+    return invokeOnce(project, { env: { ...providerEnv(endpoint.url), HOME: base }, launcher }, endpoint);
   }
 
-  function assertRefusedNaming(outcome: Outcome, named: RegExp): void {
+  function assertRefusedNaming(outcome: InvokeOutcome, named: RegExp): void {
     assert.equal(outcome.isError, true, outcome.text);
     assert.match(outcome.text, /denies every response/);
     assert.match(outcome.text, named);

@@ -79,6 +79,26 @@ export async function startServer(project: string, options: ServerOptions = {}):
   };
 }
 
+/** What one invoke_agent call came to: its text, whether it was an error, the server's stderr, and the provider requests it made. */
+export interface InvokeOutcome {
+  text: string;
+  isError: boolean;
+  stderr: string;
+  requests: number;
+}
+
+/** Starts a server on `project`, asks `assistant` to say hello once, counts the requests `endpoint` received meanwhile, and stops the server. */
+export async function invokeOnce(project: string, options: ServerOptions, endpoint: { requests: readonly unknown[] }): Promise<InvokeOutcome> {
+  const server = await startServer(project, options);
+  try {
+    const sent = endpoint.requests.length;
+    const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } });
+    return { text: textOf(result), isError: result.isError === true, stderr: server.stderr(), requests: endpoint.requests.length - sent };
+  } finally {
+    await server.close();
+  }
+}
+
 /** Resolves with the captured stderr once `predicate` holds for it, or with what it holds after `timeoutMs`. */
 export async function waitForStderr(server: Pick<RunningServer, 'stderr'>, predicate: (text: string) => boolean, timeoutMs = 10_000): Promise<string> {
   await waitFor('the server stderr', () => (predicate(server.stderr()) ? true : undefined), timeoutMs).catch(() => undefined);
