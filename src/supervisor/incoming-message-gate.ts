@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { judgeIncomingLine } from './incoming-message-check.js';
+import { judgeIncomingLine, withoutByteOrderMark } from './incoming-message-check.js';
 
 // Sits between the line limiter and the SDK's stdio transport: each complete
 // line is judged (incoming-message-check.ts) and either passed on unchanged,
@@ -42,7 +42,7 @@ export class IncomingMessageGate extends Transform {
     const verdict = judgeIncomingLine(line);
     switch (verdict.kind) {
       case 'forward':
-        this.push(line);
+        this.push(withoutByteOrderMark(line));
         return;
       case 'answer':
         this.events.report(verdict.reason);

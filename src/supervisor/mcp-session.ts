@@ -22,6 +22,15 @@ export const SERVER_VERSION = packageVersion;
 const MALFORMED_LOG_FIRST = 100;
 const MALFORMED_LOG_EVERY = 1000;
 
+/**
+ * The fixed words an SDK error starts with, cut before the first quote, colon or
+ * bracket: the SDK and JSON.parse append or quote the client's bytes after them.
+ */
+export function sdkErrorWords(err: Error): string {
+  const words = err.message.split(/[:'"`[{(]/, 1)[0]!.trim().slice(0, 120);
+  return words === '' ? err.name : words;
+}
+
 export interface SessionIo {
   stdin: Readable;
   stdout: Writable;
@@ -104,9 +113,7 @@ export async function startMcpSession(
   // here is the rest (a response to an unknown request id, say), under the same
   // rate limit: a client can send those in a flood too.
   server.server.onerror = (err: Error) => {
-    // The SDK appends the offending message to some errors; never echo the client's bytes.
-    const text = err.message.replace(/:\s*[[{].*$/s, '').slice(0, 200);
-    reportMalformed(`not answered: ${text}`);
+    reportMalformed(`not answered: ${sdkErrorWords(err)}`);
   };
 
   let resolveClosed!: (reason: string) => void;
