@@ -1,6 +1,8 @@
 import { delay } from 'abort-controller-x';
 import type { ProviderConfig } from '../shared/provider-config.js';
-import { callProvider, ProviderError, type TypedInferenceRequest, type TypedInferenceResponse } from './providers/provider-call.js';
+import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/inference-types.js';
+import { callProvider } from './providers/provider-call.js';
+import { ProviderError } from './providers/provider-error.js';
 import { decideRetry, MAX_RETRIES, otherTokenLimitParameter } from './providers/retry-policy.js';
 
 // The provider call of one run, tried again on a transient failure (retry-policy.ts says which and
@@ -56,13 +58,14 @@ export async function inferWithRetries(
   let limitSwitched = false;
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await callProvider(config, request, signal);
+      return await callProvider(config, request, signal, operatorNotes);
     } catch (error) {
       // A stop (cancel or deadline) is the run's to describe; the attempt's finish is recorded with it.
       if (signal.aborted || !(error instanceof ProviderError)) throw error;
       journal.attemptFailed(error);
-      if (error.details.providerMessage !== undefined) {
-        operatorNotes.push(`attempt ${attempt}${error.status === undefined ? '' : ` HTTP ${error.status}`}: ${error.details.providerMessage}`);
+      const identifiers = error.operatorIdentifiers();
+      if (error.details.providerMessage !== undefined || identifiers !== '') {
+        operatorNotes.push(`attempt ${attempt}${error.status === undefined ? '' : ` HTTP ${error.status}`}${identifiers}: ${error.details.providerMessage ?? '(no message)'}`);
       }
       const otherLimit = config.kind === 'anthropic' || limitSwitched ? undefined : otherTokenLimitParameter(error, config.tokenLimitParameter);
       if (otherLimit !== undefined && attempt - 1 < MAX_RETRIES) {

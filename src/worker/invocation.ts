@@ -14,7 +14,8 @@ import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice 
 import { RUN_MODE, RUN_SURFACE, startedEvent } from '../shared/run-records.js';
 import { buildConversation } from './conversation.js';
 import { AttemptsFailed, failedAttemptFinish, inferWithRetries } from './inference-attempts.js';
-import type { ProviderError, TypedInferenceRequest, TypedInferenceResponse } from './providers/provider-call.js';
+import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/inference-types.js';
+import type { ProviderError } from './providers/provider-error.js';
 import { listenForCancellation, pollCancellations } from './run-cancellation.js';
 
 export interface WorkerResources {

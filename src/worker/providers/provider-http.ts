@@ -179,11 +179,13 @@ function httpFailure(status: number, bytes: Buffer, headers: IncomingHttpHeaders
   );
 }
 
-/** " (type x, request id y, Retry-After z)" with whichever identifiers are known. */
+/**
+ * " (the provider's identifiers are in the journal, Retry-After z)" for the caller: the error type and
+ * request id are provider-chosen text, so they go to the journal and standard error, never the caller.
+ */
 export function identifierSuffix(details: ProviderErrorDetails): string {
   const parts: string[] = [];
-  if (details.errorType !== undefined) parts.push(`type ${details.errorType}`);
-  if (details.requestId !== undefined) parts.push(`request id ${details.requestId}`);
+  if (details.errorType !== undefined || details.requestId !== undefined) parts.push("the provider's identifiers are in the journal");
   if (details.retryAfterMs !== undefined) parts.push(`Retry-After ${formatWait(details.retryAfterMs)}`);
   return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
 }
