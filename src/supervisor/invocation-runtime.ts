@@ -24,7 +24,8 @@ export interface InvocationRuntime {
   stopWorkers(): Promise<void>;
 }
 
-export function createInvocationRuntime(context: SessionContext, env: NodeJS.ProcessEnv = process.env): InvocationRuntime {
+/** Builds what invoke_agent needs; `maxInvocations` bounds the runs in progress at once. */
+export function createInvocationRuntime(context: SessionContext, maxInvocations: number, env: NodeJS.ProcessEnv = process.env): InvocationRuntime {
   const { snapshot, log } = context;
   const provider = providerFromEnvironment(env);
   // The key announced at startup is the only key this process signs with (signing-key-pin.ts).
@@ -69,6 +70,7 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
       guidance,
       log,
       signingKeyProblem: createSigningKeyGuard(context.project, context.auditStorage, snapshot.audit, log),
+      maxInvocations,
     },
     warmUp: () => {
       // Nothing to start when every invocation will be refused anyway. The

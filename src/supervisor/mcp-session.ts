@@ -1,7 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { MiB, STDIN_LINE_MAX_BYTES } from '../shared/limits.js';
+import { MiB, STDIN_LINE_MAX_BYTES, STDOUT_BACKLOG_MAX_BYTES } from '../shared/limits.js';
 import { packageVersion } from '../shared/package-version.js';
 import type { SessionContext } from './session-context.js';
 import { StdinLineLimiter } from './stdin-line-limiter.js';
@@ -88,8 +88,12 @@ export async function startMcpSession(
       log.warn(`malformed message from the client: ${reason}`, { malformed_total: malformed });
     }
   };
-  const answer = (message: Record<string, unknown>): Promise<void> | void => {
-    if (!io.stdout.writable || io.stdout.write(`${JSON.stringify(message)}\n`)) return;
+  const answer = (message: Record<string, unknown>): void => {
+    if (io.stdout.writable) io.stdout.write(`${JSON.stringify(message)}\n`);
+  };
+  // Input waits while answers wait: 'drain' comes once the client has read them all.
+  const outputRoom = (): Promise<void> | void => {
+    if (!io.stdout.writable || io.stdout.writableLength <= STDOUT_BACKLOG_MAX_BYTES) return;
     return new Promise<void>((resolve) => {
       const done = (): void => {
         io.stdout.off('drain', done).off('close', done).off('error', done);
@@ -104,7 +108,7 @@ export async function startMcpSession(
       reportMalformed(`answered -32600: an input line of ${bytes} bytes, longer than the ${STDIN_LINE_MAX_BYTES}-byte line limit, was dropped`);
     },
   });
-  const gate = new IncomingMessageGate({ answer, report: reportMalformed });
+  const gate = new IncomingMessageGate({ answer, report: reportMalformed, outputRoom });
   io.stdin.pipe(limiter).pipe(gate);
   // The limiter only forwards whole lines of at most the cap, so this bound is never reached by one message.
   const transport = new StdioServerTransport(gate, io.stdout, { maxBufferSize: 2 * STDIN_LINE_MAX_BYTES + MiB });

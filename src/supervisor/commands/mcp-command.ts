@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import { SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
+import { INVOCATIONS_MAX_DEFAULT, SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
 import { PinnedDirectory } from '../../shared/pinned-directory.js';
 import { createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
 import { takeStartupSnapshot } from '../startup-snapshot.js';
@@ -18,6 +18,8 @@ import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 
 const USAGE_EXIT = 2;
 const SHUTDOWN_GRACE_MS_MAX = 600_000;
+// A bound far above what one process's memory holds is no bound at all.
+const MAX_INVOCATIONS_MAX = 65_536;
 /** How long the startup summary waits for the client's `initialized` notification. */
 const HANDSHAKE_WAIT_MS = 250;
 
@@ -25,6 +27,7 @@ export interface McpCommandOptions {
   project: string;
   logFormat: LogFormat;
   shutdownGraceMs: number;
+  maxInvocations: number;
 }
 
 function usageError(message: string): never {
@@ -40,6 +43,13 @@ function parseLogFormat(value: string): LogFormat {
 function parseGrace(value: string): number {
   if (!/^\d{1,7}$/.test(value) || Number(value) > SHUTDOWN_GRACE_MS_MAX) {
     usageError(`--shutdown-grace-ms ${JSON.stringify(value)} is not valid; use a whole number of milliseconds from 0 to ${SHUTDOWN_GRACE_MS_MAX}`);
+  }
+  return Number(value);
+}
+
+function parseMaxInvocations(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) < 1 || Number(value) > MAX_INVOCATIONS_MAX) {
+    usageError(`--max-invocations ${JSON.stringify(value)} is not valid; use a whole number from 1 to ${MAX_INVOCATIONS_MAX}`);
   }
   return Number(value);
 }
@@ -79,7 +89,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const log = createOperatorLog(options.logFormat);
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
   const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs };
-  const runtime = createInvocationRuntime(context);
+  const runtime = createInvocationRuntime(context, options.maxInvocations);
   let shutdown: Shutdown | undefined;
   // The summary (which parses every agent source) comes once the client has
   // completed the handshake, so its initialize is answered without waiting for
@@ -124,15 +134,19 @@ export function registerMcpCommand(program: Command): void {
     .addOption(new Option('--project <dir>', 'project directory to pin (default: the current directory)').default('.'))
     .addOption(new Option('--log-format <format>', `standard error format: ${LOG_FORMATS.join(' or ')}`).default('text'))
     .addOption(new Option('--shutdown-grace-ms <ms>', 'how long shutdown waits for live runs to record their end').default(String(SHUTDOWN_GRACE_MS_DEFAULT)))
+    .addOption(
+      new Option('--max-invocations <n>', 'invoke_agent calls in progress at once; more are refused at once as "at capacity"').default(String(INVOCATIONS_MAX_DEFAULT)),
+    )
     .exitOverride((err: CommanderError) => {
       // Commander's own usage errors (unknown option, missing value) share the usage exit code.
       process.exit(err.exitCode === 0 ? 0 : USAGE_EXIT);
     })
-    .action(async (raw: { project: string; logFormat: string; shutdownGraceMs: string }) => {
+    .action(async (raw: { project: string; logFormat: string; shutdownGraceMs: string; maxInvocations: string }) => {
       await runMcpServer({
         project: raw.project,
         logFormat: parseLogFormat(raw.logFormat),
         shutdownGraceMs: parseGrace(raw.shutdownGraceMs),
+        maxInvocations: parseMaxInvocations(raw.maxInvocations),
       });
     });
 }

@@ -17,6 +17,8 @@ export interface InvokeAgentSession extends PreflightInputs {
   log: OperatorLog;
   /** Why no run may start now (the startup signing key is gone or changed), if so. */
   signingKeyProblem(): string | undefined;
+  /** Invocations in progress at once (running or queued); a call beyond it is refused before any journal. */
+  maxInvocations: number;
 }
 
 const TOOL = 'invoke_agent';
@@ -67,7 +69,30 @@ function failure(message: string, agentId?: string, outcome?: InvokeOutcome) {
   return result;
 }
 
+/**
+ * Refuses a call while `maxInvocations` runs are in progress, so a flood of calls cannot grow the
+ * server without bound. The operator hears once per episode at capacity, and how many were refused.
+ */
+function capacityGuard(session: InvokeAgentSession): { refusal(): string | undefined; accepted(): void } {
+  let refusedInEpisode = 0;
+  return {
+    refusal: () => {
+      if (session.owners.size < session.maxInvocations) return undefined;
+      if (refusedInEpisode === 0) session.log.warn('invoke_agent at capacity: refusing calls until a run finishes', { in_progress: session.owners.size, max_invocations: session.maxInvocations });
+      refusedInEpisode += 1;
+      return `the server is at capacity: ${session.maxInvocations} invocations are already in progress (the bound set by --max-invocations); retry when one has finished`;
+    },
+    accepted: () => {
+      if (refusedInEpisode === 0) return;
+      session.log.info('invoke_agent below capacity again', { refused_at_capacity: refusedInEpisode });
+      refusedInEpisode = 0;
+    },
+  };
+}
+
+/** Registers invoke_agent: preflight, then one governed run per call through the run owner table. */
 export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentSession): void {
+  const capacity = capacityGuard(session);
   server.registerTool(
     'invoke_agent',
     {
@@ -91,6 +116,9 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         session.log.info('invoke_agent refused before inference', { agent: args.agent, reason: preflight.message });
         return failure(preflight.message);
       }
+      const atCapacity = capacity.refusal();
+      if (atCapacity !== undefined) return failure(atCapacity);
+      capacity.accepted();
       const { definition } = preflight;
       const runId = randomUUID();
       const progressToken = extra._meta?.progressToken;
