@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { oneLine } from '../operator-log.js';
+import { escapeToOneLine } from '../../shared/one-line-text.js';
 
 // Tool arguments are checked inside the handlers rather than by the SDK's
 // zod validation: the SDK reports zod failures as multi-line text, and every
@@ -29,7 +29,7 @@ export function advertisedInputSchema(fields: Record<string, AdvertisedField>, r
 }
 
 export function toolError(message: string): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text: oneLine(message) }] };
+  return { isError: true, content: [{ type: 'text', text: escapeToOneLine(message) }] };
 }
 
 export function jsonResult(value: Record<string, unknown>): CallToolResult {
