@@ -1,5 +1,6 @@
 import { delay } from 'abort-controller-x';
 import type { ProviderConfig } from '../shared/provider-config.js';
+import { failedFinishEvent } from '../shared/run-records.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/inference-types.js';
 import { callProvider } from './providers/provider-call.js';
 import { ProviderError } from './providers/provider-error.js';
@@ -32,17 +33,7 @@ export class AttemptsFailed extends Error {
 
 /** A failed attempt's finish record: our description and the failure's identifiers, never the provider's words. */
 export function failedAttemptFinish(callId: string, failure: ProviderError): Record<string, unknown> {
-  return {
-    DirectInferenceFinished: {
-      call_id: callId,
-      reason: { Error: { message: failure.message } },
-      response_hash: null,
-      response_bytes: 0,
-      finish_reason: null,
-      usage: null,
-      error: failure.journalFields(),
-    },
-  };
+  return failedFinishEvent(callId, failure.message, failure.journalFields());
 }
 
 export async function inferWithRetries(

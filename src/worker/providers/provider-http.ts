@@ -7,6 +7,7 @@ import { shortIdentifier } from '../../shared/finish-reasons.js';
 import { TYPED_RESPONSE_MAX_BYTES } from '../../shared/limits.js';
 import { packageVersion } from '../../shared/package-version.js';
 import type { ProxySetting } from '../../shared/provider-config.js';
+import { redactKeys } from '../key-redaction.js';
 import { readCappedBody } from './capped-body.js';
 import { ProviderError, type ProviderErrorDetails } from './provider-error.js';
 import { formatWait } from './retry-policy.js';
@@ -43,10 +44,7 @@ export interface JsonAnswer {
 
 /** Printable single-line excerpt of untrusted text for standard error, capped, with key-like strings removed. */
 export function safeExcerpt(text: string, secret: string, max = PROVIDER_MESSAGE_MAX_CHARS): string {
-  let cleaned = secret === '' ? text : text.split(secret).join('[redacted]');
-  // Other keys than ours can appear in an echoed request (sk-..., sk-ant-..., Bearer tokens).
-  cleaned = cleaned.replace(/\b(sk|rk|pk)-[A-Za-z0-9_-]{8,}/g, '[redacted]').replace(/\bBearer\s+\S+/gi, 'Bearer [redacted]');
-  cleaned = cleaned.replace(/[^\x20-\x7e]+/g, ' ').replace(/\s+/g, ' ').trim();
+  const cleaned = redactKeys(text, [secret]).replace(/[^\x20-\x7e]+/g, ' ').replace(/\s+/g, ' ').trim();
   return cleaned.length > max ? `${cleaned.slice(0, max)}...` : cleaned;
 }
 
