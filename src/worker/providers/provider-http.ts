@@ -60,6 +60,8 @@ function describeNetworkFailure(error: unknown): string {
   const source = cause instanceof Error ? cause : error instanceof Error ? error : undefined;
   if (source === undefined) return 'unknown error';
   const code = (source as { code?: unknown }).code;
+  // Node's message lists the certificate's names, which whoever serves the certificate chose.
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `${code}: the certificate does not name the host in the URL`;
   return typeof code === 'string' && !source.message.includes(code) ? `${code} ${source.message}` : source.message;
 }
 
