@@ -79,6 +79,7 @@ function describeId(value: unknown): string {
   return Number.isInteger(value) && !Number.isSafeInteger(value) ? 'an integer beyond 2^53-1' : String(value);
 }
 
+/** Whether `value` is an id MCP accepts: a string, or an integer within ±(2^53-1). */
 export function isValidId(value: unknown): value is JsonRpcId {
   return typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
 }

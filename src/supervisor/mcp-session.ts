@@ -58,6 +58,7 @@ export interface McpSession {
   closeSession(reason: string): Promise<void>;
 }
 
+/** The SDK server with every tool of this session registered (invoke_agent only when `options` brings it). */
 export function createMcpServer(context: SessionContext, options: SessionOptions = {}): McpServer {
   const server = new McpServer(
     { name: SERVER_NAME, version: SERVER_VERSION },
@@ -74,6 +75,7 @@ export function createMcpServer(context: SessionContext, options: SessionOptions
   return server;
 }
 
+/** Serves MCP on `io` through the line limiter and the message gate until standard input ends or closeSession is called. */
 export async function startMcpSession(
   context: SessionContext,
   io: SessionIo = { stdin: process.stdin, stdout: process.stdout },

@@ -75,6 +75,7 @@ function jsonLog(): OperatorLog {
   };
 }
 
+/** The operator's log on standard error, in short text lines or one JSON object per line. */
 export function createOperatorLog(format: LogFormat): OperatorLog {
   return format === 'json' ? jsonLog() : textLog();
 }

@@ -36,6 +36,7 @@ export function failedAttemptFinish(callId: string, failure: ProviderError): Rec
   return failedFinishEvent(callId, failure.message, failure.journalFields());
 }
 
+/** Calls the provider, trying transient failures again as retry-policy.ts allows, each attempt journaled through `journal`. */
 export async function inferWithRetries(
   configured: ProviderConfig,
   request: TypedInferenceRequest,

@@ -72,7 +72,7 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
 
   let denyReason: string | undefined;
   if (problems.length > 0) {
-    denyReason = problems.map(foldToOneLine).join('; ');
+    denyReason = problems.map((text) => foldToOneLine(text)).join('; ');
   } else if (parsed.length === 0) {
     const names = files.map((file) => shownPath(file.path)).join(', ');
     denyReason = `the configured policy set (${names}) holds no active policy`;

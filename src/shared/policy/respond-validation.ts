@@ -51,7 +51,7 @@ export function validateRespondPolicies(policies: readonly ParsedPolicy[]): Sche
   }
   for (const finding of answer.validationWarnings) warnings.push(located(finding.policyId, finding.error));
   for (const error of answer.otherWarnings) warnings.push(describeCedarErrors([error]));
-  return { errors: errors.map(foldToOneLine), warnings: warnings.map(foldToOneLine) };
+  return { errors: errors.map((text) => foldToOneLine(text)), warnings: warnings.map((text) => foldToOneLine(text)) };
 }
 
 /** Cedar could not run the validation at all: nothing is known to be sound, so the set is malformed. */

@@ -82,6 +82,7 @@ function keepConsoleOffStdout(): void {
   console.debug = toStderr;
 }
 
+/** `symbi mcp` itself: pins the project, takes the snapshot, serves stdio MCP and shuts down with every run finalised. */
 export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   keepConsoleOffStdout();
   preferSmallHeaps();
@@ -127,6 +128,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   await shutdown(`session closed: ${reason}`);
 }
 
+/** Adds `symbi mcp` and its options to the command line. */
 export function registerMcpCommand(program: Command): void {
   program
     .command('mcp')

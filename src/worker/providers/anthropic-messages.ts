@@ -31,6 +31,7 @@ export function anthropicMessagesBody(request: TypedInferenceRequest): Anthropic
   return body;
 }
 
+/** The request headers: JSON both ways, the key and the API version Anthropic requires. */
 export function anthropicMessagesHeaders(config: ProviderConfig): Record<string, string> {
   return {
     'Content-Type': 'application/json',

@@ -27,6 +27,7 @@ export function openAiChatBody(request: TypedInferenceRequest, limitParameter: T
   };
 }
 
+/** The request headers: JSON both ways, and the bearer key when one is configured. */
 export function openAiChatHeaders(config: ProviderConfig): Record<string, string> {
   const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'application/json' };
   // Local servers need no key; an empty bearer would only confuse them.

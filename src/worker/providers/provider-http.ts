@@ -108,6 +108,7 @@ export interface ErrorObjectFields {
   message?: string;
 }
 
+/** The identifiers and message of a provider error body, each identifier only when it is a short identifier. */
 export function errorObjectFields(parsed: unknown): ErrorObjectFields {
   if (typeof parsed !== 'object' || parsed === null) return {};
   const top = parsed as { error?: unknown; request_id?: unknown; message?: unknown };
