@@ -2,10 +2,11 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { judgeIncomingLine, withoutByteOrderMark } from './incoming-message-check.js';
 
 // Sits between the line limiter and the SDK's stdio transport: each complete
-// line is judged (incoming-message-check.ts) and either passed on unchanged,
-// answered here on standard output, or logged and left unanswered (malformed
-// notifications and client responses). The SDK therefore only ever sees
-// messages its schema accepts, and nothing malformed goes unanswered.
+// line is judged (incoming-message-check.ts) and either passed on (without a
+// leading byte-order mark), answered here on standard output, or logged and
+// left unanswered (malformed notifications and client responses). The SDK
+// therefore only ever sees messages its schema accepts, and nothing malformed
+// goes unanswered.
 //
 // It is also where input waits for output: lines are taken one at a time, and
 // none while too many answers wait unread (outputRoom), so a client that
@@ -42,8 +43,9 @@ export class IncomingMessageGate extends Transform {
       const forwarded = this.judge(chunk.subarray(start, end));
       start = end;
       // The SDK handles a forwarded request over the following microtasks; the
-      // next line waits for them, so outputRoom sees the answer they queue.
-      if (forwarded && start < chunk.length) await nextTurn();
+      // next line (in this chunk or the next) waits for them, so outputRoom
+      // sees the answer they queue.
+      if (forwarded) await nextTurn();
     }
   }
 
