@@ -142,6 +142,12 @@ describe('a flood of invocations against a provider that does not answer', () =>
       assert.equal(journals.length, FLOOD_CAPACITY);
       for (const journal of journals) assertCompleteJournal(journal, projectPublicKey(project));
       assert.match(server.stderr(), /at capacity/);
+      // Each accepted call was answered too (cancelled by the shutdown) before the server exited.
+      for (let id = 1; id <= FLOOD_CAPACITY; id++) {
+        const answer = server.messages().find((m) => m.id === id);
+        assert.ok(answer !== undefined, `call ${id} was answered before exit`);
+        assert.match((answer.result as { content: Array<{ text: string }> }).content[0]!.text, /shutting down/);
+      }
     } finally {
       await server.end().catch(() => undefined);
       await endpoint.close();

@@ -20,6 +20,8 @@ const USAGE_EXIT = 2;
 const SHUTDOWN_GRACE_MS_MAX = 600_000;
 // A bound far above what one process's memory holds is no bound at all.
 const MAX_INVOCATIONS_MAX = 65_536;
+/** How often shutdown looks whether standard output has taken every answer. */
+const OUTPUT_FLUSH_POLL_MS = 10;
 /** How long the startup summary waits for the client's `initialized` notification. */
 const HANDSHAKE_WAIT_MS = 250;
 
@@ -68,6 +70,18 @@ function pinProject(dir: string): PinnedDirectory {
   }
 }
 
+/** Settles once `stdout` holds no unwritten answers (or can take no more). */
+function outputFlushed(stdout: NodeJS.WriteStream): Promise<void> {
+  // Polled: 'drain' only comes after a write that filled the buffer, not after every write.
+  return new Promise((resolve) => {
+    const check = (): void => {
+      if (!stdout.writable || stdout.writableLength === 0) resolve();
+      else setTimeout(check, OUTPUT_FLUSH_POLL_MS);
+    };
+    check();
+  });
+}
+
 /** Library code must never write to stdout; this keeps a stray console call off the MCP channel. */
 function keepConsoleOffStdout(): void {
   const toStderr = (...args: unknown[]): void => {
@@ -113,6 +127,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     graceMs: options.shutdownGraceMs,
     log,
     closeSession: () => session.closeSession('shutting down'),
+    outputFlushed: () => outputFlushed(process.stdout),
     stopWorkers: () => runtime.stopWorkers(),
     // Standard error always starts with the summary, even for a session that ends at once.
     beforeDrain: summaryOnce,
