@@ -1,5 +1,4 @@
 import { selectConversationalDefinition, type RegistryEntry, type Selection } from '../shared/dsl/conversational-definition.js';
-import { PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../shared/limits.js';
 import { canPermitSomeResponse } from '../shared/policy/respond-authorization.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
@@ -23,11 +22,6 @@ export interface InvokeArguments {
 }
 
 export type Preflight = { ok: true; definition: RunDefinition; provider: ProviderConfig } | { ok: false; message: string };
-
-function overLimit(field: string, text: string, limit: number): string | undefined {
-  const bytes = Buffer.byteLength(text, 'utf8');
-  return bytes > limit ? `${field} is ${bytes} bytes; the limit is ${limit} bytes (${limit / 1024} KiB)` : undefined;
-}
 
 // The registry never changes after startup, so a name's selection (a parse of
 // its file and two hashes) is worked out once per name, not once per call.
@@ -69,13 +63,10 @@ export async function prepareSelection(registry: readonly RegistryEntry[], name:
   cache.set(name, selection);
 }
 
+/** Refuses before any journal what cannot run (no project access, unknown agent, no provider, a deny-all policy), else the run definition. The argument sizes are checked by the tool's declaration. */
 export function preflightInvocation(args: InvokeArguments, inputs: PreflightInputs): Preflight {
   // First: without project file access the registry is empty, and "unknown agent" would hide the true reason.
   if (!inputs.projectAccess.available) return { ok: false, message: projectFilesUnavailable(inputs.projectAccess.reason) };
-  const tooLong =
-    overLimit('prompt', args.prompt, PROMPT_MAX_BYTES) ??
-    (args.system_prompt !== undefined ? overLimit('system_prompt', args.system_prompt, SYSTEM_PROMPT_MAX_BYTES) : undefined);
-  if (tooLong !== undefined) return { ok: false, message: tooLong };
 
   const selection = selectionFor(inputs.registry, args.agent);
   if (!selection.ok) return { ok: false, message: selection.message };

@@ -24,8 +24,6 @@ const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: 
 const CANDIDATES_SHOWN = 20;
 export const AGENTS_MD_RESOURCE_URI = 'file:///AGENTS.md';
 const INLINE_SOURCE = '<inline>';
-// JSON strings can carry unpaired surrogates, which have no UTF-8 encoding.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** The refusal every file tool gives when project files cannot be read at all (descriptor-access-check.ts). */
 function projectUnavailable(tool: string, context: SessionContext) {
@@ -144,7 +142,8 @@ function registerParseDsl(server: McpServer, context: SessionContext): void {
         if (hasFile === hasContent) throw new ToolArgumentError(`${exactlyOne}; ${hasFile ? 'both were given' : 'neither was given'}`);
         if (hasContent) {
           const content = requiredString('parse_dsl', args, 'content', allowedContent);
-          if (LONE_SURROGATE.test(content)) throw new ToolArgumentError(`parse_dsl: "content" contains an unpaired UTF-16 surrogate; expected valid Unicode text`);
+          // JSON strings can carry unpaired surrogates, which have no UTF-8 encoding.
+          if (!content.isWellFormed()) throw new ToolArgumentError(`parse_dsl: "content" contains an unpaired UTF-16 surrogate; expected valid Unicode text`);
           const bytes = Buffer.byteLength(content, 'utf8');
           if (bytes > DSL_FILE_MAX_BYTES) throw new ToolArgumentError(`parse_dsl: "content" is ${bytes} bytes; expected ${allowedContent}`);
           return analysedReport(context, content, INLINE_SOURCE);
