@@ -5,7 +5,7 @@ import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sd
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
 import { RUN_PHASES, type InvokeOutcome } from '../../shared/run-messages.js';
-import { preflightInvocation, type PreflightInputs } from '../invoke-preflight.js';
+import { preflightInvocation, type Preflight, type PreflightInputs } from '../invoke-preflight.js';
 import type { OperatorLog } from '../operator-log.js';
 import type { RunOwnerTable } from '../run-owners.js';
 import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
@@ -70,22 +70,32 @@ function failure(message: string, agentId?: string, outcome?: InvokeOutcome) {
 }
 
 /**
- * Refuses a call while `maxInvocations` runs are in progress, so a flood of calls cannot grow the
- * server without bound. The operator hears once per episode at capacity, and how many were refused.
+ * Refuses a call while `maxInvocations` runs are in progress or being admitted, so a flood of
+ * calls cannot grow the server without bound. A call holds its place from arrival (while its
+ * registry and selection are awaited) until its run is started or refused, so the first calls to
+ * arrive are the ones admitted. The operator hears once per episode at capacity, and how many were refused.
  */
-function capacityGuard(session: InvokeAgentSession): { refusal(): string | undefined; accepted(): void } {
+function capacityGuard(session: InvokeAgentSession): { admit(): string | undefined; release(): void } {
   let refusedInEpisode = 0;
+  let admitting = 0;
   return {
-    refusal: () => {
-      if (session.owners.size < session.maxInvocations) return undefined;
-      if (refusedInEpisode === 0) session.log.warn('invoke_agent at capacity: refusing calls until a run finishes', { in_progress: session.owners.size, max_invocations: session.maxInvocations });
-      refusedInEpisode += 1;
-      return `the server is at capacity: ${session.maxInvocations} invocations are already in progress (the bound set by --max-invocations); retry when one has finished`;
+    admit: () => {
+      const inProgress = session.owners.size + admitting;
+      if (inProgress >= session.maxInvocations) {
+        if (refusedInEpisode === 0) session.log.warn('invoke_agent at capacity: refusing calls until a run finishes', { in_progress: inProgress, max_invocations: session.maxInvocations });
+        refusedInEpisode += 1;
+        return `the server is at capacity: ${session.maxInvocations} invocations are already in progress (the bound set by --max-invocations); retry when one has finished`;
+      }
+      admitting += 1;
+      if (refusedInEpisode > 0) {
+        session.log.info('invoke_agent below capacity again', { refused_at_capacity: refusedInEpisode });
+        refusedInEpisode = 0;
+      }
+      return undefined;
     },
-    accepted: () => {
-      if (refusedInEpisode === 0) return;
-      session.log.info('invoke_agent below capacity again', { refused_at_capacity: refusedInEpisode });
-      refusedInEpisode = 0;
+    /** Gives the place back: the run now counts in the owner table, or the call was refused. */
+    release: () => {
+      admitting -= 1;
     },
   };
 }
@@ -107,20 +117,25 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
     },
     guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
       const args = invokeArguments.read(raw);
-      const registry = await session.analysedRegistry();
-      await session.prepareSelection(registry, args.agent);
-      let preflight = preflightInvocation(args, { ...session, registry });
-      if (preflight.ok) {
-        const keyProblem = session.signingKeyProblem();
-        if (keyProblem !== undefined) preflight = { ok: false, message: keyProblem };
+      const atCapacity = capacity.admit();
+      if (atCapacity !== undefined) return failure(atCapacity);
+      let preflight: Preflight;
+      try {
+        const registry = await session.analysedRegistry();
+        await session.prepareSelection(registry, args.agent);
+        preflight = preflightInvocation(args, { ...session, registry });
+        if (preflight.ok) {
+          const keyProblem = session.signingKeyProblem();
+          if (keyProblem !== undefined) preflight = { ok: false, message: keyProblem };
+        }
+      } finally {
+        // Synchronous from here to owners.start below, so no other call can take this place meanwhile.
+        capacity.release();
       }
       if (!preflight.ok) {
         session.log.info('invoke_agent refused before inference', { agent: args.agent, reason: preflight.message });
         return failure(preflight.message);
       }
-      const atCapacity = capacity.refusal();
-      if (atCapacity !== undefined) return failure(atCapacity);
-      capacity.accepted();
       const { definition } = preflight;
       const runId = randomUUID();
       const progressToken = extra._meta?.progressToken;
