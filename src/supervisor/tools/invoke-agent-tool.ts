@@ -44,7 +44,9 @@ function readArguments(raw: unknown): InvokeArguments {
   return { agent, prompt, system_prompt: systemPrompt };
 }
 
-const outputShape = {
+// The structured result, on success and on errors after the journal opened;
+// both are typed from this schema, which is also the advertised outputSchema.
+const invokeAgentOutput = z.object({
   agent_id: z.string().describe('The principal UUID the response was produced under'),
   audit: z
     .object({
@@ -53,10 +55,11 @@ const outputShape = {
       public_key: z.string().describe('Hex Ed25519 public key that verifies the journal'),
     })
     .describe('Reference to the signed journal of this invocation'),
-};
+});
+type InvokeAgentOutput = z.infer<typeof invokeAgentOutput>;
 
 function failure(message: string, agentId?: string, outcome?: InvokeOutcome) {
-  const result: { isError: true; content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown> } = {
+  const result: { isError: true; content: { type: 'text'; text: string }[]; structuredContent?: InvokeAgentOutput } = {
     isError: true,
     content: [{ type: 'text', text: `invoke_agent refused: ${message}` }],
   };
@@ -77,7 +80,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         'The answer is released only after the project Cedar policy permits its exact text and the signed audit journal is durable; structuredContent carries agent_id and the audit reference (run_id, journal path, public key). ' +
         'No tools, commands or delegated work are executed. system_prompt is extra caller input sent as a user message; it cannot replace the definition. prompt and system_prompt are each limited to 64 KiB.',
       inputSchema,
-      outputSchema: outputShape,
+      outputSchema: invokeAgentOutput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
     guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
@@ -152,10 +155,8 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       });
 
       if (outcome.ok) {
-        return {
-          content: [{ type: 'text' as const, text: outcome.text }],
-          structuredContent: { agent_id: definition.principal, audit: outcome.audit },
-        };
+        const structuredContent: InvokeAgentOutput = { agent_id: definition.principal, audit: outcome.audit };
+        return { content: [{ type: 'text' as const, text: outcome.text }], structuredContent };
       }
       if (!outcome.terminalDurable && outcome.audit !== undefined) {
         session.log.warn('run ended without a durable terminal record', { run_id: runId });
