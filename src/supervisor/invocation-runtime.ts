@@ -63,6 +63,7 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
     session: {
       projectAccess: snapshot.projectAccess,
       registry: snapshot.registry,
+      agentVerdicts: () => snapshot.agents,
       policySet: snapshot.policy.set,
       provider,
       owners,

@@ -5,6 +5,8 @@ import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import type { RunDefinition } from '../shared/run-messages.js';
 import { projectFilesUnavailable, type DescriptorAccess } from '../shared/descriptor-access-check.js';
+import { oneLine } from './operator-log.js';
+import type { AgentSummary } from './startup-snapshot.js';
 
 // Every refusal here happens before a journal exists, so it carries no audit reference.
 
@@ -12,6 +14,8 @@ export interface PreflightInputs {
   /** Whether project files can be read (descriptor-access-check.ts); without it nothing may run. */
   projectAccess: DescriptorAccess;
   registry: readonly RegistryEntry[];
+  /** The startup verdict of every source (worked out on first use), for naming what can be invoked. */
+  agentVerdicts(): readonly Pick<AgentSummary, 'stem' | 'invocable' | 'reason'>[];
   policySet: LoadedPolicySet;
   provider: { ok: true; config: ProviderConfig } | { ok: false; message: string };
 }
@@ -27,6 +31,29 @@ export type Preflight = { ok: true; definition: RunDefinition; provider: Provide
 function overLimit(field: string, text: string, limit: number): string | undefined {
   const bytes = Buffer.byteLength(text, 'utf8');
   return bytes > limit ? `${field} is ${bytes} bytes; the limit is ${limit} bytes (${limit / 1024} KiB)` : undefined;
+}
+
+const INVOCABLE_SHOWN = 20;
+const REFUSED_SHOWN = 5;
+
+/**
+ * The refusal for a name no source has: the names invoke_agent would run, then
+ * the ones it refuses with their startup reason, so a caller is never offered
+ * a name that fails at the next step. One line, capped; list_agents has all.
+ */
+export function unknownAgentMessage(unknown: string, verdicts: readonly Pick<AgentSummary, 'stem' | 'invocable' | 'reason'>[]): string {
+  if (verdicts.length === 0) return `${unknown}; no .symbi or .dsl files were registered at startup`;
+  const capped = (items: string[], max: number): string =>
+    items.slice(0, max).join(', ') + (items.length > max ? ` and ${items.length - max} more (see list_agents)` : '');
+  const invocable = verdicts.filter((v) => v.invocable).map((v) => v.stem).sort();
+  // Sources sharing a stem are refused with the same reason; name the stem once.
+  const refused = new Map<string, string>();
+  for (const v of [...verdicts].sort((a, b) => (a.stem < b.stem ? -1 : a.stem > b.stem ? 1 : 0))) {
+    if (!v.invocable && !refused.has(v.stem)) refused.set(v.stem, v.reason ?? 'not invocable');
+  }
+  let message = `${unknown}; invocable: ${invocable.length > 0 ? capped(invocable, INVOCABLE_SHOWN) : 'none'}`;
+  if (refused.size > 0) message += `; not invocable: ${capped([...refused].map(([stem, reason]) => `${stem} (${reason})`), REFUSED_SHOWN)}`;
+  return oneLine(message);
 }
 
 // The registry never changes after startup, so a name's selection (a parse of
@@ -57,7 +84,9 @@ export function preflightInvocation(args: InvokeArguments, inputs: PreflightInpu
   if (tooLong !== undefined) return { ok: false, message: tooLong };
 
   const selection = selectionFor(inputs.registry, args.agent);
-  if (!selection.ok) return { ok: false, message: selection.message };
+  if (!selection.ok) {
+    return { ok: false, message: selection.kind === 'unknown' ? unknownAgentMessage(selection.message, inputs.agentVerdicts()) : selection.message };
+  }
   const selected = selection.definition;
 
   if (!inputs.provider.ok) return { ok: false, message: `no model provider is configured: ${inputs.provider.message}` };
