@@ -1,4 +1,4 @@
-// Every bound named by the specification, in one place (see ../shared/design/limits.md).
+// Every bound named by the specification, in one place; docs/limits.md lists them for users.
 export const KiB = 1024;
 export const MiB = 1024 * 1024;
 
@@ -34,6 +34,8 @@ export const DSL_MAX_NESTING = 256;
 
 // Entries inspected in each policy directory; past it the policy set is unreadable (deny-all).
 export const POLICY_DISCOVERY_MAX_ENTRIES = 1024;
+// Longest project-relative path a tool accepts, in UTF-8 bytes (Linux's PATH_MAX).
+export const PROJECT_PATH_MAX_BYTES = 4096;
 // Longest agent name accepted by the agent tools (a filename stem; longer names cannot exist).
 export const AGENT_NAME_MAX_BYTES = 255;
 // Longest line read from standard input; a longer line is discarded without buffering it.

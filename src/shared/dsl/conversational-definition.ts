@@ -6,8 +6,8 @@ import { checkInlinePolicies } from './inline-policy-check.js';
 import { timeoutSeconds } from './durations.js';
 import { parseDsl, type ParseResult } from './parser.js';
 
-// Name selection and the conversational-definition check of dsl.md ("What
-// invoke_agent accepts"): which registry entry a name means, which agent in
+// Name selection and the conversational-definition check described in
+// docs/writing-agents.md: which registry entry a name means, which agent in
 // it is selected, and whether the text-response route may run it.
 
 export interface RegistryEntry {

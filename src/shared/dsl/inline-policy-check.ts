@@ -2,7 +2,7 @@ import { INLINE_POLICY_MAX_CONDITION_TOKENS, INLINE_POLICY_MAX_NESTING, INLINE_P
 import type { Expr, PolicyDecl } from './ast.js';
 
 // Validates the inline policy subset the text-response route accepts
-// (dsl.md, "What invoke_agent accepts"). Returns the first problem as a
+// (docs/writing-agents.md, "Inline policies the route accepts"). Returns the first problem as a
 // one-line message, or null when every policy is supported.
 
 const CONDITION_ROOTS = new Set(['principal', 'invocation', 'context']);
