@@ -34,8 +34,6 @@ export const DSL_MAX_NESTING = 256;
 
 // Entries inspected in each policy directory; past it the policy set is unreadable (deny-all).
 export const POLICY_DISCOVERY_MAX_ENTRIES = 1024;
-// Longest project-relative path a tool accepts, in UTF-8 bytes (Linux's PATH_MAX).
-export const PROJECT_PATH_MAX_BYTES = 4096;
 // Longest agent name accepted by the agent tools (a filename stem; longer names cannot exist).
 export const AGENT_NAME_MAX_BYTES = 255;
 // Longest line read from standard input; a longer line is discarded without buffering it.
@@ -46,3 +44,6 @@ export const SCHEMAPIN_PINS_MAX_BYTES = 1 * MiB;
 
 // Syntax errors reported per DSL file; past it the parser stops and says so.
 export const DSL_MAX_ERRORS = 100;
+
+// Longest project-relative path a file tool accepts, in UTF-8 bytes (Linux PATH_MAX); longer is refused before any open.
+export const PROJECT_PATH_MAX_BYTES = 4096;

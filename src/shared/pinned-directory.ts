@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { checkDescriptorAccess, projectFilesUnavailable, type DescriptorAccess } from './descriptor-access-check.js';
-import { PROJECT_PATH_MAX_BYTES } from './limits.js';
 
 // Project files are reached only through a directory descriptor opened once at
 // startup. Linux has no openat() in Node.js, but opening
@@ -57,7 +56,7 @@ export function projectPathComponents(relPath: string, rules: PathRules = {}): s
   if (relPath.includes('\0')) refuse('the path contains a NUL byte');
   if (relPath.includes('\\')) refuse('the path contains a backslash');
   if (relPath.startsWith('/')) refuse('absolute paths are not allowed');
-  if (Buffer.byteLength(relPath, 'utf8') > PROJECT_PATH_MAX_BYTES) refuse(`the path is longer than ${PROJECT_PATH_MAX_BYTES} bytes`);
+  if (Buffer.byteLength(relPath, 'utf8') > 4096) refuse('the path is longer than 4096 bytes');
   const components = relPath.split('/').filter((c) => c !== '' && c !== '.');
   if (components.length === 0) refuse('the path names the project root');
   for (const c of components) {
