@@ -90,7 +90,7 @@ describe('documented facts match the constants in src', () => {
   it('docs/limits.md: every bound in src/shared/limits.ts has its row', () => {
     const inTable = new Set(Object.values(LIMIT_ROWS).flat(2));
     const missing = Object.keys(limits).filter((name) => !NOT_IN_TABLE.has(name) && !inTable.has(name as keyof typeof limits));
-    assert.deepEqual(missing, []);
+    assert.deepEqual(missing, [], 'each new bound needs a row in the table of docs/limits.md and an entry in LIMIT_ROWS above');
   });
 
   it('the worker heap limits, thread count and runs per thread', () => {
