@@ -13,6 +13,7 @@ export const diagnosticSchema = z.object({ line, column: z.number().int().min(1)
 
 const jsonObject = z.record(z.string(), z.json());
 
+/** A `policy` block with its scope and rules. */
 export const reportPolicySchema = z.object({
   name: z.string(),
   line,
@@ -20,6 +21,7 @@ export const reportPolicySchema = z.object({
   rules: z.array(z.object({ kind: z.string(), line, selector: z.json(), condition: z.string().nullable() })),
 });
 
+/** A `with` block of an agent: its sandbox tier, timeout and attributes. */
 export const reportWithBlockSchema = z.object({
   agent: z.string(),
   sandbox_tier: z.string().nullable().describe('`docker`, `gvisor`, `firecracker` or `e2b`; null when absent or unknown'),
@@ -29,6 +31,7 @@ export const reportWithBlockSchema = z.object({
   line,
 });
 
+/** An `agent` declaration as Symbiont extracts it. */
 export const reportAgentSchema = z.object({
   name: z.string(),
   parameters: z.array(z.object({ name: z.string(), type: z.string() })),
@@ -39,6 +42,7 @@ export const reportAgentSchema = z.object({
   line,
 });
 
+/** A `schedule` block with Symbiont's defaults applied. */
 export const reportScheduleSchema = z.object({
   name: z.string(),
   cron: z.string().nullable(),
@@ -52,6 +56,7 @@ export const reportScheduleSchema = z.object({
   line,
 });
 
+/** A `channel` block with Symbiont's defaults applied. */
 export const reportChannelSchema = z.object({
   name: z.string(),
   platform: z.string().nullable(),
@@ -65,6 +70,7 @@ export const reportChannelSchema = z.object({
   line,
 });
 
+/** A `memory` block with Symbiont's defaults applied. */
 export const reportMemorySchema = z.object({
   name: z.string(),
   store: z.literal('markdown'),
@@ -74,6 +80,7 @@ export const reportMemorySchema = z.object({
   line,
 });
 
+/** A `webhook` block with Symbiont's defaults applied. */
 export const reportWebhookSchema = z.object({
   name: z.string(),
   path: z.string(),
