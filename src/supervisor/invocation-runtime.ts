@@ -63,13 +63,13 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
     session: {
       projectAccess: snapshot.projectAccess,
       registry: snapshot.registry,
-      agentVerdicts: () => snapshot.agents,
       policySet: snapshot.policy.set,
       provider,
       owners,
       guidance,
       log,
       signingKeyProblem: createSigningKeyGuard(context.project, context.auditStorage, snapshot.audit, log),
+      agentVerdicts: async () => snapshot.agents,
     },
     warmUp: () => {
       // Nothing to start when every invocation will be refused anyway. The

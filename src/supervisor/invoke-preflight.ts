@@ -14,8 +14,6 @@ export interface PreflightInputs {
   /** Whether project files can be read (descriptor-access-check.ts); without it nothing may run. */
   projectAccess: DescriptorAccess;
   registry: readonly RegistryEntry[];
-  /** The startup verdict of every source (worked out on first use), for naming what can be invoked. */
-  agentVerdicts(): readonly Pick<AgentSummary, 'stem' | 'invocable' | 'reason'>[];
   policySet: LoadedPolicySet;
   provider: { ok: true; config: ProviderConfig } | { ok: false; message: string };
 }
@@ -26,7 +24,11 @@ export interface InvokeArguments {
   system_prompt?: string | undefined;
 }
 
-export type Preflight = { ok: true; definition: RunDefinition; provider: ProviderConfig } | { ok: false; message: string };
+/** `unknownAgent`: no source has the name; unknownAgentMessage says what can be invoked instead. */
+export type Preflight = { ok: true; definition: RunDefinition; provider: ProviderConfig } | { ok: false; message: string; unknownAgent?: true };
+
+/** What the startup analysis says of one source, as the unknown-agent refusal uses it. */
+export type AgentVerdictSummary = Pick<AgentSummary, 'stem' | 'invocable' | 'reason'>;
 
 function overLimit(field: string, text: string, limit: number): string | undefined {
   const bytes = Buffer.byteLength(text, 'utf8');
@@ -41,7 +43,7 @@ const REFUSED_SHOWN = 5;
  * the ones it refuses with their startup reason, so a caller is never offered
  * a name that fails at the next step. One line, capped; list_agents has all.
  */
-export function unknownAgentMessage(unknown: string, verdicts: readonly Pick<AgentSummary, 'stem' | 'invocable' | 'reason'>[]): string {
+export function unknownAgentMessage(unknown: string, verdicts: readonly AgentVerdictSummary[]): string {
   if (verdicts.length === 0) return `${unknown}; no .symbi or .dsl files were registered at startup`;
   const capped = (items: string[], max: number): string =>
     items.slice(0, max).join(', ') + (items.length > max ? ` and ${items.length - max} more (see list_agents)` : '');
@@ -85,7 +87,7 @@ export function preflightInvocation(args: InvokeArguments, inputs: PreflightInpu
 
   const selection = selectionFor(inputs.registry, args.agent);
   if (!selection.ok) {
-    return { ok: false, message: selection.kind === 'unknown' ? unknownAgentMessage(selection.message, inputs.agentVerdicts()) : selection.message };
+    return selection.kind === 'unknown' ? { ok: false, message: selection.message, unknownAgent: true } : { ok: false, message: selection.message };
   }
   const selected = selection.definition;
 

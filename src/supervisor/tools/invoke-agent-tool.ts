@@ -5,7 +5,7 @@ import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sd
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES } from '../../shared/limits.js';
 import { RUN_PHASES, type InvokeOutcome } from '../../shared/run-messages.js';
-import { preflightInvocation, type InvokeArguments, type PreflightInputs } from '../invoke-preflight.js';
+import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type InvokeArguments, type PreflightInputs } from '../invoke-preflight.js';
 import type { OperatorLog } from '../operator-log.js';
 import type { RunOwnerTable } from '../run-owners.js';
 import { advertisedInputSchema, argumentObject, guarded, requiredString, ToolArgumentError } from './tool-arguments.js';
@@ -17,6 +17,8 @@ export interface InvokeAgentSession extends PreflightInputs {
   log: OperatorLog;
   /** Why no run may start now (the startup signing key is gone or changed), if so. */
   signingKeyProblem(): string | undefined;
+  /** The startup verdict of every source, for naming what can be invoked when a name is unknown. */
+  agentVerdicts(): Promise<readonly AgentVerdictSummary[]>;
 }
 
 const TOOL = 'invoke_agent';
@@ -86,6 +88,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
     guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
       const args = readArguments(raw);
       let preflight = preflightInvocation(args, session);
+      if (!preflight.ok && preflight.unknownAgent) preflight = { ok: false, message: unknownAgentMessage(preflight.message, await session.agentVerdicts()) };
       if (preflight.ok) {
         const keyProblem = session.signingKeyProblem();
         if (keyProblem !== undefined) preflight = { ok: false, message: keyProblem };
