@@ -103,7 +103,7 @@ describe('documented facts match the constants in src', () => {
     const pool = fs.readFileSync(path.join(repoRoot, 'src', 'supervisor', 'invocation-pool.ts'), 'utf8');
     const most = Number(/Math\.min\((\d+), availableParallelism\(\)\)/.exec(pool)?.[1]);
     assert.ok(most > 0, 'invocation-pool.ts caps the thread count');
-    assertSays('docs/architecture.md', `one thread per available CPU, at most ${most},`);
+    assertSays('docs/architecture.md', `up to one thread per available CPU, at most ${most},`);
   });
 
   it('provider output limit, retries and the provider message cap', () => {

@@ -15,7 +15,7 @@ const TASKS_PER_WORKER = 512;
 // supervisor and the other threads carry on. Without a limit, one thread could
 // grow until the operating system kills the whole server.
 //
-// Sized from scripts/measure-worker-memory.ts on Node.js 20 (docs/architecture.md, "Worker
+// Sized from scripts/measure-worker-memory.ts on Node.js 20 (README, "Worker
 // sandbox"): a thread with Cedar loaded and nothing running holds 7.4 MiB of
 // heap; 512 runs waiting on the provider with 1 MiB typed requests each keep
 // 1,482 MiB alive after a full GC (about 2.9 MiB per run: the definition, the
