@@ -136,7 +136,7 @@ describe('documentation links', () => {
         }
       }
     }
-    assert.ok(cited >= 5, `found ${cited} citations of docs/ in comments`);
+    assert.ok(cited > 0, `found ${cited} citations of docs/ in comments`);
     assert.deepEqual(problems, []);
   });
 });
