@@ -27,7 +27,7 @@ export interface InvocationRuntime {
 export function createInvocationRuntime(context: SessionContext, env: NodeJS.ProcessEnv = process.env): InvocationRuntime {
   const { snapshot, log } = context;
   const provider = providerFromEnvironment(env);
-  // The key announced at startup is the only key this process signs with (signing-key-pin.ts).
+  // The key announced at startup is the only key this process signs with (signing-key-change.ts).
   const pinnedKey = context.auditStorage?.pinnedKey;
   let pool: Piscina | undefined;
   const getPool = (): Piscina => {
@@ -38,6 +38,7 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
         {
           projectFd: snapshot.project.fd,
           projectPath: snapshot.project.path,
+          confinementRoute: context.project.route.name,
           policySet: snapshot.policy.set,
           provider: provider.config,
           signingKeySeed: pinnedKey.seed,

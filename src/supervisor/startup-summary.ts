@@ -15,6 +15,7 @@ function agentName(a: StartupSnapshot['agents'][number]): string {
   return a.declared_agents.length > 0 ? a.declared_agents.join(',') : a.stem;
 }
 
+/** Writes the startup summary (project, confinement route, agents, limits, policies, audit key) to standard error. */
 export function writeStartupSummary(snapshot: StartupSnapshot, log: OperatorLog): void {
   const invocable = snapshot.agents.filter((a) => a.invocable).length;
   log.info(`project pinned: ${snapshot.project.path}`, { event: 'startup.project', path: snapshot.project.path });
@@ -26,6 +27,11 @@ export function writeStartupSummary(snapshot: StartupSnapshot, log: OperatorLog)
     );
     return;
   }
+  const access = snapshot.projectAccess;
+  log.info(`project files: confinement route ${access.route.name} (${access.route.description}); ${access.why}`, {
+    event: 'startup.confinement_route',
+    route: access.route.name,
+  });
 
   const dir = snapshot.agentsDirectory;
   if (dir.problem) log.warn(dir.problem, { event: 'startup.agents_dir' });
