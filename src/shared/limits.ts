@@ -1,4 +1,4 @@
-// Every bound named by the specification, in one place (see ../shared/design/limits.md).
+// Every bound named by the specification, in one place; docs/limits.md lists them for users.
 export const KiB = 1024;
 export const MiB = 1024 * 1024;
 

@@ -79,6 +79,7 @@ export function createInvocationRuntime(context: SessionContext, maxInvocations:
           return outcome.ok ? outcome.value : { ok: false, kind: 'refused', message: `${entry.file}: ${outcome.message}`, candidates: [] };
         }),
       maxInvocations,
+      agentVerdicts: async () => (await context.sourceAnalysis()).agents,
     },
     warmUp: () => {
       // Nothing to start when every invocation will be refused anyway. The

@@ -5,7 +5,7 @@ import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sd
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
 import { RUN_PHASES, type InvokeOutcome } from '../../shared/run-messages.js';
-import { preflightInvocation, type Preflight, type PreflightInputs } from '../invoke-preflight.js';
+import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type Preflight, type PreflightInputs } from '../invoke-preflight.js';
 import type { OperatorLog } from '../operator-log.js';
 import type { RunOwnerTable } from '../run-owners.js';
 import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
@@ -23,6 +23,8 @@ export interface InvokeAgentSession extends PreflightInputs {
   prepareSelection(registry: PreflightInputs['registry'], agent: string): Promise<void>;
   /** Invocations in progress at once (running or queued); a call beyond it is refused before any journal. */
   maxInvocations: number;
+  /** The startup verdict of every source, for naming what can be invoked when a name is unknown. */
+  agentVerdicts(): Promise<readonly AgentVerdictSummary[]>;
 }
 
 const TOOL = 'invoke_agent';
@@ -46,7 +48,9 @@ const invokeArguments = declareStringArguments(TOOL, {
   },
 });
 
-const outputShape = {
+// The structured result, on success and on errors after the journal opened;
+// both are typed from this schema, which is also the advertised outputSchema.
+const invokeAgentOutput = z.object({
   agent_id: z.string().describe('The principal UUID the response was produced under'),
   audit: z
     .object({
@@ -55,10 +59,11 @@ const outputShape = {
       public_key: z.string().describe('Hex Ed25519 public key that verifies the journal'),
     })
     .describe('Reference to the signed journal of this invocation'),
-};
+});
+type InvokeAgentOutput = z.infer<typeof invokeAgentOutput>;
 
 function failure(message: string, agentId?: string, outcome?: InvokeOutcome) {
-  const result: { isError: true; content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown> } = {
+  const result: { isError: true; content: { type: 'text'; text: string }[]; structuredContent?: InvokeAgentOutput } = {
     isError: true,
     content: [{ type: 'text', text: `invoke_agent refused: ${message}` }],
   };
@@ -112,7 +117,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         'The answer is released only after the project Cedar policy permits its exact text and the signed audit journal is durable; structuredContent carries agent_id and the audit reference (run_id, journal path, public key). ' +
         'No tools, commands or delegated work are executed. system_prompt is extra caller input sent as a user message; it cannot replace the definition. ' + `prompt is limited to ${sizeWords(PROMPT_MAX_BYTES)} and system_prompt to ${sizeWords(SYSTEM_PROMPT_MAX_BYTES)} of UTF-8.`,
       inputSchema: invokeArguments.inputSchema,
-      outputSchema: outputShape,
+      outputSchema: invokeAgentOutput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
     guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
@@ -124,6 +129,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         const registry = await session.analysedRegistry();
         await session.prepareSelection(registry, args.agent);
         preflight = preflightInvocation(args, { ...session, registry });
+        if (!preflight.ok && preflight.unknownAgent) preflight = { ok: false, message: unknownAgentMessage(preflight.message, await session.agentVerdicts()) };
         if (preflight.ok) {
           const keyProblem = session.signingKeyProblem();
           if (keyProblem !== undefined) preflight = { ok: false, message: keyProblem };
@@ -197,10 +203,8 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       });
 
       if (outcome.ok) {
-        return {
-          content: [{ type: 'text' as const, text: outcome.text }],
-          structuredContent: { agent_id: definition.principal, audit: outcome.audit },
-        };
+        const structuredContent: InvokeAgentOutput = { agent_id: definition.principal, audit: outcome.audit };
+        return { content: [{ type: 'text' as const, text: outcome.text }], structuredContent };
       }
       if (!outcome.terminalDurable && outcome.audit !== undefined) {
         session.log.warn('run ended without a durable terminal record', { run_id: runId });
