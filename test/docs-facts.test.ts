@@ -68,6 +68,7 @@ const LIMIT_ROWS: Record<string, Figure[][]> = {
     [{ label: 'the analysis thread heap (dsl-analysis-pool.ts)', read: () => limits.MiB * Number(/maxOldGenerationSizeMb: (\d+)/.exec(fs.readFileSync(path.join(repoRoot, 'src', 'supervisor', 'dsl-analysis-pool.ts'), 'utf8'))?.[1]) }],
   ],
   '`parse_dsl` report': [['DSL_REPORT_MAX_BYTES']],
+  '`parse_dsl` texts waiting for analysis': [['DSL_ANALYSIS_QUEUE_MAX']],
   'DSL diagnostics per report': [['DSL_MAX_ERRORS'], ['DSL_MAX_ERRORS'], ['DSL_MESSAGE_NAME_MAX_CHARS']],
   'DSL nesting': [['DSL_MAX_NESTING']],
   '`AGENTS.md`': [['AGENTS_MD_MAX_BYTES']],
