@@ -200,7 +200,7 @@ const expr: fc.Arbitrary<string> = fc.letrec<{ e: string }>((tie) => ({
     fc.tuple(name, fc.array(fc.tuple(name, tie('e'), comma), { maxLength: 3 })).map(([t, fs]) => `${t} { ${fs.map(([k, v, c]) => `${k}: ${v}${c}`).join(' ')} }`),
     fc.tuple(name, tie('e')).map(([p, e]) => `${p} => ${e}`),
     fc.tuple(name, fc.array(tie('e'), { maxLength: 2 })).map(([f, args]) => `${f}(${args.join(', ')})`),
-    // A type literal right in an `if` head is read as the block (see README, "The DSL as Symbiont parses it").
+    // A type literal right in an `if` head is read as the block (see docs/dsl.md).
     fc.tuple(tie('e'), tie('e'), tie('e')).map(([c, a, b]) => `if (${c}) { ${a} } else { ${b} }`),
   ),
 })).e;

@@ -1,4 +1,4 @@
-// Every bound named by the specification, in one place (see ../shared/design/limits.md).
+// Every bound named by the specification, in one place; docs/limits.md lists them for users.
 export const KiB = 1024;
 export const MiB = 1024 * 1024;
 
@@ -38,6 +38,12 @@ export const POLICY_DISCOVERY_MAX_ENTRIES = 1024;
 export const AGENT_NAME_MAX_BYTES = 255;
 // Longest line read from standard input; a longer line is discarded without buffering it.
 export const STDIN_LINE_MAX_BYTES = 8 * MiB;
+// Answers waiting unread on standard output; above it the server reads no more input until the client reads.
+export const STDOUT_BACKLOG_MAX_BYTES = 256 * KiB;
+// invoke_agent calls in progress at once (running or queued for a worker); past it a call is refused
+// at once. `symbi mcp --max-invocations` changes it. The worker heap limit (invocation-pool.ts) is
+// sized for this many runs at the specification's largest requests.
+export const INVOCATIONS_MAX_DEFAULT = 512;
 
 // The SchemaPin trust-on-first-use store (.symbiont/schemapin/pins.json); larger is refused as damaged.
 export const SCHEMAPIN_PINS_MAX_BYTES = 1 * MiB;

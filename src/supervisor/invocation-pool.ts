@@ -59,6 +59,10 @@ export function createInvocationPool(boot: WorkerBootData, log: OperatorLog): Pi
     idleTimeout: 60_000,
     resourceLimits: WORKER_RESOURCE_LIMITS,
     env: { ...WORKER_ENVIRONMENT },
+    // Journal descriptors come from the confinement route (openat through koffi on most systems),
+    // which Node's per-thread descriptor tracking never saw open: with tracking on, each close
+    // puts a "closed but not opened" warning on standard error. The journal writer closes its own.
+    trackUnmanagedFds: false,
   });
   // What a worker wrote to its standard output (worker-stdout.ts), said on standard error instead.
   pool.on('message', (message: unknown) => {

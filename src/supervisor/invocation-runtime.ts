@@ -25,7 +25,8 @@ export interface InvocationRuntime {
   stopWorkers(): Promise<void>;
 }
 
-export function createInvocationRuntime(context: SessionContext, env: NodeJS.ProcessEnv = process.env): InvocationRuntime {
+/** Builds what invoke_agent needs; `maxInvocations` bounds the runs in progress at once. */
+export function createInvocationRuntime(context: SessionContext, maxInvocations: number, env: NodeJS.ProcessEnv = process.env): InvocationRuntime {
   const { snapshot, log } = context;
   const provider = providerFromEnvironment(env);
   // The key announced at startup is the only key this process signs with (signing-key-change.ts).
@@ -77,6 +78,8 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
           const outcome = await context.dslAnalysis.run({ kind: 'selection', entry });
           return outcome.ok ? outcome.value : { ok: false, kind: 'refused', message: `${entry.file}: ${outcome.message}`, candidates: [] };
         }),
+      maxInvocations,
+      agentVerdicts: async () => (await context.sourceAnalysis()).agents,
     },
     warmUp: () => {
       // Nothing to start when every invocation will be refused anyway. The

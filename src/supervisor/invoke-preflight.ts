@@ -1,10 +1,11 @@
 import { selectConversationalDefinition, type RegistryEntry, type Selection } from '../shared/dsl/conversational-definition.js';
-import { PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../shared/limits.js';
 import { canPermitSomeResponse } from '../shared/policy/respond-authorization.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import type { RunDefinition } from '../shared/run-messages.js';
 import { projectFilesUnavailable, type DescriptorAccess } from '../shared/descriptor-access-check.js';
+import { escapeToOneLine } from '../shared/one-line-text.js';
+import type { AgentSummary } from './startup-snapshot.js';
 
 // Every refusal here happens before a journal exists, so it carries no audit reference.
 
@@ -22,11 +23,33 @@ export interface InvokeArguments {
   system_prompt?: string | undefined;
 }
 
-export type Preflight = { ok: true; definition: RunDefinition; provider: ProviderConfig } | { ok: false; message: string };
+/** `unknownAgent`: no source has the name; unknownAgentMessage says what can be invoked instead. */
+export type Preflight = { ok: true; definition: RunDefinition; provider: ProviderConfig } | { ok: false; message: string; unknownAgent?: true };
 
-function overLimit(field: string, text: string, limit: number): string | undefined {
-  const bytes = Buffer.byteLength(text, 'utf8');
-  return bytes > limit ? `${field} is ${bytes} bytes; the limit is ${limit} bytes (${limit / 1024} KiB)` : undefined;
+/** What the startup analysis says of one source, as the unknown-agent refusal uses it. */
+export type AgentVerdictSummary = Pick<AgentSummary, 'stem' | 'invocable' | 'reason'>;
+
+const INVOCABLE_SHOWN = 20;
+const REFUSED_SHOWN = 5;
+
+/**
+ * The refusal for a name no source has: the names invoke_agent would run, then
+ * the ones it refuses with their startup reason, so a caller is never offered
+ * a name that fails at the next step. One line, capped; list_agents has all.
+ */
+export function unknownAgentMessage(unknown: string, verdicts: readonly AgentVerdictSummary[]): string {
+  if (verdicts.length === 0) return `${unknown}; no .symbi or .dsl files were registered at startup`;
+  const capped = (items: string[], max: number): string =>
+    items.slice(0, max).join(', ') + (items.length > max ? ` and ${items.length - max} more (see list_agents)` : '');
+  const invocable = verdicts.filter((v) => v.invocable).map((v) => v.stem).sort();
+  // Sources sharing a stem are refused with the same reason; name the stem once.
+  const refused = new Map<string, string>();
+  for (const v of [...verdicts].sort((a, b) => (a.stem < b.stem ? -1 : a.stem > b.stem ? 1 : 0))) {
+    if (!v.invocable && !refused.has(v.stem)) refused.set(v.stem, v.reason ?? 'not invocable');
+  }
+  let message = `${unknown}; invocable: ${invocable.length > 0 ? capped(invocable, INVOCABLE_SHOWN) : 'none'}`;
+  if (refused.size > 0) message += `; not invocable: ${capped([...refused].map(([stem, reason]) => `${stem} (${reason})`), REFUSED_SHOWN)}`;
+  return escapeToOneLine(message);
 }
 
 // The registry never changes after startup, so a name's selection (a parse of
@@ -69,16 +92,15 @@ export async function prepareSelection(registry: readonly RegistryEntry[], name:
   cache.set(name, selection);
 }
 
+/** Refuses before any journal what cannot run (no project access, unknown agent, no provider, a deny-all policy), else the run definition. The argument sizes are checked by the tool's declaration. */
 export function preflightInvocation(args: InvokeArguments, inputs: PreflightInputs): Preflight {
   // First: without project file access the registry is empty, and "unknown agent" would hide the true reason.
   if (!inputs.projectAccess.available) return { ok: false, message: projectFilesUnavailable(inputs.projectAccess.reason) };
-  const tooLong =
-    overLimit('prompt', args.prompt, PROMPT_MAX_BYTES) ??
-    (args.system_prompt !== undefined ? overLimit('system_prompt', args.system_prompt, SYSTEM_PROMPT_MAX_BYTES) : undefined);
-  if (tooLong !== undefined) return { ok: false, message: tooLong };
 
   const selection = selectionFor(inputs.registry, args.agent);
-  if (!selection.ok) return { ok: false, message: selection.message };
+  if (!selection.ok) {
+    return selection.kind === 'unknown' ? { ok: false, message: selection.message, unknownAgent: true } : { ok: false, message: selection.message };
+  }
   const selected = selection.definition;
 
   if (!inputs.provider.ok) return { ok: false, message: `no model provider is configured: ${inputs.provider.message}` };

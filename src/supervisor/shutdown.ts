@@ -1,3 +1,4 @@
+import pTimeout from 'p-timeout';
 import type { RunOwnerTable } from './run-owners.js';
 import type { OperatorLog } from './operator-log.js';
 
@@ -14,6 +15,8 @@ export interface ShutdownDependencies {
   closeSession: () => Promise<void>;
   /** Stops the worker threads once runs are settled. */
   stopWorkers: () => Promise<void>;
+  /** Settles once the answers already written to standard output have left the process. */
+  outputFlushed?: () => Promise<void>;
   /**
    * Runs first (the startup summary, if the session ended before it was written).
    * Runs are cancelled without waiting for it; it is awaited before the closing lines.
@@ -37,8 +40,13 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
       if (notFinalised > 0) {
         deps.log.warn(`${notFinalised} run(s) were not finalised within ${deps.graceMs} ms; their journals need reconciliation`);
       }
+      // A settled run's answer is written over the microtasks that follow its
+      // settling: one turn lets every handler send it before the session closes.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       await deps.closeSession().catch(() => undefined);
       await deps.stopWorkers().catch(() => undefined);
+      // process.exit drops what a pipe has not yet taken; the client is owed those answers.
+      if (deps.outputFlushed !== undefined) await pTimeout(deps.outputFlushed(), { milliseconds: Math.max(deps.graceMs, 1), fallback: () => undefined });
       process.exit(notFinalised === 0 ? 0 : 1);
     })();
     return inProgress;

@@ -7,8 +7,8 @@ import { timeoutSeconds } from './durations.js';
 import { parseDsl, type ParseResult } from './parser.js';
 import { shownName } from './shown-name.js';
 
-// Name selection and the conversational-definition check of dsl.md ("What
-// invoke_agent accepts"): which registry entry a name means, which agent in
+// Name selection and the conversational-definition check described in
+// docs/writing-agents.md: which registry entry a name means, which agent in
 // it is selected, and whether the text-response route may run it.
 
 export interface RegistryEntry {
@@ -42,7 +42,7 @@ export type Selection =
   | { ok: true; definition: SelectedDefinition }
   | { ok: false; kind: 'unknown' | 'ambiguous' | 'refused'; message: string; candidates: string[] };
 
-/** How many names an unknown-agent message lists. */
+/** How many stems an unknown-name selection returns as candidates. */
 const CANDIDATES_SHOWN = 20;
 const AGENTS_NAMED = 10;
 const ROUTE_ONLY = 'the text-response route runs conversational definitions only';
@@ -81,10 +81,10 @@ export function conversationalVerdict(entry: RegistryEntry, registry: readonly R
 export function selectConversationalDefinition(registry: readonly RegistryEntry[], name: string): Selection {
   const matches = registry.filter((e) => e.stem === name);
   if (matches.length === 0) {
-    const stems = [...new Set(registry.map((e) => e.stem))].sort();
-    const shown = stems.slice(0, CANDIDATES_SHOWN);
-    const list = stems.length === 0 ? 'none (no .symbi or .dsl files were registered at startup)' : shown.join(', ') + (stems.length > shown.length ? ` and ${stems.length - shown.length} more` : '');
-    return { ok: false, kind: 'unknown', message: `unknown agent ${quote(name)}; available: ${list}`, candidates: shown };
+    // Which of the other names can be invoked is the caller's to add: it holds
+    // the startup verdicts, and working them out here would parse every file.
+    const shown = [...new Set(registry.map((e) => e.stem))].sort().slice(0, CANDIDATES_SHOWN);
+    return { ok: false, kind: 'unknown', message: `unknown agent ${quote(name)}`, candidates: shown };
   }
   if (matches.length > 1) {
     const files = matches.map((e) => e.file).sort();

@@ -3,7 +3,7 @@ import type { Expr, PolicyDecl } from './ast.js';
 import { shownName } from './shown-name.js';
 
 // Validates the inline policy subset the text-response route accepts
-// (dsl.md, "What invoke_agent accepts"). Returns the first problem as a
+// (docs/writing-agents.md, "Inline policies the route accepts"). Returns the first problem as a
 // one-line message, or null when every policy is supported.
 
 const CONDITION_ROOTS = new Set(['principal', 'invocation', 'context']);

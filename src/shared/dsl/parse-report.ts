@@ -1,7 +1,18 @@
+import type { z } from 'zod';
 import { DSL_FILE_MAX_BYTES, DSL_MAX_ERRORS } from '../limits.js';
 import type { AgentDecl, ChannelDecl, DslFile, Expr, MemoryDecl, PolicyDecl, Property, ScheduleDecl, WebhookDecl, WithBlock } from './ast.js';
 import { humantimeSeconds, timeoutSeconds, trimQuotes } from './durations.js';
 import { defineKey, exprToJson, typeToText, type JsonValue } from './json-values.js';
+import type {
+  parseReportSchema,
+  reportAgentSchema,
+  reportChannelSchema,
+  reportMemorySchema,
+  reportPolicySchema,
+  reportScheduleSchema,
+  reportWebhookSchema,
+  reportWithBlockSchema,
+} from './parse-report-schema.js';
 import { parseDsl } from './parser.js';
 import { shownName } from './shown-name.js';
 import { stringLiteralsIn } from './string-literals.js';
@@ -18,96 +29,16 @@ import type { SyntaxDiagnostic } from './tokens.js';
 
 export type { JsonValue } from './json-values.js';
 
-export interface ReportPolicy {
-  name: string;
-  line: number;
-  /** `file`, `agent <name>` or `channel <name>`. */
-  scope: string;
-  rules: { kind: string; line: number; selector: JsonValue; condition: string | null }[];
-}
-
-export interface ReportWithBlock {
-  agent: string;
-  /** `docker`, `gvisor`, `firecracker` or `e2b` (`tier1` to `tier3` name the first three); null when absent or unknown. */
-  sandbox_tier: string | null;
-  /** Whole seconds; null when absent or invalid. */
-  timeout: number | null;
-  attributes: { [key: string]: JsonValue };
-  statements: number;
-  line: number;
-}
-
-export interface ReportAgent {
-  name: string;
-  parameters: { name: string; type: string }[];
-  return_type: string | null;
-  capabilities: string[];
-  policies: string[];
-  with: { [key: string]: JsonValue }[];
-  line: number;
-}
-
-export interface ReportSchedule {
-  name: string;
-  cron: string | null;
-  at: string | null;
-  timezone: string;
-  agent: string | null;
-  policy: string | null;
-  audit: string | null;
-  one_shot: boolean;
-  deliver: string | null;
-  line: number;
-}
-
-export interface ReportChannel {
-  name: string;
-  platform: string | null;
-  workspace: string | null;
-  channels: string[];
-  default_agent: string | null;
-  dlp_profile: string | null;
-  audit_level: string | null;
-  default_deny: boolean;
-  data_classification: { category: string; action: string }[];
-  line: number;
-}
-
-export interface ReportMemory {
-  name: string;
-  store: 'markdown';
-  path: string;
-  retention_seconds: number;
-  search: { vector_weight: number; keyword_weight: number } | null;
-  line: number;
-}
-
-export interface ReportWebhook {
-  name: string;
-  path: string;
-  provider: 'github' | 'stripe' | 'slack' | 'custom';
-  secret: string;
-  agent: string | null;
-  filter: { json_path: string; equals: string | null; contains: string | null } | null;
-  line: number;
-}
-
-export interface ParseReport {
-  source: string;
-  /** Whether the text breaks the grammar; `errors` lists where. */
-  has_errors: boolean;
-  errors: SyntaxDiagnostic[];
-  metadata: { [key: string]: JsonValue };
-  agents: ReportAgent[];
-  policies: ReportPolicy[];
-  with_blocks: ReportWithBlock[];
-  schedules: ReportSchedule[];
-  channels: ReportChannel[];
-  memories: ReportMemory[];
-  webhooks: ReportWebhook[];
-  /** What Symbiont's extraction refuses in a file that parses (a schedule with no `cron` or `at`, an unknown sandbox tier, ...). */
-  extraction_errors: SyntaxDiagnostic[];
-}
+// The report's shape is declared once, as the zod schemas parse_dsl advertises
+// as its outputSchema; only their types are imported, so `symbi dsl` loads no zod.
+export type ParseReport = z.infer<typeof parseReportSchema>;
+export type ReportPolicy = z.infer<typeof reportPolicySchema>;
+export type ReportWithBlock = z.infer<typeof reportWithBlockSchema>;
+export type ReportAgent = z.infer<typeof reportAgentSchema>;
+export type ReportSchedule = z.infer<typeof reportScheduleSchema>;
+export type ReportChannel = z.infer<typeof reportChannelSchema>;
+export type ReportMemory = z.infer<typeof reportMemorySchema>;
+export type ReportWebhook = z.infer<typeof reportWebhookSchema>;
 
 const SANDBOX_TIERS: { [name: string]: string } = { docker: 'docker', tier1: 'docker', gvisor: 'gvisor', tier2: 'gvisor', firecracker: 'firecracker', tier3: 'firecracker', e2b: 'e2b' };
 const WEBHOOK_PROVIDERS = ['github', 'stripe', 'slack'] as const;

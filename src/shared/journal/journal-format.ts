@@ -1,5 +1,5 @@
-// The journal line format shared with the Symbiont runtime (see
-// shared/design/interop.md): one record per line,
+// The journal line format shared with the Symbiont runtime (docs/formats.md,
+// "Journal file"): one record per line,
 //   {"payload":<payload>,"signature":"<base64>"}\n
 // where the signature covers exactly the payload bytes as they appear.
 

@@ -3,6 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net, { type LookupFunction } from 'node:net';
 import { SCHEMA_KEY_BODY_MAX_BYTES, SCHEMA_KEY_FETCH_TIMEOUT_MS, SCHEMA_KEY_URL_MAX_BYTES } from '../limits.js';
+import { foldToOneLine } from '../one-line-text.js';
 import { judgeAddress } from './address-policy.js';
 import { keyUrlPort } from './pin-host.js';
 import { SchemaPinCheckError, SchemaPinInputError } from './schemapin-errors.js';
@@ -181,7 +182,7 @@ function request(
     req.on('response', (res) => {
       const status = res.statusCode ?? 0;
       if (status >= 300 && status < 400) {
-        const location = typeof res.headers.location === 'string' ? ` to ${oneLine(res.headers.location).slice(0, LOCATION_SHOWN_MAX)}` : '';
+        const location = typeof res.headers.location === 'string' ? ` to ${foldToOneLine(res.headers.location, LOCATION_SHOWN_MAX)}` : '';
         cleanup();
         res.resume();
         fail(`the key URL answered HTTP ${status} (a redirect${location}); redirects are not followed, give the final key URL`);
@@ -216,7 +217,7 @@ function request(
       });
       res.on('error', (err) => {
         cleanup();
-        fail(`could not read the key URL's body: ${oneLine(err.message)}`);
+        fail(`could not read the key URL's body: ${foldToOneLine(err.message)}`);
       });
       res.on('aborted', () => {
         cleanup();
@@ -237,16 +238,12 @@ function describeNetworkError(err: unknown): string {
     const parts = new Set(err.errors.map((e: unknown) => describeNetworkError(e)));
     return [...parts].join('; ');
   }
-  if (!(err instanceof Error)) return oneLine(String(err));
+  if (!(err instanceof Error)) return foldToOneLine(String(err));
   const code = (err as NodeJS.ErrnoException).code;
   // "connect ENETUNREACH 10.0.0.1:443 - Local (0.0.0.0:0)": the local end says nothing useful.
-  const message = oneLine(err.message).replace(/ - Local \([^)]*\)$/, '');
+  const message = foldToOneLine(err.message).replace(/ - Local \([^)]*\)$/, '');
   if (code === undefined || message.includes(code)) return message || 'unknown error';
   return message === '' ? code : `${code} ${message}`;
-}
-
-function oneLine(text: string): string {
-  return text.replace(/[\r\n\t]+/g, ' ').replace(/[\u0000-\u001f\u007f]/g, '');
 }
 
 function withDeadline<T>(work: Promise<T>, signal: AbortSignal, message: string): Promise<T> {

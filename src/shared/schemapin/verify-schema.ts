@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import type { PinnedDirectory } from '../pinned-directory.js';
 import { parseKeyDocument } from './key-document.js';
 import { fetchKeyBody, parseKeyUrl, type KeyFetchOptions } from './key-fetch.js';
@@ -6,6 +7,7 @@ import { PinStore } from './pin-store.js';
 import { prepareSchema } from './schema-document.js';
 import { SCHEMAPIN_ALGORITHM, verifySchemaSignature } from './schema-signature.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
+import type { verificationReportSchema } from './verification-report-schema.js';
 
 // One SchemaPin verification from caller input to report. Unusable input
 // throws SchemaPinInputError; every other failure is a report with
@@ -17,18 +19,7 @@ export interface VerifySchemaInput {
   signature?: string | undefined;
 }
 
-export type PinState = 'new' | 'matched' | 'mismatch';
-
-export interface SchemaVerificationResult {
-  verified: boolean;
-  message: string;
-  schema_hash: string;
-  public_key_url: string;
-  key_fingerprint: string | null;
-  signature: { algorithm: typeof SCHEMAPIN_ALGORITHM; valid: boolean };
-  pinned: PinState | null;
-  timestamp: string;
-}
+export type SchemaVerificationResult = z.infer<typeof verificationReportSchema>;
 
 export interface VerifySchemaOptions extends KeyFetchOptions {
   /** The project whose .symbiont/schemapin/pins.json holds the trust-on-first-use pins. */

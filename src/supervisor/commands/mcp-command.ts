@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import { SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
+import { INVOCATIONS_MAX_DEFAULT, SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
 import { PinnedDirectory } from '../../shared/pinned-directory.js';
 import { createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
 import { takeStartupSnapshot } from '../startup-snapshot.js';
@@ -20,6 +20,10 @@ import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 
 const USAGE_EXIT = 2;
 const SHUTDOWN_GRACE_MS_MAX = 600_000;
+// A bound far above what one process's memory holds is no bound at all.
+const MAX_INVOCATIONS_MAX = 65_536;
+/** How often shutdown looks whether standard output has taken every answer. */
+const OUTPUT_FLUSH_POLL_MS = 10;
 /** How long the startup summary waits for the client's `initialized` notification. */
 const HANDSHAKE_WAIT_MS = 250;
 
@@ -27,6 +31,7 @@ export interface McpCommandOptions {
   project: string;
   logFormat: LogFormat;
   shutdownGraceMs: number;
+  maxInvocations: number;
 }
 
 function usageError(message: string): never {
@@ -46,6 +51,13 @@ function parseGrace(value: string): number {
   return Number(value);
 }
 
+function parseMaxInvocations(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) < 1 || Number(value) > MAX_INVOCATIONS_MAX) {
+    usageError(`--max-invocations ${JSON.stringify(value)} is not valid; use a whole number from 1 to ${MAX_INVOCATIONS_MAX}`);
+  }
+  return Number(value);
+}
+
 function pinProject(dir: string): PinnedDirectory {
   if (dir.length === 0 || dir.includes('\0')) usageError('--project needs a directory path');
   try {
@@ -58,6 +70,18 @@ function pinProject(dir: string): PinnedDirectory {
     if (code === 'EACCES') usageError(`--project ${shown}: permission denied`);
     usageError(`--project ${shown}: cannot be opened as a directory (${code ?? 'error'})`);
   }
+}
+
+/** Settles once `stdout` holds no unwritten answers (or can take no more). */
+function outputFlushed(stdout: NodeJS.WriteStream): Promise<void> {
+  // Polled: 'drain' only comes after a write that filled the buffer, not after every write.
+  return new Promise((resolve) => {
+    const check = (): void => {
+      if (!stdout.writable || stdout.writableLength === 0) resolve();
+      else setTimeout(check, OUTPUT_FLUSH_POLL_MS);
+    };
+    check();
+  });
 }
 
 /** Library code must never write to stdout; this keeps a stray console call off the MCP channel. */
@@ -74,6 +98,7 @@ function keepConsoleOffStdout(): void {
   console.debug = toStderr;
 }
 
+/** `symbi mcp` itself: pins the project, takes the snapshot, serves stdio MCP and shuts down with every run finalised. */
 export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   keepConsoleOffStdout();
   preferSmallHeaps();
@@ -86,7 +111,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   let sources: Promise<SourceAnalysis> | undefined;
   const sourceAnalysis = (): Promise<SourceAnalysis> => (sources ??= analyseSources(snapshot, dslAnalysis));
   const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs, dslAnalysis, sourceAnalysis };
-  const runtime = createInvocationRuntime(context);
+  const runtime = createInvocationRuntime(context, options.maxInvocations);
   let shutdown: Shutdown | undefined;
   // The summary (which parses every agent source) comes once the client has
   // completed the handshake, so its initialize is answered without waiting for
@@ -110,6 +135,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     graceMs: options.shutdownGraceMs,
     log,
     closeSession: () => session.closeSession('shutting down'),
+    outputFlushed: () => outputFlushed(process.stdout),
     stopWorkers: async () => {
       await dslAnalysis.close();
       await runtime.stopWorkers();
@@ -128,6 +154,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   await shutdown(`session closed: ${reason}`);
 }
 
+/** Adds `symbi mcp` and its options to the command line. */
 export function registerMcpCommand(program: Command): void {
   program
     .command('mcp')
@@ -135,15 +162,19 @@ export function registerMcpCommand(program: Command): void {
     .addOption(new Option('--project <dir>', 'project directory to pin (default: the current directory)').default('.'))
     .addOption(new Option('--log-format <format>', `standard error format: ${LOG_FORMATS.join(' or ')}`).default('text'))
     .addOption(new Option('--shutdown-grace-ms <ms>', 'how long shutdown waits for live runs to record their end').default(String(SHUTDOWN_GRACE_MS_DEFAULT)))
+    .addOption(
+      new Option('--max-invocations <n>', 'invoke_agent calls in progress at once; more are refused at once as "at capacity"').default(String(INVOCATIONS_MAX_DEFAULT)),
+    )
     .exitOverride((err: CommanderError) => {
       // Commander's own usage errors (unknown option, missing value) share the usage exit code.
       process.exit(err.exitCode === 0 ? 0 : USAGE_EXIT);
     })
-    .action(async (raw: { project: string; logFormat: string; shutdownGraceMs: string }) => {
+    .action(async (raw: { project: string; logFormat: string; shutdownGraceMs: string; maxInvocations: string }) => {
       await runMcpServer({
         project: raw.project,
         logFormat: parseLogFormat(raw.logFormat),
         shutdownGraceMs: parseGrace(raw.shutdownGraceMs),
+        maxInvocations: parseMaxInvocations(raw.maxInvocations),
       });
     });
 }

@@ -3,12 +3,12 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { AGENT_NAME_MAX_BYTES } from '../../shared/limits.js';
+import { AGENT_NAME_MAX_BYTES, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
 import { RUN_PHASES, type InvokeOutcome } from '../../shared/run-messages.js';
-import { preflightInvocation, type InvokeArguments, type PreflightInputs } from '../invoke-preflight.js';
+import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type Preflight, type PreflightInputs } from '../invoke-preflight.js';
 import type { OperatorLog } from '../operator-log.js';
 import type { RunOwnerTable } from '../run-owners.js';
-import { advertisedInputSchema, argumentObject, guarded, requiredString, ToolArgumentError } from './tool-arguments.js';
+import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
 
 export interface InvokeAgentSession extends PreflightInputs {
   owners: RunOwnerTable;
@@ -21,34 +21,36 @@ export interface InvokeAgentSession extends PreflightInputs {
   analysedRegistry(): Promise<PreflightInputs['registry']>;
   /** Parses the file `agent` names in the DSL analysis thread, ahead of preflight (invoke-preflight.ts prepareSelection). */
   prepareSelection(registry: PreflightInputs['registry'], agent: string): Promise<void>;
+  /** Invocations in progress at once (running or queued); a call beyond it is refused before any journal. */
+  maxInvocations: number;
+  /** The startup verdict of every source, for naming what can be invoked when a name is unknown. */
+  agentVerdicts(): Promise<readonly AgentVerdictSummary[]>;
 }
 
 const TOOL = 'invoke_agent';
-const ALLOWED_AGENT = `the filename stem of an agents/*.symbi or *.dsl file (at most ${AGENT_NAME_MAX_BYTES} bytes)`;
-const ALLOWED_TEXT = 'a string of at most 64 KiB';
 
-// Checked in the handler (one-line errors, unknown names refused); the schema advertises the real types.
-const inputSchema = advertisedInputSchema(
-  {
-    agent: { type: 'string', description: 'Filename stem of a registered agent, e.g. "assistant" for agents/assistant.symbi' },
-    prompt: { type: 'string', description: 'The caller input (at most 64 KiB of UTF-8)' },
-    system_prompt: { type: 'string', description: 'Optional extra caller instructions, sent as a user message after the definition (at most 64 KiB)' },
+// The one declaration of the arguments: the advertised schema and the handler's checks (one-line
+// errors, unknown names refused, sizes checked before any journal) both come from it.
+const invokeArguments = declareStringArguments(TOOL, {
+  agent: {
+    description: 'Filename stem of a registered agent, e.g. "assistant" for agents/assistant.symbi',
+    required: true,
+    allowed: `the filename stem of an agents/*.symbi or *.dsl file (at most ${AGENT_NAME_MAX_BYTES} bytes)`,
+    minBytes: 1,
+    maxBytes: AGENT_NAME_MAX_BYTES,
   },
-  ['agent', 'prompt'],
-);
+  prompt: { description: 'The caller input', required: true, allowed: `a string of at most ${sizeWords(PROMPT_MAX_BYTES)}`, maxBytes: PROMPT_MAX_BYTES },
+  system_prompt: {
+    description: 'Optional extra caller instructions, sent as a user message after the definition',
+    required: false,
+    allowed: `a string of at most ${sizeWords(SYSTEM_PROMPT_MAX_BYTES)}`,
+    maxBytes: SYSTEM_PROMPT_MAX_BYTES,
+  },
+});
 
-function readArguments(raw: unknown): InvokeArguments {
-  const args = argumentObject(TOOL, raw, ['agent', 'prompt', 'system_prompt']);
-  const agent = requiredString(TOOL, args, 'agent', ALLOWED_AGENT);
-  if (agent.length === 0 || Buffer.byteLength(agent, 'utf8') > AGENT_NAME_MAX_BYTES) {
-    throw new ToolArgumentError(`${TOOL}: "agent" must be 1 to ${AGENT_NAME_MAX_BYTES} bytes; expected ${ALLOWED_AGENT}`);
-  }
-  const prompt = requiredString(TOOL, args, 'prompt', ALLOWED_TEXT);
-  const systemPrompt = args.system_prompt === undefined ? undefined : requiredString(TOOL, args, 'system_prompt', ALLOWED_TEXT);
-  return { agent, prompt, system_prompt: systemPrompt };
-}
-
-const outputShape = {
+// The structured result, on success and on errors after the journal opened;
+// both are typed from this schema, which is also the advertised outputSchema.
+const invokeAgentOutput = z.object({
   agent_id: z.string().describe('The principal UUID the response was produced under'),
   audit: z
     .object({
@@ -57,10 +59,11 @@ const outputShape = {
       public_key: z.string().describe('Hex Ed25519 public key that verifies the journal'),
     })
     .describe('Reference to the signed journal of this invocation'),
-};
+});
+type InvokeAgentOutput = z.infer<typeof invokeAgentOutput>;
 
 function failure(message: string, agentId?: string, outcome?: InvokeOutcome) {
-  const result: { isError: true; content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown> } = {
+  const result: { isError: true; content: { type: 'text'; text: string }[]; structuredContent?: InvokeAgentOutput } = {
     isError: true,
     content: [{ type: 'text', text: `invoke_agent refused: ${message}` }],
   };
@@ -71,7 +74,40 @@ function failure(message: string, agentId?: string, outcome?: InvokeOutcome) {
   return result;
 }
 
+/**
+ * Refuses a call while `maxInvocations` runs are in progress or being admitted, so a flood of
+ * calls cannot grow the server without bound. A call holds its place from arrival (while its
+ * registry and selection are awaited) until its run is started or refused, so the first calls to
+ * arrive are the ones admitted. The operator hears once per episode at capacity, and how many were refused.
+ */
+function capacityGuard(session: InvokeAgentSession): { admit(): string | undefined; release(): void } {
+  let refusedInEpisode = 0;
+  let admitting = 0;
+  return {
+    admit: () => {
+      const inProgress = session.owners.size + admitting;
+      if (inProgress >= session.maxInvocations) {
+        if (refusedInEpisode === 0) session.log.warn('invoke_agent at capacity: refusing calls until a run finishes', { in_progress: inProgress, max_invocations: session.maxInvocations });
+        refusedInEpisode += 1;
+        return `the server is at capacity: ${session.maxInvocations} invocations are already in progress (the bound set by --max-invocations); retry when one has finished`;
+      }
+      admitting += 1;
+      if (refusedInEpisode > 0) {
+        session.log.info('invoke_agent below capacity again', { refused_at_capacity: refusedInEpisode });
+        refusedInEpisode = 0;
+      }
+      return undefined;
+    },
+    /** Gives the place back: the run now counts in the owner table, or the call was refused. */
+    release: () => {
+      admitting -= 1;
+    },
+  };
+}
+
+/** Registers invoke_agent: preflight, then one governed run per call through the run owner table. */
 export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentSession): void {
+  const capacity = capacityGuard(session);
   server.registerTool(
     'invoke_agent',
     {
@@ -79,19 +115,28 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       description:
         'Sends the registered conversational definition named by `agent` (an agents/*.symbi or *.dsl filename stem) and your prompt to the configured model provider and returns one text answer. ' +
         'The answer is released only after the project Cedar policy permits its exact text and the signed audit journal is durable; structuredContent carries agent_id and the audit reference (run_id, journal path, public key). ' +
-        'No tools, commands or delegated work are executed. system_prompt is extra caller input sent as a user message; it cannot replace the definition. prompt and system_prompt are each limited to 64 KiB.',
-      inputSchema,
-      outputSchema: outputShape,
+        'No tools, commands or delegated work are executed. system_prompt is extra caller input sent as a user message; it cannot replace the definition. ' + `prompt is limited to ${sizeWords(PROMPT_MAX_BYTES)} and system_prompt to ${sizeWords(SYSTEM_PROMPT_MAX_BYTES)} of UTF-8.`,
+      inputSchema: invokeArguments.inputSchema,
+      outputSchema: invokeAgentOutput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
     guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
-      const args = readArguments(raw);
-      const registry = await session.analysedRegistry();
-      await session.prepareSelection(registry, args.agent);
-      let preflight = preflightInvocation(args, { ...session, registry });
-      if (preflight.ok) {
-        const keyProblem = session.signingKeyProblem();
-        if (keyProblem !== undefined) preflight = { ok: false, message: keyProblem };
+      const args = invokeArguments.read(raw);
+      const atCapacity = capacity.admit();
+      if (atCapacity !== undefined) return failure(atCapacity);
+      let preflight: Preflight;
+      try {
+        const registry = await session.analysedRegistry();
+        await session.prepareSelection(registry, args.agent);
+        preflight = preflightInvocation(args, { ...session, registry });
+        if (!preflight.ok && preflight.unknownAgent) preflight = { ok: false, message: unknownAgentMessage(preflight.message, await session.agentVerdicts()) };
+        if (preflight.ok) {
+          const keyProblem = session.signingKeyProblem();
+          if (keyProblem !== undefined) preflight = { ok: false, message: keyProblem };
+        }
+      } finally {
+        // Synchronous from here to owners.start below, so no other call can take this place meanwhile.
+        capacity.release();
       }
       if (!preflight.ok) {
         session.log.info('invoke_agent refused before inference', { agent: args.agent, reason: preflight.message });
@@ -158,10 +203,8 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       });
 
       if (outcome.ok) {
-        return {
-          content: [{ type: 'text' as const, text: outcome.text }],
-          structuredContent: { agent_id: definition.principal, audit: outcome.audit },
-        };
+        const structuredContent: InvokeAgentOutput = { agent_id: definition.principal, audit: outcome.audit };
+        return { content: [{ type: 'text' as const, text: outcome.text }], structuredContent };
       }
       if (!outcome.terminalDurable && outcome.audit !== undefined) {
         session.log.warn('run ended without a durable terminal record', { run_id: runId });

@@ -1,8 +1,10 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, AGENTS_MD_MAX_BYTES, DSL_FILE_MAX_BYTES } from '../../shared/limits.js';
 import { ConfinementError, projectPathComponents } from '../../shared/pinned-directory.js';
 import { projectFilesUnavailable } from '../../shared/descriptor-access-check.js';
+import { parseReportSchema } from '../../shared/dsl/parse-report-schema.js';
 import { sourceStem } from '../agent-discovery.js';
 import type { SessionContext } from '../session-context.js';
 import {
@@ -24,8 +26,6 @@ const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: 
 const CANDIDATES_SHOWN = 20;
 export const AGENTS_MD_RESOURCE_URI = 'file:///AGENTS.md';
 const INLINE_SOURCE = '<inline>';
-// JSON strings can carry unpaired surrogates, which have no UTF-8 encoding.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** The refusal every file tool gives when project files cannot be read at all (descriptor-access-check.ts). */
 function projectUnavailable(tool: string, context: SessionContext) {
@@ -39,6 +39,35 @@ function listCandidates(names: readonly string[]): string {
   return names.length > CANDIDATES_SHOWN ? `${shown} and ${names.length - CANDIDATES_SHOWN} more` : shown;
 }
 
+// Output schemas: each result below is typed from its schema, the SDK checks
+// every result against it before sending, and clients receive it as the tool's
+// outputSchema, so the declared shape and the built one are the same source.
+
+const agentEntryCommon = {
+  stem: z.string().describe('Filename stem: the name invoke_agent and get_agent_dsl take'),
+  file: z.string().describe('Project-relative path of the source'),
+  declared_agents: z.array(z.string()),
+  has_schedules: z.boolean(),
+  has_channels: z.boolean(),
+};
+
+const listAgentsOutput = z.object({
+  agents: z.array(
+    z.discriminatedUnion('invocable', [
+      z.object({ ...agentEntryCommon, invocable: z.literal(true), declared_name: z.string().describe('The declared agent an invocation runs as') }),
+      z.object({ ...agentEntryCommon, invocable: z.literal(false), reason: z.string().describe('Why invoke_agent refuses this file') }),
+    ]),
+  ),
+  left_out: z.array(z.object({ file: z.string(), reason: z.string() })).describe('Files in agents/ not read at startup, with the reason'),
+  limits_hit: z.array(z.string()).describe('Discovery limits reached at startup'),
+});
+
+const getAgentDslOutput = z.object({
+  agent: z.string().describe('The filename stem asked for'),
+  file: z.string().describe('Project-relative path of the source'),
+  source: z.string().describe('The source text as read at startup'),
+});
+
 function registerListAgents(server: McpServer, context: SessionContext): void {
   server.registerTool(
     'list_agents',
@@ -47,6 +76,7 @@ function registerListAgents(server: McpServer, context: SessionContext): void {
       description:
         'Lists every agent source found in agents/ when the server started: its file, the agents it declares, whether invoke_agent can run it (and why not), and whether it has schedules or channels. Files left out at startup are listed with the reason.',
       inputSchema: advertisedInputSchema({}, []),
+      outputSchema: listAgentsOutput,
       annotations: READ_ONLY,
     },
     guarded(
@@ -57,19 +87,18 @@ function registerListAgents(server: McpServer, context: SessionContext): void {
         if (unavailable) return unavailable;
         const { snapshot } = context;
         const analysis = await context.sourceAnalysis();
-        return jsonResult({
-          agents: analysis.agents.map((a) => ({
-            stem: a.stem,
-            file: a.file,
-            declared_agents: a.declared_agents,
-            invocable: a.invocable,
-            ...(a.invocable ? { declared_name: a.declared_name } : { reason: a.reason }),
-            has_schedules: a.has_schedules,
-            has_channels: a.has_channels,
-          })),
+        const result: z.infer<typeof listAgentsOutput> = {
+          agents: analysis.agents.map((a) => {
+            const common = { stem: a.stem, file: a.file, declared_agents: a.declared_agents };
+            const flags = { has_schedules: a.has_schedules, has_channels: a.has_channels };
+            return a.invocable
+              ? { ...common, invocable: true as const, declared_name: a.declared_name!, ...flags }
+              : { ...common, invocable: false as const, reason: a.reason!, ...flags };
+          }),
           left_out: analysis.skipped.map((s) => ({ file: s.file, reason: s.reason })),
           limits_hit: [...snapshot.limitsHit],
-        });
+        };
+        return jsonResult(result);
       },
       (err) => context.log.error('list_agents failed unexpectedly', { error: String(err) }),
     ),
@@ -85,6 +114,7 @@ function registerGetAgentDsl(server: McpServer, context: SessionContext): void {
       description:
         'Returns the DSL source of the agent file whose filename stem is `agent` (agents/<agent>.symbi or agents/<agent>.dsl), as read when the server started.',
       inputSchema: advertisedInputSchema({ agent: { type: 'string', description: 'Filename stem of the agent source, e.g. "assistant" for agents/assistant.symbi' } }, ['agent']),
+      outputSchema: getAgentDslOutput,
       annotations: READ_ONLY,
     },
     guarded(
@@ -110,7 +140,8 @@ function registerGetAgentDsl(server: McpServer, context: SessionContext): void {
           );
         }
         const entry = matches[0]!;
-        return { content: [{ type: 'text', text: entry.text }], structuredContent: { agent: entry.stem, file: entry.file, source: entry.text } };
+        const result: z.infer<typeof getAgentDslOutput> = { agent: entry.stem, file: entry.file, source: entry.text };
+        return { content: [{ type: 'text', text: entry.text }], structuredContent: result };
       },
       (err) => context.log.error('get_agent_dsl failed unexpectedly', { error: String(err) }),
     ),
@@ -133,6 +164,7 @@ function registerParseDsl(server: McpServer, context: SessionContext): void {
         },
         [],
       ),
+      outputSchema: parseReportSchema,
       annotations: READ_ONLY,
     },
     guarded(
@@ -144,7 +176,8 @@ function registerParseDsl(server: McpServer, context: SessionContext): void {
         if (hasFile === hasContent) throw new ToolArgumentError(`${exactlyOne}; ${hasFile ? 'both were given' : 'neither was given'}`);
         if (hasContent) {
           const content = requiredString('parse_dsl', args, 'content', allowedContent);
-          if (LONE_SURROGATE.test(content)) throw new ToolArgumentError(`parse_dsl: "content" contains an unpaired UTF-16 surrogate; expected valid Unicode text`);
+          // JSON strings can carry unpaired surrogates, which have no UTF-8 encoding.
+          if (!content.isWellFormed()) throw new ToolArgumentError(`parse_dsl: "content" contains an unpaired UTF-16 surrogate; expected valid Unicode text`);
           const bytes = Buffer.byteLength(content, 'utf8');
           if (bytes > DSL_FILE_MAX_BYTES) throw new ToolArgumentError(`parse_dsl: "content" is ${bytes} bytes; expected ${allowedContent}`);
           return analysedReport(context, content, INLINE_SOURCE);

@@ -5,6 +5,7 @@ import { SCHEMA_KEY_URL_MAX_BYTES, SCHEMA_MAX_BYTES } from '../../shared/limits.
 import type { PinnedDirectory } from '../../shared/pinned-directory.js';
 import { SchemaPinInputError } from '../../shared/schemapin/schemapin-errors.js';
 import { insecureWarning, schemapinInsecureFromEnv } from '../../shared/schemapin/insecure-mode.js';
+import { verificationReportSchema } from '../../shared/schemapin/verification-report-schema.js';
 import type { VerifySchemaInput } from '../../shared/schemapin/verify-schema.js';
 
 // The verify_schema MCP tool. Unusable arguments (wrong type, over a limit,
@@ -27,17 +28,6 @@ const inputSchema = z
   })
   .meta({ required: ['schema', 'public_key_url'], additionalProperties: false });
 
-const outputSchema = z.object({
-  verified: z.boolean(),
-  message: z.string(),
-  schema_hash: z.string(),
-  public_key_url: z.string(),
-  key_fingerprint: z.string().nullable(),
-  signature: z.object({ algorithm: z.literal('ECDSA_P256'), valid: z.boolean() }),
-  pinned: z.enum(['new', 'matched', 'mismatch']).nullable(),
-  timestamp: z.string(),
-});
-
 export interface VerifySchemaToolOptions {
   project: PinnedDirectory;
   log: (line: string) => void;
@@ -58,7 +48,7 @@ export function registerVerifySchemaTool(server: McpServer, options: VerifySchem
         'verifies the ECDSA P-256 signature over the canonical JSON of the schema, and pins the first key seen for each host (trust on first use). ' +
         'Returns verified true or false with a message; an unsigned schema, a revoked key or a key different from the pinned one is never verified.',
       inputSchema,
-      outputSchema,
+      outputSchema: verificationReportSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
     async (raw: unknown): Promise<CallToolResult> => {
@@ -67,8 +57,7 @@ export function registerVerifySchemaTool(server: McpServer, options: VerifySchem
         // The fetch and crypto code loads on the first call, not at server startup.
         const { verifySchema } = await import('../../shared/schemapin/verify-schema.js');
         const result = await verifySchema(input, { project: options.project, allowInsecure });
-        const structured = { ...result } as Record<string, unknown>;
-        return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }], structuredContent: structured };
+        return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }], structuredContent: result };
       } catch (err) {
         if (err instanceof SchemaPinInputError) return toolError(`${TOOL}: ${err.message}`);
         options.log(`${TOOL}: internal error: ${(err as Error)?.stack ?? String(err)}`);
