@@ -3,8 +3,10 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { startSyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import { assertCompleteJournal, journalsIn, makeProject, projectPublicKey, providerEnv, removeProject, symbiBin } from './support/invoke-harness.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawMessage } from './support/raw-stdio.js';
+import { makeProject, removeProject } from './support/project.js';
+import { providerEnv, serverCommand, serverEnv } from './support/server.js';
+import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage } from './support/raw-stdio.js';
 
 // A caller cannot exhaust the server's memory, through the real stdio of the
 // built server: a client that stops reading standard output stalls its own
@@ -63,7 +65,8 @@ describe('a client that does not read standard output', () => {
   it('stalls its own input while answers wait unread, then gets every answer once it reads', async () => {
     const source = bigAgentSource();
     const project = makeProject({ 'agents/big.symbi': source });
-    const child = spawn(process.execPath, [symbiBin, 'mcp', '--project', project], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const { command, args } = serverCommand(project);
+    const child = spawn(command, args, { env: serverEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
     child.stderr.resume();
     child.stdin.on('error', () => undefined);
     try {
@@ -104,7 +107,7 @@ describe('a flood of invocations against a provider that does not answer', () =>
   it('refuses the calls beyond the capacity at once, makes no journal or provider call for them, and completes every accepted journal', async () => {
     const endpoint = await startSyntheticEndpoint({ defaultMode: 'hold' });
     const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' });
-    const server = spawnRawStdio(process.execPath, [symbiBin, 'mcp', '--project', project, '--max-invocations', String(FLOOD_CAPACITY)], providerEnv(endpoint.url));
+    const server = spawnRawServer(project, { args: ['--max-invocations', String(FLOOD_CAPACITY)], env: providerEnv(endpoint.url) });
     try {
       await server.send(jsonLine(INITIALIZE));
       await server.waitFor('init');
@@ -159,7 +162,7 @@ describe('a flood of invocations against a provider that does not answer', () =>
     const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n' });
     try {
       for (const bad of ['0', '-1', '1.5', 'many', '99999999999']) {
-        const server = spawnRawStdio(process.execPath, [symbiBin, 'mcp', '--project', project, '--max-invocations', bad]);
+        const server = spawnRawServer(project, { args: ['--max-invocations', bad] });
         assert.equal(await server.end(), 2, bad);
         assert.match(server.stderr(), /^symbi mcp: --max-invocations "[^"]*" is not valid; use a whole number from 1 to \d+\n$/, server.stderr());
       }

@@ -6,7 +6,9 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
-import { makeProject, providerEnv, removeProject, repoRoot, startServer, type RunningServer } from './support/invoke-harness.js';
+import { repoRoot } from './support/server-entry.js';
+import { makeProject, removeProject } from './support/project.js';
+import { providerEnv, type RunningServer, startServer } from './support/server.js';
 import { SAMPLE_SCHEMA, ecKeyPair, signSchema, startKeyServer, type KeyServer } from './support/schemapin-fixtures.js';
 
 // Every tool that returns structuredContent declares an outputSchema, and real
@@ -119,7 +121,7 @@ describe('declared output schemas, checked with Ajv against real results over st
         'permit(principal, action == Action::"respond", resource);\n' +
         'forbid(principal, action == Action::"respond", resource) when { context.response.content like "*secret*" };\n',
     });
-    server = await startServer(project, providerEnv(endpoint.url, { SYMBIONT_SCHEMAPIN_ALLOW_INSECURE: '1' }));
+    server = await startServer(project, { env: providerEnv(endpoint.url, { SYMBIONT_SCHEMAPIN_ALLOW_INSECURE: '1' }) });
     tools = (await server.client.listTools()).tools;
     for (const tool of tools) if (tool.outputSchema) validators.set(tool.name, compile(tool.outputSchema));
   });

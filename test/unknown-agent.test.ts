@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { makeProject, providerEnv, removeProject, startServer, textOf, type RunningServer } from './support/invoke-harness.js';
+import { makeProject, removeProject } from './support/project.js';
+import { providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
 
 // invoke_agent with a name no source has: the one-line refusal offers only the
 // names it would run, and names the refused sources apart with their reason,
@@ -37,7 +38,7 @@ describe('invoke_agent with an unknown agent name', () => {
   before(async () => {
     project = makeProject(AGENTS);
     // The endpoint is never reached: an unknown name is refused before the provider is looked at.
-    server = await startServer(project, providerEnv('http://127.0.0.1:9/v1'));
+    server = await startServer(project, { env: providerEnv('http://127.0.0.1:9/v1') });
   });
 
   after(async () => {
@@ -69,7 +70,7 @@ describe('invoke_agent with an unknown name in a project where nothing can be in
     const files: Record<string, string> = {};
     for (let i = 0; i < 8; i++) files[`agents/tool${i}.symbi`] = `agent tool${i}(x: Int) {}\n`;
     const project = makeProject(files);
-    const server = await startServer(project, providerEnv('http://127.0.0.1:9/v1'));
+    const server = await startServer(project, { env: providerEnv('http://127.0.0.1:9/v1') });
     try {
       const text = await refusalFor(server, 'nobody');
       assert.match(text, /^invoke_agent refused: unknown agent `nobody`; invocable: none; not invocable: tool0 \(.*has parameters.*\), .*tool4 \(.*\) and 3 more \(see list_agents\)$/);
@@ -82,7 +83,7 @@ describe('invoke_agent with an unknown name in a project where nothing can be in
 
   it('says no sources were registered when agents/ is empty', async () => {
     const project = makeProject({ 'README.txt': 'no agents here' });
-    const server = await startServer(project, providerEnv('http://127.0.0.1:9/v1'));
+    const server = await startServer(project, { env: providerEnv('http://127.0.0.1:9/v1') });
     try {
       assert.equal(await refusalFor(server, 'nobody'), 'invoke_agent refused: unknown agent `nobody`; no .symbi or .dsl files were registered at startup');
     } finally {
