@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { repoRoot } from './support/server-entry.js';
+import { selfSignedCertificate } from './support/tls-certificate.js';
 
 // Providers are reached over HTTPS in real use. The client must speak TLS and
 // verify the server against the trusted CAs: a certificate nobody vouches for
@@ -51,12 +52,7 @@ describe('an HTTPS provider', () => {
 
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-tls-'));
-    const made = spawnSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
-      { cwd: dir, encoding: 'utf8' },
-    );
-    assert.equal(made.status, 0, made.stderr);
+    selfSignedCertificate(path.join(dir, 'key.pem'), path.join(dir, 'cert.pem'), '/CN=127.0.0.1', 'IP:127.0.0.1');
     server = createServer({ key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')) }, (req, res) => {
       requests += 1;
       req.resume();
@@ -82,12 +78,7 @@ describe('an HTTPS provider', () => {
 
   it('refuses a trusted certificate for other names without quoting the names it carries', async () => {
     // The names in a certificate are chosen by whoever serves it: a provider could speak through them.
-    const made = spawnSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'named-key.pem', '-out', 'named-cert.pem', '-days', '1', '-subj', '/CN=x', '-addext', 'subjectAltName=DNS:here-is-the-secret.launch-code-is-0000'],
-      { cwd: dir, encoding: 'utf8' },
-    );
-    assert.equal(made.status, 0, made.stderr);
+    selfSignedCertificate(path.join(dir, 'named-key.pem'), path.join(dir, 'named-cert.pem'), '/CN=x', 'DNS:here-is-the-secret.launch-code-is-0000');
     const named = createServer({ key: fs.readFileSync(path.join(dir, 'named-key.pem')), cert: fs.readFileSync(path.join(dir, 'named-cert.pem')) }, (_req, res) => res.end());
     await new Promise<void>((resolve) => named.listen(0, '127.0.0.1', resolve));
     try {

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { createServer, type Server } from 'node:https';
@@ -11,6 +10,7 @@ import { createProxy, type ProxyServer } from 'proxy';
 import { startSyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
 import { auditOf, startServer, textOf } from './support/server.js';
+import { selfSignedCertificate } from './support/tls-certificate.js';
 
 // Users behind a corporate proxy set HTTPS_PROXY. Here a real CONNECT proxy (the `proxy` package, a
 // small Squid-like server) listens on 127.0.0.1, the provider is an HTTPS server with its own
@@ -33,12 +33,7 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
 
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-proxy-'));
-    const made = spawnSync(
-      'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'],
-      { cwd: dir, encoding: 'utf8' },
-    );
-    assert.equal(made.status, 0, made.stderr);
+    selfSignedCertificate(path.join(dir, 'key.pem'), path.join(dir, 'cert.pem'), '/CN=127.0.0.1', 'IP:127.0.0.1');
     provider = createServer({ key: fs.readFileSync(path.join(dir, 'key.pem')), cert: fs.readFileSync(path.join(dir, 'cert.pem')) }, (req, res) => {
       providerRequests.push(req.headers);
       req.resume();

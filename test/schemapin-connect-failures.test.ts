@@ -8,6 +8,7 @@ import { SAMPLE_SCHEMA, ecKeyPair, signSchema } from './support/schemapin-fixtur
 import { repoRoot } from './support/server-entry.js';
 import { type RunningServer, startServer } from './support/server.js';
 import { tempDir } from './support/project.js';
+import { selfSignedCertificate } from './support/tls-certificate.js';
 
 // verify_schema through `symbi mcp` over stdio, with the server in a network
 // namespace of its own: only loopback is up, /etc/hosts names hosts whose
@@ -69,15 +70,7 @@ describe('verify_schema key fetches that fail, over stdio in a namespace with on
       ].join('\n') + '\n',
     );
     const resolv = file('resolv.conf', 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n');
-    execFileSync(
-      'openssl',
-      [
-        'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
-        '-subj', '/CN=keys.test', '-addext', 'subjectAltName=DNS:keys.test,DNS:keys-v4.test,DNS:keys-v6.test',
-        '-keyout', path.join(dir, 'tls.key'), '-out', path.join(dir, 'tls.crt'),
-      ],
-      { stdio: 'ignore' },
-    );
+    selfSignedCertificate(path.join(dir, 'tls.key'), path.join(dir, 'tls.crt'), '/CN=keys.test', 'DNS:keys.test,DNS:keys-v4.test,DNS:keys-v6.test');
     const keyPem = file('key.pem', key.publicPem);
     const portsFile = path.join(dir, 'ports.json');
     server = await startServer(project, {

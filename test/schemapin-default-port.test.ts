@@ -8,6 +8,7 @@ import { SAMPLE_SCHEMA, ecKeyPair, signSchema, type TestKeyPair } from './suppor
 import { repoRoot } from './support/server-entry.js';
 import { type RunningServer, startServer } from './support/server.js';
 import { tempDir } from './support/project.js';
+import { selfSignedCertificate } from './support/tls-certificate.js';
 
 // A SchemaPin pin is keyed by the port the key fetch dials. verify_schema over
 // stdio from `symbi mcp` in a network namespace of its own, whose loopback
@@ -53,15 +54,7 @@ describe('SchemaPin pins follow the dialled port, over stdio in a namespace serv
     fs.mkdirSync(project);
     keyFile = path.join(dir, 'served-key.pem');
     fs.writeFileSync(keyFile, publisher.publicPem);
-    execFileSync(
-      'openssl',
-      [
-        'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
-        '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
-        '-keyout', path.join(dir, 'tls.key'), '-out', path.join(dir, 'tls.crt'),
-      ],
-      { stdio: 'ignore' },
-    );
+    selfSignedCertificate(path.join(dir, 'tls.key'), path.join(dir, 'tls.crt'), '/CN=127.0.0.1', 'IP:127.0.0.1');
     server = await startServer(project, {
       launcher: [
         'unshare', '--net', '--', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh',

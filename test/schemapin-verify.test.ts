@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
@@ -12,6 +11,7 @@ import { SCHEMA_KEY_BODY_MAX_BYTES } from '../src/shared/limits.js';
 import { PinStore } from '../src/shared/schemapin/pin-store.js';
 import { verifySchema, type VerifySchemaOptions } from '../src/shared/schemapin/verify-schema.js';
 import { SAMPLE_SCHEMA, ecKeyPair, signSchema, startKeyServer, tempProject, type KeyServer, type TempProject, type TestKeyPair } from './support/schemapin-fixtures.js';
+import { selfSignedCertificate } from './support/tls-certificate.js';
 
 // verify_schema's core against a real HTTP server on 127.0.0.1, with the
 // insecure testing switch passed explicitly (never through process.env).
@@ -312,11 +312,7 @@ describe('SchemaPin verification against a local key server', () => {
     try {
       const hostName = 'keys.schemapin.test';
       try {
-        execFileSync('openssl', [
-          'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2',
-          '-subj', `/CN=${hostName}`, '-addext', `subjectAltName=DNS:${hostName}`,
-          '-keyout', path.join(dir, 'tls.key'), '-out', path.join(dir, 'tls.crt'),
-        ], { stdio: 'ignore' });
+        selfSignedCertificate(path.join(dir, 'tls.key'), path.join(dir, 'tls.crt'), `/CN=${hostName}`, `DNS:${hostName}`);
       } catch {
         t.skip('openssl is not available to make a test certificate');
         return;
