@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { SAMPLE_SCHEMA, ecKeyPair, signSchema, type TestKeyPair } from './support/schemapin-fixtures.js';
+import { SAMPLE_SCHEMA, ecKeyPair, keyFetchServerEnv, signSchema, type TestKeyPair } from './support/schemapin-fixtures.js';
 import { repoRoot } from './support/server-entry.js';
 import { type RunningServer, startServer } from './support/server.js';
 import { tempDir } from './support/project.js';
@@ -63,12 +63,7 @@ describe('SchemaPin pins follow the dialled port, over stdio in a namespace serv
         '--',
       ],
       cwd: repoRoot,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: process.env.HOME ?? dir,
-        SYMBIONT_SCHEMAPIN_ALLOW_INSECURE: '1',
-        NODE_EXTRA_CA_CERTS: path.join(dir, 'tls.crt'),
-      },
+      env: keyFetchServerEnv(path.join(dir, 'tls.crt'), dir),
     });
   });
 

@@ -126,3 +126,13 @@ export function tempProject(): TempProject {
     },
   };
 }
+
+/** The environment of a server that fetches keys from a test's own TLS key servers: their certificate (`certFile`) trusted, plain http allowed. */
+export function keyFetchServerEnv(certFile: string, home: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? home,
+    SYMBIONT_SCHEMAPIN_ALLOW_INSECURE: '1',
+    NODE_EXTRA_CA_CERTS: certFile,
+  };
+}
