@@ -7,11 +7,12 @@ import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
 import { explainFinish } from '../shared/finish-reasons.js';
 import { TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
-import { authorizeRespond, type RespondRequest } from '../shared/policy/respond-authorization.js';
+import { authorizeRespond } from '../shared/policy/respond-authorization.js';
+import { respondRequestFor } from '../shared/policy/respond-request.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
-import { RUN_MODE, RUN_SURFACE, startedEvent } from '../shared/run-records.js';
+import { RUN_SURFACE, startedEvent } from '../shared/run-records.js';
 import { buildConversation } from './conversation.js';
 import { AttemptsFailed, failedAttemptFinish, inferWithRetries } from './inference-attempts.js';
 import type { ProviderError, TypedInferenceRequest, TypedInferenceResponse } from './providers/provider-call.js';
@@ -187,31 +188,13 @@ export async function performInvocation(
 
     const contentBytes = Buffer.byteLength(response.content, 'utf8');
     const contentHash = sha256Hex(response.content);
-    const respondRequest: RespondRequest = {
-      principal: definition.principal,
-      agentName: definition.declaredName,
-      capabilities: definition.capabilities,
-      context: {
-        surface: RUN_SURFACE,
-        mode: RUN_MODE,
-        tools_enabled: false,
-        run_id: task.runId,
-        agent: {
-          name: definition.declaredName,
-          file: definition.file,
-          source_hash: definition.sourceHash,
-          declaration_hash: definition.declarationHash,
-          capabilities: definition.capabilities,
-        },
-        response: {
-          content: response.content,
-          sha256: contentHash,
-          bytes: contentBytes,
-          finish_reason: response.finish_reason,
-          provider_finish_reason: response.provider_finish_reason ?? '',
-        },
-      },
-    };
+    const respondRequest = respondRequestFor(definition, task.runId, {
+      content: response.content,
+      sha256: contentHash,
+      bytes: contentBytes,
+      finish_reason: response.finish_reason,
+      provider_finish_reason: response.provider_finish_reason ?? '',
+    });
     const decision = authorizeRespond(resources.policySet, respondRequest);
     const policyEvaluated = {
       PolicyEvaluated: {
