@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { promisify } from 'node:util';
 import { canonicalJson, sha256Hex } from '../canonical-json.js';
 import { JOURNAL_FILE_MAX_BYTES, JOURNAL_LINE_MAX_BYTES } from '../limits.js';
 import { procPath } from '../pinned-directory.js';
@@ -21,10 +22,12 @@ import { describeStorageFailure } from './storage-failure.js';
 // durability: the provider request is sent only after DirectInferenceRequested
 // is on disk, and model text is released only after Terminated is.
 //
-// The I/O is synchronous on purpose: one write plus fdatasync costs about
-// 0.1 ms on this machine, while each asynchronous call waits for a turn of the
-// worker's event loop, which under load took tens of milliseconds and sat
-// between a cancel and its terminal record.
+// The write is synchronous and the fdatasync is not: a sync waits for the
+// disk, and done on libuv's thread pool the syncs of concurrent runs (each its
+// own file) overlap, so the file system commits them together instead of one
+// after another while the worker's event loop, and every run on it, stands
+// still. Appends of one writer run one at a time: a record's hash chains to the
+// record before it, which is final only once durable.
 //
 // Callers pass hashes and sizes, never prompt or response text; the writer
 // signs whatever event it is given and does not inspect field contents.
@@ -69,6 +72,10 @@ const JOURNAL_FILE_MODE = 0o600;
 /** Terminal error messages are cut to this many characters so the terminal record always fits a line. */
 const TERMINAL_MESSAGE_MAX_CHARS = 4096;
 
+// The callback form, promisified: fs.promises would need a FileHandle for a plain descriptor.
+const fdatasync = promisify(fs.fdatasync);
+const fsync = promisify(fs.fsync);
+
 function errorText(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
   return e.code ?? e.message ?? String(err);
@@ -89,6 +96,8 @@ export class JournalWriter {
   /** Set when a failed write left bytes that could not be cut back: nothing may follow them. */
   private unverifiedTail: string | undefined;
   private removed = false;
+  /** The append in progress, if any: the next one starts after it settles. */
+  private inFlight: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly fd: number,
@@ -206,9 +215,11 @@ export class JournalWriter {
    * durable before the next step (the response records, before the policy runs).
    */
   async appendAll(events: readonly Record<string, unknown>[]): Promise<void> {
-    this.checkOpen();
-    this.checkEffects(events);
-    await this.writeRecords(events);
+    await this.oneAtATime(async () => {
+      this.checkOpen();
+      this.checkEffects(events);
+      await this.writeRecords(events);
+    });
   }
 
   /**
@@ -218,6 +229,10 @@ export class JournalWriter {
    * with; resolves once it is durable.
    */
   async appendTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[] = []): Promise<void> {
+    await this.oneAtATime(() => this.writeTerminal(reason, preceding));
+  }
+
+  private async writeTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[]): Promise<void> {
     this.checkOpen();
     let normal: TerminalReason;
     if (reason === 'Completed') normal = 'Completed';
@@ -249,7 +264,15 @@ export class JournalWriter {
     if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
   }
 
+  /** Runs `step` after every earlier append has settled; its failure does not block later steps. */
+  private oneAtATime(step: () => Promise<void>): Promise<void> {
+    const run = this.inFlight.then(step);
+    this.inFlight = run.catch(() => undefined);
+    return run;
+  }
+
   async close(): Promise<void> {
+    await this.inFlight;
     if (this.closed) return;
     this.closed = true;
     try {
@@ -322,14 +345,14 @@ export class JournalWriter {
     let written = 0;
     try {
       while (written < bytes.length) written += fs.writeSync(this.fd, bytes, written, bytes.length - written);
-      fs.fdatasyncSync(this.fd);
+      await fdatasync(this.fd);
     } catch (err) {
       throw this.failedWrite(err, events.length);
     }
     this.expectedSize += bytes.length;
     this.previousHash = previousHash;
     this.sequence = sequence;
-    this.syncDirectoryEntry();
+    await this.syncDirectoryEntry();
   }
 
   /**
@@ -392,10 +415,10 @@ export class JournalWriter {
    * entry together with the records already, so this sync costs little; a
    * directory sync first would cost a commit of its own for every run.
    */
-  private syncDirectoryEntry(): void {
+  private async syncDirectoryEntry(): Promise<void> {
     if (this.directoryToSync === undefined) return;
     try {
-      fs.fsyncSync(this.directoryToSync);
+      await fsync(this.directoryToSync);
     } catch (err) {
       // EINVAL: the file system cannot sync directories; the records themselves are synced.
       if (errorText(err) !== 'EINVAL') {
