@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { delay } from 'abort-controller-x';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
 import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
@@ -95,7 +95,7 @@ export async function performInvocation(
     notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
     // The deadline covers the whole invocation after the journal opens.
     const deadlineAt = performance.now() + definition.timeoutMs;
-    delay(runSettled.signal, definition.timeoutMs).then(
+    sleep(definition.timeoutMs, undefined, { signal: runSettled.signal }).then(
       () => deadline.abort(new Error('deadline')),
       () => undefined,
     );

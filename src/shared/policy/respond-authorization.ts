@@ -44,9 +44,9 @@ export interface PermitPossibility {
 const verdictCache = new Map<string, PermitPossibility>();
 
 /**
- * Loads Cedar and parses the set ahead of the first decision, so a thread that
- * starts before any run (the worker pool warms at startup) does not make its
- * first run wait for the wasm. Problems are left for authorizeRespond to report.
+ * Parses the schema and the set into Cedar ahead of the first decision, so a worker
+ * thread (started once the client has initialized) does not make its first run wait
+ * for them. Problems are left for authorizeRespond to report.
  */
 export function preparePolicySet(set: LoadedPolicySet): void {
   if (set.mode !== 'configured') return;

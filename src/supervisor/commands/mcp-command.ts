@@ -84,7 +84,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   // The summary (which parses every agent source) comes once the client has
   // completed the handshake, so its initialize is answered without waiting for
   // it; a client that never initializes gets it shortly after. The worker
-  // threads start with the first invocation (see invocation-runtime.ts).
+  // threads start then too (see invocation-runtime.ts).
   let summaryWritten = false;
   const summaryOnce = (): void => {
     if (summaryWritten) return;
