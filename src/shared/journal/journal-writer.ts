@@ -342,17 +342,26 @@ export class JournalWriter {
       sequence += 1;
     }
     const bytes = lines.length === 1 ? lines[0]! : Buffer.concat(lines);
+    // A new journal's directory entry is synced alongside its first records, not after them:
+    // both must be durable before the append resolves, and the file system commits the two together.
+    // Its failure is held (not left unhandled) until the records' own outcome is known.
+    const directorySynced = this.syncDirectoryEntry().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     let written = 0;
     try {
       while (written < bytes.length) written += fs.writeSync(this.fd, bytes, written, bytes.length - written);
       await fdatasync(this.fd);
     } catch (err) {
+      await directorySynced;
       throw this.failedWrite(err, events.length);
     }
     this.expectedSize += bytes.length;
     this.previousHash = previousHash;
     this.sequence = sequence;
-    await this.syncDirectoryEntry();
+    const directoryFailure = await directorySynced;
+    if (directoryFailure !== undefined) throw directoryFailure;
   }
 
   /**
@@ -409,12 +418,7 @@ export class JournalWriter {
     return true;
   }
 
-  /**
-   * Makes a new journal's directory entry durable, once, after its first
-   * records. Synced in this order the file system has usually committed the
-   * entry together with the records already, so this sync costs little; a
-   * directory sync first would cost a commit of its own for every run.
-   */
+  /** Makes a new journal's directory entry durable, once, with its first records. */
   private async syncDirectoryEntry(): Promise<void> {
     if (this.directoryToSync === undefined) return;
     try {
