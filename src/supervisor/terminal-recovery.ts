@@ -27,7 +27,7 @@ export async function recoverTerminalRecord(
         .append({ DirectInferenceFinished: { call_id: callId, reason: { Error: { message } }, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } })
         .catch(() => undefined);
     }
-    await writer.appendTerminal({ Error: { message } });
+    await writer.appendTerminal({ Error: { message } }, [], { urgent: true });
     return true;
   } catch {
     return false;

@@ -215,7 +215,7 @@ export async function performInvocation(
         ? `Cedar policy denied the response: ${decision.reason}`
         : undefined;
     // The decision and the terminal record become durable together, before any text leaves.
-    await writer.appendTerminal(failure === undefined ? 'Completed' : { Error: { message: failure } }, [policyEvaluated]);
+    await writer.appendTerminal(failure === undefined ? 'Completed' : { Error: { message: failure } }, [policyEvaluated], { urgent: stopSignal.aborted });
     terminalWritten = true;
     const terminalDurableAt = epochNow();
     progress('policy_evaluated');
@@ -237,9 +237,11 @@ export async function performInvocation(
           ? [failedFinish ?? { DirectInferenceFinished: { call_id: callId, reason, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } }]
           : []),
       ];
-      terminalDurable = await writer.appendTerminal(reason, preceding).then(
+      // A failed or stopped run's end is what a cancel waits for: synced at once (journal-writer.ts).
+      const urgent = { urgent: true };
+      terminalDurable = await writer.appendTerminal(reason, preceding, urgent).then(
         () => true,
-        () => (preceding.length > 0 ? writer!.appendTerminal(reason).then(() => true, () => false) : false),
+        () => (preceding.length > 0 ? writer!.appendTerminal(reason, [], urgent).then(() => true, () => false) : false),
       );
     }
     const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined, providerNotes };

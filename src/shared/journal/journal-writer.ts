@@ -228,11 +228,11 @@ export class JournalWriter {
    * attempted even after an effect append failed or the file was tampered
    * with; resolves once it is durable.
    */
-  async appendTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[] = []): Promise<void> {
-    await this.oneAtATime(() => this.writeTerminal(reason, preceding));
+  async appendTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[] = [], options: { urgent?: boolean } = {}): Promise<void> {
+    await this.oneAtATime(() => this.writeTerminal(reason, preceding, options.urgent === true));
   }
 
-  private async writeTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[]): Promise<void> {
+  private async writeTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[], urgent: boolean): Promise<void> {
     this.checkOpen();
     let normal: TerminalReason;
     if (reason === 'Completed') normal = 'Completed';
@@ -245,7 +245,7 @@ export class JournalWriter {
     else if (this.sequence === 0) throw new JournalWriteError(`${this.path}: a Terminated record needs a durable Started record before it`);
     // Record the tampering if we see it, but write anyway: this is the last word on the run.
     else this.checkFileEnd();
-    await this.writeRecords([...preceding, { [TERMINATED_EVENT]: { reason: normal } }]);
+    await this.writeRecords([...preceding, { [TERMINATED_EVENT]: { reason: normal } }], urgent);
     this.terminated = true;
   }
 
@@ -309,8 +309,12 @@ export class JournalWriter {
     }
   }
 
-  /** Signs and chains `events`, writes them in one write, then syncs once; chain state advances only when durable. */
-  private async writeRecords(events: readonly Record<string, unknown>[]): Promise<void> {
+  /**
+   * Signs and chains `events`, writes them in one write, then syncs once; chain state advances only when durable.
+   * `urgent` syncs in this thread at once, where a sync on libuv's pool would wait behind other runs' syncs:
+   * for the terminal record of a stopped run, which a cancel waits for.
+   */
+  private async writeRecords(events: readonly Record<string, unknown>[], urgent = false): Promise<void> {
     let sequence = this.sequence;
     let previousHash = this.previousHash;
     const lines: Buffer[] = [];
@@ -345,14 +349,15 @@ export class JournalWriter {
     // A new journal's directory entry is synced alongside its first records, not after them:
     // both must be durable before the append resolves, and the file system commits the two together.
     // Its failure is held (not left unhandled) until the records' own outcome is known.
-    const directorySynced = this.syncDirectoryEntry().then(
+    const directorySynced = this.syncDirectoryEntry(urgent).then(
       () => undefined,
       (err: unknown) => err,
     );
     let written = 0;
     try {
       while (written < bytes.length) written += fs.writeSync(this.fd, bytes, written, bytes.length - written);
-      await fdatasync(this.fd);
+      if (urgent) fs.fdatasyncSync(this.fd);
+      else await fdatasync(this.fd);
     } catch (err) {
       await directorySynced;
       throw this.failedWrite(err, events.length);
@@ -419,10 +424,11 @@ export class JournalWriter {
   }
 
   /** Makes a new journal's directory entry durable, once, with its first records. */
-  private async syncDirectoryEntry(): Promise<void> {
+  private async syncDirectoryEntry(urgent: boolean): Promise<void> {
     if (this.directoryToSync === undefined) return;
     try {
-      await fsync(this.directoryToSync);
+      if (urgent) fs.fsyncSync(this.directoryToSync);
+      else await fsync(this.directoryToSync);
     } catch (err) {
       // EINVAL: the file system cannot sync directories; the records themselves are synced.
       if (errorText(err) !== 'EINVAL') {
