@@ -5,8 +5,8 @@
 //
 // Adding a benchmark: one entry in BENCHMARKS (its script and how its figures become rows). A script
 // whose BENCH_JSON carries `rows` (each { figure, measured, peer, target, met }) needs no code here:
-// give its entry `rows: selfDescribedRows`. An entry marked `optional` is skipped while its script
-// does not exist yet.
+// give its entry `rows: selfDescribedRows(name)`. An entry marked `optional` is skipped while its
+// script does not exist yet.
 //
 // Usage: node --import tsx scripts/bench.ts [--only name,name]
 // The benchmark scripts' own progress output goes to standard error; the table goes to standard output.
@@ -47,21 +47,41 @@ interface Benchmark {
   section?(j: Json): string[];
 }
 
-/** Rows a script describes itself: BENCH_JSON {"rows": [{ figure, measured, peer, target, met }]}. */
-function selfDescribedRows(j: Json): Row[] {
-  const rows = j['rows'];
-  if (!Array.isArray(rows)) throw new Error('BENCH_JSON has no "rows" array');
-  return rows.map((r: Record<string, unknown>) => {
-    if (typeof r['figure'] !== 'string' || typeof r['measured'] !== 'string') throw new Error('a row needs "figure" and "measured" strings');
-    const met = r['met'];
-    return {
-      figure: r['figure'],
-      measured: r['measured'],
-      peer: typeof r['peer'] === 'string' ? r['peer'] : '',
-      target: typeof r['target'] === 'string' ? r['target'] : '',
-      met: typeof met === 'boolean' ? met : undefined,
-    };
-  });
+/**
+ * Rows a script describes itself (BENCH_JSON {"rows": [{ figure, measured, peer, target, met }]}), else one
+ * row per top-level figure it printed, so a new benchmark shows up before it has rows of its own.
+ */
+function selfDescribedRows(name: string): (j: Json) => Row[] {
+  return (j) => {
+    const rows = j['rows'];
+    if (!Array.isArray(rows)) {
+      return Object.entries(j)
+        .filter(([, value]) => ['number', 'string', 'boolean'].includes(typeof value))
+        .map(([key, value]) => ({ figure: `${name}: ${key}`, measured: typeof value === 'number' ? fmt(value) : String(value), peer: '', target: '', met: undefined }));
+    }
+    return rows.map((r: Record<string, unknown>) => {
+      if (typeof r['figure'] !== 'string' || typeof r['measured'] !== 'string') throw new Error('a row needs "figure" and "measured" strings');
+      const met = r['met'];
+      return {
+        figure: r['figure'],
+        measured: r['measured'],
+        peer: typeof r['peer'] === 'string' ? r['peer'] : '',
+        target: typeof r['target'] === 'string' ? r['target'] : '',
+        met: typeof met === 'boolean' ? met : undefined,
+      };
+    });
+  };
+}
+
+/** The entry's own rows, or the self-described ones when the script's figures have changed shape. */
+function orAsPrinted(name: string, rows: (j: Json) => Row[]): (j: Json) => Row[] {
+  return (j) => {
+    try {
+      return rows(j);
+    } catch {
+      return selfDescribedRows(name)(j);
+    }
+  };
 }
 
 function num(j: Json, key: string): number {
@@ -286,10 +306,92 @@ const BENCHMARKS: Benchmark[] = [
       ];
     },
   },
-  // Benchmarks other parts of the project add; each prints self-described rows.
-  { name: 'confinement', script: 'bench-confinement.ts', rows: selfDescribedRows, optional: true },
-  { name: 'dsl-hostile', script: 'bench-dsl-hostile.ts', rows: selfDescribedRows, optional: true },
-  { name: 'flood', script: 'bench-flood.ts', rows: selfDescribedRows, optional: true },
+  // Benchmarks of other parts of the project, run once their scripts exist.
+  {
+    name: 'confinement',
+    script: 'bench-confinement.ts',
+    optional: true,
+    rows: orAsPrinted('confinement', (j) => {
+      const routes = Object.keys(j).filter((k) => k.endsWith('_read_us')).map((k) => k.slice(0, -'_read_us'.length));
+      const unavailable = Object.keys(j).filter((k) => k.endsWith('_unavailable')).map((k) => k.slice(0, -'_unavailable'.length));
+      if (routes.length === 0) throw new Error('no route figures');
+      return [
+        ...routes.map((route) => ({
+          figure: `project file read through the ${route} route, wall / CPU`,
+          measured: `${fmt(num(j, `${route}_read_us`))} / ${fmt(num(j, `${route}_read_cpu_us`))} µs`,
+          peer: `listing 100 agents: ${fmt(num(j, `${route}_list_100_us`))} µs; startup self-test ${fmt(num(j, `${route}_self_test_ms`))} ms`,
+          target: '',
+          met: undefined,
+        })),
+        ...unavailable.map((route) => ({ figure: `${route} route`, measured: 'unavailable here', peer: String(j[`${route}_unavailable`]), target: '', met: undefined })),
+      ];
+    }),
+  },
+  {
+    name: 'dsl-hostile',
+    script: 'bench-dsl-hostile.ts',
+    optional: true,
+    rows: orAsPrinted('dsl-hostile', (j) => [
+      {
+        figure: `hostile DSL worst case, in-process analysis (${String(j['worst_input'])}, ${fmt(num(j, 'worst_input_bytes'))} bytes)`,
+        measured: `${fmt(num(j, 'worst_analysis_ms'))} ms`,
+        peer: `through the server: ${fmt(num(j, 'server_parse_dsl_ms'))} ms`,
+        target: '<= 1 s',
+        met: num(j, 'worst_analysis_ms') <= 1000,
+      },
+      {
+        figure: 'list_agents answered while that parse_dsl runs, p50 / max',
+        measured: `${fmt(num(j, 'list_agents_during_p50_ms'))} / ${fmt(num(j, 'list_agents_during_max_ms'))} ms`,
+        peer: '',
+        target: 'max <= 50 ms',
+        met: num(j, 'list_agents_during_max_ms') <= 50,
+      },
+      { figure: 'hostile DSL run, server peak RSS', measured: `${fmt(num(j, 'server_peak_rss_mb'))} MB`, peer: '', target: '< 1 GiB', met: num(j, 'server_peak_rss_mb') < 1024 },
+    ]),
+  },
+  {
+    name: 'flood',
+    script: 'bench-flood.ts',
+    optional: true,
+    rows: orAsPrinted('flood', (j) => [
+      {
+        figure: `${fmt(num(j, 'dsl_calls'))} get_agent_dsl calls of a 1 MiB agent, answers left unread: answers / server peak RSS`,
+        measured: `${fmt(num(j, 'dsl_answers'))} / ${fmt(num(j, 'dsl_peak_rss_mb'))} MB`,
+        peer: '',
+        target: 'all / < 600 MB',
+        met: num(j, 'dsl_answers') === num(j, 'dsl_calls') && num(j, 'dsl_peak_rss_mb') < 600,
+      },
+      {
+        figure: `${fmt(num(j, 'invoke_calls'))} invoke_agent calls, 128 KiB each, to a provider that never answers: server peak RSS`,
+        measured: `${fmt(num(j, 'invoke_peak_rss_mb'))} MB`,
+        peer: `accepted ${fmt(num(j, 'invoke_accepted'))}, refused at capacity ${fmt(num(j, 'invoke_refused_at_capacity'))}`,
+        target: '< 1 GiB',
+        met: num(j, 'invoke_peak_rss_mb') < 1024,
+      },
+      {
+        figure: 'that flood: journals complete after shutdown',
+        measured: `${fmt(num(j, 'invoke_journals_complete'))} of ${fmt(num(j, 'invoke_accepted'))}`,
+        peer: '',
+        target: 'all',
+        met: num(j, 'invoke_journals_complete') === num(j, 'invoke_accepted'),
+      },
+    ]),
+  },
+  {
+    name: 'install',
+    script: 'bench-install.ts',
+    optional: true,
+    rows: orAsPrinted('install', (j) => [
+      {
+        figure: 'npm install of the packed package, fresh cache',
+        measured: `${fmt(num(j, 'symbi_seconds'))} s, ${fmt(num(j, 'symbi_packages'))} packages, ${fmt(num(j, 'symbi_megabytes'))} MB`,
+        peer: `@modelcontextprotocol/server-filesystem: ${fmt(num(j, 'peer_seconds'))} s, ${fmt(num(j, 'peer_packages'))} packages, ${fmt(num(j, 'peer_megabytes'))} MB`,
+        target: `time ratio <= ${fmt(num(j, 'target_ratio'))} (is ${fmt(num(j, 'ratio'))})`,
+        met: num(j, 'ratio') <= num(j, 'target_ratio'),
+      },
+      { figure: 'packed tarball', measured: `${fmt(num(j, 'tarball_bytes') / 1000)} kB`, peer: '', target: '', met: undefined },
+    ]),
+  },
 ];
 
 const ALIASES: Record<string, string> = { stress: 'stress-cancel' };
