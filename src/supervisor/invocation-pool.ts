@@ -1,11 +1,11 @@
 import { availableParallelism } from 'node:os';
 import { createRequire } from 'node:module';
 import type { Piscina as PiscinaPool } from 'piscina';
+import { WORKER_OUTPUT_MESSAGE, type WorkerBootData, type WorkerOutputMessage } from '../shared/run-messages.js';
+import type { OperatorLog } from './operator-log.js';
 
 // Piscina's option type is not exported; its balancer type is read from the constructor.
 type PiscinaLoadBalancer = NonNullable<NonNullable<ConstructorParameters<typeof PiscinaPool>[0]>['loadBalancer']>;
-import { WORKER_OUTPUT_MESSAGE, type WorkerBootData, type WorkerOutputMessage } from '../shared/run-messages.js';
-import type { OperatorLog } from './operator-log.js';
 
 // Runs spend nearly all their time waiting on the provider, so each worker
 // thread carries many concurrent tasks. Atomics are disabled because an idle
