@@ -220,7 +220,7 @@ const BENCHMARKS: Benchmark[] = [
         '| phase | p50 |',
         '|---|---|',
         ...phases.map((p) => `| ${p.phase} | ${fmt(p.p50_ms)} ms |`),
-        `| **total** | **${fmt(num(j, 'total_p50_ms'))} ms** |`,
+        `| **whole call** (median of whole calls; under load the phases' medians need not add up to it) | **${fmt(num(j, 'total_p50_ms'))} ms** |`,
         '',
         '| alone | p50 |',
         '|---|---|',
