@@ -1,5 +1,6 @@
 import type { Piscina } from 'piscina';
 import { compiledCedarModule } from '../shared/policy/cedar-engine.js';
+import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import { providerFromEnvironment } from '../shared/provider-config.js';
 import { createInvocationPool } from './invocation-pool.js';
 import { RunOwnerTable } from './run-owners.js';
@@ -82,6 +83,8 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
         // The first invocation meets the same problem and reports it.
       }
       loadJournalWriter().catch(() => undefined);
+      // The preflight's partial evaluation, ready before the first call (after the threads are on their way).
+      setImmediate(() => preparePolicySet(snapshot.policy.set));
     },
     stopWorkers: async () => {
       if (pool !== undefined) await pool.destroy();
