@@ -3,6 +3,7 @@ import { compiledCedarModule } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import { providerFromEnvironment } from '../shared/provider-config.js';
 import { createInvocationPool } from './invocation-pool.js';
+import { prepareSelection } from './invoke-preflight.js';
 import { RunOwnerTable } from './run-owners.js';
 import type { SessionContext } from './session-context.js';
 import { createSigningKeyGuard } from './signing-key-guard.js';
@@ -30,7 +31,7 @@ export interface InvocationRuntime {
 export function createInvocationRuntime(context: SessionContext, env: NodeJS.ProcessEnv = process.env): InvocationRuntime {
   const { snapshot, log } = context;
   const provider = providerFromEnvironment(env);
-  // The key announced at startup is the only key this process signs with (signing-key-pin.ts).
+  // The key announced at startup is the only key this process signs with (signing-key-change.ts).
   const pinnedKey = context.auditStorage?.pinnedKey;
   let pool: Piscina | undefined;
   const getPool = (): Piscina => {
@@ -41,6 +42,7 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
         {
           projectFd: snapshot.project.fd,
           projectPath: snapshot.project.path,
+          confinementRoute: context.project.route.name,
           policySet: snapshot.policy.set,
           provider: provider.config,
           signingKeySeed: pinnedKey.seed,
@@ -73,6 +75,12 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
       guidance,
       log,
       signingKeyProblem: createSigningKeyGuard(context.project, context.auditStorage, snapshot.audit, log),
+      analysedRegistry: async () => (await context.sourceAnalysis()).registry,
+      prepareSelection: (registry, agent) =>
+        prepareSelection(registry, agent, async (entry) => {
+          const outcome = await context.dslAnalysis.run({ kind: 'selection', entry });
+          return outcome.ok ? outcome.value : { ok: false, kind: 'refused', message: `${entry.file}: ${outcome.message}`, candidates: [] };
+        }),
     },
     warmUp: () => {
       // Nothing to start when every invocation will be refused anyway.

@@ -32,21 +32,42 @@ function overLimit(field: string, text: string, limit: number): string | undefin
 
 // The registry never changes after startup, so a name's selection (a parse of
 // its file and two hashes) is worked out once per name, not once per call.
+// Only names of registered files are kept, so the cache holds at most one
+// selection per file and unknown names cannot crowd them out.
 const SELECTION_CACHE_ENTRIES = 1024;
 const selections = new WeakMap<readonly RegistryEntry[], Map<string, Selection>>();
 
-function selectionFor(registry: readonly RegistryEntry[], name: string): Selection {
+function cacheFor(registry: readonly RegistryEntry[]): Map<string, Selection> {
   let cache = selections.get(registry);
   if (cache === undefined) {
     cache = new Map();
     selections.set(registry, cache);
   }
+  return cache;
+}
+
+function selectionFor(registry: readonly RegistryEntry[], name: string): Selection {
+  const cache = cacheFor(registry);
   let selection = cache.get(name);
   if (selection === undefined) {
     selection = selectConversationalDefinition(registry, name);
-    if (cache.size < SELECTION_CACHE_ENTRIES) cache.set(name, selection);
+    if (cache.size < SELECTION_CACHE_ENTRIES && registry.some((e) => e.stem === name)) cache.set(name, selection);
   }
   return selection;
+}
+
+/**
+ * Works out the selection of `name` before preflight, when it means exactly
+ * one file, with `examine` (the DSL analysis thread) parsing that file instead
+ * of this thread. Unknown and ambiguous names parse nothing and are left to preflight.
+ */
+export async function prepareSelection(registry: readonly RegistryEntry[], name: string, examine: (entry: RegistryEntry) => Promise<Selection>): Promise<void> {
+  const cache = cacheFor(registry);
+  if (cache.has(name) || cache.size >= SELECTION_CACHE_ENTRIES) return;
+  const matches = registry.filter((e) => e.stem === name);
+  if (matches.length !== 1) return;
+  const selection = await examine(matches[0]!);
+  cache.set(name, selection);
 }
 
 export function preflightInvocation(args: InvokeArguments, inputs: PreflightInputs): Preflight {

@@ -14,8 +14,11 @@ export interface ShutdownDependencies {
   closeSession: () => Promise<void>;
   /** Stops the worker threads once runs are settled. */
   stopWorkers: () => Promise<void>;
-  /** Runs first (the startup summary, if the session ended before it was written). */
-  beforeDrain?: () => void;
+  /**
+   * Runs first (the startup summary, if the session ended before it was written).
+   * Runs are cancelled without waiting for it; it is awaited before the closing lines.
+   */
+  beforeDrain?: () => void | Promise<void>;
 }
 
 export type Shutdown = (cause: string) => Promise<never>;
@@ -25,10 +28,11 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
 
   const shutdown = (cause: string): Promise<never> => {
     inProgress ??= (async (): Promise<never> => {
-      deps.beforeDrain?.();
+      const summary = deps.beforeDrain?.();
       const live = deps.owners.size;
       deps.owners.cancelAll(`the server is shutting down (${cause})`);
       const { finalised, notFinalised } = await deps.owners.drain(deps.graceMs);
+      await summary;
       deps.log.info('shutting down', { cause, live_runs: live, finalised, not_finalised: notFinalised });
       if (notFinalised > 0) {
         deps.log.warn(`${notFinalised} run(s) were not finalised within ${deps.graceMs} ms; their journals need reconciliation`);

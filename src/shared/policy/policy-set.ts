@@ -3,7 +3,7 @@
 // policies when every file is sound and every policy validates against the respond
 // schema, and deny-all when any file or policy is not.
 import { oneLine } from './cedar-diagnostics.js';
-import { parsePolicyFile, type ParsedPolicy } from './policy-file.js';
+import { parsePolicyFile, type ParsedPolicy } from './policy-file-parse.js';
 import { validateRespondPolicies } from './respond-validation.js';
 
 /** A project-relative path, with its text or the reason it could not be read. */

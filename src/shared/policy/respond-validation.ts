@@ -10,7 +10,7 @@
 // before the conditions), so its findings, like Cedar's validation warnings, are warnings.
 import { cedar, type DetailedError } from './cedar-engine.js';
 import { describeCedarErrors, oneLine } from './cedar-diagnostics.js';
-import type { ParsedPolicy } from './policy-file.js';
+import type { ParsedPolicy } from './policy-file-parse.js';
 import { RESPOND_SCHEMA_TEXT } from './respond-schema.js';
 
 export interface SchemaFindings {

@@ -4,6 +4,7 @@ import https from 'node:https';
 import net, { type LookupFunction } from 'node:net';
 import { SCHEMA_KEY_BODY_MAX_BYTES, SCHEMA_KEY_FETCH_TIMEOUT_MS, SCHEMA_KEY_URL_MAX_BYTES } from '../limits.js';
 import { judgeAddress } from './address-policy.js';
+import { keyUrlPort } from './pin-host.js';
 import { SchemaPinCheckError, SchemaPinInputError } from './schemapin-errors.js';
 
 // Fetches the body of a SchemaPin public_key_url without letting the URL steer
@@ -50,9 +51,11 @@ export function parseKeyUrl(text: string): URL {
     throw new SchemaPinInputError('public_key_url must not carry credentials (user:password@)');
   }
   if (url.hostname === '') throw new SchemaPinInputError('public_key_url has no host; expected https://host/path');
+  keyUrlPort(url); // refuses port 0 before any network access
   return url;
 }
 
+/** Fetches the key URL's body under the address, redirect, deadline and size rules above; every failure is one SchemaPinCheckError line. */
 export async function fetchKeyBody(url: URL, options: KeyFetchOptions): Promise<Buffer> {
   if (url.protocol === 'http:' && !options.allowInsecure) {
     throw new SchemaPinCheckError(`refused: plain http:// key URLs are not fetched; use https:// (${INSECURE_HINT})`);
@@ -147,7 +150,8 @@ function request(
     };
     const common = {
       host: hostname,
-      port: url.port === '' ? undefined : Number(url.port),
+      // The port the pin is keyed by (pin-host.ts), so the two cannot disagree.
+      port: keyUrlPort(url),
       path: `${url.pathname}${url.search}`,
       method: 'GET',
       headers: { accept: 'application/json, application/x-pem-file, text/plain', 'user-agent': 'symbi-mcp-schemapin' },

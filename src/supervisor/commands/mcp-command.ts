@@ -5,7 +5,9 @@ import { SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
 import { PinnedDirectory } from '../../shared/pinned-directory.js';
 import { createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
 import { takeStartupSnapshot } from '../startup-snapshot.js';
-import { writeProviderSummary, writeStartupSummary } from '../startup-summary.js';
+import { DslAnalysisPool } from '../dsl-analysis-pool.js';
+import { analyseSources, type SourceAnalysis } from '../source-analysis.js';
+import { writeProjectSummary, writeProviderSummary, writeStartupSummary } from '../startup-summary.js';
 import { startMcpSession } from '../mcp-session.js';
 import type { SessionContext } from '../session-context.js';
 import { createInvocationRuntime } from '../invocation-runtime.js';
@@ -78,20 +80,26 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const project = pinProject(options.project);
   const log = createOperatorLog(options.logFormat);
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
-  const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs };
+  // The analysis thread starts with the first DSL text to analyse: the startup
+  // analysis after the handshake, or an earlier parse_dsl or list_agents.
+  const dslAnalysis = new DslAnalysisPool();
+  let sources: Promise<SourceAnalysis> | undefined;
+  const sourceAnalysis = (): Promise<SourceAnalysis> => (sources ??= analyseSources(snapshot, dslAnalysis));
+  const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs, dslAnalysis, sourceAnalysis };
   const runtime = createInvocationRuntime(context);
   let shutdown: Shutdown | undefined;
   // The summary (which parses every agent source) comes once the client has
   // completed the handshake, so its initialize is answered without waiting for
   // it; a client that never initializes gets it shortly after. The worker
   // threads start then too (see invocation-runtime.ts).
-  let summaryWritten = false;
-  const summaryOnce = (): void => {
-    if (summaryWritten) return;
-    summaryWritten = true;
-    writeStartupSummary(snapshot, log);
-    writeProviderSummary(runtime.session.provider, log);
-    log.info('serving MCP on standard input/output');
+  let summaryWritten: Promise<void> | undefined;
+  const summaryOnce = (): Promise<void> => {
+    if (summaryWritten === undefined) writeProjectSummary(snapshot, log);
+    return (summaryWritten ??= sourceAnalysis().then((analysis) => {
+      writeStartupSummary(snapshot, analysis, log);
+      writeProviderSummary(runtime.session.provider, log);
+      log.info('serving MCP on standard input/output');
+    }));
   };
   const session = await startMcpSession(context, undefined, {
     registerInvokeAgent: (server) => registerInvokeAgentTool(server, runtime.session),
@@ -102,12 +110,15 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     graceMs: options.shutdownGraceMs,
     log,
     closeSession: () => session.closeSession('shutting down'),
-    stopWorkers: () => runtime.stopWorkers(),
+    stopWorkers: async () => {
+      await dslAnalysis.close();
+      await runtime.stopWorkers();
+    },
     // Standard error always starts with the summary, even for a session that ends at once.
     beforeDrain: summaryOnce,
   });
   const afterHandshake = (): void => {
-    summaryOnce();
+    void summaryOnce();
     runtime.warmUp();
   };
   session.server.server.oninitialized = afterHandshake;

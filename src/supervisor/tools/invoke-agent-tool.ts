@@ -17,6 +17,10 @@ export interface InvokeAgentSession extends PreflightInputs {
   log: OperatorLog;
   /** Why no run may start now (the startup signing key is gone or changed), if so. */
   signingKeyProblem(): string | undefined;
+  /** The registry once the startup analysis has run: files it left out cannot be invoked (source-analysis.ts). */
+  analysedRegistry(): Promise<PreflightInputs['registry']>;
+  /** Parses the file `agent` names in the DSL analysis thread, ahead of preflight (invoke-preflight.ts prepareSelection). */
+  prepareSelection(registry: PreflightInputs['registry'], agent: string): Promise<void>;
 }
 
 const TOOL = 'invoke_agent';
@@ -82,7 +86,9 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
     },
     guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
       const args = readArguments(raw);
-      let preflight = preflightInvocation(args, session);
+      const registry = await session.analysedRegistry();
+      await session.prepareSelection(registry, args.agent);
+      let preflight = preflightInvocation(args, { ...session, registry });
       if (preflight.ok) {
         const keyProblem = session.signingKeyProblem();
         if (keyProblem !== undefined) preflight = { ok: false, message: keyProblem };

@@ -23,6 +23,7 @@ class PolicyFileError extends Error {}
 
 const ENTRY_KEYS = new Set(['name', 'source', 'active']);
 
+/** Parses one policy file's text into its active policies, or says in one line why the whole file is rejected. */
 export function parsePolicyFile(file: string, rawText: string): PolicyFileResult {
   try {
     if (Buffer.byteLength(rawText, 'utf8') > POLICY_FILE_MAX_BYTES) {
