@@ -1,9 +1,10 @@
 // First import: the worker's standard output is taken off the MCP channel
 // before any other module (or library) of this thread is evaluated.
 import { redactInWorkerOutput } from './worker-stdout.js';
-import { workerData } from 'piscina';
+import { workerData } from 'node:worker_threads';
 import { signingKeyFromSeed } from '../shared/journal/signing-key.js';
 import { PinnedDirectory } from '../shared/pinned-directory.js';
+import { useCompiledCedar } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import type { InvokeOutcome, InvokeTask, WorkerBootData } from '../shared/run-messages.js';
 import { faultHook } from './fault-injection.js';
@@ -25,6 +26,7 @@ const resources: WorkerResources = {
 boot.signingKeySeed.fill(0);
 redactInWorkerOutput([boot.provider.apiKey]);
 
+if (boot.cedarModule !== undefined) useCompiledCedar(boot.cedarModule);
 preparePolicySet(resources.policySet);
 
 export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcome> {
