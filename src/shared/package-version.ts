@@ -6,7 +6,9 @@ import { readFileSync } from 'node:fs';
 // folders up, and npm always ships package.json, so `symbi --version` and the
 // MCP serverInfo.version can never drift apart from what was published.
 
-const manifestUrl = new URL('../../package.json', import.meta.url);
+/** The package's root folder (a clone, or node_modules/symbi-mcp): two folders up from src/shared, dist/shared and bundle/<chunk folder>. */
+export const packageRootUrl = new URL('../../', import.meta.url);
+const manifestUrl = new URL('package.json', packageRootUrl);
 
 function readPackageVersion(): string {
   let manifest: unknown;

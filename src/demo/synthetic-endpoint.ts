@@ -33,7 +33,7 @@
 //   reasoning-model OpenAI wire: HTTP 400 "unsupported_parameter" (param max_tokens) when the body
 //                  carries max_tokens, as OpenAI's reasoning models answer; else the fixed answer
 //
-// Run as a process: `node --import tsx scripts/synthetic-endpoint.ts [--port N] [--mode M] [--answer TEXT]`
+// Run as a process: `node --import tsx src/demo/synthetic-endpoint.ts [--port N] [--mode M] [--answer TEXT]`
 // prints `SYNTHETIC_ENDPOINT_URL=<url>` on stdout once listening and serves until SIGTERM or SIGINT.
 // Out-of-process users get `GET /_control/stats` and `POST /_control/release`.
 //
