@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { startSyntheticEndpoint } from '../src/demo/synthetic-endpoint.js';
+import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
 
 const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const endpoint = await startSyntheticEndpoint();

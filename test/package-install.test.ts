@@ -113,6 +113,16 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     for (const file of loadedAtStart) assert.doesNotMatch(fs.readFileSync(file, 'utf8'), /\[\[fault:worker-/, `${path.relative(bundle, file)} holds no fault-injection code`);
   });
 
+  it('ships the demo endpoint without the test-only failure and provider-case modes', () => {
+    const bundle = path.join(installed.dir, 'node_modules', 'symbi-mcp', 'bundle');
+    const files = fs.readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
+    assert.ok(files.some((f) => fs.readFileSync(path.join(bundle, f), 'utf8').includes('Hello from the synthetic endpoint.')), 'the demo endpoint ships');
+    for (const f of files) {
+      const source = fs.readFileSync(path.join(bundle, f), 'utf8');
+      for (const marker of ['PARTIAL-MODEL-TEXT', 'PROVIDER-ERROR-TEXT', 'reasoning-model', 'synthetic internal server error']) assert.ok(!source.includes(marker), `${f} holds no test-only endpoint mode (${marker})`);
+    }
+  });
+
   it('symbi --version and symbi-mcp --version print the package.json version', async () => {
     for (const bin of [installed.symbiBin, installed.symbiMcpBin]) {
       const { stdout, stderr } = await run(bin, ['--version'], { cwd: installed.dir, env: cleanEnv() });
