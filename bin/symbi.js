@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The command-line entry (`symbi`, and `symbi-mcp` for `npx -y symbi-mcp ...`):
-// it runs the compiled dist/supervisor/cli.js. A published package ships dist/
-// (built by `prepack`); a clone builds it with `npm run build`.
+// it runs the bundled bundle/supervisor/cli.js. A published package ships
+// bundle/ (built by `prepack`); a clone builds it with `npm run build`.
 import { existsSync } from 'node:fs';
 
 const cli = new URL('../bundle/supervisor/cli.js', import.meta.url);

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run demo`: the first thing a new user runs. This file uses Node built-ins only, so it works on a
-// fresh clone: it installs the dependencies and builds dist/ when either is missing, then hands over to
+// fresh clone: it installs the dependencies and builds the package when either is missing, then hands over to
 // src/demo/demo-run.ts (TypeScript, run through tsx), which drives a real `symbi mcp` with the MCP SDK client.
 
 import { spawnSync } from 'node:child_process';

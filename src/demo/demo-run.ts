@@ -1,6 +1,6 @@
 // The demo proper. Two routes start it: scripts/demo.mjs (`npm run demo` in a clone, through tsx, once
-// dependencies and dist/ exist) and `symbi demo` (an installed package, from its compiled copy in
-// dist/scripts/, built by tsconfig.demo.json). Only the commands it suggests differ between the two.
+// the dependencies are installed and the package built) and `symbi demo` (an installed package, from
+// its bundled copy, loaded only for that command). Only the commands it suggests differ between the two.
 //
 // It serves a fresh copy of examples/quickstart/ with `symbi mcp` over stdio, answers inference from the
 // in-process synthetic endpoint, and walks through what a user should see: the agent list, one governed
