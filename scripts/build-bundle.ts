@@ -8,8 +8,11 @@
 // bundle/ mirrors src/: each entry lands at bundle/<folder>/<name>.js and every shared chunk in
 // bundle/chunks/, all two levels below the package root, so a module's `new URL('../worker/x.js',
 // import.meta.url)` and package-version.ts's `../../package.json` resolve the same from src/, dist/
-// and bundle/. Dynamic imports (the sub-commands, the demo, test-only fault injection) become chunks
-// that load only when reached.
+// and bundle/. The command line is split into chunks: its dynamic imports (the sub-commands, the
+// demo) load only when reached. Each worker thread's module is bundled whole, in one file, so that
+// its modules run in source order (worker-stdout.ts must take standard output over before anything
+// else runs, and in a split bundle the shared chunks would run first); test-only fault injection
+// is its own file beside it, imported only when the test setting is present.
 //
 // Because what is bundled no longer appears in node_modules, the build also writes what a user's
 // scanner and lawyer need: bundle/THIRD_PARTY_LICENSES.txt (every bundled package's licence text) and
@@ -24,13 +27,18 @@ import { build, type Metafile, type Plugin } from 'esbuild';
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = path.join(repoRoot, 'bundle');
 
+/** The command line, relative to src/. */
+const CLI_ENTRY = 'supervisor/cli.ts';
+
 /**
- * The files the package runs directly, relative to src/: the command line, and each worker thread's
- * module (piscina loads a worker by URL, so a worker is an entry of its own, never a chunk).
- * A new worker entry is one more line here, referenced from a module directly in src/<folder>/ as
- * `new URL('../worker/<name>.js', import.meta.url)`.
+ * Each worker thread's module, relative to src/ (piscina loads a worker by URL, so a worker is an
+ * entry of its own, never a chunk). A new worker entry is one more line here, referenced from a
+ * module directly in src/<folder>/ as `new URL('../worker/<name>.js', import.meta.url)`.
  */
-export const BUNDLE_ENTRIES = ['supervisor/cli.ts', 'worker/invoke-task.ts'];
+export const WORKER_ENTRIES = ['worker/invoke-task.ts'];
+
+/** Modules a worker imports dynamically only under a test setting: built beside it, never inside it. */
+const WORKER_TEST_ONLY = ['worker/fault-injection.ts'];
 
 interface Manifest {
   name: string;
@@ -136,29 +144,51 @@ function writeSbom(packages: BundledPackage[]): void {
   fs.writeFileSync(path.join(outdir, 'sbom.cdx.json'), JSON.stringify(sbom, null, 2) + '\n');
 }
 
+const common = {
+  absWorkingDir: repoRoot,
+  outbase: 'src',
+  outdir,
+  entryNames: '[dir]/[name]',
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  plugins: [lazyRequires],
+  // A bundled CommonJS library's require() of a Node.js built-in needs a real require in ESM output.
+  banner: { js: "import { createRequire as __symbiCreateRequire } from 'node:module'; const require = __symbiCreateRequire(import.meta.url);" },
+  legalComments: 'none',
+  metafile: true,
+  logLevel: 'warning',
+} as const;
+
+const installedExternals = installed.flatMap((name) => [name, `${name}/*`]);
+
+/** A plugin that leaves a worker's imports of its test-only modules as imports of the files built beside it. */
+const testOnlyBeside: Plugin = {
+  name: 'test-only-beside',
+  setup(b) {
+    const names = WORKER_TEST_ONLY.map((entry) => path.basename(entry, '.ts'));
+    b.onResolve({ filter: /^\.\/[^/]+\.js$/ }, (args) => (names.includes(path.basename(args.path, '.js')) && args.kind === 'dynamic-import' ? { path: args.path, external: true } : undefined));
+  },
+};
+
 async function main(): Promise<void> {
   fs.rmSync(outdir, { recursive: true, force: true });
-  const result = await build({
-    absWorkingDir: repoRoot,
-    entryPoints: BUNDLE_ENTRIES.map((entry) => path.join('src', entry)),
-    outbase: 'src',
-    outdir,
-    entryNames: '[dir]/[name]',
+  const cli = await build({
+    ...common,
+    entryPoints: [path.join('src', CLI_ENTRY)],
     chunkNames: 'chunks/[name]-[hash]',
-    bundle: true,
     splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    external: installed.flatMap((name) => [name, `${name}/*`]),
-    plugins: [lazyRequires],
-    // A bundled CommonJS library's require() of a Node.js built-in needs a real require in ESM output.
-    banner: { js: "import { createRequire as __symbiCreateRequire } from 'node:module'; const require = __symbiCreateRequire(import.meta.url);" },
-    legalComments: 'none',
-    metafile: true,
-    logLevel: 'warning',
+    external: installedExternals,
   });
-  const packages = bundledPackages(result.metafile);
+  const workers = await build({
+    ...common,
+    entryPoints: [...WORKER_ENTRIES, ...WORKER_TEST_ONLY].map((entry) => path.join('src', entry)),
+    external: installedExternals,
+    plugins: [lazyRequires, testOnlyBeside],
+  });
+  const metafile: Metafile = { inputs: { ...cli.metafile.inputs, ...workers.metafile.inputs }, outputs: { ...cli.metafile.outputs, ...workers.metafile.outputs } };
+  const packages = bundledPackages(metafile);
   writeLicences(packages);
   writeSbom(packages);
 }
