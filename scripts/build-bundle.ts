@@ -35,7 +35,7 @@ const CLI_ENTRY = 'supervisor/cli.ts';
  * entry of its own, never a chunk). A new worker entry is one more line here, referenced from a
  * module directly in src/<folder>/ as `new URL('../worker/<name>.js', import.meta.url)`.
  */
-export const WORKER_ENTRIES = ['worker/invoke-task.ts'];
+export const WORKER_ENTRIES = ['worker/invoke-task.ts', 'worker/dsl-analysis-task.ts'];
 
 /** Modules a worker imports dynamically only under a test setting: built beside it, never inside it. */
 const WORKER_TEST_ONLY = ['worker/fault-injection.ts'];

@@ -1,36 +1,30 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { makeProject, removeDir, resultText, symbiBin } from './support/server-harness.js';
+import { DEFAULT_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
+import { checkDescriptorAccess, platformLabel } from '../src/shared/descriptor-access-check.js';
+import { inspect, providerEnv } from './support/invoke-harness.js';
+import { makeProject, namespaceSkip, removeDir, resultText, symbiBin } from './support/server-harness.js';
 
-// A system without descriptor-relative access (/proc/self/fd), as on macOS, a
-// BSD or a container without procfs, made real: the server runs in its own
-// mount namespace with an empty tmpfs over /proc, and a real MCP client drives
-// it over stdio. The project has agents, AGENTS.md and policies; none of them
-// may be reported absent, and nothing may run under the default permission.
+// Project file confinement where /proc is missing or lies, made real: the
+// server runs in its own mount namespace with an empty tmpfs (or a forgery)
+// over /proc, and a real MCP client drives it over stdio. The libc and openat2
+// routes must serve everything there; the /proc route, forced, must refuse
+// everything with one line naming the platform and the failed check. A route
+// built on deliberately wrong constants must refuse the same way.
 
 const PROJECT_FILES = {
   'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n',
-  'AGENTS.md': '# Project notes\n',
+  'AGENTS.md': '# Project notes\n<!-- agents-md:auto-start -->\nBe brief.\n<!-- agents-md:auto-end -->\n',
   'policies/mcp-server/respond.cedar': '@id("permit-respond")\npermit (principal, action == Action::"respond", resource);\n',
 };
-const REASON = /project files are unavailable: descriptor-relative file access \(\/proc\/self\/fd\) does not work on this Linux system: \/proc\/self\/fd\/\d+\/\. cannot be opened \(ENOENT\); project file confinement requires Linux/;
-
-function skipReason(): string | undefined {
-  if (process.platform !== 'linux') return 'needs Linux mount namespaces';
-  if (process.getuid?.() !== 0) return 'needs root to mount a tmpfs over /proc in a private mount namespace (run as root)';
-  const probe = spawnSync('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs none /proc && test ! -e /proc/self'], { encoding: 'utf8' });
-  if (probe.status !== 0) return `unshare -m with a tmpfs over /proc is not possible here: ${(probe.stderr || probe.error?.message || '').trim()}`;
-  return undefined;
-}
+const PLATFORM = platformLabel();
+const REFUSED = new RegExp(`project files are unavailable: project file confinement cannot be proven on this ${PLATFORM} system`);
 
 interface Served {
   client: Client;
@@ -39,8 +33,7 @@ interface Served {
 }
 
 // What /proc holds for the server: the kernel's procfs, nothing, or a forgery
-// whose /proc/self/fd/<n> are plain empty directories (every project file
-// would then read as absent, were the probe not comparing device and inode).
+// whose /proc/self/fd/<n> are plain empty directories.
 type ProcMount = 'procfs' | 'empty' | 'forged';
 const MOUNT_SCRIPTS: Record<Exclude<ProcMount, 'procfs'>, string> = {
   empty: 'mount -t tmpfs none /proc && exec "$0" "$@"',
@@ -62,104 +55,151 @@ async function serve(project: string, proc: ProcMount, env: Record<string, strin
 }
 
 async function stderrSettled(served: Served): Promise<string> {
-  for (let i = 0; i < 300 && !served.stderr().includes('serving MCP'); i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 500 && !served.stderr().includes('serving MCP'); i++) await new Promise((r) => setTimeout(r, 10));
   return served.stderr();
 }
 
-describe('without descriptor-relative access (tmpfs over /proc)', { skip: skipReason() }, () => {
+const FILE_TOOLS = [
+  ['list_agents', {}],
+  ['get_agent_dsl', { agent: 'assistant' }],
+  ['parse_dsl', { file: 'agents/assistant.symbi' }],
+  ['get_agents_md', {}],
+  ['invoke_agent', { agent: 'assistant', prompt: 'hello' }],
+] as const;
+
+/** Every file tool, the AGENTS.md resource and invoke_agent refuse with `reason`; nothing ran. */
+async function assertRefusesEverything(served: Served, reason: RegExp): Promise<void> {
+  for (const [tool, args] of FILE_TOOLS) {
+    const result = await served.call(tool, args);
+    assert.equal(result.isError, true, `${tool}: ${resultText(result)}`);
+    assert.match(resultText(result), reason, tool);
+    assert.doesNotMatch(resultText(result), /unknown agent|does not exist|no such file/, tool);
+    assert.equal(result.structuredContent, undefined, `${tool}: no audit reference, nothing ran`);
+  }
+  await assert.rejects(served.client.readResource({ uri: 'file:///AGENTS.md' }), (err: Error) => reason.test(err.message));
+}
+
+describe('without /proc (tmpfs over /proc in a private mount namespace)', { skip: namespaceSkip() }, () => {
   let project: string;
-  let endpoint: http.Server;
-  let providerRequests = 0;
+  let endpoint: SyntheticEndpoint;
   let env: Record<string, string>;
 
   before(async () => {
     project = makeProject(PROJECT_FILES, 'symbi-noproc-');
-    endpoint = http.createServer((_req, res) => {
-      providerRequests++;
-      res.writeHead(500).end();
-    });
-    await new Promise<void>((resolve) => endpoint.listen(0, '127.0.0.1', resolve));
-    const { port } = endpoint.address() as AddressInfo;
-    env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: os.tmpdir(), OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1` };
+    fs.symlinkSync('/etc/passwd', path.join(project, 'agents', 'escape.symbi'));
+    endpoint = await startSyntheticEndpoint();
+    env = providerEnv(endpoint.url, { HOME: os.tmpdir() });
   });
 
   after(async () => {
-    await new Promise<void>((resolve) => endpoint.close(() => resolve()));
+    await endpoint.close();
     removeDir(project);
   });
 
-  it('serves the same project normally where /proc works (the control)', async () => {
-    const served = await serve(project, 'procfs', env);
-    try {
-      const list = await served.call('list_agents');
-      assert.equal(list.isError, undefined, resultText(list));
-      assert.equal((list.structuredContent as { agents: unknown[] }).agents.length, 1);
-      assert.match(await stderrSettled(served), /policies\/mcp-server\/respond\.cedar: loaded 1 polic/);
-    } finally {
-      await served.client.close();
-      fs.rmSync(path.join(project, '.symbiont'), { recursive: true, force: true });
-    }
-  });
+  for (const route of ['default', 'openat2', 'libc'] as const) {
+    it(`serves every tool, invokes and writes a verifying journal (${route === 'default' ? 'route chosen at startup' : `${route} forced`})`, async () => {
+      const routeEnv = route === 'default' ? env : { ...env, SYMBI_CONFINEMENT_ROUTE: route };
+      const served = await serve(project, 'empty', routeEnv);
+      try {
+        const stderr = await stderrSettled(served);
+        assert.match(stderr, /project files: confinement route (openat2|libc) /, stderr);
+        assert.match(stderr, /policies\/mcp-server\/respond\.cedar: loaded 1 polic/, stderr);
 
-  it('says why in one stderr line and reports nothing as absent or default-permitted', async () => {
-    const served = await serve(project, 'empty', env);
-    try {
-      await served.client.listTools();
-      const stderr = await stderrSettled(served);
-      const lines = stderr.split('\n').filter((l) => REASON.test(l));
-      assert.equal(lines.length, 1, stderr);
-      assert.match(lines[0]!, /policy set denies every response/);
-      assert.doesNotMatch(stderr, /does not exist|not present|default permission|no policy files|agents: 0 found|cannot create storage/, stderr);
-    } finally {
-      await served.client.close();
-    }
-  });
+        const list = await served.call('list_agents');
+        assert.equal(list.isError, undefined, resultText(list));
+        assert.equal((list.structuredContent as { agents: unknown[] }).agents.length, 1);
+        assert.match(stderr, /escape\.symbi.*symlink/, 'the symlinked agent file is left out, named');
+        const dsl = await served.call('get_agent_dsl', { agent: 'assistant' });
+        assert.match(resultText(dsl), /agent assistant/);
+        const parsed = await served.call('parse_dsl', { file: 'agents/assistant.symbi' });
+        assert.equal(parsed.isError, undefined, resultText(parsed));
+        const escape = await served.call('parse_dsl', { file: 'agents/escape.symbi' });
+        assert.equal(escape.isError, true);
+        assert.match(resultText(escape), /is a symlink/);
+        assert.doesNotMatch(resultText(escape), /root:/);
+        const md = await served.call('get_agents_md');
+        assert.match(resultText(md), /Project notes/);
+        const resource = await served.client.readResource({ uri: 'file:///AGENTS.md' });
+        assert.match(JSON.stringify(resource), /Project notes/);
 
-  it('refuses every file tool, the AGENTS.md resource and invoke_agent with that reason', async () => {
-    const served = await serve(project, 'empty', env);
-    try {
-      for (const [tool, args] of [
-        ['list_agents', {}],
-        ['get_agent_dsl', { agent: 'assistant' }],
-        ['parse_dsl', { file: 'agents/assistant.symbi' }],
-        ['get_agents_md', {}],
-        ['invoke_agent', { agent: 'assistant', prompt: 'hello' }],
-      ] as const) {
-        const result = await served.call(tool, args);
-        assert.equal(result.isError, true, `${tool}: ${resultText(result)}`);
-        assert.match(resultText(result), REASON, tool);
-        assert.doesNotMatch(resultText(result), /unknown agent|does not exist|no such file/, tool);
-        assert.equal(result.structuredContent, undefined, `${tool}: no audit reference, nothing ran`);
+        const invoked = await served.call('invoke_agent', { agent: 'assistant', prompt: 'hello' });
+        assert.equal(invoked.isError, undefined, resultText(invoked));
+        assert.equal(resultText(invoked), DEFAULT_ANSWER);
+        const { audit } = invoked.structuredContent as { audit: { run_id: string; path: string; public_key: string } };
+        const verdict = inspect(audit.path, audit.run_id, audit.public_key);
+        assert.equal(verdict.status, 0, JSON.stringify(verdict.report));
+        assert.equal(verdict.report.journal_complete, true);
+      } finally {
+        await served.client.close();
       }
-      // Inline DSL needs no project file and still parses.
-      const inline = await served.call('parse_dsl', { content: 'agent inline {}\n' });
-      assert.equal(inline.isError, undefined, resultText(inline));
+    });
+  }
 
-      const resources = await served.client.listResources();
-      assert.ok(resources.resources.some((r) => r.uri === 'file:///AGENTS.md'), 'the resource stays listed so that reading it gives the reason');
-      await assert.rejects(served.client.readResource({ uri: 'file:///AGENTS.md' }), (err: Error) => REASON.test(err.message));
+  for (const proc of ['empty', 'forged'] as const) {
+    it(`refuses everything with the /proc route forced over ${proc === 'empty' ? 'an empty' : 'a forged'} /proc, saying why in one line`, async () => {
+      const before = endpoint.requests.length;
+      const served = await serve(project, proc, { ...env, SYMBI_CONFINEMENT_ROUTE: 'proc' });
+      try {
+        await served.client.listTools();
+        const stderr = await stderrSettled(served);
+        const lines = stderr.split('\n').filter((l) => REFUSED.test(l));
+        assert.equal(lines.length, 1, stderr);
+        assert.match(lines[0]!, /route proc failed its self-test: a nested file opens: refused as not_found/);
+        assert.match(lines[0]!, /policy set denies every response/);
+        assert.doesNotMatch(stderr, /does not exist|not present|default permission|no policy files|agents: 0 found|cannot create storage/, stderr);
+        await assertRefusesEverything(served, REFUSED);
+        const inline = await served.call('parse_dsl', { content: 'agent inline {}\n' });
+        assert.equal(inline.isError, undefined, 'inline DSL needs no project file and still parses');
+        assert.equal(endpoint.requests.length, before, 'no request reached the provider');
+      } finally {
+        await served.client.close();
+      }
+    });
+  }
+});
 
-      assert.equal(providerRequests, 0, 'no request reached the provider');
-      assert.equal(fs.existsSync(path.join(project, '.symbiont')), false, 'no audit storage was created');
-    } finally {
-      await served.client.close();
-    }
+// Each wrong constant breaks one thing the self-test proves; the route must then not serve.
+const WRONG_CONSTANTS: readonly [string, RegExp][] = [
+  ['{"O_NOFOLLOW":0}', /a symlink as leaf is refused: was not refused/],
+  ['{"O_DIRECTORY":0}', /a file opened as a directory is refused: was not refused/],
+  ['{"O_NONBLOCK":0}', /the descriptor is non-blocking: O_NONBLOCK is not set/],
+  ['{"O_CLOEXEC":0}', /the descriptor is close-on-exec: FD_CLOEXEC is not set/],
+  ['{"DIRENT_NAME_OFFSET":20}', /a listing returns exactly the names created: got /],
+];
+
+describe('the startup self-test refuses a route built on wrong constants', () => {
+  const libc = checkDescriptorAccess({ SYMBI_CONFINEMENT_ROUTE: 'libc' });
+  const skip = libc.available ? undefined : `the libc route is not available here: ${libc.reason}`;
+  let project: string;
+  let endpoint: SyntheticEndpoint;
+
+  before(async () => {
+    project = makeProject(PROJECT_FILES, 'symbi-wrong-constants-');
+    endpoint = await startSyntheticEndpoint();
   });
 
-  it('is not fooled by a forged /proc whose fd entries are empty directories', async () => {
-    const served = await serve(project, 'forged', env);
-    try {
-      const stderr = await stderrSettled(served);
-      assert.match(stderr, /project files are unavailable: .*\/proc\/self\/fd\/\d+\/\. leads to another directory than the pinned one/, stderr);
-      assert.doesNotMatch(stderr, /does not exist|not present|default permission|no policy files|agents: 0 found/, stderr);
-      const list = await served.call('list_agents');
-      assert.equal(list.isError, true);
-      assert.match(resultText(list), /leads to another directory than the pinned one/);
-      const invoke = await served.call('invoke_agent', { agent: 'assistant', prompt: 'hello' });
-      assert.match(resultText(invoke), /^invoke_agent refused: project files are unavailable/);
-      assert.equal(providerRequests, 0);
-    } finally {
-      await served.client.close();
-    }
+  after(async () => {
+    await endpoint.close();
+    removeDir(project);
   });
+
+  for (const [constants, check] of WRONG_CONSTANTS) {
+    it(`${constants}: one stderr line names ${PLATFORM} and the failed check; every file tool and invoke_agent refuse`, { skip }, async () => {
+      const env = providerEnv(endpoint.url, { SYMBI_CONFINEMENT_ROUTE: 'libc', SYMBI_CONFINEMENT_TEST_CONSTANTS: constants });
+      const served = await serve(project, 'procfs', env);
+      try {
+        await served.client.listTools();
+        const stderr = await stderrSettled(served);
+        const lines = stderr.split('\n').filter((l) => REFUSED.test(l));
+        assert.equal(lines.length, 1, stderr);
+        assert.match(lines[0]!, /route libc failed its self-test: /);
+        assert.match(lines[0]!, check);
+        await assertRefusesEverything(served, REFUSED);
+        assert.equal(endpoint.requests.length, 0, 'no request reached the provider');
+        assert.equal(fs.existsSync(path.join(project, '.symbiont')), false, 'no audit storage was created');
+      } finally {
+        await served.client.close();
+      }
+    });
+  }
 });

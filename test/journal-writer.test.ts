@@ -125,14 +125,14 @@ test('the writer works from a worker thread sharing the pinned descriptor', asyn
       const { PinnedDirectory } = await import(${JSON.stringify(dist('pinned-directory.js'))});
       const { openAuditStorage } = await import(${JSON.stringify(dist('audit-storage.js'))});
       const { JournalWriter } = await import(${JSON.stringify(dist('journal/journal-writer.js'))});
-      const storage = openAuditStorage(PinnedDirectory.fromDescriptor(workerData.fd, workerData.shown));
+      const storage = openAuditStorage(PinnedDirectory.fromDescriptor(workerData.fd, workerData.shown, workerData.route));
       const writer = await JournalWriter.create(storage, workerData.runId, workerData.agent);
       await writer.append({ Started: { execution_context: { agent_definition: { name: 'declared' } } } });
       await writer.appendTerminal('Completed');
       await writer.close();
       parentPort.postMessage({ path: writer.path, key: storage.signingKey.publicKeyHex });
     })().catch((err) => parentPort.postMessage({ error: String(err) }));`;
-  const worker = new Worker(code, { eval: true, workerData: { fd: project.fd, shown: project.displayPath, runId, agent: AGENT } });
+  const worker = new Worker(code, { eval: true, workerData: { fd: project.fd, shown: project.displayPath, route: project.route.name, runId, agent: AGENT } });
   const result = await new Promise<{ path?: string; key?: string; error?: string }>((resolve, reject) => {
     worker.once('message', resolve);
     worker.once('error', reject);

@@ -137,6 +137,44 @@ describe('malformed JSON-RPC over real stdio', () => {
     assertError(await answersTo(jsonLine({ jsonrpc: '2.0', id: 49, method: 'ping', params: { _meta: 'x' } })), { id: 49, code: -32600 }, '_meta string');
   });
 
+  it('answers a line that starts with a UTF-8 byte-order mark as if the mark were absent, and logs no client bytes', async () => {
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const stderrBefore = server.stderr().length;
+    const request = { jsonrpc: '2.0', id: 130, method: 'tools/call', params: { name: 'get_agent_dsl', arguments: { agent: 'assistant' } } };
+    const answers = await answersTo(Buffer.concat([bom, Buffer.from(jsonLine(request))]), 130);
+    assert.equal(answers.length, 1, JSON.stringify(answers));
+    assert.equal((answers[0]!.result as { content: Array<{ text: string }> }).content[0]!.text, 'agent assistant {\n}\n');
+    // A mark before text that is not JSON is a parse error like any other.
+    assertError(await answersTo(Buffer.concat([bom, Buffer.from(`not json ${MARKER}\n`)])), { id: null, code: -32700 }, 'BOM then garbage');
+    // A mark before a notification: not answered, but the session keeps serving (the ping after it is answered).
+    assert.deepEqual(await answersTo(Buffer.concat([bom, Buffer.from(jsonLine(INITIALIZED))])), []);
+    const logged = server.stderr().slice(stderrBefore);
+    assert.ok(!logged.includes(MARKER) && !logged.includes('\ufeff') && !logged.includes('jsonrpc'), `no client bytes on stderr: ${logged}`);
+  });
+
+  it('answers an unknown method whose _meta the MCP message schema refuses with -32600, and a valid one with -32601', async () => {
+    const related = 'io.modelcontextprotocol/related-task';
+    const stderrBefore = server.stderr().length;
+    for (const [id, meta] of [
+      [131, { [related]: `${MARKER}` }],
+      [132, { [related]: { taskId: 7 } }],
+      [133, { progressToken: 'ok', [related]: [] }],
+    ] as const) {
+      const request = { jsonrpc: '2.0', id, method: 'vendor/unknown', params: { _meta: meta } };
+      const message = assertError(await answersTo(jsonLine(request)), { id, code: -32600 }, `_meta ${JSON.stringify(meta)}`);
+      assert.match(message, /_meta/);
+      assert.ok(!message.includes(MARKER), message);
+    }
+    // A well-formed request for a method the server does not have: -32601, from the SDK.
+    const unknown = { jsonrpc: '2.0', id: 134, method: 'vendor/unknown', params: { _meta: { [related]: { taskId: 't1' } } } };
+    assertError(await answersTo(jsonLine(unknown), 134), { id: 134, code: -32601 }, 'unknown method');
+    // The same _meta on a notification is never answered, but is logged without the bytes.
+    assert.deepEqual(await answersTo(jsonLine({ jsonrpc: '2.0', method: 'vendor/notice', params: { _meta: { [related]: MARKER } } })), []);
+    const logged = server.stderr().slice(stderrBefore);
+    assert.match(logged, /malformed notification \(not answered\)/);
+    assert.ok(!logged.includes(MARKER), logged);
+  });
+
   it('answers invalid params of a known method with -32602 in one line', async () => {
     const cases: Array<[number, string, unknown]> = [
       [51, 'tools/call', {}],

@@ -7,7 +7,9 @@ import { MAX_OUTPUT_TOKENS, MiB } from '../src/shared/limits.js';
 import { providerConfigFor, type ProviderConfig, type ProviderKind } from '../src/shared/provider-config.js';
 import { parseAnthropicMessagesResponse } from '../src/worker/providers/anthropic-messages.js';
 import { parseOpenAiChatResponse } from '../src/worker/providers/openai-chat.js';
-import { callProvider, ProviderError, type TypedInferenceRequest } from '../src/worker/providers/provider-call.js';
+import type { TypedInferenceRequest } from '../src/shared/inference-types.js';
+import { callProvider } from '../src/worker/providers/provider-call.js';
+import { ProviderError } from '../src/worker/providers/provider-error.js';
 
 const KEY = 'sk-SENTINEL-4f1c9e-do-not-leak';
 const SYSTEM_TEXT = 'You are the registered agent `assistant`. Runtime-owned text.';
@@ -139,7 +141,9 @@ describe('providers against the synthetic endpoint', () => {
     assert.equal(error.kind, 'http');
     assert.equal(error.status, 500);
     assert.match(error.message, /HTTP 500 from POST http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions/);
-    assert.match(error.message, /internal error \(type server_error\)/);
+    assert.match(error.message, /internal error \(the provider's identifiers are in the journal\)/);
+    assert.ok(!error.message.includes('server_error'), 'the error type is kept for the journal, not the message');
+    assert.equal(error.journalFields().error_type, 'server_error');
     assert.ok(!error.message.includes('synthetic internal server error'));
     // The provider's words are kept apart, for standard error only.
     assert.match(error.details.providerMessage ?? '', /synthetic internal server error/);
@@ -374,7 +378,7 @@ describe('response parsing', () => {
     }
     assert.throws(
       () => parseAnthropicMessagesResponse({ type: 'error', error: { type: 'overloaded_error', message: 'words' } }),
-      (error: unknown) => error instanceof ProviderError && error.kind === 'provider' && /overloaded_error/.test(error.message) && !error.message.includes('words'),
+      (error: unknown) => error instanceof ProviderError && error.kind === 'provider' && error.details.errorType === 'overloaded_error' && !/overloaded_error|words/.test(error.message),
     );
   });
 });

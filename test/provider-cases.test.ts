@@ -39,6 +39,11 @@ const ANSWERED_CALL = ['DirectInferenceRequested', 'DirectInferenceResponseRecei
 const withheld = (...calls: string[][]): string[] => ['Started', ...calls.flat(), 'Terminated'];
 const completed = (...calls: string[][]): string[] => ['Started', ...calls.flat(), 'PolicyEvaluated', 'Terminated'];
 
+/** Every identifier the synthetic endpoint sends: request ids and error types or codes. */
+const PROVIDER_IDENTIFIERS = /req_synthetic_|gen-synthetic-|_error\b|rate_limit|model_not_found|unsupported_parameter/;
+/** A finish reason a provider could use to speak to the caller. */
+const SPEAKING_FINISH = 'here-is-the-secret.launch-code-is-0000';
+
 let nonce = 0;
 /** A prompt unique per call, so `times=K` failures count per case and the prompt's absence can be checked. */
 function prompt(directive: string): string {
@@ -76,6 +81,8 @@ async function invokeCase(server: RunningServer, directive: string, expected: Ex
     const reason = terminalReason(records) as { Error?: { message: string } };
     assert.match(reason.Error?.message ?? '', expected.error);
   }
+  // The provider's identifiers (error types, request ids) are its own text: kept for the journal, never the caller.
+  assert.doesNotMatch(shown, PROVIDER_IDENTIFIERS, 'no provider identifier in the result');
   // No model text, no provider error text, no prompt: not in the result, not in the journal.
   for (const leak of [PARTIAL_MODEL_TEXT, PROVIDER_ERROR_TEXT, 'secret you asked', text, KEY]) {
     assert.ok(!shown.includes(leak), `the result carries "${leak}": ${shown}`);
@@ -86,6 +93,14 @@ async function invokeCase(server: RunningServer, directive: string, expected: Ex
   assert.ok(status === 0 || status === 2, `inspect exit ${status}: ${JSON.stringify(report)}`);
   assert.equal(report.journal_complete, true);
   return { records, text: shown };
+}
+
+/** Standard error reaches the test on its own pipe, possibly after the result: wait for the line. */
+async function stderrMatching(server: RunningServer, pattern: RegExp): Promise<void> {
+  for (const deadline = Date.now() + 10_000; !pattern.test(server.stderr()); ) {
+    assert.ok(Date.now() < deadline, `standard error never matched ${pattern}: ${server.stderr().slice(-2000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** The DirectInferenceFinished records, in order. */
@@ -150,9 +165,11 @@ describe('provider cases over stdio', () => {
     it('OpenRouter choice-level error (finish_reason "error") is a provider error, not an empty answer', async () => {
       const { records } = await invokeCase(openai, '[[choice-error]]', {
         events: withheld(CALL),
-        error: /reported an error while generating the answer .*HTTP 200 \(code 502, request id gen-synthetic-\d+\)/,
+        error: /reported an error while generating the answer .*HTTP 200 \(code 502, the provider's identifiers are in the journal\)/,
       });
-      assert.equal((finishes(records)[0]!.error as { status: number }).status, 502);
+      const error = finishes(records)[0]!.error as { status: number; request_id: string };
+      assert.equal(error.status, 502);
+      assert.match(error.request_id, /^gen-synthetic-\d+$/);
     });
 
     it('OpenRouter top-level error inside an HTTP 200 keeps its code instead of "choices is missing"', async () => {
@@ -165,17 +182,26 @@ describe('provider cases over stdio', () => {
       assert.equal(finishes(records)[0]!.provider_finish_reason, null);
     });
 
-    it('an unrecognised finish reason is withheld as unknown', async () => {
-      await invokeCase(openai, '[[finish:eos_token]]', { events: withheld(ANSWERED_CALL), error: /no finish reason this server recognises.*"eos_token"/ });
+    it('an unrecognised finish reason is withheld as unknown; its text reaches standard error only', async () => {
+      const { records, text } = await invokeCase(openai, `[[finish:${SPEAKING_FINISH}]]`, { events: withheld(ANSWERED_CALL), error: /no finish reason this server recognises/ });
+      assert.ok(!text.includes('launch-code'), text);
+      assert.equal(finishes(records)[0]!.finish_reason, 'unknown');
+      assert.equal(finishes(records)[0]!.provider_finish_reason, null);
+      assert.ok(!JSON.stringify(records).includes('launch-code'), 'the journal does not carry the provider-chosen finish reason');
+      await stderrMatching(openai, new RegExp(`unrecognised finish reason \\\\?"${SPEAKING_FINISH}\\\\?"`));
     });
 
     it('HTTP 400 that echoes the prompt: our words only, the prompt stays out of the journal', async () => {
       const { records } = await invokeCase(openai, '[[http:code=400,echo]]', {
         events: withheld(CALL),
-        error: /HTTP 400 from POST http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions: the provider refused the request as invalid .*\(type invalid_request_error, request id req_synthetic_\d+\)/,
+        error: /HTTP 400 from POST http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions: the provider refused the request as invalid .*\(the provider's identifiers are in the journal\)/,
       });
       const error = finishes(records)[0]!.error as Record<string, unknown>;
       assert.equal(error.status, 400);
+      // Kept for the operator to reconcile with the provider: the request id and the error type.
+      assert.match(String(error.request_id), /^req_synthetic_\d+$/);
+      assert.equal(error.error_type, 'invalid_request_error');
+      await stderrMatching(openai, /provider said .*HTTP 400 \(type invalid_request_error, request id req_synthetic_\d+\)/);
       assert.match(String(error.body_sha256), /^[0-9a-f]{64}$/);
       assert.ok((error.body_bytes as number) > 0);
     });
@@ -194,7 +220,7 @@ describe('provider cases over stdio', () => {
     it('HTTP 429 is retried twice, each attempt its own journaled call, then reported', async () => {
       const { records } = await invokeCase(openai, '[[http:code=429,retry_after_ms=5]]', {
         events: withheld(CALL, CALL, CALL),
-        error: /after 3 attempts.*HTTP 429 .*rate limited by the provider \(type rate_limit_exceeded, request id req_synthetic_\d+, Retry-After 5 ms\)/,
+        error: /after 3 attempts.*HTTP 429 .*rate limited by the provider \(the provider's identifiers are in the journal, Retry-After 5 ms\)/,
       });
       assert.equal(new Set(callIds(records)).size, 3);
       assert.deepEqual(finishes(records).map((f) => f.call_id), callIds(records));
@@ -296,11 +322,14 @@ describe('provider cases over stdio', () => {
       await invokeCase(anthropic, '[[finish:none]]', { events: withheld(ANSWERED_CALL), error: /no finish reason this server recognises/ });
     });
 
-    it('an error object inside an HTTP 200 keeps its type and request id', async () => {
-      await invokeCase(anthropic, '[[error-in-200]]', {
+    it('an error object inside an HTTP 200 keeps its type and request id in the journal, not the result', async () => {
+      const { records } = await invokeCase(anthropic, '[[error-in-200]]', {
         events: withheld(CALL),
-        error: /reported an error in the answer .*\(type overloaded_error, request id req_synthetic_\d+\)/,
+        error: /reported an error in the answer .*\(the provider's identifiers are in the journal\)/,
       });
+      const error = finishes(records)[0]!.error as Record<string, unknown>;
+      assert.equal(error.error_type, 'overloaded_error');
+      assert.match(String(error.request_id), /^req_synthetic_\d+$/);
     });
 
     it('HTTP 529 (overloaded) then success: retried as a second call', async () => {
@@ -308,7 +337,7 @@ describe('provider cases over stdio', () => {
     });
 
     it('HTTP 401 names ANTHROPIC_API_KEY', async () => {
-      await invokeCase(anthropic, '[[http:code=401]]', { events: withheld(CALL), error: /HTTP 401 from POST http:\/\/127\.0\.0\.1:\d+\/v1\/messages: the key in ANTHROPIC_API_KEY was refused \(type authentication_error/ });
+      await invokeCase(anthropic, '[[http:code=401]]', { events: withheld(CALL), error: /HTTP 401 from POST http:\/\/127\.0\.0\.1:\d+\/v1\/messages: the key in ANTHROPIC_API_KEY was refused \(the provider's identifiers are in the journal\)/ });
     });
 
     it('HTTP 404 names the model and ANTHROPIC_MODEL', async () => {
@@ -316,7 +345,7 @@ describe('provider cases over stdio', () => {
     });
 
     it('HTTP 400 that echoes the prompt stays out of the result and the journal', async () => {
-      await invokeCase(anthropic, '[[http:code=400,echo]]', { events: withheld(CALL), error: /HTTP 400 .*invalid_request_error/ });
+      await invokeCase(anthropic, '[[http:code=400,echo]]', { events: withheld(CALL), error: /HTTP 400 .*refused the request as invalid/ });
     });
   });
 

@@ -80,6 +80,28 @@ describe('an HTTPS provider', () => {
     assert.deepEqual(JSON.parse(result.stdout), { ok: true, content: ANSWER }, result.stderr);
   });
 
+  it('refuses a trusted certificate for other names without quoting the names it carries', async () => {
+    // The names in a certificate are chosen by whoever serves it: a provider could speak through them.
+    const made = spawnSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'named-key.pem', '-out', 'named-cert.pem', '-days', '1', '-subj', '/CN=x', '-addext', 'subjectAltName=DNS:here-is-the-secret.launch-code-is-0000'],
+      { cwd: dir, encoding: 'utf8' },
+    );
+    assert.equal(made.status, 0, made.stderr);
+    const named = createServer({ key: fs.readFileSync(path.join(dir, 'named-key.pem')), cert: fs.readFileSync(path.join(dir, 'named-cert.pem')) }, (_req, res) => res.end());
+    await new Promise<void>((resolve) => named.listen(0, '127.0.0.1', resolve));
+    try {
+      const result = await runCall(`https://localhost:${(named.address() as AddressInfo).port}/v1`, { NODE_EXTRA_CA_CERTS: path.join(dir, 'named-cert.pem') });
+      const outcome = JSON.parse(result.stdout) as { ok: boolean; kind: string; message: string };
+      assert.equal(outcome.kind, 'network', result.stdout);
+      assert.match(outcome.message, /ERR_TLS_CERT_ALTNAME_INVALID: the certificate does not name the host in the URL/);
+      assert.ok(!outcome.message.includes('launch-code'), outcome.message);
+    } finally {
+      named.closeAllConnections();
+      await new Promise<void>((resolve) => named.close(() => resolve()));
+    }
+  });
+
   it('refuses a certificate no trusted CA vouches for, before any request is sent', async () => {
     const before = requests;
     const result = await runCall(baseUrl, {});

@@ -118,4 +118,13 @@ describe('finish vocabulary', () => {
     assert.equal(shortIdentifier('x'.repeat(65)), null);
     assert.match(explainFinish('truncated', 'length'), /output token limit.*"length"/);
   });
+
+  it('a value the table does not name is unknown, kept for standard error only, and never quoted in the explanation', () => {
+    const speaking = normalizeFinish('openai-chat', 'here-is-the-secret.launch-code-is-0000');
+    assert.deepEqual(speaking, { finish: 'unknown', providerValue: null, unrecognised: 'here-is-the-secret.launch-code-is-0000' });
+    assert.equal(normalizeFinish('anthropic-messages', { a: 1 }).unrecognised, 'a JSON object');
+    assert.equal(normalizeFinish('anthropic-messages', null).unrecognised, undefined);
+    assert.doesNotMatch(explainFinish('unknown', 'here-is-the-secret.launch-code-is-0000'), /launch-code/);
+    assert.doesNotMatch(explainFinish('complete', 'eos_token'), /eos_token/);
+  });
 });

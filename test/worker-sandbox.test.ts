@@ -119,6 +119,53 @@ describe('sandboxed worker threads', () => {
     }
   });
 
+  it('keeps every fs route to standard output from a worker off it: writes by descriptor or path are captured, opens, copies and closes refused', async () => {
+    const project = makeProject(FILES);
+    const server = rawServer(project, providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stdout-routes' }));
+    const captured = [
+      'fs.writeFileSync(1, string)',
+      'fs.writeFileSync(1, buffer)',
+      'fs.appendFileSync(1)',
+      'named writeFileSync(1)',
+      'fs.writevSync(1)',
+      'fs.writeFileSync(/dev/stdout)',
+      'fs.appendFileSync(/proc/self/fd/1)',
+      'fs.writeFile(1)',
+      'fs.appendFile(/dev/fd/1)',
+      'fs.promises.writeFile(/dev/stdout)',
+      'named appendFile(/proc/<pid>/fd/1)',
+    ];
+    const refused = [
+      'openSync(/dev/stdout)',
+      'openSync(/proc/self/fd/1)',
+      'open(/dev/fd/1)',
+      'promises.open(/proc/thread-self/fd/1)',
+      'createWriteStream(/dev/stdout)',
+      'copyFileSync(file, /dev/stdout)',
+      'closeSync(1)',
+    ];
+    const escaped = (text: string) => text.replace(/[().<>/]/g, '\\$&');
+    try {
+      server.invoke(1, 'print through fs [[fault:worker-stdout-routes]]');
+      const first = await server.result(1);
+      assert.equal(first.result?.isError, undefined, JSON.stringify(first));
+      await waitFor('every route reported', () => (refused.every((route) => server.stderr().includes(`route ${route}:`)) && captured.every((c) => server.stderr().includes(`stray ${c}`)) ? true : undefined));
+      // Descriptor 1 still works for the supervisor: a second call is answered.
+      server.invoke(2, 'and again, quietly');
+      assert.equal((await server.result(2)).result?.isError, undefined);
+      assert.equal(await stop(server), 0);
+
+      for (const line of server.stdout().split('\n').filter((l) => l.length > 0)) assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
+      assert.ok(!server.stdout().includes('stray'), `no stray output on stdout: ${server.stdout()}`);
+      const stderr = server.stderr();
+      for (const route of captured) assert.match(stderr, new RegExp(`worker thread wrote to standard output.*stray ${escaped(route)} from a worker`), route);
+      for (const route of refused) assert.match(stderr, new RegExp(`route ${escaped(route)}: refused \\(EPERM\\)`), route);
+    } finally {
+      server.child.kill('SIGKILL');
+      removeProject(project);
+    }
+  });
+
   it('gives a worker none of the supervisor’s environment: no unrelated secret, no provider key', async () => {
     const project = makeProject(FILES);
     const env = providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-report-environment', UNRELATED_IDE_SECRET: 'hunter2-from-the-ide' });

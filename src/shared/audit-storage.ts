@@ -1,8 +1,10 @@
 import fs from 'node:fs';
-import { procPath, type PinnedDirectory } from './pinned-directory.js';
+import type { DescriptorRoute } from './confinement/descriptor-route.js';
+import { projectDirectoriesProblem } from './directory-ownership.js';
+import type { PinnedDirectory } from './pinned-directory.js';
 import { openPrivateDirectory, UnsafeStorageError } from './private-directory.js';
-import { pinSigningKeyFile } from './journal/signing-key-file.js';
-import type { PinnedSigningKey } from './journal/signing-key-pin.js';
+import { pinSigningKeyFile } from './journal/signing-key-store.js';
+import type { PinnedSigningKey } from './journal/signing-key-change.js';
 import type { ProjectSigningKey } from './journal/signing-key.js';
 
 // The audit storage of one project: the private .symbiont/governed/ directory
@@ -14,12 +16,10 @@ import type { ProjectSigningKey } from './journal/signing-key.js';
 // cross a postMessage boundary. The key file is read once, at startup
 // (openAuditStorage); every run after that opens the directory with the
 // startup key (openRunAuditStorage), so replacing or deleting the file later
-// can never change the key a journal is signed with (signing-key-pin.ts).
+// can never change the key a journal is signed with (signing-key-change.ts).
 
-export { UnsafeStorageError };
 /** The error every storage refusal throws (one line naming the path and the problem). */
-export const StorageRefusal = UnsafeStorageError;
-export type StorageRefusal = UnsafeStorageError;
+export { UnsafeStorageError };
 
 export const GOVERNED_COMPONENTS = ['.symbiont', 'governed'] as const;
 
@@ -28,9 +28,12 @@ export interface AuditStorage {
   governedDirFd: number;
   /** Absolute path of .symbiont/governed for display. */
   governedPath: string;
+  /** The confinement route every file in the storage is reached through. */
+  route: DescriptorRoute;
   signingKey: ProjectSigningKey;
 }
 
+/** Absolute path of the project's .symbiont/governed, for messages. */
 export function governedDisplayPath(project: PinnedDirectory): string {
   return [project.displayPath, ...GOVERNED_COMPONENTS].join('/');
 }
@@ -41,16 +44,20 @@ export interface StartupAuditStorage extends AuditStorage {
 }
 
 /**
- * Startup (and the offline commands): creates (0700) or checks .symbiont/ and
+ * Startup (and the offline commands): checks the directories that hold the
+ * project (directory-ownership.ts), creates (0700) or checks .symbiont/ and
  * .symbiont/governed/, then loads or creates audit-signing.key. Throws
  * UnsafeStorageError before anything else is written when the storage is not private.
  */
 export function openAuditStorage(project: PinnedDirectory): StartupAuditStorage {
-  const governedDirFd = openGovernedDirectory(project);
+  // Another user who can rename .symbiont/ away could swap in storage of their own (directory-ownership.ts).
+  const directoriesProblem = projectDirectoriesProblem(project);
+  if (directoriesProblem !== undefined) throw new UnsafeStorageError(`${governedDisplayPath(project)}: unsafe storage: ${directoriesProblem}`);
+  const governedDirFd = openPrivateDirectory(project, GOVERNED_COMPONENTS);
   const governedPath = governedDisplayPath(project);
   try {
-    const pinnedKey = pinSigningKeyFile(governedDirFd, governedPath);
-    return { governedDirFd, governedPath, signingKey: pinnedKey.key, pinnedKey };
+    const pinnedKey = pinSigningKeyFile(project.route, governedDirFd, governedPath);
+    return { governedDirFd, governedPath, route: project.route, signingKey: pinnedKey.key, pinnedKey };
   } catch (err) {
     fs.closeSync(governedDirFd);
     throw err;
@@ -62,49 +69,14 @@ export function openAuditStorage(project: PinnedDirectory): StartupAuditStorage 
  * key pinned at startup and never reads or creates the key file.
  */
 export function openRunAuditStorage(project: PinnedDirectory, signingKey: ProjectSigningKey): AuditStorage {
-  return { governedDirFd: openGovernedDirectory(project), governedPath: governedDisplayPath(project), signingKey };
+  return { governedDirFd: openPrivateDirectory(project, GOVERNED_COMPONENTS), governedPath: governedDisplayPath(project), route: project.route, signingKey };
 }
 
-function openGovernedDirectory(project: PinnedDirectory): number {
-  try {
-    return openPrivateDirectory(project, GOVERNED_COMPONENTS);
-  } catch (err) {
-    throw nameSymlinkedComponent(project, err);
-  }
-}
-
-/**
- * Linux reports a symlink opened with O_DIRECTORY | O_NOFOLLOW as ENOTDIR, so
- * a symlinked storage directory first surfaces as "not a directory". Say what
- * it really is, looking (without following) at each component in turn.
- */
-function nameSymlinkedComponent(project: PinnedDirectory, err: unknown): unknown {
-  if (!(err instanceof UnsafeStorageError) || !err.message.endsWith('not a directory')) return err;
-  for (let depth = 1; depth <= GOVERNED_COMPONENTS.length; depth += 1) {
-    const components = GOVERNED_COMPONENTS.slice(0, depth);
-    try {
-      if (fs.lstatSync(procPath(project.fd, components.join('/'))).isSymbolicLink()) {
-        return new UnsafeStorageError(`${[project.displayPath, ...components].join('/')}: unsafe storage: is a symlink`);
-      }
-    } catch {
-      return err;
-    }
-  }
-  return err;
-}
-
+/** Closes the storage's directory descriptor (idempotent). */
 export function closeAuditStorage(storage: AuditStorage): void {
   try {
     fs.closeSync(storage.governedDirFd);
   } catch {
     // already closed
   }
-}
-
-/** The startup line for standard error: the key an operator should record somewhere the project cannot change. */
-export function publicKeyNotice(storage: AuditStorage): string {
-  return (
-    `audit journals in ${storage.governedPath} are signed with Ed25519 public key ${storage.signingKey.publicKeyHex}; ` +
-    'record it outside the project to verify runs later (symbi audit inspect)'
-  );
 }

@@ -1,16 +1,26 @@
-import fs from 'node:fs';
+import { ROUTE_NAMES, type DescriptorRoute, type RouteName } from './confinement/descriptor-route.js';
+import { createLibcRoute } from './confinement/libc-route.js';
+import { openFlags, testConstantOverrides, TEST_CONSTANTS_ENV, type OverridableConstant } from './confinement/open-flags.js';
+import { createProcRoute } from './confinement/proc-route.js';
+import { selfTestRoute } from './confinement/route-self-test.js';
 
-// Project file confinement opens every path as /proc/self/fd/<dirfd>/<name>,
-// the openat() that Node.js lacks. Where that facility is missing (macOS, the
-// BSDs, a container or mount namespace without procfs on /proc), each open
-// fails with ENOENT, which would read as "this file does not exist": an
-// agents/ folder reported absent, AGENTS.md unreadable, no policy files and so
-// the default permission. So the server checks once, at startup, that opening
-// the pinned directory itself through /proc/self/fd/<fd>/. reaches the very
-// same directory (same device and inode as fstat of the descriptor), and when
-// it does not, every project file operation refuses with this reason instead.
+// Which confinement route reaches project files, decided once at startup. Each
+// candidate is built and proven by the self-test (route-self-test.ts) before it
+// serves; the first that passes is used. Where none passes, every project file
+// operation refuses with one line naming the platform and the failed checks,
+// instead of reporting files absent (an agents/ folder "missing", no policy
+// files and so the default permission).
+//
+// Order on Linux: openat2, then the libc walk, then /proc, fastest first as
+// measured by scripts/bench-confinement.ts. macOS and FreeBSD have only the
+// libc walk (FreeBSD's O_RESOLVE_BENEATH still follows symlinks inside the tree).
 
-export type DescriptorAccess = { readonly available: true } | { readonly available: false; readonly reason: string };
+export type DescriptorAccess =
+  | { readonly available: true; readonly route: DescriptorRoute; readonly why: string }
+  | { readonly available: false; readonly reason: string };
+
+/** Set to openat2, libc or proc to use only that route (tests, and operators comparing routes). */
+export const ROUTE_ENV = 'SYMBI_CONFINEMENT_ROUTE';
 
 const PLATFORM_NAMES: Readonly<Record<string, string>> = {
   linux: 'Linux',
@@ -23,15 +33,15 @@ const PLATFORM_NAMES: Readonly<Record<string, string>> = {
   aix: 'AIX',
 };
 
-function platformName(platform: string): string {
-  return PLATFORM_NAMES[platform] ?? platform;
-}
+const CANDIDATES: Readonly<Record<string, readonly RouteName[]>> = {
+  linux: ['openat2', 'libc', 'proc'],
+  darwin: ['libc'],
+  freebsd: ['libc'],
+};
 
-function unavailable(platform: string, detail: string): DescriptorAccess {
-  return {
-    available: false,
-    reason: `descriptor-relative file access (/proc/self/fd) does not work on this ${platformName(platform)} system: ${detail}; project file confinement requires Linux with procfs mounted on /proc`,
-  };
+/** "Linux x64", "macOS arm64": how messages name this system. */
+export function platformLabel(platform: string = process.platform, arch: string = process.arch): string {
+  return `${PLATFORM_NAMES[platform] ?? platform} ${arch}`;
 }
 
 /** The one-line refusal every project file operation gives when access is unavailable. */
@@ -39,24 +49,51 @@ export function projectFilesUnavailable(reason: string): string {
   return `project files are unavailable: ${reason}`;
 }
 
-/** Probes descriptor-relative access on `dirFd`, an open directory descriptor. */
-export function checkDescriptorAccess(dirFd: number, platform: string = process.platform): DescriptorAccess {
-  const probe = `/proc/self/fd/${dirFd}/.`;
-  let probeFd: number;
+/** Builds the named route without proving it (worker threads use the route their supervisor proved). */
+export function routeByName(name: RouteName, overrides: Partial<Record<OverridableConstant, number>> = {}): DescriptorRoute {
+  if (name === 'proc') return createProcRoute(openFlags(process.platform, overrides));
+  if (name === 'libc' || name === 'openat2') return createLibcRoute({ openat2: name === 'openat2', overrides });
+  throw new Error(`${JSON.stringify(String(name)).slice(0, 40)} is not a confinement route; use one of ${ROUTE_NAMES.join(', ')}`);
+}
+
+/** Picks and proves the route for this process (see the top of this file); `env` may force one or, for tests, bend constants. */
+export function checkDescriptorAccess(env: NodeJS.ProcessEnv = process.env, platform: string = process.platform): DescriptorAccess {
+  const label = platformLabel(platform);
+  const refuse = (detail: string): DescriptorAccess => ({
+    available: false,
+    reason: `project file confinement cannot be proven on this ${label} system: ${detail}`,
+  });
+  const forced = env[ROUTE_ENV];
+  if (forced !== undefined && forced !== '' && !(ROUTE_NAMES as readonly string[]).includes(forced)) {
+    return refuse(`${ROUTE_ENV}=${JSON.stringify(forced).slice(0, 40)} is not a route; use one of ${ROUTE_NAMES.join(', ')}`);
+  }
+  const candidates = CANDIDATES[platform];
+  if (candidates === undefined) return refuse('it requires Unix (Linux, macOS or FreeBSD); under Windows, run it in WSL, which is Linux');
+  let overrides: Partial<Record<OverridableConstant, number>>;
   try {
-    probeFd = fs.openSync(probe, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+    overrides = testConstantOverrides(env);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    return unavailable(platform, `${probe} cannot be opened (${code})`);
+    return refuse((err as Error).message);
   }
-  try {
-    const pinned = fs.fstatSync(dirFd);
-    const reached = fs.fstatSync(probeFd);
-    if (pinned.dev !== reached.dev || pinned.ino !== reached.ino) {
-      return unavailable(platform, `${probe} leads to another directory than the pinned one, so /proc is not the kernel's procfs`);
+  const tried = forced ? [forced as RouteName] : candidates;
+  const failures: string[] = [];
+  for (const name of tried) {
+    let route: DescriptorRoute;
+    try {
+      route = routeByName(name, overrides);
+    } catch (err) {
+      failures.push(`route ${name} cannot be used: ${(err as Error).message}`);
+      continue;
     }
-    return { available: true };
-  } finally {
-    fs.closeSync(probeFd);
+    try {
+      selfTestRoute(route);
+    } catch (err) {
+      failures.push(`route ${name} failed its self-test: ${(err as Error).message}`);
+      continue;
+    }
+    const bent = Object.keys(overrides).length > 0 ? ` (${TEST_CONSTANTS_ENV} is set)` : '';
+    const why = forced ? `forced by ${ROUTE_ENV}${bent}` : `the fastest route that passed the startup self-test on ${label}${bent}`;
+    return { available: true, route, why: failures.length > 0 ? `${why}; ${failures.join('; ')}` : why };
   }
+  return refuse(failures.join('; '));
 }

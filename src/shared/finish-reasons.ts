@@ -15,6 +15,8 @@
 //
 // A local OpenAI-compatible server (Ollama, vLLM, LM Studio) may leave finish_reason out or null; that
 // answer is treated as complete, since those servers report an unfinished answer as "length".
+// A value the table does not name is `unknown`; the provider's own spelling of it goes to standard
+// error only (normalizeFinish), since a provider can put any text there.
 
 export type FinishReason = 'complete' | 'truncated' | 'refused' | 'filtered' | 'tool_use' | 'error' | 'unknown';
 
@@ -54,8 +56,8 @@ const SHORT_IDENTIFIER = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 
 /**
  * The value when it is a short identifier (letters, digits, `_ . : -`, at most 64 characters), else
- * null. Provider-supplied values reach the journal and the caller only through this filter, so no
- * free text (a model's words, an echoed prompt) can ride along.
+ * null. Provider identifiers (request ids, error types) reach the journal only through this filter,
+ * so no free text (a model's words, an echoed prompt) can ride along; the caller never gets them.
  */
 export function shortIdentifier(value: unknown): string | null {
   if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
@@ -64,16 +66,23 @@ export function shortIdentifier(value: unknown): string | null {
 
 export interface NormalizedFinish {
   finish: FinishReason;
-  /** The provider's own value when it is a short identifier; null when missing or not one. */
+  /** The provider's value when the table names it (so always one of our fixed words); null otherwise. */
   providerValue: string | null;
+  /**
+   * A value the table does not name, as the provider sent it (or its JSON type when it is not a
+   * string), for standard error only: it is provider-chosen text, so neither the caller nor the
+   * journal gets it.
+   */
+  unrecognised?: string;
 }
 
 /** Maps a provider's finish value to the vocabulary; anything the table does not name is `unknown`. */
 export function normalizeFinish(wire: WireFormat, raw: unknown): NormalizedFinish {
-  const providerValue = shortIdentifier(raw);
   const missing = raw === undefined || raw === null;
-  const row = missing || providerValue !== null ? FINISH_TABLE.find((r) => r.wire === wire && r.raw === providerValue) : undefined;
-  return { finish: row?.finish ?? 'unknown', providerValue };
+  const row = FINISH_TABLE.find((r) => r.wire === wire && (missing ? r.raw === null : r.raw === raw));
+  if (row !== undefined) return { finish: row.finish, providerValue: row.raw };
+  if (missing) return { finish: 'unknown', providerValue: null };
+  return { finish: 'unknown', providerValue: null, unrecognised: typeof raw === 'string' ? raw : `a JSON ${Array.isArray(raw) ? 'array' : typeof raw}` };
 }
 
 const GENERAL_EXPLANATION: Record<FinishReason, string> = {
@@ -86,9 +95,13 @@ const GENERAL_EXPLANATION: Record<FinishReason, string> = {
   unknown: 'the provider gave no finish reason this server recognises, and only a finished answer is released',
 };
 
-/** Our one-line account of a recorded finish, for the tool error and the terminal record. */
+/**
+ * Our one-line account of a recorded finish, for the tool error and the terminal record. It quotes the
+ * provider's value only when the table names it, so the words are always ours.
+ */
 export function explainFinish(finish: FinishReason, providerValue: string | null): string {
+  const named = FINISH_TABLE.some((r) => r.raw !== null && r.raw === providerValue);
   const row = FINISH_TABLE.find((r) => r.finish === finish && r.raw !== null && r.raw === providerValue);
   const explanation = row?.explanation ?? GENERAL_EXPLANATION[finish];
-  return providerValue === null ? explanation : `${explanation} (provider finish reason "${providerValue}")`;
+  return named ? `${explanation} (provider finish reason "${providerValue}")` : explanation;
 }

@@ -24,7 +24,7 @@ export interface TypedInferenceResponse {
   tool_calls: unknown[];
   /** The provider-neutral finish reason (see finish-reasons.ts); only `complete` is ever released. */
   finish_reason: FinishReason;
-  /** The provider's own finish value when it is a short identifier, else null. */
+  /** The provider's own finish value when the finish table names it (finish-reasons.ts), else null. */
   provider_finish_reason: string | null;
   usage: TypedInferenceUsage | null;
   model: string | null;

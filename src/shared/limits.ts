@@ -38,9 +38,30 @@ export const POLICY_DISCOVERY_MAX_ENTRIES = 1024;
 export const AGENT_NAME_MAX_BYTES = 255;
 // Longest line read from standard input; a longer line is discarded without buffering it.
 export const STDIN_LINE_MAX_BYTES = 8 * MiB;
+// Answers waiting unread on standard output; above it the server reads no more input until the client reads.
+export const STDOUT_BACKLOG_MAX_BYTES = 256 * KiB;
+// invoke_agent calls in progress at once (running or queued for a worker); past it a call is refused
+// at once. `symbi mcp --max-invocations` changes it. The worker heap limit (invocation-pool.ts) is
+// sized for this many runs at the specification's largest requests.
+export const INVOCATIONS_MAX_DEFAULT = 512;
 
 // The SchemaPin trust-on-first-use store (.symbiont/schemapin/pins.json); larger is refused as damaged.
 export const SCHEMAPIN_PINS_MAX_BYTES = 1 * MiB;
 
 // Syntax errors reported per DSL file; past it the parser stops and says so.
+// The extraction errors of one report are capped at the same count.
 export const DSL_MAX_ERRORS = 100;
+
+// Longest project-relative path a file tool accepts, in UTF-8 bytes (Linux PATH_MAX); longer is refused before any open.
+export const PROJECT_PATH_MAX_BYTES = 4096;
+
+// Longest name or source snippet quoted in a DSL diagnostic; longer ones are cut and marked with `…`.
+export const DSL_MESSAGE_NAME_MAX_CHARS = 64;
+// Time one DSL text may take to analyse (lex, parse, report) in the analysis worker; past it the
+// text gets a one-line refusal and the worker thread is ended and replaced.
+export const DSL_ANALYSIS_BUDGET_MS = 5_000;
+// parse_dsl texts waiting for the analysis thread at once; past it parse_dsl answers that it is busy
+// (the waiting texts are held in memory, so the queue is bounded like each text).
+export const DSL_ANALYSIS_QUEUE_MAX = 8;
+// Largest parse report parse_dsl returns, as its JSON text; a larger one becomes a one-line error.
+export const DSL_REPORT_MAX_BYTES = 4 * MiB;

@@ -1,18 +1,27 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { checkDescriptorAccess, projectFilesUnavailable, type DescriptorAccess } from './descriptor-access-check.js';
+import { PROJECT_PATH_MAX_BYTES } from './limits.js';
+import { checkDescriptorAccess, projectFilesUnavailable, routeByName, type DescriptorAccess } from './descriptor-access-check.js';
+import type { DescriptorRoute, RouteName } from './confinement/descriptor-route.js';
 
 // Project files are reached only through a directory descriptor opened once at
-// startup. Linux has no openat() in Node.js, but opening
-// /proc/self/fd/<dirfd>/<name> resolves <name> relative to that descriptor, and
-// O_NOFOLLOW makes a symlink at <name> fail instead of being followed. Walking
-// one component at a time this way means no symlink is followed anywhere and a
-// rename of the project folder after startup changes nothing we read.
+// startup. Every path is resolved from it one component at a time through the
+// confinement route proven at startup (descriptor-access-check.ts), each open
+// with O_NOFOLLOW so a symlink fails instead of being followed. So no symlink is
+// followed anywhere, and a rename of the project folder after startup changes
+// nothing we read.
 
-const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
-const DIRECTORY_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
-// O_NONBLOCK keeps an open of a FIFO from waiting for a writer; fstat rejects it next.
-const FILE_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
+/** O_DIRECTORY | O_NOFOLLOW: a directory, never through a symlink. */
+function directoryFlags(route: DescriptorRoute): number {
+  const f = route.flags;
+  return f.O_RDONLY | f.O_DIRECTORY | f.O_NOFOLLOW;
+}
+
+/** O_NONBLOCK keeps an open of a FIFO from waiting for a writer; fstat rejects it next. */
+export function fileFlags(route: DescriptorRoute): number {
+  const f = route.flags;
+  return f.O_RDONLY | f.O_NOFOLLOW | f.O_NONBLOCK;
+}
 
 export type ConfinementCode =
   | 'invalid_path'
@@ -27,6 +36,7 @@ export type ConfinementCode =
   /** Descriptor-relative access does not work on this system (descriptor-access-check.ts). */
   | 'unavailable';
 
+/** A refused project path or file: `code` says which rule, the message says it in one line for the user. */
 export class ConfinementError extends Error {
   constructor(
     readonly code: ConfinementCode,
@@ -56,7 +66,7 @@ export function projectPathComponents(relPath: string, rules: PathRules = {}): s
   if (relPath.includes('\0')) refuse('the path contains a NUL byte');
   if (relPath.includes('\\')) refuse('the path contains a backslash');
   if (relPath.startsWith('/')) refuse('absolute paths are not allowed');
-  if (Buffer.byteLength(relPath, 'utf8') > 4096) refuse('the path is longer than 4096 bytes');
+  if (Buffer.byteLength(relPath, 'utf8') > PROJECT_PATH_MAX_BYTES) refuse(`the path is longer than ${PROJECT_PATH_MAX_BYTES} bytes`);
   const components = relPath.split('/').filter((c) => c !== '' && c !== '.');
   if (components.length === 0) refuse('the path names the project root');
   for (const c of components) {
@@ -67,11 +77,8 @@ export function projectPathComponents(relPath: string, rules: PathRules = {}): s
   return components;
 }
 
-export function procPath(dirFd: number, name?: string): string {
-  return name === undefined ? `/proc/self/fd/${dirFd}` : `/proc/self/fd/${dirFd}/${name}`;
-}
-
-function describeOpenError(err: NodeJS.ErrnoException, shown: string): ConfinementError {
+/** The one-line refusal for a failed open of `shown` (ELOOP, and EMLINK on FreeBSD, mean a refused symlink). */
+export function describeOpenError(err: NodeJS.ErrnoException, shown: string): ConfinementError {
   switch (err.code) {
     case 'ENOENT':
       return new ConfinementError('not_found', `${shown}: no such file in the project`);
@@ -90,14 +97,18 @@ function describeOpenError(err: NodeJS.ErrnoException, shown: string): Confineme
   }
 }
 
-// With O_DIRECTORY | O_NOFOLLOW, Linux reports a symlink as ENOTDIR; lstat (which
-// never follows the final component) tells the two apart for a clearer message.
-function isSymlinkAt(dirFd: number, name: string): boolean {
+// With O_DIRECTORY | O_NOFOLLOW, Linux reports a symlink as ENOTDIR. Opening the
+// same name again without O_DIRECTORY (still O_NOFOLLOW) tells the two apart.
+function isSymlinkAt(route: DescriptorRoute, dirFd: number, name: string): boolean {
+  let fd: number;
   try {
-    return fs.lstatSync(procPath(dirFd, name)).isSymbolicLink();
-  } catch {
-    return false;
+    fd = route.openAt(dirFd, name, fileFlags(route));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ELOOP' || code === 'EMLINK';
   }
+  fs.closeSync(fd);
+  return false;
 }
 
 export interface ConfinedText {
@@ -106,35 +117,48 @@ export interface ConfinedText {
   stat: fs.Stats;
 }
 
+/** The project root, pinned by descriptor at startup, and the only way to reach its files. */
 export class PinnedDirectory {
   private constructor(
     /** Descriptor of the project root, kept open for the life of the process. */
     readonly fd: number,
     /** Absolute path the project had when it was pinned (for display only). */
     readonly displayPath: string,
-    /** Whether descriptor-relative access works here; when it does not, every access refuses with the reason. */
+    /** The route proven at startup, or why none could be; without one every access refuses with the reason. */
     readonly access: DescriptorAccess,
   ) {}
 
-  static pin(dir: string): PinnedDirectory {
+  /** Opens `dir` as the project root and proves a confinement route for it (descriptor-access-check.ts). */
+  static pin(dir: string, env: NodeJS.ProcessEnv = process.env): PinnedDirectory {
     const absolute = path.resolve(dir);
-    const fd = fs.openSync(absolute, O_RDONLY | O_DIRECTORY);
+    const fd = fs.openSync(absolute, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
     let shown = absolute;
     try {
-      shown = fs.readlinkSync(procPath(fd));
+      shown = fs.realpathSync(absolute);
     } catch {
       // keep the resolved path
     }
-    return new PinnedDirectory(fd, shown, checkDescriptorAccess(fd));
+    return new PinnedDirectory(fd, shown, checkDescriptorAccess(env));
   }
 
   /**
    * Wraps a descriptor pinned elsewhere in this process (worker threads share
-   * the table). Access was checked when that descriptor's root was pinned: a
-   * run only starts once the supervisor found it available.
+   * the table), reached through the route the supervisor proved at startup: a
+   * run only starts once it found one.
    */
-  static fromDescriptor(fd: number, displayPath: string): PinnedDirectory {
-    return new PinnedDirectory(fd, displayPath, { available: true });
+  static fromDescriptor(fd: number, displayPath: string, route: RouteName): PinnedDirectory {
+    return new PinnedDirectory(fd, displayPath, { available: true, route: routeByName(route), why: 'chosen by the supervisor' });
+  }
+
+  /** A pinned directory that uses `route` (the startup self-test checks a route on its scratch directory this way). */
+  static withRoute(fd: number, displayPath: string, route: DescriptorRoute): PinnedDirectory {
+    return new PinnedDirectory(fd, displayPath, { available: true, route, why: 'under test' });
+  }
+
+  /** The confinement route; throws the one-line refusal when none could be proven. */
+  get route(): DescriptorRoute {
+    if (!this.access.available) throw new ConfinementError('unavailable', projectFilesUnavailable(this.access.reason));
+    return this.access.route;
   }
 
   /**
@@ -143,36 +167,25 @@ export class PinnedDirectory {
    * With `createMode`, missing components are created with that mode.
    */
   openDirectory(components: readonly string[], createMode?: number): number {
-    if (!this.access.available) throw new ConfinementError('unavailable', projectFilesUnavailable(this.access.reason));
+    const route = this.route;
+    if (components.length === 0) return route.openAt(this.fd, '.', route.flags.O_RDONLY | route.flags.O_DIRECTORY);
+    if (route.openBeneath !== undefined && createMode === undefined) {
+      try {
+        return route.openBeneath(this.fd, components, directoryFlags(route));
+      } catch {
+        // The walk below gives the precise refusal (which component, and why).
+      }
+    }
     let current = this.fd;
     const shownParts: string[] = [];
     try {
       for (const name of components) {
         shownParts.push(name);
-        const shown = shownParts.join('/');
-        let next: number;
-        try {
-          next = fs.openSync(procPath(current, name), DIRECTORY_FLAGS);
-        } catch (err) {
-          const e = err as NodeJS.ErrnoException;
-          if (e.code === 'ENOTDIR' && isSymlinkAt(current, name)) throw describeOpenError({ ...e, code: 'ELOOP' }, shown);
-          if (e.code !== 'ENOENT' || createMode === undefined) throw describeOpenError(e, shown);
-          try {
-            // mkdir never follows a symlink at its final component.
-            fs.mkdirSync(procPath(current, name), { mode: createMode });
-          } catch (mkErr) {
-            if ((mkErr as NodeJS.ErrnoException).code !== 'EEXIST') throw describeOpenError(mkErr as NodeJS.ErrnoException, shown);
-          }
-          try {
-            next = fs.openSync(procPath(current, name), DIRECTORY_FLAGS);
-          } catch (reErr) {
-            throw describeOpenError(reErr as NodeJS.ErrnoException, shown);
-          }
-        }
+        const next = openDirectoryAt(route, current, name, shownParts.join('/'), createMode);
         if (current !== this.fd) fs.closeSync(current);
         current = next;
       }
-      return current === this.fd ? fs.openSync(procPath(this.fd), DIRECTORY_FLAGS & ~O_NOFOLLOW) : current;
+      return current;
     } catch (err) {
       if (current !== this.fd) fs.closeSync(current);
       throw err;
@@ -182,38 +195,104 @@ export class PinnedDirectory {
   /** Reads a regular, single-link, UTF-8 file at a project-relative path. */
   readTextFile(relPath: string, maxBytes: number, rules: PathRules = {}): ConfinedText {
     const components = projectPathComponents(relPath, rules);
+    const shown = components.join('/');
+    const route = this.route;
+    if (route.openBeneath !== undefined) {
+      let fd: number | undefined;
+      try {
+        fd = route.openBeneath(this.fd, components, fileFlags(route));
+      } catch {
+        // The walk below gives the precise refusal.
+      }
+      if (fd !== undefined) return readOpenTextFile(fd, maxBytes, shown);
+    }
     const fileName = components[components.length - 1]!;
     const dirFd = this.openDirectory(components.slice(0, -1));
     try {
-      return readTextFileAt(dirFd, fileName, maxBytes, components.join('/'));
+      return readTextFileAt(route, dirFd, fileName, maxBytes, shown);
     } finally {
       fs.closeSync(dirFd);
     }
   }
 }
 
-/** Opens `name` inside `dirFd` without following a symlink and checks it is a lone regular file. */
-export function openRegularFileAt(dirFd: number, name: string, shown: string, extraFlags = 0): { fd: number; stat: fs.Stats } {
-  let fd: number;
+/** Opens one directory component `name` in `dirFd` without following a symlink, creating it with `createMode` when asked. */
+function openDirectoryAt(route: DescriptorRoute, dirFd: number, name: string, shown: string, createMode?: number): number {
+  const flags = directoryFlags(route);
   try {
-    fd = fs.openSync(procPath(dirFd, name), FILE_FLAGS | extraFlags);
+    return route.openAt(dirFd, name, flags);
   } catch (err) {
-    throw describeOpenError(err as NodeJS.ErrnoException, shown);
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'ENOTDIR' && isSymlinkAt(route, dirFd, name)) throw describeOpenError({ ...e, code: 'ELOOP' }, shown);
+    if (e.code !== 'ENOENT' || createMode === undefined) throw describeOpenError(e, shown);
   }
+  try {
+    // mkdir never follows a symlink at its final component.
+    route.mkdirAt(dirFd, name, createMode);
+  } catch (mkErr) {
+    if ((mkErr as NodeJS.ErrnoException).code !== 'EEXIST') throw describeOpenError(mkErr as NodeJS.ErrnoException, shown);
+  }
+  try {
+    return route.openAt(dirFd, name, flags);
+  } catch (reErr) {
+    throw describeOpenError(reErr as NodeJS.ErrnoException, shown);
+  }
+}
+
+/** Why a file with this status is refused as hardlinked (link count above 1), or undefined when it has exactly one link. */
+export function hardLinkProblem(stat: fs.Stats | fs.BigIntStats): string | undefined {
+  return Number(stat.nlink) === 1 ? undefined : `has ${stat.nlink} hard links; hardlinked files are refused`;
+}
+
+/** Checks that the open descriptor `fd` is a lone regular file; closes it and throws the refusal otherwise. */
+function checkRegularFile(fd: number, shown: string): fs.Stats {
   try {
     const stat = fs.fstatSync(fd);
     if (stat.isDirectory()) throw new ConfinementError('not_regular', `${shown}: is a directory, not a regular file`);
     if (!stat.isFile()) throw new ConfinementError('not_regular', `${shown}: is not a regular file (FIFO, socket or device)`);
-    if (stat.nlink !== 1) throw new ConfinementError('hardlinked', `${shown}: has ${stat.nlink} hard links; hardlinked files are refused`);
-    return { fd, stat };
+    const linked = hardLinkProblem(stat);
+    if (linked !== undefined) throw new ConfinementError('hardlinked', `${shown}: ${linked}`);
+    return stat;
   } catch (err) {
     fs.closeSync(fd);
     throw err;
   }
 }
 
+/** Opens `name` inside `dirFd` without following a symlink and checks it is a lone regular file. */
+export function openRegularFileAt(route: DescriptorRoute, dirFd: number, name: string, shown: string): { fd: number; stat: fs.Stats } {
+  let fd: number;
+  try {
+    fd = route.openAt(dirFd, name, fileFlags(route));
+  } catch (err) {
+    throw describeOpenError(err as NodeJS.ErrnoException, shown);
+  }
+  return { fd, stat: checkRegularFile(fd, shown) };
+}
+
+/**
+ * Device and inode of the entry `name` in `dirFd`, without following a
+ * symlink; undefined when it is absent or not a file this process can open.
+ * Used to check that a name still refers to a file we created before unlinking it.
+ */
+export function entryIdentityAt(route: DescriptorRoute, dirFd: number, name: string): { dev: number; ino: number } | undefined {
+  let fd: number;
+  try {
+    fd = route.openAt(dirFd, name, fileFlags(route));
+  } catch {
+    return undefined;
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    return { dev: stat.dev, ino: stat.ino };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
+/** Decodes `bytes` as UTF-8, refusing invalid sequences with a one-line error naming `shown`. */
 export function decodeUtf8Strict(bytes: Uint8Array, shown: string): string {
   try {
     return utf8.decode(bytes);
@@ -222,8 +301,18 @@ export function decodeUtf8Strict(bytes: Uint8Array, shown: string): string {
   }
 }
 
-export function readTextFileAt(dirFd: number, name: string, maxBytes: number, shown: string): ConfinedText {
-  const { fd, stat } = openRegularFileAt(dirFd, name, shown);
+/** Reads the regular, single-link, UTF-8 file `name` inside `dirFd`, at most `maxBytes`. */
+export function readTextFileAt(route: DescriptorRoute, dirFd: number, name: string, maxBytes: number, shown: string): ConfinedText {
+  const { fd, stat } = openRegularFileAt(route, dirFd, name, shown);
+  return readCheckedTextFile(fd, stat, maxBytes, shown);
+}
+
+function readOpenTextFile(fd: number, maxBytes: number, shown: string): ConfinedText {
+  return readCheckedTextFile(fd, checkRegularFile(fd, shown), maxBytes, shown);
+}
+
+/** Reads and closes `fd`, already checked (`stat`) to be a lone regular file. */
+function readCheckedTextFile(fd: number, stat: fs.Stats, maxBytes: number, shown: string): ConfinedText {
   try {
     if (stat.size > maxBytes) throw new ConfinementError('too_large', `${shown}: is ${stat.size} bytes; the limit is ${maxBytes} bytes`);
     // Read at most maxBytes + 1 so a file that grows after fstat is still caught.

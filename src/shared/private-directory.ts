@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { ConfinementError, PinnedDirectory, procPath } from './pinned-directory.js';
+import { ConfinementError, PinnedDirectory } from './pinned-directory.js';
 import { projectFilesUnavailable } from './descriptor-access-check.js';
 
 // The server's own storage (.symbiont/ and what lies below it) must be private:
@@ -16,6 +16,7 @@ export class UnsafeStorageError extends Error {
 
 const PRIVATE_DIRECTORY_MODE = 0o700;
 
+/** Refuses `fd` unless it is a directory owned by this user with no group or other permission bits. */
 export function checkPrivateDirectory(fd: number, shown: string): void {
   const stat = fs.fstatSync(fd);
   if (!stat.isDirectory()) throw new UnsafeStorageError(`${shown}: unsafe storage: not a directory`);
@@ -40,6 +41,7 @@ export function openPrivateDirectory(project: PinnedDirectory, components: reado
   if (!project.access.available) {
     throw new UnsafeStorageError(`${[project.displayPath, ...components].join('/')}: ${projectFilesUnavailable(project.access.reason)}`);
   }
+  const route = project.route;
   let current = project.fd;
   const shownParts: string[] = [project.displayPath];
   try {
@@ -47,7 +49,7 @@ export function openPrivateDirectory(project: PinnedDirectory, components: reado
       shownParts.push(name);
       const shown = shownParts.join('/');
       try {
-        fs.mkdirSync(procPath(current, name), { mode: PRIVATE_DIRECTORY_MODE });
+        route.mkdirAt(current, name, PRIVATE_DIRECTORY_MODE);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
           throw new UnsafeStorageError(`${shown}: cannot create storage directory (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
@@ -55,7 +57,7 @@ export function openPrivateDirectory(project: PinnedDirectory, components: reado
       }
       let next: number;
       try {
-        next = PinnedDirectory.fromDescriptor(current, shown).openDirectory([name]);
+        next = PinnedDirectory.withRoute(current, shown, route).openDirectory([name]);
       } catch (err) {
         if (err instanceof ConfinementError && err.code === 'symlink') throw new UnsafeStorageError(`${shown}: unsafe storage: is a symlink`);
         if (err instanceof ConfinementError && err.code === 'not_directory') throw new UnsafeStorageError(`${shown}: unsafe storage: not a directory`);

@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import type { RouteName } from './confinement/descriptor-route.js';
 import type { LoadedPolicySet } from './policy/policy-set.js';
 import type { ProviderConfig } from './provider-config.js';
 
@@ -8,6 +9,8 @@ import type { ProviderConfig } from './provider-config.js';
 export interface WorkerBootData {
   projectFd: number;
   projectPath: string;
+  /** The confinement route the supervisor proved at startup (descriptor-access-check.ts); workers use the same one. */
+  confinementRoute: RouteName;
   /** Loaded policy set (plain data), evaluated inside each worker with its own Cedar instance. */
   policySet: LoadedPolicySet;
   provider: ProviderConfig;

@@ -7,6 +7,7 @@ import type { RunDefinition } from './run-messages.js';
 export const RUN_SURFACE = 'mcp-server';
 export const RUN_MODE = 'text_response';
 
+/** The Started event of a run of `definition`, as both rooms write it. */
 export function startedEvent(definition: RunDefinition): Record<string, unknown> {
   return {
     Started: {
@@ -21,6 +22,24 @@ export function startedEvent(definition: RunDefinition): Record<string, unknown>
           tools_enabled: false,
         },
       },
+    },
+  };
+}
+
+/**
+ * The DirectInferenceFinished event of a provider call that produced no response: our message, and
+ * the failure's journal fields (provider-error.ts) when the call failed at the provider.
+ */
+export function failedFinishEvent(callId: string, message: string, error?: Record<string, unknown>): Record<string, unknown> {
+  return {
+    DirectInferenceFinished: {
+      call_id: callId,
+      reason: { Error: { message } },
+      response_hash: null,
+      response_bytes: 0,
+      finish_reason: null,
+      usage: null,
+      ...(error !== undefined ? { error } : {}),
     },
   };
 }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
+import type { DescriptorRoute } from '../shared/confinement/descriptor-route.js';
 import { DISCOVERY_MAX_ENTRIES, DISCOVERY_MAX_RETAINED_BYTES, DSL_FILE_MAX_BYTES } from '../shared/limits.js';
-import { ConfinementError, PinnedDirectory, decodeUtf8Strict, procPath, readTextFileAt } from '../shared/pinned-directory.js';
+import { ConfinementError, PinnedDirectory, decodeUtf8Strict, readTextFileAt } from '../shared/pinned-directory.js';
 
 // Source discovery: the agent sources in agents/ (not recursive) read once at
 // startup through the pinned directory. Every file left out is recorded with
@@ -34,6 +35,7 @@ export interface DiscoveryResult {
   retainedBytes: number;
 }
 
+/** The filename stem of an agent source (`foo` for foo.symbi or foo.dsl), or null for any other name. */
 export function sourceStem(name: string): string | null {
   for (const ext of SOURCE_EXTENSIONS) {
     if (name.endsWith(ext) && name.length > ext.length) return name.slice(0, -ext.length);
@@ -48,36 +50,23 @@ interface ListedNames {
   truncated: boolean;
 }
 
-function listDirectory(dirFd: number): ListedNames {
-  const dir = fs.opendirSync(procPath(dirFd), { encoding: 'buffer' as BufferEncoding, bufferSize: 64 });
+function listDirectory(route: DescriptorRoute, dirFd: number): ListedNames {
+  const listed = route.list(dirFd, DISCOVERY_MAX_ENTRIES);
   const names: string[] = [];
   let undecodable = 0;
-  let inspected = 0;
-  let truncated = false;
-  try {
-    for (;;) {
-      const entry = dir.readSync();
-      if (entry === null) break;
-      if (inspected >= DISCOVERY_MAX_ENTRIES) {
-        truncated = true;
-        break;
-      }
-      inspected++;
-      const raw = entry.name as unknown as Buffer;
-      try {
-        names.push(decodeUtf8Strict(raw, 'entry'));
-      } catch {
-        undecodable++;
-      }
+  for (const raw of listed.names) {
+    try {
+      names.push(decodeUtf8Strict(raw, 'entry'));
+    } catch {
+      undecodable++;
     }
-  } finally {
-    dir.closeSync();
   }
   // Directory order is arbitrary; sorting makes which files fit the limits predictable.
   names.sort();
-  return { names, undecodable, inspected, truncated };
+  return { names, undecodable, inspected: listed.names.length, truncated: listed.truncated };
 }
 
+/** Reads agents/*.symbi and *.dsl once, through the pinned directory, within the discovery limits. */
 export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult {
   const result: DiscoveryResult = {
     sources: [],
@@ -94,13 +83,13 @@ export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult 
     if (err instanceof ConfinementError && err.code === 'not_found') return result;
     result.directoryProblem =
       err instanceof ConfinementError
-        ? `${AGENTS_DIRECTORY}/ ${describeDirectoryProblem(isSymlinkAt(project.fd, AGENTS_DIRECTORY) ? 'symlink' : err.code)}`
+        ? `${AGENTS_DIRECTORY}/ ${describeDirectoryProblem(err.code)}`
         : `${AGENTS_DIRECTORY}/ cannot be opened`;
     return result;
   }
   result.agentsDirectoryPresent = true;
   try {
-    const listed = listDirectory(dirFd);
+    const listed = listDirectory(project.route, dirFd);
     result.entriesInspected = listed.inspected;
     if (listed.truncated) {
       result.limitsHit.push(
@@ -126,7 +115,7 @@ export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult 
       let text: string;
       let bytes: number;
       try {
-        ({ text, bytes } = readTextFileAt(dirFd, name, DSL_FILE_MAX_BYTES, file));
+        ({ text, bytes } = readTextFileAt(project.route, dirFd, name, DSL_FILE_MAX_BYTES, file));
       } catch (err) {
         result.skipped.push({ file, reason: err instanceof ConfinementError ? stripShownPath(err.message, file) : 'cannot be read' });
         continue;
@@ -146,15 +135,6 @@ export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult 
     fs.closeSync(dirFd);
   }
   return result;
-}
-
-/** O_DIRECTORY|O_NOFOLLOW reports a symlinked directory as ENOTDIR; lstat (no follow) tells them apart. */
-function isSymlinkAt(dirFd: number, name: string): boolean {
-  try {
-    return fs.lstatSync(procPath(dirFd, name)).isSymbolicLink();
-  } catch {
-    return false;
-  }
 }
 
 function describeDirectoryProblem(code: ConfinementError['code']): string {

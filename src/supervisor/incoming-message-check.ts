@@ -2,6 +2,8 @@ import {
   ClientNotificationSchema,
   ClientRequestSchema,
   ErrorCode,
+  JSONRPCNotificationSchema,
+  JSONRPCRequestSchema,
   JSONRPCResponseSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
@@ -32,11 +34,13 @@ import { describeType, toolError } from './tools/tool-arguments.js';
 // Responses from the client are never answered either (that could loop).
 // Error ids are `null` as JSON-RPC 2.0 section 5 requires; MCP 2025-11-25's
 // schema also allows leaving the id out, and both mean "unknown request".
+// A UTF-8 byte-order mark at the start of a line is ignored, as RFC 8259
+// section 8.1 allows: the line is judged and forwarded without it.
 
 export type JsonRpcId = string | number;
 
 export type IncomingVerdict =
-  /** A well-formed message: hand the line to the SDK unchanged. */
+  /** A well-formed message: hand the line to the SDK (without a leading byte-order mark). */
   | { kind: 'forward' }
   /** Answer with this message (an error, or an isError tool result); `reason` is for the operator log. */
   | { kind: 'answer'; message: Record<string, unknown>; reason: string }
@@ -75,6 +79,7 @@ function describeId(value: unknown): string {
   return Number.isInteger(value) && !Number.isSafeInteger(value) ? 'an integer beyond 2^53-1' : String(value);
 }
 
+/** Whether `value` is an id MCP accepts: a string, or an integer within ±(2^53-1). */
 export function isValidId(value: unknown): value is JsonRpcId {
   return typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
 }
@@ -142,7 +147,11 @@ function judgeNotification(message: Record<string, unknown>, method: string): In
   if (schema !== undefined) {
     const parsed = schema.safeParse({ method, ...(message.params !== undefined ? { params: message.params } : {}) });
     if (!parsed.success) return { kind: 'ignore', reason: `malformed ${method} notification (not answered): ${firstIssue(parsed.error)}` };
+    return { kind: 'forward' };
   }
+  // A method the SDK has no schema for still passes its message schema, or the SDK would drop it unheard.
+  const envelope = JSONRPCNotificationSchema.safeParse(message);
+  if (!envelope.success) return { kind: 'ignore', reason: `malformed notification (not answered): ${firstIssue(envelope.error)}` };
   return { kind: 'forward' };
 }
 
@@ -181,8 +190,12 @@ function judgeRequest(message: Record<string, unknown>): IncomingVerdict {
       const what = `Invalid params for ${method}: ${firstIssue(parsed.error)}`;
       return { kind: 'answer', message: errorMessage(id, ErrorCode.InvalidParams, what), reason: `answered -32602: ${what}` };
     }
+    return { kind: 'forward' };
   }
-  // Unknown methods go on: the SDK answers them with -32601.
+  // Unknown methods go on, and the SDK answers them with -32601, but only once
+  // its message schema (which checks `_meta`) accepts them: it drops the rest unanswered.
+  const envelope = JSONRPCRequestSchema.safeParse(message);
+  if (!envelope.success) return invalid(firstIssue(envelope.error));
   return { kind: 'forward' };
 }
 
@@ -193,10 +206,18 @@ function judgeBatch(batch: unknown[]): IncomingVerdict {
   return { kind: 'answer', message: errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: ${what}`), reason: `answered -32600: a batch of ${batch.length} messages` };
 }
 
-/** Judges one line (its newline and a trailing CR may be present). */
+const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf] as const;
+
+/** The line without a leading UTF-8 byte-order mark: what is judged is what the SDK is given. */
+export function withoutByteOrderMark(line: Buffer): Buffer {
+  return line[0] === BYTE_ORDER_MARK[0] && line[1] === BYTE_ORDER_MARK[1] && line[2] === BYTE_ORDER_MARK[2] ? line.subarray(3) : line;
+}
+
+/** Judges one line (its newline and a trailing CR may be present; a leading byte-order mark is ignored). */
 export function judgeIncomingLine(line: Uint8Array): IncomingVerdict {
   let text: string;
   try {
+    // The decoder drops a leading byte-order mark (ignoreBOM is false), like withoutByteOrderMark.
     text = utf8.decode(line);
   } catch {
     return { kind: 'answer', message: errorMessage(null, ErrorCode.ParseError, 'Parse error: the line is not valid UTF-8'), reason: 'answered -32700: not valid UTF-8' };

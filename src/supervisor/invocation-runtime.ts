@@ -1,6 +1,7 @@
 import type { Piscina } from 'piscina';
 import { providerFromEnvironment } from '../shared/provider-config.js';
 import { createInvocationPool } from './invocation-pool.js';
+import { prepareSelection } from './invoke-preflight.js';
 import { RunOwnerTable } from './run-owners.js';
 import type { SessionContext } from './session-context.js';
 import { createSigningKeyGuard } from './signing-key-guard.js';
@@ -24,10 +25,11 @@ export interface InvocationRuntime {
   stopWorkers(): Promise<void>;
 }
 
-export function createInvocationRuntime(context: SessionContext, env: NodeJS.ProcessEnv = process.env): InvocationRuntime {
+/** Builds what invoke_agent needs; `maxInvocations` bounds the runs in progress at once. */
+export function createInvocationRuntime(context: SessionContext, maxInvocations: number, env: NodeJS.ProcessEnv = process.env): InvocationRuntime {
   const { snapshot, log } = context;
   const provider = providerFromEnvironment(env);
-  // The key announced at startup is the only key this process signs with (signing-key-pin.ts).
+  // The key announced at startup is the only key this process signs with (signing-key-change.ts).
   const pinnedKey = context.auditStorage?.pinnedKey;
   let pool: Piscina | undefined;
   const getPool = (): Piscina => {
@@ -38,6 +40,7 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
         {
           projectFd: snapshot.project.fd,
           projectPath: snapshot.project.path,
+          confinementRoute: context.project.route.name,
           policySet: snapshot.policy.set,
           provider: provider.config,
           signingKeySeed: pinnedKey.seed,
@@ -69,6 +72,13 @@ export function createInvocationRuntime(context: SessionContext, env: NodeJS.Pro
       guidance,
       log,
       signingKeyProblem: createSigningKeyGuard(context.project, context.auditStorage, snapshot.audit, log),
+      analysedRegistry: async () => (await context.sourceAnalysis()).registry,
+      prepareSelection: (registry, agent) =>
+        prepareSelection(registry, agent, async (entry) => {
+          const outcome = await context.dslAnalysis.run({ kind: 'selection', entry });
+          return outcome.ok ? outcome.value : { ok: false, kind: 'refused', message: `${entry.file}: ${outcome.message}`, candidates: [] };
+        }),
+      maxInvocations,
     },
     warmUp: () => {
       // Nothing to start when every invocation will be refused anyway. The

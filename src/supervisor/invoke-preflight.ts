@@ -1,5 +1,4 @@
 import { selectConversationalDefinition, type RegistryEntry, type Selection } from '../shared/dsl/conversational-definition.js';
-import { PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../shared/limits.js';
 import { canPermitSomeResponse } from '../shared/policy/respond-authorization.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
@@ -24,37 +23,50 @@ export interface InvokeArguments {
 
 export type Preflight = { ok: true; definition: RunDefinition; provider: ProviderConfig } | { ok: false; message: string };
 
-function overLimit(field: string, text: string, limit: number): string | undefined {
-  const bytes = Buffer.byteLength(text, 'utf8');
-  return bytes > limit ? `${field} is ${bytes} bytes; the limit is ${limit} bytes (${limit / 1024} KiB)` : undefined;
-}
-
 // The registry never changes after startup, so a name's selection (a parse of
 // its file and two hashes) is worked out once per name, not once per call.
+// Only names of registered files are kept, so the cache holds at most one
+// selection per file and unknown names cannot crowd them out.
 const SELECTION_CACHE_ENTRIES = 1024;
 const selections = new WeakMap<readonly RegistryEntry[], Map<string, Selection>>();
 
-function selectionFor(registry: readonly RegistryEntry[], name: string): Selection {
+function cacheFor(registry: readonly RegistryEntry[]): Map<string, Selection> {
   let cache = selections.get(registry);
   if (cache === undefined) {
     cache = new Map();
     selections.set(registry, cache);
   }
+  return cache;
+}
+
+function selectionFor(registry: readonly RegistryEntry[], name: string): Selection {
+  const cache = cacheFor(registry);
   let selection = cache.get(name);
   if (selection === undefined) {
     selection = selectConversationalDefinition(registry, name);
-    if (cache.size < SELECTION_CACHE_ENTRIES) cache.set(name, selection);
+    if (cache.size < SELECTION_CACHE_ENTRIES && registry.some((e) => e.stem === name)) cache.set(name, selection);
   }
   return selection;
 }
 
+/**
+ * Works out the selection of `name` before preflight, when it means exactly
+ * one file, with `examine` (the DSL analysis thread) parsing that file instead
+ * of this thread. Unknown and ambiguous names parse nothing and are left to preflight.
+ */
+export async function prepareSelection(registry: readonly RegistryEntry[], name: string, examine: (entry: RegistryEntry) => Promise<Selection>): Promise<void> {
+  const cache = cacheFor(registry);
+  if (cache.has(name) || cache.size >= SELECTION_CACHE_ENTRIES) return;
+  const matches = registry.filter((e) => e.stem === name);
+  if (matches.length !== 1) return;
+  const selection = await examine(matches[0]!);
+  cache.set(name, selection);
+}
+
+/** Refuses before any journal what cannot run (no project access, unknown agent, no provider, a deny-all policy), else the run definition. The argument sizes are checked by the tool's declaration. */
 export function preflightInvocation(args: InvokeArguments, inputs: PreflightInputs): Preflight {
   // First: without project file access the registry is empty, and "unknown agent" would hide the true reason.
   if (!inputs.projectAccess.available) return { ok: false, message: projectFilesUnavailable(inputs.projectAccess.reason) };
-  const tooLong =
-    overLimit('prompt', args.prompt, PROMPT_MAX_BYTES) ??
-    (args.system_prompt !== undefined ? overLimit('system_prompt', args.system_prompt, SYSTEM_PROMPT_MAX_BYTES) : undefined);
-  if (tooLong !== undefined) return { ok: false, message: tooLong };
 
   const selection = selectionFor(inputs.registry, args.agent);
   if (!selection.ok) return { ok: false, message: selection.message };

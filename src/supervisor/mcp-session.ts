@@ -1,7 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { MiB, STDIN_LINE_MAX_BYTES } from '../shared/limits.js';
+import { MiB, STDIN_LINE_MAX_BYTES, STDOUT_BACKLOG_MAX_BYTES } from '../shared/limits.js';
 import { packageVersion } from '../shared/package-version.js';
 import type { SessionContext } from './session-context.js';
 import { StdinLineLimiter } from './stdin-line-limiter.js';
@@ -21,6 +21,15 @@ export const SERVER_VERSION = packageVersion;
 // Log the first few malformed messages one by one, then only every Nth, so a flood of garbage cannot flood stderr.
 const MALFORMED_LOG_FIRST = 100;
 const MALFORMED_LOG_EVERY = 1000;
+
+/**
+ * The fixed words an SDK error starts with, cut before the first quote, colon or
+ * bracket: the SDK and JSON.parse append or quote the client's bytes after them.
+ */
+export function sdkErrorWords(err: Error): string {
+  const words = err.message.split(/[:'"`[{(]/, 1)[0]!.trim().slice(0, 120);
+  return words === '' ? err.name : words;
+}
 
 export interface SessionIo {
   stdin: Readable;
@@ -49,6 +58,7 @@ export interface McpSession {
   closeSession(reason: string): Promise<void>;
 }
 
+/** The SDK server with every tool of this session registered (invoke_agent only when `options` brings it). */
 export function createMcpServer(context: SessionContext, options: SessionOptions = {}): McpServer {
   const server = new McpServer(
     { name: SERVER_NAME, version: SERVER_VERSION },
@@ -65,6 +75,7 @@ export function createMcpServer(context: SessionContext, options: SessionOptions
   return server;
 }
 
+/** Serves MCP on `io` through the line limiter and the message gate until standard input ends or closeSession is called. */
 export async function startMcpSession(
   context: SessionContext,
   io: SessionIo = { stdin: process.stdin, stdout: process.stdout },
@@ -79,8 +90,12 @@ export async function startMcpSession(
       log.warn(`malformed message from the client: ${reason}`, { malformed_total: malformed });
     }
   };
-  const answer = (message: Record<string, unknown>): Promise<void> | void => {
-    if (!io.stdout.writable || io.stdout.write(`${JSON.stringify(message)}\n`)) return;
+  const answer = (message: Record<string, unknown>): void => {
+    if (io.stdout.writable) io.stdout.write(`${JSON.stringify(message)}\n`);
+  };
+  // Input waits while answers wait: 'drain' comes once the client has read them all.
+  const outputRoom = (): Promise<void> | void => {
+    if (!io.stdout.writable || io.stdout.writableLength <= STDOUT_BACKLOG_MAX_BYTES) return;
     return new Promise<void>((resolve) => {
       const done = (): void => {
         io.stdout.off('drain', done).off('close', done).off('error', done);
@@ -95,7 +110,7 @@ export async function startMcpSession(
       reportMalformed(`answered -32600: an input line of ${bytes} bytes, longer than the ${STDIN_LINE_MAX_BYTES}-byte line limit, was dropped`);
     },
   });
-  const gate = new IncomingMessageGate({ answer, report: reportMalformed });
+  const gate = new IncomingMessageGate({ answer, report: reportMalformed, outputRoom });
   io.stdin.pipe(limiter).pipe(gate);
   // The limiter only forwards whole lines of at most the cap, so this bound is never reached by one message.
   const transport = new StdioServerTransport(gate, io.stdout, { maxBufferSize: 2 * STDIN_LINE_MAX_BYTES + MiB });
@@ -104,9 +119,7 @@ export async function startMcpSession(
   // here is the rest (a response to an unknown request id, say), under the same
   // rate limit: a client can send those in a flood too.
   server.server.onerror = (err: Error) => {
-    // The SDK appends the offending message to some errors; never echo the client's bytes.
-    const text = err.message.replace(/:\s*[[{].*$/s, '').slice(0, 200);
-    reportMalformed(`not answered: ${text}`);
+    reportMalformed(`not answered: ${sdkErrorWords(err)}`);
   };
 
   let resolveClosed!: (reason: string) => void;

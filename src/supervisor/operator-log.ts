@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Logger, pino as PinoFactory } from 'pino';
+import { escapeToOneLine } from '../shared/one-line-text.js';
 
 // Everything the server says to an operator goes to standard error: standard
 // output is the MCP channel and must carry JSON-RPC messages only. Callers pass
@@ -18,18 +19,8 @@ export interface OperatorLog {
   error(message: string, fields?: LogFields): void;
 }
 
-/** Keeps one log entry on one line whatever the message contains (paths can hold newlines). */
-export function oneLine(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (c) => {
-    if (c === '\n') return '\\n';
-    if (c === '\r') return '\\r';
-    if (c === '\t') return '\\t';
-    return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
-  });
-}
-
 function formatFieldValue(value: unknown): string {
-  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? oneLine(value) : JSON.stringify(value);
+  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? escapeToOneLine(value) : JSON.stringify(value);
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
   try {
     return JSON.stringify(value) ?? String(value);
@@ -58,7 +49,7 @@ function textLog(): OperatorLog {
           .map(([k, v]) => ` ${k}=${formatFieldValue(v)}`)
           .join('')
       : '';
-    writeStderr(`${prefix}${oneLine(message)}${extra}\n`);
+    writeStderr(`${prefix}${escapeToOneLine(message)}${extra}\n`);
   };
   return {
     format: 'text',
@@ -84,6 +75,7 @@ function jsonLog(): OperatorLog {
   };
 }
 
+/** The operator's log on standard error, in short text lines or one JSON object per line. */
 export function createOperatorLog(format: LogFormat): OperatorLog {
   return format === 'json' ? jsonLog() : textLog();
 }

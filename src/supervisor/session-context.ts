@@ -1,5 +1,7 @@
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
 import type { OperatorLog } from './operator-log.js';
+import type { DslAnalysisPool } from './dsl-analysis-pool.js';
+import type { SourceAnalysis } from './source-analysis.js';
 import type { AuditStorageHandle, StartupSnapshot } from './startup-snapshot.js';
 
 // What every tool handler of one `symbi mcp` process shares: the pinned
@@ -12,4 +14,8 @@ export interface SessionContext {
   readonly log: OperatorLog;
   readonly auditStorage: AuditStorageHandle | null;
   readonly shutdownGraceMs: number;
+  /** The thread parse_dsl and the startup analysis run DSL text in (dsl-analysis-pool.ts). */
+  readonly dslAnalysis: DslAnalysisPool;
+  /** The startup analysis of the agent sources, run once on first use. */
+  readonly sourceAnalysis: () => Promise<SourceAnalysis>;
 }

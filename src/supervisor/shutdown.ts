@@ -1,3 +1,4 @@
+import pTimeout from 'p-timeout';
 import type { RunOwnerTable } from './run-owners.js';
 import type { OperatorLog } from './operator-log.js';
 
@@ -14,8 +15,13 @@ export interface ShutdownDependencies {
   closeSession: () => Promise<void>;
   /** Stops the worker threads once runs are settled. */
   stopWorkers: () => Promise<void>;
-  /** Runs first (the startup summary, if the session ended before it was written). */
-  beforeDrain?: () => void;
+  /** Settles once the answers already written to standard output have left the process. */
+  outputFlushed?: () => Promise<void>;
+  /**
+   * Runs first (the startup summary, if the session ended before it was written).
+   * Runs are cancelled without waiting for it; it is awaited before the closing lines.
+   */
+  beforeDrain?: () => void | Promise<void>;
 }
 
 export type Shutdown = (cause: string) => Promise<never>;
@@ -25,16 +31,22 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
 
   const shutdown = (cause: string): Promise<never> => {
     inProgress ??= (async (): Promise<never> => {
-      deps.beforeDrain?.();
+      const summary = deps.beforeDrain?.();
       const live = deps.owners.size;
       deps.owners.cancelAll(`the server is shutting down (${cause})`);
       const { finalised, notFinalised } = await deps.owners.drain(deps.graceMs);
+      await summary;
       deps.log.info('shutting down', { cause, live_runs: live, finalised, not_finalised: notFinalised });
       if (notFinalised > 0) {
         deps.log.warn(`${notFinalised} run(s) were not finalised within ${deps.graceMs} ms; their journals need reconciliation`);
       }
+      // A settled run's answer is written over the microtasks that follow its
+      // settling: one turn lets every handler send it before the session closes.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       await deps.closeSession().catch(() => undefined);
       await deps.stopWorkers().catch(() => undefined);
+      // process.exit drops what a pipe has not yet taken; the client is owed those answers.
+      if (deps.outputFlushed !== undefined) await pTimeout(deps.outputFlushed(), { milliseconds: Math.max(deps.graceMs, 1), fallback: () => undefined });
       process.exit(notFinalised === 0 ? 0 : 1);
     })();
     return inProgress;

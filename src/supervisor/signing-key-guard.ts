@@ -1,4 +1,4 @@
-import { signingKeyFileChange } from '../shared/journal/signing-key-pin.js';
+import { signingKeyFileChange } from '../shared/journal/signing-key-change.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
 import type { OperatorLog } from './operator-log.js';
 import type { AuditSnapshot, AuditStorageHandle } from './startup-snapshot.js';

@@ -2,34 +2,18 @@ import { AGENTS_MD_MAX_BYTES } from '../shared/limits.js';
 import { ConfinementError, PinnedDirectory } from '../shared/pinned-directory.js';
 import type { DescriptorAccess } from '../shared/descriptor-access-check.js';
 import { extractAgentsMdGuidance, type AgentsMdGuidance } from '../shared/agents-md.js';
-import { buildReport } from '../shared/dsl/parse-report.js';
-import { parseDsl } from '../shared/dsl/parser.js';
-import { conversationalVerdict, type RegistryEntry } from '../shared/dsl/conversational-definition.js';
+import type { RegistryEntry } from '../shared/dsl/conversational-definition.js';
 import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../shared/policy/policy-set.js';
 import { openAuditStorage } from '../shared/audit-storage.js';
 import { discoverAgentSources, type SkippedSource } from './agent-discovery.js';
-import { collectPolicyFiles } from './policy-files.js';
+import { collectPolicyFiles } from './policy-file-discovery.js';
 
 // The startup snapshot: everything the server learns about the project when
 // it starts, taken once and frozen. Files added or changed later cannot be
 // invoked until restart. It is plain data (no descriptors wrapped in classes,
 // no functions) so pieces of it can be posted to worker threads.
 
-export interface AgentSummary {
-  stem: string;
-  file: string;
-  bytes: number;
-  /** Names of the `agent` declarations in the file, in source order. */
-  declared_agents: string[];
-  invocable: boolean;
-  /** The declared agent an invocation by this stem runs as (when invocable). */
-  declared_name?: string;
-  /** Why the file cannot be invoked (when not invocable). */
-  reason?: string;
-  has_schedules: boolean;
-  has_channels: boolean;
-  syntax_errors: number;
-}
+export type { AgentSummary } from '../shared/dsl/source-summary.js';
 
 export type AgentsMdSnapshot =
   | { present: true; bytes: number; text: string; guidance: AgentsMdGuidance | null }
@@ -48,9 +32,13 @@ export interface StartupSnapshot {
    * the policy set denies everything, each naming this reason.
    */
   readonly projectAccess: DescriptorAccess;
-  /** Registry entries as the DSL module expects them, one per discovered source. */
+  /**
+   * Registry entries as the DSL module expects them, one per discovered source.
+   * Their analysis (source-analysis.ts) may still leave some out: what
+   * list_agents and invoke_agent use is the analysed registry.
+   */
   readonly registry: readonly RegistryEntry[];
-  readonly agents: readonly AgentSummary[];
+  /** Files discovery left out; the analysis may add more. */
   readonly skipped: readonly SkippedSource[];
   readonly limitsHit: readonly string[];
   readonly agentsDirectory: { readonly present: boolean; readonly problem?: string; readonly entriesInspected: number; readonly retainedBytes: number };
@@ -65,35 +53,6 @@ export type AuditStorageHandle = ReturnType<typeof openAuditStorage>;
 export interface SnapshotResult {
   snapshot: StartupSnapshot;
   auditStorage: AuditStorageHandle | null;
-}
-
-function summariseSource(entry: RegistryEntry & { bytes: number }, registry: readonly RegistryEntry[]): AgentSummary {
-  // One parse per file serves both the report summary and the conversational verdict.
-  const parsed = parseDsl(entry.text);
-  const report = buildReport(parsed.file, parsed.errors, entry.text, entry.file);
-  const summary: AgentSummary = {
-    stem: entry.stem,
-    file: entry.file,
-    bytes: entry.bytes,
-    declared_agents: report.agents.map((a) => a.name),
-    invocable: false,
-    has_schedules: report.schedules.length > 0,
-    has_channels: report.channels.length > 0,
-    syntax_errors: report.errors.length,
-  };
-  let verdict: ReturnType<typeof conversationalVerdict>;
-  try {
-    verdict = conversationalVerdict({ stem: entry.stem, file: entry.file, text: entry.text }, registry, parsed);
-  } catch {
-    verdict = { invocable: false, reason: 'the conversational check failed on this file' };
-  }
-  if (verdict.invocable) {
-    summary.invocable = true;
-    summary.declared_name = verdict.declaredName;
-  } else {
-    summary.reason = verdict.reason;
-  }
-  return summary;
 }
 
 function readAgentsMd(project: PinnedDirectory): AgentsMdSnapshot {
@@ -138,7 +97,6 @@ function unavailableSnapshot(project: PinnedDirectory, reason: string): Snapshot
     project: { fd: project.fd, path: project.displayPath },
     projectAccess: { available: false, reason },
     registry: [],
-    agents: [],
     skipped: [],
     limitsHit: [],
     agentsDirectory: { present: false, problem: `agents/ cannot be read: ${reason}`, entriesInspected: 0, retainedBytes: 0 },
@@ -156,7 +114,7 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
   const policyInputs: PolicyFileInput[] = collectPolicyFiles(project);
   const policySet = loadPolicySet(policyInputs);
   const { audit, storage } = openAudit(project);
-  const snapshot: Omit<StartupSnapshot, 'agents'> = {
+  const snapshot: StartupSnapshot = {
     takenAt: new Date().toISOString(),
     project: { fd: project.fd, path: project.displayPath },
     projectAccess: project.access,
@@ -173,13 +131,5 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
     policy: { files: policyInputs.map((f) => f.path), set: policySet },
     audit,
   };
-  // The sources are read now; their parse summaries and verdicts are derived on
-  // first use (the startup summary right after the MCP handshake, or an early
-  // list_agents), so the initialize answer does not wait for 1,000 parses.
-  let agents: readonly AgentSummary[] | undefined;
-  Object.defineProperty(snapshot, 'agents', {
-    enumerable: false,
-    get: () => (agents ??= deepFreeze(discovery.sources.map((source) => summariseSource(source, registry)))),
-  });
-  return { snapshot: deepFreeze(snapshot as StartupSnapshot), auditStorage: storage };
+  return { snapshot: deepFreeze(snapshot), auditStorage: storage };
 }

@@ -1,6 +1,9 @@
 import { projectFilesUnavailable } from '../shared/descriptor-access-check.js';
 import { describeProvider, type ProviderSelection } from '../shared/provider-config.js';
 import type { OperatorLog } from './operator-log.js';
+import { shownName } from '../shared/dsl/shown-name.js';
+import type { AgentSummary } from '../shared/dsl/source-summary.js';
+import type { SourceAnalysis } from './source-analysis.js';
 import type { StartupSnapshot } from './startup-snapshot.js';
 
 // The first lines an operator sees on standard error: what was pinned, which
@@ -10,13 +13,13 @@ import type { StartupSnapshot } from './startup-snapshot.js';
 
 export const SUMMARY_MAX_LISTED = 50;
 
-function agentName(a: StartupSnapshot['agents'][number]): string {
-  if (a.declared_name) return a.declared_name;
-  return a.declared_agents.length > 0 ? a.declared_agents.join(',') : a.stem;
+function agentName(a: AgentSummary): string {
+  if (a.declared_name) return shownName(a.declared_name);
+  return a.declared_agents.length > 0 ? shownName(a.declared_agents.join(',')) : a.stem;
 }
 
-export function writeStartupSummary(snapshot: StartupSnapshot, log: OperatorLog): void {
-  const invocable = snapshot.agents.filter((a) => a.invocable).length;
+/** The summary's first line, written at once; the rest waits for the analysis of the agent sources. */
+export function writeProjectSummary(snapshot: StartupSnapshot, log: OperatorLog): void {
   log.info(`project pinned: ${snapshot.project.path}`, { event: 'startup.project', path: snapshot.project.path });
   if (!snapshot.projectAccess.available) {
     // One line with the true reason; the usual summary would only repeat it for every part.
@@ -26,28 +29,40 @@ export function writeStartupSummary(snapshot: StartupSnapshot, log: OperatorLog)
     );
     return;
   }
+  const access = snapshot.projectAccess;
+  log.info(`project files: confinement route ${access.route.name} (${access.route.description}); ${access.why}`, {
+    event: 'startup.confinement_route',
+    route: access.route.name,
+  });
+}
+
+/** The rest of the summary, once the agent sources are analysed (after writeProjectSummary). */
+export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceAnalysis, log: OperatorLog): void {
+  if (!snapshot.projectAccess.available) return;
+  const { agents, skipped } = analysis;
+  const invocable = agents.filter((a) => a.invocable).length;
 
   const dir = snapshot.agentsDirectory;
   if (dir.problem) log.warn(dir.problem, { event: 'startup.agents_dir' });
   else if (!dir.present) log.warn('agents/ does not exist: no agents to list or invoke', { event: 'startup.agents_dir' });
-  log.info(`agents: ${snapshot.agents.length} found, ${invocable} invocable, ${snapshot.skipped.length} left out`, {
+  log.info(`agents: ${agents.length} found, ${invocable} invocable, ${skipped.length} left out`, {
     event: 'startup.agents',
-    found: snapshot.agents.length,
+    found: agents.length,
     invocable,
-    left_out: snapshot.skipped.length,
+    left_out: skipped.length,
   });
-  for (const a of snapshot.agents.slice(0, SUMMARY_MAX_LISTED)) {
+  for (const a of agents.slice(0, SUMMARY_MAX_LISTED)) {
     const state = a.invocable ? 'invocable' : `not invocable: ${a.reason ?? 'unknown reason'}`;
     log.info(`  agent ${agentName(a)} (${a.file}): ${state}`, { event: 'startup.agent', stem: a.stem, file: a.file, invocable: a.invocable });
   }
-  if (snapshot.agents.length > SUMMARY_MAX_LISTED) {
-    log.info(`  ... and ${snapshot.agents.length - SUMMARY_MAX_LISTED} more agents (the list_agents tool shows all)`, { event: 'startup.agent' });
+  if (agents.length > SUMMARY_MAX_LISTED) {
+    log.info(`  ... and ${agents.length - SUMMARY_MAX_LISTED} more agents (the list_agents tool shows all)`, { event: 'startup.agent' });
   }
-  for (const s of snapshot.skipped.slice(0, SUMMARY_MAX_LISTED)) {
+  for (const s of skipped.slice(0, SUMMARY_MAX_LISTED)) {
     log.warn(`left out ${s.file}: ${s.reason}`, { event: 'startup.left_out', file: s.file });
   }
-  if (snapshot.skipped.length > SUMMARY_MAX_LISTED) {
-    log.warn(`... and ${snapshot.skipped.length - SUMMARY_MAX_LISTED} more files left out (the list_agents tool shows all)`, { event: 'startup.left_out' });
+  if (skipped.length > SUMMARY_MAX_LISTED) {
+    log.warn(`... and ${skipped.length - SUMMARY_MAX_LISTED} more files left out (the list_agents tool shows all)`, { event: 'startup.left_out' });
   }
   if (snapshot.limitsHit.length === 0) log.info('limits hit: none', { event: 'startup.limits' });
   for (const limit of snapshot.limitsHit) log.warn(`limit hit: ${limit}`, { event: 'startup.limits' });

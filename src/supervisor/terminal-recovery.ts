@@ -2,6 +2,7 @@ import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../sh
 import type { JournalWriter } from '../shared/journal/journal-writer.js';
 import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
+import { failedFinishEvent } from '../shared/run-records.js';
 
 /**
  * When a worker task dies before writing its terminal record, the run's owner
@@ -23,9 +24,7 @@ export async function recoverTerminalRecord(
     const { JournalWriter } = await import('../shared/journal/journal-writer.js');
     writer = await JournalWriter.resume(storage, runId, principal);
     for (const callId of writer.unfinishedCalls) {
-      await writer
-        .append({ DirectInferenceFinished: { call_id: callId, reason: { Error: { message } }, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } })
-        .catch(() => undefined);
+      await writer.append(failedFinishEvent(callId, message)).catch(() => undefined);
     }
     await writer.appendTerminal({ Error: { message } });
     return true;

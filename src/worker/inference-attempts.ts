@@ -1,6 +1,9 @@
 import { delay } from 'abort-controller-x';
 import type { ProviderConfig } from '../shared/provider-config.js';
-import { callProvider, ProviderError, type TypedInferenceRequest, type TypedInferenceResponse } from './providers/provider-call.js';
+import { failedFinishEvent } from '../shared/run-records.js';
+import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/inference-types.js';
+import { callProvider } from './providers/provider-call.js';
+import { ProviderError } from './providers/provider-error.js';
 import { decideRetry, MAX_RETRIES, otherTokenLimitParameter } from './providers/retry-policy.js';
 
 // The provider call of one run, tried again on a transient failure (retry-policy.ts says which and
@@ -30,19 +33,10 @@ export class AttemptsFailed extends Error {
 
 /** A failed attempt's finish record: our description and the failure's identifiers, never the provider's words. */
 export function failedAttemptFinish(callId: string, failure: ProviderError): Record<string, unknown> {
-  return {
-    DirectInferenceFinished: {
-      call_id: callId,
-      reason: { Error: { message: failure.message } },
-      response_hash: null,
-      response_bytes: 0,
-      finish_reason: null,
-      usage: null,
-      error: failure.journalFields(),
-    },
-  };
+  return failedFinishEvent(callId, failure.message, failure.journalFields());
 }
 
+/** Calls the provider, trying transient failures again as retry-policy.ts allows, each attempt journaled through `journal`. */
 export async function inferWithRetries(
   configured: ProviderConfig,
   request: TypedInferenceRequest,
@@ -56,13 +50,14 @@ export async function inferWithRetries(
   let limitSwitched = false;
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await callProvider(config, request, signal);
+      return await callProvider(config, request, signal, operatorNotes);
     } catch (error) {
       // A stop (cancel or deadline) is the run's to describe; the attempt's finish is recorded with it.
       if (signal.aborted || !(error instanceof ProviderError)) throw error;
       journal.attemptFailed(error);
-      if (error.details.providerMessage !== undefined) {
-        operatorNotes.push(`attempt ${attempt}${error.status === undefined ? '' : ` HTTP ${error.status}`}: ${error.details.providerMessage}`);
+      const identifiers = error.operatorIdentifiers();
+      if (error.details.providerMessage !== undefined || identifiers !== '') {
+        operatorNotes.push(`attempt ${attempt}${error.status === undefined ? '' : ` HTTP ${error.status}`}${identifiers}: ${error.details.providerMessage ?? '(no message)'}`);
       }
       const otherLimit = config.kind === 'anthropic' || limitSwitched ? undefined : otherTokenLimitParameter(error, config.tokenLimitParameter);
       if (otherLimit !== undefined && attempt - 1 < MAX_RETRIES) {

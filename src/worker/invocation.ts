@@ -11,10 +11,11 @@ import { authorizeRespond, type RespondRequest } from '../shared/policy/respond-
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
-import { RUN_MODE, RUN_SURFACE, startedEvent } from '../shared/run-records.js';
+import { failedFinishEvent, RUN_MODE, RUN_SURFACE, startedEvent } from '../shared/run-records.js';
 import { buildConversation } from './conversation.js';
 import { AttemptsFailed, failedAttemptFinish, inferWithRetries } from './inference-attempts.js';
-import type { ProviderError, TypedInferenceRequest, TypedInferenceResponse } from './providers/provider-call.js';
+import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/inference-types.js';
+import type { ProviderError } from './providers/provider-error.js';
 import { listenForCancellation, pollCancellations } from './run-cancellation.js';
 
 export interface WorkerResources {
@@ -251,7 +252,7 @@ export async function performInvocation(
       const preceding: Record<string, unknown>[] = [
         ...(startedRecorded ? [] : [started]),
         ...(callId !== undefined && !finishRecorded
-          ? [failedFinish ?? { DirectInferenceFinished: { call_id: callId, reason, response_hash: null, response_bytes: 0, finish_reason: null, usage: null } }]
+          ? [failedFinish ?? failedFinishEvent(callId, message)]
           : []),
       ];
       terminalDurable = await writer.appendTerminal(reason, preceding).then(

@@ -15,7 +15,7 @@ import { performInvocation, type WorkerResources } from './invocation.js';
 // its process.env is empty (invocation-pool.ts).
 const boot = workerData as WorkerBootData;
 const resources: WorkerResources = {
-  project: PinnedDirectory.fromDescriptor(boot.projectFd, boot.projectPath),
+  project: PinnedDirectory.fromDescriptor(boot.projectFd, boot.projectPath, boot.confinementRoute),
   policySet: boot.policySet,
   provider: boot.provider,
   signingKey: signingKeyFromSeed(boot.signingKeySeed),

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -48,7 +49,7 @@ export async function startServer(projectDir: string, extraArgs: string[] = []):
     command: process.execPath,
     args: [symbiBin, 'mcp', '--project', projectDir, ...extraArgs],
     stderr: 'pipe',
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir() },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir(), ...confinementRouteEnv() },
   });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
@@ -62,6 +63,12 @@ export async function startServer(projectDir: string, extraArgs: string[] = []):
   };
 }
 
+/** SYMBI_CONFINEMENT_ROUTE, when the suite runs under a forced route (test/confinement-routes.test.ts), for the servers it starts. */
+export function confinementRouteEnv(): Record<string, string> {
+  const route = process.env.SYMBI_CONFINEMENT_ROUTE;
+  return route ? { SYMBI_CONFINEMENT_ROUTE: route } : {};
+}
+
 export function resultText(result: CallToolResult): string {
   return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
 }
@@ -73,4 +80,13 @@ export async function waitForStderr(server: RunningServer, predicate: (text: str
     await new Promise((r) => setTimeout(r, 10));
   }
   return server.stderr();
+}
+
+/** Why a test cannot start processes in a private mount namespace with a tmpfs over /proc here, or undefined when it can. */
+export function namespaceSkip(): string | undefined {
+  if (process.platform !== 'linux') return 'needs Linux mount namespaces';
+  if (process.getuid?.() !== 0) return 'needs root to mount a tmpfs over /proc in a private mount namespace (run as root)';
+  const probe = spawnSync('unshare', ['-m', 'sh', '-c', 'mount -t tmpfs none /proc && test ! -e /proc/self'], { encoding: 'utf8' });
+  if (probe.status !== 0) return `unshare -m with a tmpfs over /proc is not possible here: ${(probe.stderr || probe.error?.message || '').trim()}`;
+  return undefined;
 }

@@ -5,6 +5,7 @@ import type { AgentDecl, Expr, PolicyDecl, WithBlock } from './ast.js';
 import { checkInlinePolicies } from './inline-policy-check.js';
 import { timeoutSeconds } from './durations.js';
 import { parseDsl, type ParseResult } from './parser.js';
+import { shownName } from './shown-name.js';
 
 // Name selection and the conversational-definition check of dsl.md ("What
 // invoke_agent accepts"): which registry entry a name means, which agent in
@@ -128,7 +129,7 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
   } else {
     const named = agents.filter((a) => a.name === entry.stem);
     if (named.length === 0) {
-      const listed = agents.slice(0, AGENTS_NAMED).map((a) => `\`${a.name}\` at ${a.line}:${a.column}`).join(', ');
+      const listed = agents.slice(0, AGENTS_NAMED).map((a) => `\`${shownName(a.name)}\` at ${a.line}:${a.column}`).join(', ');
       const more = agents.length > AGENTS_NAMED ? ` and ${agents.length - AGENTS_NAMED} more` : '';
       return refuse(
         `declares ${agents.length} agents (${listed}${more}) and none is named \`${entry.stem}\`; a file with several agents needs one named exactly like its filename stem`,
@@ -139,7 +140,7 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
     }
     agent = named[0]!;
   }
-  const who = `agent \`${agent.name}\``;
+  const who = `agent \`${shownName(agent.name)}\``;
 
   for (const item of file.items) {
     if (item.kind !== 'metadata') continue;
@@ -157,7 +158,7 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
   for (const member of agent.members) {
     switch (member.kind) {
       case 'function':
-        return refuse(`${who} has a \`function\` \`${member.name}\` at ${member.line}:${member.column}; ${ROUTE_ONLY}`);
+        return refuse(`${who} has a \`function\` \`${shownName(member.name)}\` at ${member.line}:${member.column}; ${ROUTE_ONLY}`);
       case 'with':
         if (member.body.statements.length > 0 || member.body.tail !== null) {
           return refuse(`${who} has a \`with\` block with statements at ${member.line}:${member.column}; ${ROUTE_ONLY}`);

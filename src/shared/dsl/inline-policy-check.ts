@@ -1,5 +1,6 @@
 import { INLINE_POLICY_MAX_CONDITION_TOKENS, INLINE_POLICY_MAX_NESTING, INLINE_POLICY_MAX_RULES } from '../limits.js';
 import type { Expr, PolicyDecl } from './ast.js';
+import { shownName } from './shown-name.js';
 
 // Validates the inline policy subset the text-response route accepts
 // (dsl.md, "What invoke_agent accepts"). Returns the first problem as a
@@ -15,16 +16,16 @@ export function checkInlinePolicies(policies: readonly PolicyDecl[]): string | n
   for (const policy of policies) {
     const first = seen.get(policy.name);
     if (first) {
-      return `duplicate policy name \`${policy.name}\` at ${policy.line}:${policy.column} (first declared at ${first.line}:${first.column}); policy names must be unique`;
+      return `duplicate policy name \`${shownName(policy.name)}\` at ${policy.line}:${policy.column} (first declared at ${first.line}:${first.column}); policy names must be unique`;
     }
     seen.set(policy.name, policy);
-    if (policy.rules.length === 0) return `policy \`${policy.name}\` at ${policy.line}:${policy.column} is empty; a policy block needs at least one \`allow:\` or \`deny:\` rule`;
+    if (policy.rules.length === 0) return `policy \`${shownName(policy.name)}\` at ${policy.line}:${policy.column} is empty; a policy block needs at least one \`allow:\` or \`deny:\` rule`;
     total += policy.rules.length;
     if (total > INLINE_POLICY_MAX_RULES) {
-      return `policy \`${policy.name}\` at ${policy.line}:${policy.column} brings the selected definition past ${INLINE_POLICY_MAX_RULES} policy rules; at most ${INLINE_POLICY_MAX_RULES} are supported`;
+      return `policy \`${shownName(policy.name)}\` at ${policy.line}:${policy.column} brings the selected definition past ${INLINE_POLICY_MAX_RULES} policy rules; at most ${INLINE_POLICY_MAX_RULES} are supported`;
     }
     for (const rule of policy.rules) {
-      const where = `policy \`${policy.name}\` has`;
+      const where = `policy \`${shownName(policy.name)}\` has`;
       if (rule.kind !== 'allow' && rule.kind !== 'deny') {
         return `${where} ${rule.kind === 'audit' ? 'an' : 'a'} \`${rule.kind}:\` rule at ${rule.line}:${rule.column}; only \`allow:\` and \`deny:\` rules are supported`;
       }

@@ -10,7 +10,7 @@ import type { Token, TokenKind } from './tokens.js';
 /** grammar.js's `/\s+/` as tree-sitter reads it: ASCII white space only (a no-break space is an error). */
 const SPACE = /[ \t\n\r\v\f]+/y;
 /** Unicode white space that JavaScript's `\s` would accept, named in the error. */
-const OTHER_SPACE = /\s/y;
+const OTHER_SPACE = /^\s$/;
 const COMMENT = /(?:\/\/|#)[^\n]*/y;
 const WORD = /[a-zA-Z_][a-zA-Z0-9_]*/y;
 /** `"(\\.|[^"\\])*"`: a backslash escapes any character but a line break. */
@@ -21,6 +21,25 @@ const NUMBER = /\d+(?:_\d+)*(?:\.\d+)?/y;
 const VAULT = /vault:\/\/[A-Za-z0-9_\-/.]+/y;
 /** Operators and separators, longest first so that `==` is not read as `=` `=`. */
 const PUNCTUATION = /=>|->|==|!=|<=|>=|&&|\|\||[-+*/%]=|[{}()[\],:;=<>+\-*/%!.]/y;
+
+function isAsciiSpace(c: string): boolean {
+  return c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\v' || c === '\f';
+}
+
+function isDigit(c: string): boolean {
+  return c >= '0' && c <= '9';
+}
+
+function isWordStart(c: string): boolean {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c === '_';
+}
+
+/** Whether the character at `pos` can start no token (nor white space or a comment). */
+function startsNoToken(src: string, pos: number): boolean {
+  const c = src[pos]!;
+  if (isAsciiSpace(c) || isDigit(c) || isWordStart(c) || c === '"' || c === '#') return false;
+  return matchAt(PUNCTUATION, src, pos) === null;
+}
 
 /** The text of `pattern` at `pos`, or null. */
 function matchAt(pattern: RegExp, src: string, pos: number): string | null {
@@ -47,15 +66,29 @@ export function lex(src: string): Token[] {
     tokens.push({ kind, text: message ?? text, start: pos, end: pos + text.length, line, column: pos - lineStart + 1 });
     advance(text);
   };
+  /**
+   * Characters that start no token, as one token: a run of them is one
+   * mistake, and one token per character would make a megabyte of them a
+   * million tokens. The message names the first character.
+   */
+  const pushInvalidRun = (): void => {
+    const first = String.fromCodePoint(src.codePointAt(pos)!);
+    let end = pos + first.length;
+    while (end < src.length && startsNoToken(src, end)) end += String.fromCodePoint(src.codePointAt(end)!).length;
+    const code = first.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0');
+    const message = OTHER_SPACE.test(first)
+      ? `unexpected character U+${code}, a space that is not ASCII; separate tokens with ASCII spaces, tabs or line breaks`
+      : `unexpected character ${JSON.stringify(first)}; names are ASCII letters, digits and \`_\``;
+    push('invalid', src.slice(pos, end), message);
+  };
 
   while (pos < src.length) {
-    const skipped = matchAt(SPACE, src, pos) ?? matchAt(COMMENT, src, pos);
-    if (skipped !== null) {
-      advance(skipped);
-      continue;
-    }
     const c = src[pos]!;
-    if (c === '"') {
+    if (isAsciiSpace(c)) {
+      advance(matchAt(SPACE, src, pos)!);
+    } else if (c === '#' || src.startsWith('//', pos)) {
+      advance(matchAt(COMMENT, src, pos)!);
+    } else if (c === '"') {
       const text = matchAt(STRING, src, pos);
       if (text !== null) push('string', text);
       else {
@@ -63,7 +96,7 @@ export function lex(src: string): Token[] {
         const atEnd = pos + prefix.length >= src.length;
         push('invalid', prefix, atEnd ? 'unterminated string: no closing `"` before end of file' : 'a `\\` at the end of a line inside a string; a backslash escapes the character after it on the same line');
       }
-    } else if (c >= '0' && c <= '9') {
+    } else if (isDigit(c)) {
       // Longest match: `30s` is a duration, `1_000s` and `1.5s` are numbers followed by `s`.
       const duration = matchAt(DURATION, src, pos);
       const number = matchAt(NUMBER, src, pos)!;
@@ -71,20 +104,14 @@ export function lex(src: string): Token[] {
       else push('number', number);
     } else if (src.startsWith('/*', pos)) {
       push('invalid', '/*', 'block comments (`/* */`) are not part of the language; start each comment line with `//` or `#`');
-    } else {
-      const vault = matchAt(VAULT, src, pos);
-      const word = vault === null ? matchAt(WORD, src, pos) : null;
-      const punct = vault === null && word === null ? matchAt(PUNCTUATION, src, pos) : null;
+    } else if (isWordStart(c)) {
+      const vault = c === 'v' ? matchAt(VAULT, src, pos) : null;
       if (vault !== null) push('vault', vault);
-      else if (word !== null) push('word', word);
-      else if (punct !== null) push('punct', punct);
-      else if (matchAt(OTHER_SPACE, src, pos) !== null) {
-        const code = src.charCodeAt(pos).toString(16).toUpperCase().padStart(4, '0');
-        push('invalid', src[pos]!, `unexpected character U+${code}, a space that is not ASCII; separate tokens with ASCII spaces, tabs or line breaks`);
-      } else {
-        const char = String.fromCodePoint(src.codePointAt(pos)!);
-        push('invalid', char, `unexpected character ${JSON.stringify(char)}; names are ASCII letters, digits and \`_\``);
-      }
+      else push('word', matchAt(WORD, src, pos)!);
+    } else {
+      const punct = matchAt(PUNCTUATION, src, pos);
+      if (punct !== null) push('punct', punct);
+      else pushInvalidRun();
     }
   }
   tokens.push({ kind: 'eof', text: '', start: src.length, end: src.length, line, column: src.length - lineStart + 1 });

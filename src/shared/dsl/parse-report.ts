@@ -1,8 +1,9 @@
-import { DSL_FILE_MAX_BYTES } from '../limits.js';
+import { DSL_FILE_MAX_BYTES, DSL_MAX_ERRORS } from '../limits.js';
 import type { AgentDecl, ChannelDecl, DslFile, Expr, MemoryDecl, PolicyDecl, Property, ScheduleDecl, WebhookDecl, WithBlock } from './ast.js';
 import { humantimeSeconds, timeoutSeconds, trimQuotes } from './durations.js';
 import { defineKey, exprToJson, typeToText, type JsonValue } from './json-values.js';
 import { parseDsl } from './parser.js';
+import { shownName } from './shown-name.js';
 import { stringLiteralsIn } from './string-literals.js';
 import type { SyntaxDiagnostic } from './tokens.js';
 
@@ -113,8 +114,12 @@ const WEBHOOK_PROVIDERS = ['github', 'stripe', 'slack'] as const;
 const DEFAULT_MEMORY_PATH = 'data/agents';
 const DEFAULT_RETENTION_SECONDS = 90 * 86_400;
 const DEFAULT_SEARCH_WEIGHTS = { vector_weight: 0.7, keyword_weight: 0.3 };
-/** What Rust's `str::parse::<f64>` accepts, short of `inf` and `NaN`. */
-const FLOAT_TEXT = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+/**
+ * What Rust's `str::parse::<f64>` accepts, short of `inf` and `NaN`. Each
+ * digit can be matched one way only, so a long run of digits that fails at its
+ * end is rejected in linear time (`\d+\.?\d*` would try every split of it).
+ */
+const FLOAT_TEXT = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;
 
 export function parseDslReport(text: string, source: string): ParseReport {
   const bytes = Buffer.byteLength(text, 'utf8');
@@ -166,8 +171,12 @@ export function buildReport(file: DslFile, errors: SyntaxDiagnostic[], src: stri
   const report = emptyReport(source);
   report.has_errors = errors.length > 0;
   report.errors = errors.map((e) => ({ line: e.line, column: e.column, message: e.message }));
+  // Capped like syntax errors: one entry past the cap says that the list stops there.
   const problem = (at: { line: number; column: number }, message: string): void => {
-    report.extraction_errors.push({ line: at.line, column: at.column, message });
+    const found = report.extraction_errors.length;
+    if (found > DSL_MAX_ERRORS) return;
+    const capped = found === DSL_MAX_ERRORS;
+    report.extraction_errors.push({ line: at.line, column: at.column, message: capped ? `too many extraction errors; stopped after ${DSL_MAX_ERRORS}` : message });
   };
   for (const item of file.items) {
     switch (item.kind) {
@@ -235,7 +244,7 @@ function reportAgent(agent: AgentDecl, report: ParseReport, src: string, problem
   for (const member of agent.members) {
     switch (member.kind) {
       case 'capabilities':
-        out.capabilities.push(...stringLiteralsIn(member.value));
+        for (const capability of stringLiteralsIn(member.value)) out.capabilities.push(capability);
         break;
       case 'policy':
         out.policies.push(member.name);
@@ -266,11 +275,11 @@ function reportWithBlock(block: WithBlock, agent: string, src: string, problem: 
     if (attr.key === 'sandbox') {
       const tier = SANDBOX_TIERS[trimQuotes(text).toLowerCase()];
       if (tier) out.sandbox_tier = tier;
-      else problem(attr, `Invalid sandbox tier: ${text}. Valid options are: docker (tier1), gvisor (tier2), firecracker (tier3), e2b`);
+      else problem(attr, `Invalid sandbox tier: ${shownName(text)}. Valid options are: docker (tier1), gvisor (tier2), firecracker (tier3), e2b`);
     } else if (attr.key === 'timeout') {
       const seconds = timeoutSeconds(text);
       if (seconds !== null) out.timeout = seconds;
-      else problem(attr, `Invalid timeout value: ${text}; write a duration such as \`30s\`, \`5m\` or \`30.seconds\`, or a whole number of seconds`);
+      else problem(attr, `Invalid timeout value: ${shownName(text)}; write a duration such as \`30s\`, \`5m\` or \`30.seconds\`, or a whole number of seconds`);
     }
   }
   return out;
@@ -299,8 +308,8 @@ function reportSchedule(item: ScheduleDecl, src: string, problem: Problem): Repo
         break; // Symbiont ignores unknown keys, for forward compatibility.
     }
   }
-  if (out.cron === null && out.at === null) problem(item, `schedule '${item.name}': must specify either 'cron' or 'at'`);
-  if (out.cron !== null && out.at !== null) problem(item, `schedule '${item.name}': cannot specify both 'cron' and 'at'`);
+  if (out.cron === null && out.at === null) problem(item, `schedule '${shownName(item.name)}': must specify either 'cron' or 'at'`);
+  if (out.cron !== null && out.at !== null) problem(item, `schedule '${shownName(item.name)}': cannot specify both 'cron' and 'at'`);
   return out;
 }
 
@@ -339,7 +348,7 @@ function reportChannel(item: ChannelDecl, src: string, problem: Problem): Report
         break;
     }
   }
-  if (out.platform === null) problem(item, `channel '${item.name}': must specify 'platform'`);
+  if (out.platform === null) problem(item, `channel '${shownName(item.name)}': must specify 'platform'`);
   return out;
 }
 
@@ -348,12 +357,12 @@ function reportMemory(item: MemoryDecl, src: string, problem: Problem): ReportMe
   for (const p of item.properties) {
     const value = literalText(p.value, src);
     if (p.key === 'store') {
-      if (value.toLowerCase() !== 'markdown') problem(p, `memory '${item.name}': unknown store type '${value}'; the store is \`markdown\``);
+      if (value.toLowerCase() !== 'markdown') problem(p, `memory '${shownName(item.name)}': unknown store type '${shownName(value)}'; the store is \`markdown\``);
     } else if (p.key === 'path') {
       out.path = value;
     } else if (p.key === 'retention') {
       const seconds = humantimeSeconds(value);
-      if (seconds === null) problem(p, `memory '${item.name}': invalid retention '${value}'; write a duration such as \`90d\` or \`12w\``);
+      if (seconds === null) problem(p, `memory '${shownName(item.name)}': invalid retention '${shownName(value)}'; write a duration such as \`90d\` or \`12w\``);
       else out.retention_seconds = seconds;
     }
   }
@@ -364,7 +373,7 @@ function reportMemory(item: MemoryDecl, src: string, problem: Problem): ReportMe
       // Symbiont parses the weight's source text as it stands: a quoted number is refused.
       const text = sourceText(p.value, src);
       if (FLOAT_TEXT.test(text)) search[p.key] = Number(text);
-      else problem(p, `memory: invalid ${p.key} '${text}'; write a number such as 0.7`);
+      else problem(p, `memory: invalid ${p.key} '${shownName(text)}'; write a number such as 0.7`);
     }
     out.search = search;
   }
@@ -396,7 +405,7 @@ function reportWebhook(item: WebhookDecl, src: string, problem: Problem): Report
     }
     out.filter = filter;
   }
-  if (!hasPath) problem(item, `webhook '${item.name}': must specify 'path'`);
+  if (!hasPath) problem(item, `webhook '${shownName(item.name)}': must specify 'path'`);
   return out;
 }
 

@@ -30,6 +30,7 @@ import type {
   WithBlock,
 } from './ast.js';
 import { lex } from './lexer.js';
+import { shownName } from './shown-name.js';
 import { describeToken, type SyntaxDiagnostic, type Token } from './tokens.js';
 
 // A recursive-descent parser for the Symbiont DSL. Each method below is one
@@ -79,6 +80,13 @@ const CONTINUING_OPERATORS = ['||', '&&', '==', '!=', '<', '>', '<=', '>=', '+',
 const EXPRESSION_KEYWORDS = ['if', 'not', 'true', 'false'];
 /** Words that are keywords wherever a statement may start (so a block never starts `if:` and such). */
 const STATEMENT_KEYWORDS = ['let', 'for', 'match', 'try', 'return', ...EXPRESSION_KEYWORDS];
+/** The binary operators of each precedence level, lowest first. */
+const OR_OPERATORS = ['||'];
+const AND_OPERATORS = ['&&'];
+const EQUALITY_OPERATORS = ['==', '!=', 'in'];
+const COMPARISON_OPERATORS = ['<', '>', '<=', '>='];
+const ADDITIVE_OPERATORS = ['+', '-'];
+const MULTIPLICATIVE_OPERATORS = ['*', '/', '%'];
 const VALUE_EXPECTED = 'a value (a string, number, duration, `true`, `false` or a name)';
 
 type SyncPoint = (token: Token, next: Token, failed: Token) => boolean;
@@ -150,7 +158,7 @@ class Parser {
         return this.webhookDefinition();
       case 'with':
       case 'capabilities':
-        return this.fail(`\`${this.token.text}\` belongs inside an agent body, not at the top level`);
+        return this.fail(`\`${shownName(this.token.text)}\` belongs inside an agent body, not at the top level`);
       default:
         return this.fail(`expected a top-level item (\`metadata\`, \`agent\`, \`policy\`, \`type\`, \`function\`, \`schedule\`, \`channel\`, \`memory\` or \`webhook\`), found ${describeToken(this.token)}`);
     }
@@ -183,7 +191,7 @@ class Parser {
       params = this.parameterList();
     }
     const returnType = this.acceptPunct('->') ? this.type() : null;
-    this.expectPunct('{', `to open agent \`${name}\``);
+    this.expectPunct('{', `to open agent \`${shownName(name)}\``);
     const members: AgentMember[] = [];
     const startsAgentItem: SyncPoint = (t) => t.kind === 'word' && AGENT_ITEM_KEYWORDS.includes(t.text);
     this.repeatUntil('}', startsAgentItem, () => members.push(this.agentItem(name)));
@@ -194,7 +202,7 @@ class Parser {
       paramsPos: paramsPos && { line: paramsPos.line, column: paramsPos.column },
       returnType,
       members,
-      ...this.closeSpan(start, `agent \`${name}\``),
+      ...this.closeSpan(start, `agent \`${shownName(name)}\``),
     };
   }
 
@@ -210,7 +218,7 @@ class Parser {
         return this.withBlock();
       default:
         return this.fail(
-          `unexpected ${describeToken(this.token)} in agent \`${agent}\`; an agent body holds only \`capabilities = [...]\`, \`policy\`, \`function\` and \`with\` blocks`,
+          `unexpected ${describeToken(this.token)} in agent \`${shownName(agent)}\`; an agent body holds only \`capabilities = [...]\`, \`policy\`, \`function\` and \`with\` blocks`,
         );
     }
   }
@@ -226,11 +234,11 @@ class Parser {
   private policyDefinition(): PolicyDecl {
     const start = this.expectWord('policy');
     const name = this.identifier('a policy name').text;
-    this.expectPunct('{', `to open policy \`${name}\``);
+    this.expectPunct('{', `to open policy \`${shownName(name)}\``);
     const rules: PolicyRule[] = [];
     const startsRule: SyncPoint = (t, next) => t.kind === 'word' && (POLICY_RULE_KINDS as readonly string[]).includes(t.text) && isPunct(next, ':');
     this.repeatUntil('}', startsRule, () => rules.push(this.policyRule()));
-    return { kind: 'policy', name, rules, ...this.closeSpan(start, `policy \`${name}\``) };
+    return { kind: 'policy', name, rules, ...this.closeSpan(start, `policy \`${shownName(name)}\``) };
   }
 
   /** `allow: expression`, optionally followed by `if condition`. */
@@ -255,7 +263,7 @@ class Parser {
   private functionDefinition(): FunctionDecl {
     const start = this.expectWord('function');
     const name = this.identifier('a function name').text;
-    this.expectPunct('(', `after \`function ${name}\``);
+    this.expectPunct('(', `after \`function ${shownName(name)}\``);
     const params = this.parameterList();
     const returnType = this.acceptPunct('->') ? this.type() : null;
     const body = this.block();
@@ -265,10 +273,10 @@ class Parser {
   private scheduleDefinition(): ScheduleDecl {
     const start = this.expectWord('schedule');
     const name = this.identifier('a schedule name').text;
-    this.expectPunct('{', `to open schedule \`${name}\``);
+    this.expectPunct('{', `to open schedule \`${shownName(name)}\``);
     const properties: Property[] = [];
     this.repeatUntil('}', startsProperty, () => properties.push(this.scheduleProperty()));
-    return { kind: 'schedule', name, properties, ...this.closeSpan(start, `schedule \`${name}\``) };
+    return { kind: 'schedule', name, properties, ...this.closeSpan(start, `schedule \`${shownName(name)}\``) };
   }
 
   /** `key = value` or `key: value`; schedule values are literals only. */
@@ -284,15 +292,15 @@ class Parser {
   private channelDefinition(): ChannelDecl {
     const start = this.expectWord('channel');
     const name = this.identifier('a channel name').text;
-    this.expectPunct('{', `to open channel \`${name}\``);
+    this.expectPunct('{', `to open channel \`${shownName(name)}\``);
     const channel: ChannelDecl = { kind: 'channel', name, properties: [], policies: [], dataClassification: [], line: 0, column: 0, start: 0, end: 0 };
     this.repeatUntil('}', startsProperty, () => {
       // `policy` and `data_classification` are keywords here: they always open a block.
       if (this.wordAt() === 'policy') channel.policies.push(this.channelPolicyBlock());
-      else if (this.wordAt() === 'data_classification') channel.dataClassification.push(...this.channelDataClassificationBlock());
+      else if (this.wordAt() === 'data_classification') for (const rule of this.channelDataClassificationBlock()) channel.dataClassification.push(rule);
       else channel.properties.push(this.channelProperty());
     });
-    return { ...channel, ...this.closeSpan(start, `channel \`${name}\``) };
+    return Object.assign(channel, this.closeSpan(start, `channel \`${shownName(name)}\``));
   }
 
   /** `key = value` or `key: value`, where the value is a literal or an array. */
@@ -321,7 +329,7 @@ class Parser {
   /** `category: action`, both names (`pii: redact`). */
   private dataClassificationRule(): DataClassificationRule {
     const category = this.identifier('a data category');
-    this.expectPunct(':', `after \`${category.text}\` (data classification rules are written \`category: action\`)`);
+    this.expectPunct(':', `after \`${shownName(category.text)}\` (data classification rules are written \`category: action\`)`);
     const action = this.identifier('a classification action (a name such as `redact`, `block` or `allow`)');
     this.acceptPunct(',');
     return { category: category.text, action: action.text, line: category.line, column: category.column };
@@ -330,13 +338,13 @@ class Parser {
   private memoryDefinition(): MemoryDecl {
     const start = this.expectWord('memory');
     const name = this.identifier('a memory name').text;
-    this.expectPunct('{', `to open memory \`${name}\``);
+    this.expectPunct('{', `to open memory \`${shownName(name)}\``);
     const memory: MemoryDecl = { kind: 'memory', name, properties: [], search: null, line: 0, column: 0, start: 0, end: 0 };
     this.repeatUntil('}', startsSeparatorlessProperty, () => {
       if (this.wordAt() === 'search') memory.search = this.memorySearchBlock();
       else memory.properties.push(this.memoryProperty());
     });
-    return { ...memory, ...this.closeSpan(start, `memory \`${name}\``) };
+    return Object.assign(memory, this.closeSpan(start, `memory \`${shownName(name)}\``));
   }
 
   private memoryProperty(): Property {
@@ -359,13 +367,13 @@ class Parser {
   private webhookDefinition(): WebhookDecl {
     const start = this.expectWord('webhook');
     const name = this.identifier('a webhook name').text;
-    this.expectPunct('{', `to open webhook \`${name}\``);
+    this.expectPunct('{', `to open webhook \`${shownName(name)}\``);
     const webhook: WebhookDecl = { kind: 'webhook', name, properties: [], filter: null, line: 0, column: 0, start: 0, end: 0 };
     this.repeatUntil('}', startsSeparatorlessProperty, () => {
       if (this.wordAt() === 'filter') webhook.filter = this.webhookFilterBlock();
       else webhook.properties.push(this.webhookProperty());
     });
-    return { ...webhook, ...this.closeSpan(start, `webhook \`${name}\``) };
+    return Object.assign(webhook, this.closeSpan(start, `webhook \`${shownName(name)}\``));
   }
 
   private webhookProperty(): Property {
@@ -398,7 +406,7 @@ class Parser {
 
   private parameter(): Param {
     const name = this.identifier('a parameter name');
-    this.expectPunct(':', `after parameter \`${name.text}\` (parameters are written \`name: Type\`)`);
+    this.expectPunct(':', `after parameter \`${shownName(name.text)}\` (parameters are written \`name: Type\`)`);
     return { name: name.text, type: this.type(), line: name.line, column: name.column };
   }
 
@@ -416,7 +424,7 @@ class Parser {
   private typeDefinition(): TypeDecl {
     const start = this.expectWord('type');
     const name = this.identifier('a type name').text;
-    this.expectPunct('=', `after \`type ${name}\``);
+    this.expectPunct('=', `after \`type ${shownName(name)}\``);
     const spec = this.typeSpec();
     const end = this.tokens[this.pos - 1]!.end;
     return { kind: 'type', name, ...spec, line: start.line, column: start.column, start: start.start, end };
@@ -443,7 +451,7 @@ class Parser {
 
   private field(): Param {
     const name = this.identifier('a field name');
-    this.expectPunct(':', `after field \`${name.text}\` (fields are written \`name: Type\`)`);
+    this.expectPunct(':', `after field \`${shownName(name.text)}\` (fields are written \`name: Type\`)`);
     return { name: name.text, type: this.type(), line: name.line, column: name.column };
   }
 
@@ -455,7 +463,7 @@ class Parser {
       if (!BUILTIN_TYPES.includes(name.text) && this.acceptPunct('<')) {
         do args.push(this.type());
         while (this.acceptPunct(','));
-        this.expectPunct('>', `to close \`${name.text}<\``);
+        this.expectPunct('>', `to close \`${shownName(name.text)}<\``);
       }
       return { name: name.text, args, line: name.line, column: name.column };
     });
@@ -479,7 +487,7 @@ class Parser {
   /** `name = value` or `name = [...]`. */
   private withAttribute(): Property {
     const name = this.identifier('a `with` attribute name or `{`');
-    this.expectPunct('=', `after \`with\` attribute \`${name.text}\` (attributes are written \`name = value\`)`);
+    this.expectPunct('=', `after \`with\` attribute \`${shownName(name.text)}\` (attributes are written \`name = value\`)`);
     const value = this.isPunct('[') ? this.array() : this.value();
     return { key: name.text, value, line: name.line, column: name.column };
   }
@@ -530,7 +538,7 @@ class Parser {
   private letStatement(): Stmt {
     const start = this.expectWord('let');
     const name = this.identifier('a name after `let` (`let name = value;`)').text;
-    this.expectPunct('=', `after \`let ${name}\` (a \`let\` binds one name: \`let name = value;\`)`);
+    this.expectPunct('=', `after \`let ${shownName(name)}\` (a \`let\` binds one name: \`let name = value;\`)`);
     const value = this.expression();
     this.expectPunct(';', 'to end the `let` statement');
     return { kind: 'let', name, value, line: start.line, column: start.column };
@@ -596,7 +604,7 @@ class Parser {
   private forStatement(): Stmt {
     const start = this.expectWord('for');
     const binding = this.identifier('one name after `for` (`for item in items { ... }`)').text;
-    if (this.wordAt() !== 'in') this.fail(`expected \`in\` after \`for ${binding}\` (a \`for\` binds one name), found ${describeToken(this.token)}`);
+    if (this.wordAt() !== 'in') this.fail(`expected \`in\` after \`for ${shownName(binding)}\` (a \`for\` binds one name), found ${describeToken(this.token)}`);
     this.advance();
     const iterable = this.condition();
     const body = this.block();
@@ -701,37 +709,37 @@ class Parser {
 
   private orExpr(): Expr {
     let left = this.andExpr();
-    for (let op; (op = this.binaryOperator(['||'])); ) left = this.binary(op, left, this.andExpr());
+    for (let op; (op = this.binaryOperator(OR_OPERATORS)); ) left = this.binary(op, left, this.andExpr());
     return left;
   }
 
   private andExpr(): Expr {
     let left = this.equalityExpr();
-    for (let op; (op = this.binaryOperator(['&&'])); ) left = this.binary(op, left, this.equalityExpr());
+    for (let op; (op = this.binaryOperator(AND_OPERATORS)); ) left = this.binary(op, left, this.equalityExpr());
     return left;
   }
 
   private equalityExpr(): Expr {
     let left = this.comparisonExpr();
-    for (let op; (op = this.binaryOperator(['==', '!=', 'in'])); ) left = this.binary(op, left, this.comparisonExpr());
+    for (let op; (op = this.binaryOperator(EQUALITY_OPERATORS)); ) left = this.binary(op, left, this.comparisonExpr());
     return left;
   }
 
   private comparisonExpr(): Expr {
     let left = this.additiveExpr();
-    for (let op; (op = this.binaryOperator(['<', '>', '<=', '>='])); ) left = this.binary(op, left, this.additiveExpr());
+    for (let op; (op = this.binaryOperator(COMPARISON_OPERATORS)); ) left = this.binary(op, left, this.additiveExpr());
     return left;
   }
 
   private additiveExpr(): Expr {
     let left = this.multiplicativeExpr();
-    for (let op; (op = this.binaryOperator(['+', '-'])); ) left = this.binary(op, left, this.multiplicativeExpr());
+    for (let op; (op = this.binaryOperator(ADDITIVE_OPERATORS)); ) left = this.binary(op, left, this.multiplicativeExpr());
     return left;
   }
 
   private multiplicativeExpr(): Expr {
     let left = this.unaryExpr();
-    for (let op; (op = this.binaryOperator(['*', '/', '%'])); ) left = this.binary(op, left, this.unaryExpr());
+    for (let op; (op = this.binaryOperator(MULTIPLICATIVE_OPERATORS)); ) left = this.binary(op, left, this.unaryExpr());
     return left;
   }
 
@@ -786,7 +794,8 @@ class Parser {
   private typeLiteral(): Expr {
     const start = this.token;
     const typeName = this.identifier('a type name').text;
-    return { ...this.recordBody(), typeName, ...this.spanFrom(start) };
+    const fields = this.recordFields();
+    return { kind: 'record', typeName, fields, ...this.spanFrom(start) };
   }
 
   private primaryExpression(): Expr {
@@ -831,10 +840,13 @@ class Parser {
   /** `{ field: value ... }`; commas between fields are optional. */
   private record(): Expr {
     const start = this.token;
-    return { ...this.recordBody(), typeName: null, ...this.spanFrom(start) };
+    const fields = this.recordFields();
+    return { kind: 'record', typeName: null, fields, ...this.spanFrom(start) };
   }
 
-  private recordBody(): { kind: 'record'; fields: RecordField[] } {
+  // One spread per node, at the end: V8 builds `{ ...a, x, ...b }` as a slow
+  // dictionary object, which made records the slowest thing to parse.
+  private recordFields(): RecordField[] {
     const open = this.expectPunct('{', 'to open the record');
     const fields: RecordField[] = [];
     this.freely(() => {
@@ -845,7 +857,7 @@ class Parser {
       }
     });
     this.advance();
-    return { kind: 'record', fields };
+    return fields;
   }
 
   /** `name: value` or `"name": value`. */
@@ -968,7 +980,7 @@ class Parser {
   }
 
   private keyValueSeparator(key: string): void {
-    if (!this.acceptPunct('=') && !this.acceptPunct(':')) this.fail(`expected \`=\` or \`:\` after \`${key}\`, found ${describeToken(this.token)}`);
+    if (!this.acceptPunct('=') && !this.acceptPunct(':')) this.fail(`expected \`=\` or \`:\` after \`${shownName(key)}\`, found ${describeToken(this.token)}`);
   }
 
   /** The span of a declaration from its keyword to the `}` that closes it. */

@@ -4,88 +4,92 @@ import type { Block, Expr, Stmt } from './ast.js';
 // Symbiont's extract_capabilities (crates/dsl/src/lib.rs) collects the
 // `string` nodes anywhere under a capabilities array: items, call arguments,
 // record keys and values, match patterns inside an `if` value's blocks.
+//
+// The walk keeps its own stack: a chain such as `a.b.b.b...` or `a + a + ...`
+// is a tree as deep as the chain is long, which would exhaust the call stack.
+
+/** A node still to visit, or a record key that was written as a string. */
+type Pending = Expr | Block | Stmt | { kind: 'key'; key: string };
 
 export function stringLiteralsIn(expr: Expr): string[] {
   const out: string[] = [];
-  visitExpr(expr, out);
+  // Children are pushed last-first so that they are visited in source order.
+  const stack: Pending[] = [expr];
+  const push = (...nodes: (Pending | null | undefined)[]): void => {
+    for (let i = nodes.length - 1; i >= 0; i--) {
+      const node = nodes[i];
+      if (node) stack.push(node);
+    }
+  };
+  const pushAll = (nodes: readonly Pending[]): void => {
+    for (let i = nodes.length - 1; i >= 0; i--) stack.push(nodes[i]!);
+  };
+  for (let node = stack.pop(); node !== undefined; node = stack.pop()) visit(node, out, push, pushAll);
   return out;
 }
 
-function visitExpr(expr: Expr, out: string[]): void {
-  switch (expr.kind) {
+function visit(
+  node: Pending,
+  out: string[],
+  push: (...nodes: (Pending | null | undefined)[]) => void,
+  pushAll: (nodes: readonly Pending[]) => void,
+): void {
+  switch (node.kind) {
     case 'string':
-      out.push(expr.value);
+      out.push(node.value);
       return;
+    case 'key':
+      out.push(node.key);
+      return;
+    case 'block':
+      pushAll(node.statements);
+      return push(node.tail);
     case 'group':
-      return visitExpr(expr.inner, out);
+      return push(node.inner);
     case 'array':
-      return expr.items.forEach((item) => visitExpr(item, out));
+      return pushAll(node.items);
     case 'record':
-      for (const field of expr.fields) {
-        if (field.quotedKey) out.push(field.key);
-        visitExpr(field.value, out);
+      for (let i = node.fields.length - 1; i >= 0; i--) {
+        const field = node.fields[i]!;
+        push(field.quotedKey ? { kind: 'key', key: field.key } : null, field.value);
       }
       return;
     case 'unary':
-      return visitExpr(expr.operand, out);
+      return push(node.operand);
     case 'binary':
-      visitExpr(expr.left, out);
-      return visitExpr(expr.right, out);
+      return push(node.left, node.right);
     case 'member':
-      return visitExpr(expr.object, out);
+      return push(node.object);
     case 'index':
-      visitExpr(expr.object, out);
-      return visitExpr(expr.index, out);
+      return push(node.object, node.index);
     case 'call':
-      visitExpr(expr.callee, out);
-      return expr.args.forEach((arg) => visitExpr(arg.value, out));
+      pushAll(node.args.map((arg) => arg.value));
+      return push(node.callee);
     case 'lambda':
-      return visitExpr(expr.body, out);
+      return push(node.body);
     case 'if':
-      visitExpr(expr.condition, out);
-      visitBlock(expr.then, out);
-      return expr.otherwise.kind === 'block' ? visitBlock(expr.otherwise, out) : visitExpr(expr.otherwise, out);
+      // An if expression, or an if statement (whose `otherwise` may be another if statement).
+      return push(node.condition, node.then, node.otherwise);
+    case 'let':
+      return push(node.value);
+    case 'for':
+      return push(node.iterable, node.body);
+    case 'match':
+      for (let i = node.arms.length - 1; i >= 0; i--) {
+        const arm = node.arms[i]!;
+        push(arm.pattern.kind === 'literal' ? arm.pattern.value : null, arm.body);
+      }
+      return push(node.subject);
+    case 'try':
+      pushAll(node.catches.map((clause) => clause.body));
+      return push(node.body);
+    case 'return':
+      return push(node.value);
+    case 'assign':
+      return push(node.target, node.value);
+    case 'expr':
+      return push(node.expr);
     default:
       return;
-  }
-}
-
-function visitBlock(block: Block, out: string[]): void {
-  block.statements.forEach((statement) => visitStmt(statement, out));
-  if (block.tail) visitExpr(block.tail, out);
-}
-
-function visitStmt(statement: Stmt, out: string[]): void {
-  switch (statement.kind) {
-    case 'let':
-      return visitExpr(statement.value, out);
-    case 'if':
-      visitExpr(statement.condition, out);
-      visitBlock(statement.then, out);
-      if (statement.otherwise?.kind === 'block') visitBlock(statement.otherwise, out);
-      else if (statement.otherwise) visitStmt(statement.otherwise, out);
-      return;
-    case 'for':
-      visitExpr(statement.iterable, out);
-      return visitBlock(statement.body, out);
-    case 'match':
-      visitExpr(statement.subject, out);
-      for (const arm of statement.arms) {
-        if (arm.pattern.kind === 'literal') visitExpr(arm.pattern.value, out);
-        if (arm.body.kind === 'block') visitBlock(arm.body, out);
-        else visitExpr(arm.body, out);
-      }
-      return;
-    case 'try':
-      visitBlock(statement.body, out);
-      return statement.catches.forEach((clause) => visitBlock(clause.body, out));
-    case 'return':
-      if (statement.value) visitExpr(statement.value, out);
-      return;
-    case 'assign':
-      visitExpr(statement.target, out);
-      return visitExpr(statement.value, out);
-    case 'expr':
-      return visitExpr(statement.expr, out);
   }
 }

@@ -1,3 +1,5 @@
+import { shownName } from './shown-name.js';
+
 // Tokens of the Symbiont DSL, as the lexer hands them to the parser, and the
 // diagnostic shape both report.
 
@@ -33,6 +35,9 @@ export interface SyntaxDiagnostic {
   message: string;
 }
 
+/** Tokens are quoted shorter than names: a message may show two of them. */
+const TOKEN_SHOWN_CHARS = 40;
+
 /** Shows a token the way an error message quotes it. */
 export function describeToken(token: Token): string {
   switch (token.kind) {
@@ -41,12 +46,12 @@ export function describeToken(token: Token): string {
     case 'string':
       return 'a string';
     case 'number':
-      return `number \`${token.text}\``;
+      return `number \`${shownName(token.text, TOKEN_SHOWN_CHARS)}\``;
     case 'duration':
-      return `duration \`${token.text}\``;
+      return `duration \`${shownName(token.text, TOKEN_SHOWN_CHARS)}\``;
     case 'vault':
       return 'a vault reference';
     default:
-      return `\`${token.text.length > 40 ? token.text.slice(0, 40) + '…' : token.text}\``;
+      return `\`${shownName(token.text, TOKEN_SHOWN_CHARS)}\``;
   }
 }

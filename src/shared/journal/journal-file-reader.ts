@@ -19,13 +19,18 @@ function sameFile(a: fs.BigIntStats, b: fs.BigIntStats): boolean {
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
 
-export function readJournalFile(filePath: string, maxBytes = JOURNAL_FILE_MAX_BYTES): Buffer {
+/** Reads the journal at `filePath` (or the one `open` returns a descriptor for) with the verifier's refusals. */
+export function readJournalFile(
+  filePath: string,
+  maxBytes = JOURNAL_FILE_MAX_BYTES,
+  open: () => number = () => fs.openSync(filePath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK),
+): Buffer {
   let fd: number;
   try {
-    fd = fs.openSync(filePath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    fd = open();
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw new JournalFileRefusal('the journal is a symlink; symlinks are refused');
+    if (code === 'ELOOP' || code === 'EMLINK') throw new JournalFileRefusal('the journal is a symlink; symlinks are refused');
     if (code === 'ENOENT') throw new JournalFileRefusal('the journal file does not exist');
     if (code === 'ENXIO') throw new JournalFileRefusal('the journal is not a regular file');
     throw new JournalFileRefusal(`the journal cannot be opened (${code ?? 'error'})`);

@@ -1,10 +1,11 @@
 import fs from 'node:fs';
-import { ConfinementError, procPath, type PinnedDirectory } from '../pinned-directory.js';
+import type { DescriptorRoute } from '../confinement/descriptor-route.js';
+import { ConfinementError, fileFlags, type PinnedDirectory } from '../pinned-directory.js';
 import { checkPrivateDirectory, UnsafeStorageError } from '../private-directory.js';
 import { GOVERNED_COMPONENTS, governedDisplayPath } from '../audit-storage.js';
 import { JOURNAL_FILE_SUFFIX } from './journal-format.js';
 import { inspectJournal, type InspectVerdict } from './journal-verifier.js';
-import { loadSigningKeyFile } from './signing-key-file.js';
+import { loadSigningKeyFile } from './signing-key-store.js';
 
 // Summarises the runs recorded in a project's .symbiont/governed/, verifying
 // each journal with the key found next to them. That key is only as
@@ -37,6 +38,9 @@ export interface RunListing {
   note: string;
 }
 
+/** Entries of .symbiont/governed/ one listing reads; a project with more runs lists the first ones and says so. */
+const JOURNAL_LISTING_MAX_ENTRIES = 1_000_000;
+
 const JOURNAL_NAME = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/;
 
 /** Lists the project's runs, newest first. Read-only: creates nothing. Throws UnsafeStorageError when the storage cannot be opened. */
@@ -58,19 +62,24 @@ export function listRuns(project: PinnedDirectory): RunListing {
       listing.warnings.push((err as Error).message);
     }
     try {
-      listing.public_key = loadSigningKeyFile(dirFd, governedPath, { create: false })?.publicKeyHex ?? null;
+      listing.public_key = loadSigningKeyFile(project.route, dirFd, governedPath, { create: false })?.publicKeyHex ?? null;
       if (listing.public_key === null) listing.warnings.push(`${governedPath}: no audit-signing.key; journals cannot be checked`);
     } catch (err) {
       listing.warnings.push((err as Error).message);
     }
-    const names = fs.readdirSync(procPath(dirFd)).filter((name) => name.endsWith(JOURNAL_FILE_SUFFIX)).sort();
+    const listed = project.route.list(dirFd, JOURNAL_LISTING_MAX_ENTRIES);
+    if (listed.truncated) listing.warnings.push(`${governedPath}: more than ${JOURNAL_LISTING_MAX_ENTRIES} entries; only the first were listed`);
+    const names = listed.names
+      .map((raw) => raw.toString('utf8'))
+      .filter((name) => name.endsWith(JOURNAL_FILE_SUFFIX))
+      .sort();
     for (const name of names) {
       const match = JOURNAL_NAME.exec(name);
       if (!match) {
         listing.warnings.push(`${governedPath}/${name}: not named <run id>.jsonl; skipped`);
         continue;
       }
-      listing.runs.push(summarise(dirFd, governedPath, name, match[1]!, listing.public_key));
+      listing.runs.push(summarise(project.route, dirFd, governedPath, name, match[1]!, listing.public_key));
     }
   } finally {
     fs.closeSync(dirFd);
@@ -79,12 +88,12 @@ export function listRuns(project: PinnedDirectory): RunListing {
   return listing;
 }
 
-function summarise(dirFd: number, governedPath: string, name: string, runId: string, publicKey: string | null): RunSummary {
+function summarise(route: DescriptorRoute, dirFd: number, governedPath: string, name: string, runId: string, publicKey: string | null): RunSummary {
   const path = `${governedPath}/${name}`;
   if (publicKey === null) {
     return { run_id: runId, path, agent: null, agent_id: null, started_at: null, last_event: null, outcome: 'unknown (no key)', verdict: 'not_checked', verifies: false, error: null };
   }
-  const { report, exitCode } = inspectJournal(procPath(dirFd, name), runId, publicKey);
+  const { report, exitCode } = inspectJournal(path, runId, publicKey, { open: () => route.openAt(dirFd, name, fileFlags(route)) });
   let outcome: string;
   if (exitCode === 1) outcome = 'verification failed';
   else if (report.terminal_reason === 'Completed') outcome = report.requires_reconciliation ? 'completed (needs reconciliation)' : 'completed';

@@ -88,6 +88,8 @@ export interface InspectReport {
 export interface InspectOptions {
   /** Also verify every signature with tweetnacl and fail if the two implementations disagree. */
   crossCheck?: boolean;
+  /** Opens the journal (read-only, no symlink followed) through a confinement route instead of by path. */
+  open?: () => number;
 }
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
@@ -166,7 +168,7 @@ export interface InspectResult {
 export function inspectJournal(filePath: string, runId: string, publicKeyHex: string, options: InspectOptions = {}): InspectResult {
   let bytes: Buffer;
   try {
-    bytes = readJournalFile(filePath);
+    bytes = readJournalFile(filePath, undefined, options.open);
   } catch (err) {
     const message = err instanceof JournalFileRefusal ? err.message : `the journal cannot be read: ${(err as Error).message}`;
     return failedBeforeReading(filePath, runId, publicKeyHex, message);

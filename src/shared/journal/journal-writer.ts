@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import { canonicalJson, sha256Hex } from '../canonical-json.js';
 import { JOURNAL_FILE_MAX_BYTES, JOURNAL_LINE_MAX_BYTES } from '../limits.js';
-import { procPath } from '../pinned-directory.js';
+import type { DescriptorRoute } from '../confinement/descriptor-route.js';
+import { entryIdentityAt, hardLinkProblem } from '../pinned-directory.js';
 import type { AuditStorage } from '../audit-storage.js';
 import {
   encodeRecordLine,
@@ -64,7 +65,6 @@ export class JournalExistsError extends JournalWriteError {
   }
 }
 
-const { O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_APPEND } = fs.constants;
 const JOURNAL_FILE_MODE = 0o600;
 /** Terminal error messages are cut to this many characters so the terminal record always fits a line. */
 const TERMINAL_MESSAGE_MAX_CHARS = 4096;
@@ -85,7 +85,7 @@ export class JournalWriter {
   /** The governed directory, until the new journal's directory entry is known durable. */
   private directoryToSync: number | undefined;
   /** Where this writer created its journal, so the file can be removed if its first records never become durable. */
-  private createdAt: { dirFd: number; name: string } | undefined;
+  private createdAt: { route: DescriptorRoute; dirFd: number; name: string } | undefined;
   /** Set when a failed write left bytes that could not be cut back: nothing may follow them. */
   private unverifiedTail: string | undefined;
   private removed = false;
@@ -104,14 +104,15 @@ export class JournalWriter {
     const { name, shown } = journalName(storage, runId, agentId);
     let fd: number;
     try {
-      fd = fs.openSync(procPath(storage.governedDirFd, name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND, JOURNAL_FILE_MODE);
+      const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_APPEND } = storage.route.flags;
+      fd = storage.route.openAt(storage.governedDirFd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND, JOURNAL_FILE_MODE);
     } catch (err) {
       const code = errorText(err);
       if (code === 'EEXIST') throw new JournalExistsError(`${shown}: a journal for this run already exists; journals are never reused`);
       throw new JournalWriteError(`${shown}: cannot create the journal: ${describeStorageFailure(err)}`);
     }
     const writer = new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
-    writer.createdAt = { dirFd: storage.governedDirFd, name };
+    writer.createdAt = { route: storage.route, dirFd: storage.governedDirFd, name };
     try {
       fs.fchmodSync(fd, JOURNAL_FILE_MODE); // the umask may only have removed bits; make the mode exact
     } catch (err) {
@@ -137,16 +138,19 @@ export class JournalWriter {
     const { name, shown } = journalName(storage, runId, agentId);
     let fd: number;
     try {
-      fd = fs.openSync(procPath(storage.governedDirFd, name), O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK);
+      const { O_RDWR, O_APPEND, O_NOFOLLOW, O_NONBLOCK } = storage.route.flags;
+      fd = storage.route.openAt(storage.governedDirFd, name, O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK);
     } catch (err) {
       const code = errorText(err);
       if (code === 'ENOENT') throw new JournalWriteError(`${shown}: there is no journal to resume`);
-      if (code === 'ELOOP') throw new JournalWriteError(`${shown}: is a symlink; not resumed`);
+      if (code === 'ELOOP' || code === 'EMLINK') throw new JournalWriteError(`${shown}: is a symlink; not resumed`);
       throw new JournalWriteError(`${shown}: cannot open the journal (${code})`);
     }
     try {
       const stat = fs.fstatSync(fd);
-      if (!stat.isFile() || stat.nlink !== 1) throw new JournalWriteError(`${shown}: is not a single-link regular file; not resumed`);
+      if (!stat.isFile()) throw new JournalWriteError(`${shown}: is not a regular file; not resumed`);
+      const linked = hardLinkProblem(stat);
+      if (linked !== undefined) throw new JournalWriteError(`${shown}: ${linked}; not resumed`);
       if (stat.size > JOURNAL_FILE_MAX_BYTES) throw new JournalWriteError(`${shown}: is larger than ${JOURNAL_FILE_MAX_BYTES} bytes; not resumed`);
       const bytes = Buffer.alloc(stat.size);
       let filled = 0;
@@ -369,12 +373,11 @@ export class JournalWriter {
   private removeOwnFile(): boolean {
     const created = this.createdAt;
     if (created === undefined) return false;
-    const entry = procPath(created.dirFd, created.name);
     try {
       const ours = fs.fstatSync(this.fd);
-      const named = fs.lstatSync(entry);
-      if (ours.dev !== named.dev || ours.ino !== named.ino) return false;
-      fs.unlinkSync(entry);
+      const named = entryIdentityAt(created.route, created.dirFd, created.name);
+      if (named === undefined || ours.dev !== named.dev || ours.ino !== named.ino) return false;
+      created.route.unlinkAt(created.dirFd, created.name);
     } catch {
       return false;
     }

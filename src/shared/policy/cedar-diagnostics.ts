@@ -1,14 +1,7 @@
 // Turns Cedar's structured errors into the one-line messages operators read on stderr.
 import type { DetailedError } from './cedar-engine.js';
+import { foldToOneLine } from '../one-line-text.js';
 import { lineColumnOfByteOffset } from './cedar-statements.js';
-
-const MAX_MESSAGE_CHARS = 400;
-
-/** Collapse white space (Cedar messages can span lines) and bound the length. */
-export function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > MAX_MESSAGE_CHARS ? `${flat.slice(0, MAX_MESSAGE_CHARS)}…` : flat;
-}
 
 /**
  * "line L, column C: message (expected …; hint)" for the first error, with a count of
@@ -29,5 +22,6 @@ export function describeCedarErrors(errors: readonly DetailedError[], source?: s
     text = `line ${line}, column ${column}: ${text}`;
   }
   if (errors.length > 1) text += ` (and ${errors.length - 1} more)`;
-  return oneLine(text);
+  // Cedar messages can span lines.
+  return foldToOneLine(text);
 }

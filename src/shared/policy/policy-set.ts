@@ -2,8 +2,8 @@
 // ordered by the caller): default permission when there are none, the configured Cedar
 // policies when every file is sound and every policy validates against the respond
 // schema, and deny-all when any file or policy is not.
-import { oneLine } from './cedar-diagnostics.js';
-import { parsePolicyFile, type ParsedPolicy } from './policy-file.js';
+import { foldToOneLine } from '../one-line-text.js';
+import { parsePolicyFile, type ParsedPolicy } from './policy-file-parse.js';
 import { validateRespondPolicies } from './respond-validation.js';
 
 /** A project-relative path, with its text or the reason it could not be read. */
@@ -72,7 +72,7 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
 
   let denyReason: string | undefined;
   if (problems.length > 0) {
-    denyReason = problems.map(oneLine).join('; ');
+    denyReason = problems.map((text) => foldToOneLine(text)).join('; ');
   } else if (parsed.length === 0) {
     const names = files.map((file) => shownPath(file.path)).join(', ');
     denyReason = `the configured policy set (${names}) holds no active policy`;
@@ -108,12 +108,12 @@ function shownPath(path: unknown): string {
 }
 
 function fileProblem(file: PolicyFileInput): string | undefined {
-  if (typeof file.refused === 'string') return oneLine(file.refused);
+  if (typeof file.refused === 'string') return foldToOneLine(file.refused);
   if (typeof file.error === 'string') {
     // Readers often start their message with the path; the line already does.
     const path = String(file.path);
     const error = file.error.startsWith(path) ? file.error.slice(path.length).replace(/^[:\s]+/, '') : file.error;
-    return `could not be read: ${oneLine(error) || 'no reason given'}`;
+    return `could not be read: ${foldToOneLine(error) || 'no reason given'}`;
   }
   if (file.error !== undefined) return 'could not be read';
   if (typeof file.text !== 'string') return 'could not be read: no text was provided';

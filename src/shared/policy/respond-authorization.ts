@@ -10,7 +10,8 @@
 // unknown the verdict depends only on the policy set and the agent, so it is cached.
 import { sha256Hex } from '../canonical-json.js';
 import { cedar } from './cedar-engine.js';
-import { describeCedarErrors, oneLine } from './cedar-diagnostics.js';
+import { foldToOneLine } from '../one-line-text.js';
+import { describeCedarErrors } from './cedar-diagnostics.js';
 import type { LoadedPolicySet } from './policy-set.js';
 import { policySetKey, preparedPolicySetId, preparedSchemaName } from './preparsed-policies.js';
 import {
@@ -89,7 +90,7 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
   if (answer.type === 'failure') return deny(`Cedar could not evaluate the request: ${describeCedarErrors(answer.errors)}`);
   const { decision, diagnostics } = answer.response;
   const determining = [...diagnostics.reason];
-  const errors = diagnostics.errors.map((item) => `${item.policyId}: ${oneLine(item.error.message)}`);
+  const errors = diagnostics.errors.map((item) => `${item.policyId}: ${foldToOneLine(item.error.message)}`);
   if (errors.length > 0) {
     // Cedar skips a policy whose evaluation errors, so its "allow" may stand only because a
     // forbid could not be judged. A decision any policy failed to evaluate is a deny.
@@ -173,5 +174,5 @@ function unsure(why: string): PermitPossibility {
 
 function messageOf(error: unknown): string {
   if (error instanceof InvalidRespondRequest) return error.message;
-  return oneLine(error instanceof Error ? error.message : String(error));
+  return foldToOneLine(error instanceof Error ? error.message : String(error));
 }

@@ -3,7 +3,6 @@
 // their fixed values, and every string must be well-formed Unicode (the wasm boundary
 // cannot carry a lone surrogate).
 import type { EntityJson } from './cedar-engine.js';
-import { isWellFormedText } from './well-formed-text.js';
 
 export interface RespondAgentContext {
   name: string;
@@ -106,7 +105,9 @@ export function cedarResponse(response: RespondResponseContext): Record<string, 
 
 function text(value: unknown, field: string): string {
   if (typeof value !== 'string') fail(`${field} must be a string`);
-  if (!isWellFormedText(value)) fail(`${field} is not well-formed Unicode (it holds a lone surrogate)`);
+  // Strings cross into the Cedar wasm module as UTF-8, which a lone surrogate has no encoding in:
+  // it would be replaced silently or abort the call.
+  if (!value.isWellFormed()) fail(`${field} is not well-formed Unicode (it holds a lone surrogate)`);
   return value;
 }
 

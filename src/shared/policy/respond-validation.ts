@@ -9,8 +9,9 @@
 // (shared policies/*.cedar also serve other Symbiont surfaces; Cedar checks the scope
 // before the conditions), so its findings, like Cedar's validation warnings, are warnings.
 import { cedar, type DetailedError } from './cedar-engine.js';
-import { describeCedarErrors, oneLine } from './cedar-diagnostics.js';
-import type { ParsedPolicy } from './policy-file.js';
+import { foldToOneLine } from '../one-line-text.js';
+import { describeCedarErrors } from './cedar-diagnostics.js';
+import type { ParsedPolicy } from './policy-file-parse.js';
 import { RESPOND_SCHEMA_TEXT } from './respond-schema.js';
 
 export interface SchemaFindings {
@@ -28,7 +29,7 @@ export function validateRespondPolicies(policies: readonly ParsedPolicy[]): Sche
   try {
     answer = cedar.validate({ schema: RESPOND_SCHEMA_TEXT, policies: { staticPolicies } });
   } catch (error) {
-    return unvalidated(oneLine(String(error)));
+    return unvalidated(foldToOneLine(String(error)));
   }
   if (answer.type === 'failure') return unvalidated(describeCedarErrors(answer.errors));
 
@@ -50,7 +51,7 @@ export function validateRespondPolicies(policies: readonly ParsedPolicy[]): Sche
   }
   for (const finding of answer.validationWarnings) warnings.push(located(finding.policyId, finding.error));
   for (const error of answer.otherWarnings) warnings.push(describeCedarErrors([error]));
-  return { errors: errors.map(oneLine), warnings: warnings.map(oneLine) };
+  return { errors: errors.map((text) => foldToOneLine(text)), warnings: warnings.map((text) => foldToOneLine(text)) };
 }
 
 /** Cedar could not run the validation at all: nothing is known to be sound, so the set is malformed. */

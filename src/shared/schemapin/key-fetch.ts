@@ -3,7 +3,9 @@ import http from 'node:http';
 import https from 'node:https';
 import net, { type LookupFunction } from 'node:net';
 import { SCHEMA_KEY_BODY_MAX_BYTES, SCHEMA_KEY_FETCH_TIMEOUT_MS, SCHEMA_KEY_URL_MAX_BYTES } from '../limits.js';
+import { foldToOneLine } from '../one-line-text.js';
 import { judgeAddress } from './address-policy.js';
+import { keyUrlPort } from './pin-host.js';
 import { SchemaPinCheckError, SchemaPinInputError } from './schemapin-errors.js';
 
 // Fetches the body of a SchemaPin public_key_url without letting the URL steer
@@ -50,9 +52,11 @@ export function parseKeyUrl(text: string): URL {
     throw new SchemaPinInputError('public_key_url must not carry credentials (user:password@)');
   }
   if (url.hostname === '') throw new SchemaPinInputError('public_key_url has no host; expected https://host/path');
+  keyUrlPort(url); // refuses port 0 before any network access
   return url;
 }
 
+/** Fetches the key URL's body under the address, redirect, deadline and size rules above; every failure is one SchemaPinCheckError line. */
 export async function fetchKeyBody(url: URL, options: KeyFetchOptions): Promise<Buffer> {
   if (url.protocol === 'http:' && !options.allowInsecure) {
     throw new SchemaPinCheckError(`refused: plain http:// key URLs are not fetched; use https:// (${INSECURE_HINT})`);
@@ -147,7 +151,8 @@ function request(
     };
     const common = {
       host: hostname,
-      port: url.port === '' ? undefined : Number(url.port),
+      // The port the pin is keyed by (pin-host.ts), so the two cannot disagree.
+      port: keyUrlPort(url),
       path: `${url.pathname}${url.search}`,
       method: 'GET',
       headers: { accept: 'application/json, application/x-pem-file, text/plain', 'user-agent': 'symbi-mcp-schemapin' },
@@ -177,7 +182,7 @@ function request(
     req.on('response', (res) => {
       const status = res.statusCode ?? 0;
       if (status >= 300 && status < 400) {
-        const location = typeof res.headers.location === 'string' ? ` to ${oneLine(res.headers.location).slice(0, LOCATION_SHOWN_MAX)}` : '';
+        const location = typeof res.headers.location === 'string' ? ` to ${foldToOneLine(res.headers.location, LOCATION_SHOWN_MAX)}` : '';
         cleanup();
         res.resume();
         fail(`the key URL answered HTTP ${status} (a redirect${location}); redirects are not followed, give the final key URL`);
@@ -212,7 +217,7 @@ function request(
       });
       res.on('error', (err) => {
         cleanup();
-        fail(`could not read the key URL's body: ${oneLine(err.message)}`);
+        fail(`could not read the key URL's body: ${foldToOneLine(err.message)}`);
       });
       res.on('aborted', () => {
         cleanup();
@@ -233,16 +238,12 @@ function describeNetworkError(err: unknown): string {
     const parts = new Set(err.errors.map((e: unknown) => describeNetworkError(e)));
     return [...parts].join('; ');
   }
-  if (!(err instanceof Error)) return oneLine(String(err));
+  if (!(err instanceof Error)) return foldToOneLine(String(err));
   const code = (err as NodeJS.ErrnoException).code;
   // "connect ENETUNREACH 10.0.0.1:443 - Local (0.0.0.0:0)": the local end says nothing useful.
-  const message = oneLine(err.message).replace(/ - Local \([^)]*\)$/, '');
+  const message = foldToOneLine(err.message).replace(/ - Local \([^)]*\)$/, '');
   if (code === undefined || message.includes(code)) return message || 'unknown error';
   return message === '' ? code : `${code} ${message}`;
-}
-
-function oneLine(text: string): string {
-  return text.replace(/[\r\n\t]+/g, ' ').replace(/[\u0000-\u001f\u007f]/g, '');
 }
 
 function withDeadline<T>(work: Promise<T>, signal: AbortSignal, message: string): Promise<T> {

@@ -1,19 +1,35 @@
 import net from 'node:net';
 import { domainToASCII } from 'node:url';
+import { SchemaPinInputError } from './schemapin-errors.js';
 
 // The trust-on-first-use key of a key host: one spelling per host, so a key
 // URL cannot start a fresh pin (and sidestep a mismatch) by spelling the same
 // host another way. The WHATWG URL parser already lower-cases names, applies
 // IDNA and writes IPv4 and IPv6 addresses canonically; on top of that a
 // trailing dot is dropped (example.com. is example.com) and an IPv4-mapped
-// IPv6 address (::ffff:a.b.c.d) becomes the IPv4 address it reaches. A
-// non-default port stays part of the key. Pin store keys, and hosts typed on
-// the command line, go through the same function, so pins written in an older
-// spelling still match.
+// IPv6 address (::ffff:a.b.c.d) becomes the IPv4 address it reaches. The
+// port in the key is the one the fetch dials (keyUrlPort): a bare host means
+// 443, so https://h, https://h:443 and h are one pin, and http://h (port 80)
+// is h:80. Port 0 is refused: Node.js would dial the scheme's default port
+// while the URL names another. Pin store keys, and hosts typed on the command
+// line, go through the same function, so pins written in an older spelling
+// still match.
 
-/** The pin key of a key URL: its normalised host, plus ":port" when the URL names a non-default port. */
+const HTTPS_PORT = 443;
+const HTTP_PORT = 80;
+
+/** The TCP port a fetch of this key URL dials; throws SchemaPinInputError for port 0, which no key server listens on. */
+export function keyUrlPort(url: URL): number {
+  if (url.port === '') return url.protocol === 'http:' ? HTTP_PORT : HTTPS_PORT;
+  const port = Number(url.port);
+  if (port === 0) throw new SchemaPinInputError('public_key_url names port 0, which cannot be dialled; give the key server\'s port, or none for the default');
+  return port;
+}
+
+/** The pin key of a key URL: its normalised host, plus ":port" when the dialled port is not 443. */
 export function pinHostOf(url: URL): string {
-  return withPort(normaliseHostname(url.hostname), url.port);
+  const port = keyUrlPort(url);
+  return port === HTTPS_PORT ? normaliseHostname(url.hostname) : `${normaliseHostname(url.hostname)}:${port}`;
 }
 
 /**
@@ -30,7 +46,8 @@ export function normalisePinHost(text: string): string {
     return text.toLowerCase();
   }
   if (url.username !== '' || url.password !== '' || url.pathname !== '/' || url.search !== '' || url.hash !== '') return text.toLowerCase();
-  return pinHostOf(url);
+  // Port 0 names no pin that could exist; the text keeps its own spelling.
+  return url.port === '0' ? text.toLowerCase() : pinHostOf(url);
 }
 
 function normaliseHostname(hostname: string): string {
@@ -56,8 +73,4 @@ function canonicalIPv6(address: string): string {
   } catch {
     return address.toLowerCase(); // a zone index (fe80::1%eth0), which URLs cannot carry
   }
-}
-
-function withPort(host: string, port: string): string {
-  return port === '' ? host : `${host}:${port}`;
 }

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import { projectDirectoriesProblem } from '../directory-ownership.js';
 import { SCHEMAPIN_PINS_MAX_BYTES } from '../limits.js';
-import { ConfinementError, procPath, readTextFileAt, type PinnedDirectory } from '../pinned-directory.js';
+import { ConfinementError, readTextFileAt, type PinnedDirectory } from '../pinned-directory.js';
 import { openPrivateDirectory, UnsafeStorageError } from '../private-directory.js';
 import { normalisePinHost } from './pin-host.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
@@ -30,7 +31,6 @@ export type PinOutcome =
 const PINS_FILE = 'pins.json';
 const STORE_COMPONENTS = ['.symbiont', 'schemapin'] as const;
 const FINGERPRINT = /^sha256:[0-9a-f]{64}$/;
-const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = fs.constants;
 
 export class PinStore {
   constructor(private readonly project: PinnedDirectory) {}
@@ -81,6 +81,9 @@ export class PinStore {
   }
 
   private withDirectory<T>(work: (dirFd: number) => T): T {
+    // Another user who can rename .symbiont/ away could erase every pin (directory-ownership.ts).
+    const directoriesProblem = projectDirectoriesProblem(this.project);
+    if (directoriesProblem !== undefined) throw new SchemaPinCheckError(`pin store refused: ${directoriesProblem}`);
     let dirFd: number;
     try {
       dirFd = openPrivateDirectory(this.project, STORE_COMPONENTS);
@@ -99,7 +102,7 @@ export class PinStore {
     const shown = this.shownFile;
     let text: string;
     try {
-      const file = readTextFileAt(dirFd, PINS_FILE, SCHEMAPIN_PINS_MAX_BYTES, shown);
+      const file = readTextFileAt(this.project.route, dirFd, PINS_FILE, SCHEMAPIN_PINS_MAX_BYTES, shown);
       const uid = process.getuid?.();
       if ((uid !== undefined && file.stat.uid !== uid) || (file.stat.mode & 0o077) !== 0) {
         throw new SchemaPinCheckError(
@@ -119,19 +122,21 @@ export class PinStore {
     const sorted = [...pins.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     const text = JSON.stringify({ version: 1, pins: Object.fromEntries(sorted) }, null, 2) + '\n';
     const tmpName = `.${PINS_FILE}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+    const route = this.project.route;
+    const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = route.flags;
     let fd: number | undefined;
     try {
-      fd = fs.openSync(procPath(dirFd, tmpName), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
+      fd = route.openAt(dirFd, tmpName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
       fs.writeFileSync(fd, text);
       fs.fsyncSync(fd);
       fs.closeSync(fd);
       fd = undefined;
-      fs.renameSync(procPath(dirFd, tmpName), procPath(dirFd, PINS_FILE));
+      route.renameAt(dirFd, tmpName, PINS_FILE);
       fs.fsyncSync(dirFd);
     } catch (err) {
       if (fd !== undefined) fs.closeSync(fd);
       try {
-        fs.unlinkSync(procPath(dirFd, tmpName));
+        route.unlinkAt(dirFd, tmpName);
       } catch {
         // already renamed or never created
       }

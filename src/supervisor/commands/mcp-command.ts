@@ -1,11 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import { SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
+import { INVOCATIONS_MAX_DEFAULT, SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
 import { PinnedDirectory } from '../../shared/pinned-directory.js';
 import { createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
 import { takeStartupSnapshot } from '../startup-snapshot.js';
-import { writeProviderSummary, writeStartupSummary } from '../startup-summary.js';
+import { DslAnalysisPool } from '../dsl-analysis-pool.js';
+import { analyseSources, type SourceAnalysis } from '../source-analysis.js';
+import { writeProjectSummary, writeProviderSummary, writeStartupSummary } from '../startup-summary.js';
 import { startMcpSession } from '../mcp-session.js';
 import type { SessionContext } from '../session-context.js';
 import { createInvocationRuntime } from '../invocation-runtime.js';
@@ -18,6 +20,10 @@ import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 
 const USAGE_EXIT = 2;
 const SHUTDOWN_GRACE_MS_MAX = 600_000;
+// A bound far above what one process's memory holds is no bound at all.
+const MAX_INVOCATIONS_MAX = 65_536;
+/** How often shutdown looks whether standard output has taken every answer. */
+const OUTPUT_FLUSH_POLL_MS = 10;
 /** How long the startup summary waits for the client's `initialized` notification. */
 const HANDSHAKE_WAIT_MS = 250;
 
@@ -25,6 +31,7 @@ export interface McpCommandOptions {
   project: string;
   logFormat: LogFormat;
   shutdownGraceMs: number;
+  maxInvocations: number;
 }
 
 function usageError(message: string): never {
@@ -44,6 +51,13 @@ function parseGrace(value: string): number {
   return Number(value);
 }
 
+function parseMaxInvocations(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) < 1 || Number(value) > MAX_INVOCATIONS_MAX) {
+    usageError(`--max-invocations ${JSON.stringify(value)} is not valid; use a whole number from 1 to ${MAX_INVOCATIONS_MAX}`);
+  }
+  return Number(value);
+}
+
 function pinProject(dir: string): PinnedDirectory {
   if (dir.length === 0 || dir.includes('\0')) usageError('--project needs a directory path');
   try {
@@ -56,6 +70,18 @@ function pinProject(dir: string): PinnedDirectory {
     if (code === 'EACCES') usageError(`--project ${shown}: permission denied`);
     usageError(`--project ${shown}: cannot be opened as a directory (${code ?? 'error'})`);
   }
+}
+
+/** Settles once `stdout` holds no unwritten answers (or can take no more). */
+function outputFlushed(stdout: NodeJS.WriteStream): Promise<void> {
+  // Polled: 'drain' only comes after a write that filled the buffer, not after every write.
+  return new Promise((resolve) => {
+    const check = (): void => {
+      if (!stdout.writable || stdout.writableLength === 0) resolve();
+      else setTimeout(check, OUTPUT_FLUSH_POLL_MS);
+    };
+    check();
+  });
 }
 
 /** Library code must never write to stdout; this keeps a stray console call off the MCP channel. */
@@ -72,26 +98,33 @@ function keepConsoleOffStdout(): void {
   console.debug = toStderr;
 }
 
+/** `symbi mcp` itself: pins the project, takes the snapshot, serves stdio MCP and shuts down with every run finalised. */
 export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   keepConsoleOffStdout();
   preferSmallHeaps();
   const project = pinProject(options.project);
   const log = createOperatorLog(options.logFormat);
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
-  const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs };
-  const runtime = createInvocationRuntime(context);
+  // The analysis thread starts with the first DSL text to analyse: the startup
+  // analysis after the handshake, or an earlier parse_dsl or list_agents.
+  const dslAnalysis = new DslAnalysisPool();
+  let sources: Promise<SourceAnalysis> | undefined;
+  const sourceAnalysis = (): Promise<SourceAnalysis> => (sources ??= analyseSources(snapshot, dslAnalysis));
+  const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs, dslAnalysis, sourceAnalysis };
+  const runtime = createInvocationRuntime(context, options.maxInvocations);
   let shutdown: Shutdown | undefined;
   // The summary (which parses every agent source) comes once the client has
   // completed the handshake, so its initialize is answered without waiting for
   // it; a client that never initializes gets it shortly after. The worker
   // threads start with the first invocation (see invocation-runtime.ts).
-  let summaryWritten = false;
-  const summaryOnce = (): void => {
-    if (summaryWritten) return;
-    summaryWritten = true;
-    writeStartupSummary(snapshot, log);
-    writeProviderSummary(runtime.session.provider, log);
-    log.info('serving MCP on standard input/output');
+  let summaryWritten: Promise<void> | undefined;
+  const summaryOnce = (): Promise<void> => {
+    if (summaryWritten === undefined) writeProjectSummary(snapshot, log);
+    return (summaryWritten ??= sourceAnalysis().then((analysis) => {
+      writeStartupSummary(snapshot, analysis, log);
+      writeProviderSummary(runtime.session.provider, log);
+      log.info('serving MCP on standard input/output');
+    }));
   };
   const session = await startMcpSession(context, undefined, {
     registerInvokeAgent: (server) => registerInvokeAgentTool(server, runtime.session),
@@ -102,12 +135,16 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     graceMs: options.shutdownGraceMs,
     log,
     closeSession: () => session.closeSession('shutting down'),
-    stopWorkers: () => runtime.stopWorkers(),
+    outputFlushed: () => outputFlushed(process.stdout),
+    stopWorkers: async () => {
+      await dslAnalysis.close();
+      await runtime.stopWorkers();
+    },
     // Standard error always starts with the summary, even for a session that ends at once.
     beforeDrain: summaryOnce,
   });
   const afterHandshake = (): void => {
-    summaryOnce();
+    void summaryOnce();
     runtime.warmUp();
   };
   session.server.server.oninitialized = afterHandshake;
@@ -117,6 +154,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   await shutdown(`session closed: ${reason}`);
 }
 
+/** Adds `symbi mcp` and its options to the command line. */
 export function registerMcpCommand(program: Command): void {
   program
     .command('mcp')
@@ -124,15 +162,19 @@ export function registerMcpCommand(program: Command): void {
     .addOption(new Option('--project <dir>', 'project directory to pin (default: the current directory)').default('.'))
     .addOption(new Option('--log-format <format>', `standard error format: ${LOG_FORMATS.join(' or ')}`).default('text'))
     .addOption(new Option('--shutdown-grace-ms <ms>', 'how long shutdown waits for live runs to record their end').default(String(SHUTDOWN_GRACE_MS_DEFAULT)))
+    .addOption(
+      new Option('--max-invocations <n>', 'invoke_agent calls in progress at once; more are refused at once as "at capacity"').default(String(INVOCATIONS_MAX_DEFAULT)),
+    )
     .exitOverride((err: CommanderError) => {
       // Commander's own usage errors (unknown option, missing value) share the usage exit code.
       process.exit(err.exitCode === 0 ? 0 : USAGE_EXIT);
     })
-    .action(async (raw: { project: string; logFormat: string; shutdownGraceMs: string }) => {
+    .action(async (raw: { project: string; logFormat: string; shutdownGraceMs: string; maxInvocations: string }) => {
       await runMcpServer({
         project: raw.project,
         logFormat: parseLogFormat(raw.logFormat),
         shutdownGraceMs: parseGrace(raw.shutdownGraceMs),
+        maxInvocations: parseMaxInvocations(raw.maxInvocations),
       });
     });
 }

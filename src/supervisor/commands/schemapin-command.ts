@@ -64,7 +64,8 @@ function pinHostArgument(text: string): string {
   if (trimmed.includes('://')) {
     try {
       return pinHostOf(new URL(trimmed));
-    } catch {
+    } catch (err) {
+      if (err instanceof SchemaPinInputError) throw err;
       throw new SchemaPinInputError(`${JSON.stringify(trimmed.slice(0, 80))} is not a URL; give the pinned host as host or host:port`);
     }
   }

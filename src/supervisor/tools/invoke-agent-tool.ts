@@ -3,12 +3,12 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { AGENT_NAME_MAX_BYTES } from '../../shared/limits.js';
+import { AGENT_NAME_MAX_BYTES, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
 import { RUN_PHASES, type InvokeOutcome } from '../../shared/run-messages.js';
-import { preflightInvocation, type InvokeArguments, type PreflightInputs } from '../invoke-preflight.js';
+import { preflightInvocation, type PreflightInputs } from '../invoke-preflight.js';
 import type { OperatorLog } from '../operator-log.js';
 import type { RunOwnerTable } from '../run-owners.js';
-import { advertisedInputSchema, argumentObject, guarded, requiredString, ToolArgumentError } from './tool-arguments.js';
+import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
 
 export interface InvokeAgentSession extends PreflightInputs {
   owners: RunOwnerTable;
@@ -17,32 +17,34 @@ export interface InvokeAgentSession extends PreflightInputs {
   log: OperatorLog;
   /** Why no run may start now (the startup signing key is gone or changed), if so. */
   signingKeyProblem(): string | undefined;
+  /** The registry once the startup analysis has run: files it left out cannot be invoked (source-analysis.ts). */
+  analysedRegistry(): Promise<PreflightInputs['registry']>;
+  /** Parses the file `agent` names in the DSL analysis thread, ahead of preflight (invoke-preflight.ts prepareSelection). */
+  prepareSelection(registry: PreflightInputs['registry'], agent: string): Promise<void>;
+  /** Invocations in progress at once (running or queued); a call beyond it is refused before any journal. */
+  maxInvocations: number;
 }
 
 const TOOL = 'invoke_agent';
-const ALLOWED_AGENT = `the filename stem of an agents/*.symbi or *.dsl file (at most ${AGENT_NAME_MAX_BYTES} bytes)`;
-const ALLOWED_TEXT = 'a string of at most 64 KiB';
 
-// Checked in the handler (one-line errors, unknown names refused); the schema advertises the real types.
-const inputSchema = advertisedInputSchema(
-  {
-    agent: { type: 'string', description: 'Filename stem of a registered agent, e.g. "assistant" for agents/assistant.symbi' },
-    prompt: { type: 'string', description: 'The caller input (at most 64 KiB of UTF-8)' },
-    system_prompt: { type: 'string', description: 'Optional extra caller instructions, sent as a user message after the definition (at most 64 KiB)' },
+// The one declaration of the arguments: the advertised schema and the handler's checks (one-line
+// errors, unknown names refused, sizes checked before any journal) both come from it.
+const invokeArguments = declareStringArguments(TOOL, {
+  agent: {
+    description: 'Filename stem of a registered agent, e.g. "assistant" for agents/assistant.symbi',
+    required: true,
+    allowed: `the filename stem of an agents/*.symbi or *.dsl file (at most ${AGENT_NAME_MAX_BYTES} bytes)`,
+    minBytes: 1,
+    maxBytes: AGENT_NAME_MAX_BYTES,
   },
-  ['agent', 'prompt'],
-);
-
-function readArguments(raw: unknown): InvokeArguments {
-  const args = argumentObject(TOOL, raw, ['agent', 'prompt', 'system_prompt']);
-  const agent = requiredString(TOOL, args, 'agent', ALLOWED_AGENT);
-  if (agent.length === 0 || Buffer.byteLength(agent, 'utf8') > AGENT_NAME_MAX_BYTES) {
-    throw new ToolArgumentError(`${TOOL}: "agent" must be 1 to ${AGENT_NAME_MAX_BYTES} bytes; expected ${ALLOWED_AGENT}`);
-  }
-  const prompt = requiredString(TOOL, args, 'prompt', ALLOWED_TEXT);
-  const systemPrompt = args.system_prompt === undefined ? undefined : requiredString(TOOL, args, 'system_prompt', ALLOWED_TEXT);
-  return { agent, prompt, system_prompt: systemPrompt };
-}
+  prompt: { description: 'The caller input', required: true, allowed: `a string of at most ${sizeWords(PROMPT_MAX_BYTES)}`, maxBytes: PROMPT_MAX_BYTES },
+  system_prompt: {
+    description: 'Optional extra caller instructions, sent as a user message after the definition',
+    required: false,
+    allowed: `a string of at most ${sizeWords(SYSTEM_PROMPT_MAX_BYTES)}`,
+    maxBytes: SYSTEM_PROMPT_MAX_BYTES,
+  },
+});
 
 const outputShape = {
   agent_id: z.string().describe('The principal UUID the response was produced under'),
@@ -67,7 +69,30 @@ function failure(message: string, agentId?: string, outcome?: InvokeOutcome) {
   return result;
 }
 
+/**
+ * Refuses a call while `maxInvocations` runs are in progress, so a flood of calls cannot grow the
+ * server without bound. The operator hears once per episode at capacity, and how many were refused.
+ */
+function capacityGuard(session: InvokeAgentSession): { refusal(): string | undefined; accepted(): void } {
+  let refusedInEpisode = 0;
+  return {
+    refusal: () => {
+      if (session.owners.size < session.maxInvocations) return undefined;
+      if (refusedInEpisode === 0) session.log.warn('invoke_agent at capacity: refusing calls until a run finishes', { in_progress: session.owners.size, max_invocations: session.maxInvocations });
+      refusedInEpisode += 1;
+      return `the server is at capacity: ${session.maxInvocations} invocations are already in progress (the bound set by --max-invocations); retry when one has finished`;
+    },
+    accepted: () => {
+      if (refusedInEpisode === 0) return;
+      session.log.info('invoke_agent below capacity again', { refused_at_capacity: refusedInEpisode });
+      refusedInEpisode = 0;
+    },
+  };
+}
+
+/** Registers invoke_agent: preflight, then one governed run per call through the run owner table. */
 export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentSession): void {
+  const capacity = capacityGuard(session);
   server.registerTool(
     'invoke_agent',
     {
@@ -75,14 +100,16 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       description:
         'Sends the registered conversational definition named by `agent` (an agents/*.symbi or *.dsl filename stem) and your prompt to the configured model provider and returns one text answer. ' +
         'The answer is released only after the project Cedar policy permits its exact text and the signed audit journal is durable; structuredContent carries agent_id and the audit reference (run_id, journal path, public key). ' +
-        'No tools, commands or delegated work are executed. system_prompt is extra caller input sent as a user message; it cannot replace the definition. prompt and system_prompt are each limited to 64 KiB.',
-      inputSchema,
+        'No tools, commands or delegated work are executed. system_prompt is extra caller input sent as a user message; it cannot replace the definition. ' + `prompt is limited to ${sizeWords(PROMPT_MAX_BYTES)} and system_prompt to ${sizeWords(SYSTEM_PROMPT_MAX_BYTES)} of UTF-8.`,
+      inputSchema: invokeArguments.inputSchema,
       outputSchema: outputShape,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
     guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
-      const args = readArguments(raw);
-      let preflight = preflightInvocation(args, session);
+      const args = invokeArguments.read(raw);
+      const registry = await session.analysedRegistry();
+      await session.prepareSelection(registry, args.agent);
+      let preflight = preflightInvocation(args, { ...session, registry });
       if (preflight.ok) {
         const keyProblem = session.signingKeyProblem();
         if (keyProblem !== undefined) preflight = { ok: false, message: keyProblem };
@@ -91,6 +118,9 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         session.log.info('invoke_agent refused before inference', { agent: args.agent, reason: preflight.message });
         return failure(preflight.message);
       }
+      const atCapacity = capacity.refusal();
+      if (atCapacity !== undefined) return failure(atCapacity);
+      capacity.accepted();
       const { definition } = preflight;
       const runId = randomUUID();
       const progressToken = extra._meta?.progressToken;

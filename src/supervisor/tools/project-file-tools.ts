@@ -1,9 +1,8 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AGENT_NAME_MAX_BYTES, AGENTS_MD_MAX_BYTES, DSL_FILE_MAX_BYTES } from '../../shared/limits.js';
 import { ConfinementError, projectPathComponents } from '../../shared/pinned-directory.js';
 import { projectFilesUnavailable } from '../../shared/descriptor-access-check.js';
-import { parseDslReport } from '../../shared/dsl/parse-report.js';
 import { sourceStem } from '../agent-discovery.js';
 import type { SessionContext } from '../session-context.js';
 import {
@@ -25,8 +24,6 @@ const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: 
 const CANDIDATES_SHOWN = 20;
 export const AGENTS_MD_RESOURCE_URI = 'file:///AGENTS.md';
 const INLINE_SOURCE = '<inline>';
-// JSON strings can carry unpaired surrogates, which have no UTF-8 encoding.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** The refusal every file tool gives when project files cannot be read at all (descriptor-access-check.ts). */
 function projectUnavailable(tool: string, context: SessionContext) {
@@ -52,13 +49,14 @@ function registerListAgents(server: McpServer, context: SessionContext): void {
     },
     guarded(
       'list_agents',
-      (raw: unknown) => {
+      async (raw: unknown) => {
         argumentObject('list_agents', raw, []);
         const unavailable = projectUnavailable('list_agents', context);
         if (unavailable) return unavailable;
         const { snapshot } = context;
+        const analysis = await context.sourceAnalysis();
         return jsonResult({
-          agents: snapshot.agents.map((a) => ({
+          agents: analysis.agents.map((a) => ({
             stem: a.stem,
             file: a.file,
             declared_agents: a.declared_agents,
@@ -67,7 +65,7 @@ function registerListAgents(server: McpServer, context: SessionContext): void {
             has_schedules: a.has_schedules,
             has_channels: a.has_channels,
           })),
-          left_out: snapshot.skipped.map((s) => ({ file: s.file, reason: s.reason })),
+          left_out: analysis.skipped.map((s) => ({ file: s.file, reason: s.reason })),
           limits_hit: [...snapshot.limitsHit],
         });
       },
@@ -137,17 +135,18 @@ function registerParseDsl(server: McpServer, context: SessionContext): void {
     },
     guarded(
       'parse_dsl',
-      (raw: unknown) => {
+      async (raw: unknown) => {
         const args = argumentObject('parse_dsl', raw, ['file', 'content']);
         const hasFile = args.file !== undefined;
         const hasContent = args.content !== undefined;
         if (hasFile === hasContent) throw new ToolArgumentError(`${exactlyOne}; ${hasFile ? 'both were given' : 'neither was given'}`);
         if (hasContent) {
           const content = requiredString('parse_dsl', args, 'content', allowedContent);
-          if (LONE_SURROGATE.test(content)) throw new ToolArgumentError(`parse_dsl: "content" contains an unpaired UTF-16 surrogate; expected valid Unicode text`);
+          // JSON strings can carry unpaired surrogates, which have no UTF-8 encoding.
+          if (!content.isWellFormed()) throw new ToolArgumentError(`parse_dsl: "content" contains an unpaired UTF-16 surrogate; expected valid Unicode text`);
           const bytes = Buffer.byteLength(content, 'utf8');
           if (bytes > DSL_FILE_MAX_BYTES) throw new ToolArgumentError(`parse_dsl: "content" is ${bytes} bytes; expected ${allowedContent}`);
-          return jsonResult(parseDslReport(content, INLINE_SOURCE) as unknown as Record<string, unknown>);
+          return analysedReport(context, content, INLINE_SOURCE);
         }
         const file = requiredString('parse_dsl', args, 'file', allowedFile);
         let components: string[];
@@ -167,11 +166,19 @@ function registerParseDsl(server: McpServer, context: SessionContext): void {
           if (err instanceof ConfinementError) return toolError(`parse_dsl: ${err.message}`);
           throw err;
         }
-        return jsonResult(parseDslReport(text, file) as unknown as Record<string, unknown>);
+        return analysedReport(context, text, file);
       },
       (err) => context.log.error('parse_dsl failed unexpectedly', { error: String(err) }),
     ),
   );
+}
+
+/** The parse report of `text`, worked out in the DSL analysis thread within its budget; otherwise one line saying why not. */
+async function analysedReport(context: SessionContext, text: string, source: string): Promise<CallToolResult> {
+  const outcome = await context.dslAnalysis.run({ kind: 'report', text, source });
+  if (!outcome.ok) return toolError(`parse_dsl: ${source}: ${outcome.message}`);
+  // The thread sends the answer's text, already measured against the answer limit; the structured copy is the same JSON.
+  return { content: [{ type: 'text', text: outcome.value }], structuredContent: JSON.parse(outcome.value) as Record<string, unknown> };
 }
 
 function readAgentsMdNow(context: SessionContext): { text: string } | { error: string; missing: boolean } {

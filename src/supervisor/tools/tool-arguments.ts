@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { oneLine } from '../operator-log.js';
+import { KiB } from '../../shared/limits.js';
+import { escapeToOneLine } from '../../shared/one-line-text.js';
 
 // Tool arguments are checked inside the handlers rather than by the SDK's
 // zod validation: the SDK reports zod failures as multi-line text, and every
@@ -28,20 +29,79 @@ export function advertisedInputSchema(fields: Record<string, AdvertisedField>, r
   return z.looseObject(shape).meta({ required: [...required], additionalProperties: false, ...extra });
 }
 
-export function toolError(message: string): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text: oneLine(message) }] };
+/** One string argument of a tool: the advertised schema and the handler's checks both come from it. */
+export interface StringArgument {
+  description: string;
+  required: boolean;
+  /** What the caller may give, said in every refusal of this argument. */
+  allowed: string;
+  /** Bounds in UTF-8 bytes, checked before the tool does anything else. */
+  minBytes?: number;
+  maxBytes?: number;
 }
 
+type ReadArguments<F extends Record<string, StringArgument>> = { [K in keyof F]: F[K] extends { required: true } ? string : string | undefined };
+
+/** "64 KiB" for a whole number of KiB, else the bytes. */
+export function sizeWords(bytes: number): string {
+  return bytes % KiB === 0 ? `${bytes / KiB} KiB` : `${bytes} bytes`;
+}
+
+/**
+ * Declares a tool's string arguments once: `inputSchema` advertises them (types, required, sizes in
+ * the descriptions) and `read` checks a call's arguments against the same declaration, throwing a
+ * one-line ToolArgumentError that says what was wrong and what is allowed.
+ */
+export function declareStringArguments<F extends Record<string, StringArgument>>(tool: string, fields: F) {
+  const names = Object.keys(fields);
+  const advertised: Record<string, AdvertisedField> = {};
+  for (const [name, field] of Object.entries(fields)) {
+    const size = field.maxBytes === undefined ? '' : ` (UTF-8, at most ${sizeWords(field.maxBytes)})`;
+    advertised[name] = { type: 'string', description: `${field.description}${size}` };
+  }
+  const inputSchema = advertisedInputSchema(advertised, names.filter((name) => fields[name]!.required));
+  const read = (raw: unknown): ReadArguments<F> => {
+    const args = argumentObject(tool, raw, names);
+    const values: Record<string, string | undefined> = {};
+    for (const [name, field] of Object.entries(fields)) {
+      if (!field.required && args[name] === undefined) continue;
+      const value = requiredString(tool, args, name, field.allowed);
+      const bytes = Buffer.byteLength(value, 'utf8');
+      if (field.minBytes !== undefined && bytes < field.minBytes) {
+        throw new ToolArgumentError(`${tool}: "${name}" must be ${field.minBytes} to ${field.maxBytes ?? 'any number of'} bytes; expected ${field.allowed}`);
+      }
+      if (field.maxBytes !== undefined && bytes > field.maxBytes) {
+        throw new ToolArgumentError(
+          field.minBytes !== undefined
+            ? `${tool}: "${name}" must be ${field.minBytes} to ${field.maxBytes} bytes; expected ${field.allowed}`
+            : `${tool}: ${name} is ${bytes} bytes; the limit is ${field.maxBytes} bytes (${sizeWords(field.maxBytes)})`,
+        );
+      }
+      values[name] = value;
+    }
+    return values as ReadArguments<F>;
+  };
+  return { inputSchema, read };
+}
+
+/** A tool result that is an error: one line, control characters escaped. */
+export function toolError(message: string): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: escapeToOneLine(message) }] };
+}
+
+/** A tool result carrying `value` as pretty JSON text and as structuredContent. */
 export function jsonResult(value: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(value, null, 2) }], structuredContent: value };
 }
 
+/** "null", "an array" or "a <typeof>": a value's JSON type for a refusal, never the value. */
 export function describeType(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   return `a ${typeof value}`;
 }
 
+/** A caller's string quoted for a message, cut at `max` characters. */
 export function quoteForMessage(value: string, max = 80): string {
   const cut = Array.from(value);
   const shown = cut.length > max ? `${cut.slice(0, max).join('')}...` : value;
@@ -63,6 +123,7 @@ export function argumentObject(tool: string, raw: unknown, allowed: readonly str
   return args;
 }
 
+/** The argument `name` as a string, or a one-line ToolArgumentError naming what is allowed. */
 export function requiredString(tool: string, args: Record<string, unknown>, name: string, allowed: string): string {
   const value = args[name];
   if (value === undefined) throw new ToolArgumentError(`${tool}: missing required argument "${name}"; expected ${allowed}`);

@@ -4,7 +4,7 @@ import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared
 import { explainHttpStatus } from './http-failure-explanations.js';
 import { ProviderError } from './provider-error.js';
 import { postJson } from './provider-http.js';
-import { reportedError, type AnswerContext } from './reported-error.js';
+import { noteUnrecognisedFinish, reportedError, type AnswerContext } from './reported-error.js';
 import { isRecord, optionalString, tokenCount } from './response-fields.js';
 
 // Anthropic Messages API: the system text travels in `system`, the user messages in `messages`.
@@ -31,6 +31,7 @@ export function anthropicMessagesBody(request: TypedInferenceRequest): Anthropic
   return body;
 }
 
+/** The request headers: JSON both ways, the key and the API version Anthropic requires. */
 export function anthropicMessagesHeaders(config: ProviderConfig): Record<string, string> {
   return {
     'Content-Type': 'application/json',
@@ -68,6 +69,7 @@ export function parseAnthropicMessagesResponse(json: unknown, context: AnswerCon
     ? { input_tokens: tokenCount(json.usage.input_tokens), output_tokens: tokenCount(json.usage.output_tokens) }
     : null;
   const normalized = normalizeFinish('anthropic-messages', json.stop_reason);
+  noteUnrecognisedFinish(normalized, context);
   const finish: FinishReason = toolCalls.length > 0 ? 'tool_use' : normalized.finish;
   return {
     content: text,
@@ -79,10 +81,12 @@ export function parseAnthropicMessagesResponse(json: unknown, context: AnswerCon
   };
 }
 
+/** One POST to the endpoint and its answer as the typed response; provider-chosen text for the operator goes to `operatorNotes`. */
 export async function callAnthropicMessages(
   config: ProviderConfig,
   request: TypedInferenceRequest,
   signal: AbortSignal,
+  operatorNotes?: string[],
 ): Promise<TypedInferenceResponse> {
   const url = `${config.baseUrl}/v1/messages`;
   const answer = await postJson(
@@ -96,5 +100,5 @@ export async function callAnthropicMessages(
     },
     signal,
   );
-  return parseAnthropicMessagesResponse(answer.json, { url, requestId: answer.requestId, secret: config.apiKey });
+  return parseAnthropicMessagesResponse(answer.json, { url, requestId: answer.requestId, secret: config.apiKey, ...(operatorNotes !== undefined ? { operatorNotes } : {}) });
 }

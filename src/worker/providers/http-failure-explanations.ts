@@ -33,6 +33,7 @@ const EXPLANATIONS: Record<number, Explainer> = {
   529: () => 'the provider is overloaded',
 };
 
+/** Our fixed words for an HTTP failure status, naming the configuration a user can change. */
 export function explainHttpStatus(status: number, config: ProviderConfig): string {
   const explain = EXPLANATIONS[status];
   if (explain !== undefined) return explain(config);

@@ -4,7 +4,7 @@ import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared
 import { explainHttpStatus } from './http-failure-explanations.js';
 import { ProviderError } from './provider-error.js';
 import { postJson } from './provider-http.js';
-import { reportedError, type AnswerContext } from './reported-error.js';
+import { noteUnrecognisedFinish, reportedError, type AnswerContext } from './reported-error.js';
 import { isRecord, optionalString, tokenCount } from './response-fields.js';
 
 // OpenAI-compatible Chat Completions (OpenAI, Azure OpenAI v1, OpenRouter, Ollama, vLLM, LM Studio).
@@ -27,6 +27,7 @@ export function openAiChatBody(request: TypedInferenceRequest, limitParameter: T
   };
 }
 
+/** The request headers: JSON both ways, and the bearer key when one is configured. */
 export function openAiChatHeaders(config: ProviderConfig): Record<string, string> {
   const headers: Record<string, string> = { 'Content-Type': 'application/json', Accept: 'application/json' };
   // Local servers need no key; an empty bearer would only confuse them.
@@ -84,6 +85,7 @@ export function parseOpenAiChatResponse(json: unknown, context: AnswerContext = 
   if (text === null && toolCalls.length === 0 && !refused) throw malformed('choices[0].message has neither content nor tool calls');
 
   const normalized = normalizeFinish('openai-chat', choice.finish_reason);
+  noteUnrecognisedFinish(normalized, context);
   // A refusal or a proposed tool call decides the outcome whatever finish_reason says.
   const finish: FinishReason = refused ? 'refused' : toolCalls.length > 0 ? 'tool_use' : normalized.finish;
   const usage = isRecord(json.usage)
@@ -99,10 +101,12 @@ export function parseOpenAiChatResponse(json: unknown, context: AnswerContext = 
   };
 }
 
+/** One POST to the endpoint and its answer as the typed response; provider-chosen text for the operator goes to `operatorNotes`. */
 export async function callOpenAiCompatible(
   config: ProviderConfig,
   request: TypedInferenceRequest,
   signal: AbortSignal,
+  operatorNotes?: string[],
 ): Promise<TypedInferenceResponse> {
   const url = `${config.baseUrl}/chat/completions`;
   const answer = await postJson(
@@ -116,5 +120,5 @@ export async function callOpenAiCompatible(
     },
     signal,
   );
-  return parseOpenAiChatResponse(answer.json, { url, requestId: answer.requestId, secret: config.apiKey });
+  return parseOpenAiChatResponse(answer.json, { url, requestId: answer.requestId, secret: config.apiKey, ...(operatorNotes !== undefined ? { operatorNotes } : {}) });
 }

@@ -5,18 +5,18 @@ import { callAnthropicMessages } from './anthropic-messages.js';
 import { callOpenAiCompatible } from './openai-chat.js';
 import { ProviderError } from './provider-error.js';
 
-export type { ChatMessage, TypedInferenceRequest, TypedInferenceResponse } from '../../shared/inference-types.js';
-export { ProviderError, type ProviderErrorKind } from './provider-error.js';
 
 /**
  * Sends one typed request to the configured provider and returns its typed response.
  * One attempt (inference-attempts.ts retries). Aborting `signal` closes the HTTP connection and rejects with kind 'aborted'.
- * Every failure is a ProviderError whose message never contains the API key.
+ * Every failure is a ProviderError whose message never contains the API key. Provider-chosen text the
+ * operator may want (an unrecognised finish reason) is pushed to `operatorNotes`, for standard error only.
  */
 export async function callProvider(
   config: ProviderConfig,
   request: TypedInferenceRequest,
   signal: AbortSignal,
+  operatorNotes?: string[],
 ): Promise<TypedInferenceResponse> {
   if (request.options.provider !== config.kind) {
     throw new ProviderError(
@@ -36,8 +36,8 @@ export async function callProvider(
   switch (config.kind) {
     case 'openai':
     case 'openrouter':
-      return callOpenAiCompatible(config, request, signal);
+      return callOpenAiCompatible(config, request, signal, operatorNotes);
     case 'anthropic':
-      return callAnthropicMessages(config, request, signal);
+      return callAnthropicMessages(config, request, signal, operatorNotes);
   }
 }

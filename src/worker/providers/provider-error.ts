@@ -40,6 +40,14 @@ export class ProviderError extends Error {
     super(message);
   }
 
+  /** " (type x, request id y)" for standard error, where the operator reconciles with the provider; never for the caller. */
+  operatorIdentifiers(): string {
+    const parts: string[] = [];
+    if (this.details.errorType !== undefined) parts.push(`type ${this.details.errorType}`);
+    if (this.details.requestId !== undefined) parts.push(`request id ${this.details.requestId}`);
+    return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
+  }
+
   /** The fields a DirectInferenceFinished record keeps about this failure. */
   journalFields(): Record<string, unknown> {
     const d = this.details;

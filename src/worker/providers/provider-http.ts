@@ -7,6 +7,7 @@ import { shortIdentifier } from '../../shared/finish-reasons.js';
 import { TYPED_RESPONSE_MAX_BYTES } from '../../shared/limits.js';
 import { packageVersion } from '../../shared/package-version.js';
 import type { ProxySetting } from '../../shared/provider-config.js';
+import { redactKeys } from '../key-redaction.js';
 import { readCappedBody } from './capped-body.js';
 import { ProviderError, type ProviderErrorDetails } from './provider-error.js';
 import { formatWait } from './retry-policy.js';
@@ -43,10 +44,7 @@ export interface JsonAnswer {
 
 /** Printable single-line excerpt of untrusted text for standard error, capped, with key-like strings removed. */
 export function safeExcerpt(text: string, secret: string, max = PROVIDER_MESSAGE_MAX_CHARS): string {
-  let cleaned = secret === '' ? text : text.split(secret).join('[redacted]');
-  // Other keys than ours can appear in an echoed request (sk-..., sk-ant-..., Bearer tokens).
-  cleaned = cleaned.replace(/\b(sk|rk|pk)-[A-Za-z0-9_-]{8,}/g, '[redacted]').replace(/\bBearer\s+\S+/gi, 'Bearer [redacted]');
-  cleaned = cleaned.replace(/[^\x20-\x7e]+/g, ' ').replace(/\s+/g, ' ').trim();
+  const cleaned = redactKeys(text, [secret]).replace(/[^\x20-\x7e]+/g, ' ').replace(/\s+/g, ' ').trim();
   return cleaned.length > max ? `${cleaned.slice(0, max)}...` : cleaned;
 }
 
@@ -62,6 +60,8 @@ function describeNetworkFailure(error: unknown): string {
   const source = cause instanceof Error ? cause : error instanceof Error ? error : undefined;
   if (source === undefined) return 'unknown error';
   const code = (source as { code?: unknown }).code;
+  // Node's message lists the certificate's names, which whoever serves the certificate chose.
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `${code}: the certificate does not name the host in the URL`;
   return typeof code === 'string' && !source.message.includes(code) ? `${code} ${source.message}` : source.message;
 }
 
@@ -108,6 +108,7 @@ export interface ErrorObjectFields {
   message?: string;
 }
 
+/** The identifiers and message of a provider error body, each identifier only when it is a short identifier. */
 export function errorObjectFields(parsed: unknown): ErrorObjectFields {
   if (typeof parsed !== 'object' || parsed === null) return {};
   const top = parsed as { error?: unknown; request_id?: unknown; message?: unknown };
@@ -179,11 +180,13 @@ function httpFailure(status: number, bytes: Buffer, headers: IncomingHttpHeaders
   );
 }
 
-/** " (type x, request id y, Retry-After z)" with whichever identifiers are known. */
+/**
+ * " (the provider's identifiers are in the journal, Retry-After z)" for the caller: the error type and
+ * request id are provider-chosen text, so they go to the journal and standard error, never the caller.
+ */
 export function identifierSuffix(details: ProviderErrorDetails): string {
   const parts: string[] = [];
-  if (details.errorType !== undefined) parts.push(`type ${details.errorType}`);
-  if (details.requestId !== undefined) parts.push(`request id ${details.requestId}`);
+  if (details.errorType !== undefined || details.requestId !== undefined) parts.push("the provider's identifiers are in the journal");
   if (details.retryAfterMs !== undefined) parts.push(`Retry-After ${formatWait(details.retryAfterMs)}`);
   return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
 }

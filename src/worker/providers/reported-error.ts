@@ -1,3 +1,4 @@
+import type { NormalizedFinish } from '../../shared/finish-reasons.js';
 import { ProviderError, type ProviderErrorDetails } from './provider-error.js';
 import { errorObjectFields, identifierSuffix, safeExcerpt } from './provider-http.js';
 
@@ -10,8 +11,11 @@ export interface AnswerContext {
   url?: string;
   requestId?: string | null;
   secret?: string;
+  /** Where provider-chosen text the operator may want (an unrecognised finish reason) goes: standard error only. */
+  operatorNotes?: string[];
 }
 
+/** The ProviderError for an error reported inside an HTTP 200 answer: our words, the identifiers kept for the journal. */
 export function reportedError(errorBody: unknown, where: 'in the answer' | 'while generating the answer', context: AnswerContext = {}): ProviderError {
   const fields = errorObjectFields(errorBody);
   const details: ProviderErrorDetails = {};
@@ -24,4 +28,10 @@ export function reportedError(errorBody: unknown, where: 'in the answer' | 'whil
   const suffix = identifierSuffix(details);
   const ids = fields.code === undefined ? suffix : suffix === '' ? ` (code ${fields.code})` : ` (code ${fields.code}, ${suffix.slice(2)}`;
   return new ProviderError(`the provider reported an error ${where}${from} although it answered HTTP 200${ids}`, 'provider', undefined, details);
+}
+
+/** Puts a finish value the table does not name on standard error (capped, keys removed); the caller and the journal see `unknown`. */
+export function noteUnrecognisedFinish(normalized: NormalizedFinish, context: AnswerContext): void {
+  if (normalized.unrecognised === undefined) return;
+  context.operatorNotes?.push(`unrecognised finish reason "${safeExcerpt(normalized.unrecognised, context.secret ?? '')}", reported to the caller as unknown`);
 }

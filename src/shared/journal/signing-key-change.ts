@@ -3,7 +3,7 @@ import { ConfinementError, type PinnedDirectory } from '../pinned-directory.js';
 import { GOVERNED_COMPONENTS } from '../audit-storage.js';
 import { UnsafeStorageError } from '../private-directory.js';
 import type { ProjectSigningKey } from './signing-key.js';
-import { readKeyFile } from './signing-key-file.js';
+import { readKeyFile } from './signing-key-store.js';
 
 // The key announced at startup is the only key a `symbi mcp` process signs
 // with: it is read once, handed to the worker threads, and never read again
@@ -58,7 +58,7 @@ export function signingKeyFileChange(project: PinnedDirectory, pinned: PinnedSig
     return `${shown}: its directory cannot be opened any more (${(err as Error).message}); ${RESTART}`;
   }
   try {
-    const now = readKeyFile(dirFd, shown);
+    const now = readKeyFile(project.route, dirFd, shown);
     if (now === undefined) return `${shown} was removed after startup; ${RESTART}`;
     now.seed.fill(0);
     const was = pinned.file;

@@ -1,9 +1,10 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { procPath } from '../pinned-directory.js';
+import type { DescriptorRoute } from '../confinement/descriptor-route.js';
+import { entryIdentityAt, fileFlags, hardLinkProblem } from '../pinned-directory.js';
 import { UnsafeStorageError } from '../private-directory.js';
 import { ED25519_SEED_BYTES, signingKeyFromSeed, type ProjectSigningKey } from './signing-key.js';
-import type { KeyFileIdentity, PinnedSigningKey } from './signing-key-pin.js';
+import type { KeyFileIdentity, PinnedSigningKey } from './signing-key-change.js';
 import { describeStorageFailure } from './storage-failure.js';
 
 // audit-signing.key holds the raw Ed25519 seed. Whoever can read it can forge
@@ -14,19 +15,19 @@ import { describeStorageFailure } from './storage-failure.js';
 
 export const SIGNING_KEY_FILE = 'audit-signing.key';
 const KEY_FILE_MODE = 0o600;
-const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = fs.constants;
 
 function errno(err: unknown): string {
   return (err as NodeJS.ErrnoException).code ?? 'error';
 }
 
-function createKeyFile(dirFd: number, shown: string): boolean {
+function createKeyFile(route: DescriptorRoute, dirFd: number, shown: string): boolean {
+  const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = route.flags;
   let fd: number;
   try {
-    fd = fs.openSync(procPath(dirFd, SIGNING_KEY_FILE), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, KEY_FILE_MODE);
+    fd = route.openAt(dirFd, SIGNING_KEY_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, KEY_FILE_MODE);
   } catch (err) {
     // Another process created it first (or a symlink sits there): load and check what is there.
-    if (errno(err) === 'EEXIST' || errno(err) === 'ELOOP') return false;
+    if (errno(err) === 'EEXIST' || errno(err) === 'ELOOP' || errno(err) === 'EMLINK') return false;
     throw new UnsafeStorageError(`${shown}: cannot create the signing key: ${describeStorageFailure(err)}`);
   }
   try {
@@ -38,7 +39,7 @@ function createKeyFile(dirFd: number, shown: string): boolean {
   } catch (err) {
     // An empty or short key file would be refused as invalid from then on, even
     // once space returns: remove the file this call created, so a later call can create it.
-    const removed = removeCreatedKey(dirFd, fd);
+    const removed = removeCreatedKey(route, dirFd, fd);
     throw new UnsafeStorageError(
       `${shown}: cannot write the new signing key: ${describeStorageFailure(err)}${removed ? '' : '; the partial key file could not be removed'}`,
     );
@@ -54,12 +55,12 @@ function createKeyFile(dirFd: number, shown: string): boolean {
 }
 
 /** Unlinks the key file just created through `fd`, if the name still refers to it. */
-function removeCreatedKey(dirFd: number, fd: number): boolean {
+function removeCreatedKey(route: DescriptorRoute, dirFd: number, fd: number): boolean {
   try {
     const ours = fs.fstatSync(fd);
-    const named = fs.lstatSync(procPath(dirFd, SIGNING_KEY_FILE));
-    if (ours.dev !== named.dev || ours.ino !== named.ino) return false;
-    fs.unlinkSync(procPath(dirFd, SIGNING_KEY_FILE));
+    const named = entryIdentityAt(route, dirFd, SIGNING_KEY_FILE);
+    if (named === undefined || ours.dev !== named.dev || ours.ino !== named.ino) return false;
+    route.unlinkAt(dirFd, SIGNING_KEY_FILE);
     return true;
   } catch {
     return false;
@@ -82,14 +83,14 @@ function identityOf(stat: fs.Stats, seed: Uint8Array): KeyFileIdentity {
 }
 
 /** Opens, checks and reads the key file; undefined when it does not exist. Throws UnsafeStorageError. */
-export function readKeyFile(dirFd: number, shown: string): KeyFileRead | undefined {
+export function readKeyFile(route: DescriptorRoute, dirFd: number, shown: string): KeyFileRead | undefined {
   let fd: number;
   try {
-    fd = fs.openSync(procPath(dirFd, SIGNING_KEY_FILE), O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    fd = route.openAt(dirFd, SIGNING_KEY_FILE, fileFlags(route));
   } catch (err) {
     const code = errno(err);
     if (code === 'ENOENT') return undefined;
-    if (code === 'ELOOP') throw new UnsafeStorageError(`${shown}: unsafe signing key: is a symlink`);
+    if (code === 'ELOOP' || code === 'EMLINK') throw new UnsafeStorageError(`${shown}: unsafe signing key: is a symlink`);
     if (code === 'ENXIO') throw new UnsafeStorageError(`${shown}: unsafe signing key: not a regular file`);
     throw new UnsafeStorageError(`${shown}: cannot open the signing key (${code})`);
   }
@@ -100,9 +101,8 @@ export function readKeyFile(dirFd: number, shown: string): KeyFileRead | undefin
     if (uid !== undefined && stat.uid !== uid) {
       throw new UnsafeStorageError(`${shown}: unsafe signing key: owned by uid ${stat.uid}, not by the server's uid ${uid}`);
     }
-    if (stat.nlink !== 1) {
-      throw new UnsafeStorageError(`${shown}: unsafe signing key: has ${stat.nlink} hard links; expected exactly 1`);
-    }
+    const linked = hardLinkProblem(stat);
+    if (linked !== undefined) throw new UnsafeStorageError(`${shown}: unsafe signing key: ${linked}`);
     if ((stat.mode & 0o077) !== 0) {
       throw new UnsafeStorageError(
         `${shown}: unsafe signing key: mode ${(stat.mode & 0o777).toString(8).padStart(4, '0')} grants group or other access; expected 0600`,
@@ -137,8 +137,13 @@ export function readKeyFile(dirFd: number, shown: string): KeyFileRead | undefin
  * exclusively with a random seed when absent (unless `create` is false, in
  * which case a missing key yields undefined). Throws UnsafeStorageError.
  */
-export function loadSigningKeyFile(dirFd: number, shownDir: string, options: { create: boolean }): ProjectSigningKey | undefined {
-  const loaded = options.create ? pinSigningKeyFile(dirFd, shownDir) : readAndBuild(dirFd, `${shownDir}/${SIGNING_KEY_FILE}`);
+export function loadSigningKeyFile(
+  route: DescriptorRoute,
+  dirFd: number,
+  shownDir: string,
+  options: { create: boolean },
+): ProjectSigningKey | undefined {
+  const loaded = options.create ? pinSigningKeyFile(route, dirFd, shownDir) : readAndBuild(route, dirFd, `${shownDir}/${SIGNING_KEY_FILE}`);
   if (loaded === undefined) return undefined;
   loaded.seed.fill(0);
   return loaded.key;
@@ -147,21 +152,21 @@ export function loadSigningKeyFile(dirFd: number, shownDir: string, options: { c
 /**
  * Startup only: loads (creating when absent) the key this process will sign
  * with for its whole life, with the file's identity so later changes to the
- * file can be noticed (signing-key-pin.ts). The caller owns `seed`.
+ * file can be noticed (signing-key-change.ts). The caller owns `seed`.
  */
-export function pinSigningKeyFile(dirFd: number, shownDir: string): PinnedSigningKey {
+export function pinSigningKeyFile(route: DescriptorRoute, dirFd: number, shownDir: string): PinnedSigningKey {
   const shown = `${shownDir}/${SIGNING_KEY_FILE}`;
-  let pinned = readAndBuild(dirFd, shown);
+  let pinned = readAndBuild(route, dirFd, shown);
   if (pinned === undefined) {
-    createKeyFile(dirFd, shown);
-    pinned = readAndBuild(dirFd, shown);
+    createKeyFile(route, dirFd, shown);
+    pinned = readAndBuild(route, dirFd, shown);
     if (pinned === undefined) throw new UnsafeStorageError(`${shown}: the signing key vanished right after it was created`);
   }
   return pinned;
 }
 
-function readAndBuild(dirFd: number, shown: string): PinnedSigningKey | undefined {
-  const read = readKeyFile(dirFd, shown);
+function readAndBuild(route: DescriptorRoute, dirFd: number, shown: string): PinnedSigningKey | undefined {
+  const read = readKeyFile(route, dirFd, shown);
   if (read === undefined) return undefined;
   return { key: signingKeyFromSeed(read.seed), seed: read.seed, file: read.identity, shownPath: shown };
 }

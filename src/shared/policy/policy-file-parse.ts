@@ -3,9 +3,9 @@
 // Any problem rejects the whole file; the caller then denies everything.
 import { POLICY_FILE_MAX_BYTES } from '../limits.js';
 import { cedar } from './cedar-engine.js';
-import { describeCedarErrors, oneLine } from './cedar-diagnostics.js';
+import { foldToOneLine } from '../one-line-text.js';
+import { describeCedarErrors } from './cedar-diagnostics.js';
 import { byteOffsetOf, splitCedarStatements } from './cedar-statements.js';
-import { isWellFormedText } from './well-formed-text.js';
 
 export interface ParsedPolicy {
   id: string;
@@ -23,13 +23,15 @@ class PolicyFileError extends Error {}
 
 const ENTRY_KEYS = new Set(['name', 'source', 'active']);
 
+/** Parses one policy file's text into its active policies, or says in one line why the whole file is rejected. */
 export function parsePolicyFile(file: string, rawText: string): PolicyFileResult {
   try {
     if (Buffer.byteLength(rawText, 'utf8') > POLICY_FILE_MAX_BYTES) {
       throw new PolicyFileError(`larger than ${POLICY_FILE_MAX_BYTES} bytes, the limit for one policy file`);
     }
-    if (!isWellFormedText(file)) throw new PolicyFileError('file name not well-formed Unicode');
-    if (!isWellFormedText(rawText)) throw new PolicyFileError('not well-formed Unicode text (it holds a lone surrogate)');
+    // Cedar reads policy text as UTF-8, which a lone surrogate has no encoding in: refused, never replaced.
+    if (!file.isWellFormed()) throw new PolicyFileError('file name not well-formed Unicode');
+    if (!rawText.isWellFormed()) throw new PolicyFileError('not well-formed Unicode text (it holds a lone surrogate)');
     const text = rawText.startsWith('\uFEFF') ? rawText.slice(1) : rawText;
     const opening = text.trimStart()[0];
     if (opening === '[') return parseJsonForm(file, text);
@@ -37,7 +39,7 @@ export function parsePolicyFile(file: string, rawText: string): PolicyFileResult
     return { ok: true, policies: parseCedarSource(text, (k) => `${file}#${k}`, file, ''), inactiveEntries: 0 };
   } catch (error) {
     if (error instanceof PolicyFileError) return { ok: false, error: error.message };
-    return { ok: false, error: `not parseable: ${oneLine(error instanceof Error ? error.message : String(error))}` };
+    return { ok: false, error: `not parseable: ${foldToOneLine(error instanceof Error ? error.message : String(error))}` };
   }
 }
 
@@ -46,7 +48,7 @@ function parseJsonForm(file: string, text: string): PolicyFileResult {
   try {
     entries = JSON.parse(text);
   } catch (error) {
-    throw new PolicyFileError(`not valid JSON: ${oneLine((error as Error).message)}`);
+    throw new PolicyFileError(`not valid JSON: ${foldToOneLine((error as Error).message)}`);
   }
   if (!Array.isArray(entries)) throw new PolicyFileError('not a JSON array; the JSON form is an array of {"name", "source", "active"} objects');
   const seen = new Set<string>();
@@ -65,7 +67,7 @@ function parseJsonForm(file: string, text: string): PolicyFileResult {
     if (seen.has(name)) throw new PolicyFileError(`${where}: duplicate name ${JSON.stringify(name)}`);
     seen.add(name);
     if (typeof source !== 'string') throw new PolicyFileError(`${where} (${JSON.stringify(name)}): "source" must be a string of Cedar text`);
-    if (!isWellFormedText(name) || !isWellFormedText(source)) {
+    if (!name.isWellFormed() || !source.isWellFormed()) {
       throw new PolicyFileError(`${where}: "name" and "source" must be well-formed Unicode (a \\u escape left a lone surrogate)`);
     }
     if (typeof active !== 'boolean') throw new PolicyFileError(`${where} (${JSON.stringify(name)}): "active" must be true or false`);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { POLICY_DISCOVERY_MAX_ENTRIES, POLICY_FILE_MAX_BYTES } from '../shared/limits.js';
-import { ConfinementError, PinnedDirectory, decodeUtf8Strict, procPath, readTextFileAt } from '../shared/pinned-directory.js';
+import { ConfinementError, PinnedDirectory, decodeUtf8Strict, readTextFileAt } from '../shared/pinned-directory.js';
+import { projectDirectoriesProblem } from '../shared/directory-ownership.js';
 import { policyModeProblem } from '../shared/policy/policy-file-modes.js';
 import type { PolicyFileInput } from '../shared/policy/policy-set.js';
 
@@ -9,7 +10,9 @@ import type { PolicyFileInput } from '../shared/policy/policy-set.js';
 // Anything that cannot be read cleanly, or that another user could rewrite
 // (policy-file-modes.ts), becomes an input with an error, which the loader
 // turns into deny-all: a broken configuration never falls back to the default
-// permission.
+// permission. So does a project root, or a directory above it, that another
+// user could change (directory-ownership.ts): checked whether or not policies/
+// exists, since renaming it away is the attack.
 
 const POLICY_EXTENSION = '.cedar';
 
@@ -19,48 +22,35 @@ function openPolicyDirectory(project: PinnedDirectory, components: string[]): nu
   } catch (err) {
     if (err instanceof ConfinementError && err.code === 'not_found') return null;
     const shown = `${components.join('/')}/`;
-    // O_DIRECTORY|O_NOFOLLOW reports a symlinked directory as ENOTDIR; lstat (no follow) tells them apart.
-    let why: string = err instanceof ConfinementError ? err.code : 'io';
-    try {
-      if (fs.lstatSync(procPath(project.fd, components.join('/'))).isSymbolicLink()) why = 'symlink';
-    } catch {
-      // keep the open error
-    }
+    const why: string = err instanceof ConfinementError ? err.code : 'io';
     const text =
       why === 'symlink' ? 'is a symlink; symlinks are never followed' : why === 'not_directory' ? 'is not a directory' : `cannot be opened (${why})`;
     return { path: shown, error: `${shown} ${text}` };
   }
 }
 
-function readPolicyDirectory(dirFd: number, prefix: string, out: PolicyFileInput[]): void {
+function readPolicyDirectory(project: PinnedDirectory, dirFd: number, prefix: string, out: PolicyFileInput[]): void {
   const names: string[] = [];
-  let inspected = 0;
-  const dir = fs.opendirSync(procPath(dirFd), { encoding: 'buffer' as BufferEncoding });
-  try {
-    for (;;) {
-      const entry = dir.readSync();
-      if (entry === null) break;
-      if (++inspected > POLICY_DISCOVERY_MAX_ENTRIES) {
-        out.push({ path: `${prefix}/`, error: `${prefix}/ has more than ${POLICY_DISCOVERY_MAX_ENTRIES} entries; the policy set cannot be read completely` });
-        return;
-      }
-      let name: string;
-      try {
-        name = decodeUtf8Strict(entry.name as unknown as Buffer, 'entry');
-      } catch {
-        out.push({ path: `${prefix}/<undecodable name>`, error: `${prefix}/ holds a file name that is not valid UTF-8` });
-        continue;
-      }
-      if (name.endsWith(POLICY_EXTENSION) && !name.startsWith('.')) names.push(name);
+  const listed = project.route.list(dirFd, POLICY_DISCOVERY_MAX_ENTRIES);
+  if (listed.truncated) {
+    out.push({ path: `${prefix}/`, error: `${prefix}/ has more than ${POLICY_DISCOVERY_MAX_ENTRIES} entries; the policy set cannot be read completely` });
+    return;
+  }
+  for (const raw of listed.names) {
+    let name: string;
+    try {
+      name = decodeUtf8Strict(raw, 'entry');
+    } catch {
+      out.push({ path: `${prefix}/<undecodable name>`, error: `${prefix}/ holds a file name that is not valid UTF-8` });
+      continue;
     }
-  } finally {
-    dir.closeSync();
+    if (name.endsWith(POLICY_EXTENSION) && !name.startsWith('.')) names.push(name);
   }
   names.sort();
   for (const name of names) {
     const shown = `${prefix}/${name}`;
     try {
-      const file = readTextFileAt(dirFd, name, POLICY_FILE_MAX_BYTES, shown);
+      const file = readTextFileAt(project.route, dirFd, name, POLICY_FILE_MAX_BYTES, shown);
       const modeProblem = policyModeProblem(file.stat);
       out.push(modeProblem === undefined ? { path: shown, text: file.text } : { path: shown, refused: modeProblem });
     } catch (err) {
@@ -69,8 +59,11 @@ function readPolicyDirectory(dirFd: number, prefix: string, out: PolicyFileInput
   }
 }
 
+/** The policy files of the project, in load order, each with its text or the reason it cannot be trusted. */
 export function collectPolicyFiles(project: PinnedDirectory): PolicyFileInput[] {
   const out: PolicyFileInput[] = [];
+  const directoriesProblem = projectDirectoriesProblem(project);
+  if (directoriesProblem !== undefined) out.push({ path: 'project directories', refused: directoriesProblem });
   for (const components of [['policies'], ['policies', 'mcp-server']]) {
     const opened = openPolicyDirectory(project, components);
     if (opened === null) {
@@ -86,7 +79,7 @@ export function collectPolicyFiles(project: PinnedDirectory): PolicyFileInput[] 
     try {
       const modeProblem = policyModeProblem(fs.fstatSync(opened));
       if (modeProblem !== undefined) out.push({ path: `${components.join('/')}/`, refused: modeProblem });
-      readPolicyDirectory(opened, components.join('/'), out);
+      readPolicyDirectory(project, opened, components.join('/'), out);
     } finally {
       fs.closeSync(opened);
     }

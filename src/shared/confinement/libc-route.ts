@@ -1,0 +1,171 @@
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import type Koffi from 'koffi';
+import { errnoError, type DescriptorRoute, type DirectoryListing } from './descriptor-route.js';
+import { openFlags, type OverridableConstant } from './open-flags.js';
+
+// The routes that call the process's own libc through koffi (a C FFI that ships
+// prebuilt binaries, so nothing is compiled on the user's machine), the way a C
+// program would: openat, mkdirat, renameat, unlinkat, and fdopendir/readdir to
+// list a directory from its descriptor. koffi.load(null) is the running
+// process's own C library on Linux, macOS and FreeBSD.
+//
+// What differs per platform, from each system's headers:
+// - struct dirent: only d_reclen (offset 16 everywhere) and where d_name starts
+//   are read. glibc/musl: ino, off, reclen, type, name (19). macOS with 64-bit
+//   inodes (sys/dirent.h __DARWIN_STRUCT_DIRENTRY): ino, seekoff, reclen,
+//   namlen, type, name (21). FreeBSD 12+ (sys/dirent.h): fileno, off, reclen,
+//   type, pad0, namlen, pad1, name (24).
+// - macOS x64 keeps the 32-bit-inode dirent under the plain names; the 64-bit
+//   ones are fdopendir$INODE64 and readdir$INODE64 (arm64 has only those, unsuffixed).
+// - mode_t is 32 bits on Linux, 16 on macOS and FreeBSD. openat's mode is a
+//   variadic argument, so it is declared as variadic (Apple arm64 passes those
+//   on the stack, not in registers) and promoted to int, as C would.
+// - Linux openat2 (5.6+) is system call 437 on every architecture
+//   (include/uapi/asm-generic/unistd.h); its struct open_how is three u64
+//   (flags, mode, resolve), and RESOLVE_NO_SYMLINKS = 0x04, RESOLVE_BENEATH =
+//   0x08 (include/uapi/linux/openat2.h).
+
+const SYS_OPENAT2 = 437;
+const RESOLVE_NO_SYMLINKS = 0x04;
+const RESOLVE_BENEATH = 0x08;
+const OPEN_HOW_BYTES = 24;
+const DIRENT_RECLEN_OFFSET = 16;
+
+interface PlatformLayout {
+  direntNameOffset: number;
+  fdopendir: string;
+  readdir: string;
+  modeType: 'uint32_t' | 'uint16_t';
+}
+
+function platformLayout(platform: string, arch: string): PlatformLayout | string {
+  if (!['x64', 'arm64', 'riscv64', 'ppc64', 'loong64', 's390x'].includes(arch)) return `no dirent layout is known for 32-bit ${arch}`;
+  switch (platform) {
+    case 'linux':
+      return { direntNameOffset: 19, fdopendir: 'fdopendir', readdir: 'readdir', modeType: 'uint32_t' };
+    case 'darwin':
+      return arch === 'x64'
+        ? { direntNameOffset: 21, fdopendir: 'fdopendir$INODE64', readdir: 'readdir$INODE64', modeType: 'uint16_t' }
+        : { direntNameOffset: 21, fdopendir: 'fdopendir', readdir: 'readdir', modeType: 'uint16_t' };
+    case 'freebsd':
+      return { direntNameOffset: 24, fdopendir: 'fdopendir', readdir: 'readdir', modeType: 'uint16_t' };
+    default:
+      return `no dirent layout is known for ${platform}`;
+  }
+}
+
+let koffiModule: typeof Koffi | undefined;
+
+/** Loads koffi on first use, so a platform without its prebuilt binary only loses these routes. */
+function loadKoffi(): typeof Koffi {
+  koffiModule ??= createRequire(import.meta.url)('koffi') as typeof Koffi;
+  return koffiModule;
+}
+
+export interface LibcRouteOptions {
+  /** Open multi-component paths with one openat2 call (Linux only). */
+  openat2: boolean;
+  platform?: string;
+  arch?: string;
+  overrides?: Partial<Record<OverridableConstant, number>>;
+}
+
+/** Builds a libc route; throws an Error whose message says why it cannot exist here (missing library, symbol or layout). */
+export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
+  const platform = options.platform ?? process.platform;
+  const layout = platformLayout(platform, options.arch ?? process.arch);
+  if (typeof layout === 'string') throw new Error(layout);
+  if (options.openat2 && platform !== 'linux') throw new Error('openat2 is a Linux system call');
+  const flags = openFlags(platform, options.overrides);
+  if (flags.O_CLOEXEC === 0 && options.overrides?.O_CLOEXEC === undefined) throw new Error(`O_CLOEXEC is not known for ${platform}`);
+  const nameOffset = options.overrides?.DIRENT_NAME_OFFSET ?? layout.direntNameOffset;
+  const koffi = loadKoffi();
+  const libc = koffi.load(null);
+  const openat = libc.func('int openat(int, const char *, int, ...)');
+  const mkdirat = libc.func(`int mkdirat(int, const char *, ${layout.modeType})`);
+  const renameat = libc.func('int renameat(int, const char *, int, const char *)');
+  const unlinkat = libc.func('int unlinkat(int, const char *, int)');
+  const fdopendirFn = libc.func(layout.fdopendir, 'void *', ['int']);
+  const readdirFn = libc.func(layout.readdir, 'void *', ['void *']);
+  const closedir = libc.func('int closedir(void *)');
+  const syscall = options.openat2 ? libc.func('long syscall(long, ...)') : undefined;
+  const cloexec = flags.O_CLOEXEC;
+  const directoryFlags = flags.O_RDONLY | flags.O_DIRECTORY | cloexec;
+
+  const check = (result: number | bigint, call: string): number => {
+    const n = Number(result);
+    if (n < 0) throw errnoError(koffi.errno(), call);
+    return n;
+  };
+
+  const route: DescriptorRoute = {
+    flags,
+    name: options.openat2 ? 'openat2' : 'libc',
+    description: options.openat2
+      ? 'openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) for whole paths, libc openat otherwise (through koffi)'
+      : 'libc openat, one component at a time with O_NOFOLLOW (through koffi)',
+    openAt(dirFd, name, openFlagsValue, mode) {
+      // The mode travels as a variadic int (default argument promotion).
+      return mode === undefined
+        ? check(openat(dirFd, name, openFlagsValue | cloexec), 'openat')
+        : check(openat(dirFd, name, openFlagsValue | cloexec, 'int', mode), 'openat');
+    },
+    mkdirAt(dirFd, name, mode) {
+      check(mkdirat(dirFd, name, mode), 'mkdirat');
+    },
+    renameAt(dirFd, from, to) {
+      check(renameat(dirFd, from, dirFd, to), 'renameat');
+    },
+    unlinkAt(dirFd, name) {
+      check(unlinkat(dirFd, name, 0), 'unlinkat');
+    },
+    list(dirFd, max): DirectoryListing {
+      // fdopendir takes over the descriptor it is given, so it gets its own,
+      // opened as "." from dirFd, with a read offset of its own too.
+      const own = check(openat(dirFd, '.', directoryFlags), 'openat');
+      const dir = fdopendirFn(own) as bigint | null;
+      if (dir === null) {
+        const err = errnoError(koffi.errno(), 'fdopendir');
+        fs.closeSync(own);
+        throw err;
+      }
+      const names: Buffer[] = [];
+      try {
+        for (;;) {
+          koffi.errno(0);
+          const entry = readdirFn(dir) as bigint | null;
+          if (entry === null) {
+            const errno = koffi.errno();
+            if (errno !== 0) throw errnoError(errno, 'readdir');
+            return { names, truncated: false };
+          }
+          // The record is valid only until the next readdir: copy the name out of it.
+          const reclen = koffi.decode(entry, DIRENT_RECLEN_OFFSET, 'uint16_t') as number;
+          const record = new Uint8Array(koffi.view(entry, Math.max(reclen, nameOffset)));
+          const end = record.indexOf(0, nameOffset);
+          const name = record.subarray(nameOffset, end < 0 ? record.length : end);
+          if ((name.length === 1 && name[0] === 0x2e) || (name.length === 2 && name[0] === 0x2e && name[1] === 0x2e)) continue;
+          if (names.length >= max) return { names, truncated: true };
+          names.push(Buffer.from(name));
+        }
+      } finally {
+        closedir(dir);
+      }
+    },
+  };
+  if (syscall !== undefined) {
+    const littleEndian = os.endianness() === 'LE';
+    route.openBeneath = (dirFd, components, openFlagsValue) => {
+      const how = Buffer.alloc(OPEN_HOW_BYTES);
+      const write = (value: number, at: number): number =>
+        littleEndian ? how.writeBigUInt64LE(BigInt(value), at) : how.writeBigUInt64BE(BigInt(value), at);
+      write(openFlagsValue | cloexec, 0);
+      write(0, 8);
+      write(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, 16);
+      return check(syscall(SYS_OPENAT2, 'long', dirFd, 'const char *', components.join('/'), 'void *', how, 'size_t', OPEN_HOW_BYTES), 'openat2');
+    };
+  }
+  return route;
+}

@@ -1,0 +1,179 @@
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import type Koffi from 'koffi';
+import { ConfinementError, fileFlags, openRegularFileAt, PinnedDirectory } from '../pinned-directory.js';
+import type { DescriptorRoute } from './descriptor-route.js';
+import { FD_CLOEXEC, F_GETFD, F_GETFL, openFlags } from './open-flags.js';
+
+// Before a route serves, it proves itself in a private scratch directory with
+// the same code the file tools use: a nested file opens and its descriptor is
+// close-on-exec, non-blocking and read-only; a symlink as leaf and as
+// directory, a file used as a directory, a hardlinked file, a directory as
+// leaf and ".." are each refused; a listing returns exactly the names created;
+// the storage calls (create, mkdir, rename, unlink) do what they say. A wrong
+// constant, a missing symbol or an unexpected errno shows up as one failed
+// check, and the route is not used.
+
+const CONTENT = 'confinement self-test\n';
+/** What a/ holds: the listing must return exactly these (one name is not ASCII, to check the bytes). */
+const LISTED = ['b', 'dir-link', 'linked-\u00fc'];
+
+/** Thrown with the name of the failed check and what happened instead. */
+export class SelfTestFailure extends Error {
+  constructor(check: string, detail: string) {
+    super(`${check}: ${detail}`);
+    this.name = 'SelfTestFailure';
+  }
+}
+
+function expectRefusal(check: string, code: ConfinementError['code'], attempt: () => unknown): void {
+  try {
+    const result = attempt();
+    if (typeof result === 'number') fs.closeSync(result);
+  } catch (err) {
+    if (err instanceof ConfinementError && err.code === code) return;
+    throw new SelfTestFailure(check, `refused as ${err instanceof ConfinementError ? err.code : (err as Error).message}, expected ${code}`);
+  }
+  throw new SelfTestFailure(check, 'was not refused');
+}
+
+/** The descriptor's F_GETFD and F_GETFL words, from fcntl(2) through libc, or Linux's /proc/self/fdinfo when koffi cannot load. */
+function descriptorStatus(fd: number): { fdFlags: number; statusFlags: number } {
+  let koffi: typeof Koffi | undefined;
+  try {
+    koffi = createRequire(import.meta.url)('koffi') as typeof Koffi;
+  } catch {
+    koffi = undefined;
+  }
+  if (koffi !== undefined) {
+    const fcntl = koffi.load(null).func('int fcntl(int, int, ...)');
+    return { fdFlags: fcntl(fd, F_GETFD) as number, statusFlags: fcntl(fd, F_GETFL) as number };
+  }
+  const flags = /^flags:\s+([0-7]+)$/m.exec(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
+  if (flags === null) throw new Error('no flags line in /proc/self/fdinfo');
+  const word = parseInt(flags[1]!, 8);
+  return { fdFlags: word & openFlags('linux').O_CLOEXEC ? FD_CLOEXEC : 0, statusFlags: word };
+}
+
+// Few objects on purpose: the self-test runs before every start.
+function buildScratch(root: string): void {
+  fs.mkdirSync(path.join(root, 'a', 'b'), { recursive: true, mode: 0o700 });
+  fs.writeFileSync(path.join(root, 'a', 'b', 'file.txt'), CONTENT);
+  fs.symlinkSync('file.txt', path.join(root, 'a', 'b', 'leaf-link'));
+  fs.symlinkSync('b', path.join(root, 'a', 'dir-link'));
+  fs.writeFileSync(path.join(root, 'a', 'b', 'linked'), CONTENT);
+  fs.linkSync(path.join(root, 'a', 'b', 'linked'), path.join(root, 'a', LISTED[2]!));
+}
+
+function runChecks(route: DescriptorRoute, root: string, rootFd: number): void {
+  const project = PinnedDirectory.withRoute(rootFd, root, route);
+  const truth = openFlags();
+
+  let read: string;
+  try {
+    read = project.readTextFile('a/b/file.txt', 1024).text;
+  } catch (err) {
+    // The code, not the message: the message would name a scratch path as if it were a project file.
+    throw new SelfTestFailure('a nested file opens', `refused as ${err instanceof ConfinementError ? err.code : (err as Error).message}`);
+  }
+  if (read !== CONTENT) throw new SelfTestFailure('a nested file opens', 'its content read back differently');
+
+  const dirFd = project.openDirectory(['a', 'b']);
+  try {
+    const { fd } = openRegularFileAt(route, dirFd, 'file.txt', 'a/b/file.txt');
+    try {
+      const status = descriptorStatus(fd);
+      if ((status.fdFlags & FD_CLOEXEC) === 0) throw new SelfTestFailure('the descriptor is close-on-exec', 'FD_CLOEXEC is not set');
+      if ((status.statusFlags & truth.O_NONBLOCK) === 0) throw new SelfTestFailure('the descriptor is non-blocking', 'O_NONBLOCK is not set');
+      if ((status.statusFlags & truth.O_ACCMODE) !== truth.O_RDONLY) throw new SelfTestFailure('the descriptor is read-only', 'it was opened for writing');
+    } finally {
+      fs.closeSync(fd);
+    }
+  } finally {
+    fs.closeSync(dirFd);
+  }
+
+  expectRefusal('a symlink as leaf is refused', 'symlink', () => project.readTextFile('a/b/leaf-link', 1024));
+  expectRefusal('a symlink as directory is refused', 'symlink', () => project.readTextFile('a/dir-link/file.txt', 1024));
+  expectRefusal('a symlinked directory is refused', 'symlink', () => project.openDirectory(['a', 'dir-link']));
+  expectRefusal('a file opened as a directory is refused', 'not_directory', () => project.openDirectory(['a', 'b', 'file.txt']));
+  expectRefusal('a file used as a directory is refused', 'not_directory', () => project.readTextFile('a/b/file.txt/x', 1024));
+  expectRefusal('a hardlinked file is refused', 'hardlinked', () => project.readTextFile(`a/${LISTED[2]!}`, 1024));
+  expectRefusal('a directory as leaf is refused', 'not_regular', () => project.readTextFile('a/b', 1024));
+  expectRefusal('".." is refused', 'invalid_path', () => project.readTextFile('a/../a/b/file.txt', 1024));
+  if (route.openBeneath !== undefined) {
+    try {
+      fs.closeSync(route.openBeneath(rootFd, ['a', '..', '..', path.basename(root), 'a', 'b', 'file.txt'], fileFlags(route)));
+      throw new SelfTestFailure('a path leaving the directory is refused by the kernel', 'it opened');
+    } catch (err) {
+      if (err instanceof SelfTestFailure) throw err;
+    }
+  }
+
+  const listFd = project.openDirectory(['a']);
+  try {
+    const listed = route.list(listFd, LISTED.length + 1);
+    const names = listed.names.map((n) => n.toString('utf8')).sort();
+    if (listed.truncated || names.join('/') !== [...LISTED].sort().join('/')) {
+      throw new SelfTestFailure('a listing returns exactly the names created', `got ${JSON.stringify(names)}`);
+    }
+    if (!route.list(listFd, 2).truncated) throw new SelfTestFailure('a listing stops at its limit', 'it did not report more entries');
+  } finally {
+    fs.closeSync(listFd);
+  }
+
+  checkStorageCalls(route, root, rootFd);
+}
+
+function checkStorageCalls(route: DescriptorRoute, root: string, rootFd: number): void {
+  const f = route.flags;
+  const check = 'the storage calls create, rename and remove';
+  try {
+    route.mkdirAt(rootFd, 'made', 0o700);
+    const madeFd = route.openAt(rootFd, 'made', f.O_RDONLY | f.O_DIRECTORY | f.O_NOFOLLOW);
+    try {
+      const fd = route.openAt(madeFd, 'new', f.O_WRONLY | f.O_CREAT | f.O_EXCL | f.O_NOFOLLOW, 0o600);
+      fs.writeSync(fd, CONTENT);
+      fs.closeSync(fd);
+      const made = fs.statSync(path.join(root, 'made', 'new'));
+      if (!made.isFile() || (made.mode & 0o077) !== 0) throw new SelfTestFailure(check, 'the created file is not a private regular file');
+      route.renameAt(madeFd, 'new', 'renamed');
+      if (fs.readFileSync(path.join(root, 'made', 'renamed'), 'utf8') !== CONTENT || fs.existsSync(path.join(root, 'made', 'new'))) {
+        throw new SelfTestFailure(check, 'rename did not move the file');
+      }
+      route.unlinkAt(madeFd, 'renamed');
+      if (fs.existsSync(path.join(root, 'made', 'renamed'))) throw new SelfTestFailure(check, 'unlink left the file');
+    } finally {
+      fs.closeSync(madeFd);
+    }
+  } catch (err) {
+    if (err instanceof SelfTestFailure) throw err;
+    throw new SelfTestFailure(check, (err as Error).message);
+  }
+}
+
+/** Proves `route` in a fresh private scratch directory; throws SelfTestFailure naming the failed check. */
+export function selfTestRoute(route: DescriptorRoute): void {
+  let root: string;
+  try {
+    root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-confinement-')));
+    buildScratch(root);
+  } catch (err) {
+    throw new SelfTestFailure('a scratch directory can be set up', `${os.tmpdir()}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    const rootFd = fs.openSync(root, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+    try {
+      runChecks(route, root, rootFd);
+    } finally {
+      fs.closeSync(rootFd);
+    }
+  } catch (err) {
+    if (err instanceof SelfTestFailure) throw err;
+    throw new SelfTestFailure('the self-test ran', (err as Error).message);
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+}

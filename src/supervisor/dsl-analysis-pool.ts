@@ -1,0 +1,164 @@
+import { Worker } from 'node:worker_threads';
+import { ANALYSIS_THREAD_READY, type AnalysisJob, type AnalysisRequest, type AnalysisResponse, type AnalysisValue } from '../shared/dsl/analysis-messages.js';
+import { DSL_ANALYSIS_BUDGET_MS, DSL_ANALYSIS_QUEUE_MAX } from '../shared/limits.js';
+
+// One thread that analyses DSL text (parse_dsl reports, the startup summaries
+// of agent sources) so that the supervisor's event loop keeps answering every
+// other request and cancellation meanwhile. Texts are analysed one at a time,
+// in the order asked. Each gets a time budget: past it the thread is ended
+// (the only way to stop a synchronous parse) and the text gets a one-line
+// refusal; the next text starts a fresh thread.
+//
+// The thread is started on first use and ended after a short idle time, so a
+// server that is not parsing holds no second V8 heap. A plain Worker rather
+// than piscina: piscina cannot end one task's thread on a deadline.
+
+/** How long the thread stays up with nothing to do. */
+export const DSL_ANALYSIS_IDLE_MS = 500;
+
+// A hostile text cannot take the server's memory with it: past this heap the
+// thread ends with ERR_WORKER_OUT_OF_MEMORY and the text is refused.
+const ANALYSIS_RESOURCE_LIMITS = { maxOldGenerationSizeMb: 512, stackSizeMb: 4 } as const;
+
+// The built thread module: tests that use this pool import it from dist/ (a
+// worker thread does not inherit tsx's loader on every supported Node.js).
+const TASK_MODULE = new URL('../worker/dsl-analysis-task.js', import.meta.url);
+
+export type AnalysisOutcome<T> = { ok: true; value: T } | { ok: false; message: string };
+
+interface Pending {
+  request: AnalysisRequest;
+  settle: (outcome: AnalysisOutcome<unknown>) => void;
+}
+
+export interface DslAnalysisPoolOptions {
+  budgetMs?: number;
+  idleMs?: number;
+}
+
+export class DslAnalysisPool {
+  private readonly budgetMs: number;
+  private readonly idleMs: number;
+  private readonly queue: Pending[] = [];
+  private worker: Worker | null = null;
+  /** Whether the thread has loaded its modules: the budget counts analysis, not thread start. */
+  private workerReady = false;
+  private running: Pending | null = null;
+  private budgetTimer: NodeJS.Timeout | null = null;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private nextId = 1;
+  private closed = false;
+
+  constructor(options: DslAnalysisPoolOptions = {}) {
+    this.budgetMs = options.budgetMs ?? DSL_ANALYSIS_BUDGET_MS;
+    this.idleMs = options.idleMs ?? DSL_ANALYSIS_IDLE_MS;
+  }
+
+  /** Analyses one job within the budget; never rejects. */
+  run<J extends AnalysisJob>(job: J): Promise<AnalysisOutcome<AnalysisValue<J>>> {
+    if (this.closed) return Promise.resolve({ ok: false, message: 'the server is shutting down' });
+    // Callers' texts are bounded in number; the startup summaries are bounded by discovery's limits.
+    if (job.kind === 'report' && this.queue.filter((p) => p.request.kind === 'report').length >= DSL_ANALYSIS_QUEUE_MAX) {
+      return Promise.resolve({ ok: false, message: `busy: ${DSL_ANALYSIS_QUEUE_MAX} texts are already waiting for analysis; send this one again once they are answered` });
+    }
+    return new Promise((resolve) => {
+      this.queue.push({ request: { ...job, id: this.nextId++ }, settle: resolve as Pending['settle'] });
+      this.startNext();
+    });
+  }
+
+  /** Ends the thread; queued jobs are refused. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const pending of this.queue.splice(0)) pending.settle({ ok: false, message: 'the server is shutting down' });
+    this.finish({ ok: false, message: 'the server is shutting down' });
+    await this.endWorker();
+  }
+
+  private startNext(): void {
+    if (this.running !== null || this.queue.length === 0) return;
+    this.clearIdleTimer();
+    const pending = this.queue.shift()!;
+    this.running = pending;
+    const worker = this.ensureWorker();
+    worker.ref();
+    if (this.workerReady) this.startBudget();
+    worker.postMessage(pending.request);
+  }
+
+  private ensureWorker(): Worker {
+    if (this.worker !== null) return this.worker;
+    const worker = new Worker(TASK_MODULE, {
+      resourceLimits: ANALYSIS_RESOURCE_LIMITS,
+      // Standard output is the MCP channel: the thread's output is read and dropped, never forwarded.
+      stdout: true,
+      env: {},
+    });
+    worker.stdout.resume();
+    worker.on('message', (response: AnalysisResponse | typeof ANALYSIS_THREAD_READY) => {
+      if (response === ANALYSIS_THREAD_READY) {
+        this.workerReady = true;
+        if (this.running !== null) this.startBudget();
+        return;
+      }
+      if (this.running?.request.id !== response.id) return;
+      this.finish(response.ok ? { ok: true, value: response.value } : { ok: false, message: response.message });
+    });
+    worker.on('error', (err: Error & { code?: string }) => this.threadLost(worker, err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'memory' : 'error'));
+    worker.on('exit', () => this.threadLost(worker, 'error'));
+    this.worker = worker;
+    this.workerReady = false;
+    return worker;
+  }
+
+  private startBudget(): void {
+    this.budgetTimer = setTimeout(() => this.overBudget(), this.budgetMs);
+  }
+
+  private overBudget(): void {
+    this.budgetTimer = null;
+    const seconds = this.budgetMs / 1000;
+    this.finish({ ok: false, message: `too complex to analyse within ${seconds} s; the analysis was stopped` });
+    void this.endWorker();
+  }
+
+  private threadLost(worker: Worker, why: 'memory' | 'error'): void {
+    if (this.worker !== worker) return;
+    this.worker = null;
+    this.finish({
+      ok: false,
+      message: why === 'memory' ? 'too large to analyse within the analysis thread\'s memory limit; the analysis was stopped' : 'the analysis thread stopped unexpectedly',
+    });
+  }
+
+  /** Settles the running job, then starts the next one or the idle countdown. */
+  private finish(outcome: AnalysisOutcome<unknown>): void {
+    const pending = this.running;
+    if (pending === null) return;
+    this.running = null;
+    if (this.budgetTimer !== null) clearTimeout(this.budgetTimer);
+    this.budgetTimer = null;
+    pending.settle(outcome);
+    if (this.closed) return;
+    if (this.queue.length > 0) {
+      // Deferred so that a settled caller's continuation runs before the next text starts.
+      setImmediate(() => this.startNext());
+      return;
+    }
+    this.worker?.unref();
+    this.idleTimer = setTimeout(() => void this.endWorker(), this.idleMs);
+    this.idleTimer.unref();
+  }
+
+  private clearIdleTimer(): void {
+    if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+  }
+
+  private async endWorker(): Promise<void> {
+    this.clearIdleTimer();
+    const worker = this.worker;
+    this.worker = null;
+    if (worker !== null) await worker.terminate();
+  }
+}

@@ -1,0 +1,224 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
+import { directoryWritersProblem } from '../src/shared/directory-ownership.js';
+import { providerEnv, symbiBin, textOf } from './support/invoke-harness.js';
+
+// A project folder another local user can change must never yield a permissive
+// answer. A shared project root (owner alice, group team with a second member
+// bob, mode 2775 as umask 002 leaves it): bob cannot touch policies/ but can
+// `mv policies policies-off` in the root. `symbi mcp`, run as alice over stdio
+// against the synthetic endpoint, must then deny every response, naming the
+// root and the fix, and refuse its audit storage, rather than apply "no policy
+// files: default permission". A root whose group is alice's own private group
+// (no other member) is sound. Real users and groups (useradd, gpasswd), real
+// modes and a real rename by the second user.
+
+const FORBID_HELLO = 'forbid(principal, action == Action::"respond", resource) when { context.response.content like "*Hello*" };\n';
+const PERMIT = 'permit(principal, action == Action::"respond", resource);\n';
+const ANSWER = 'Hello from the synthetic endpoint.';
+
+const notRoot = process.getuid?.() !== 0 ? 'skipped: creating users and groups and running the server as one needs root' : false;
+const tools = (() => {
+  if (notRoot) return notRoot;
+  for (const tool of ['useradd', 'userdel', 'groupadd', 'groupdel', 'gpasswd', 'setpriv', 'runuser']) {
+    try {
+      execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
+    } catch {
+      return `skipped: ${tool} is not installed`;
+    }
+  }
+  return false;
+})();
+
+interface Outcome {
+  text: string;
+  isError: boolean;
+  stderr: string;
+  requests: number;
+}
+
+describe('a project folder another user can change', () => {
+  let endpoint: SyntheticEndpoint;
+  let base = '';
+  /** Why the test user cannot run this checkout's server (e.g. a clone under a 0700 /root), or false. */
+  let unreachable: string | false = false;
+  const tag = randomBytes(3).toString('hex');
+  const alice = `syma${tag}`;
+  const bob = `symb${tag}`;
+  const team = `symt${tag}`;
+
+  before(async () => {
+    endpoint = await startSyntheticEndpoint();
+    base = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-owners-'));
+    fs.chmodSync(base, 0o755);
+    if (tools) return;
+    for (const user of [alice, bob]) execFileSync('useradd', ['--no-create-home', '--user-group', '--shell', '/usr/sbin/nologin', user]);
+    execFileSync('groupadd', [team]);
+    for (const user of [alice, bob]) execFileSync('gpasswd', ['--add', user, team], { stdio: 'ignore' });
+    const probe = spawnSync('runuser', ['-u', alice, '--', process.execPath, symbiBin, '--version'], { encoding: 'utf8' });
+    if (probe.status !== 0) unreachable = `skipped: another user cannot run ${process.execPath} ${symbiBin} (${probe.stderr.trim().split('\n')[0]})`;
+  });
+
+  after(async () => {
+    await endpoint.close();
+    fs.rmSync(base, { recursive: true, force: true });
+    if (tools) return;
+    for (const user of [alice, bob]) execFileSync('userdel', [user], { stdio: 'ignore' });
+    for (const group of [team, alice, bob]) {
+      try {
+        execFileSync('groupdel', [group], { stdio: 'ignore' });
+      } catch {
+        // userdel already removed the user's private group
+      }
+    }
+  });
+
+  /** A project at `base/name`, owned by `owner`:`group` with the root's `mode`, its policies sound (0755 folder, 0644 file). */
+  function makeProject(name: string, policy: string, mode: number, owner?: { user: string; group: string }): string {
+    const root = path.join(base, name);
+    fs.mkdirSync(path.join(root, 'agents'), { recursive: true });
+    fs.mkdirSync(path.join(root, 'policies'));
+    fs.writeFileSync(path.join(root, 'agents', 'assistant.symbi'), 'agent assistant {}\n');
+    fs.writeFileSync(path.join(root, 'policies', 'respond.cedar'), policy);
+    fs.chmodSync(path.join(root, 'policies'), 0o755);
+    fs.chmodSync(path.join(root, 'policies', 'respond.cedar'), 0o644);
+    if (owner) execFileSync('chown', ['-R', `${owner.user}:${owner.group}`, root]);
+    fs.chmodSync(root, mode);
+    return root;
+  }
+
+  async function invoke(project: string, runAs?: string): Promise<Outcome> {
+    const command = runAs === undefined ? process.execPath : 'setpriv';
+    const serverArgs = [symbiBin, 'mcp', '--project', project];
+    const args = runAs === undefined ? serverArgs : ['--reuid', runAs, '--regid', runAs, '--init-groups', process.execPath, ...serverArgs];
+    const transport = new StdioClientTransport({ command, args, env: { ...providerEnv(endpoint.url), HOME: base }, stderr: 'pipe' });
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const client = new Client({ name: 'ownership-test', version: '0.0.0' });
+    await client.connect(transport);
+    try {
+      const sent = endpoint.requests.length;
+      const result = await client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } });
+      return { text: textOf(result), isError: result.isError === true, stderr, requests: endpoint.requests.length - sent };
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  }
+
+  function assertRefusedNaming(outcome: Outcome, named: RegExp): void {
+    assert.equal(outcome.isError, true, outcome.text);
+    assert.match(outcome.text, /denies every response/);
+    assert.match(outcome.text, named);
+    assert.doesNotMatch(outcome.text, new RegExp(ANSWER));
+    assert.equal(outcome.requests, 0, 'refused before the provider was called');
+    assert.doesNotMatch(outcome.stderr, /default permission/);
+    const storage = outcome.stderr.split('\n').find((line) => line.includes('audit storage unusable'));
+    assert.ok(storage, outcome.stderr);
+    assert.match(storage, named);
+  }
+
+  it('renaming policies/ away in a root shared with a second group member denies all and refuses the storage', { skip: tools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const project = makeProject('shared', FORBID_HELLO, 0o2775, { user: alice, group: team });
+    execFileSync('runuser', ['-u', bob, '--', 'mv', path.join(project, 'policies'), path.join(project, 'policies-off')]);
+    assert.equal(fs.existsSync(path.join(project, 'policies')), false, 'the second member could rename policies/');
+
+    const outcome = await invoke(project, alice);
+    const fix = new RegExp(`${project} is writable by group ${team} \\(mode 2775\\), whose members include ${bob}; .*\\(fix: chmod g-w ${project}\\)`);
+    assertRefusedNaming(outcome, fix);
+    assert.equal(fs.existsSync(path.join(project, '.symbiont')), false, 'no storage was created in the shared root');
+
+    // The SchemaPin pin store lives there too: bob could erase every pin by renaming .symbiont/ away.
+    const pins = spawnSync('setpriv', ['--reuid', alice, '--regid', alice, '--init-groups', process.execPath, symbiBin, 'schemapin', 'pins', '--project', project], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base },
+    });
+    assert.notEqual(pins.status, 0);
+    assert.equal(pins.stdout, '');
+    assert.match(pins.stderr, new RegExp(`pin store refused: .*\\(fix: chmod g-w ${project}\\)`));
+  });
+
+  it('the same shared root denies all even with its policies in place', { skip: tools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const project = makeProject('shared-intact', PERMIT, 0o2775, { user: alice, group: team });
+    const outcome = await invoke(project, alice);
+    assertRefusedNaming(outcome, new RegExp(`chmod g-w ${project}\\)`));
+  });
+
+  it("a group-writable root whose group is the owner's private group (umask 002) is sound", { skip: tools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const project = makeProject('private-group', PERMIT, 0o2775, { user: alice, group: alice });
+    const outcome = await invoke(project, alice);
+    assert.equal(outcome.isError, false, `${outcome.text}\n${outcome.stderr}`);
+    assert.equal(outcome.text, ANSWER);
+    assert.equal(outcome.requests, 1);
+    assert.equal(fs.readdirSync(path.join(project, '.symbiont', 'governed')).filter((f) => f.endsWith('.jsonl')).length, 1, 'the run was journalled');
+  });
+
+  it('a directory above the project owned by another user denies all', { skip: tools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const holder = path.join(base, 'bobs');
+    fs.mkdirSync(holder);
+    execFileSync('chown', [`${bob}:${bob}`, holder]);
+    fs.chmodSync(holder, 0o755);
+    const project = makeProject(path.join('bobs', 'project'), PERMIT, 0o755, { user: alice, group: alice });
+    const outcome = await invoke(project, alice);
+    assertRefusedNaming(outcome, new RegExp(`${holder} is owned by uid \\d+ \\(${bob}\\), not by the server's user or root; .*\\(fix: chown ${alice} ${holder}, or move the project\\)`));
+  });
+
+  it('a world-writable root without the sticky bit denies all; with it, the project is sound', async () => {
+    const open = makeProject('world', PERMIT, 0o777);
+    assertRefusedNaming(await invoke(open), new RegExp(`${open} is writable by every user \\(mode 0777\\) without the sticky bit; .*\\(fix: chmod o-w ${open}\\)`));
+    const sticky = makeProject('world-sticky', PERMIT, 0o1777);
+    const outcome = await invoke(sticky);
+    assert.equal(outcome.isError, false, `${outcome.text}\n${outcome.stderr}`);
+    assert.equal(outcome.text, ANSWER);
+  });
+});
+
+describe('group members as the local account files list them', () => {
+  // A real directory's stat against account files written for the test: who
+  // counts as a member is what /etc/group lists plus whose primary group it is.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-accounts-'));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  function problemWith(passwd: string[], group: string[]): string | undefined {
+    const shared = path.join(dir, 'shared');
+    fs.mkdirSync(shared, { recursive: true });
+    fs.chmodSync(shared, 0o775);
+    const files = { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group') };
+    fs.writeFileSync(files.passwd, passwd.join('\n') + '\n');
+    fs.writeFileSync(files.group, group.join('\n') + '\n');
+    const stat = fs.statSync(shared);
+    return directoryWritersProblem(stat, shared, stat.uid, files);
+  }
+
+  const stat = fs.statSync(dir);
+  const me = `me:x:${stat.uid}:${stat.gid}::/:/bin/sh`;
+  const other = `other:x:${stat.uid + 1000}:${stat.gid}::/:/bin/sh`;
+
+  it('a group with no member but the owner is sound', () => {
+    assert.equal(problemWith([me], [`mine:x:${stat.gid}:`]), undefined);
+    assert.equal(problemWith([me], [`mine:x:${stat.gid}:me`]), undefined);
+  });
+
+  it('a user whose primary group it is counts as a member, though /etc/group lists nobody', () => {
+    assert.match(problemWith([me, other], [`mine:x:${stat.gid}:`]) ?? '', /writable by group mine \(mode 0775\), whose members include other; .*\(fix: chmod g-w /);
+  });
+
+  it('a listed member /etc/passwd does not know is another user', () => {
+    assert.match(problemWith([me], [`mine:x:${stat.gid}:me,ghost`]) ?? '', /whose members include ghost/);
+  });
+
+  it('a group /etc/group does not list cannot be proved safe', () => {
+    assert.match(problemWith([me], []) ?? '', new RegExp(`writable by group ${stat.gid} \\(mode 0775\\), which /etc/group does not list`));
+  });
+});
