@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { startSyntheticEndpoint } from './synthetic-endpoint.js';
+import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
 
 const { values: options } = parseArgs({ options: { calls: { type: 'string', default: '1000' }, root: { type: 'string' } } });
 const CALLS = Number(options.calls);

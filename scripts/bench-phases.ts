@@ -23,7 +23,7 @@ import { respondRequestFor } from '../src/shared/policy/respond-request.js';
 import { buildConversation } from '../src/worker/conversation.js';
 import { performInvocation, type WorkerResources } from '../src/worker/invocation.js';
 import { callProvider, type TypedInferenceRequest } from '../src/worker/providers/provider-call.js';
-import { startSyntheticEndpoint } from './synthetic-endpoint.js';
+import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
 
 const CALLS = Number(process.argv[2] ?? 400);
 const WARMUP = 50;

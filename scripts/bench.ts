@@ -507,8 +507,8 @@ function markdownTable(rows: Row[]): string {
 
 async function main(): Promise<number> {
   const selected = selectBenchmarks(process.argv.slice(2));
-  if (!fs.existsSync(path.join(repoRoot, 'dist', 'supervisor', 'cli.js'))) {
-    process.stderr.write('bench: dist/ is missing; running npm run build\n');
+  if (!fs.existsSync(path.join(repoRoot, 'bundle', 'supervisor', 'cli.js'))) {
+    process.stderr.write('bench: the package is not built; running npm run build\n');
     const build = spawnSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build', '--silent'], { cwd: repoRoot, stdio: ['ignore', process.stderr, process.stderr] });
     if (build.status !== 0) {
       process.stderr.write('bench: the build failed; fix it and run npm run bench again\n');

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
-import { startSyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { startSyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { assertCompleteJournal, journalsIn, makeProject, projectPublicKey, providerEnv, removeProject, symbiBin } from './support/invoke-harness.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawMessage } from './support/raw-stdio.js';
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { DEFAULT_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { DEFAULT_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { checkDescriptorAccess, platformLabel } from '../src/shared/descriptor-access-check.js';
 import { inspect, providerEnv } from './support/invoke-harness.js';
 import { makeProject, namespaceSkip, removeDir, resultText, symbiBin } from './support/server-harness.js';

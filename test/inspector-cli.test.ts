@@ -5,12 +5,12 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { inspectorJson, runInspector, type InspectorRun } from './support/inspector-cli.js';
+import { symbiBin } from './support/server-entry.js';
 
 // A client this project did not write: the MCP Inspector CLI (test/support/inspector-cli.ts),
 // against `symbi mcp` over stdio.
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
 const exampleDir = path.join(repoRoot, 'examples', 'quickstart');
 
 function runInspectorOn(project: string, methodArgs: string[]): Promise<InspectorRun> {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { auditOf, eventNames, inspect, journalsIn, makeProject, providerEnv, readJournal, removeProject, startServer, textOf } from './support/invoke-harness.js';
 
 // A forbid that Cedar cannot evaluate must never release the text it was

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createProxy, type ProxyServer } from 'proxy';
-import { startSyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { startSyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { auditOf, makeProject, removeProject, startServer, textOf } from './support/invoke-harness.js';
 
 // Users behind a corporate proxy set HTTPS_PROXY. Here a real CONNECT proxy (the `proxy` package, a

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, providerEnv, removeProject, repoRoot, startServer, type RunningServer } from './support/invoke-harness.js';
 import { SAMPLE_SCHEMA, ecKeyPair, signSchema, startKeyServer, type KeyServer } from './support/schemapin-fixtures.js';
 

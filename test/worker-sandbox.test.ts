@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/invocation-pool.js';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { assertCompleteJournal, journalsIn, makeProject, projectPublicKey, providerEnv, removeProject, symbiBin } from './support/invoke-harness.js';
 
 // Each worker thread is a sandbox: a heap limit it cannot pass without ending

@@ -2,7 +2,6 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import nacl from 'tweetnacl';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -12,8 +11,9 @@ import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
 // Shared by the invoke and cancellation suites: a temporary project on disk and
 // a real `symbi mcp` child process driven over stdio by the SDK client.
 
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
+import { repoRoot, symbiBin } from './server-entry.js';
+
+export { repoRoot, symbiBin };
 
 export interface ProjectFiles {
   [relativePath: string]: string;

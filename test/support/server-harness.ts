@@ -2,7 +2,6 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -11,8 +10,9 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 // projects on disk and a real `symbi mcp` child process driven over stdio by
 // the SDK client, with its standard error captured.
 
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
+import { repoRoot, symbiBin } from './server-entry.js';
+
+export { repoRoot, symbiBin };
 
 export function tempDir(prefix: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
