@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { signingKeyFromSeed } from '../src/shared/journal/signing-key.js';
 import { DSL_FILE_MAX_BYTES, INVOCATIONS_MAX_DEFAULT, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../src/shared/limits.js';
-import { startSyntheticEndpoint } from './synthetic-endpoint.js';
+import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
 
 const { values } = parseArgs({
   options: {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run demo`: the first thing a new user runs. This file uses Node built-ins only, so it works on a
-// fresh clone: it installs the dependencies and builds dist/ when either is missing, then hands over to
-// scripts/demo-run.ts (TypeScript, run through tsx), which drives a real `symbi mcp` with the MCP SDK client.
+// fresh clone: it installs the dependencies and builds the package when either is missing, then hands over to
+// src/demo/demo-run.ts (TypeScript, run through tsx), which drives a real `symbi mcp` with the MCP SDK client.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -38,12 +38,12 @@ if (!installed) {
   run(npm, hasLock ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund'], 'installing dependencies');
 }
 
-if (!existsSync(path.join(repoRoot, 'dist', 'supervisor', 'cli.js'))) {
-  step('building dist/ (npm run build)...');
+if (!existsSync(path.join(repoRoot, 'bundle', 'supervisor', 'cli.js'))) {
+  step('building the package (npm run build)...');
   run(npm, ['run', 'build', '--silent'], 'building');
 }
 
-const demo = spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'scripts', 'demo-run.ts'), ...process.argv.slice(2)], {
+const demo = spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'src', 'demo', 'demo-run.ts'), ...process.argv.slice(2)], {
   cwd: repoRoot,
   stdio: 'inherit',
 });

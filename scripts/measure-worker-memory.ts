@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from './synthetic-endpoint.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
 
 const MIB = 1024 * 1024;
 /** Leaves room for the conversation's framing so the typed request stays just under 1 MiB. */

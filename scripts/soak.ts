@@ -27,7 +27,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { signingKeyFromSeed } from '../src/shared/journal/signing-key.js';
-import { DEFAULT_ANSWER, startSyntheticEndpoint } from './synthetic-endpoint.js';
+import { DEFAULT_ANSWER, startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');

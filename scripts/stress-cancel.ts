@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { signingKeyFromSeed } from '../src/shared/journal/signing-key.js';
-import { startSyntheticEndpoint } from './synthetic-endpoint.js';
+import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
 
 const { values } = parseArgs({ options: { n: { type: 'string', default: '500' }, c: { type: 'string', default: '64' }, warmup: { type: 'string', default: '64' } } });
 const total = Number(values.n);

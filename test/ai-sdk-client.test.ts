@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { createMCPClient, type MCPClient } from '@ai-sdk/mcp';
 // 1.x names its stdio transport Experimental_StdioMCPTransport (2.x, which needs Node.js 22, drops the prefix).
 import { Experimental_StdioMCPTransport as StdioMCPTransport } from '@ai-sdk/mcp/mcp-stdio';
-import { DEFAULT_ANSWER, SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { DEFAULT_ANSWER, SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { repoRoot, symbiBin } from './support/server-entry.js';
 import { removeProject, tempDir } from './support/project.js';
 import { type AuditRef, serverCommand, textOf } from './support/server.js';

@@ -5,17 +5,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { PinnedDirectory } from '../src/shared/pinned-directory.js';
 import { openAuditStorage, closeAuditStorage } from '../src/shared/audit-storage.js';
 import { JournalWriter } from '../src/shared/journal/journal-writer.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
+import { symbiBin } from './support/server-entry.js';
 
 // `symbi audit inspect` refusals of the file itself and of its arguments, and
 // `symbi audit list`, through the real command line.
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const bin = path.join(repo, 'bin', 'symbi.js');
+const bin = symbiBin;
 const KEY = '22'.repeat(32);
 const RUN = '0b7c4a4e-62a1-4d4c-9f3e-1f2a3b4c5d6e';
 

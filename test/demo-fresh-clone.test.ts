@@ -62,7 +62,7 @@ describe('npm run demo from a fresh clone', () => {
     assert.equal(code, 0, `the demo exits 0\n${shown}`);
 
     assert.match(stdout, /demo: installing dependencies \(npm (ci|install)\)/, 'the demo ran its own install step');
-    assert.ok(fs.existsSync(path.join(clone, 'dist', 'supervisor', 'cli.js')), 'dist/ was built');
+    assert.ok(fs.existsSync(path.join(clone, 'bundle', 'supervisor', 'cli.js')), 'the package was built');
 
     // An answer and its audit reference.
     assert.match(stdout, /answer\s+Hello from the synthetic endpoint\./, shown);

@@ -3,17 +3,16 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { DSL_FILE_MAX_BYTES } from '../src/shared/limits.js';
+import { symbiBin } from './support/server-entry.js';
 
-const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 const work = mkdtempSync(join(tmpdir(), 'symbi-dsl-cli-'));
 after(() => rmSync(work, { recursive: true, force: true }));
 
 function symbi(...args: string[]) {
-  const r = spawnSync(process.execPath, [join(repo, 'bin', 'symbi.js'), ...args], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [symbiBin, ...args], { encoding: 'utf8', timeout: 30_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { canonicalHash } from '../src/shared/canonical-json.js';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
 import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
 import { eventNames, inspect, journalsIn, projectPublicKey, readJournal } from './support/journal.js';

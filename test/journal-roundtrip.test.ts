@@ -6,13 +6,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { PinnedDirectory } from '../src/shared/pinned-directory.js';
 import { openAuditStorage, closeAuditStorage } from '../src/shared/audit-storage.js';
 import { JournalWriter } from '../src/shared/journal/journal-writer.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { sha256Hex } from '../src/shared/canonical-json.js';
+import { symbiBin } from './support/server-entry.js';
 
 // Journals written by the writer verify with three independent Ed25519
 // implementations (Node.js crypto, tweetnacl, the openssl command line) on the
@@ -21,8 +21,7 @@ import { sha256Hex } from '../src/shared/canonical-json.js';
 const nacl = createRequire(import.meta.url)('tweetnacl') as {
   sign: { detached: { verify(m: Uint8Array, s: Uint8Array, k: Uint8Array): boolean } };
 };
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const bin = path.join(repo, 'bin', 'symbi.js');
+const bin = symbiBin;
 const AGENT = responsePrincipal('declared');
 
 function cut(line: Buffer): { payload: Buffer; signature: Buffer } {

@@ -5,12 +5,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { PinnedDirectory } from '../src/shared/pinned-directory.js';
 import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/audit-storage.js';
 import { JournalWriter } from '../src/shared/journal/journal-writer.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
+import { symbiBin } from './support/server-entry.js';
 
 // Every kind of tampering the issue lists, detected by `symbi audit inspect`
 // with the right exit code and a message naming the first offending line.
@@ -18,8 +18,7 @@ import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 // another principal) are signed with the project's own seed, as someone
 // holding the key could.
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const bin = path.join(repo, 'bin', 'symbi.js');
+const bin = symbiBin;
 const AGENT = responsePrincipal('declared');
 const PKCS8 = Buffer.from('302e020100300506032b657004220420', 'hex');
 

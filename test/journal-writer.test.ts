@@ -206,3 +206,29 @@ test('resume refuses a journal that does not begin with Started', async (t) => {
   assert.equal(inspectJournal(path.join(storage.governedPath, `${runId}.jsonl`), runId, storage.signingKey.publicKeyHex).exitCode, 2);
   await assert.rejects(JournalWriter.resume(storage, runId, AGENT), /does not begin with a Started record; not resumed/);
 });
+
+test('appends made without waiting for each other are written one at a time, in call order, and the chain verifies', async (t) => {
+  const { storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const writer = await JournalWriter.create(storage, runId, AGENT);
+  // Not awaited in between: each append's sync is still pending when the next one is called.
+  const appends = [
+    writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }]),
+    writer.append({ DirectInferenceResponseReceived: { call_id: 'c1' } }),
+    writer.append({ DirectInferenceFinished: { call_id: 'c1' } }),
+    writer.appendTerminal('Completed', [{ PolicyEvaluated: { decision: 'allow' } }], { urgent: true }),
+  ];
+  const closed = writer.close();
+  await Promise.all([...appends, closed]);
+  const events = fs
+    .readFileSync(writer.path, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => Object.keys((JSON.parse(line) as { payload: { entry: { event: object } } }).payload.entry.event)[0]);
+  assert.deepEqual(events, ['Started', 'DirectInferenceRequested', 'DirectInferenceResponseReceived', 'DirectInferenceFinished', 'PolicyEvaluated', 'Terminated']);
+  // The chain verifies whole (the bare test records leave the call's outcome unknown, hence reconciliation).
+  const { report } = inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex);
+  assert.equal(report.journal_complete, true, JSON.stringify(report));
+  assert.equal(report.verified_records, 6);
+  assert.equal(report.unverified_tail_bytes, 0);
+});

@@ -41,10 +41,10 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
       'README.md',
       'LICENSE',
       'bin/symbi.js',
-      'dist/supervisor/cli.js',
-      'dist/worker/invoke-task.js',
-      'dist/scripts/demo-run.js',
-      'dist/scripts/synthetic-endpoint.js',
+      'bundle/supervisor/cli.js',
+      'bundle/worker/invoke-task.js',
+      'bundle/THIRD_PARTY_LICENSES.txt',
+      'bundle/sbom.cdx.json',
       'policies/respond.cedarschema',
       'policies/examples/permit-respond.cedar',
       'examples/quickstart/agents/assistant.symbi',
@@ -52,9 +52,10 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     ]) {
       assert.ok(entries.includes(needed), `the tarball holds ${needed}`);
     }
-    const unwanted = entries.filter((e) => /^(test|scripts|src|\.ci)\//.test(e) || /\.test\.|\.ts$|\.map$|(^|\/)fixtures\//.test(e) || /^tsconfig/.test(e));
+    const unwanted = entries.filter((e) => /^(test|scripts|src|dist|\.ci)\//.test(e) || /\.test\.|\.ts$|\.map$|(^|\/)fixtures\//.test(e) || /^tsconfig/.test(e));
     assert.deepEqual(unwanted, [], 'no test files, TypeScript sources, fixtures, scripts or source maps');
-    assert.ok(fs.statSync(installed.tarball).size < 250 * 1024, `the tarball stays small (${fs.statSync(installed.tarball).size} bytes)`);
+    // The bundle is readable JavaScript (not minified), so a user can inspect what runs.
+    assert.ok(fs.statSync(installed.tarball).size < 768 * 1024, `the tarball stays small (${fs.statSync(installed.tarball).size} bytes)`);
   });
 
   it('builds in prepack and runs nothing at install time', () => {
@@ -65,9 +66,61 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     assert.ok(fs.existsSync(installed.symbiBin) && fs.existsSync(installed.symbiMcpBin), 'both bins are linked in node_modules/.bin');
   });
 
-  it('installs its runtime dependencies from dependencies', () => {
+  it('installs its runtime dependencies from dependencies, and nothing it bundles', () => {
     for (const name of Object.keys(manifest.dependencies)) {
       assert.ok(fs.existsSync(path.join(installed.dir, 'node_modules', name, 'package.json')), `${name} is installed`);
+    }
+    for (const name of ['@modelcontextprotocol/sdk', 'zod', 'commander', 'pino', 'express']) {
+      assert.ok(!fs.existsSync(path.join(installed.dir, 'node_modules', name)), `${name} is bundled, not installed`);
+    }
+  });
+
+  it('names every bundled package, with its licence and version, in the licences file and the SBOM', () => {
+    const bundle = path.join(installed.dir, 'node_modules', 'symbi-mcp', 'bundle');
+    const licences = fs.readFileSync(path.join(bundle, 'THIRD_PARTY_LICENSES.txt'), 'utf8');
+    const listed = [...licences.matchAll(/^-{78}\n(\S+) (\S+) \((.+)\)$/gm)].map((m) => ({ name: m[1]!, version: m[2]! }));
+    // What src/ imports from devDependencies is bundled, each at the version the lock file pins.
+    const lock = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+    for (const name of ['@modelcontextprotocol/sdk', 'zod', 'commander', 'pino', 'tweetnacl', 'canonicalize']) {
+      const version = lock.packages[`node_modules/${name}`]!.version;
+      assert.ok(listed.some((p) => p.name === name && p.version === version), `THIRD_PARTY_LICENSES.txt names ${name} ${version}`);
+    }
+    const sbom = JSON.parse(fs.readFileSync(path.join(bundle, 'sbom.cdx.json'), 'utf8')) as { bomFormat: string; components: { name: string; version: string }[] };
+    assert.equal(sbom.bomFormat, 'CycloneDX');
+    for (const p of listed) assert.ok(sbom.components.some((c) => c.name === p.name && c.version === p.version), `the SBOM lists the bundled ${p.name} ${p.version}`);
+    for (const name of Object.keys(manifest.dependencies)) {
+      const version = JSON.parse(fs.readFileSync(path.join(installed.dir, 'node_modules', name, 'package.json'), 'utf8')).version as string;
+      assert.ok(sbom.components.some((c) => c.name === name && c.version === version), `the SBOM lists the installed ${name} ${version}`);
+    }
+  });
+
+  it('loads test-only fault injection only through a dynamic import, never from what a worker loads at start', () => {
+    const bundle = path.join(installed.dir, 'node_modules', 'symbi-mcp', 'bundle');
+    const loadedAtStart = new Set<string>();
+    const visit = (file: string): void => {
+      if (loadedAtStart.has(file)) return;
+      loadedAtStart.add(file);
+      const source = fs.readFileSync(file, 'utf8');
+      for (const m of source.matchAll(/^(?:import|export)\s[^;]*?from\s*"(\.[^"]+)"|^import\s*"(\.[^"]+)"/gm)) visit(path.resolve(path.dirname(file), (m[1] ?? m[2])!));
+    };
+    visit(path.join(bundle, 'worker', 'invoke-task.js'));
+    visit(path.join(bundle, 'supervisor', 'cli.js'));
+    const injection = fs.readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => path.basename(f).startsWith('fault-injection'));
+    assert.equal(injection.length, 1, 'fault injection is a file of its own');
+    const file = path.join(bundle, injection[0]!);
+    assert.ok(loadedAtStart.size > 3, 'the static import graph was followed');
+    assert.ok(!loadedAtStart.has(file), 'no statically imported file loads the fault-injection file');
+    assert.match(fs.readFileSync(path.join(bundle, 'worker', 'invoke-task.js'), 'utf8'), /import\("\.\/fault-injection\.js"\)/, 'the worker imports it dynamically, from beside itself');
+    for (const file of loadedAtStart) assert.doesNotMatch(fs.readFileSync(file, 'utf8'), /\[\[fault:worker-/, `${path.relative(bundle, file)} holds no fault-injection code`);
+  });
+
+  it('ships the demo endpoint without the test-only failure and provider-case modes', () => {
+    const bundle = path.join(installed.dir, 'node_modules', 'symbi-mcp', 'bundle');
+    const files = fs.readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
+    assert.ok(files.some((f) => fs.readFileSync(path.join(bundle, f), 'utf8').includes('Hello from the synthetic endpoint.')), 'the demo endpoint ships');
+    for (const f of files) {
+      const source = fs.readFileSync(path.join(bundle, f), 'utf8');
+      for (const marker of ['PARTIAL-MODEL-TEXT', 'PROVIDER-ERROR-TEXT', 'reasoning-model', 'synthetic internal server error']) assert.ok(!source.includes(marker), `${f} holds no test-only endpoint mode (${marker})`);
     }
   });
 

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { directoryWritersProblem } from '../src/shared/directory-ownership.js';
 import { symbiBin } from './support/server-entry.js';
 import { invokeOnce, type InvokeOutcome, providerEnv } from './support/server.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { DEFAULT_ANSWER, SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { DEFAULT_ANSWER, SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { MAX_OUTPUT_TOKENS, MiB } from '../src/shared/limits.js';
 import { providerConfigFor, type ProviderConfig, type ProviderKind } from '../src/shared/provider-config.js';
 import { parseAnthropicMessagesResponse } from '../src/worker/providers/anthropic-messages.js';

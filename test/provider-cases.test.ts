@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { PARTIAL_MODEL_TEXT, PROVIDER_ERROR_TEXT, startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { PARTIAL_MODEL_TEXT, PROVIDER_ERROR_TEXT, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { repoRoot } from './support/server-entry.js';
 import { makeProject, removeProject } from './support/project.js';
 import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';

@@ -4,11 +4,11 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { DEFAULT_ANSWER } from '../scripts/synthetic-endpoint.js';
+import { DEFAULT_ANSWER } from './support/synthetic-endpoint.js';
 import { callProvider } from '../src/worker/providers/provider-call.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
-const script = fileURLToPath(new URL('../scripts/synthetic-endpoint.ts', import.meta.url));
+const script = fileURLToPath(new URL('./support/synthetic-endpoint.ts', import.meta.url));
 
 function startProcess(args: string[]): ChildProcessWithoutNullStreams {
   return spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: repo, stdio: 'pipe' });

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createProxy, type ProxyServer } from 'proxy';
-import { startSyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { startSyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
 import { auditOf, startServer, textOf } from './support/server.js';
 import { selfSignedCertificate } from './support/tls-certificate.js';

@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { parse as parseToml } from 'smol-toml';
-import { installedPackage } from './support/packed-package.js';
+import { cleanEnv, installedPackage } from './support/packed-package.js';
 import { repoRoot } from './support/server-entry.js';
 
 // The README's IDE configuration snippets are what people paste. Every one is parsed here the way its
@@ -121,6 +123,7 @@ function geminiSnippets(): ServerCommand[] {
       } else if (word === '-s' || word === '--scope') assert.ok(['user', 'project'].includes(words[++i] ?? ''), `${origin}: scope is user or project`);
       else if (word === '-t' || word === '--transport' || word === '--type') assert.equal(words[++i], 'stdio', `${origin}: a command needs the stdio transport`);
       else if (word === '--trust') continue;
+      else if (word === '--timeout') assert.match(words[++i] ?? '', /^\d+$/, `${origin}: --timeout takes milliseconds`);
       else if (word.startsWith('-')) assert.fail(`${origin}: ${word} before -- would be read by gemini; server arguments starting with - go after --`);
       else positional.push(word);
     }
@@ -197,6 +200,10 @@ function tomlSnippets(): ServerCommand[] {
 
 const snippets = [...claudeCodeSnippets(), ...jsonSnippets(), ...geminiSnippets(), ...codexCliSnippets(), ...tomlSnippets()];
 const viaNpx = (s: ServerCommand): boolean => s.command === 'npx';
+/** The tarball route: `symbi-mcp` on the PATH after `npm install --global <tarball>`. */
+const viaGlobalInstall = (s: ServerCommand): boolean => s.command === 'symbi-mcp';
+const tarballSection = /\n### From a packed tarball instead of npx\n([\s\S]*?)\n### /.exec(readme)?.[1] ?? '';
+const manifestVersion = (JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** Replaces the placeholders and the variables each client expands itself (${VAR}, $VAR, ${input:id}, ${workspaceFolder}). */
 function resolve(text: string, snippet: ServerCommand, project: string): string {
@@ -210,12 +217,14 @@ function resolve(text: string, snippet: ServerCommand, project: string): string 
       return EXPANDED_VALUE;
     })
     .replace(/\$\{workspaceFolder\}/g, project)
-    .replace(/\$\{[A-Z_][A-Z0-9_]*\}|\$[A-Z_][A-Z0-9_]*/g, EXPANDED_VALUE);
+    .replace(/\$\{[A-Z_][A-Z0-9_]*(?::-[^}]*)?\}|\$[A-Z_][A-Z0-9_]*/g, EXPANDED_VALUE);
 }
 
 describe('README configuration snippets', { timeout: 300_000 }, () => {
   let project: string;
   let npxFolder: string;
+  /** The prefix the README's `npm install --global ./symbi-mcp-<version>.tgz` installed into. */
+  let globalPrefix: string | undefined;
 
   before(async () => {
     project = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-readme-'));
@@ -226,6 +235,33 @@ describe('README configuration snippets', { timeout: 300_000 }, () => {
 
   after(() => {
     fs.rmSync(project, { recursive: true, force: true });
+    if (globalPrefix !== undefined) fs.rmSync(globalPrefix, { recursive: true, force: true });
+  });
+
+  it('says the package is not on the public registry yet, next to the npx command', () => {
+    const npxLine = ideSection.indexOf('npx -y symbi-mcp mcp --project');
+    const notice = ideSection.indexOf('not on the public npm registry yet');
+    assert.ok(npxLine >= 0 && notice > npxLine && notice - npxLine < 300, 'the notice follows the npx command');
+    for (const anchor of ['#from-a-clone-instead-of-npx', '#from-a-packed-tarball-instead-of-npx']) assert.ok(ideSection.includes(`(${anchor})`), `links ${anchor}`);
+  });
+
+  it('the packed-tarball route installs as written and puts symbi-mcp on the PATH', { timeout: 240_000 }, async () => {
+    const block = fences(tarballSection).find((f) => f.body.includes('npm install --global'));
+    assert.ok(block, 'a block with the npm install --global step');
+    const lines = block.body.trim().split('\n');
+    assert.deepEqual(lines, ['npm ci && npm pack', `npm install --global ./symbi-mcp-${manifestVersion}.tgz`], 'npm pack names the tarball after package.json\'s version');
+    // `npm ci && npm pack` is what test/support/packed-package.ts does; the install runs as written,
+    // from the folder holding the tarball, into a scratch global prefix.
+    const tarball = (await installedPackage()).tarball;
+    globalPrefix = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-global-'));
+    const words = shellWords(lines[1]!);
+    await promisify(execFile)(words[0]!, words.slice(1), {
+      cwd: path.dirname(tarball),
+      env: { ...cleanEnv(), npm_config_prefix: globalPrefix },
+      timeout: 200_000,
+    });
+    assert.ok(fs.existsSync(path.join(globalPrefix, 'bin', 'symbi-mcp')), 'npm linked bin/symbi-mcp in the global prefix');
+    assert.ok(snippets.some(viaGlobalInstall), 'a snippet that runs symbi-mcp from the PATH');
   });
 
   it('the quick start is exactly the two commands', () => {
@@ -265,7 +301,11 @@ describe('README configuration snippets', { timeout: 300_000 }, () => {
         command: snippet.command,
         args,
         // The snippet's own env, plus the PATH an IDE would give (with this node, npm and npx first); no keys of ours.
-        env: { PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? os.tmpdir(), ...env },
+        env: {
+          PATH: [...(viaGlobalInstall(snippet) ? [path.join(globalPrefix ?? assert.fail('the tarball-route test runs first'), 'bin')] : []), path.dirname(process.execPath), process.env.PATH ?? ''].join(path.delimiter),
+          HOME: process.env.HOME ?? os.tmpdir(),
+          ...env,
+        },
         cwd: viaNpx(snippet) ? npxFolder : project,
         stderr: 'pipe',
       });

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { MessageChannel } from 'node:worker_threads';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { sha256Hex } from '../src/shared/canonical-json.js';
 import { closeAuditStorage, openAuditStorage } from '../src/shared/audit-storage.js';

@@ -3,18 +3,17 @@ import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { canonicalJson } from '../src/shared/canonical-json.js';
 import { SAMPLE_SCHEMA, startKeyServer, type KeyServer } from './support/schemapin-fixtures.js';
+import { symbiBin } from './support/server-entry.js';
 
 // `symbi schemapin` through the built CLI, with keys and signatures made by the
 // openssl command line: a signature from `openssl dgst -sha256 -sign` over the
 // canonical bytes verifies, and one from `symbi schemapin sign` verifies with
 // `openssl dgst -verify`.
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const symbi = path.join(repo, 'bin', 'symbi.js');
+const symbi = symbiBin;
 
 interface Run {
   code: number;

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from '../scripts/synthetic-endpoint.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { repoRoot } from './support/server-entry.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv, type RunningServer, startServer } from './support/server.js';

@@ -1,12 +1,15 @@
 import { readFileSync } from 'node:fs';
 
 // The one place the version comes from: this package's own package.json, read
-// relative to this module. From src/shared (tsx) and from dist/shared (built,
-// also inside an installed package under node_modules/symbi-mcp) it is two
+// relative to this module. From src/shared (tsx), dist/shared (tsc) and any
+// file of bundle/ (the package, also installed under node_modules/symbi-mcp;
+// scripts/build-bundle.ts keeps every file two levels down) it is two
 // folders up, and npm always ships package.json, so `symbi --version` and the
 // MCP serverInfo.version can never drift apart from what was published.
 
-const manifestUrl = new URL('../../package.json', import.meta.url);
+/** The package's root folder (a clone, or node_modules/symbi-mcp), where package.json, bin/ and examples/ are. */
+export const packageRootUrl = new URL('../../', import.meta.url);
+const manifestUrl = new URL('package.json', packageRootUrl);
 
 function readPackageVersion(): string {
   let manifest: unknown;

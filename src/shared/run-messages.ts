@@ -20,6 +20,8 @@ export interface WorkerBootData {
    * worker builds its KeyObject at boot and wipes this copy.
    */
   signingKeySeed: Uint8Array;
+  /** Cedar's wasm, compiled once in the supervisor (cedar-engine.ts), when the policy set needs Cedar. */
+  cedarModule?: WebAssembly.Module;
   /** Test-only SYMBI_FAULT_INJECTION mode (see src/worker/fault-injection.ts); workers get no environment. */
   faultInjection?: string;
 }

@@ -4,6 +4,9 @@ import type { Piscina as PiscinaPool } from 'piscina';
 import { WORKER_OUTPUT_MESSAGE, type WorkerBootData, type WorkerOutputMessage } from '../shared/run-messages.js';
 import type { OperatorLog } from './operator-log.js';
 
+// Piscina's option type is not exported; its balancer type is read from the constructor.
+type PiscinaLoadBalancer = NonNullable<NonNullable<ConstructorParameters<typeof PiscinaPool>[0]>['loadBalancer']>;
+
 // Runs spend nearly all their time waiting on the provider, so each worker
 // thread carries many concurrent tasks. Atomics are disabled because an idle
 // worker blocked in Atomics.wait would stall the event loop those tasks need.
@@ -15,23 +18,15 @@ const TASKS_PER_WORKER = 512;
 // supervisor and the other threads carry on. Without a limit, one thread could
 // grow until the operating system kills the whole server.
 //
-// Sized from scripts/measure-worker-memory.ts on Node.js 20 (README, "Worker
-// sandbox"): a thread with Cedar loaded and nothing running holds 7.4 MiB of
-// heap; 512 runs waiting on the provider with 1 MiB typed requests each keep
-// 1,482 MiB alive after a full GC (about 2.9 MiB per run: the definition, the
-// conversation and the request body while it is sent); each 4 MiB response
-// being processed adds about 4.6 MiB (32 at once peaked at 162 MiB). The old
-// generation gets 2 GiB: the 512-run case at the specification's limits plus
-// about 550 MiB for responses in flight and for V8 to collect in (under a
-// 1.5 GiB limit that case survived with 45 MiB to spare).
-// The young generation is small (3 MiB: 1 MiB semi-spaces instead of V8's
-// default of up to 16 MiB): a run allocates little that lives long, it costs no
-// measurable throughput and keeps each thread's heap small (over a 3,000-call
-// soak the server's peak RSS was 220 MB with it and 272 MB without, at the
-// same call rate; scripts/soak.ts). The stack keeps Node.js's 4 MiB: no
-// worker code recurses on input depth (JSON.parse is iterative, Cedar runs in
-// WebAssembly with its own stack). Buffers and WebAssembly memory are outside
-// these limits (the 1 MiB request and 4 MiB response caps bound them).
+// The old generation is sized for the worst case the specification allows:
+// TASKS_PER_WORKER runs waiting on the provider, each holding a typed request
+// at its limit, plus responses at their limit being processed, with room for V8
+// to collect in (scripts/measure-worker-memory.ts measures that case). The young
+// generation is small: a run allocates little that lives long, and small semi-spaces
+// keep each thread's heap, and so the server's RSS, near its live size. The stack
+// keeps Node.js's default: no worker code recurses on input depth (JSON.parse is
+// iterative, Cedar runs in WebAssembly with its own stack). Buffers and WebAssembly
+// memory are outside these limits (the request and response caps bound them).
 export const WORKER_RESOURCE_LIMITS = {
   maxOldGenerationSizeMb: 2048,
   maxYoungGenerationSizeMb: 3,
@@ -45,6 +40,11 @@ export const WORKER_RESOURCE_LIMITS = {
 // settings, such as NODE_EXTRA_CA_CERTS, in the main thread at process start.)
 const WORKER_ENVIRONMENT: Readonly<Record<string, string>> = Object.freeze({});
 
+/**
+ * Starts the pool with one thread; each further thread (up to one per core, at most four)
+ * starts when a run arrives while every running thread already has one, and stops again after
+ * a minute without work. A session that invokes one agent at a time keeps one thread's memory.
+ */
 export function createInvocationPool(boot: WorkerBootData, log: OperatorLog): PiscinaPool {
   // Required on first use so that startup (the initialize answer) does not load the pool.
   const { Piscina } = createRequire(import.meta.url)('piscina') as typeof import('piscina');
@@ -52,8 +52,9 @@ export function createInvocationPool(boot: WorkerBootData, log: OperatorLog): Pi
   const pool = new Piscina({
     filename: new URL('../worker/invoke-task.js', import.meta.url).href,
     workerData: boot,
-    minThreads: threads,
+    minThreads: 1,
     maxThreads: threads,
+    loadBalancer: spreadBeforeSharing(threads),
     concurrentTasksPerWorker: TASKS_PER_WORKER,
     atomics: 'disabled',
     idleTimeout: 60_000,
@@ -70,6 +71,22 @@ export function createInvocationPool(boot: WorkerBootData, log: OperatorLog): Pi
     log.warn('a worker thread wrote to standard output (kept off the MCP channel)', { event: 'worker.stdout', line: message.line });
   });
   return pool;
+}
+
+/**
+ * Piscina's balancer: an idle thread if there is one; else, while the pool may grow, none (piscina
+ * then starts a thread); else the least busy thread with room. A null answer queues the run
+ * until a thread is free or ready.
+ */
+function spreadBeforeSharing(maxThreads: number): PiscinaLoadBalancer {
+  return (_task, workers) => {
+    let leastBusy: (typeof workers)[number] | null = null;
+    for (const worker of workers) {
+      if (worker.currentUsage === 0) return worker;
+      if (worker.currentUsage < TASKS_PER_WORKER && (leastBusy === null || worker.currentUsage < leastBusy.currentUsage)) leastBusy = worker;
+    }
+    return workers.length < maxThreads ? null : leastBusy;
+  };
 }
 
 function isWorkerOutput(message: unknown): message is WorkerOutputMessage {

@@ -1,4 +1,6 @@
 import type { Piscina } from 'piscina';
+import { compiledCedarModule } from '../shared/policy/cedar-engine.js';
+import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import { providerFromEnvironment } from '../shared/provider-config.js';
 import { createInvocationPool } from './invocation-pool.js';
 import { prepareSelection } from './invoke-preflight.js';
@@ -10,16 +12,17 @@ import { finaliseUnstartedRun, loadJournalWriter } from './unstarted-run-finalis
 import type { InvokeAgentSession } from './tools/invoke-agent-tool.js';
 
 // Everything invoke_agent needs besides the MCP server: the provider chosen
-// from the environment at startup, the worker pool (started by the first invocation), and
-// the run owner table that outlives any single MCP request.
+// from the environment at startup, the worker pool (started once the client has
+// initialized, or by the first invocation if that comes sooner), and the run
+// owner table that outlives any single MCP request.
 
 export interface InvocationRuntime {
   session: InvokeAgentSession;
   owners: RunOwnerTable;
   /**
-   * Loads what an early cancel needs ahead of the first invocation (when a provider is configured).
-   * The worker threads start with the first invocation instead: each holds its own V8 heap and
-   * Cedar instance (about 20 MB), which a session that never invokes an agent should not pay for.
+   * Starts the worker threads and loads what an early cancel needs, when invocations can run at
+   * all (a provider and a signing key): called once the client has initialized, so the session's
+   * first invoke_agent does not wait for threads, modules and Cedar to start.
    */
   warmUp(): void;
   stopWorkers(): Promise<void>;
@@ -44,6 +47,7 @@ export function createInvocationRuntime(context: SessionContext, maxInvocations:
           policySet: snapshot.policy.set,
           provider: provider.config,
           signingKeySeed: pinnedKey.seed,
+          ...(snapshot.policy.set.mode === 'configured' ? { cedarModule: compiledCedarModule() } : {}),
           ...(env.SYMBI_FAULT_INJECTION ? { faultInjection: env.SYMBI_FAULT_INJECTION } : {}),
         },
         log,
@@ -82,10 +86,16 @@ export function createInvocationRuntime(context: SessionContext, maxInvocations:
       agentVerdicts: async () => (await context.sourceAnalysis()).agents,
     },
     warmUp: () => {
-      // Nothing to start when every invocation will be refused anyway. The
-      // worker threads themselves start with the first invocation (idle memory).
+      // Nothing to start when every invocation will be refused anyway.
       if (!provider.ok || pinnedKey === undefined) return;
+      try {
+        getPool();
+      } catch {
+        // The first invocation meets the same problem and reports it.
+      }
       loadJournalWriter().catch(() => undefined);
+      // The preflight's partial evaluation, ready before the first call (after the threads are on their way).
+      setImmediate(() => preparePolicySet(snapshot.policy.set));
     },
     stopWorkers: async () => {
       if (pool !== undefined) await pool.destroy();

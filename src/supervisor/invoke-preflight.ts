@@ -1,5 +1,6 @@
 import { selectConversationalDefinition, type RegistryEntry, type Selection } from '../shared/dsl/conversational-definition.js';
 import { canPermitSomeResponse } from '../shared/policy/respond-authorization.js';
+import { respondRequestWithoutResponse } from '../shared/policy/respond-request.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import type { RunDefinition } from '../shared/run-messages.js';
@@ -105,24 +106,8 @@ export function preflightInvocation(args: InvokeArguments, inputs: PreflightInpu
 
   if (!inputs.provider.ok) return { ok: false, message: `no model provider is configured: ${inputs.provider.message}` };
 
-  const verdict = canPermitSomeResponse(inputs.policySet, {
-    principal: selected.principal,
-    agentName: selected.declaredName,
-    capabilities: selected.capabilities,
-    context: {
-      surface: 'mcp-server',
-      mode: 'text_response',
-      tools_enabled: false,
-      run_id: '00000000-0000-0000-0000-000000000000',
-      agent: {
-        name: selected.declaredName,
-        file: selected.file,
-        source_hash: selected.sourceHash,
-        declaration_hash: selected.declarationHash,
-        capabilities: selected.capabilities,
-      },
-    },
-  });
+  // Before inference the run has no id; partial evaluation treats run_id as unknown anyway.
+  const verdict = canPermitSomeResponse(inputs.policySet, respondRequestWithoutResponse(selected, '00000000-0000-0000-0000-000000000000'));
   if (!verdict.possible) return { ok: false, message: `Cedar policy denies every response from agent \`${selected.declaredName}\`: ${verdict.reason}` };
 
   return {

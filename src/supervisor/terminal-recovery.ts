@@ -26,7 +26,7 @@ export async function recoverTerminalRecord(
     for (const callId of writer.unfinishedCalls) {
       await writer.append(failedFinishEvent(callId, message)).catch(() => undefined);
     }
-    await writer.appendTerminal({ Error: { message } });
+    await writer.appendTerminal({ Error: { message } }, [], { urgent: true });
     return true;
   } catch {
     return false;

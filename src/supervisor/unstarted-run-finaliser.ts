@@ -55,7 +55,7 @@ export async function finaliseUnstartedRun(
       return { claimed: false };
     }
     try {
-      await writer.appendTerminal({ Error: { message } }, [startedEvent(definition)]);
+      await writer.appendTerminal({ Error: { message } }, [startedEvent(definition)], { urgent: true });
     } catch {
       return { claimed: true, finalised: undefined };
     }

@@ -1,4 +1,4 @@
-import { delay } from 'abort-controller-x';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import { failedFinishEvent } from '../shared/run-records.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/inference-types.js';
@@ -71,8 +71,8 @@ export async function inferWithRetries(
       }
       const decision = decideRetry(error, attempt - 1, msLeft());
       if (!decision.retry) throw new AttemptsFailed(error, attempt, decision.why);
-      // A cancel or the deadline during the wait ends it at once (delay rejects on abort).
-      await delay(signal, decision.waitMs);
+      // A cancel or the deadline during the wait ends it at once (the sleep rejects on abort).
+      await sleep(decision.waitMs, undefined, { signal });
       await journal.beforeRetry();
     }
   }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { delay } from 'abort-controller-x';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
 import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
@@ -7,11 +7,12 @@ import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
 import { explainFinish } from '../shared/finish-reasons.js';
 import { TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
-import { authorizeRespond, type RespondRequest } from '../shared/policy/respond-authorization.js';
+import { authorizeRespond } from '../shared/policy/respond-authorization.js';
+import { respondRequestFor } from '../shared/policy/respond-request.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/run-messages.js';
-import { failedFinishEvent, RUN_MODE, RUN_SURFACE, startedEvent } from '../shared/run-records.js';
+import { failedFinishEvent, RUN_SURFACE, startedEvent } from '../shared/run-records.js';
 import { buildConversation } from './conversation.js';
 import { AttemptsFailed, failedAttemptFinish, inferWithRetries } from './inference-attempts.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/inference-types.js';
@@ -95,7 +96,7 @@ export async function performInvocation(
     notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
     // The deadline covers the whole invocation after the journal opens.
     const deadlineAt = performance.now() + definition.timeoutMs;
-    delay(runSettled.signal, definition.timeoutMs).then(
+    sleep(definition.timeoutMs, undefined, { signal: runSettled.signal }).then(
       () => deadline.abort(new Error('deadline')),
       () => undefined,
     );
@@ -188,31 +189,13 @@ export async function performInvocation(
 
     const contentBytes = Buffer.byteLength(response.content, 'utf8');
     const contentHash = sha256Hex(response.content);
-    const respondRequest: RespondRequest = {
-      principal: definition.principal,
-      agentName: definition.declaredName,
-      capabilities: definition.capabilities,
-      context: {
-        surface: RUN_SURFACE,
-        mode: RUN_MODE,
-        tools_enabled: false,
-        run_id: task.runId,
-        agent: {
-          name: definition.declaredName,
-          file: definition.file,
-          source_hash: definition.sourceHash,
-          declaration_hash: definition.declarationHash,
-          capabilities: definition.capabilities,
-        },
-        response: {
-          content: response.content,
-          sha256: contentHash,
-          bytes: contentBytes,
-          finish_reason: response.finish_reason,
-          provider_finish_reason: response.provider_finish_reason ?? '',
-        },
-      },
-    };
+    const respondRequest = respondRequestFor(definition, task.runId, {
+      content: response.content,
+      sha256: contentHash,
+      bytes: contentBytes,
+      finish_reason: response.finish_reason,
+      provider_finish_reason: response.provider_finish_reason ?? '',
+    });
     const decision = authorizeRespond(resources.policySet, respondRequest);
     const policyEvaluated = {
       PolicyEvaluated: {
@@ -233,7 +216,7 @@ export async function performInvocation(
         ? `Cedar policy denied the response: ${decision.reason}`
         : undefined;
     // The decision and the terminal record become durable together, before any text leaves.
-    await writer.appendTerminal(failure === undefined ? 'Completed' : { Error: { message: failure } }, [policyEvaluated]);
+    await writer.appendTerminal(failure === undefined ? 'Completed' : { Error: { message: failure } }, [policyEvaluated], { urgent: stopSignal.aborted });
     terminalWritten = true;
     const terminalDurableAt = epochNow();
     progress('policy_evaluated');
@@ -255,9 +238,11 @@ export async function performInvocation(
           ? [failedFinish ?? failedFinishEvent(callId, message)]
           : []),
       ];
-      terminalDurable = await writer.appendTerminal(reason, preceding).then(
+      // A failed or stopped run's end is what a cancel waits for: synced at once (journal-writer.ts).
+      const urgent = { urgent: true };
+      terminalDurable = await writer.appendTerminal(reason, preceding, urgent).then(
         () => true,
-        () => (preceding.length > 0 ? writer!.appendTerminal(reason).then(() => true, () => false) : false),
+        () => (preceding.length > 0 ? writer!.appendTerminal(reason, [], urgent).then(() => true, () => false) : false),
       );
     }
     const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined, providerNotes };

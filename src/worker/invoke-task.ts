@@ -1,12 +1,12 @@
 // First import: the worker's standard output is taken off the MCP channel
 // before any other module (or library) of this thread is evaluated.
 import { redactInWorkerOutput } from './worker-stdout.js';
-import { workerData } from 'piscina';
+import { workerData } from 'node:worker_threads';
 import { signingKeyFromSeed } from '../shared/journal/signing-key.js';
 import { PinnedDirectory } from '../shared/pinned-directory.js';
+import { useCompiledCedar } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import type { InvokeOutcome, InvokeTask, WorkerBootData } from '../shared/run-messages.js';
-import { faultHook } from './fault-injection.js';
 import { performInvocation, type WorkerResources } from './invocation.js';
 
 // The piscina task module. Worker threads share the process's descriptor table,
@@ -25,11 +25,16 @@ const resources: WorkerResources = {
 boot.signingKeySeed.fill(0);
 redactInWorkerOutput([boot.provider.apiKey]);
 
+if (boot.cedarModule !== undefined) useCompiledCedar(boot.cedarModule);
 preparePolicySet(resources.policySet);
+
+// Test-only fault injection is a module of its own, loaded only when the operator set
+// SYMBI_FAULT_INJECTION (handed over in the boot data), so a production worker never evaluates it.
+const faultHook = boot.faultInjection === undefined ? undefined : (await import('./fault-injection.js')).faultHook;
 
 export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcome> {
   try {
-    return await performInvocation(task, resources, faultHook(boot.faultInjection, task.prompt, { apiKey: boot.provider.apiKey }));
+    return await performInvocation(task, resources, faultHook?.(boot.faultInjection, task.prompt, { apiKey: boot.provider.apiKey }));
   } finally {
     task.port.close();
   }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { promisify } from 'node:util';
 import { canonicalJson, sha256Hex } from '../canonical-json.js';
 import { JOURNAL_FILE_MAX_BYTES, JOURNAL_LINE_MAX_BYTES } from '../limits.js';
 import type { DescriptorRoute } from '../confinement/descriptor-route.js';
@@ -22,10 +23,12 @@ import { describeStorageFailure } from './storage-failure.js';
 // durability: the provider request is sent only after DirectInferenceRequested
 // is on disk, and model text is released only after Terminated is.
 //
-// The I/O is synchronous on purpose: one write plus fdatasync costs about
-// 0.1 ms on this machine, while each asynchronous call waits for a turn of the
-// worker's event loop, which under load took tens of milliseconds and sat
-// between a cancel and its terminal record.
+// The write is synchronous and the fdatasync is not: a sync waits for the
+// disk, and done on libuv's thread pool the syncs of concurrent runs (each its
+// own file) overlap, so the file system commits them together instead of one
+// after another while the worker's event loop, and every run on it, stands
+// still. Appends of one writer run one at a time: a record's hash chains to the
+// record before it, which is final only once durable.
 //
 // Callers pass hashes and sizes, never prompt or response text; the writer
 // signs whatever event it is given and does not inspect field contents.
@@ -69,6 +72,10 @@ const JOURNAL_FILE_MODE = 0o600;
 /** Terminal error messages are cut to this many characters so the terminal record always fits a line. */
 const TERMINAL_MESSAGE_MAX_CHARS = 4096;
 
+// The callback form, promisified: fs.promises would need a FileHandle for a plain descriptor.
+const fdatasync = promisify(fs.fdatasync);
+const fsync = promisify(fs.fsync);
+
 function errorText(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
   return e.code ?? e.message ?? String(err);
@@ -89,6 +96,8 @@ export class JournalWriter {
   /** Set when a failed write left bytes that could not be cut back: nothing may follow them. */
   private unverifiedTail: string | undefined;
   private removed = false;
+  /** The append in progress, if any: the next one starts after it settles. */
+  private inFlight: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly fd: number,
@@ -210,9 +219,11 @@ export class JournalWriter {
    * durable before the next step (the response records, before the policy runs).
    */
   async appendAll(events: readonly Record<string, unknown>[]): Promise<void> {
-    this.checkOpen();
-    this.checkEffects(events);
-    await this.writeRecords(events);
+    await this.oneAtATime(async () => {
+      this.checkOpen();
+      this.checkEffects(events);
+      await this.writeRecords(events);
+    });
   }
 
   /**
@@ -221,7 +232,11 @@ export class JournalWriter {
    * attempted even after an effect append failed or the file was tampered
    * with; resolves once it is durable.
    */
-  async appendTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[] = []): Promise<void> {
+  async appendTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[] = [], options: { urgent?: boolean } = {}): Promise<void> {
+    await this.oneAtATime(() => this.writeTerminal(reason, preceding, options.urgent === true));
+  }
+
+  private async writeTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[], urgent: boolean): Promise<void> {
     this.checkOpen();
     let normal: TerminalReason;
     if (reason === 'Completed') normal = 'Completed';
@@ -234,7 +249,7 @@ export class JournalWriter {
     else if (this.sequence === 0) throw new JournalWriteError(`${this.path}: a Terminated record needs a durable Started record before it`);
     // Record the tampering if we see it, but write anyway: this is the last word on the run.
     else this.checkFileEnd();
-    await this.writeRecords([...preceding, { [TERMINATED_EVENT]: { reason: normal } }]);
+    await this.writeRecords([...preceding, { [TERMINATED_EVENT]: { reason: normal } }], urgent);
     this.terminated = true;
   }
 
@@ -253,7 +268,15 @@ export class JournalWriter {
     if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
   }
 
+  /** Runs `step` after every earlier append has settled; its failure does not block later steps. */
+  private oneAtATime(step: () => Promise<void>): Promise<void> {
+    const run = this.inFlight.then(step);
+    this.inFlight = run.catch(() => undefined);
+    return run;
+  }
+
   async close(): Promise<void> {
+    await this.inFlight;
     if (this.closed) return;
     this.closed = true;
     try {
@@ -290,8 +313,12 @@ export class JournalWriter {
     }
   }
 
-  /** Signs and chains `events`, writes them in one write, then syncs once; chain state advances only when durable. */
-  private async writeRecords(events: readonly Record<string, unknown>[]): Promise<void> {
+  /**
+   * Signs and chains `events`, writes them in one write, then syncs once; chain state advances only when durable.
+   * `urgent` syncs in this thread at once, where a sync on libuv's pool would wait behind other runs' syncs:
+   * for the terminal record of a stopped run, which a cancel waits for.
+   */
+  private async writeRecords(events: readonly Record<string, unknown>[], urgent = false): Promise<void> {
     let sequence = this.sequence;
     let previousHash = this.previousHash;
     const lines: Buffer[] = [];
@@ -323,17 +350,27 @@ export class JournalWriter {
       sequence += 1;
     }
     const bytes = lines.length === 1 ? lines[0]! : Buffer.concat(lines);
+    // A new journal's directory entry is synced alongside its first records, not after them:
+    // both must be durable before the append resolves, and the file system commits the two together.
+    // Its failure is held (not left unhandled) until the records' own outcome is known.
+    const directorySynced = this.syncDirectoryEntry(urgent).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     let written = 0;
     try {
       while (written < bytes.length) written += fs.writeSync(this.fd, bytes, written, bytes.length - written);
-      fs.fdatasyncSync(this.fd);
+      if (urgent) fs.fdatasyncSync(this.fd);
+      else await fdatasync(this.fd);
     } catch (err) {
+      await directorySynced;
       throw this.failedWrite(err, events.length);
     }
     this.expectedSize += bytes.length;
     this.previousHash = previousHash;
     this.sequence = sequence;
-    this.syncDirectoryEntry();
+    const directoryFailure = await directorySynced;
+    if (directoryFailure !== undefined) throw directoryFailure;
   }
 
   /**
@@ -389,16 +426,12 @@ export class JournalWriter {
     return true;
   }
 
-  /**
-   * Makes a new journal's directory entry durable, once, after its first
-   * records. Synced in this order the file system has usually committed the
-   * entry together with the records already, so this sync costs little; a
-   * directory sync first would cost a commit of its own for every run.
-   */
-  private syncDirectoryEntry(): void {
+  /** Makes a new journal's directory entry durable, once, with its first records. */
+  private async syncDirectoryEntry(urgent: boolean): Promise<void> {
     if (this.directoryToSync === undefined) return;
     try {
-      fs.fsyncSync(this.directoryToSync);
+      if (urgent) fs.fsyncSync(this.directoryToSync);
+      else await fsync(this.directoryToSync);
     } catch (err) {
       // EINVAL: the file system cannot sync directories; the records themselves are synced.
       if (errorText(err) !== 'EINVAL') {

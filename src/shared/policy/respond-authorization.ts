@@ -20,6 +20,7 @@ import {
   cedarRequestParts,
   cedarResponse,
   InvalidRespondRequest,
+  respondRequestFor,
   type RespondRequest,
   type RespondRequestWithoutResponse,
 } from './respond-request.js';
@@ -45,19 +46,34 @@ export interface PermitPossibility {
 const verdictCache = new Map<string, PermitPossibility>();
 
 /**
- * Loads Cedar and parses the set ahead of the first decision, so a thread that
- * starts before any run (the worker pool warms at startup) does not make its
- * first run wait for the wasm. Problems are left for authorizeRespond to report.
+ * Readies a thread for its first run: parses the schema and the set into Cedar, then makes one
+ * decision and one partial evaluation on a made-up request (nothing is cached from them), because
+ * Cedar's wasm functions are compiled on their first call. Called when a worker thread starts and
+ * by the supervisor once the client has initialized. Problems are left for the real calls to report.
  */
 export function preparePolicySet(set: LoadedPolicySet): void {
   if (set.mode !== 'configured') return;
   try {
     preparedSchemaName();
     preparedPolicySetId(set.policies);
+    const request = respondRequestFor(WARM_UP_AGENT, WARM_UP_AGENT.principal, { content: '', sha256: WARM_UP_AGENT.sourceHash, bytes: 0, finish_reason: 'complete', provider_finish_reason: '' });
+    authorizeRespond(set, request);
+    const parts = cedarRequestParts(request);
+    partialVerdict(set, parts, { ...parts.baseContext, run_id: UNKNOWN_RUN_ID, response: UNKNOWN_RESPONSE }, WARM_UP_AGENT.declaredName);
   } catch {
-    // authorizeRespond denies with the reason when it meets the same problem
+    // the real calls deny with the reason when they meet the same problem
   }
 }
+
+/** A made-up agent for preparePolicySet; its principal, the nil UUID, is no registered agent's. */
+const WARM_UP_AGENT = {
+  principal: '00000000-0000-0000-0000-000000000000',
+  declaredName: 'warm-up',
+  file: 'agents/warm-up',
+  sourceHash: '0'.repeat(64),
+  declarationHash: '0'.repeat(64),
+  capabilities: [],
+};
 
 export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest): RespondDecision {
   const deny = (reason: string, errors: string[] = []): RespondDecision => ({ decision: 'deny', determining_policies: [], errors, reason });

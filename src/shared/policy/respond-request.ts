@@ -41,6 +41,44 @@ export type RespondRequestWithoutResponse = Omit<RespondRequest, 'context'> & {
   context: Omit<RespondRequest['context'], 'response'>;
 };
 
+/** The fields of a registered definition that the respond request names. */
+export interface RespondAgent {
+  principal: string;
+  declaredName: string;
+  file: string;
+  sourceHash: string;
+  declarationHash: string;
+  capabilities: string[];
+}
+
+/** The respond request before inference for this agent and run: the one place its context is built. */
+export function respondRequestWithoutResponse(agent: RespondAgent, runId: string): RespondRequestWithoutResponse {
+  return {
+    principal: agent.principal,
+    agentName: agent.declaredName,
+    capabilities: agent.capabilities,
+    context: {
+      surface: 'mcp-server',
+      mode: 'text_response',
+      tools_enabled: false,
+      run_id: runId,
+      agent: {
+        name: agent.declaredName,
+        file: agent.file,
+        source_hash: agent.sourceHash,
+        declaration_hash: agent.declarationHash,
+        capabilities: agent.capabilities,
+      },
+    },
+  };
+}
+
+/** The respond request on the exact response, for the decision after inference. */
+export function respondRequestFor(agent: RespondAgent, runId: string, response: RespondResponseContext): RespondRequest {
+  const before = respondRequestWithoutResponse(agent, runId);
+  return { ...before, context: { ...before.context, response } };
+}
+
 export class InvalidRespondRequest extends Error {}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -14,8 +14,7 @@
 // V8 flags are process-wide, so turning the inlining off once covers the supervisor and every
 // worker thread; it must happen before any thread has optimised code that inlined a Cedar
 // call, which is why cedar-engine.ts calls this right before it loads the module. The cost is
-// a generic JS-to-Wasm wrapper on each Cedar call, a fraction of a microsecond against a
-// decision of about 0.3 ms.
+// a generic JS-to-Wasm wrapper on each Cedar call, small against the decision itself.
 import v8 from 'node:v8';
 
 /** The first V8 version whose deoptimiser rebuilds a reference-typed Wasm result. */

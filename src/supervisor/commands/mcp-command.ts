@@ -116,7 +116,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   // The summary (which parses every agent source) comes once the client has
   // completed the handshake, so its initialize is answered without waiting for
   // it; a client that never initializes gets it shortly after. The worker
-  // threads start with the first invocation (see invocation-runtime.ts).
+  // threads start then too (see invocation-runtime.ts).
   let summaryWritten: Promise<void> | undefined;
   const summaryOnce = (): Promise<void> => {
     if (summaryWritten === undefined) writeProjectSummary(snapshot, log);

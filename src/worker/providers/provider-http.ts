@@ -195,8 +195,8 @@ export function identifierSuffix(details: ProviderErrorDetails): string {
 // instead of paying a handshake. A cancelled request destroys its own socket, so an aborted
 // connection is never handed to another run. Through a proxy, https targets are tunnelled with
 // CONNECT (https-proxy-agent) and http targets sent to the proxy as absolute URLs (http-proxy-agent).
-// The proxy libraries load only when a proxy is configured: importing them costs a worker thread
-// 60 to 75 ms at startup on this machine, for nothing when requests go direct.
+// The proxy libraries load only when a proxy is configured: importing them slows every worker
+// thread's start, for nothing when requests go direct.
 const directAgents = {
   http: new http.Agent({ keepAlive: true, scheduling: 'lifo' }),
   https: new https.Agent({ keepAlive: true, scheduling: 'lifo' }),

@@ -1,40 +1,17 @@
-// A local inference endpoint for tests, the demo and the stress runs. It speaks OpenAI Chat Completions
-// (any POST path ending in /chat/completions) and Anthropic Messages (any POST path ending in /messages).
+// A local inference endpoint: the model `symbi demo` talks to, and the base the tests, benchmarks and
+// stress runs build on (test/support/synthetic-endpoint.ts adds the failure and provider-case modes, so
+// they never ship in this module). It speaks OpenAI Chat Completions (any POST path ending in
+// /chat/completions) and Anthropic Messages (any POST path ending in /messages).
 //
 // The behaviour is picked per request by a directive anywhere in the LAST user message, `[[mode]]` or
-// `[[mode:arg]]`, else by the default mode:
+// `[[mode:arg]]`, else by the default mode. The modes here:
 //   fixed[:text]   answer a fixed text (default "Hello from the synthetic endpoint.")
 //   echo           answer the last user message
 //   delay:MS       wait MS milliseconds, then answer the fixed text
 //   hold[:MS]      wait until releaseAll() (or POST /_control/release), the client disconnects, or MS pass
-//   tool-call      answer with a proposed tool call
-//   oversize[:MiB] a valid answer whose body is MiB mebibytes (default 5), sent chunked
-//   http500        HTTP 500 with an error body
-//   malformed      HTTP 200 with a body that is not JSON
-//   drip:MS        the fixed answer, written a few bytes at a time with MS ms between writes
 //   secret         an answer containing the word "secret"
+// More modes come in through the `modes` option: each is a handler given the request and a way to answer.
 //
-// Provider cases from the OpenAI, OpenRouter and Anthropic documentation, in each wire format. Model
-// text that must never be released contains PARTIAL_MODEL_TEXT; provider error text contains
-// PROVIDER_ERROR_TEXT; an echoed prompt stands for a provider that quotes the request back.
-//   finish:VALUE[,empty]  the answer with that finish_reason / stop_reason (length, content_filter,
-//                  max_tokens, refusal, pause_turn, model_context_window_exceeded, ...), partial text
-//                  (or none with `empty`, as a reasoning model that spent its budget thinking); the
-//                  values stop, end_turn and stop_sequence carry the whole fixed answer, and `none`
-//                  leaves the reason out (OpenAI wire) or null (Anthropic wire) with the fixed answer
-//   refusal        OpenAI: message.refusal with content null; Anthropic: stop_reason "refusal"
-//   refusal-part   OpenAI: a content part of type "refusal"; Anthropic: as refusal
-//   choice-error   OpenRouter: finish_reason "error" with a choice-level error object (Anthropic: as error-in-200)
-//   error-in-200   a top-level error object inside an HTTP 200 answer
-//   http:OPTIONS   an HTTP error in the wire format's error shape, with a request id header. OPTIONS is a
-//                  comma list: code=N (default 500), times=K (fail the first K requests carrying this
-//                  prompt, then answer), retry_after=S, retry_after_ms=MS, echo (quote the prompt)
-//   reset[:times=K] close the connection without sending a byte (the first K times, else always)
-//   reasoning-model OpenAI wire: HTTP 400 "unsupported_parameter" (param max_tokens) when the body
-//                  carries max_tokens, as OpenAI's reasoning models answer; else the fixed answer
-//
-// Run as a process: `node --import tsx scripts/synthetic-endpoint.ts [--port N] [--mode M] [--answer TEXT]`
-// prints `SYNTHETIC_ENDPOINT_URL=<url>` on stdout once listening and serves until SIGTERM or SIGINT.
 // Out-of-process users get `GET /_control/stats` and `POST /_control/release`.
 //
 // openConnections() counts sockets carrying an inference request that is not yet fully answered: a
@@ -45,27 +22,14 @@
 
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { realpathSync } from 'node:fs';
-import { pathToFileURL } from 'node:url';
 
 export const DEFAULT_ANSWER = 'Hello from the synthetic endpoint.';
 export const SECRET_ANSWER = 'Here is the secret you asked for: the launch code is 0000.';
 export const SYNTHETIC_TOOL_NAME = 'run_shell_command';
-const DEFAULT_OVERSIZE_MIB = 5;
-const MAX_OVERSIZE_MIB = 256;
 const MAX_WAIT_MS = 600_000;
 const REQUEST_BODY_MAX_BYTES = 8 * 1024 * 1024;
-const DRIP_PIECE_BYTES = 7;
-const OVERSIZE_CHUNK_BYTES = 64 * 1024;
-const KNOWN_MODES = new Set([
-  'fixed', 'echo', 'delay', 'hold', 'tool-call', 'oversize', 'http500', 'malformed', 'drip', 'secret',
-  'finish', 'refusal', 'refusal-part', 'choice-error', 'error-in-200', 'http', 'reset', 'reasoning-model',
-]);
-/** In every answer that must never be released: partial, refused or filtered model text. */
-export const PARTIAL_MODEL_TEXT = 'PARTIAL-MODEL-TEXT never to be released';
-/** In every provider error message, with words a forbid-secret policy would catch. */
-export const PROVIDER_ERROR_TEXT = 'PROVIDER-ERROR-TEXT: here is the secret you asked for';
-const COMPLETE_FINISH_VALUES = new Set(['stop', 'end_turn', 'stop_sequence', 'none']);
+/** The modes this module answers itself; `delay` and `hold` wait first, then answer the fixed text. */
+const OWN_MODES = ['fixed', 'echo', 'delay', 'hold', 'secret'];
 
 export type WireFormat = 'openai' | 'anthropic';
 
@@ -115,18 +79,43 @@ export interface SyntheticEndpointOptions {
   /** Default true; false answers every request with `Connection: close`. */
   keepAlive?: boolean;
   beforeAnswer?: (req: ReceivedRequest) => Promise<void> | void;
+  /** Further modes by name, each answering in its own way (test/support/synthetic-endpoint.ts). */
+  modes?: Readonly<Record<string, ModeHandler>>;
 }
+
+/** What a mode handler gets for one request. */
+export interface ModeContext {
+  record: ReceivedRequest;
+  mode: string;
+  arg: string | undefined;
+  prompt: string;
+  model: string;
+  fixedAnswer: string;
+  res: ServerResponse;
+  /** The answer headers every mode sends (content type, and Connection: close when keepAlive is false). */
+  headers: Record<string, string>;
+  /** Writes a whole answer with its Content-Length. */
+  send(status: number, text: string, extra?: Record<string, string>): void;
+  /** Resolves when the client has closed the connection. */
+  closed: Promise<void>;
+  isClosed(): boolean;
+  /** For `times=K`: true for the first K requests with this key, then false. */
+  failThisTime(key: string, times: string | undefined): boolean;
+}
+
+/** Answers one request, or returns 'normal' to have it answered with the fixed text. */
+export type ModeHandler = (context: ModeContext) => Promise<'answered' | 'normal'> | 'answered' | 'normal';
 
 interface Directive {
   mode: string;
   arg: string | undefined;
 }
 
-function parseDirective(text: string): Directive | undefined {
+function parseDirective(text: string, known: ReadonlySet<string>): Directive | undefined {
   const pattern = /\[\[([a-z0-9-]+)(?::([^\]]*))?\]\]/g;
   for (const match of text.matchAll(pattern)) {
     const mode = match[1] as string;
-    if (KNOWN_MODES.has(mode)) return { mode, arg: match[2] };
+    if (known.has(mode)) return { mode, arg: match[2] };
   }
   return undefined;
 }
@@ -145,7 +134,8 @@ function contentText(content: unknown): string {
   return '';
 }
 
-function lastUserText(body: unknown): string {
+/** The text of the last user message of a chat request body. */
+export function lastUserText(body: unknown): string {
   const messages = (body as { messages?: unknown } | null)?.messages;
   if (!Array.isArray(messages)) return '';
   for (let i = messages.length - 1; i >= 0; i -= 1) {
@@ -155,7 +145,8 @@ function lastUserText(body: unknown): string {
   return '';
 }
 
-function boundedMs(arg: string | undefined, fallback: number): number {
+/** A directive's millisecond argument, capped; the fallback when it is missing or not a number. */
+export function boundedMs(arg: string | undefined, fallback: number): number {
   const value = Number(arg);
   return arg !== undefined && Number.isFinite(value) && value >= 0 ? Math.min(value, MAX_WAIT_MS) : fallback;
 }
@@ -169,7 +160,8 @@ function requestModel(body: unknown): string {
   return typeof model === 'string' ? model : 'synthetic-model';
 }
 
-function completionBody(format: WireFormat, id: number, model: string, prompt: string, text: string, withToolCall: boolean): unknown {
+/** A complete answer in the wire format, with the given text (or a proposed tool call). */
+export function completionBody(format: WireFormat, id: number, model: string, prompt: string, text: string, withToolCall: boolean): unknown {
   if (format === 'anthropic') {
     const content: unknown[] = [{ type: 'text', text }];
     if (withToolCall) {
@@ -208,57 +200,8 @@ function completionBody(format: WireFormat, id: number, model: string, prompt: s
   };
 }
 
-/** `code=503,times=2,echo` as a map; a bare word maps to "". */
-function directiveOptions(arg: string | undefined): Map<string, string> {
-  const options = new Map<string, string>();
-  for (const part of (arg ?? '').split(',')) {
-    const [key, value] = part.split('=', 2) as [string, string | undefined];
-    if (key.trim() !== '') options.set(key.trim(), (value ?? '').trim());
-  }
-  return options;
-}
-
-function finishBody(format: WireFormat, id: number, model: string, arg: string | undefined, fixedAnswer: string): unknown {
-  const [value, flag] = (arg ?? 'length').split(',') as [string, string | undefined];
-  const complete = COMPLETE_FINISH_VALUES.has(value);
-  const text = complete ? fixedAnswer : flag === 'empty' ? '' : PARTIAL_MODEL_TEXT;
-  const body = completionBody(format, id, model, '', text, false) as Record<string, unknown>;
-  const reason = value === 'none' ? null : value;
-  if (format === 'anthropic') return { ...body, stop_reason: reason };
-  const choice = (body.choices as Record<string, unknown>[])[0]!;
-  if (reason === null) delete choice.finish_reason;
-  else choice.finish_reason = reason;
-  return body;
-}
-
-function refusalBody(format: WireFormat, id: number, model: string, asPart: boolean): unknown {
-  const body = completionBody(format, id, model, '', PARTIAL_MODEL_TEXT, false) as Record<string, unknown>;
-  if (format === 'anthropic') return { ...body, stop_reason: 'refusal' };
-  const choice = (body.choices as Record<string, unknown>[])[0]!;
-  choice.message = asPart
-    ? { role: 'assistant', content: [{ type: 'refusal', refusal: PARTIAL_MODEL_TEXT }], refusal: null }
-    : { role: 'assistant', content: null, refusal: PARTIAL_MODEL_TEXT };
-  return body;
-}
-
-/** The wire format's error object: OpenAI {error: {message, type, code}}, Anthropic {type: "error", error, request_id}. */
-function errorBody(format: WireFormat, status: number, message: string, id: number): unknown {
-  if (format === 'anthropic') {
-    const type =
-      status === 429 ? 'rate_limit_error'
-      : status === 529 ? 'overloaded_error'
-      : status === 404 ? 'not_found_error'
-      : status === 401 ? 'authentication_error'
-      : status >= 500 ? 'api_error'
-      : 'invalid_request_error';
-    return { type: 'error', error: { type, message }, request_id: `req_synthetic_${id}` };
-  }
-  const code = status === 404 ? 'model_not_found' : status === 429 ? 'rate_limit_exceeded' : null;
-  const type = status >= 500 ? 'server_error' : 'invalid_request_error';
-  return { error: { message, type, param: null, code } };
-}
-
-function sleep(ms: number, cancelled: Promise<void>): Promise<void> {
+/** Waits ms milliseconds, or less when `cancelled` resolves first. */
+export function sleep(ms: number, cancelled: Promise<void>): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
     void cancelled.then(() => {
@@ -269,9 +212,11 @@ function sleep(ms: number, cancelled: Promise<void>): Promise<void> {
 }
 
 export async function startSyntheticEndpoint(options: SyntheticEndpointOptions = {}): Promise<SyntheticEndpoint> {
-  const defaultDirective = parseDirective(`[[${options.defaultMode ?? 'fixed'}]]`);
+  const extraModes = options.modes ?? {};
+  const knownModes = new Set([...OWN_MODES, ...Object.keys(extraModes)]);
+  const defaultDirective = parseDirective(`[[${options.defaultMode ?? 'fixed'}]]`, knownModes);
   if (defaultDirective === undefined) {
-    throw new Error(`unknown synthetic endpoint mode "${options.defaultMode}" (allowed: ${[...KNOWN_MODES].join(', ')})`);
+    throw new Error(`unknown synthetic endpoint mode "${options.defaultMode}" (allowed: ${[...knownModes].join(', ')})`);
   }
   const fixedAnswer = options.answer ?? DEFAULT_ANSWER;
   const requests: ReceivedRequest[] = [];
@@ -338,149 +283,19 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
       res.end(bytes);
     };
 
-    const requestIdHeader = record.format === 'anthropic' ? 'request-id' : 'x-request-id';
-    switch (mode) {
-      case 'finish':
-        send(200, JSON.stringify(finishBody(record.format, record.id, model, arg, fixedAnswer)));
-        return;
-      case 'refusal':
-      case 'refusal-part':
-        send(200, JSON.stringify(refusalBody(record.format, record.id, model, mode === 'refusal-part')));
-        return;
-      case 'choice-error':
-      case 'error-in-200': {
-        if (record.format === 'anthropic') {
-          send(200, JSON.stringify(errorBody('anthropic', mode === 'choice-error' ? 500 : 529, PROVIDER_ERROR_TEXT, record.id)));
-          return;
-        }
-        const error = { code: 502, message: PROVIDER_ERROR_TEXT, metadata: { provider_name: 'synthetic' } };
-        const body = mode === 'error-in-200'
-          ? { error }
-          : { ...(completionBody('openai', record.id, model, prompt, '', false) as object), choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'error', error }] };
-        send(200, JSON.stringify(body), { [requestIdHeader]: `gen-synthetic-${record.id}` });
-        return;
-      }
-      case 'http': {
-        const options = directiveOptions(arg);
-        if (!failThisTime(`${mode}:${arg ?? ''}:${prompt}`, options.get('times'))) break;
-        const status = Number(options.get('code') ?? '500');
-        const extra: Record<string, string> = { [requestIdHeader]: `req_synthetic_${record.id}` };
-        if (options.has('retry_after')) extra['Retry-After'] = options.get('retry_after')!;
-        if (options.has('retry_after_ms')) extra['retry-after-ms'] = options.get('retry_after_ms')!;
-        const message = options.has('echo') ? `${PROVIDER_ERROR_TEXT}; you sent: ${prompt}` : PROVIDER_ERROR_TEXT;
-        send(Number.isInteger(status) && status >= 400 && status <= 599 ? status : 500, JSON.stringify(errorBody(record.format, status, message, record.id)), extra);
-        return;
-      }
-      case 'reasoning-model': {
-        const body = record.body as Record<string, unknown>;
-        if (record.format === 'anthropic' || !('max_tokens' in body)) break;
-        const error = {
-          message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
-          type: 'invalid_request_error',
-          param: 'max_tokens',
-          code: 'unsupported_parameter',
-        };
-        send(400, JSON.stringify({ error }), { [requestIdHeader]: `req_synthetic_${record.id}` });
-        return;
-      }
-      case 'reset':
-        if (!failThisTime(`${mode}:${arg ?? ''}:${prompt}`, directiveOptions(arg).get('times'))) break;
-        // No byte of an answer: the client sees the connection reset.
-        res.socket?.destroy();
-        return;
-      case 'http500':
-        send(500, JSON.stringify({ error: { message: 'synthetic internal server error', type: 'server_error', code: null } }));
-        return;
-      case 'malformed':
-        send(200, '{"id": "chatcmpl-synthetic", "object": "chat.completion", "choices": [{"message": {"role": "assistant", "content": "cut');
-        return;
-      case 'tool-call':
-        send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, 'I will run a command for you.', true)));
-        return;
-      case 'oversize': {
-        const mib = Math.min(Math.max(Number(arg ?? DEFAULT_OVERSIZE_MIB) || DEFAULT_OVERSIZE_MIB, 1), MAX_OVERSIZE_MIB);
-        await sendOversize(record, res, headers, model, prompt, mib * 1024 * 1024, isClosed);
-        return;
-      }
-      case 'drip': {
-        const text = JSON.stringify(completionBody(record.format, record.id, model, prompt, fixedAnswer, false));
-        await sendDrip(record, res, headers, text, boundedMs(arg, 10), closed, isClosed);
-        return;
-      }
-      default: {
-        const text =
-          mode === 'echo' ? prompt
-          : mode === 'secret' ? SECRET_ANSWER
-          : mode === 'fixed' && arg !== undefined ? arg
-          : fixedAnswer;
-        send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, text, false)));
-        return;
-      }
+    const handler = Object.hasOwn(extraModes, mode) ? extraModes[mode] : undefined;
+    if (handler !== undefined) {
+      const context: ModeContext = { record, mode, arg, prompt, model, fixedAnswer, res, headers, send, closed, isClosed, failThisTime };
+      if ((await handler(context)) === 'answered') return;
+      send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, fixedAnswer, false)));
+      return;
     }
-    // A failing mode whose failures are used up answers normally.
-    send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, fixedAnswer, false)));
-  }
-
-  async function sendOversize(
-    record: ReceivedRequest,
-    res: ServerResponse,
-    headers: Record<string, string>,
-    model: string,
-    prompt: string,
-    size: number,
-    isClosed: () => boolean,
-  ): Promise<void> {
-    // A valid completion whose text fills the body; no Content-Length, so only a running cap can stop it.
-    const template = JSON.stringify(completionBody(record.format, record.id, model, prompt, '\u0000FILL\u0000', false));
-    const [head, tail] = template.split('\\u0000FILL\\u0000') as [string, string];
-    res.writeHead(200, headers);
-    const write = async (chunk: string): Promise<boolean> => {
-      if (isClosed()) return false;
-      record.bytesSent += Buffer.byteLength(chunk);
-      if (!res.write(chunk)) {
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            res.off('drain', done);
-            res.off('close', done);
-            resolve();
-          };
-          res.on('drain', done);
-          res.on('close', done);
-        });
-      }
-      return !isClosed();
-    };
-    if (!(await write(head))) return;
-    let remaining = size - Buffer.byteLength(head) - Buffer.byteLength(tail);
-    const filler = 'x'.repeat(OVERSIZE_CHUNK_BYTES);
-    while (remaining > 0) {
-      const piece = remaining >= filler.length ? filler : filler.slice(0, remaining);
-      remaining -= piece.length;
-      if (!(await write(piece))) return;
-    }
-    if (!(await write(tail))) return;
-    res.end();
-  }
-
-  async function sendDrip(
-    record: ReceivedRequest,
-    res: ServerResponse,
-    headers: Record<string, string>,
-    text: string,
-    pauseMs: number,
-    closed: Promise<void>,
-    isClosed: () => boolean,
-  ): Promise<void> {
-    const bytes = Buffer.from(text, 'utf8');
-    res.writeHead(200, { ...headers, 'Content-Length': String(bytes.byteLength) });
-    for (let offset = 0; offset < bytes.byteLength; offset += DRIP_PIECE_BYTES) {
-      if (isClosed()) return;
-      const piece = bytes.subarray(offset, offset + DRIP_PIECE_BYTES);
-      record.bytesSent += piece.byteLength;
-      res.write(piece);
-      if (offset + DRIP_PIECE_BYTES < bytes.byteLength) await sleep(pauseMs, closed);
-    }
-    if (!isClosed()) res.end();
+    const text =
+      mode === 'echo' ? prompt
+      : mode === 'secret' ? SECRET_ANSWER
+      : mode === 'fixed' && arg !== undefined ? arg
+      : fixedAnswer;
+    send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, text, false)));
   }
 
   function control(req: IncomingMessage, res: ServerResponse, path: string): void {
@@ -548,7 +363,7 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
       } catch {
         body = undefined;
       }
-      const directive = parseDirective(lastUserText(body)) ?? defaultDirective!;
+      const directive = parseDirective(lastUserText(body), knownModes) ?? defaultDirective!;
       const record: ReceivedRequest = {
         id: requests.length + 1,
         path,
@@ -669,44 +484,4 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
         for (const socket of sockets) socket.destroy();
       }),
   };
-}
-
-function parseArguments(argv: string[]): SyntheticEndpointOptions {
-  const options: SyntheticEndpointOptions = {};
-  for (let i = 0; i < argv.length; i += 1) {
-    const flag = argv[i];
-    const value = argv[i + 1];
-    if (flag === '--port' && value !== undefined && /^\d+$/.test(value) && Number(value) <= 65535) options.port = Number(value);
-    else if (flag === '--mode' && value !== undefined) options.defaultMode = value;
-    else if (flag === '--answer' && value !== undefined) options.answer = value;
-    else if (flag === '--host' && value !== undefined) options.host = value;
-    else throw new Error(`bad argument ${flag ?? ''} (allowed: --port N, --mode MODE, --answer TEXT, --host ADDRESS)`);
-    i += 1;
-  }
-  return options;
-}
-
-function isMainModule(): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
-  } catch {
-    return false;
-  }
-}
-
-if (isMainModule()) {
-  try {
-    const endpoint = await startSyntheticEndpoint(parseArguments(process.argv.slice(2)));
-    process.stdout.write(`SYNTHETIC_ENDPOINT_URL=${endpoint.url}\n`);
-    const stop = (): void => {
-      void endpoint.close().then(() => process.exit(0));
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  } catch (error) {
-    process.stderr.write(`synthetic-endpoint: ${(error as Error).message}\n`);
-    process.exit(2);
-  }
 }

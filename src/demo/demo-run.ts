@@ -1,6 +1,6 @@
 // The demo proper. Two routes start it: scripts/demo.mjs (`npm run demo` in a clone, through tsx, once
-// dependencies and dist/ exist) and `symbi demo` (an installed package, from its compiled copy in
-// dist/scripts/, built by tsconfig.demo.json). Only the commands it suggests differ between the two.
+// the dependencies are installed and the package built) and `symbi demo` (an installed package, from
+// its bundled copy, loaded only for that command). Only the commands it suggests differ between the two.
 //
 // It serves a fresh copy of examples/quickstart/ with `symbi mcp` over stdio, answers inference from the
 // in-process synthetic endpoint, and walks through what a user should see: the agent list, one governed
@@ -14,23 +14,13 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { packageRootUrl } from '../shared/package-version.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './synthetic-endpoint.js';
 
 /** Where the demo was started from: a clone of the repository, or an installed package. */
 export type DemoOrigin = 'clone' | 'package';
 
-// scripts/ in a clone, dist/scripts/ in a package: the package root is the nearest folder up with a package.json.
-function packageRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, 'package.json'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`no package.json above ${fileURLToPath(import.meta.url)}`);
-    dir = parent;
-  }
-  return dir;
-}
-
-const repoRoot = packageRoot();
+const repoRoot = fileURLToPath(packageRootUrl);
 const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
 const exampleDir = path.join(repoRoot, 'examples', 'quickstart');
 const STEP_TIMEOUT_MS = 15_000;

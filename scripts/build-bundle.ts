@@ -1,0 +1,196 @@
+// `npm run build`'s second step: the code the package ships, bundled by esbuild into bundle/.
+//
+// Every library in package.json "devDependencies" that src/ imports (the MCP SDK, zod, commander,
+// pino, ...) is bundled, so a user's install downloads only what cannot be bundled: the packages in
+// "dependencies" (WebAssembly, native code, and piscina, which starts its own worker file by path).
+// Those stay ordinary imports, resolved from node_modules at run time.
+//
+// bundle/ mirrors src/: each entry lands at bundle/<folder>/<name>.js and every shared chunk in
+// bundle/chunks/, all two levels below the package root, so a module's `new URL('../worker/x.js',
+// import.meta.url)` and package-version.ts's `../../package.json` resolve the same from src/, dist/
+// and bundle/. The command line is split into chunks: its dynamic imports (the sub-commands, the
+// demo) load only when reached. Each worker thread's module is bundled whole, in one file, so that
+// its modules run in source order (worker-stdout.ts must take standard output over before anything
+// else runs, and in a split bundle the shared chunks would run first); test-only fault injection
+// is its own file beside it, imported only when the test setting is present.
+//
+// Because what is bundled no longer appears in node_modules, the build also writes what a user's
+// scanner and lawyer need: bundle/THIRD_PARTY_LICENSES.txt (every bundled package's licence text) and
+// bundle/sbom.cdx.json (CycloneDX: every bundled package and every installed dependency, by version).
+
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build, type Metafile, type Plugin } from 'esbuild';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const outdir = path.join(repoRoot, 'bundle');
+
+/** The command line, relative to src/. */
+const CLI_ENTRY = 'supervisor/cli.ts';
+
+/**
+ * Each worker thread's module, relative to src/ (piscina loads a worker by URL, so a worker is an
+ * entry of its own, never a chunk). A new worker entry is one more line here, referenced from a
+ * module directly in src/<folder>/ as `new URL('../worker/<name>.js', import.meta.url)`.
+ */
+export const WORKER_ENTRIES = ['worker/invoke-task.ts', 'worker/dsl-analysis-task.ts'];
+
+/** Modules a worker imports dynamically only under a test setting: built beside it, never inside it. */
+const WORKER_TEST_ONLY = ['worker/fault-injection.ts'];
+
+interface Manifest {
+  name: string;
+  version: string;
+  dependencies?: Record<string, string>;
+}
+
+const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as Manifest;
+/** Installed, never bundled: exactly the package's runtime "dependencies". */
+const installed = Object.keys(manifest.dependencies ?? {});
+
+function isInstalled(specifier: string): boolean {
+  return installed.some((name) => specifier === name || specifier.startsWith(`${name}/`));
+}
+
+/**
+ * src/ loads some libraries on first use with `createRequire(import.meta.url)(name)`, which esbuild
+ * cannot follow. For a bundled library the call becomes a plain `require(name)`, which esbuild bundles
+ * and still evaluates lazily, at the call; an installed one keeps the createRequire call.
+ */
+const lazyRequires: Plugin = {
+  name: 'lazy-requires',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, (args) => {
+      const source = fs.readFileSync(args.path, 'utf8');
+      const contents = source.replace(/createRequire\(import\.meta\.url\)\((['"])([^'"]+)\1\)/g, (call, _quote: string, name: string) =>
+        isInstalled(name) ? call : `require(${JSON.stringify(name)})`,
+      );
+      return { contents, loader: 'ts' };
+    });
+  },
+};
+
+interface BundledPackage {
+  name: string;
+  version: string;
+  license: string;
+  dir: string;
+}
+
+/** The node_modules packages esbuild read, from its metafile, each once. */
+function bundledPackages(metafile: Metafile): BundledPackage[] {
+  const dirs = new Set<string>();
+  for (const input of Object.keys(metafile.inputs)) {
+    const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+    if (match) dirs.add(path.resolve(repoRoot, match[1]!));
+  }
+  return [...dirs]
+    .map((dir) => {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name: string; version: string; license?: unknown };
+      return { name: pkg.name, version: pkg.version, license: typeof pkg.license === 'string' ? pkg.license : 'UNKNOWN', dir };
+    })
+    .sort((a, b) => a.name.localeCompare(b.name) || a.version.localeCompare(b.version));
+}
+
+function licenceText(p: BundledPackage): string {
+  const file = fs.readdirSync(p.dir).find((name) => /^(licen[cs]e|copying)(\.|$)/i.test(name));
+  if (file !== undefined) return fs.readFileSync(path.join(p.dir, file), 'utf8').trim();
+  // A few packages publish no licence file; say what their manifest declares and where the source is.
+  const pkg = JSON.parse(fs.readFileSync(path.join(p.dir, 'package.json'), 'utf8')) as { author?: unknown; repository?: unknown };
+  const author = typeof pkg.author === 'string' ? pkg.author : JSON.stringify(pkg.author ?? 'not named');
+  const repository = typeof pkg.repository === 'string' ? pkg.repository : ((pkg.repository as { url?: string } | undefined)?.url ?? 'not named');
+  return `The published package carries no licence file. Its package.json declares the licence "${p.license}", author ${author}, source ${repository}.`;
+}
+
+function writeLicences(packages: BundledPackage[]): void {
+  const parts = [
+    `${manifest.name} ${manifest.version} bundles the following packages into bundle/. Their licences follow.`,
+    ...packages.map((p) => `${'-'.repeat(78)}\n${p.name} ${p.version} (${p.license})\n\n${licenceText(p)}`),
+  ];
+  fs.writeFileSync(path.join(outdir, 'THIRD_PARTY_LICENSES.txt'), parts.join('\n\n') + '\n');
+}
+
+interface CycloneDx {
+  components?: Record<string, unknown>[];
+  metadata?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** npm's own CycloneDX SBOM of the installed runtime dependencies, with each bundled package added. */
+function writeSbom(packages: BundledPackage[]): void {
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const sbom = JSON.parse(
+    execFileSync(npm, ['sbom', '--sbom-format', 'cyclonedx', '--omit', 'dev', '--package-lock-only'], { cwd: repoRoot, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }),
+  ) as CycloneDx;
+  // A build of the same tree gives the same file: no random serial number or clock time.
+  delete sbom.serialNumber;
+  if (sbom.metadata) delete sbom.metadata.timestamp;
+  const components = sbom.components ?? [];
+  for (const p of packages) {
+    components.push({
+      'bom-ref': `bundled:${p.name}@${p.version}`,
+      type: 'library',
+      name: p.name,
+      version: p.version,
+      scope: 'required',
+      purl: `pkg:npm/${p.name.replace(/^@/, '%40')}@${p.version}`,
+      licenses: [{ license: { id: p.license } }],
+      properties: [{ name: 'symbi-mcp:delivery', value: 'bundled into bundle/' }],
+    });
+  }
+  sbom.components = components;
+  fs.writeFileSync(path.join(outdir, 'sbom.cdx.json'), JSON.stringify(sbom, null, 2) + '\n');
+}
+
+const common = {
+  absWorkingDir: repoRoot,
+  outbase: 'src',
+  outdir,
+  entryNames: '[dir]/[name]',
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  plugins: [lazyRequires],
+  // A bundled CommonJS library's require() of a Node.js built-in needs a real require in ESM output.
+  banner: { js: "import { createRequire as __symbiCreateRequire } from 'node:module'; const require = __symbiCreateRequire(import.meta.url);" },
+  legalComments: 'none',
+  metafile: true,
+  logLevel: 'warning',
+} as const;
+
+const installedExternals = installed.flatMap((name) => [name, `${name}/*`]);
+
+/** A plugin that leaves a worker's imports of its test-only modules as imports of the files built beside it. */
+const testOnlyBeside: Plugin = {
+  name: 'test-only-beside',
+  setup(b) {
+    const names = WORKER_TEST_ONLY.map((entry) => path.basename(entry, '.ts'));
+    b.onResolve({ filter: /^\.\/[^/]+\.js$/ }, (args) => (names.includes(path.basename(args.path, '.js')) && args.kind === 'dynamic-import' ? { path: args.path, external: true } : undefined));
+  },
+};
+
+async function main(): Promise<void> {
+  fs.rmSync(outdir, { recursive: true, force: true });
+  const cli = await build({
+    ...common,
+    entryPoints: [path.join('src', CLI_ENTRY)],
+    chunkNames: 'chunks/[name]-[hash]',
+    splitting: true,
+    external: installedExternals,
+  });
+  const workers = await build({
+    ...common,
+    entryPoints: [...WORKER_ENTRIES, ...WORKER_TEST_ONLY].map((entry) => path.join('src', entry)),
+    external: installedExternals,
+    plugins: [lazyRequires, testOnlyBeside],
+  });
+  const metafile: Metafile = { inputs: { ...cli.metafile.inputs, ...workers.metafile.inputs }, outputs: { ...cli.metafile.outputs, ...workers.metafile.outputs } };
+  const packages = bundledPackages(metafile);
+  writeLicences(packages);
+  writeSbom(packages);
+}
+
+await main();

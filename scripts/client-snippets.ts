@@ -1,0 +1,313 @@
+// The README's client snippets, run as a new user runs them, with the real clients: Claude Code,
+// Gemini CLI and Codex at the versions pinned in .ci/client-snippets/package-lock.json (installed with
+// `npm ci` into .ci/cache/clients/, kept between runs).
+//
+// The packed package is published to a local registry (verdaccio on loopback) standing in for the
+// public one: it serves symbi-mcp itself and fetches the package's few installed dependencies from
+// the real registry. Each client gets a scratch HOME whose .npmrc points npm (and so npx) at that
+// registry, and an empty npm cache, so its first start downloads the package exactly as a first
+// `npx -y symbi-mcp` does. Each snippet is taken from README.md and run literally through sh, with
+// only the project path substituted, in a copy of examples/quickstart/; then each client's own view
+// is checked:
+//   Gemini CLI   `gemini mcp list` says the server is Connected, once the folder is trusted.
+//   Claude Code  `claude mcp list` says Connected, once the folder is trusted and the project's
+//                server approved (the settings written here are what those two clicks save).
+//   Codex        `codex app-server`'s mcpServerStatus/list starts the server and lists its tools.
+//
+// Usage: node --import tsx scripts/client-snippets.ts [--only claude,gemini,codex] [--tarball FILE] [--keep]
+// Network: the npm registry only (the clients and the package's dependencies); no model is called.
+
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const pinnedClients = path.join(repoRoot, '.ci', 'client-snippets');
+const clientsDir = path.join(repoRoot, '.ci', 'cache', 'clients');
+const clientBin = path.join(clientsDir, 'node_modules', '.bin');
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const PROJECT_PLACEHOLDER = '/abs/path/to/project';
+/** The tools every client must see, by name. */
+const TOOLS = ['get_agent_dsl', 'get_agents_md', 'invoke_agent', 'list_agents', 'parse_dsl', 'verify_schema'];
+const CLIENT_TIMEOUT_MS = 180_000;
+const CLIENTS = ['claude', 'gemini', 'codex'] as const;
+type ClientName = (typeof CLIENTS)[number];
+
+function say(message: string): void {
+  process.stderr.write(`client-snippets: ${message}\n`);
+}
+
+/** Installs the pinned clients unless .ci/cache/clients already holds exactly that lock file. */
+function installClients(): void {
+  const lock = fs.readFileSync(path.join(pinnedClients, 'package-lock.json'), 'utf8');
+  const cachedLock = path.join(clientsDir, 'package-lock.json');
+  if (fs.existsSync(cachedLock) && fs.readFileSync(cachedLock, 'utf8') === lock && fs.existsSync(clientBin)) return;
+  say('installing the pinned clients (npm ci in .ci/cache/clients)');
+  fs.rmSync(clientsDir, { recursive: true, force: true });
+  fs.mkdirSync(clientsDir, { recursive: true });
+  for (const file of ['package.json', 'package-lock.json']) fs.copyFileSync(path.join(pinnedClients, file), path.join(clientsDir, file));
+  execFileSync(npm, ['ci', '--no-audit', '--no-fund'], { cwd: clientsDir, stdio: ['ignore', process.stderr, process.stderr] });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface Registry {
+  url: string;
+  process: ChildProcess;
+}
+
+/** Starts verdaccio on loopback: symbi-mcp only from what is published to it, everything else from the real registry. */
+async function startRegistry(scratch: string): Promise<Registry> {
+  const port = await freePort();
+  const upstream = execFileSync(npm, ['config', 'get', 'registry'], { encoding: 'utf8' }).trim();
+  const config = path.join(scratch, 'verdaccio.yaml');
+  fs.writeFileSync(
+    config,
+    [
+      `storage: ${JSON.stringify(path.join(scratch, 'registry-storage'))}`,
+      'auth:',
+      '  htpasswd:',
+      `    file: ${JSON.stringify(path.join(scratch, 'htpasswd'))}`,
+      '    max_users: 1',
+      'uplinks:',
+      '  npmjs:',
+      `    url: ${JSON.stringify(upstream)}`,
+      'packages:',
+      "  'symbi-mcp':",
+      '    access: $all',
+      '    publish: $authenticated',
+      "  '**':",
+      '    access: $all',
+      '    publish: $authenticated',
+      '    proxy: npmjs',
+      'log: { type: stdout, format: pretty, level: warn }',
+      '',
+    ].join('\n'),
+  );
+  const child = spawn(process.execPath, [path.join(clientsDir, 'node_modules', 'verdaccio', 'bin', 'verdaccio'), '--config', config, '--listen', `127.0.0.1:${port}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const url = `http://127.0.0.1:${port}/`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      if ((await fetch(`${url}-/ping`)).ok) return { url, process: child };
+    } catch {
+      // not listening yet
+    }
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`verdaccio did not start: ${output.slice(-2000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/** Creates the registry's one user and returns its token (the CouchDB user API npm's adduser uses). */
+async function registryToken(registry: Registry): Promise<string> {
+  const response = await fetch(`${registry.url}-/user/org.couchdb.user:ci`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'ci', password: 'ci-local-registry-only', type: 'user', roles: [] }),
+  });
+  const body = (await response.json()) as { token?: string };
+  if (!response.ok || typeof body.token !== 'string') throw new Error(`the local registry refused the user: ${response.status} ${JSON.stringify(body)}`);
+  return body.token;
+}
+
+function packTarball(scratch: string, given: string | undefined): string {
+  if (given !== undefined) return path.resolve(given);
+  say('npm pack (prepack builds the package)');
+  const out = execFileSync(npm, ['pack', '--json', '--pack-destination', scratch], { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 * 1024 * 1024 });
+  return path.join(scratch, (JSON.parse(out) as { filename: string }[])[0]!.filename);
+}
+
+/** The first line of a README code block that starts with this command (`claude mcp add`, ...). */
+function readmeSnippet(command: string): string {
+  const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+  for (const block of readme.matchAll(/^```(?:sh|bash)\n([\s\S]*?)^```/gm)) {
+    const line = block[1]!.split('\n').find((l) => l.startsWith(`${command} `) && l.includes('symbi-mcp mcp'));
+    if (line !== undefined) return line;
+  }
+  throw new Error(`README.md has no sh block with a "${command} ... symbi-mcp mcp" line`);
+}
+
+interface Scratch {
+  root: string;
+  home: string;
+  project: string;
+  env: NodeJS.ProcessEnv;
+}
+
+/** A fresh HOME, npm cache and project for one client, with npm pointed at the local registry. */
+function scratchFor(root: string, client: ClientName, registry: Registry, token: string): Scratch {
+  const dir = path.join(root, client);
+  const home = path.join(dir, 'home');
+  const project = path.join(dir, 'project');
+  fs.mkdirSync(home, { recursive: true });
+  fs.cpSync(path.join(repoRoot, 'examples', 'quickstart'), project, { recursive: true });
+  const host = registry.url.replace(/^http:/, '');
+  fs.writeFileSync(path.join(home, '.npmrc'), `registry=${registry.url}\n${host}:_authToken=${token}\n`);
+  const env: NodeJS.ProcessEnv = {
+    HOME: home,
+    PATH: [clientBin, path.dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(path.delimiter),
+    TERM: 'dumb',
+    NO_COLOR: '1',
+    CI: '1',
+    // An empty cache: the client's first start downloads the package as a first `npx -y` does.
+    npm_config_cache: path.join(dir, 'npm-cache'),
+    npm_config_update_notifier: 'false',
+    // No OPENAI_API_KEY: a first contact, before the user has set a key; the snippets must connect anyway.
+    DISABLE_AUTOUPDATER: '1',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+  };
+  return { root: dir, home, project: fs.realpathSync(project), env };
+}
+
+function run(s: Scratch, command: string, args: string[], label: string): string {
+  const result = spawnSync(command, args, { cwd: s.project, env: s.env, encoding: 'utf8', timeout: CLIENT_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 });
+  const output = `${result.stdout ?? ''}${result.stderr ?? ''}`;
+  if (result.error !== undefined || result.status !== 0) throw new Error(`${label} failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`}):\n${output.slice(-3000)}`);
+  return output;
+}
+
+/** Runs one README line through sh, as a user pastes it, with the project path filled in. */
+function runSnippet(s: Scratch, snippet: string): void {
+  const line = snippet.split(PROJECT_PLACEHOLDER).join(s.project);
+  say(`  $ ${line}`);
+  run(s, '/bin/sh', ['-c', line], 'the README snippet');
+}
+
+function checkGemini(s: Scratch): string {
+  runSnippet(s, readmeSnippet('gemini mcp add'));
+  // What the README says a user sees before trusting the folder.
+  const untrusted = run(s, clientBin + '/gemini', ['mcp', 'list'], 'gemini mcp list');
+  if (!/symbi.*Disabled/.test(untrusted)) throw new Error(`before the folder is trusted, gemini mcp list should show symbi as Disabled:\n${untrusted}`);
+  // The user's "Trust folder" answer (or /permissions) is saved in ~/.gemini/trustedFolders.json.
+  fs.mkdirSync(path.join(s.home, '.gemini'), { recursive: true });
+  fs.writeFileSync(path.join(s.home, '.gemini', 'trustedFolders.json'), JSON.stringify({ [s.project]: 'TRUST_FOLDER' }, null, 2));
+  const listed = run(s, clientBin + '/gemini', ['mcp', 'list'], 'gemini mcp list');
+  const line = listed.split('\n').find((l) => /\bsymbi\b/.test(l));
+  if (line === undefined || !/Connected/.test(line) || /Disconnected/.test(line)) throw new Error(`gemini mcp list does not show symbi as Connected:\n${listed}`);
+  return line.trim();
+}
+
+function checkClaude(s: Scratch): string {
+  runSnippet(s, readmeSnippet('claude mcp add'));
+  // What the README says a user sees before the approval.
+  const pending = run(s, clientBin + '/claude', ['mcp', 'list'], 'claude mcp list');
+  if (!/symbi.*Pending approval/.test(pending)) throw new Error(`before the approval, claude mcp list should show symbi as Pending approval:\n${pending}`);
+  // The two clicks the README describes: "Yes, I trust this folder" (saved in ~/.claude.json) and
+  // approving the project's .mcp.json server (saved in .claude/settings.local.json).
+  const stateFile = path.join(s.home, '.claude.json');
+  const state = fs.existsSync(stateFile) ? (JSON.parse(fs.readFileSync(stateFile, 'utf8')) as Record<string, unknown>) : {};
+  const projects = (state.projects ?? {}) as Record<string, Record<string, unknown>>;
+  projects[s.project] = { ...(projects[s.project] ?? {}), hasTrustDialogAccepted: true };
+  fs.writeFileSync(stateFile, JSON.stringify({ ...state, projects }, null, 2));
+  fs.mkdirSync(path.join(s.project, '.claude'), { recursive: true });
+  fs.writeFileSync(path.join(s.project, '.claude', 'settings.local.json'), JSON.stringify({ enabledMcpjsonServers: ['symbi'] }, null, 2));
+  const listed = run(s, clientBin + '/claude', ['mcp', 'list'], 'claude mcp list');
+  const line = listed.split('\n').find((l) => l.startsWith('symbi'));
+  if (line === undefined || !/Connected/.test(line)) throw new Error(`claude mcp list does not show symbi as Connected:\n${listed}`);
+  if (/warning/i.test(listed)) throw new Error(`claude mcp list warns about the snippet's entry:\n${listed}`);
+  return line.trim();
+}
+
+/** Codex's own view: its app server starts every configured MCP server and reports each one's tools. */
+async function checkCodex(s: Scratch): Promise<string> {
+  runSnippet(s, readmeSnippet('codex mcp add'));
+  const child = spawn(clientBin + '/codex', ['app-server'], { cwd: s.project, env: s.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const answers = new Map<number, (message: Record<string, unknown>) => void>();
+  readline.createInterface({ input: child.stdout }).on('line', (line) => {
+    let message: Record<string, unknown>;
+    try {
+      message = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      return;
+    }
+    if (typeof message.id === 'number') answers.get(message.id)?.(message);
+  });
+  let nextId = 1;
+  const request = (method: string, params: unknown): Promise<Record<string, unknown>> =>
+    new Promise((resolve, reject) => {
+      const id = nextId++;
+      const timer = setTimeout(() => reject(new Error(`codex app-server did not answer ${method}: ${stderr.slice(-2000)}`)), CLIENT_TIMEOUT_MS);
+      answers.set(id, (message) => {
+        clearTimeout(timer);
+        if (message.error !== undefined) reject(new Error(`codex app-server ${method}: ${JSON.stringify(message.error)}`));
+        else resolve(message.result as Record<string, unknown>);
+      });
+      child.stdin.write(JSON.stringify({ id, method, params }) + '\n');
+    });
+  try {
+    await request('initialize', { clientInfo: { name: 'symbi-client-snippets', version: '1' } });
+    child.stdin.write(JSON.stringify({ method: 'initialized', params: {} }) + '\n');
+    const status = (await request('mcpServerStatus/list', { detail: 'toolsAndAuthOnly' })) as { data?: { name: string; tools?: Record<string, unknown> }[] };
+    const server = status.data?.find((entry) => entry.name === 'symbi');
+    const tools = Object.keys(server?.tools ?? {}).sort();
+    if (server === undefined || TOOLS.some((tool) => !tools.includes(tool))) throw new Error(`codex app-server does not list symbi's tools: ${JSON.stringify(status).slice(0, 3000)}\n${stderr.slice(-2000)}`);
+    return `symbi: ${tools.length} tools (${tools.join(', ')})`;
+  } finally {
+    child.kill();
+  }
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { only: { type: 'string' }, tarball: { type: 'string' }, keep: { type: 'boolean', default: false } } });
+  const only = values.only === undefined ? [...CLIENTS] : values.only.split(',');
+  for (const name of only) if (!(CLIENTS as readonly string[]).includes(name)) throw new Error(`--only takes ${CLIENTS.join(', ')}, not "${name}"`);
+  installClients();
+  // Under .ci/cache rather than the system temporary folder: Codex declines to set up its helpers under /tmp.
+  fs.mkdirSync(path.join(repoRoot, '.ci', 'cache'), { recursive: true });
+  const root = fs.mkdtempSync(path.join(repoRoot, '.ci', 'cache', 'snippets-'));
+  let registry: Registry | undefined;
+  let failed = 0;
+  try {
+    const tarball = packTarball(root, values.tarball);
+    registry = await startRegistry(root);
+    const token = await registryToken(registry);
+    const publisher = scratchFor(root, 'publish' as ClientName, registry, token);
+    run(publisher, npm, ['publish', tarball, '--ignore-scripts'], `npm publish to the local registry`);
+    say(`published ${path.basename(tarball)} to ${registry.url}`);
+    const checks: Record<ClientName, (s: Scratch) => string | Promise<string>> = { gemini: checkGemini, claude: checkClaude, codex: checkCodex };
+    for (const name of only as ClientName[]) {
+      const started = Date.now();
+      say(`${name}:`);
+      try {
+        const seen = await checks[name](scratchFor(root, name, registry, token));
+        say(`  ok in ${((Date.now() - started) / 1000).toFixed(1)} s: ${seen}`);
+      } catch (error) {
+        failed += 1;
+        say(`  FAILED: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  } finally {
+    registry?.process.kill();
+    if (values.keep) say(`scratch kept in ${root}`);
+    else fs.rmSync(root, { recursive: true, force: true });
+  }
+  return failed === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    say(error instanceof Error ? error.message : String(error));
+    process.exit(1);
+  },
+);

@@ -1,0 +1,287 @@
+// The synthetic endpoint the tests, benchmarks and stress runs use: the demo's endpoint
+// (src/demo/synthetic-endpoint.ts: fixed, echo, delay, hold, secret) plus the failure and provider-case
+// modes below, which live here so that the package never ships them.
+//
+//   tool-call      answer with a proposed tool call
+//   oversize[:MiB] a valid answer whose body is MiB mebibytes (default 5), sent chunked
+//   http500        HTTP 500 with an error body
+//   malformed      HTTP 200 with a body that is not JSON
+//   drip:MS        the fixed answer, written a few bytes at a time with MS ms between writes
+//
+// Provider cases from the OpenAI, OpenRouter and Anthropic documentation, in each wire format. Model
+// text that must never be released contains PARTIAL_MODEL_TEXT; provider error text contains
+// PROVIDER_ERROR_TEXT; an echoed prompt stands for a provider that quotes the request back.
+//   finish:VALUE[,empty]  the answer with that finish_reason / stop_reason (length, content_filter,
+//                  max_tokens, refusal, pause_turn, model_context_window_exceeded, ...), partial text
+//                  (or none with `empty`, as a reasoning model that spent its budget thinking); the
+//                  values stop, end_turn and stop_sequence carry the whole fixed answer, and `none`
+//                  leaves the reason out (OpenAI wire) or null (Anthropic wire) with the fixed answer
+//   refusal        OpenAI: message.refusal with content null; Anthropic: stop_reason "refusal"
+//   refusal-part   OpenAI: a content part of type "refusal"; Anthropic: as refusal
+//   choice-error   OpenRouter: finish_reason "error" with a choice-level error object (Anthropic: as error-in-200)
+//   error-in-200   a top-level error object inside an HTTP 200 answer
+//   http:OPTIONS   an HTTP error in the wire format's error shape, with a request id header. OPTIONS is a
+//                  comma list: code=N (default 500), times=K (fail the first K requests carrying this
+//                  prompt, then answer), retry_after=S, retry_after_ms=MS, echo (quote the prompt)
+//   reset[:times=K] close the connection without sending a byte (the first K times, else always)
+//   reasoning-model OpenAI wire: HTTP 400 "unsupported_parameter" (param max_tokens) when the body
+//                  carries max_tokens, as OpenAI's reasoning models answer; else the fixed answer
+//
+// Run as a process: `node --import tsx test/support/synthetic-endpoint.ts [--port N] [--mode M] [--answer TEXT]`
+// prints `SYNTHETIC_ENDPOINT_URL=<url>` on stdout once listening and serves until SIGTERM or SIGINT.
+
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import {
+  boundedMs,
+  completionBody,
+  sleep,
+  startSyntheticEndpoint as startDemoEndpoint,
+  type ModeContext,
+  type ModeHandler,
+  type ReceivedRequest,
+  type SyntheticEndpoint,
+  type SyntheticEndpointOptions,
+  type WireFormat,
+} from '../../src/demo/synthetic-endpoint.js';
+
+export { DEFAULT_ANSWER, SECRET_ANSWER, SYNTHETIC_TOOL_NAME, type ReceivedRequest, type SyntheticEndpoint, type SyntheticEndpointOptions } from '../../src/demo/synthetic-endpoint.js';
+
+/** In every answer that must never be released: partial, refused or filtered model text. */
+export const PARTIAL_MODEL_TEXT = 'PARTIAL-MODEL-TEXT never to be released';
+/** In every provider error message, with words a forbid-secret policy would catch. */
+export const PROVIDER_ERROR_TEXT = 'PROVIDER-ERROR-TEXT: here is the secret you asked for';
+const COMPLETE_FINISH_VALUES = new Set(['stop', 'end_turn', 'stop_sequence', 'none']);
+const DEFAULT_OVERSIZE_MIB = 5;
+const MAX_OVERSIZE_MIB = 256;
+const DRIP_PIECE_BYTES = 7;
+const OVERSIZE_CHUNK_BYTES = 64 * 1024;
+
+/** `code=503,times=2,echo` as a map; a bare word maps to "". */
+function directiveOptions(arg: string | undefined): Map<string, string> {
+  const options = new Map<string, string>();
+  for (const part of (arg ?? '').split(',')) {
+    const [key, value] = part.split('=', 2) as [string, string | undefined];
+    if (key.trim() !== '') options.set(key.trim(), (value ?? '').trim());
+  }
+  return options;
+}
+
+function finishBody(format: WireFormat, id: number, model: string, arg: string | undefined, fixedAnswer: string): unknown {
+  const [value, flag] = (arg ?? 'length').split(',') as [string, string | undefined];
+  const complete = COMPLETE_FINISH_VALUES.has(value);
+  const text = complete ? fixedAnswer : flag === 'empty' ? '' : PARTIAL_MODEL_TEXT;
+  const body = completionBody(format, id, model, '', text, false) as Record<string, unknown>;
+  const reason = value === 'none' ? null : value;
+  if (format === 'anthropic') return { ...body, stop_reason: reason };
+  const choice = (body.choices as Record<string, unknown>[])[0]!;
+  if (reason === null) delete choice.finish_reason;
+  else choice.finish_reason = reason;
+  return body;
+}
+
+function refusalBody(format: WireFormat, id: number, model: string, asPart: boolean): unknown {
+  const body = completionBody(format, id, model, '', PARTIAL_MODEL_TEXT, false) as Record<string, unknown>;
+  if (format === 'anthropic') return { ...body, stop_reason: 'refusal' };
+  const choice = (body.choices as Record<string, unknown>[])[0]!;
+  choice.message = asPart
+    ? { role: 'assistant', content: [{ type: 'refusal', refusal: PARTIAL_MODEL_TEXT }], refusal: null }
+    : { role: 'assistant', content: null, refusal: PARTIAL_MODEL_TEXT };
+  return body;
+}
+
+/** The wire format's error object: OpenAI {error: {message, type, code}}, Anthropic {type: "error", error, request_id}. */
+function errorBody(format: WireFormat, status: number, message: string, id: number): unknown {
+  if (format === 'anthropic') {
+    const type =
+      status === 429 ? 'rate_limit_error'
+      : status === 529 ? 'overloaded_error'
+      : status === 404 ? 'not_found_error'
+      : status === 401 ? 'authentication_error'
+      : status >= 500 ? 'api_error'
+      : 'invalid_request_error';
+    return { type: 'error', error: { type, message }, request_id: `req_synthetic_${id}` };
+  }
+  const code = status === 404 ? 'model_not_found' : status === 429 ? 'rate_limit_exceeded' : null;
+  const type = status >= 500 ? 'server_error' : 'invalid_request_error';
+  return { error: { message, type, param: null, code } };
+}
+
+function requestIdHeader(record: ReceivedRequest): string {
+  return record.format === 'anthropic' ? 'request-id' : 'x-request-id';
+}
+
+/** A valid completion whose text fills `size` bytes; no Content-Length, so only a running cap can stop it. */
+async function sendOversize(c: ModeContext, size: number): Promise<void> {
+  const { record, res } = c;
+  const template = JSON.stringify(completionBody(record.format, record.id, c.model, c.prompt, '\u0000FILL\u0000', false));
+  const [head, tail] = template.split('\\u0000FILL\\u0000') as [string, string];
+  res.writeHead(200, c.headers);
+  const write = async (chunk: string): Promise<boolean> => {
+    if (c.isClosed()) return false;
+    record.bytesSent += Buffer.byteLength(chunk);
+    if (!res.write(chunk)) {
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+    }
+    return !c.isClosed();
+  };
+  if (!(await write(head))) return;
+  let remaining = size - Buffer.byteLength(head) - Buffer.byteLength(tail);
+  const filler = 'x'.repeat(OVERSIZE_CHUNK_BYTES);
+  while (remaining > 0) {
+    const piece = remaining >= filler.length ? filler : filler.slice(0, remaining);
+    remaining -= piece.length;
+    if (!(await write(piece))) return;
+  }
+  if (!(await write(tail))) return;
+  res.end();
+}
+
+async function sendDrip(c: ModeContext, text: string, pauseMs: number): Promise<void> {
+  const { record, res } = c;
+  const bytes = Buffer.from(text, 'utf8');
+  res.writeHead(200, { ...c.headers, 'Content-Length': String(bytes.byteLength) });
+  for (let offset = 0; offset < bytes.byteLength; offset += DRIP_PIECE_BYTES) {
+    if (c.isClosed()) return;
+    const piece = bytes.subarray(offset, offset + DRIP_PIECE_BYTES);
+    record.bytesSent += piece.byteLength;
+    res.write(piece);
+    if (offset + DRIP_PIECE_BYTES < bytes.byteLength) await sleep(pauseMs, c.closed);
+  }
+  if (!c.isClosed()) res.end();
+}
+
+const providerError: ModeHandler = (c) => {
+  if (c.record.format === 'anthropic') {
+    c.send(200, JSON.stringify(errorBody('anthropic', c.mode === 'choice-error' ? 500 : 529, PROVIDER_ERROR_TEXT, c.record.id)));
+    return 'answered';
+  }
+  const error = { code: 502, message: PROVIDER_ERROR_TEXT, metadata: { provider_name: 'synthetic' } };
+  const body =
+    c.mode === 'error-in-200'
+      ? { error }
+      : { ...(completionBody('openai', c.record.id, c.model, c.prompt, '', false) as object), choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'error', error }] };
+  c.send(200, JSON.stringify(body), { [requestIdHeader(c.record)]: `gen-synthetic-${c.record.id}` });
+  return 'answered';
+};
+
+const refusal: ModeHandler = (c) => {
+  c.send(200, JSON.stringify(refusalBody(c.record.format, c.record.id, c.model, c.mode === 'refusal-part')));
+  return 'answered';
+};
+
+/** The failure and provider-case modes, by name; a handler returning 'normal' lets the fixed answer through. */
+export const TEST_MODES: Readonly<Record<string, ModeHandler>> = {
+  finish: (c) => {
+    c.send(200, JSON.stringify(finishBody(c.record.format, c.record.id, c.model, c.arg, c.fixedAnswer)));
+    return 'answered';
+  },
+  refusal,
+  'refusal-part': refusal,
+  'choice-error': providerError,
+  'error-in-200': providerError,
+  http: (c) => {
+    const options = directiveOptions(c.arg);
+    if (!c.failThisTime(`${c.mode}:${c.arg ?? ''}:${c.prompt}`, options.get('times'))) return 'normal';
+    const status = Number(options.get('code') ?? '500');
+    const extra: Record<string, string> = { [requestIdHeader(c.record)]: `req_synthetic_${c.record.id}` };
+    if (options.has('retry_after')) extra['Retry-After'] = options.get('retry_after')!;
+    if (options.has('retry_after_ms')) extra['retry-after-ms'] = options.get('retry_after_ms')!;
+    const message = options.has('echo') ? `${PROVIDER_ERROR_TEXT}; you sent: ${c.prompt}` : PROVIDER_ERROR_TEXT;
+    c.send(Number.isInteger(status) && status >= 400 && status <= 599 ? status : 500, JSON.stringify(errorBody(c.record.format, status, message, c.record.id)), extra);
+    return 'answered';
+  },
+  'reasoning-model': (c) => {
+    const body = c.record.body as Record<string, unknown>;
+    if (c.record.format === 'anthropic' || !('max_tokens' in body)) return 'normal';
+    const error = {
+      message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+      type: 'invalid_request_error',
+      param: 'max_tokens',
+      code: 'unsupported_parameter',
+    };
+    c.send(400, JSON.stringify({ error }), { [requestIdHeader(c.record)]: `req_synthetic_${c.record.id}` });
+    return 'answered';
+  },
+  reset: (c) => {
+    if (!c.failThisTime(`${c.mode}:${c.arg ?? ''}:${c.prompt}`, directiveOptions(c.arg).get('times'))) return 'normal';
+    // No byte of an answer: the client sees the connection reset.
+    c.res.socket?.destroy();
+    return 'answered';
+  },
+  http500: (c) => {
+    c.send(500, JSON.stringify({ error: { message: 'synthetic internal server error', type: 'server_error', code: null } }));
+    return 'answered';
+  },
+  malformed: (c) => {
+    c.send(200, '{"id": "chatcmpl-synthetic", "object": "chat.completion", "choices": [{"message": {"role": "assistant", "content": "cut');
+    return 'answered';
+  },
+  'tool-call': (c) => {
+    c.send(200, JSON.stringify(completionBody(c.record.format, c.record.id, c.model, c.prompt, 'I will run a command for you.', true)));
+    return 'answered';
+  },
+  oversize: async (c): Promise<'answered'> => {
+    const mib = Math.min(Math.max(Number(c.arg ?? DEFAULT_OVERSIZE_MIB) || DEFAULT_OVERSIZE_MIB, 1), MAX_OVERSIZE_MIB);
+    await sendOversize(c, mib * 1024 * 1024);
+    return 'answered';
+  },
+  drip: async (c): Promise<'answered'> => {
+    const text = JSON.stringify(completionBody(c.record.format, c.record.id, c.model, c.prompt, c.fixedAnswer, false));
+    await sendDrip(c, text, boundedMs(c.arg, 10));
+    return 'answered';
+  },
+};
+
+/** The synthetic endpoint with every mode, the demo's and the test modes above. */
+export function startSyntheticEndpoint(options: SyntheticEndpointOptions = {}): Promise<SyntheticEndpoint> {
+  return startDemoEndpoint({ ...options, modes: { ...TEST_MODES, ...options.modes } });
+}
+
+function parseArguments(argv: string[]): SyntheticEndpointOptions {
+  const options: SyntheticEndpointOptions = {};
+  for (let i = 0; i < argv.length; i += 1) {
+    const flag = argv[i];
+    const value = argv[i + 1];
+    if (flag === '--port' && value !== undefined && /^\d+$/.test(value) && Number(value) <= 65535) options.port = Number(value);
+    else if (flag === '--mode' && value !== undefined) options.defaultMode = value;
+    else if (flag === '--answer' && value !== undefined) options.answer = value;
+    else if (flag === '--host' && value !== undefined) options.host = value;
+    else throw new Error(`bad argument ${flag ?? ''} (allowed: --port N, --mode MODE, --answer TEXT, --host ADDRESS)`);
+    i += 1;
+  }
+  return options;
+}
+
+function isMainModule(): boolean {
+  const entry = process.argv[1];
+  if (entry === undefined) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (isMainModule()) {
+  try {
+    const endpoint = await startSyntheticEndpoint(parseArguments(process.argv.slice(2)));
+    process.stdout.write(`SYNTHETIC_ENDPOINT_URL=${endpoint.url}\n`);
+    const stop = (): void => {
+      void endpoint.close().then(() => process.exit(0));
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  } catch (error) {
+    process.stderr.write(`synthetic-endpoint: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
+}
