@@ -19,7 +19,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { parseDslReport } from '../src/shared/dsl/parse-report.js';
 import { DSL_FILE_MAX_BYTES } from '../src/shared/limits.js';
-import { hostileInputs, type HostileInput } from '../test/support/hostile-dsl-inputs.js';
+import { AMPLIFIED_CONTEXTS, AMPLIFIED_UNITS, hostileInputs, type HostileInput } from '../test/support/hostile-dsl-inputs.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const symbiBin = path.join(repo, 'bin', 'symbi.js');
@@ -33,27 +33,8 @@ const FIRST_PROBE_MS = 100;
 const PROBE_INTERVAL_MS = 25;
 
 // The fuzz test's grammar contexts and repeated units, swept exhaustively.
-const CONTEXTS: [string, string][] = [
-  ['agent a { capabilities = [', '] }'],
-  ['metadata { k = ', ' }'],
-  ['policy p { allow: ', ' }'],
-  ['policy p { deny: "x" if ', ' }'],
-  ['agent a { with timeout = ', ' {} }'],
-  ['function f() { let x = ', '; }'],
-  ['function f() { ', ' }'],
-  ['memory m { search { vector_weight ', ' } }'],
-  ['memory m { retention ', ' }'],
-  ['channel c { data_classification { ', ' } }'],
-  ['schedule s { cron = ', ' }'],
-  ['webhook w { path ', ' }'],
-  ['type T = { ', ' }'],
-  ['agent ', ' { function f() {} }'],
-  ['', ''],
-];
-const UNITS = [
-  '.b', '()', '[0]', '+a', '||a', '&&a', '"a",', 'a,', '{ a: ', '[', '(', '!', '- ', '1', '1_', '1.', '"', '\\', '@', '\u00a0',
-  'a: b, ', 'retention x\n', 'if a { ', '} ', 'else if a {} ', 'x => ', 'Some(', 'Array<', 'n', '#', '/*', 'vault://a/', '30s ', 'a ', '; ',
-];
+const CONTEXTS = AMPLIFIED_CONTEXTS;
+const UNITS = AMPLIFIED_UNITS;
 
 function amplified(prefix: string, unit: string, suffix: string, bytes: number): string {
   const room = bytes - Buffer.byteLength(prefix + suffix);

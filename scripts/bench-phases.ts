@@ -16,7 +16,7 @@ import { canonicalHash, sha256Hex } from '../src/shared/canonical-json.js';
 import { PinnedDirectory } from '../src/shared/pinned-directory.js';
 import { authorizeRespond, preparePolicySet } from '../src/shared/policy/respond-authorization.js';
 import { providerFromEnvironment } from '../src/shared/provider-config.js';
-import type { InvokeTask, RunPhase } from '../src/shared/run-messages.js';
+import type { InvokeTask, RunPhase } from '../src/shared/worker-protocol.js';
 import { preflightInvocation } from '../src/supervisor/invoke-preflight.js';
 import { takeStartupSnapshot } from '../src/supervisor/startup-snapshot.js';
 import { respondRequestFor } from '../src/shared/policy/respond-request.js';

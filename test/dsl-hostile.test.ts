@@ -13,7 +13,7 @@ import { selectConversationalDefinition } from '../src/shared/dsl/conversational
 import { parseDslReport, type ParseReport } from '../src/shared/dsl/parse-report.js';
 import { summariseSource } from '../src/shared/dsl/source-summary.js';
 import { DSL_FILE_MAX_BYTES, DSL_MAX_ERRORS } from '../src/shared/limits.js';
-import { hostileInputs } from './support/hostile-dsl-inputs.js';
+import { AMPLIFIED_CONTEXTS as contexts, AMPLIFIED_UNITS as units, hostileInputs } from './support/hostile-dsl-inputs.js';
 
 /** Generous: a slow, shared CI machine still stays far inside it; a quadratic step does not. */
 const MS_PER_KIB = 100;
@@ -101,30 +101,6 @@ const samples = [
   ...readdirSync(join(samplesDir, 'corpus')).filter((f) => /\.(symbi|dsl)$/.test(f)).map((f) => join(samplesDir, 'corpus', f)),
 ].map((f) => readFileSync(f, 'utf8'));
 
-/** Places where a repeated unit can grow: each a prefix and suffix around the repetition. */
-const contexts: [string, string][] = [
-  ['agent a { capabilities = [', '] }'],
-  ['metadata { k = ', ' }'],
-  ['policy p { allow: ', ' }'],
-  ['policy p { deny: "x" if ', ' }'],
-  ['agent a { with timeout = ', ' {} }'],
-  ['function f() { let x = ', '; }'],
-  ['function f() { ', ' }'],
-  ['memory m { search { vector_weight ', ' } }'],
-  ['memory m { retention ', ' }'],
-  ['channel c { data_classification { ', ' } }'],
-  ['schedule s { cron = ', ' }'],
-  ['webhook w { path ', ' }'],
-  ['type T = { ', ' }'],
-  ['agent ', ' { function f() {} }'],
-  ['agent a(x: T) { policy ', ' { audit: x } }'],
-  ['memory ', ' { retention x\nretention y }'],
-  ['', ''],
-];
-const units = [
-  '.b', '()', '[0]', '+a', '||a', '&&a', '"a",', 'a,', '{ a: ', '[', '(', '!', '- ', '1', '1_', '1.', '"', '\\', '@', '\u00a0',
-  'a: b, ', 'retention x\n', 'if a { ', '} ', 'else if a {} ', 'x => ', 'Some(', 'Array<', 'n', '#', '/*', 'vault://a/', '30s ',
-];
 
 const amplified = fc
   .tuple(fc.constantFrom(...contexts), fc.array(fc.constantFrom(...units), { minLength: 1, maxLength: 3 }), fc.integer({ min: 1, max: 20_000 }))

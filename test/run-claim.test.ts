@@ -12,7 +12,7 @@ import { closeAuditStorage, openAuditStorage } from '../src/shared/audit-storage
 import type { ProjectSigningKey } from '../src/shared/journal/signing-key.js';
 import { PinnedDirectory } from '../src/shared/pinned-directory.js';
 import { loadPolicySet } from '../src/shared/policy/policy-set.js';
-import type { RunDefinition } from '../src/shared/run-messages.js';
+import type { RunDefinition } from '../src/shared/worker-protocol.js';
 import { finaliseUnstartedRun } from '../src/supervisor/unstarted-run-finaliser.js';
 import { performInvocation, type WorkerResources } from '../src/worker/invocation.js';
 import { makeProject, removeProject } from './support/project.js';

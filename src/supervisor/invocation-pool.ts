@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { createRequire } from 'node:module';
 import type { Piscina as PiscinaPool } from 'piscina';
-import { WORKER_OUTPUT_MESSAGE, type WorkerBootData, type WorkerOutputMessage } from '../shared/run-messages.js';
+import { WORKER_OUTPUT_MESSAGE, type WorkerBootData, type WorkerOutputMessage } from '../shared/worker-protocol.js';
 import type { OperatorLog } from './operator-log.js';
 
 // Piscina's option type is not exported; its balancer type is read from the constructor.

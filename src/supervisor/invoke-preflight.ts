@@ -3,7 +3,7 @@ import { canPermitSomeResponse } from '../shared/policy/respond-authorization.js
 import { respondRequestWithoutResponse } from '../shared/policy/respond-request.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
-import type { RunDefinition } from '../shared/run-messages.js';
+import type { RunDefinition } from '../shared/worker-protocol.js';
 import { projectFilesUnavailable, type DescriptorAccess } from '../shared/descriptor-access-check.js';
 import { escapeToOneLine } from '../shared/one-line-text.js';
 import type { AgentSummary } from './startup-snapshot.js';

@@ -1,7 +1,7 @@
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import pTimeout from 'p-timeout';
 import type { Piscina } from 'piscina';
-import type { AuditReference, InvokeOutcome, InvokeTask, RunDefinition, RunPhase, WorkerNotice } from '../shared/run-messages.js';
+import type { AuditReference, InvokeOutcome, InvokeTask, RunDefinition, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
 import type { ClaimOutcome } from './unstarted-run-finaliser.js';
 
 // The run owner table: one entry per live invocation, kept until that run's

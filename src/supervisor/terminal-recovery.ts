@@ -2,7 +2,7 @@ import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../sh
 import type { JournalWriter } from '../shared/journal/journal-writer.js';
 import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
-import { failedFinishEvent } from '../shared/run-records.js';
+import { failedFinishEvent } from '../shared/journal/run-events.js';
 
 /**
  * When a worker task dies before writing its terminal record, the run's owner

@@ -2,8 +2,8 @@ import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../sh
 import type { JournalWriter } from '../shared/journal/journal-writer.js';
 import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
-import type { AuditReference, DurableAt, RunDefinition } from '../shared/run-messages.js';
-import { startedEvent } from '../shared/run-records.js';
+import type { AuditReference, DurableAt, RunDefinition } from '../shared/worker-protocol.js';
+import { startedEvent } from '../shared/journal/run-events.js';
 
 export interface FinalisedRun {
   audit: AuditReference;

@@ -1,5 +1,5 @@
 import type { ChatMessage } from '../shared/inference-types.js';
-import type { RunDefinition } from '../shared/run-messages.js';
+import type { RunDefinition } from '../shared/worker-protocol.js';
 
 // The system message holds only text the runtime owns plus the registered
 // declaration. Everything the caller supplies (guidance, legacy system_prompt,

@@ -3,7 +3,7 @@ import { appendFile as namedAppendFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
-import type { RunPhase } from '../shared/run-messages.js';
+import type { RunPhase } from '../shared/worker-protocol.js';
 
 // Test-only: lets the suite prove what happens when a worker thread dies,
 // stops responding, runs out of memory, writes to standard output or looks at

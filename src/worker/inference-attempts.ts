@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProviderConfig } from '../shared/provider-config.js';
-import { failedFinishEvent } from '../shared/run-records.js';
+import { failedFinishEvent } from '../shared/journal/run-events.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/inference-types.js';
 import { callProvider } from './providers/provider-call.js';
 import { ProviderError } from './providers/provider-error.js';

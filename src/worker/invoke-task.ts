@@ -6,12 +6,12 @@ import { signingKeyFromSeed } from '../shared/journal/signing-key.js';
 import { PinnedDirectory } from '../shared/pinned-directory.js';
 import { useCompiledCedar } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
-import type { InvokeOutcome, InvokeTask, WorkerBootData } from '../shared/run-messages.js';
+import type { InvokeOutcome, InvokeTask, WorkerBootData } from '../shared/worker-protocol.js';
 import { performInvocation, type WorkerResources } from './invocation.js';
 
 // The piscina task module. Worker threads share the process's descriptor table,
 // so the project directory pinned by the supervisor is used here by number.
-// What a worker holds is exactly its boot data (run-messages.ts): the pinned
+// What a worker holds is exactly its boot data (worker-protocol.ts): the pinned
 // directory, the policy set, the provider configuration and the startup key;
 // its process.env is empty (invocation-pool.ts).
 const boot = workerData as WorkerBootData;

@@ -1,5 +1,5 @@
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import type { CancelMessage } from '../shared/run-messages.js';
+import type { CancelMessage } from '../shared/worker-protocol.js';
 
 // Cancellation reaches a running task as a message on its own port (never by
 // terminating the thread, which would skip the terminal record of every run on it).

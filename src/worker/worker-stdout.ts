@@ -1,5 +1,5 @@
 import { parentPort } from 'node:worker_threads';
-import { WORKER_OUTPUT_MESSAGE, type WorkerOutputMessage } from '../shared/run-messages.js';
+import { WORKER_OUTPUT_MESSAGE, type WorkerOutputMessage } from '../shared/worker-protocol.js';
 import { guardStandardOutputInFs } from './stdout-fs-guard.js';
 import { redactKeys } from './key-redaction.js';
 

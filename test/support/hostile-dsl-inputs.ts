@@ -15,6 +15,32 @@ function nestedRecords(depth: number, budget: number): string {
   return fill('metadata {\n', one, '}\n', budget);
 }
 
+/** Places where a repeated unit can grow: each a prefix and suffix around the repetition. */
+export const AMPLIFIED_CONTEXTS: [string, string][] = [
+  ['agent a { capabilities = [', '] }'],
+  ['metadata { k = ', ' }'],
+  ['policy p { allow: ', ' }'],
+  ['policy p { deny: "x" if ', ' }'],
+  ['agent a { with timeout = ', ' {} }'],
+  ['function f() { let x = ', '; }'],
+  ['function f() { ', ' }'],
+  ['memory m { search { vector_weight ', ' } }'],
+  ['memory m { retention ', ' }'],
+  ['channel c { data_classification { ', ' } }'],
+  ['schedule s { cron = ', ' }'],
+  ['webhook w { path ', ' }'],
+  ['type T = { ', ' }'],
+  ['agent ', ' { function f() {} }'],
+  ['agent a(x: T) { policy ', ' { audit: x } }'],
+  ['memory ', ' { retention x\nretention y }'],
+  ['', ''],
+];
+/** Units repeated inside those contexts: chain links, list items, openers and characters that start no token. */
+export const AMPLIFIED_UNITS = [
+  '.b', '()', '[0]', '+a', '||a', '&&a', '"a",', 'a,', '{ a: ', '[', '(', '!', '- ', '1', '1_', '1.', '"', '\\', '@', '\u00a0',
+  'a: b, ', 'retention x\n', 'if a { ', '} ', 'else if a {} ', 'x => ', 'Some(', 'Array<', 'n', '#', '/*', 'vault://a/', '30s ', 'a ', '; ',
+];
+
 export interface HostileInput {
   name: string;
   text: string;

@@ -10,7 +10,7 @@ import { analyseSources, type SourceAnalysis } from '../source-analysis.js';
 import { writeProjectSummary, writeProviderSummary, writeStartupSummary } from '../startup-summary.js';
 import { startMcpSession } from '../mcp-session.js';
 import type { SessionContext } from '../session-context.js';
-import { createInvocationRuntime } from '../invocation-runtime.js';
+import { createInvokeAgentBackend } from '../invoke-agent-backend.js';
 import { preferSmallHeaps } from '../heap-footprint.js';
 import { installShutdown, type Shutdown } from '../shutdown.js';
 import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
@@ -111,12 +111,12 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   let sources: Promise<SourceAnalysis> | undefined;
   const sourceAnalysis = (): Promise<SourceAnalysis> => (sources ??= analyseSources(snapshot, dslAnalysis));
   const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs, dslAnalysis, sourceAnalysis };
-  const runtime = createInvocationRuntime(context, options.maxInvocations);
+  const runtime = createInvokeAgentBackend(context, options.maxInvocations);
   let shutdown: Shutdown | undefined;
   // The summary (which parses every agent source) comes once the client has
   // completed the handshake, so its initialize is answered without waiting for
   // it; a client that never initializes gets it shortly after. The worker
-  // threads start then too (see invocation-runtime.ts).
+  // threads start then too (see invoke-agent-backend.ts).
   let summaryWritten: Promise<void> | undefined;
   const summaryOnce = (): Promise<void> => {
     if (summaryWritten === undefined) writeProjectSummary(snapshot, log);

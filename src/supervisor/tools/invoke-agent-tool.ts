@@ -4,7 +4,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
-import { RUN_PHASES, type InvokeOutcome } from '../../shared/run-messages.js';
+import { RUN_PHASES, type InvokeOutcome } from '../../shared/worker-protocol.js';
 import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type Preflight, type PreflightInputs } from '../invoke-preflight.js';
 import type { OperatorLog } from '../operator-log.js';
 import type { RunOwnerTable } from '../run-owners.js';

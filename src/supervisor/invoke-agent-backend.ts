@@ -16,7 +16,7 @@ import type { InvokeAgentSession } from './tools/invoke-agent-tool.js';
 // initialized, or by the first invocation if that comes sooner), and the run
 // owner table that outlives any single MCP request.
 
-export interface InvocationRuntime {
+export interface InvokeAgentBackend {
   session: InvokeAgentSession;
   owners: RunOwnerTable;
   /**
@@ -29,7 +29,7 @@ export interface InvocationRuntime {
 }
 
 /** Builds what invoke_agent needs; `maxInvocations` bounds the runs in progress at once. */
-export function createInvocationRuntime(context: SessionContext, maxInvocations: number, env: NodeJS.ProcessEnv = process.env): InvocationRuntime {
+export function createInvokeAgentBackend(context: SessionContext, maxInvocations: number, env: NodeJS.ProcessEnv = process.env): InvokeAgentBackend {
   const { snapshot, log } = context;
   const provider = providerFromEnvironment(env);
   // The key announced at startup is the only key this process signs with (signing-key-change.ts).

@@ -1,4 +1,4 @@
-import type { RunDefinition } from './run-messages.js';
+import type { RunDefinition } from '../worker-protocol.js';
 
 // Journal events of a text-response run that both rooms write: the worker for
 // every run it starts, and a run's owner for a run cancelled before its worker
