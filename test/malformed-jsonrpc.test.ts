@@ -265,18 +265,36 @@ describe('a client that floods malformed lines without reading the answers', () 
     const rssKiB = (field: 'VmRSS' | 'VmHWM'): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
     try {
       child.stdin.on('error', () => undefined);
-      // Answer the handshake so the server is fully up, then stop reading stdout.
-      const initialized = new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+      // Answer the handshake and a list_agents (which waits for the startup analysis of the agent
+      // sources), and let the analysis thread end, so only the flood can grow the server now.
+      const answered = (count: number) =>
+        new Promise<void>((resolve) => {
+          let seen = 0;
+          const onData = (chunk: Buffer) => {
+            seen += chunk.toString('utf8').split('\n').length - 1;
+            if (seen >= count) {
+              child.stdout.off('data', onData);
+              resolve();
+            }
+          };
+          child.stdout.on('data', onData);
+        });
+      const settled = answered(2);
       child.stdin.write(jsonLine(INITIALIZE));
-      await initialized;
+      child.stdin.write(jsonLine({ jsonrpc: '2.0', id: 'agents', method: 'tools/call', params: { name: 'list_agents', arguments: {} } }));
+      await settled;
       child.stdout.pause();
-      await new Promise((r) => setTimeout(r, 300));
+      await new Promise((r) => setTimeout(r, 1500));
       const before = rssKiB('VmRSS');
       // Each 2-byte line earns a ~90-byte answer: 4 MB of input asks for ~180 MB of output.
       const garbage = Buffer.from('x\n'.repeat(10_000));
       for (let i = 0; i < 200; i++) child.stdin.write(garbage);
-      await new Promise((r) => setTimeout(r, 4000));
-      const growthMiB = (rssKiB('VmHWM') - before) / 1024;
+      let peak = before;
+      for (let waited = 0; waited < 4000; waited += 100) {
+        await new Promise((r) => setTimeout(r, 100));
+        peak = Math.max(peak, rssKiB('VmRSS'));
+      }
+      const growthMiB = (peak - before) / 1024;
       assert.ok(growthMiB < 25, `peak RSS grew by ${growthMiB.toFixed(1)} MiB while the answers were not read`);
     } finally {
       child.kill('SIGKILL');
