@@ -243,6 +243,9 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     assert.ok(!log.includes('Say hello'));
     assert.ok(!log.includes('Hello from the synthetic endpoint'));
     assert.ok(!log.includes('sk-test-not-a-real-key'));
+    // Journal descriptors come from the confinement route, which Node's per-thread descriptor
+    // tracking never saw open; closing them must not put Node warnings on the operator's stderr.
+    assert.doesNotMatch(log, /Warning:|closed but not opened/);
   });
 });
 
