@@ -22,6 +22,7 @@ import { takeStartupSnapshot } from '../src/supervisor/startup-snapshot.js';
 import { respondRequestFor } from '../src/shared/policy/respond-request.js';
 import { buildConversation } from '../src/worker/conversation.js';
 import { performInvocation, type WorkerResources } from '../src/worker/invocation.js';
+import { reserveNextJournalFile } from '../src/worker/journal-reserve.js';
 import { callProvider, type TypedInferenceRequest } from '../src/worker/providers/provider-call.js';
 import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
 
@@ -60,6 +61,8 @@ async function governedCall(): Promise<number[]> {
   const t0 = performance.now();
   const outcome = await performInvocation(task, resources, (phase) => marks.set(phase, performance.now()));
   marks.set('end', performance.now());
+  // As a worker thread does after each run (invoke-task.ts): the next run's journal file, made outside the timed call.
+  reserveNextJournalFile(resources);
   port1.close();
   port2.close();
   if (!outcome.ok) throw new Error(`bench-phases: the governed call failed: ${outcome.message}`);

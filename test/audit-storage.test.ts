@@ -4,10 +4,17 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PinnedDirectory } from '../src/shared/pinned-directory.js';
-import { openAuditStorage, closeAuditStorage, UnsafeStorageError } from '../src/shared/audit-storage.js';
+import crypto from 'node:crypto';
+import { openAuditStorage, closeAuditStorage, UnsafeStorageError, type AuditStorage } from '../src/shared/audit-storage.js';
+import { responsePrincipal } from '../src/shared/agent-identity.js';
+import { JournalExistsError, JournalWriter, reserveJournalFile } from '../src/shared/journal/journal-writer.js';
+import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 
 // Unsafe audit storage is refused with a message naming the path and the
 // problem, and nothing (no journal) is written into it.
+
+const AGENT_ID = responsePrincipal('assistant');
+const STARTED_EVENT = { Started: { execution_context: { agent_definition: { name: 'assistant' } } } };
 
 function freshProject(t: { after(fn: () => void): void }): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'audit-storage-'));
@@ -140,4 +147,74 @@ test('each unsafe storage is refused with its own message and no journal results
 
   const distinct = new Set([...messages.values()].map((m) => m.replace(/^\/[^.]*\/(?=\.symbiont)/, '')));
   assert.equal(distinct.size, messages.size, 'every case has its own message');
+});
+
+// Journal files made ahead of their run (src/worker/journal-reserve.ts): an unnamed
+// file that a run names. Run per route and without /proc by confinement-routes.test.ts.
+
+/** Whether this route and system can name a reserved file: an O_TMPFILE route, and /proc to link it by. */
+function canNameReservedFiles(storage: AuditStorage): boolean {
+  return storage.route.nameUnnamedFile !== undefined && fs.existsSync('/proc/self/fd');
+}
+
+function isOpen(fd: number): boolean {
+  try {
+    fs.fstatSync(fd);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test('a reserved journal file becomes the run journal: exclusive name, mode 0600, one link, a chain that verifies', async (t) => {
+  const { dir, governed } = prepared(t);
+  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  t.after(() => closeAuditStorage(storage));
+  const before = fs.readdirSync(governed).sort();
+  const reserved = reserveJournalFile(storage);
+  assert.equal(reserved !== undefined, storage.route.openUnnamedFile !== undefined, 'a route with unnamed files reserves one');
+  assert.deepEqual(fs.readdirSync(governed).sort(), before, 'a reserved file has no name in the directory');
+  const runId = crypto.randomUUID();
+  const writer = await JournalWriter.create(storage, runId, AGENT_ID, reserved);
+  assert.equal(writer.usedReservedFile, reserved !== undefined && canNameReservedFiles(storage));
+  await writer.appendAll([STARTED_EVENT]);
+  await writer.appendTerminal('Completed');
+  await writer.close();
+  const stat = fs.lstatSync(writer.path);
+  assert.ok(stat.isFile());
+  assert.equal(stat.nlink, 1);
+  assert.equal(stat.mode & 0o777, 0o600);
+  assert.equal(inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex).exitCode, 0);
+  assert.deepEqual(fs.readdirSync(governed).sort(), [...before, `${runId}.jsonl`].sort());
+});
+
+test('a reserved journal file never takes a name that exists: a planted symlink or file stays as it was', async (t) => {
+  const { dir, governed } = prepared(t);
+  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  t.after(() => closeAuditStorage(storage));
+  const outside = path.join(freshProject(t), 'target.txt');
+  fs.writeFileSync(outside, 'outside\n');
+  const symlinked = crypto.randomUUID();
+  fs.symlinkSync(outside, path.join(governed, `${symlinked}.jsonl`));
+  const planted = crypto.randomUUID();
+  fs.writeFileSync(path.join(governed, `${planted}.jsonl`), 'planted\n', { mode: 0o600 });
+  for (const runId of [symlinked, planted]) {
+    const reserved = reserveJournalFile(storage);
+    await assert.rejects(JournalWriter.create(storage, runId, AGENT_ID, reserved), JournalExistsError);
+    if (reserved !== undefined) assert.equal(isOpen(reserved), false, 'the reserved file is closed, leaving no name behind');
+  }
+  assert.equal(fs.readFileSync(outside, 'utf8'), 'outside\n');
+  assert.ok(fs.lstatSync(path.join(governed, `${symlinked}.jsonl`)).isSymbolicLink());
+  assert.equal(fs.readFileSync(path.join(governed, `${planted}.jsonl`), 'utf8'), 'planted\n');
+  assert.equal(fs.statSync(outside).nlink, 1);
+});
+
+test('a reserved journal file that is never used leaves nothing in the directory', (t) => {
+  const { dir, governed } = prepared(t);
+  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  t.after(() => closeAuditStorage(storage));
+  const before = fs.readdirSync(governed).sort();
+  const reserved = reserveJournalFile(storage);
+  if (reserved !== undefined) fs.closeSync(reserved);
+  assert.deepEqual(fs.readdirSync(governed).sort(), before);
 });

@@ -300,3 +300,34 @@ describe('invoke_agent refusals that depend on the project or environment', () =
     assert.match(textOf(result), /governed.*unsafe storage/);
   });
 });
+
+// Each worker thread makes the next run's journal file ahead of it (src/worker/journal-reserve.ts).
+describe('journal files made ahead of their runs', () => {
+  it('gives every run, one after another or at once, its own journal, and leaves nothing else in the storage', async () => {
+    const endpoint = await startSyntheticEndpoint();
+    const project = makeProject({ 'agents/assistant.symbi': AGENTS['agents/assistant.symbi'] });
+    try {
+      const server = await startServer(project, { env: providerEnv(endpoint.url) });
+      const runIds: string[] = [];
+      try {
+        for (let i = 0; i < 4; i++) runIds.push(auditOf(await server.call('invoke_agent', { agent: 'assistant', prompt: `one by one ${i}` })).audit.run_id);
+        const together = await Promise.all(Array.from({ length: 6 }, (_, i) => server.call('invoke_agent', { agent: 'assistant', prompt: `together ${i}` })));
+        runIds.push(...together.map((result) => auditOf(result).audit.run_id));
+      } finally {
+        await server.close();
+      }
+      assert.equal(new Set(runIds).size, 10);
+      const governed = path.join(project, '.symbiont', 'governed');
+      assert.deepEqual(fs.readdirSync(governed).sort(), ['audit-signing.key', ...runIds.map((id) => `${id}.jsonl`)].sort());
+      for (const runId of runIds) {
+        const journal = path.join(governed, `${runId}.jsonl`);
+        const stat = fs.lstatSync(journal);
+        assert.ok(stat.isFile() && stat.nlink === 1 && (stat.mode & 0o777) === 0o600, `${runId}: a private regular file with one link`);
+        assert.equal(inspect(journal, runId, projectPublicKey(project)).status, 0, `${runId}: complete and verified`);
+      }
+    } finally {
+      removeProject(project);
+      await endpoint.close();
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { ConfinementError, PinnedDirectory } from './pinned-directory.js';
 import { projectFilesUnavailable } from './descriptor-access-check.js';
+import type { DescriptorRoute } from './confinement/descriptor-route.js';
 
 // The server's own storage (.symbiont/ and what lies below it) must be private:
 // a real directory (never a symlink), owned by the server's user, with no group
@@ -32,6 +33,33 @@ export function checkPrivateDirectory(fd: number, shown: string): void {
 }
 
 /**
+ * Opens the directory `name` in `dirFd`, creating it (0700) only when it is absent:
+ * every run opens these, and they exist after startup. Throws UnsafeStorageError.
+ */
+function openOrCreateDirectory(dirFd: number, name: string, shown: string, route: DescriptorRoute): number {
+  const open = (): number => PinnedDirectory.withRoute(dirFd, shown, route).openDirectory([name]);
+  try {
+    try {
+      return open();
+    } catch (err) {
+      if (!(err instanceof ConfinementError && err.code === 'not_found')) throw err;
+    }
+    try {
+      route.mkdirAt(dirFd, name, PRIVATE_DIRECTORY_MODE);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST') throw new UnsafeStorageError(`${shown}: cannot create storage directory (${code ?? 'error'})`);
+    }
+    return open();
+  } catch (err) {
+    if (err instanceof UnsafeStorageError) throw err;
+    if (err instanceof ConfinementError && err.code === 'symlink') throw new UnsafeStorageError(`${shown}: unsafe storage: is a symlink`);
+    if (err instanceof ConfinementError && err.code === 'not_directory') throw new UnsafeStorageError(`${shown}: unsafe storage: not a directory`);
+    throw new UnsafeStorageError(`${shown}: cannot open storage directory: ${(err as Error).message}`);
+  }
+}
+
+/**
  * Opens (creating with mode 0700 when absent) the private directory named by
  * `components`, e.g. ['.symbiont', 'governed'], checking every level. Returns a
  * descriptor the caller closes. Throws UnsafeStorageError with the path and the problem.
@@ -48,21 +76,7 @@ export function openPrivateDirectory(project: PinnedDirectory, components: reado
     for (const name of components) {
       shownParts.push(name);
       const shown = shownParts.join('/');
-      try {
-        route.mkdirAt(current, name, PRIVATE_DIRECTORY_MODE);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-          throw new UnsafeStorageError(`${shown}: cannot create storage directory (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-        }
-      }
-      let next: number;
-      try {
-        next = PinnedDirectory.withRoute(current, shown, route).openDirectory([name]);
-      } catch (err) {
-        if (err instanceof ConfinementError && err.code === 'symlink') throw new UnsafeStorageError(`${shown}: unsafe storage: is a symlink`);
-        if (err instanceof ConfinementError && err.code === 'not_directory') throw new UnsafeStorageError(`${shown}: unsafe storage: not a directory`);
-        throw new UnsafeStorageError(`${shown}: cannot open storage directory: ${(err as Error).message}`);
-      }
+      const next = openOrCreateDirectory(current, name, shown, route);
       if (current !== project.fd) fs.closeSync(current);
       current = next;
       checkPrivateDirectory(current, shown);

@@ -6,6 +6,9 @@ import type { ProviderConfig } from './provider-config.js';
 // Everything that crosses the supervisor/worker thread boundary for one run.
 
 /** Data every worker thread receives once, at pool creation (the startup snapshot's share). */
+/** A worker thread beyond the first is ended after this long without a run (invocation-pool.ts). */
+export const WORKER_IDLE_TIMEOUT_MS = 60_000;
+
 export interface WorkerBootData {
   projectFd: number;
   projectPath: string;

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { createRequire } from 'node:module';
 import type { Piscina as PiscinaPool } from 'piscina';
-import { WORKER_OUTPUT_MESSAGE, type WorkerBootData, type WorkerOutputMessage } from '../shared/worker-protocol.js';
+import { WORKER_IDLE_TIMEOUT_MS, WORKER_OUTPUT_MESSAGE, type WorkerBootData, type WorkerOutputMessage } from '../shared/worker-protocol.js';
 import type { OperatorLog } from './operator-log.js';
 
 // Piscina's option type is not exported; its balancer type is read from the constructor.
@@ -57,7 +57,7 @@ export function createInvocationPool(boot: WorkerBootData, log: OperatorLog): Pi
     loadBalancer: spreadBeforeSharing(threads),
     concurrentTasksPerWorker: TASKS_PER_WORKER,
     atomics: 'disabled',
-    idleTimeout: 60_000,
+    idleTimeout: WORKER_IDLE_TIMEOUT_MS,
     resourceLimits: WORKER_RESOURCE_LIMITS,
     env: { ...WORKER_ENVIRONMENT },
     // Journal descriptors come from the confinement route (openat through koffi on most systems),

@@ -18,6 +18,7 @@ import { AttemptsFailed, failedAttemptFinish, inferWithRetries } from './inferen
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/inference-types.js';
 import type { ProviderError } from './providers/provider-error.js';
 import { listenForCancellation, pollCancellations } from './run-cancellation.js';
+import { stopReservingJournalFiles, takeReservedJournalFile } from './journal-reserve.js';
 
 export interface WorkerResources {
   project: PinnedDirectory;
@@ -83,7 +84,9 @@ export async function performInvocation(
     // has a Started and a Terminated record, so an auditor can count them.
     storage = openRunAuditStorage(resources.project, resources.signingKey);
     try {
-      writer = await JournalWriter.create(storage, task.runId, definition.principal);
+      const reservedFd = takeReservedJournalFile();
+      writer = await JournalWriter.create(storage, task.runId, definition.principal, reservedFd);
+      if (reservedFd !== undefined && !writer.usedReservedFile) stopReservingJournalFiles();
     } catch (err) {
       // A run cancelled before this thread started it is finalised by its owner,
       // and creating the journal is the owner's claim: nothing is left to write here.

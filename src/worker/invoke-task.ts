@@ -8,6 +8,7 @@ import { useCompiledCedar } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import type { InvokeOutcome, InvokeTask, WorkerBootData } from '../shared/worker-protocol.js';
 import { performInvocation, type WorkerResources } from './invocation.js';
+import { reserveNextJournalFile } from './journal-reserve.js';
 
 // The piscina task module. Worker threads share the process's descriptor table,
 // so the project directory pinned by the supervisor is used here by number.
@@ -27,6 +28,7 @@ redactInWorkerOutput([boot.provider.apiKey]);
 
 if (boot.cedarModule !== undefined) useCompiledCedar(boot.cedarModule);
 preparePolicySet(resources.policySet);
+reserveNextJournalFile(resources);
 
 // Test-only fault injection is a module of its own, loaded only when the operator set
 // SYMBI_FAULT_INJECTION (handed over in the boot data), so a production worker never evaluates it.
@@ -37,5 +39,7 @@ export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcom
     return await performInvocation(task, resources, faultHook?.(boot.faultInjection, task.prompt, { apiKey: boot.provider.apiKey }));
   } finally {
     task.port.close();
+    // After the result is on its way: the next run's journal file (journal-reserve.ts).
+    setImmediate(reserveNextJournalFile, resources);
   }
 }

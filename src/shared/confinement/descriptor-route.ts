@@ -38,6 +38,14 @@ export interface DescriptorRoute {
   unlinkAt(dirFd: number, name: string): void;
   /** Lists the directory open as `dirFd` (its own offset is left alone), reading at most `max` entries. */
   list(dirFd: number, max: number): DirectoryListing;
+  /**
+   * A file with no name yet, in the directory `dirFd` (Linux O_TMPFILE), opened for
+   * appending with `mode`; it vanishes when closed unless `nameUnnamedFile` gives it a
+   * name first. Absent where the platform or route has no such file.
+   */
+  openUnnamedFile?(dirFd: number, mode: number): number;
+  /** Gives the unnamed file `fd` the name `name` in `dirFd`; fails with EEXIST if the name exists (any kind of entry). */
+  nameUnnamedFile?(fd: number, dirFd: number, name: string): void;
 }
 
 const ERRNO_NAMES = new Map<number, string>(Object.entries(os.constants.errno).map(([name, value]) => [value, name]));

@@ -26,11 +26,21 @@ import { openFlags, type OverridableConstant } from './open-flags.js';
 //   (include/uapi/asm-generic/unistd.h); its struct open_how is three u64
 //   (flags, mode, resolve), and RESOLVE_NO_SYMLINKS = 0x04, RESOLVE_BENEATH =
 //   0x08 (include/uapi/linux/openat2.h).
+// - Linux O_TMPFILE (3.11+) is __O_TMPFILE 020000000 | O_DIRECTORY on every
+//   architecture listed above (include/uapi/asm-generic/fcntl.h). Such a file is
+//   named with linkat(AT_FDCWD, "/proc/self/fd/<fd>", dirfd, name,
+//   AT_SYMLINK_FOLLOW), which needs no privilege (AT_EMPTY_PATH would need
+//   CAP_DAC_READ_SEARCH) and, like every link, fails with EEXIST when the name
+//   exists, symlinks included (linkat(2)); AT_FDCWD = -100 and AT_SYMLINK_FOLLOW =
+//   0x400 (include/uapi/linux/fcntl.h).
 
 const SYS_OPENAT2 = 437;
 const RESOLVE_NO_SYMLINKS = 0x04;
 const RESOLVE_BENEATH = 0x08;
 const OPEN_HOW_BYTES = 24;
+const O_TMPFILE_WITHOUT_DIRECTORY = 0o20000000;
+const AT_FDCWD = -100;
+const AT_SYMLINK_FOLLOW = 0x400;
 const DIRENT_RECLEN_OFFSET = 16;
 
 interface PlatformLayout {
@@ -91,6 +101,7 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
   const readdirFn = libc.func(layout.readdir, 'void *', ['void *']);
   const closedir = libc.func('int closedir(void *)');
   const syscall = options.openat2 ? libc.func('long syscall(long, ...)') : undefined;
+  const linkat = platform === 'linux' ? libc.func('int linkat(int, const char *, int, const char *, int)') : undefined;
   const cloexec = flags.O_CLOEXEC;
   const directoryFlags = flags.O_RDONLY | flags.O_DIRECTORY | cloexec;
 
@@ -155,6 +166,13 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
       }
     },
   };
+  if (linkat !== undefined) {
+    const unnamedFlags = O_TMPFILE_WITHOUT_DIRECTORY | flags.O_DIRECTORY | flags.O_WRONLY | flags.O_APPEND | cloexec;
+    route.openUnnamedFile = (dirFd, mode) => check(openat(dirFd, '.', unnamedFlags, 'int', mode), 'openat(O_TMPFILE)');
+    route.nameUnnamedFile = (fd, dirFd, name) => {
+      check(linkat(AT_FDCWD, `/proc/self/fd/${fd}`, dirFd, name, AT_SYMLINK_FOLLOW), 'linkat');
+    };
+  }
   if (syscall !== undefined) {
     const littleEndian = os.endianness() === 'LE';
     route.openBeneath = (dirFd, components, openFlagsValue) => {

@@ -69,6 +69,41 @@ export class JournalExistsError extends JournalWriteError {
 }
 
 const JOURNAL_FILE_MODE = 0o600;
+
+/**
+ * Makes an unnamed journal file (mode 0600) in the storage's directory, for a later
+ * run's JournalWriter.create to name, or returns undefined where the route cannot
+ * (journal-reserve.ts says why a worker keeps one). The caller closes it if unused.
+ */
+export function reserveJournalFile(storage: AuditStorage): number | undefined {
+  if (storage.route.openUnnamedFile === undefined || storage.route.nameUnnamedFile === undefined) return undefined;
+  const fd = storage.route.openUnnamedFile(storage.governedDirFd, JOURNAL_FILE_MODE);
+  try {
+    fs.fchmodSync(fd, JOURNAL_FILE_MODE);
+  } catch (err) {
+    fs.closeSync(fd);
+    throw err;
+  }
+  return fd;
+}
+
+/**
+ * Gives a reserved file the journal's name, which fails if anything has that name, as
+ * O_EXCL would. Returns the descriptor, or closes it and returns undefined when the
+ * file cannot be named here (the caller then creates the journal as usual).
+ */
+function nameReservedFile(storage: AuditStorage, fd: number, name: string, exists: () => JournalExistsError): number | undefined {
+  try {
+    if (storage.route.nameUnnamedFile === undefined) throw new Error('this route cannot name a reserved file');
+    storage.route.nameUnnamedFile(fd, storage.governedDirFd, name);
+    return fd;
+  } catch (err) {
+    fs.closeSync(fd);
+    if (errorText(err) === 'EEXIST') throw exists();
+    return undefined;
+  }
+}
+
 /** Terminal error messages are cut to this many characters so the terminal record always fits a line. */
 const TERMINAL_MESSAGE_MAX_CHARS = 4096;
 
@@ -108,19 +143,35 @@ export class JournalWriter {
     readonly path: string,
   ) {}
 
-  /** Creates `<runId>.jsonl` exclusively (mode 0600, no symlink followed) in the governed directory. */
-  static async create(storage: AuditStorage, runId: string, agentId: string): Promise<JournalWriter> {
-    const { name, shown } = journalName(storage, runId, agentId);
-    let fd: number;
+  /**
+   * Creates `<runId>.jsonl` exclusively (mode 0600, no symlink followed) in the governed
+   * directory. Given `reservedFd`, an unnamed file made ahead of the run
+   * (reserveJournalFile), it names that file instead of creating one, and closes it
+   * if it cannot (then `usedReservedFile` is false and the journal is created anew).
+   */
+  static async create(storage: AuditStorage, runId: string, agentId: string, reservedFd?: number): Promise<JournalWriter> {
+    let journal: { name: string; shown: string };
     try {
-      const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_APPEND } = storage.route.flags;
-      fd = storage.route.openAt(storage.governedDirFd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND, JOURNAL_FILE_MODE);
+      journal = journalName(storage, runId, agentId);
     } catch (err) {
-      const code = errorText(err);
-      if (code === 'EEXIST') throw new JournalExistsError(`${shown}: a journal for this run already exists; journals are never reused`);
-      throw new JournalWriteError(`${shown}: cannot create the journal: ${describeStorageFailure(err)}`);
+      if (reservedFd !== undefined) fs.closeSync(reservedFd);
+      throw err;
+    }
+    const { name, shown } = journal;
+    const exists = (): JournalExistsError => new JournalExistsError(`${shown}: a journal for this run already exists; journals are never reused`);
+    let fd = reservedFd === undefined ? undefined : nameReservedFile(storage, reservedFd, name, exists);
+    const usedReservedFile = fd !== undefined;
+    if (fd === undefined) {
+      try {
+        const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_APPEND } = storage.route.flags;
+        fd = storage.route.openAt(storage.governedDirFd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND, JOURNAL_FILE_MODE);
+      } catch (err) {
+        if (errorText(err) === 'EEXIST') throw exists();
+        throw new JournalWriteError(`${shown}: cannot create the journal: ${describeStorageFailure(err)}`);
+      }
     }
     const writer = new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
+    writer.usedReservedFile = usedReservedFile;
     writer.createdAt = { route: storage.route, dirFd: storage.governedDirFd, name };
     try {
       fs.fchmodSync(fd, JOURNAL_FILE_MODE); // the umask may only have removed bits; make the mode exact
@@ -191,6 +242,9 @@ export class JournalWriter {
       throw new JournalWriteError(`${shown}: cannot read the journal to resume it (${errorText(err)})`);
     }
   }
+
+  /** Whether create() named the reserved file it was given (false when it had to create the journal itself). */
+  usedReservedFile = false;
 
   /** Provider calls requested but never finished in the journal this writer resumed (empty for a new journal). */
   unfinishedCalls: string[] = [];
