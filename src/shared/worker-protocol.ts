@@ -108,3 +108,14 @@ export interface WorkerOutputMessage {
 }
 
 export const WORKER_OUTPUT_MESSAGE = 'symbi.worker-output';
+
+/** Posted once by an invocation worker thread when its module has finished loading (invoke-task.ts). */
+export const WORKER_BOOTED_MESSAGE = 'symbi.worker-booted';
+
+export interface WorkerBootedMessage {
+  type: typeof WORKER_BOOTED_MESSAGE;
+}
+
+export function isWorkerBooted(message: unknown): message is WorkerBootedMessage {
+  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === WORKER_BOOTED_MESSAGE;
+}

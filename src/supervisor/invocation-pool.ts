@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os';
 import { createRequire } from 'node:module';
 import type { Piscina as PiscinaPool } from 'piscina';
-import { WORKER_IDLE_TIMEOUT_MS, WORKER_OUTPUT_MESSAGE, type WorkerBootData, type WorkerOutputMessage } from '../shared/worker-protocol.js';
+import { isWorkerBooted, WORKER_IDLE_TIMEOUT_MS, WORKER_OUTPUT_MESSAGE, type WorkerBootData, type WorkerOutputMessage } from '../shared/worker-protocol.js';
+import { returnFreedMemoryToSystem } from './heap-footprint.js';
 import type { OperatorLog } from './operator-log.js';
 
 // Piscina's option type is not exported; its balancer type is read from the constructor.
@@ -67,6 +68,7 @@ export function createInvocationPool(boot: WorkerBootData, log: OperatorLog): Pi
   });
   // What a worker wrote to its standard output (worker-stdout.ts), said on standard error instead.
   pool.on('message', (message: unknown) => {
+    if (isWorkerBooted(message)) returnFreedMemoryToSystem();
     if (!isWorkerOutput(message)) return;
     log.warn('a worker thread wrote to standard output (kept off the MCP channel)', { event: 'worker.stdout', line: message.line });
   });

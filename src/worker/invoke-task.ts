@@ -1,12 +1,12 @@
 // First import: the worker's standard output is taken off the MCP channel
 // before any other module (or library) of this thread is evaluated.
 import { redactInWorkerOutput } from './worker-stdout.js';
-import { workerData } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { signingKeyFromSeed } from '../shared/journal/signing-key.js';
 import { PinnedDirectory } from '../shared/pinned-directory.js';
 import { useCompiledCedar } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
-import type { InvokeOutcome, InvokeTask, WorkerBootData } from '../shared/worker-protocol.js';
+import { WORKER_BOOTED_MESSAGE, type InvokeOutcome, type InvokeTask, type WorkerBootData } from '../shared/worker-protocol.js';
 import { performInvocation, type WorkerResources } from './invocation.js';
 import { reserveNextJournalFile } from './journal-reserve.js';
 
@@ -28,11 +28,12 @@ redactInWorkerOutput([boot.provider.apiKey]);
 
 if (boot.cedarModule !== undefined) useCompiledCedar(boot.cedarModule);
 preparePolicySet(resources.policySet);
-reserveNextJournalFile(resources);
 
 // Test-only fault injection is a module of its own, loaded only when the operator set
 // SYMBI_FAULT_INJECTION (handed over in the boot data), so a production worker never evaluates it.
 const faultHook = boot.faultInjection === undefined ? undefined : (await import('./fault-injection.js')).faultHook;
+// The supervisor trims the C allocator once a thread is up (heap-footprint.ts).
+parentPort?.postMessage({ type: WORKER_BOOTED_MESSAGE });
 
 export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcome> {
   try {
