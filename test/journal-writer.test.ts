@@ -232,3 +232,29 @@ test('appends made without waiting for each other are written one at a time, in 
   assert.equal(report.verified_records, 6);
   assert.equal(report.unverified_tail_bytes, 0);
 });
+
+test("a stopped run's sync waiting on libuv's pool is finished at once in its own thread, and the descriptor outlives the pool's call", async (t) => {
+  const { storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const writer = await JournalWriter.create(storage, runId, AGENT);
+  // Every thread of libuv's pool busy for a while (pbkdf2 runs there), so the append's sync queues behind them.
+  const poolThreads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+  const events: string[] = [];
+  const poolBusy = Promise.all(
+    Array.from({ length: poolThreads }, () =>
+      new Promise<void>((resolve) => crypto.pbkdf2('p', 's', 400_000, 32, 'sha256', () => resolve(void events.push('a pool thread free')))),
+    ),
+  );
+  const appended = writer.appendAll([STARTED]).then(() => events.push('records durable'));
+  await new Promise((resolve) => setImmediate(resolve));
+  writer.finishPendingSyncsNow();
+  await appended;
+  assert.deepEqual(events, ['records durable'], 'the records were made durable while the pool was still busy');
+  await writer.appendTerminal({ Error: { message: 'the caller cancelled the invocation' } }, [], { urgent: true });
+  const closed = writer.close().then(() => events.push('closed'));
+  await Promise.all([poolBusy, closed]);
+  // The queued sync can only run once a pool thread is free; the descriptor stays open until it has.
+  assert.deepEqual(events.slice(0, 2), ['records durable', 'a pool thread free'], 'the journal is closed only after the pool has run its queued sync');
+  assert.ok(events.includes('closed'));
+  assert.equal(inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex).exitCode, 0);
+});

@@ -75,6 +75,8 @@ export async function performInvocation(
   let failedFinish: Record<string, unknown> | undefined;
   // The provider's own error words: standard error only, never the result or the journal.
   const providerNotes: string[] = [];
+  // A stopped run's end is what a cancel waits for: its syncs still queued on libuv's pool are done at once.
+  stopSignal.addEventListener('abort', () => writer?.finishPendingSyncsNow(), { once: true });
   let startedRecorded = false;
   let finishRecorded = false;
   let terminalWritten = false;

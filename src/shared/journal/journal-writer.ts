@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import { promisify } from 'node:util';
 import { canonicalJson, sha256Hex } from '../canonical-json.js';
 import { JOURNAL_FILE_MAX_BYTES, JOURNAL_LINE_MAX_BYTES } from '../limits.js';
 import type { DescriptorRoute } from '../confinement/descriptor-route.js';
@@ -107,9 +106,49 @@ function nameReservedFile(storage: AuditStorage, fd: number, name: string, exist
 /** Terminal error messages are cut to this many characters so the terminal record always fits a line. */
 const TERMINAL_MESSAGE_MAX_CHARS = 4096;
 
-// The callback form, promisified: fs.promises would need a FileHandle for a plain descriptor.
-const fdatasync = promisify(fs.fdatasync);
-const fsync = promisify(fs.fsync);
+/**
+ * One sync on libuv's thread pool that a stopped run can finish at once in its own thread.
+ * Under load the pool's queue holds many runs' syncs, so a cancelled run's pending sync could
+ * wait tens of milliseconds for its turn; finishNow() makes the same call synchronously and
+ * settles `done`. `returned` settles when the pool's call has come back, so the descriptor is
+ * not closed while the pool may still use it.
+ */
+class PoolSync {
+  readonly done: Promise<void>;
+  readonly returned: Promise<void>;
+  private settle!: (err: unknown) => void;
+
+  constructor(
+    private readonly fd: number,
+    private readonly kind: 'fdatasync' | 'fsync',
+  ) {
+    let settled = false;
+    this.done = new Promise((resolve, reject) => {
+      this.settle = (err) => {
+        if (settled) return;
+        settled = true;
+        if (err) reject(err);
+        else resolve();
+      };
+    });
+    this.returned = new Promise((resolve) => {
+      fs[kind](fd, (err) => {
+        this.settle(err);
+        resolve();
+      });
+    });
+  }
+
+  finishNow(): void {
+    try {
+      if (this.kind === 'fdatasync') fs.fdatasyncSync(this.fd);
+      else fs.fsyncSync(this.fd);
+      this.settle(undefined);
+    } catch (err) {
+      this.settle(err);
+    }
+  }
+}
 
 function errorText(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
@@ -329,8 +368,28 @@ export class JournalWriter {
     return run;
   }
 
+  /** The syncs of this journal still on libuv's pool (PoolSync). */
+  private readonly poolSyncs = new Set<PoolSync>();
+
+  private async syncOnPool(fd: number, kind: 'fdatasync' | 'fsync'): Promise<void> {
+    const sync = new PoolSync(fd, kind);
+    this.poolSyncs.add(sync);
+    void sync.returned.then(() => this.poolSyncs.delete(sync));
+    await sync.done;
+  }
+
+  /**
+   * The run has stopped (a cancel or its deadline): finishes its syncs still waiting on libuv's
+   * pool here and now, so its terminal record, which waits for them, is not held up behind
+   * other runs' syncs.
+   */
+  finishPendingSyncsNow(): void {
+    for (const sync of this.poolSyncs) sync.finishNow();
+  }
+
   async close(): Promise<void> {
     await this.inFlight;
+    await Promise.all([...this.poolSyncs].map((sync) => sync.returned));
     if (this.closed) return;
     this.closed = true;
     try {
@@ -415,7 +474,7 @@ export class JournalWriter {
     try {
       while (written < bytes.length) written += fs.writeSync(this.fd, bytes, written, bytes.length - written);
       if (urgent) fs.fdatasyncSync(this.fd);
-      else await fdatasync(this.fd);
+      else await this.syncOnPool(this.fd, 'fdatasync');
     } catch (err) {
       await directorySynced;
       throw this.failedWrite(err, events.length);
@@ -485,7 +544,7 @@ export class JournalWriter {
     if (this.directoryToSync === undefined) return;
     try {
       if (urgent) fs.fsyncSync(this.directoryToSync);
-      else await fsync(this.directoryToSync);
+      else await this.syncOnPool(this.directoryToSync, 'fsync');
     } catch (err) {
       // EINVAL: the file system cannot sync directories; the records themselves are synced.
       if (errorText(err) !== 'EINVAL') {
