@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
 import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
@@ -55,10 +54,14 @@ export async function performInvocation(
   };
 
   const cancellation = listenForCancellation(task.port);
-  const deadline = new AbortController();
-  // Aborted when the run settles, which cancels the pending deadline timer.
-  const runSettled = new AbortController();
-  const stopSignal = AbortSignal.any([cancellation.signal, deadline.signal]);
+  // One signal for every way a run stops, a cancel or the deadline (a plain listener and timer:
+  // AbortSignal.any and an abortable sleep cost about 0.1 ms of every run here).
+  const stop = new AbortController();
+  const stopSignal = stop.signal;
+  const stopOnCancel = (): void => stop.abort(cancellation.signal.reason);
+  if (cancellation.signal.aborted) stopOnCancel();
+  else cancellation.signal.addEventListener('abort', stopOnCancel, { once: true });
+  let deadlineTimer: NodeJS.Timeout | undefined;
   const stopReason = (): string =>
     cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
   const throwIfStopped = (): void => {
@@ -101,10 +104,7 @@ export async function performInvocation(
     notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
     // The deadline covers the whole invocation after the journal opens.
     const deadlineAt = performance.now() + definition.timeoutMs;
-    sleep(definition.timeoutMs, undefined, { signal: runSettled.signal }).then(
-      () => deadline.abort(new Error('deadline')),
-      () => undefined,
-    );
+    deadlineTimer = setTimeout(() => stop.abort(new Error('deadline')), definition.timeoutMs);
 
     const typedRequest: TypedInferenceRequest = {
       conversation: buildConversation(task),
@@ -256,7 +256,8 @@ export async function performInvocation(
     if (audit !== undefined && writer?.journalRemoved !== true) result.audit = audit;
     return result;
   } finally {
-    runSettled.abort();
+    clearTimeout(deadlineTimer);
+    cancellation.signal.removeEventListener('abort', stopOnCancel);
     cancellation.dispose();
     if (writer !== undefined) await writer.close().catch(() => undefined);
     if (storage !== undefined) closeAuditStorage(storage);
