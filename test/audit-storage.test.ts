@@ -175,7 +175,7 @@ test('a reserved journal file becomes the run journal: exclusive name, mode 0600
   assert.equal(reserved !== undefined, storage.route.openUnnamedFile !== undefined, 'a route with unnamed files reserves one');
   assert.deepEqual(fs.readdirSync(governed).sort(), before, 'a reserved file has no name in the directory');
   const runId = crypto.randomUUID();
-  const writer = await JournalWriter.create(storage, runId, AGENT_ID, reserved);
+  const writer = await JournalWriter.create(storage, runId, AGENT_ID, { reservedFd: reserved });
   assert.equal(writer.usedReservedFile, reserved !== undefined && canNameReservedFiles(storage));
   await writer.appendAll([STARTED_EVENT]);
   await writer.appendTerminal('Completed');
@@ -200,7 +200,7 @@ test('a reserved journal file never takes a name that exists: a planted symlink 
   fs.writeFileSync(path.join(governed, `${planted}.jsonl`), 'planted\n', { mode: 0o600 });
   for (const runId of [symlinked, planted]) {
     const reserved = reserveJournalFile(storage);
-    await assert.rejects(JournalWriter.create(storage, runId, AGENT_ID, reserved), JournalExistsError);
+    await assert.rejects(JournalWriter.create(storage, runId, AGENT_ID, { reservedFd: reserved }), JournalExistsError);
     if (reserved !== undefined) assert.equal(isOpen(reserved), false, 'the reserved file is closed, leaving no name behind');
   }
   assert.equal(fs.readFileSync(outside, 'utf8'), 'outside\n');

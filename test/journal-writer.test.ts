@@ -258,3 +258,29 @@ test("a stopped run's sync waiting on libuv's pool is finished at once in its ow
   assert.ok(events.includes('closed'));
   assert.equal(inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex).exitCode, 0);
 });
+
+test('an append syncs in its own thread when its owner says no other run needs the thread, and on the pool otherwise', async (t) => {
+  const { storage } = setup(t);
+  let alone = true;
+  const writer = await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { syncInThread: () => alone });
+  const poolThreads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+  const events: string[] = [];
+  // Every pool thread busy; each pbkdf2 that ends frees one.
+  const occupyPool = (): Promise<unknown> =>
+    Promise.all(
+      Array.from({ length: poolThreads }, () =>
+        new Promise<void>((resolve) => crypto.pbkdf2('p', 's', 400_000, 32, 'sha256', () => resolve(void events.push('pool thread free')))),
+      ),
+    );
+  let poolBusy = occupyPool();
+  await writer.appendAll([STARTED]).then(() => events.push('alone: durable'));
+  await poolBusy;
+  assert.equal(events[0], 'alone: durable', 'synced in the thread while every pool thread was busy');
+  alone = false;
+  events.length = 0;
+  poolBusy = occupyPool();
+  await writer.append({ DirectInferenceRequested: { call_id: 'c1' } }).then(() => events.push('shared: durable'));
+  await poolBusy;
+  assert.equal(events[0], 'pool thread free', 'synced on the pool, once a pool thread was free');
+  await writer.close();
+});

@@ -25,6 +25,8 @@ export interface WorkerResources {
   provider: ProviderConfig;
   /** The key pinned at startup; the key file is never read here. */
   signingKey: ProjectSigningKey;
+  /** Whether a journal append should sync in this thread now (invoke-task.ts: no other run is in flight on it); on libuv's pool when absent. */
+  journalSyncInThread?: () => boolean;
 }
 
 /** A failure that ends the run with an `Error` terminal record and withholds any text. */
@@ -90,7 +92,7 @@ export async function performInvocation(
     storage = openRunAuditStorage(resources.project, resources.signingKey);
     try {
       const reservedFd = takeReservedJournalFile();
-      writer = await JournalWriter.create(storage, task.runId, definition.principal, reservedFd);
+      writer = await JournalWriter.create(storage, task.runId, definition.principal, { reservedFd, syncInThread: resources.journalSyncInThread });
       if (reservedFd !== undefined && !writer.usedReservedFile) stopReservingJournalFiles();
     } catch (err) {
       // A run cancelled before this thread started it is finalised by its owner,

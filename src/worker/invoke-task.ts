@@ -24,6 +24,11 @@ const resources: WorkerResources = {
 };
 // The KeyObject keeps its own copy; this thread's copy of the seed is not needed again.
 boot.signingKeySeed.fill(0);
+
+// A run alone on this thread syncs its journal here; with others in flight, on libuv's pool,
+// where their syncs overlap (journal-writer.ts, writeRecords).
+let runsInFlight = 0;
+resources.journalSyncInThread = () => runsInFlight === 1;
 redactInWorkerOutput([boot.provider.apiKey]);
 
 if (boot.cedarModule !== undefined) useCompiledCedar(boot.cedarModule);
@@ -36,9 +41,11 @@ const faultHook = boot.faultInjection === undefined ? undefined : (await import(
 parentPort?.postMessage({ type: WORKER_BOOTED_MESSAGE });
 
 export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcome> {
+  runsInFlight += 1;
   try {
     return await performInvocation(task, resources, faultHook?.(boot.faultInjection, task.prompt, { apiKey: boot.provider.apiKey }));
   } finally {
+    runsInFlight -= 1;
     task.port.close();
     // After the result is on its way: the next run's journal file (journal-reserve.ts).
     setImmediate(reserveNextJournalFile, resources);

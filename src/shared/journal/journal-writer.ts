@@ -69,6 +69,13 @@ export class JournalExistsError extends JournalWriteError {
 
 const JOURNAL_FILE_MODE = 0o600;
 
+export interface JournalOptions {
+  /** An unnamed file made ahead of the run (reserveJournalFile), to name rather than create a file. */
+  reservedFd?: number;
+  /** Asked at each append: sync in this thread (true) or on libuv's pool (false, the default). */
+  syncInThread?: () => boolean;
+}
+
 /**
  * Makes an unnamed journal file (mode 0600) in the storage's directory, for a later
  * run's JournalWriter.create to name, or returns undefined where the route cannot
@@ -187,8 +194,11 @@ export class JournalWriter {
    * directory. Given `reservedFd`, an unnamed file made ahead of the run
    * (reserveJournalFile), it names that file instead of creating one, and closes it
    * if it cannot (then `usedReservedFile` is false and the journal is created anew).
+   * `syncInThread` says, at each append, whether to sync in this thread rather than on
+   * libuv's pool (see writeRecords); without it, appends sync on the pool.
    */
-  static async create(storage: AuditStorage, runId: string, agentId: string, reservedFd?: number): Promise<JournalWriter> {
+  static async create(storage: AuditStorage, runId: string, agentId: string, options: JournalOptions = {}): Promise<JournalWriter> {
+    const { reservedFd } = options;
     let journal: { name: string; shown: string };
     try {
       journal = journalName(storage, runId, agentId);
@@ -211,6 +221,7 @@ export class JournalWriter {
     }
     const writer = new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
     writer.usedReservedFile = usedReservedFile;
+    if (options.syncInThread !== undefined) writer.syncInThread = options.syncInThread;
     writer.createdAt = { route: storage.route, dirFd: storage.governedDirFd, name };
     try {
       fs.fchmodSync(fd, JOURNAL_FILE_MODE); // the umask may only have removed bits; make the mode exact
@@ -284,6 +295,8 @@ export class JournalWriter {
 
   /** Whether create() named the reserved file it was given (false when it had to create the journal itself). */
   usedReservedFile = false;
+
+  private syncInThread: () => boolean = () => false;
 
   /** Provider calls requested but never finished in the journal this writer resumed (empty for a new journal). */
   unfinishedCalls: string[] = [];
@@ -428,10 +441,14 @@ export class JournalWriter {
 
   /**
    * Signs and chains `events`, writes them in one write, then syncs once; chain state advances only when durable.
-   * `urgent` syncs in this thread at once, where a sync on libuv's pool would wait behind other runs' syncs:
-   * for the terminal record of a stopped run, which a cancel waits for.
+   * The sync runs on libuv's pool, where concurrent runs' syncs overlap and the file system commits them
+   * together, or in this thread, which saves the two thread hops of a pooled sync (0.3 to 0.5 ms of a
+   * call here, docs/benchmarks.md): when the owner says so (syncInThread: no other run needs this
+   * thread), and always when `urgent`, for the terminal record of a stopped run, which a cancel waits
+   * for and which on the pool would queue behind other runs' syncs.
    */
   private async writeRecords(events: readonly Record<string, unknown>[], urgent = false): Promise<void> {
+    const inThread = urgent || this.syncInThread();
     let sequence = this.sequence;
     let previousHash = this.previousHash;
     const lines: Buffer[] = [];
@@ -466,14 +483,14 @@ export class JournalWriter {
     // A new journal's directory entry is synced alongside its first records, not after them:
     // both must be durable before the append resolves, and the file system commits the two together.
     // Its failure is held (not left unhandled) until the records' own outcome is known.
-    const directorySynced = this.syncDirectoryEntry(urgent).then(
+    const directorySynced = this.syncDirectoryEntry(inThread).then(
       () => undefined,
       (err: unknown) => err,
     );
     let written = 0;
     try {
       while (written < bytes.length) written += fs.writeSync(this.fd, bytes, written, bytes.length - written);
-      if (urgent) fs.fdatasyncSync(this.fd);
+      if (inThread) fs.fdatasyncSync(this.fd);
       else await this.syncOnPool(this.fd, 'fdatasync');
     } catch (err) {
       await directorySynced;
@@ -540,10 +557,10 @@ export class JournalWriter {
   }
 
   /** Makes a new journal's directory entry durable, once, with its first records. */
-  private async syncDirectoryEntry(urgent: boolean): Promise<void> {
+  private async syncDirectoryEntry(inThread: boolean): Promise<void> {
     if (this.directoryToSync === undefined) return;
     try {
-      if (urgent) fs.fsyncSync(this.directoryToSync);
+      if (inThread) fs.fsyncSync(this.directoryToSync);
       else await this.syncOnPool(this.directoryToSync, 'fsync');
     } catch (err) {
       // EINVAL: the file system cannot sync directories; the records themselves are synced.
