@@ -80,7 +80,7 @@ function packTarball(into: string): string {
 }
 
 function main(): void {
-  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, tarball: { type: 'string' } } });
+  const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' }, tarball: { type: 'string' } } });
   const rounds = Number(values.rounds);
   if (!Number.isInteger(rounds) || rounds < 1 || rounds > 20) throw new Error(`--rounds must be a whole number from 1 to 20, not "${values.rounds}"`);
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-bench-install-'));
