@@ -119,6 +119,23 @@ function timing(j: Json, key: string): { p50_ms: number; p99_ms: number } {
 
 const BENCHMARKS: Benchmark[] = [
   {
+    // First: run right after the soak (20,000 loopback calls), our install's dependency resolution
+    // stalled about 3 s in three rounds of five (docs/benchmarks.md, First install).
+    name: 'install',
+    script: 'bench-install.ts',
+    optional: true,
+    rows: orAsPrinted('install', (j) => [
+      {
+        figure: 'npm install of the packed package, fresh cache',
+        measured: `${fmt(num(j, 'symbi_seconds'))} s, ${fmt(num(j, 'symbi_packages'))} packages, ${fmt(num(j, 'symbi_megabytes'))} MB`,
+        peer: `@modelcontextprotocol/server-filesystem: ${fmt(num(j, 'peer_seconds'))} s, ${fmt(num(j, 'peer_packages'))} packages, ${fmt(num(j, 'peer_megabytes'))} MB`,
+        target: `time ratio <= ${fmt(num(j, 'target_ratio'))} (is ${fmt(num(j, 'ratio'))})`,
+        met: num(j, 'ratio') <= num(j, 'target_ratio'),
+      },
+      { figure: 'packed tarball', measured: `${fmt(num(j, 'tarball_bytes') / 1000)} kB`, peer: '', target: '', met: undefined },
+    ]),
+  },
+  {
     name: 'server',
     script: 'bench-server.ts',
     rows: (j) => [
@@ -392,21 +409,6 @@ const BENCHMARKS: Benchmark[] = [
         target: 'all',
         met: num(j, 'invoke_journals_complete') === num(j, 'invoke_accepted'),
       },
-    ]),
-  },
-  {
-    name: 'install',
-    script: 'bench-install.ts',
-    optional: true,
-    rows: orAsPrinted('install', (j) => [
-      {
-        figure: 'npm install of the packed package, fresh cache',
-        measured: `${fmt(num(j, 'symbi_seconds'))} s, ${fmt(num(j, 'symbi_packages'))} packages, ${fmt(num(j, 'symbi_megabytes'))} MB`,
-        peer: `@modelcontextprotocol/server-filesystem: ${fmt(num(j, 'peer_seconds'))} s, ${fmt(num(j, 'peer_packages'))} packages, ${fmt(num(j, 'peer_megabytes'))} MB`,
-        target: `time ratio <= ${fmt(num(j, 'target_ratio'))} (is ${fmt(num(j, 'ratio'))})`,
-        met: num(j, 'ratio') <= num(j, 'target_ratio'),
-      },
-      { figure: 'packed tarball', measured: `${fmt(num(j, 'tarball_bytes') / 1000)} kB`, peer: '', target: '', met: undefined },
     ]),
   },
 ];
