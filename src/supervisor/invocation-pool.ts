@@ -68,7 +68,8 @@ export function createInvocationPool(boot: WorkerBootData, log: OperatorLog): Pi
   });
   // What a worker wrote to its standard output (worker-stdout.ts), said on standard error instead.
   pool.on('message', (message: unknown) => {
-    if (isWorkerBooted(message)) returnFreedMemoryToSystem();
+    // Through koffi, which the proc route never loads: there the trim would cost more than it frees.
+    if (isWorkerBooted(message) && boot.confinementRoute !== 'proc') returnFreedMemoryToSystem();
     if (!isWorkerOutput(message)) return;
     log.warn('a worker thread wrote to standard output (kept off the MCP channel)', { event: 'worker.stdout', line: message.line });
   });

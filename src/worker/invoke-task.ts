@@ -24,15 +24,15 @@ const resources: WorkerResources = {
 };
 // The KeyObject keeps its own copy; this thread's copy of the seed is not needed again.
 boot.signingKeySeed.fill(0);
+redactInWorkerOutput([boot.provider.apiKey]);
+
+if (boot.cedarModule !== undefined) useCompiledCedar(boot.cedarModule);
+preparePolicySet(resources.policySet);
 
 // A run alone on this thread syncs its journal here; with others in flight, on libuv's pool,
 // where their syncs overlap (journal-writer.ts, writeRecords).
 let runsInFlight = 0;
 resources.journalSyncInThread = () => runsInFlight === 1;
-redactInWorkerOutput([boot.provider.apiKey]);
-
-if (boot.cedarModule !== undefined) useCompiledCedar(boot.cedarModule);
-preparePolicySet(resources.policySet);
 
 // Test-only fault injection is a module of its own, loaded only when the operator set
 // SYMBI_FAULT_INJECTION (handed over in the boot data), so a production worker never evaluates it.
