@@ -233,18 +233,23 @@ test('appends made without waiting for each other are written one at a time, in 
   assert.equal(report.unverified_tail_bytes, 0);
 });
 
+/** Keeps every thread of libuv's pool busy for a while (pbkdf2 runs there); `events` gets one entry as each is freed. */
+function occupyLibuvPool(events: string[]): Promise<unknown> {
+  const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+  return Promise.all(
+    Array.from({ length: threads }, () =>
+      new Promise<void>((resolve) => crypto.pbkdf2('p', 's', 400_000, 32, 'sha256', () => resolve(void events.push('a pool thread free')))),
+    ),
+  );
+}
+
 test("a stopped run's sync waiting on libuv's pool is finished at once in its own thread, and the descriptor outlives the pool's call", async (t) => {
   const { storage } = setup(t);
   const runId = crypto.randomUUID();
   const writer = await JournalWriter.create(storage, runId, AGENT);
-  // Every thread of libuv's pool busy for a while (pbkdf2 runs there), so the append's sync queues behind them.
-  const poolThreads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+  // The pool busy, so the append's sync queues behind its work.
   const events: string[] = [];
-  const poolBusy = Promise.all(
-    Array.from({ length: poolThreads }, () =>
-      new Promise<void>((resolve) => crypto.pbkdf2('p', 's', 400_000, 32, 'sha256', () => resolve(void events.push('a pool thread free')))),
-    ),
-  );
+  const poolBusy = occupyLibuvPool(events);
   const appended = writer.appendAll([STARTED]).then(() => events.push('records durable'));
   await new Promise((resolve) => setImmediate(resolve));
   writer.finishPendingSyncsNow();
@@ -263,24 +268,16 @@ test('an append syncs in its own thread when its owner says no other run needs t
   const { storage } = setup(t);
   let alone = true;
   const writer = await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { syncInThread: () => alone });
-  const poolThreads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
   const events: string[] = [];
-  // Every pool thread busy; each pbkdf2 that ends frees one.
-  const occupyPool = (): Promise<unknown> =>
-    Promise.all(
-      Array.from({ length: poolThreads }, () =>
-        new Promise<void>((resolve) => crypto.pbkdf2('p', 's', 400_000, 32, 'sha256', () => resolve(void events.push('pool thread free')))),
-      ),
-    );
-  let poolBusy = occupyPool();
+  let poolBusy = occupyLibuvPool(events);
   await writer.appendAll([STARTED]).then(() => events.push('alone: durable'));
   await poolBusy;
   assert.equal(events[0], 'alone: durable', 'synced in the thread while every pool thread was busy');
   alone = false;
   events.length = 0;
-  poolBusy = occupyPool();
+  poolBusy = occupyLibuvPool(events);
   await writer.append({ DirectInferenceRequested: { call_id: 'c1' } }).then(() => events.push('shared: durable'));
   await poolBusy;
-  assert.equal(events[0], 'pool thread free', 'synced on the pool, once a pool thread was free');
+  assert.equal(events[0], 'a pool thread free', 'synced on the pool, once a pool thread was free');
   await writer.close();
 });

@@ -3,8 +3,8 @@
 // sooner and keep heaps small: in the main thread from now on, and in every worker thread
 // started after it (with small young generations). Its effect on the soak's peak RSS and call
 // rate is in docs/benchmarks.md.
-import { createRequire } from 'node:module';
 import v8 from 'node:v8';
+import { loadKoffi } from '../shared/confinement/libc-route.js';
 
 /** Asks V8 to favour a small heap over allocation speed, process-wide; call before the worker threads start. */
 export function preferSmallHeaps(): void {
@@ -25,8 +25,7 @@ export function returnFreedMemoryToSystem(): void {
   if (mallocTrim === undefined) {
     try {
       if (process.platform !== 'linux') throw new Error('malloc_trim is glibc\'s');
-      const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
-      mallocTrim = koffi.load(null).func('int malloc_trim(size_t)') as MallocTrim;
+      mallocTrim = loadKoffi().load(null).func('int malloc_trim(size_t)') as MallocTrim;
     } catch {
       mallocTrim = null;
     }

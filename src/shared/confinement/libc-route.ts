@@ -69,7 +69,7 @@ function platformLayout(platform: string, arch: string): PlatformLayout | string
 let koffiModule: typeof Koffi | undefined;
 
 /** Loads koffi on first use, so a platform without its prebuilt binary only loses these routes. */
-function loadKoffi(): typeof Koffi {
+export function loadKoffi(): typeof Koffi {
   koffiModule ??= createRequire(import.meta.url)('koffi') as typeof Koffi;
   return koffiModule;
 }
