@@ -58,6 +58,8 @@ export function createInvocationPool(boot: WorkerBootData, log: OperatorLog): Pi
     loadBalancer: spreadBeforeSharing(threads),
     concurrentTasksPerWorker: TASKS_PER_WORKER,
     atomics: 'disabled',
+    // Piscina's run and wait time histograms: nothing here reads them, and each run would record into them.
+    recordTiming: false,
     idleTimeout: WORKER_IDLE_TIMEOUT_MS,
     resourceLimits: WORKER_RESOURCE_LIMITS,
     env: { ...WORKER_ENVIRONMENT },

@@ -1,5 +1,5 @@
-import { selectConversationalDefinition, type RegistryEntry, type Selection } from '../shared/dsl/conversational-definition.js';
-import { canPermitSomeResponse } from '../shared/policy/respond-authorization.js';
+import { selectConversationalDefinition, type RegistryEntry, type SelectedDefinition, type Selection } from '../shared/dsl/conversational-definition.js';
+import { canPermitSomeResponse, type PermitPossibility } from '../shared/policy/respond-authorization.js';
 import { respondRequestWithoutResponse } from '../shared/policy/respond-request.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { ProviderConfig } from '../shared/provider-config.js';
@@ -79,6 +79,20 @@ function selectionFor(registry: readonly RegistryEntry[], name: string): Selecti
   return selection;
 }
 
+// Whether any response could be permitted depends only on the policy set and the definition,
+// both fixed for the session: it is worked out once per definition the selection cache holds
+// (a partial evaluation costs about 0.4 ms; the lookup nothing a call notices).
+const verdicts = new WeakMap<SelectedDefinition, { set: LoadedPolicySet; verdict: PermitPossibility }>();
+
+function permitVerdict(set: LoadedPolicySet, selected: SelectedDefinition): PermitPossibility {
+  const known = verdicts.get(selected);
+  if (known !== undefined && known.set === set) return known.verdict;
+  // Before inference the run has no id; partial evaluation treats run_id as unknown anyway.
+  const verdict = canPermitSomeResponse(set, respondRequestWithoutResponse(selected, '00000000-0000-0000-0000-000000000000'));
+  verdicts.set(selected, { set, verdict });
+  return verdict;
+}
+
 /**
  * Works out the selection of `name` before preflight, when it means exactly
  * one file, with `examine` (the DSL analysis thread) parsing that file instead
@@ -106,8 +120,7 @@ export function preflightInvocation(args: InvokeArguments, inputs: PreflightInpu
 
   if (!inputs.provider.ok) return { ok: false, message: `no model provider is configured: ${inputs.provider.message}` };
 
-  // Before inference the run has no id; partial evaluation treats run_id as unknown anyway.
-  const verdict = canPermitSomeResponse(inputs.policySet, respondRequestWithoutResponse(selected, '00000000-0000-0000-0000-000000000000'));
+  const verdict = permitVerdict(inputs.policySet, selected);
   if (!verdict.possible) return { ok: false, message: `Cedar policy denies every response from agent \`${selected.declaredName}\`: ${verdict.reason}` };
 
   return {

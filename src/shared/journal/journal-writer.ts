@@ -170,8 +170,8 @@ export class JournalWriter {
   private broken: string | undefined;
   private terminated = false;
   private closed = false;
-  /** The governed directory, until the new journal's directory entry is known durable. */
-  private directoryToSync: number | undefined;
+  /** The new journal's directory sync, started at creation; the first append waits for it. */
+  private directorySynced: Promise<JournalWriteError | undefined> | undefined;
   /** Where this writer created its journal, so the file can be removed if its first records never become durable. */
   private createdAt: { route: DescriptorRoute; dirFd: number; name: string } | undefined;
   /** Set when a failed write left bytes that could not be cut back: nothing may follow them. */
@@ -224,16 +224,17 @@ export class JournalWriter {
     if (options.syncInThread !== undefined) writer.syncInThread = options.syncInThread;
     writer.createdAt = { route: storage.route, dirFd: storage.governedDirFd, name };
     try {
-      fs.fchmodSync(fd, JOURNAL_FILE_MODE); // the umask may only have removed bits; make the mode exact
+      // The umask may only have removed bits; make the mode exact (a reserved file's was made exact when it was reserved).
+      if (!usedReservedFile) fs.fchmodSync(fd, JOURNAL_FILE_MODE);
     } catch (err) {
       writer.removeOwnFile();
       fs.closeSync(fd);
       throw new JournalWriteError(`${shown}: cannot secure the new journal (${errorText(err)}); it was removed`);
     }
-    // The new directory entry must survive a crash as well: it is synced right
-    // after the first records (see writeRecords). The caller keeps the
-    // directory open for the writer's life.
-    writer.directoryToSync = storage.governedDirFd;
+    // The new directory entry must survive a crash as well. Its sync starts now, on libuv's
+    // pool, while the first records are built and signed, and the first append waits for it
+    // (writeRecords). The caller keeps the directory open for the writer's life.
+    writer.directorySynced = writer.syncDirectoryEntry(storage.governedDirFd);
     return writer;
   }
 
@@ -480,13 +481,10 @@ export class JournalWriter {
       sequence += 1;
     }
     const bytes = lines.length === 1 ? lines[0]! : Buffer.concat(lines);
-    // A new journal's directory entry is synced alongside its first records, not after them:
-    // both must be durable before the append resolves, and the file system commits the two together.
-    // Its failure is held (not left unhandled) until the records' own outcome is known.
-    const directorySynced = this.syncDirectoryEntry(inThread).then(
-      () => undefined,
-      (err: unknown) => err,
-    );
+    // A new journal's directory entry must be durable with its first records; its sync, started
+    // when the file was named, is awaited here, and its failure only once the records' own outcome is known.
+    const directorySynced = this.directorySynced;
+    this.directorySynced = undefined;
     let written = 0;
     try {
       while (written < bytes.length) written += fs.writeSync(this.fd, bytes, written, bytes.length - written);
@@ -500,7 +498,10 @@ export class JournalWriter {
     this.previousHash = previousHash;
     this.sequence = sequence;
     const directoryFailure = await directorySynced;
-    if (directoryFailure !== undefined) throw directoryFailure;
+    if (directoryFailure !== undefined) {
+      this.broken ??= directoryFailure.message;
+      throw directoryFailure;
+    }
   }
 
   /**
@@ -556,20 +557,19 @@ export class JournalWriter {
     return true;
   }
 
-  /** Makes a new journal's directory entry durable, once, with its first records. */
-  private async syncDirectoryEntry(inThread: boolean): Promise<void> {
-    if (this.directoryToSync === undefined) return;
+  /**
+   * Makes a new journal's directory entry durable, on libuv's pool: started as soon as the file
+   * has its name, it overlaps building and signing the first records (0.1 ms of a call here,
+   * docs/benchmarks.md). Settles with the failure rather than rejecting, so it is never left unhandled.
+   */
+  private async syncDirectoryEntry(dirFd: number): Promise<JournalWriteError | undefined> {
     try {
-      if (inThread) fs.fsyncSync(this.directoryToSync);
-      else await this.syncOnPool(this.directoryToSync, 'fsync');
+      await this.syncOnPool(dirFd, 'fsync');
     } catch (err) {
       // EINVAL: the file system cannot sync directories; the records themselves are synced.
-      if (errorText(err) !== 'EINVAL') {
-        this.broken ??= `the journal's directory entry could not be made durable (${errorText(err)})`;
-        throw new JournalWriteError(`${this.path}: cannot make the new journal's directory entry durable (${errorText(err)})`);
-      }
+      if (errorText(err) !== 'EINVAL') return new JournalWriteError(`${this.path}: cannot make the new journal's directory entry durable (${errorText(err)})`);
     }
-    this.directoryToSync = undefined;
+    return undefined;
   }
 }
 

@@ -31,7 +31,7 @@ const keyOfFrozenList = new WeakMap<PolicyList, string>();
  * A hash of the policies' ids and texts. A frozen list (what loadPolicySet returns) cannot
  * change, so its key is remembered; any other list is hashed on every call.
  */
-export function policySetKey(policies: PolicyList): string {
+function policySetKey(policies: PolicyList): string {
   const frozen = Object.isFrozen(policies) && policies.every((policy) => Object.isFrozen(policy));
   if (frozen) {
     const known = keyOfFrozenList.get(policies);

@@ -7,13 +7,12 @@
 // response is, or no permit that could still hold. Any permit whose outcome depends on the
 // response stays a residual and the answer is "possible"; the exact response is judged later.
 // `context.run_id` is unknown too: before inference the run has no id yet, and with it
-// unknown the verdict depends only on the policy set and the agent, so it is cached.
-import { sha256Hex } from '../canonical-json.js';
+// unknown the verdict depends only on the policy set and the agent (invoke-preflight.ts keeps it).
 import { cedar } from './cedar-engine.js';
 import { foldToOneLine } from '../one-line-text.js';
 import { describeCedarErrors } from './cedar-diagnostics.js';
 import type { LoadedPolicySet } from './policy-set.js';
-import { policySetKey, preparedPolicySetId, preparedSchemaName } from './preparsed-policies.js';
+import { preparedPolicySetId, preparedSchemaName } from './preparsed-policies.js';
 import {
   ACTION_UID,
   RESOURCE_UID,
@@ -37,13 +36,11 @@ export interface RespondDecision {
 const DEFAULT_PERMIT_REASON = 'no policy files: the default permission for respond applies';
 const UNKNOWN_RESPONSE = { __extn: { fn: 'unknown', arg: 'context.response' } };
 const UNKNOWN_RUN_ID = { __extn: { fn: 'unknown', arg: 'context.run_id' } };
-const VERDICT_CACHE_ENTRIES = 256; // distinct (policy set, agent) pairs remembered per thread
 
 export interface PermitPossibility {
   possible: boolean;
   reason: string;
 }
-const verdictCache = new Map<string, PermitPossibility>();
 
 /**
  * Readies a thread for its first run: parses the schema and the set into Cedar, then makes one
@@ -132,18 +129,7 @@ export function canPermitSomeResponse(set: LoadedPolicySet, request: RespondRequ
   if (set.mode !== 'configured') return { possible: false, reason: denyAllReason(set) };
 
   const context = { ...parts.baseContext, run_id: UNKNOWN_RUN_ID, response: UNKNOWN_RESPONSE };
-  let key;
-  try {
-    key = sha256Hex(JSON.stringify([policySetKey(set.policies), parts.principal, parts.entities, context]));
-  } catch (error) {
-    return unsure(messageOf(error));
-  }
-  const cached = verdictCache.get(key);
-  if (cached !== undefined) return { ...cached };
-  const verdict = partialVerdict(set, parts, context, request.agentName);
-  if (verdictCache.size >= VERDICT_CACHE_ENTRIES) verdictCache.delete(verdictCache.keys().next().value as string);
-  verdictCache.set(key, verdict);
-  return { ...verdict };
+  return partialVerdict(set, parts, context, request.agentName);
 }
 
 function partialVerdict(
