@@ -41,7 +41,7 @@ const provider = providerFromEnvironment({ OPENAI_BASE_URL: endpoint.url, OPENAI
 if (!provider.ok) throw new Error(provider.message);
 
 // One run at a time, as on a worker thread with no other run in flight: its journal syncs in the thread.
-const resources: WorkerResources = { project, policySet: snapshot.policy.set, provider: provider.config, signingKey: auditStorage.pinnedKey.key, journalSyncInThread: () => true };
+const resources: WorkerResources = { project, policySet: snapshot.policy.set, provider: provider.config, signingKey: auditStorage.pinnedKey.key, signingKeyFile: auditStorage.pinnedKey, journalSyncInThread: () => true };
 preparePolicySet(resources.policySet);
 const preflight = preflightInvocation({ agent: 'assistant', prompt: 'hello' }, { projectAccess: snapshot.projectAccess, registry: snapshot.registry, policySet: snapshot.policy.set, provider });
 if (!preflight.ok) throw new Error(preflight.message);

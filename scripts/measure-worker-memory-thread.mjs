@@ -65,7 +65,7 @@ function sample(phase) {
 
 async function runAll(scenario, url) {
   const provider = { kind: 'openai', baseUrl: url, model: 'synthetic', apiKey: 'measure' };
-  const resources = { project: pinned, policySet, provider, signingKey: storage.signingKey };
+  const resources = { project: pinned, policySet, provider, signingKey: storage.signingKey, signingKeyFile: storage.pinnedKey };
   const prompt = `${scenario.largeRequest ? 'p'.repeat(promptBytes) : 'hello'}${scenario.hold === false ? '' : ' [[hold]]'}`;
   const outcomes = await Promise.all(
     Array.from({ length: scenario.runs }, async () => {

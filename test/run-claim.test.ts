@@ -1,6 +1,6 @@
 import { providerConfigFor } from '../src/shared/provider-config.js';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -9,7 +9,7 @@ import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthe
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { sha256Hex } from '../src/shared/canonical-json.js';
 import { closeAuditStorage, openAuditStorage } from '../src/shared/audit-storage.js';
-import type { ProjectSigningKey } from '../src/shared/journal/signing-key.js';
+import type { PinnedSigningKey } from '../src/shared/journal/signing-key-change.js';
 import { PinnedDirectory } from '../src/shared/pinned-directory.js';
 import { loadPolicySet } from '../src/shared/policy/policy-set.js';
 import type { RunDefinition } from '../src/shared/worker-protocol.js';
@@ -45,7 +45,7 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
   let project: string;
   let pinned: PinnedDirectory;
   let resources: WorkerResources;
-  let signingKey: ProjectSigningKey;
+  let pinnedKey: PinnedSigningKey;
 
   before(async () => {
     endpoint = await startSyntheticEndpoint();
@@ -53,13 +53,14 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
     pinned = PinnedDirectory.pin(project);
     // As at server startup: the key is loaded once and both sides sign with it.
     const storage = openAuditStorage(pinned);
-    signingKey = storage.signingKey;
+    pinnedKey = storage.pinnedKey;
     closeAuditStorage(storage);
     resources = {
       project: pinned,
       policySet: loadPolicySet([]),
       provider: providerConfigFor({ kind: 'openai', baseUrl: endpoint.url, model: 'synthetic', apiKey: 'claim-test' }),
-      signingKey,
+      signingKey: pinnedKey.key,
+      signingKeyFile: pinnedKey,
     };
   });
 
@@ -76,7 +77,7 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
     const requestsBefore = endpoint.requests.length;
     try {
       ownerPort.postMessage({ type: 'cancel', reason: CANCEL });
-      const claim = await finaliseUnstartedRun(pinned, signingKey, runId, definition(), CANCEL);
+      const claim = await finaliseUnstartedRun(pinned, pinnedKey, runId, definition(), CANCEL);
       assert.equal(claim.claimed, true);
       assert.ok(claim.claimed && claim.finalised !== undefined, 'the claimed run is finalised');
       const journal = claim.finalised.audit.path;
@@ -112,7 +113,7 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
       assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested']);
 
       ownerPort.postMessage({ type: 'cancel', reason: CANCEL });
-      const claim = await finaliseUnstartedRun(pinned, signingKey, runId, definition(), CANCEL);
+      const claim = await finaliseUnstartedRun(pinned, pinnedKey, runId, definition(), CANCEL);
       assert.deepEqual(claim, { claimed: false });
 
       const outcome = await running;
@@ -123,6 +124,31 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
     } finally {
       ownerPort.close();
       workerPort.close();
+    }
+  });
+  it('with the key file replaced after startup, the owner claims nothing and the worker refuses before any journal or request', async () => {
+    const runId = randomUUID();
+    const keyPath = path.join(project, '.symbiont', 'governed', 'audit-signing.key');
+    const journal = path.join(project, '.symbiont', 'governed', `${runId}.jsonl`);
+    const { port1: ownerPort, port2: workerPort } = new MessageChannel();
+    const requestsBefore = endpoint.requests.length;
+    // The startup file is moved aside (keeping its inode for the tests after this one) and another key takes its place.
+    fs.renameSync(keyPath, `${keyPath}.startup`);
+    try {
+      fs.writeFileSync(keyPath, randomBytes(32), { mode: 0o600 });
+      ownerPort.postMessage({ type: 'cancel', reason: CANCEL });
+      assert.deepEqual(await finaliseUnstartedRun(pinned, pinnedKey, runId, definition(), CANCEL), { claimed: false });
+      const outcome = await performInvocation({ runId, definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort }, resources);
+      assert.ok(!outcome.ok && !outcome.terminalDurable && outcome.audit === undefined, JSON.stringify(outcome));
+      assert.match(outcome.message, /audit-signing\.key was replaced by another file after startup; .*restart the server to pick up a new key/);
+      assert.equal(outcome.keyFileChange, outcome.message);
+      assert.equal(fs.existsSync(journal), false, 'no journal was created');
+      assert.equal(endpoint.requests.length, requestsBefore, 'no provider request was sent');
+    } finally {
+      ownerPort.close();
+      workerPort.close();
+      fs.rmSync(keyPath, { force: true });
+      fs.renameSync(`${keyPath}.startup`, keyPath);
     }
   });
 });

@@ -1,5 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { RouteName } from './confinement/descriptor-route.js';
+import type { KeyFileAtStartup } from './journal/signing-key-change.js';
 import type { LoadedPolicySet } from './policy/policy-set.js';
 import type { ProviderConfig } from './provider-config.js';
 
@@ -23,6 +24,8 @@ export interface WorkerBootData {
    * worker builds its KeyObject at boot and wipes this copy.
    */
   signingKeySeed: Uint8Array;
+  /** The key file as it was at startup: each run looks at it before creating its journal (signing-key-change.ts). */
+  signingKeyFile: KeyFileAtStartup;
   /** Cedar's wasm, compiled once in the supervisor (cedar-engine.ts), when the policy set needs Cedar. */
   cedarModule?: WebAssembly.Module;
   /** Test-only SYMBI_FAULT_INJECTION mode (see src/worker/fault-injection.ts); workers get no environment. */
@@ -93,6 +96,8 @@ export type InvokeOutcome =
       terminalDurableAt?: DurableAt;
       cancelled: boolean;
       providerNotes?: string[];
+      /** Set when the run was refused, before any journal, because the key file changed after startup. */
+      keyFileChange?: string;
     };
 
 /**

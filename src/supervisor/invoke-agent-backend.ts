@@ -47,6 +47,7 @@ export function createInvokeAgentBackend(context: SessionContext, maxInvocations
           policySet: snapshot.policy.set,
           provider: provider.config,
           signingKeySeed: pinnedKey.seed,
+          signingKeyFile: { file: pinnedKey.file, shownPath: pinnedKey.shownPath },
           ...(snapshot.policy.set.mode === 'configured' ? { cedarModule: compiledCedarModule() } : {}),
           ...(env.SYMBI_FAULT_INJECTION ? { faultInjection: env.SYMBI_FAULT_INJECTION } : {}),
         },
@@ -55,14 +56,14 @@ export function createInvokeAgentBackend(context: SessionContext, maxInvocations
     }
     return pool;
   };
-  const signingKey = () => {
+  const pinned = () => {
     if (pinnedKey === undefined) throw new Error('no audit signing key was loaded at startup');
-    return pinnedKey.key;
+    return pinnedKey;
   };
   const owners = new RunOwnerTable(
     getPool,
-    async (runId, principal, message) => recoverTerminalRecord(context.project, signingKey(), runId, principal, message),
-    async (runId, definition, message) => finaliseUnstartedRun(context.project, signingKey(), runId, definition, message),
+    async (runId, principal, message) => recoverTerminalRecord(context.project, pinned().key, runId, principal, message),
+    async (runId, definition, message) => finaliseUnstartedRun(context.project, pinned(), runId, definition, message),
   );
   const guidance = snapshot.agentsMd.present ? snapshot.agentsMd.guidance?.text : undefined;
   return {
@@ -75,7 +76,7 @@ export function createInvokeAgentBackend(context: SessionContext, maxInvocations
       owners,
       guidance,
       log,
-      signingKeyProblem: createSigningKeyGuard(context.project, context.auditStorage, snapshot.audit, log),
+      signingKey: createSigningKeyGuard(context.auditStorage, snapshot.audit, log),
       analysedRegistry: async () => (await context.sourceAnalysis()).registry,
       prepareSelection: (registry, agent) =>
         prepareSelection(registry, agent, async (entry) => {

@@ -1,31 +1,30 @@
-import { signingKeyFileChange } from '../shared/journal/signing-key-change.js';
-import type { PinnedDirectory } from '../shared/pinned-directory.js';
+import type { InvokeOutcome } from '../shared/worker-protocol.js';
 import type { OperatorLog } from './operator-log.js';
 import type { AuditSnapshot, AuditStorageHandle } from './startup-snapshot.js';
 
-/**
- * Before each invocation: is the key this process signs with (pinned at
- * startup) still the one in the project? Returns the one-line refusal when it
- * is not, or when no key could be loaded at startup. Each distinct change is
- * said once on standard error; each refused call still gets the reason.
- */
-export function createSigningKeyGuard(
-  project: PinnedDirectory,
-  storage: AuditStorageHandle | null,
-  audit: AuditSnapshot,
-  log: OperatorLog,
-): () => string | undefined {
-  if (storage === null) {
-    const reason = audit.ready ? 'no signing key was loaded at startup' : audit.reason;
-    return () => `audit storage was unusable at startup: ${reason}; restart the server once it is fixed`;
-  }
+// The supervisor's side of the signing key rule (signing-key-change.ts): it
+// refuses every invocation when no key could be loaded at startup, and tells
+// the operator when runs find the key file changed. The file itself is looked
+// at by each run's worker, right before it creates the journal.
+
+export interface SigningKeyGuard {
+  /** The one-line refusal for every invocation when no key was loaded at startup, else undefined. */
+  readonly unusable: string | undefined;
+  /** Says each distinct change of the key file once on standard error, as runs report it. */
+  noteOutcome(outcome: InvokeOutcome): void;
+}
+
+export function createSigningKeyGuard(storage: AuditStorageHandle | null, audit: AuditSnapshot, log: OperatorLog): SigningKeyGuard {
+  const reason = audit.ready ? 'no signing key was loaded at startup' : audit.reason;
   let reported: string | undefined;
-  return () => {
-    const change = signingKeyFileChange(project, storage.pinnedKey);
-    if (change !== undefined && change !== reported) {
-      log.warn(`audit signing key changed: ${change}`, { event: 'audit.key_changed' });
-    }
-    reported = change;
-    return change;
+  return {
+    unusable: storage === null ? `audit storage was unusable at startup: ${reason}; restart the server once it is fixed` : undefined,
+    noteOutcome: (outcome) => {
+      // A run that created its journal found the file unchanged; one refused for it says what changed.
+      const change = outcome.ok ? undefined : outcome.keyFileChange;
+      if (change === undefined && !outcome.ok && outcome.audit === undefined) return;
+      if (change !== undefined && change !== reported) log.warn(`audit signing key changed: ${change}`, { event: 'audit.key_changed' });
+      reported = change;
+    },
   };
 }

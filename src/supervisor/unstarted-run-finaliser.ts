@@ -1,6 +1,6 @@
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
 import type { JournalWriter } from '../shared/journal/journal-writer.js';
-import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
+import { signingKeyFileChangeIn, type PinnedSigningKey } from '../shared/journal/signing-key-change.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
 import type { AuditReference, DurableAt, RunDefinition } from '../shared/worker-protocol.js';
 import { startedEvent } from '../shared/journal/run-events.js';
@@ -34,11 +34,12 @@ export function loadJournalWriter(): Promise<typeof import('../shared/journal/jo
  * first, the worker writes the run's records and this returns `claimed: false`.
  * A worker that loses the claim never writes to a journal it did not create;
  * the owner posts the cancel before claiming, so that worker also finds the
- * cancel waiting and reports the run as cancelled.
+ * cancel waiting and reports the run as cancelled. Nothing is claimed when the
+ * key file changed after startup: the worker then refuses the run, journal-less.
  */
 export async function finaliseUnstartedRun(
   project: PinnedDirectory,
-  signingKey: ProjectSigningKey,
+  pinnedKey: PinnedSigningKey,
   runId: string,
   definition: RunDefinition,
   message: string,
@@ -47,7 +48,8 @@ export async function finaliseUnstartedRun(
   let writer: JournalWriter | undefined;
   try {
     const { JournalWriter } = await loadJournalWriter();
-    storage = openRunAuditStorage(project, signingKey);
+    storage = openRunAuditStorage(project, pinnedKey.key);
+    if (signingKeyFileChangeIn(storage.route, storage.governedDirFd, pinnedKey) !== undefined) return { claimed: false };
     try {
       writer = await JournalWriter.create(storage, runId, definition.principal);
     } catch {

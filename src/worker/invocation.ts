@@ -3,6 +3,7 @@ import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../sh
 import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
 import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
+import { signingKeyFileChangeIn, type KeyFileAtStartup } from '../shared/journal/signing-key-change.js';
 import { explainFinish } from '../shared/finish-reasons.js';
 import { TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
@@ -23,8 +24,10 @@ export interface WorkerResources {
   project: PinnedDirectory;
   policySet: LoadedPolicySet;
   provider: ProviderConfig;
-  /** The key pinned at startup; the key file is never read here. */
+  /** The key pinned at startup; the key file is only looked at, never signed with. */
   signingKey: ProjectSigningKey;
+  /** The key file as it was at startup, looked at before each journal is created. */
+  signingKeyFile: KeyFileAtStartup;
   /** Whether a journal append should sync in this thread now (invoke-task.ts: no other run is in flight on it); on libuv's pool when absent. */
   journalSyncInThread?: () => boolean;
 }
@@ -90,6 +93,12 @@ export async function performInvocation(
     // Even a run cancelled before it started gets its journal: every accepted run
     // has a Started and a Terminated record, so an auditor can count them.
     storage = openRunAuditStorage(resources.project, resources.signingKey);
+    // Refused before any journal when the key file is no longer the one this process signs for,
+    // looked at in the very directory the journal would be created in.
+    const keyFileChange = signingKeyFileChangeIn(storage.route, storage.governedDirFd, resources.signingKeyFile);
+    if (keyFileChange !== undefined) {
+      return { ok: false, message: keyFileChange, terminalDurable: false, cancelled: cancellation.reason() !== undefined, keyFileChange };
+    }
     try {
       const reservedFd = takeReservedJournalFile();
       writer = await JournalWriter.create(storage, task.runId, definition.principal, { reservedFd, syncInThread: resources.journalSyncInThread });

@@ -21,6 +21,7 @@ const resources: WorkerResources = {
   policySet: boot.policySet,
   provider: boot.provider,
   signingKey: signingKeyFromSeed(boot.signingKeySeed),
+  signingKeyFile: boot.signingKeyFile,
 };
 // The KeyObject keeps its own copy; this thread's copy of the seed is not needed again.
 boot.signingKeySeed.fill(0);

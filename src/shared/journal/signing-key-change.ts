@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { ConfinementError, type PinnedDirectory } from '../pinned-directory.js';
 import { GOVERNED_COMPONENTS } from '../audit-storage.js';
 import { UnsafeStorageError } from '../private-directory.js';
+import type { DescriptorRoute } from '../confinement/descriptor-route.js';
 import type { ProjectSigningKey } from './signing-key.js';
 import { readKeyFile } from './signing-key-store.js';
 
@@ -10,8 +11,11 @@ import { readKeyFile } from './signing-key-store.js';
 // for signing. The file is still looked at before each invocation, so that an
 // operator who replaced, removed or exposed it learns that this process keeps
 // signing with the old key only by being refused (a journal signed with a key
-// nobody recorded would fail verification later). Nothing here ever creates a
-// key: a key deleted mid-session stays deleted until a restart.
+// nobody recorded would fail verification later). The run's worker looks right
+// before it creates the journal, in the same directory descriptor; the
+// supervisor looks before it claims a run cancelled ahead of its worker.
+// Nothing here ever creates a key: a key deleted mid-session stays deleted
+// until a restart.
 
 /** What the key file was at startup: which file, how big, its permission bits, and its content. */
 export interface KeyFileIdentity {
@@ -41,13 +45,16 @@ function octal(mode: number): string {
   return (mode & 0o7777).toString(8).padStart(4, '0');
 }
 
+/** What looking at the key file needs: its identity at startup, and its path for messages. */
+export type KeyFileAtStartup = Pick<PinnedSigningKey, 'file' | 'shownPath'>;
+
 /**
  * Looks at the key file where the next journal would be written (the project's
  * .symbiont/governed/, resolved without following symlinks) and compares it
  * with the startup identity. Returns undefined when it is unchanged, otherwise
  * one line saying what changed. Never creates anything.
  */
-export function signingKeyFileChange(project: PinnedDirectory, pinned: PinnedSigningKey): string | undefined {
+export function signingKeyFileChange(project: PinnedDirectory, pinned: KeyFileAtStartup): string | undefined {
   const shown = pinned.shownPath;
   let dirFd: number;
   try {
@@ -58,7 +65,21 @@ export function signingKeyFileChange(project: PinnedDirectory, pinned: PinnedSig
     return `${shown}: its directory cannot be opened any more (${(err as Error).message}); ${RESTART}`;
   }
   try {
-    const now = readKeyFile(project.route, dirFd, shown);
+    return signingKeyFileChangeIn(project.route, dirFd, pinned);
+  } finally {
+    fs.closeSync(dirFd);
+  }
+}
+
+/**
+ * The same look in an .symbiont/governed/ already open: a run's worker looks in the very
+ * directory it is about to create the journal in, so no swap of directories can come between
+ * the look and the journal.
+ */
+export function signingKeyFileChangeIn(route: DescriptorRoute, governedDirFd: number, pinned: KeyFileAtStartup): string | undefined {
+  const shown = pinned.shownPath;
+  try {
+    const now = readKeyFile(route, governedDirFd, shown);
     if (now === undefined) return `${shown} was removed after startup; ${RESTART}`;
     now.seed.fill(0);
     const was = pinned.file;
@@ -70,7 +91,5 @@ export function signingKeyFileChange(project: PinnedDirectory, pinned: PinnedSig
     // readKeyFile names what is unsafe (a symlink, group or other access, extra links, the wrong size).
     const problem = err instanceof UnsafeStorageError ? err.message.replace(`${shown}: `, '') : (err as Error).message;
     return `${shown} changed after startup: ${problem}; ${RESTART}`;
-  } finally {
-    fs.closeSync(dirFd);
   }
 }

@@ -9,14 +9,15 @@ import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, typ
 import type { OperatorLog } from '../operator-log.js';
 import type { RunOwnerTable } from '../run-owners.js';
 import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
+import type { SigningKeyGuard } from '../signing-key-guard.js';
 
 export interface InvokeAgentSession extends PreflightInputs {
   owners: RunOwnerTable;
   /** The generated AGENTS.md section, already cut to its limit, if the project has one. */
   guidance?: string | undefined;
   log: OperatorLog;
-  /** Why no run may start now (the startup signing key is gone or changed), if so. */
-  signingKeyProblem(): string | undefined;
+  /** The startup signing key rule's supervisor side (signing-key-guard.ts). */
+  signingKey: SigningKeyGuard;
   /** The registry once the startup analysis has run: files it left out cannot be invoked (source-analysis.ts). */
   analysedRegistry(): Promise<PreflightInputs['registry']>;
   /** Parses the file `agent` names in the DSL analysis thread, ahead of preflight (invoke-preflight.ts prepareSelection). */
@@ -130,10 +131,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         await session.prepareSelection(registry, args.agent);
         preflight = preflightInvocation(args, { ...session, registry });
         if (!preflight.ok && preflight.unknownAgent) preflight = { ok: false, message: unknownAgentMessage(preflight.message, await session.agentVerdicts()) };
-        if (preflight.ok) {
-          const keyProblem = session.signingKeyProblem();
-          if (keyProblem !== undefined) preflight = { ok: false, message: keyProblem };
-        }
+        if (preflight.ok && session.signingKey.unusable !== undefined) preflight = { ok: false, message: session.signingKey.unusable };
       } finally {
         // Synchronous from here to owners.start below, so no other call can take this place meanwhile.
         capacity.release();
@@ -178,6 +176,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       else extra.signal.addEventListener('abort', onAbort, { once: true });
 
       const outcome = await owner.done;
+      session.signingKey.noteOutcome(outcome);
       extra.signal.removeEventListener('abort', onAbort);
       // Every progress notice goes out before the result that ends the request.
       await Promise.all(progressSent);
