@@ -13,6 +13,9 @@ import {
   type RespondRequest,
   type RespondRequestWithoutResponse,
 } from '../src/shared/policy/respond-authorization.js';
+import { cedar } from '../src/shared/policy/cedar-engine.js';
+import { ACTION_UID, RESOURCE_UID, cedarRequestParts, cedarResponse } from '../src/shared/policy/respond-request.js';
+import { RESPOND_SCHEMA_TEXT } from '../src/shared/policy/respond-schema.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const example = (name: string): string => fs.readFileSync(path.join(repo, 'policies', 'examples', name), 'utf8');
@@ -152,6 +155,45 @@ describe('authorizeRespond', () => {
     const set = load(`permit(principal, action, resource) when { ${conditions.join(' && ')} };`);
     assert.deepEqual(set.warnings, []);
     assert.equal(authorizeRespond(set, request('héllo')).decision, 'allow');
+  });
+});
+
+describe('the request Cedar decides on, without a schema at decision time', () => {
+  // authorizeRespond leaves the schema out of each decision (respond-authorization.ts says why):
+  // that is only sound if every request it builds is one the schema accepts, and if Cedar then
+  // decides exactly as it would with the schema. Both are checked here with Cedar itself.
+  const EVERY_FIELD = `permit (principal is Agent, action == Action::"respond", resource == Resource::"default") when {
+    (principal.name like "*a*" && principal.capabilities.contains("read")) ||
+    (context.response.bytes > 12 && context.response.content like "*e*" && context.response.sha256 != "") ||
+    (context.agent.file like "agents/*" && context.agent.capabilities.containsAny(["write", "x"]) && context.run_id != "" &&
+     context.agent.source_hash != context.agent.declaration_hash && context.agent.name != "b") ||
+    (context.surface == "mcp-server" && context.mode == "text_response" && !context.tools_enabled &&
+     context.response.finish_reason == "complete" && context.response.provider_finish_reason == "stop" && context.response.bytes == 3)
+  };`;
+  const set = load(EVERY_FIELD);
+
+  it('every request built for a decision passes Cedar\'s request validation against the respond schema, and decides the same (property)', () => {
+    const words = fc.string({ unit: 'grapheme', maxLength: 24 });
+    fc.assert(
+      fc.property(words, fc.array(fc.constantFrom('read', 'write', 'x', 'summarize', ''), { maxLength: 4 }), words, fc.constantFrom('complete', 'length', 'content_filter'), (agent, capabilities, content, finishReason) => {
+        const built = withResponse(before(agent, capabilities), content, finishReason);
+        const parts = cedarRequestParts(built);
+        const checked = cedar.isAuthorized({
+          principal: parts.principal,
+          action: ACTION_UID,
+          resource: RESOURCE_UID,
+          context: { ...parts.baseContext, response: cedarResponse(built.context.response) },
+          entities: parts.entities,
+          policies: { staticPolicies: { 'policies/p0.cedar#0': EVERY_FIELD } },
+          schema: RESPOND_SCHEMA_TEXT,
+          validateRequest: true,
+        });
+        assert.equal(checked.type, 'success', JSON.stringify(checked));
+        assert.ok(checked.type === 'success');
+        assert.equal(authorizeRespond(set, built).decision, checked.response.decision);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 

@@ -1,28 +1,16 @@
-// Per-thread cache of policy sets and the schema parsed once inside the wasm module, so a
-// decision does not re-parse them (statefulIsAuthorized). The wasm cache is thread-local,
+// Per-thread cache of policy sets parsed once inside the wasm module, so a decision does not
+// re-parse them (statefulIsAuthorized). The wasm cache is thread-local,
 // and so is this module's state. Sets are keyed by a hash of their ids and texts, because a
 // set that crossed a thread boundary arrives as a fresh copy; a bounded number of slots is
 // reused so a long-lived process never grows the wasm cache without limit.
 import { sha256Hex } from '../canonical-json.js';
 import { cedar } from './cedar-engine.js';
 import { describeCedarErrors } from './cedar-diagnostics.js';
-import { RESPOND_SCHEMA_TEXT } from './respond-schema.js';
 
 const SLOT_COUNT = 16; // distinct policy sets kept parsed per thread; a process normally has one
-const SCHEMA_NAME = 'symbi-respond-schema';
 
 const slotOfKey = new Map<string, string>(); // insertion order = least recently used first
 const freeSlots: string[] = Array.from({ length: SLOT_COUNT }, (_, i) => `symbi-policy-set-${i}`);
-let schemaReady = false;
-
-export function preparedSchemaName(): string {
-  if (!schemaReady) {
-    const answer = cedar.preparseSchema(SCHEMA_NAME, RESPOND_SCHEMA_TEXT);
-    if (answer.type === 'failure') throw new Error(`the embedded respond schema does not parse: ${describeCedarErrors(answer.errors)}`);
-    schemaReady = true;
-  }
-  return SCHEMA_NAME;
-}
 
 type PolicyList = readonly { id: string; text: string }[];
 const keyOfFrozenList = new WeakMap<PolicyList, string>();

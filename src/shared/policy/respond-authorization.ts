@@ -12,7 +12,7 @@ import { cedar } from './cedar-engine.js';
 import { foldToOneLine } from '../one-line-text.js';
 import { describeCedarErrors } from './cedar-diagnostics.js';
 import type { LoadedPolicySet } from './policy-set.js';
-import { preparedPolicySetId, preparedSchemaName } from './preparsed-policies.js';
+import { preparedPolicySetId } from './preparsed-policies.js';
 import {
   ACTION_UID,
   RESOURCE_UID,
@@ -43,7 +43,7 @@ export interface PermitPossibility {
 }
 
 /**
- * Readies a thread for its first run: parses the schema and the set into Cedar, then makes one
+ * Readies a thread for its first run: parses the set into Cedar, then makes one
  * decision and one partial evaluation on a made-up request (nothing is cached from them), because
  * Cedar's wasm functions are compiled on their first call. Called when a worker thread starts and
  * by the supervisor once the client has initialized. Problems are left for the real calls to report.
@@ -51,7 +51,6 @@ export interface PermitPossibility {
 export function preparePolicySet(set: LoadedPolicySet): void {
   if (set.mode !== 'configured') return;
   try {
-    preparedSchemaName();
     preparedPolicySetId(set.policies);
     const request = respondRequestFor(WARM_UP_AGENT, WARM_UP_AGENT.principal, { content: '', sha256: WARM_UP_AGENT.sourceHash, bytes: 0, finish_reason: 'complete', provider_finish_reason: '' });
     authorizeRespond(set, request);
@@ -87,14 +86,17 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
 
   let answer;
   try {
+    // No schema at decision time. The set was validated against the respond schema when it was
+    // loaded (respond-validation.ts), and cedarRequestParts and cedarResponse build exactly the
+    // schema's entity and context, refusing anything else: Cedar checking the request against
+    // the schema again would repeat that, at about 40% of each decision (docs/benchmarks.md).
+    // test/policy-authorization.test.ts checks that every request built here passes that check.
     answer = cedar.statefulIsAuthorized({
       principal: parts.principal,
       action: ACTION_UID,
       resource: RESOURCE_UID,
       context: { ...parts.baseContext, response },
       preparsedPolicySetId: preparedPolicySetId(set.policies),
-      preparsedSchemaName: preparedSchemaName(),
-      validateRequest: true,
       entities: parts.entities,
     });
   } catch (error) {
