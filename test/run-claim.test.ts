@@ -126,6 +126,28 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
       workerPort.close();
     }
   });
+  it('with .symbiont/governed swapped for a directory holding another key, the run refuses and writes no journal in either', async () => {
+    const runId = randomUUID();
+    const governed = path.join(project, '.symbiont', 'governed');
+    const { port1: ownerPort, port2: workerPort } = new MessageChannel();
+    const requestsBefore = endpoint.requests.length;
+    fs.renameSync(governed, `${governed}.startup`);
+    try {
+      fs.mkdirSync(governed, { mode: 0o700 });
+      fs.writeFileSync(path.join(governed, 'audit-signing.key'), randomBytes(32), { mode: 0o600 });
+      const outcome = await performInvocation({ runId, definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort }, resources);
+      assert.ok(!outcome.ok && outcome.audit === undefined, JSON.stringify(outcome));
+      assert.match(outcome.message, /audit-signing\.key was replaced by another file after startup/);
+      for (const dir of [governed, `${governed}.startup`]) assert.equal(fs.existsSync(path.join(dir, `${runId}.jsonl`)), false, `no journal in ${dir}`);
+      assert.equal(endpoint.requests.length, requestsBefore, 'no provider request was sent');
+    } finally {
+      ownerPort.close();
+      workerPort.close();
+      fs.rmSync(governed, { recursive: true, force: true });
+      fs.renameSync(`${governed}.startup`, governed);
+    }
+  });
+
   it('with the key file replaced after startup, the owner claims nothing and the worker refuses before any journal or request', async () => {
     const runId = randomUUID();
     const keyPath = path.join(project, '.symbiont', 'governed', 'audit-signing.key');
