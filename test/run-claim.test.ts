@@ -148,6 +148,24 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
     }
   });
 
+  it('with .symbiont removed after startup, the run refuses without making the storage again, and sends nothing', async () => {
+    const storage = path.join(project, '.symbiont');
+    const { port1: ownerPort, port2: workerPort } = new MessageChannel();
+    const requestsBefore = endpoint.requests.length;
+    fs.renameSync(storage, `${storage}.startup`);
+    try {
+      const outcome = await performInvocation({ runId: randomUUID(), definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort }, resources);
+      assert.ok(!outcome.ok && outcome.audit === undefined, JSON.stringify(outcome));
+      assert.match(outcome.message, /\.symbiont: the storage directory was removed after startup; restart the server to create it again/);
+      assert.equal(fs.existsSync(storage), false, 'the storage is not made again by a run');
+      assert.equal(endpoint.requests.length, requestsBefore, 'no provider request was sent');
+    } finally {
+      ownerPort.close();
+      workerPort.close();
+      fs.renameSync(`${storage}.startup`, storage);
+    }
+  });
+
   it('with the key file replaced after startup, the owner claims nothing and the worker refuses before any journal or request', async () => {
     const runId = randomUUID();
     const keyPath = path.join(project, '.symbiont', 'governed', 'audit-signing.key');

@@ -53,7 +53,7 @@ export function openAuditStorage(project: PinnedDirectory): StartupAuditStorage 
   // Another user who can rename .symbiont/ away could swap in storage of their own (directory-ownership.ts).
   const directoriesProblem = projectDirectoriesProblem(project);
   if (directoriesProblem !== undefined) throw new UnsafeStorageError(`${governedDisplayPath(project)}: unsafe storage: ${directoriesProblem}`);
-  const governedDirFd = openPrivateDirectory(project, GOVERNED_COMPONENTS);
+  const governedDirFd = openPrivateDirectory(project, GOVERNED_COMPONENTS, { create: true });
   const governedPath = governedDisplayPath(project);
   try {
     const pinnedKey = pinSigningKeyFile(project.route, governedDirFd, governedPath);
@@ -66,10 +66,12 @@ export function openAuditStorage(project: PinnedDirectory): StartupAuditStorage 
 
 /**
  * One run: opens .symbiont/governed/ with the same checks, but signs with the
- * key pinned at startup and never reads or creates the key file.
+ * key pinned at startup and never reads or creates the key file. Nor does it
+ * create the directories: they exist since startup, and a storage removed since
+ * is refused rather than made again empty.
  */
 export function openRunAuditStorage(project: PinnedDirectory, signingKey: ProjectSigningKey): AuditStorage {
-  return { governedDirFd: openPrivateDirectory(project, GOVERNED_COMPONENTS), governedPath: governedDisplayPath(project), route: project.route, signingKey };
+  return { governedDirFd: openPrivateDirectory(project, GOVERNED_COMPONENTS, { create: false }), governedPath: governedDisplayPath(project), route: project.route, signingKey };
 }
 
 /** Closes the storage's directory descriptor (idempotent). */

@@ -36,13 +36,14 @@ export function checkPrivateDirectory(fd: number, shown: string): void {
  * Opens the directory `name` in `dirFd`, creating it (0700) only when it is absent:
  * every run opens these, and they exist after startup. Throws UnsafeStorageError.
  */
-function openOrCreateDirectory(dirFd: number, name: string, shown: string, route: DescriptorRoute): number {
+function openOrCreateDirectory(dirFd: number, name: string, shown: string, route: DescriptorRoute, create: boolean): number {
   const open = (): number => PinnedDirectory.withRoute(dirFd, shown, route).openDirectory([name]);
   try {
     try {
       return open();
     } catch (err) {
       if (!(err instanceof ConfinementError && err.code === 'not_found')) throw err;
+      if (!create) throw new UnsafeStorageError(`${shown}: the storage directory was removed after startup; restart the server to create it again`);
     }
     try {
       route.mkdirAt(dirFd, name, PRIVATE_DIRECTORY_MODE);
@@ -60,11 +61,12 @@ function openOrCreateDirectory(dirFd: number, name: string, shown: string, route
 }
 
 /**
- * Opens (creating with mode 0700 when absent) the private directory named by
- * `components`, e.g. ['.symbiont', 'governed'], checking every level. Returns a
- * descriptor the caller closes. Throws UnsafeStorageError with the path and the problem.
+ * Opens the private directory named by `components`, e.g. ['.symbiont', 'governed'],
+ * checking every level, and creating (mode 0700) a level that is absent when `create`
+ * is true. Returns a descriptor the caller closes. Throws UnsafeStorageError with the path
+ * and the problem.
  */
-export function openPrivateDirectory(project: PinnedDirectory, components: readonly string[]): number {
+export function openPrivateDirectory(project: PinnedDirectory, components: readonly string[], { create }: { create: boolean }): number {
   // Without descriptor-relative access every mkdir below would fail as if a parent were missing.
   if (!project.access.available) {
     throw new UnsafeStorageError(`${[project.displayPath, ...components].join('/')}: ${projectFilesUnavailable(project.access.reason)}`);
@@ -76,7 +78,7 @@ export function openPrivateDirectory(project: PinnedDirectory, components: reado
     for (const name of components) {
       shownParts.push(name);
       const shown = shownParts.join('/');
-      const next = openOrCreateDirectory(current, name, shown, route);
+      const next = openOrCreateDirectory(current, name, shown, route, create);
       if (current !== project.fd) fs.closeSync(current);
       current = next;
       checkPrivateDirectory(current, shown);

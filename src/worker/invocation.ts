@@ -24,7 +24,7 @@ export interface WorkerResources {
   project: PinnedDirectory;
   policySet: LoadedPolicySet;
   provider: ProviderConfig;
-  /** The key pinned at startup; the key file is only looked at, never signed with. */
+  /** The key pinned at startup, which signs every record; the key file is never read for signing. */
   signingKey: ProjectSigningKey;
   /** The key file as it was at startup, looked at before each journal is created. */
   signingKeyFile: KeyFileAtStartup;

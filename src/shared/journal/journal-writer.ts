@@ -170,8 +170,8 @@ export class JournalWriter {
   private broken: string | undefined;
   private terminated = false;
   private closed = false;
-  /** The new journal's directory sync, started at creation; the first append waits for it. */
-  private directorySynced: Promise<JournalWriteError | undefined> | undefined;
+  /** The new journal's directory sync, started at creation; the first append waits for it. Settles with the error code of a failure. */
+  private directorySynced: Promise<string | undefined> | undefined;
   /** Where this writer created its journal, so the file can be removed if its first records never become durable. */
   private createdAt: { route: DescriptorRoute; dirFd: number; name: string } | undefined;
   /** Set when a failed write left bytes that could not be cut back: nothing may follow them. */
@@ -499,8 +499,8 @@ export class JournalWriter {
     this.sequence = sequence;
     const directoryFailure = await directorySynced;
     if (directoryFailure !== undefined) {
-      this.broken ??= directoryFailure.message;
-      throw directoryFailure;
+      this.broken ??= `the journal's directory entry could not be made durable (${directoryFailure})`;
+      throw new JournalWriteError(`${this.path}: cannot make the new journal's directory entry durable (${directoryFailure})`);
     }
   }
 
@@ -560,14 +560,14 @@ export class JournalWriter {
   /**
    * Makes a new journal's directory entry durable, on libuv's pool: started as soon as the file
    * has its name, it overlaps building and signing the first records (0.1 ms of a call here,
-   * docs/benchmarks.md). Settles with the failure rather than rejecting, so it is never left unhandled.
+   * docs/benchmarks.md). Settles with the failure's code rather than rejecting, so it is never left unhandled.
    */
-  private async syncDirectoryEntry(dirFd: number): Promise<JournalWriteError | undefined> {
+  private async syncDirectoryEntry(dirFd: number): Promise<string | undefined> {
     try {
       await this.syncOnPool(dirFd, 'fsync');
     } catch (err) {
       // EINVAL: the file system cannot sync directories; the records themselves are synced.
-      if (errorText(err) !== 'EINVAL') return new JournalWriteError(`${this.path}: cannot make the new journal's directory entry durable (${errorText(err)})`);
+      if (errorText(err) !== 'EINVAL') return errorText(err);
     }
     return undefined;
   }

@@ -1,6 +1,3 @@
-import fs from 'node:fs';
-import { ConfinementError, type PinnedDirectory } from '../pinned-directory.js';
-import { GOVERNED_COMPONENTS } from '../audit-storage.js';
 import { UnsafeStorageError } from '../private-directory.js';
 import type { DescriptorRoute } from '../confinement/descriptor-route.js';
 import type { ProjectSigningKey } from './signing-key.js';
@@ -49,32 +46,10 @@ function octal(mode: number): string {
 export type KeyFileAtStartup = Pick<PinnedSigningKey, 'file' | 'shownPath'>;
 
 /**
- * Looks at the key file where the next journal would be written (the project's
- * .symbiont/governed/, resolved without following symlinks) and compares it
- * with the startup identity. Returns undefined when it is unchanged, otherwise
- * one line saying what changed. Never creates anything.
- */
-export function signingKeyFileChange(project: PinnedDirectory, pinned: KeyFileAtStartup): string | undefined {
-  const shown = pinned.shownPath;
-  let dirFd: number;
-  try {
-    dirFd = project.openDirectory(GOVERNED_COMPONENTS);
-  } catch (err) {
-    if (err instanceof ConfinementError && err.code === 'not_found') return `${shown} was removed after startup (its directory is gone); ${RESTART}`;
-    if (err instanceof ConfinementError && err.code === 'symlink') return `${shown}: its directory was replaced by a symlink after startup; ${RESTART}`;
-    return `${shown}: its directory cannot be opened any more (${(err as Error).message}); ${RESTART}`;
-  }
-  try {
-    return signingKeyFileChangeIn(project.route, dirFd, pinned);
-  } finally {
-    fs.closeSync(dirFd);
-  }
-}
-
-/**
- * The same look in an .symbiont/governed/ already open: a run's worker looks in the very
- * directory it is about to create the journal in, so no swap of directories can come between
- * the look and the journal.
+ * Looks at the key file in an open .symbiont/governed/ (the directory a run is about to
+ * create its journal in, so no swap of directories can come between the look and the
+ * journal) and compares it with the startup identity. Returns undefined when it is
+ * unchanged, otherwise one line saying what changed. Never creates anything.
  */
 export function signingKeyFileChangeIn(route: DescriptorRoute, governedDirFd: number, pinned: KeyFileAtStartup): string | undefined {
   const shown = pinned.shownPath;

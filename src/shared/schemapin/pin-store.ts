@@ -86,7 +86,7 @@ export class PinStore {
     if (directoriesProblem !== undefined) throw new SchemaPinCheckError(`pin store refused: ${directoriesProblem}`);
     let dirFd: number;
     try {
-      dirFd = openPrivateDirectory(this.project, STORE_COMPONENTS);
+      dirFd = openPrivateDirectory(this.project, STORE_COMPONENTS, { create: true });
     } catch (err) {
       if (err instanceof UnsafeStorageError) throw new SchemaPinCheckError(`pin store refused: ${err.message}`);
       throw err;
