@@ -33,8 +33,8 @@ export function checkPrivateDirectory(fd: number, shown: string): void {
 }
 
 /**
- * Opens the directory `name` in `dirFd`, creating it (0700) only when it is absent:
- * every run opens these, and they exist after startup. Throws UnsafeStorageError.
+ * Opens the directory `name` in `dirFd`, creating it (0700) when it is absent and `create`
+ * is set (at startup); a run opens these without creating them. Throws UnsafeStorageError.
  */
 function openOrCreateDirectory(dirFd: number, name: string, shown: string, route: DescriptorRoute, create: boolean): number {
   const open = (): number => PinnedDirectory.withRoute(dirFd, shown, route).openDirectory([name]);

@@ -1,6 +1,6 @@
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
 import type { JournalWriter } from '../shared/journal/journal-writer.js';
-import { signingKeyFileChangeIn, type PinnedSigningKey } from '../shared/journal/signing-key-change.js';
+import { signingKeyFileChange, type PinnedSigningKey } from '../shared/journal/signing-key-change.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
 import type { AuditReference, DurableAt, RunDefinition } from '../shared/worker-protocol.js';
 import { startedEvent } from '../shared/journal/run-events.js';
@@ -49,7 +49,7 @@ export async function finaliseUnstartedRun(
   try {
     const { JournalWriter } = await loadJournalWriter();
     storage = openRunAuditStorage(project, pinnedKey.key);
-    if (signingKeyFileChangeIn(storage.route, storage.governedDirFd, pinnedKey) !== undefined) return { claimed: false };
+    if (signingKeyFileChange(storage.route, storage.governedDirFd, pinnedKey) !== undefined) return { claimed: false };
     try {
       writer = await JournalWriter.create(storage, runId, definition.principal);
     } catch {

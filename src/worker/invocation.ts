@@ -3,7 +3,7 @@ import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../sh
 import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
 import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
-import { signingKeyFileChangeIn, type KeyFileAtStartup } from '../shared/journal/signing-key-change.js';
+import { signingKeyFileChange, type KeyFileAtStartup } from '../shared/journal/signing-key-change.js';
 import { explainFinish } from '../shared/finish-reasons.js';
 import { TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
 import type { PinnedDirectory } from '../shared/pinned-directory.js';
@@ -95,7 +95,7 @@ export async function performInvocation(
     storage = openRunAuditStorage(resources.project, resources.signingKey);
     // Refused before any journal when the key file is no longer the one this process signs for,
     // looked at in the very directory the journal would be created in.
-    const keyFileChange = signingKeyFileChangeIn(storage.route, storage.governedDirFd, resources.signingKeyFile);
+    const keyFileChange = signingKeyFileChange(storage.route, storage.governedDirFd, resources.signingKeyFile);
     if (keyFileChange !== undefined) {
       return { ok: false, message: keyFileChange, terminalDurable: false, cancelled: cancellation.reason() !== undefined, keyFileChange };
     }

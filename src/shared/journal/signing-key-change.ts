@@ -51,7 +51,7 @@ export type KeyFileAtStartup = Pick<PinnedSigningKey, 'file' | 'shownPath'>;
  * journal) and compares it with the startup identity. Returns undefined when it is
  * unchanged, otherwise one line saying what changed. Never creates anything.
  */
-export function signingKeyFileChangeIn(route: DescriptorRoute, governedDirFd: number, pinned: KeyFileAtStartup): string | undefined {
+export function signingKeyFileChange(route: DescriptorRoute, governedDirFd: number, pinned: KeyFileAtStartup): string | undefined {
   const shown = pinned.shownPath;
   try {
     const now = readKeyFile(route, governedDirFd, shown);
