@@ -5,8 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { PinnedDirectory } from '../src/shared/pinned-directory.js';
-import { openAuditStorage, closeAuditStorage } from '../src/shared/audit-storage.js';
+import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js';
+import { openAuditStorage, closeAuditStorage } from '../src/shared/storage/audit-storage.js';
 import { JournalWriter } from '../src/shared/journal/journal-writer.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { symbiBin } from './support/server-entry.js';
@@ -106,7 +106,7 @@ test('audit list: runs newest first with agent, outcome and verification, plus t
   assert.match(empty.stdout, /No runs recorded/);
   assert.equal(fs.existsSync(path.join(dir, '.symbiont')), false, 'list creates nothing');
 
-  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  const storage = openAuditStorage(pinProject(dir));
   t.after(() => closeAuditStorage(storage));
   const agent = responsePrincipal('declared');
   const runs: string[] = [];

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PinnedDirectory } from '../src/shared/pinned-directory.js';
+import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js';
 import crypto from 'node:crypto';
-import { openAuditStorage, closeAuditStorage, UnsafeStorageError, type AuditStorage } from '../src/shared/audit-storage.js';
+import { openAuditStorage, closeAuditStorage, UnsafeStorageError, type AuditStorage } from '../src/shared/storage/audit-storage.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { JournalExistsError, JournalWriter, reserveJournalFile } from '../src/shared/journal/journal-writer.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
@@ -25,14 +25,14 @@ function freshProject(t: { after(fn: () => void): void }): string {
 /** Creates healthy storage (dirs 0700, key 0600) so a case can then break one thing. */
 function prepared(t: { after(fn: () => void): void }): { dir: string; governed: string; key: string } {
   const dir = freshProject(t);
-  closeAuditStorage(openAuditStorage(PinnedDirectory.pin(dir)));
+  closeAuditStorage(openAuditStorage(pinProject(dir)));
   const governed = path.join(dir, '.symbiont', 'governed');
   return { dir, governed, key: path.join(governed, 'audit-signing.key') };
 }
 
 function refusal(dir: string): string {
   try {
-    closeAuditStorage(openAuditStorage(PinnedDirectory.pin(dir)));
+    closeAuditStorage(openAuditStorage(pinProject(dir)));
   } catch (err) {
     assert.ok(err instanceof UnsafeStorageError, `expected UnsafeStorageError, got ${String(err)}`);
     assert.ok(!err.message.includes('\n'), 'the refusal is one line');
@@ -56,7 +56,7 @@ function journalsIn(dir: string): string[] {
 
 test('fresh storage is created private: directories 0700, a 32-byte key 0600', (t) => {
   const dir = freshProject(t);
-  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  const storage = openAuditStorage(pinProject(dir));
   t.after(() => closeAuditStorage(storage));
   assert.equal(fs.statSync(path.join(dir, '.symbiont')).mode & 0o777, 0o700);
   assert.equal(fs.statSync(path.join(dir, '.symbiont', 'governed')).mode & 0o777, 0o700);
@@ -65,7 +65,7 @@ test('fresh storage is created private: directories 0700, a 32-byte key 0600', (
   assert.equal(fs.statSync(key).mode & 0o777, 0o600);
   assert.equal(storage.governedPath, path.join(fs.realpathSync(dir), '.symbiont', 'governed'));
   // Reopening loads the same key rather than replacing it.
-  const again = openAuditStorage(PinnedDirectory.pin(dir));
+  const again = openAuditStorage(pinProject(dir));
   t.after(() => closeAuditStorage(again));
   assert.equal(again.signingKey.publicKeyHex, storage.signingKey.publicKeyHex);
 });
@@ -168,7 +168,7 @@ function isOpen(fd: number): boolean {
 
 test('a reserved journal file becomes the run journal: exclusive name, mode 0600, one link, a chain that verifies', async (t) => {
   const { dir, governed } = prepared(t);
-  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  const storage = openAuditStorage(pinProject(dir));
   t.after(() => closeAuditStorage(storage));
   const before = fs.readdirSync(governed).sort();
   const reserved = reserveJournalFile(storage);
@@ -190,7 +190,7 @@ test('a reserved journal file becomes the run journal: exclusive name, mode 0600
 
 test('a reserved journal file never takes a name that exists: a planted symlink or file stays as it was', async (t) => {
   const { dir, governed } = prepared(t);
-  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  const storage = openAuditStorage(pinProject(dir));
   t.after(() => closeAuditStorage(storage));
   const outside = path.join(freshProject(t), 'target.txt');
   fs.writeFileSync(outside, 'outside\n');
@@ -211,7 +211,7 @@ test('a reserved journal file never takes a name that exists: a planted symlink 
 
 test('a reserved journal file that is never used leaves nothing in the directory', (t) => {
   const { dir, governed } = prepared(t);
-  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  const storage = openAuditStorage(pinProject(dir));
   t.after(() => closeAuditStorage(storage));
   const before = fs.readdirSync(governed).sort();
   const reserved = reserveJournalFile(storage);

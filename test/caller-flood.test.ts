@@ -12,7 +12,7 @@ import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage } fr
 // built server: a client that stops reading standard output stalls its own
 // input instead of growing the server (and gets every answer once it reads),
 // and invocations beyond the capacity bound are refused at once while every
-// accepted one still ends its journal. The full sizes run in scripts/bench-flood.ts.
+// accepted one still ends its journal. The full sizes run in scripts/bench/bench-flood.ts.
 
 const AGENT_TEXT_BYTES = 512 * 1024;
 const DSL_CALLS = 160;

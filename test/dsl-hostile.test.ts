@@ -2,7 +2,7 @@
 // a fuzz run of amplified grammar shapes and mutated Symbiont samples. Each
 // text must give a report whose diagnostics are bounded, with no exception
 // and no stack overflow; time is only bounded generously per KiB (speed
-// targets live in scripts/bench-dsl-hostile.ts).
+// targets live in scripts/bench/bench-dsl-hostile.ts).
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

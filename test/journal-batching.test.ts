@@ -5,8 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import nacl from 'tweetnacl';
-import { PinnedDirectory } from '../src/shared/pinned-directory.js';
-import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/audit-storage.js';
+import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js';
+import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/storage/audit-storage.js';
 import { JournalWriter, JournalWriteError } from '../src/shared/journal/journal-writer.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
@@ -20,7 +20,7 @@ const STARTED = { Started: { execution_context: { agent_definition: { name: 'dec
 
 function setup(t: { after(fn: () => void): void }): AuditStorage {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-batch-'));
-  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  const storage = openAuditStorage(pinProject(dir));
   t.after(() => {
     closeAuditStorage(storage);
     fs.rmSync(dir, { recursive: true, force: true });

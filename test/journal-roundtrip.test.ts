@@ -6,8 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { PinnedDirectory } from '../src/shared/pinned-directory.js';
-import { openAuditStorage, closeAuditStorage } from '../src/shared/audit-storage.js';
+import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js';
+import { openAuditStorage, closeAuditStorage } from '../src/shared/storage/audit-storage.js';
 import { JournalWriter } from '../src/shared/journal/journal-writer.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
@@ -103,7 +103,7 @@ function inspectCli(file: string, runId: string, key: string, extra: string[] = 
 test('journal round trip: Node.js crypto, tweetnacl, openssl and symbi audit inspect all verify', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-rt-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const project = PinnedDirectory.pin(dir);
+  const project = pinProject(dir);
   const { runId, file, publicKey } = await writeRun(project, 'Completed');
 
   assert.equal(file, path.join(fs.realpathSync(dir), '.symbiont', 'governed', `${runId}.jsonl`));
@@ -187,7 +187,7 @@ test('journal round trip: Node.js crypto, tweetnacl, openssl and symbi audit ins
 test('a terminal error is still a complete journal (exit 0)', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-rt-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const { runId, file, publicKey } = await writeRun(PinnedDirectory.pin(dir), { Error: { message: 'cancelled by the client' } });
+  const { runId, file, publicKey } = await writeRun(pinProject(dir), { Error: { message: 'cancelled by the client' } });
   const { report, exitCode } = inspectJournal(file, runId, publicKey, { crossCheck: true });
   assert.equal(exitCode, 0);
   assert.deepEqual(report.terminal_reason, { Error: { message: 'cancelled by the client' } });
@@ -197,7 +197,7 @@ test('a terminal error is still a complete journal (exit 0)', async (t) => {
 test('a journal without its terminal record needs reconciliation (exit 2)', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-rt-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const { runId, file, publicKey } = await writeRun(PinnedDirectory.pin(dir), null);
+  const { runId, file, publicKey } = await writeRun(pinProject(dir), null);
   const cli = inspectCli(file, runId, publicKey);
   assert.equal(cli.status, 2, cli.stderr);
   assert.equal(cli.report.verdict, 'requires_reconciliation');
@@ -210,7 +210,7 @@ test('a journal without its terminal record needs reconciliation (exit 2)', asyn
 test('a provider call requested without a recorded finish is reported as unknown (exit 2)', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-rt-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  const storage = openAuditStorage(pinProject(dir));
   t.after(() => closeAuditStorage(storage));
   const runId = crypto.randomUUID();
   const writer = await JournalWriter.create(storage, runId, AGENT);
@@ -229,7 +229,7 @@ test('a provider call requested without a recorded finish is reported as unknown
 test('a provider call whose recorded finish is an error or a cancel is unknown: complete, yet exit 2', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-rt-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  const storage = openAuditStorage(pinProject(dir));
   t.after(() => closeAuditStorage(storage));
   const finishes: Array<[Record<string, unknown>, 'result_recorded' | 'unknown']> = [
     [{ reason: { Error: { message: 'the caller cancelled the invocation' } }, response_hash: null }, 'unknown'],

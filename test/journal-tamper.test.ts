@@ -5,8 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { PinnedDirectory } from '../src/shared/pinned-directory.js';
-import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/audit-storage.js';
+import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js';
+import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/storage/audit-storage.js';
 import { JournalWriter } from '../src/shared/journal/journal-writer.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
@@ -31,7 +31,7 @@ interface Fixture {
 
 function fixture(t: { after(fn: () => void): void }): Fixture {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-tamper-'));
-  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  const storage = openAuditStorage(pinProject(dir));
   t.after(() => {
     closeAuditStorage(storage);
     fs.rmSync(dir, { recursive: true, force: true });

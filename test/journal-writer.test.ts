@@ -6,8 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { PinnedDirectory } from '../src/shared/pinned-directory.js';
-import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/audit-storage.js';
+import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js';
+import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/storage/audit-storage.js';
 import { JournalWriter, JournalWriteError } from '../src/shared/journal/journal-writer.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
@@ -22,7 +22,7 @@ const STARTED = { Started: { execution_context: { agent_definition: { name: 'dec
 
 function setup(t: { after(fn: () => void): void }): { dir: string; storage: AuditStorage } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-writer-'));
-  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  const storage = openAuditStorage(pinProject(dir));
   t.after(() => {
     closeAuditStorage(storage);
     fs.rmSync(dir, { recursive: true, force: true });
@@ -115,15 +115,15 @@ test('journals are created exclusively, mode 0600, never through a symlink, name
 test('the writer works from a worker thread sharing the pinned descriptor', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-worker-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const project = PinnedDirectory.pin(dir);
+  const project = pinProject(dir);
   t.after(() => fs.closeSync(project.fd));
   const runId = crypto.randomUUID();
   const dist = (p: string) => pathToFileURL(path.join(repo, 'dist', 'shared', p)).href;
   const code = `
     const { workerData, parentPort } = require('node:worker_threads');
     (async () => {
-      const { PinnedDirectory } = await import(${JSON.stringify(dist('pinned-directory.js'))});
-      const { openAuditStorage } = await import(${JSON.stringify(dist('audit-storage.js'))});
+      const { PinnedDirectory } = await import(${JSON.stringify(dist('confinement/index.js'))});
+      const { openAuditStorage } = await import(${JSON.stringify(dist('storage/audit-storage.js'))});
       const { JournalWriter } = await import(${JSON.stringify(dist('journal/journal-writer.js'))});
       const storage = openAuditStorage(PinnedDirectory.fromDescriptor(workerData.fd, workerData.shown, workerData.route));
       const writer = await JournalWriter.create(storage, workerData.runId, workerData.agent);

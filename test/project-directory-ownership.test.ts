@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
-import { directoryWritersProblem } from '../src/shared/directory-ownership.js';
+import { directoryWritersProblem } from '../src/shared/storage/directory-ownership.js';
 import { symbiBin } from './support/server-entry.js';
 import { invokeOnce, type InvokeOutcome, providerEnv } from './support/server.js';
 

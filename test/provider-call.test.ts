@@ -4,10 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_ANSWER, SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { MAX_OUTPUT_TOKENS, MiB } from '../src/shared/limits.js';
-import { providerConfigFor, type ProviderConfig, type ProviderKind } from '../src/shared/provider-config.js';
+import { providerConfigFor, type ProviderConfig, type ProviderKind } from '../src/shared/provider/provider-config.js';
 import { parseAnthropicMessagesResponse } from '../src/worker/providers/anthropic-messages.js';
 import { parseOpenAiChatResponse } from '../src/worker/providers/openai-chat.js';
-import type { TypedInferenceRequest } from '../src/shared/inference-types.js';
+import type { TypedInferenceRequest } from '../src/shared/provider/inference-types.js';
 import { callProvider } from '../src/worker/providers/provider-call.js';
 import { ProviderError } from '../src/worker/providers/provider-error.js';
 

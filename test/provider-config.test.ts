@@ -12,7 +12,7 @@ import {
   PROVIDER_ENVIRONMENT_VARIABLES,
   providerFromEnvironment,
   type ProviderConfig,
-} from '../src/shared/provider-config.js';
+} from '../src/shared/provider/provider-config.js';
 
 function selected(env: NodeJS.ProcessEnv): ProviderConfig {
   const result = providerFromEnvironment(env);

@@ -1,4 +1,4 @@
-import { providerConfigFor } from '../src/shared/provider-config.js';
+import { providerConfigFor } from '../src/shared/provider/provider-config.js';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';

@@ -19,7 +19,7 @@ const ANSWER = 'over TLS';
 function runCall(baseUrl: string, extraEnv: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const script = `
     import { callProvider } from ${JSON.stringify(path.join(repoRoot, 'src', 'worker', 'providers', 'provider-call.ts'))};
-    import { providerConfigFor } from ${JSON.stringify(path.join(repoRoot, 'src', 'shared', 'provider-config.ts'))};
+    import { providerConfigFor } from ${JSON.stringify(path.join(repoRoot, 'src', 'shared', 'provider', 'provider-config.ts'))};
     try {
       const response = await callProvider(
         providerConfigFor({ kind: 'openai', baseUrl: ${JSON.stringify(baseUrl)}, model: 'm', apiKey: 'tls-test-key' }),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FINISH_REASONS, FINISH_TABLE, explainFinish, normalizeFinish, shortIdentifier } from '../src/shared/finish-reasons.js';
+import { FINISH_REASONS, FINISH_TABLE, explainFinish, normalizeFinish, shortIdentifier } from '../src/shared/provider/finish-reasons.js';
 import { ProviderError } from '../src/worker/providers/provider-error.js';
 import { errorObjectFields, requestIdOf, retryAfterMs, safeExcerpt } from '../src/worker/providers/provider-http.js';
 import { BACKOFF_MAX_MS, MAX_RETRIES, RETRYABLE_HTTP_STATUSES, backoffMs, decideRetry, isRetryable } from '../src/worker/providers/retry-policy.js';

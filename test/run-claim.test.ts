@@ -1,4 +1,4 @@
-import { providerConfigFor } from '../src/shared/provider-config.js';
+import { providerConfigFor } from '../src/shared/provider/provider-config.js';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -8,9 +8,9 @@ import { MessageChannel } from 'node:worker_threads';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { sha256Hex } from '../src/shared/canonical-json.js';
-import { closeAuditStorage, openAuditStorage } from '../src/shared/audit-storage.js';
-import type { PinnedSigningKey } from '../src/shared/journal/signing-key-change.js';
-import { PinnedDirectory } from '../src/shared/pinned-directory.js';
+import { closeAuditStorage, openAuditStorage } from '../src/shared/storage/audit-storage.js';
+import type { PinnedSigningKey } from '../src/shared/storage/signing-key-store.js';
+import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js';
 import { loadPolicySet } from '../src/shared/policy/policy-set.js';
 import type { RunDefinition } from '../src/shared/worker-protocol.js';
 import { finaliseUnstartedRun } from '../src/supervisor/unstarted-run-finaliser.js';
@@ -50,7 +50,7 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = makeProject({ 'agents/assistant.symbi': SOURCE });
-    pinned = PinnedDirectory.pin(project);
+    pinned = pinProject(project);
     // As at server startup: the key is loaded once and both sides sign with it.
     const storage = openAuditStorage(pinned);
     pinnedKey = storage.pinnedKey;

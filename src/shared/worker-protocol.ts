@@ -1,8 +1,8 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { RouteName } from './confinement/descriptor-route.js';
-import type { KeyFileAtStartup } from './journal/signing-key-change.js';
+import type { RouteName } from './confinement/index.js';
+import type { KeyFileAtStartup } from './storage/signing-key-change.js';
 import type { LoadedPolicySet } from './policy/policy-set.js';
-import type { ProviderConfig } from './provider-config.js';
+import type { ProviderConfig } from './provider/provider-config.js';
 
 // Everything that crosses the supervisor/worker thread boundary for one run.
 
@@ -13,7 +13,7 @@ export const WORKER_IDLE_TIMEOUT_MS = 60_000;
 export interface WorkerBootData {
   projectFd: number;
   projectPath: string;
-  /** The confinement route the supervisor proved at startup (descriptor-access-check.ts); workers use the same one. */
+  /** The confinement route the supervisor proved at startup (confinement/route-choice.ts); workers use the same one. */
   confinementRoute: RouteName;
   /** Loaded policy set (plain data), evaluated inside each worker with its own Cedar instance. */
   policySet: LoadedPolicySet;

@@ -22,7 +22,7 @@ const TASKS_PER_WORKER = 512;
 // The old generation is sized for the worst case the specification allows:
 // TASKS_PER_WORKER runs waiting on the provider, each holding a typed request
 // at its limit, plus responses at their limit being processed, with room for V8
-// to collect in (scripts/measure-worker-memory.ts measures that case). The young
+// to collect in (scripts/bench/measure-worker-memory.ts measures that case). The young
 // generation is small: a run allocates little that lives long, and small semi-spaces
 // keep each thread's heap, and so the server's RSS, near its live size. The stack
 // keeps Node.js's default: no worker code recurses on input depth (JSON.parse is

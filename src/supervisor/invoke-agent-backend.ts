@@ -1,7 +1,7 @@
 import type { Piscina } from 'piscina';
 import { compiledCedarModule } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
-import { providerFromEnvironment } from '../shared/provider-config.js';
+import { providerFromEnvironment } from '../shared/provider/provider-config.js';
 import { createInvocationPool } from './invocation-pool.js';
 import { prepareSelection } from './invoke-preflight.js';
 import { RunOwnerTable } from './run-owners.js';

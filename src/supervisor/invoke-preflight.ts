@@ -2,16 +2,16 @@ import { selectConversationalDefinition, type RegistryEntry, type SelectedDefini
 import { canPermitSomeResponse, type PermitPossibility } from '../shared/policy/respond-authorization.js';
 import { respondRequestWithoutResponse } from '../shared/policy/respond-request.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
-import type { ProviderConfig } from '../shared/provider-config.js';
+import type { ProviderConfig } from '../shared/provider/provider-config.js';
 import type { RunDefinition } from '../shared/worker-protocol.js';
-import { projectFilesUnavailable, type DescriptorAccess } from '../shared/descriptor-access-check.js';
-import { escapeToOneLine } from '../shared/one-line-text.js';
+import { type DescriptorAccess, projectFilesUnavailable } from '../shared/confinement/index.js';
+import { escapeToOneLine } from '../shared/text/one-line-text.js';
 import type { AgentSummary } from './startup-snapshot.js';
 
 // Every refusal here happens before a journal exists, so it carries no audit reference.
 
 export interface PreflightInputs {
-  /** Whether project files can be read (descriptor-access-check.ts); without it nothing may run. */
+  /** Whether project files can be read (confinement/route-choice.ts); without it nothing may run. */
   projectAccess: DescriptorAccess;
   registry: readonly RegistryEntry[];
   policySet: LoadedPolicySet;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Logger, pino as PinoFactory } from 'pino';
-import { escapeToOneLine } from '../shared/one-line-text.js';
+import { escapeToOneLine } from '../shared/text/one-line-text.js';
 
 // Everything the server says to an operator goes to standard error: standard
 // output is the MCP channel and must carry JSON-RPC messages only. Callers pass

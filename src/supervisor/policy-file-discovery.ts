@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { POLICY_DISCOVERY_MAX_ENTRIES, POLICY_FILE_MAX_BYTES } from '../shared/limits.js';
-import { ConfinementError, PinnedDirectory, decodeUtf8Strict, readTextFileAt } from '../shared/pinned-directory.js';
-import { projectDirectoriesProblem } from '../shared/directory-ownership.js';
+import { ConfinementError, decodeUtf8Strict, PinnedDirectory, readTextFileAt } from '../shared/confinement/index.js';
+import { projectDirectoriesProblem } from '../shared/storage/directory-ownership.js';
 import { policyModeProblem } from '../shared/policy/policy-file-modes.js';
 import type { PolicyFileInput } from '../shared/policy/policy-set.js';
 

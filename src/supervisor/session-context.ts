@@ -1,4 +1,4 @@
-import type { PinnedDirectory } from '../shared/pinned-directory.js';
+import type { PinnedDirectory } from '../shared/confinement/index.js';
 import type { OperatorLog } from './operator-log.js';
 import type { DslAnalysisPool } from './dsl-analysis-pool.js';
 import type { SourceAnalysis } from './source-analysis.js';

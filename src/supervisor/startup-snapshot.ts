@@ -1,10 +1,9 @@
 import { AGENTS_MD_MAX_BYTES } from '../shared/limits.js';
-import { ConfinementError, PinnedDirectory } from '../shared/pinned-directory.js';
-import type { DescriptorAccess } from '../shared/descriptor-access-check.js';
+import { ConfinementError, type DescriptorAccess, PinnedDirectory } from '../shared/confinement/index.js';
 import { extractAgentsMdGuidance, type AgentsMdGuidance } from '../shared/agents-md.js';
 import type { RegistryEntry } from '../shared/dsl/conversational-definition.js';
 import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../shared/policy/policy-set.js';
-import { openAuditStorage } from '../shared/audit-storage.js';
+import { openAuditStorage } from '../shared/storage/audit-storage.js';
 import { discoverAgentSources, type SkippedSource } from './agent-discovery.js';
 import { collectPolicyFiles } from './policy-file-discovery.js';
 

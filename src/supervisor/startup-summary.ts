@@ -1,5 +1,5 @@
-import { projectFilesUnavailable } from '../shared/descriptor-access-check.js';
-import { describeProvider, type ProviderSelection } from '../shared/provider-config.js';
+import { projectFilesUnavailable } from '../shared/confinement/index.js';
+import { describeProvider, type ProviderSelection } from '../shared/provider/provider-config.js';
 import type { OperatorLog } from './operator-log.js';
 import { shownName } from '../shared/dsl/shown-name.js';
 import type { AgentSummary } from '../shared/dsl/source-summary.js';

@@ -1,7 +1,7 @@
-import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
+import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
 import type { JournalWriter } from '../shared/journal/journal-writer.js';
-import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
-import type { PinnedDirectory } from '../shared/pinned-directory.js';
+import type { ProjectSigningKey } from '../shared/signing/signing-key.js';
+import type { PinnedDirectory } from '../shared/confinement/index.js';
 import { failedFinishEvent } from '../shared/journal/run-events.js';
 
 /**

@@ -1,7 +1,8 @@
-import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
+import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
 import type { JournalWriter } from '../shared/journal/journal-writer.js';
-import { signingKeyFileChange, type PinnedSigningKey } from '../shared/journal/signing-key-change.js';
-import type { PinnedDirectory } from '../shared/pinned-directory.js';
+import { signingKeyFileChange } from '../shared/storage/signing-key-change.js';
+import type { PinnedSigningKey } from '../shared/storage/signing-key-store.js';
+import type { PinnedDirectory } from '../shared/confinement/index.js';
 import type { AuditReference, DurableAt, RunDefinition } from '../shared/worker-protocol.js';
 import { startedEvent } from '../shared/journal/run-events.js';
 

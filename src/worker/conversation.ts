@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../shared/inference-types.js';
+import type { ChatMessage } from '../shared/provider/inference-types.js';
 import type { RunDefinition } from '../shared/worker-protocol.js';
 
 // The system message holds only text the runtime owns plus the registered

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ProviderConfig } from '../shared/provider-config.js';
+import type { ProviderConfig } from '../shared/provider/provider-config.js';
 import { failedFinishEvent } from '../shared/journal/run-events.js';
-import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/inference-types.js';
+import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
 import { callProvider } from './providers/provider-call.js';
 import { ProviderError } from './providers/provider-error.js';
 import { decideRetry, MAX_RETRIES, otherTokenLimitParameter } from './providers/retry-policy.js';

@@ -1,36 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/audit-storage.js';
+import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
 import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
-import type { ProjectSigningKey } from '../shared/journal/signing-key.js';
-import { signingKeyFileChange, type KeyFileAtStartup } from '../shared/journal/signing-key-change.js';
-import { explainFinish } from '../shared/finish-reasons.js';
+import { signingKeyFileChange } from '../shared/storage/signing-key-change.js';
+import { explainFinish } from '../shared/provider/finish-reasons.js';
 import { TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
-import type { PinnedDirectory } from '../shared/pinned-directory.js';
 import { authorizeRespond } from '../shared/policy/respond-authorization.js';
 import { respondRequestFor } from '../shared/policy/respond-request.js';
-import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
-import type { ProviderConfig } from '../shared/provider-config.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
 import { failedFinishEvent, RUN_SURFACE, startedEvent } from '../shared/journal/run-events.js';
 import { buildConversation } from './conversation.js';
 import { AttemptsFailed, failedAttemptFinish, inferWithRetries } from './inference-attempts.js';
-import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/inference-types.js';
+import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
 import type { ProviderError } from './providers/provider-error.js';
 import { listenForCancellation, pollCancellations } from './run-cancellation.js';
 import { stopReservingJournalFiles, takeReservedJournalFile } from './journal-reserve.js';
-
-export interface WorkerResources {
-  project: PinnedDirectory;
-  policySet: LoadedPolicySet;
-  provider: ProviderConfig;
-  /** The key pinned at startup, which signs every record; the key file is never read for signing. */
-  signingKey: ProjectSigningKey;
-  /** The key file as it was at startup, looked at before each journal is created. */
-  signingKeyFile: KeyFileAtStartup;
-  /** Whether a journal append should sync in this thread now (invoke-task.ts: no other run is in flight on it); on libuv's pool when absent. */
-  journalSyncInThread?: () => boolean;
-}
+import type { WorkerResources } from './worker-resources.js';
 
 /** A failure that ends the run with an `Error` terminal record and withholds any text. */
 class RunStopped extends Error {}

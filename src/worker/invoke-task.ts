@@ -2,12 +2,13 @@
 // before any other module (or library) of this thread is evaluated.
 import { redactInWorkerOutput } from './worker-stdout.js';
 import { parentPort, workerData } from 'node:worker_threads';
-import { signingKeyFromSeed } from '../shared/journal/signing-key.js';
-import { PinnedDirectory } from '../shared/pinned-directory.js';
+import { signingKeyFromSeed } from '../shared/signing/signing-key.js';
+import { PinnedDirectory } from '../shared/confinement/index.js';
 import { useCompiledCedar } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import { WORKER_BOOTED_MESSAGE, type InvokeOutcome, type InvokeTask, type WorkerBootData } from '../shared/worker-protocol.js';
-import { performInvocation, type WorkerResources } from './invocation.js';
+import { performInvocation } from './invocation.js';
+import type { WorkerResources } from './worker-resources.js';
 import { reserveNextJournalFile } from './journal-reserve.js';
 
 // The piscina task module. Worker threads share the process's descriptor table,

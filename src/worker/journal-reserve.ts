@@ -1,8 +1,8 @@
 import fs from 'node:fs';
-import { closeAuditStorage, openRunAuditStorage } from '../shared/audit-storage.js';
+import { closeAuditStorage, openRunAuditStorage } from '../shared/storage/audit-storage.js';
 import { reserveJournalFile } from '../shared/journal/journal-writer.js';
 import { WORKER_IDLE_TIMEOUT_MS } from '../shared/worker-protocol.js';
-import type { WorkerResources } from './invocation.js';
+import type { WorkerResources } from './worker-resources.js';
 
 // One journal file made ahead of the next run, in each worker thread.
 //

@@ -1,5 +1,5 @@
 // The hostile DSL texts of issue 26, each within the 1 MiB limit, shared by the
-// hostile-input tests and scripts/bench-dsl-hostile.ts.
+// hostile-input tests and scripts/bench/bench-dsl-hostile.ts.
 
 const KIB = 1024;
 

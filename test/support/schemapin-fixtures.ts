@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { canonicalJson } from '../../src/shared/canonical-json.js';
-import { PinnedDirectory } from '../../src/shared/pinned-directory.js';
+import { PinnedDirectory, pinProject } from '../../src/shared/confinement/index.js';
 
 // Shared by the schemapin-*.test.ts files: key pairs, signing with plain
 // Node.js crypto (independent of the code under test), a local key server on
@@ -111,7 +111,7 @@ export interface TempProject {
 
 export function tempProject(): TempProject {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'schemapin-test-'));
-  const project = PinnedDirectory.pin(dir);
+  const project = pinProject(dir);
   return {
     dir,
     project,

@@ -3,7 +3,8 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import type Koffi from 'koffi';
-import { ConfinementError, fileFlags, openRegularFileAt, PinnedDirectory } from '../pinned-directory.js';
+import { ConfinementError } from './path-rules.js';
+import { fileFlags, openRegularFileAt, PinnedDirectory } from './pinned-directory.js';
 import type { DescriptorRoute } from './descriptor-route.js';
 import { FD_CLOEXEC, F_GETFD, F_GETFL, openFlags } from './open-flags.js';
 

@@ -1,4 +1,4 @@
-import { ED25519_SIGNATURE_BYTES } from './signing-key.js';
+import { ED25519_SIGNATURE_BYTES } from '../signing/signing-key.js';
 import { LINE_PREFIX, SIGNATURE_KEY } from './journal-format.js';
 
 // Cuts one journal line (without its newline) into the exact payload bytes

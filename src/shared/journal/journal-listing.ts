@@ -1,11 +1,10 @@
 import fs from 'node:fs';
-import type { DescriptorRoute } from '../confinement/descriptor-route.js';
-import { ConfinementError, fileFlags, type PinnedDirectory } from '../pinned-directory.js';
-import { checkPrivateDirectory, UnsafeStorageError } from '../private-directory.js';
-import { GOVERNED_COMPONENTS, governedDisplayPath } from '../audit-storage.js';
+import { ConfinementError, type DescriptorRoute, fileFlags, type PinnedDirectory } from '../confinement/index.js';
+import { checkPrivateDirectory, UnsafeStorageError } from '../storage/private-directory.js';
+import { GOVERNED_COMPONENTS, governedDisplayPath } from '../storage/audit-storage.js';
 import { JOURNAL_FILE_SUFFIX } from './journal-format.js';
 import { inspectJournal, type InspectVerdict } from './journal-verifier.js';
-import { loadSigningKeyFile } from './signing-key-store.js';
+import { loadSigningKeyFile } from '../storage/signing-key-store.js';
 
 // Summarises the runs recorded in a project's .symbiont/governed/, verifying
 // each journal with the key found next to them. That key is only as

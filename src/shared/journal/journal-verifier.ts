@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type { KeyObject } from 'node:crypto';
 import { sha256Hex } from '../canonical-json.js';
 import { JOURNAL_LINE_MAX_BYTES, JOURNAL_TRACKED_OPERATIONS_MAX } from '../limits.js';
-import { decodeUtf8Strict } from '../pinned-directory.js';
+import { decodeUtf8Strict } from '../confinement/index.js';
 import {
   FINISHED_EVENT,
   GENESIS_PREVIOUS_HASH,
@@ -17,7 +17,7 @@ import {
 } from './journal-format.js';
 import { readJournalFile, JournalFileRefusal } from './journal-file-reader.js';
 import { cutRecordLine } from './journal-line.js';
-import { isPublicKeyHex, publicKeyFromHex, verifyWithNodeCrypto } from './signing-key.js';
+import { isPublicKeyHex, publicKeyFromHex, verifyWithNodeCrypto } from '../signing/signing-key.js';
 
 // The read-only verifier behind `symbi audit inspect`. It checks every
 // complete line (signature over the exact embedded payload bytes, hash chain,

@@ -1,9 +1,8 @@
 import fs from 'node:fs';
 import { canonicalJson, sha256Hex } from '../canonical-json.js';
 import { JOURNAL_FILE_MAX_BYTES, JOURNAL_LINE_MAX_BYTES } from '../limits.js';
-import type { DescriptorRoute } from '../confinement/descriptor-route.js';
-import { entryIdentityAt, hardLinkProblem } from '../pinned-directory.js';
-import type { AuditStorage } from '../audit-storage.js';
+import { type DescriptorRoute, entryIdentityAt, hardLinkProblem } from '../confinement/index.js';
+import type { AuditStorage } from '../storage/audit-storage.js';
 import {
   encodeRecordLine,
   GENESIS_PREVIOUS_HASH,
@@ -15,7 +14,7 @@ import {
   type TerminalReason,
 } from './journal-format.js';
 import { inspectJournalBytes } from './journal-verifier.js';
-import { describeStorageFailure } from './storage-failure.js';
+import { describeStorageFailure } from '../storage/storage-failure.js';
 
 // Appends signed, chained records to one run's journal. Each append is durable
 // (fdatasync) before its promise resolves, because the caller acts on that

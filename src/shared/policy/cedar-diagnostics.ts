@@ -1,6 +1,6 @@
 // Turns Cedar's structured errors into the one-line messages operators read on stderr.
 import type { DetailedError } from './cedar-engine.js';
-import { foldToOneLine } from '../one-line-text.js';
+import { foldToOneLine } from '../text/one-line-text.js';
 import { lineColumnOfByteOffset } from './cedar-statements.js';
 
 /**

@@ -3,7 +3,7 @@
 // Any problem rejects the whole file; the caller then denies everything.
 import { POLICY_FILE_MAX_BYTES } from '../limits.js';
 import { cedar } from './cedar-engine.js';
-import { foldToOneLine } from '../one-line-text.js';
+import { foldToOneLine } from '../text/one-line-text.js';
 import { describeCedarErrors } from './cedar-diagnostics.js';
 import { byteOffsetOf, splitCedarStatements } from './cedar-statements.js';
 

@@ -2,7 +2,7 @@
 // ordered by the caller): default permission when there are none, the configured Cedar
 // policies when every file is sound and every policy validates against the respond
 // schema, and deny-all when any file or policy is not.
-import { foldToOneLine } from '../one-line-text.js';
+import { foldToOneLine } from '../text/one-line-text.js';
 import { parsePolicyFile, type ParsedPolicy } from './policy-file-parse.js';
 import { validateRespondPolicies } from './respond-validation.js';
 

@@ -9,7 +9,7 @@
 // `context.run_id` is unknown too: before inference the run has no id yet, and with it
 // unknown the verdict depends only on the policy set and the agent (invoke-preflight.ts keeps it).
 import { cedar } from './cedar-engine.js';
-import { foldToOneLine } from '../one-line-text.js';
+import { foldToOneLine } from '../text/one-line-text.js';
 import { describeCedarErrors } from './cedar-diagnostics.js';
 import type { LoadedPolicySet } from './policy-set.js';
 import { preparedPolicySetId } from './preparsed-policies.js';

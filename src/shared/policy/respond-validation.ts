@@ -9,7 +9,7 @@
 // (shared policies/*.cedar also serve other Symbiont surfaces; Cedar checks the scope
 // before the conditions), so its findings, like Cedar's validation warnings, are warnings.
 import { cedar, type DetailedError } from './cedar-engine.js';
-import { foldToOneLine } from '../one-line-text.js';
+import { foldToOneLine } from '../text/one-line-text.js';
 import { describeCedarErrors } from './cedar-diagnostics.js';
 import type { ParsedPolicy } from './policy-file-parse.js';
 import { RESPOND_SCHEMA_TEXT } from './respond-schema.js';

@@ -3,7 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net, { type LookupFunction } from 'node:net';
 import { SCHEMA_KEY_BODY_MAX_BYTES, SCHEMA_KEY_FETCH_TIMEOUT_MS, SCHEMA_KEY_URL_MAX_BYTES } from '../limits.js';
-import { foldToOneLine } from '../one-line-text.js';
+import { foldToOneLine } from '../text/one-line-text.js';
 import { judgeAddress } from './address-policy.js';
 import { keyUrlPort } from './pin-host.js';
 import { SchemaPinCheckError, SchemaPinInputError } from './schemapin-errors.js';

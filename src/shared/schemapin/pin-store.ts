@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { projectDirectoriesProblem } from '../directory-ownership.js';
+import { projectDirectoriesProblem } from '../storage/directory-ownership.js';
 import { SCHEMAPIN_PINS_MAX_BYTES } from '../limits.js';
-import { ConfinementError, readTextFileAt, type PinnedDirectory } from '../pinned-directory.js';
-import { openPrivateDirectory, UnsafeStorageError } from '../private-directory.js';
+import { ConfinementError, type PinnedDirectory, readTextFileAt } from '../confinement/index.js';
+import { openPrivateDirectory, UnsafeStorageError } from '../storage/private-directory.js';
 import { normalisePinHost } from './pin-host.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
 

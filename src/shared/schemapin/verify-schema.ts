@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { PinnedDirectory } from '../pinned-directory.js';
+import type { PinnedDirectory } from '../confinement/index.js';
 import { parseKeyDocument } from './key-document.js';
 import { fetchKeyBody, parseKeyUrl, type KeyFetchOptions } from './key-fetch.js';
 import { pinHostOf } from './pin-host.js';

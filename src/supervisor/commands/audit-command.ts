@@ -1,8 +1,8 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { PinnedDirectory } from '../../shared/pinned-directory.js';
+import { PinnedDirectory, pinProject } from '../../shared/confinement/index.js';
 import { isCanonicalUuid } from '../../shared/journal/journal-format.js';
-import { isPublicKeyHex } from '../../shared/journal/signing-key.js';
+import { isPublicKeyHex } from '../../shared/signing/signing-key.js';
 import { inspectJournal } from '../../shared/journal/journal-verifier.js';
 import { listRuns, type RunListing } from '../../shared/journal/journal-listing.js';
 
@@ -67,7 +67,7 @@ function runList(flags: { project?: string; json?: boolean }): void {
   let project: PinnedDirectory;
   const dir = flags.project ?? process.cwd();
   try {
-    project = PinnedDirectory.pin(dir);
+    project = pinProject(dir);
   } catch (err) {
     return usageError(LIST_USAGE, `cannot open project directory ${dir} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { INVOCATIONS_MAX_DEFAULT, SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
-import { PinnedDirectory } from '../../shared/pinned-directory.js';
+import { PinnedDirectory, pinProject } from '../../shared/confinement/index.js';
 import { createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
 import { takeStartupSnapshot } from '../startup-snapshot.js';
 import { DslAnalysisPool } from '../dsl-analysis-pool.js';
@@ -58,10 +58,10 @@ function parseMaxInvocations(value: string): number {
   return Number(value);
 }
 
-function pinProject(dir: string): PinnedDirectory {
+function pinProjectOption(dir: string): PinnedDirectory {
   if (dir.length === 0 || dir.includes('\0')) usageError('--project needs a directory path');
   try {
-    return PinnedDirectory.pin(dir);
+    return pinProject(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const shown = path.resolve(dir);
@@ -102,7 +102,7 @@ function keepConsoleOffStdout(): void {
 export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   keepConsoleOffStdout();
   preferSmallHeaps();
-  const project = pinProject(options.project);
+  const project = pinProjectOption(options.project);
   const log = createOperatorLog(options.logFormat);
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
   // The analysis thread starts with the first DSL text to analyse: the startup

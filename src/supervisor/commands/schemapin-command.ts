@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { KiB, SCHEMA_MAX_BYTES } from '../../shared/limits.js';
-import { PinnedDirectory } from '../../shared/pinned-directory.js';
+import { PinnedDirectory, pinProject } from '../../shared/confinement/index.js';
 import { insecureWarning, schemapinInsecureFromEnv } from '../../shared/schemapin/insecure-mode.js';
 import { normalisePinHost, pinHostOf } from '../../shared/schemapin/pin-host.js';
 import { PinStore } from '../../shared/schemapin/pin-store.js';
@@ -50,9 +50,9 @@ function readLocalFile(file: string, maxBytes: number, what: string): string {
   }
 }
 
-function pinProject(dir: string): PinnedDirectory {
+function pinProjectFlag(dir: string): PinnedDirectory {
   try {
-    return PinnedDirectory.pin(dir);
+    return pinProject(dir);
   } catch (err) {
     throw new SchemaPinInputError(`project directory ${dir}: cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
@@ -111,7 +111,7 @@ export function registerSchemapinCommand(program: Command): void {
         const schema = readLocalFile(flags.schema, SCHEMA_MAX_BYTES, 'schema');
         const result = await verifySchema(
           { schema, public_key_url: flags.keyUrl, signature: flags.signature },
-          { project: pinProject(flags.project), allowInsecure },
+          { project: pinProjectFlag(flags.project), allowInsecure },
         );
         process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
         if (!result.verified) fail(result.message, EXIT_FAILED);
@@ -126,7 +126,7 @@ export function registerSchemapinCommand(program: Command): void {
     .option('--project <dir>', 'project whose pins to list', '.')
     .action((flags: { project: string }) => {
       try {
-        for (const [host, pin] of new PinStore(pinProject(flags.project)).list()) {
+        for (const [host, pin] of new PinStore(pinProjectFlag(flags.project)).list()) {
           process.stdout.write(`${host} ${pin.fingerprint} ${pin.first_seen}\n`);
         }
       } catch (err) {
@@ -142,7 +142,7 @@ export function registerSchemapinCommand(program: Command): void {
     .action((hostText: string, flags: { project: string }) => {
       try {
         const host = pinHostArgument(hostText);
-        const store = new PinStore(pinProject(flags.project));
+        const store = new PinStore(pinProjectFlag(flags.project));
         const removed = store.unpin(host);
         if (removed === null) {
           const known = [...store.list().keys()];

@@ -2,8 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, AGENTS_MD_MAX_BYTES, DSL_FILE_MAX_BYTES } from '../../shared/limits.js';
-import { ConfinementError, projectPathComponents } from '../../shared/pinned-directory.js';
-import { projectFilesUnavailable } from '../../shared/descriptor-access-check.js';
+import { ConfinementError, projectFilesUnavailable, projectPathComponents } from '../../shared/confinement/index.js';
 import { parseReportSchema } from '../../shared/dsl/parse-report-schema.js';
 import { sourceStem } from '../agent-discovery.js';
 import type { SessionContext } from '../session-context.js';
@@ -27,7 +26,7 @@ const CANDIDATES_SHOWN = 20;
 export const AGENTS_MD_RESOURCE_URI = 'file:///AGENTS.md';
 const INLINE_SOURCE = '<inline>';
 
-/** The refusal every file tool gives when project files cannot be read at all (descriptor-access-check.ts). */
+/** The refusal every file tool gives when project files cannot be read at all (confinement/route-choice.ts). */
 function projectUnavailable(tool: string, context: SessionContext) {
   const access = context.snapshot.projectAccess;
   return access.available ? null : toolError(`${tool}: ${projectFilesUnavailable(access.reason)}`);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { KiB } from '../../shared/limits.js';
-import { escapeToOneLine } from '../../shared/one-line-text.js';
+import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 
 // Tool arguments are checked inside the handlers rather than by the SDK's
 // zod validation: the SDK reports zod failures as multi-line text, and every

@@ -2,7 +2,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { SCHEMA_KEY_URL_MAX_BYTES, SCHEMA_MAX_BYTES } from '../../shared/limits.js';
-import type { PinnedDirectory } from '../../shared/pinned-directory.js';
+import type { PinnedDirectory } from '../../shared/confinement/index.js';
 import { SchemaPinInputError } from '../../shared/schemapin/schemapin-errors.js';
 import { insecureWarning, schemapinInsecureFromEnv } from '../../shared/schemapin/insecure-mode.js';
 import { verificationReportSchema } from '../../shared/schemapin/verification-report-schema.js';

@@ -1,6 +1,6 @@
-import { normalizeFinish, type FinishReason } from '../../shared/finish-reasons.js';
-import type { ProviderConfig } from '../../shared/provider-config.js';
-import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared/inference-types.js';
+import { normalizeFinish, type FinishReason } from '../../shared/provider/finish-reasons.js';
+import type { ProviderConfig } from '../../shared/provider/provider-config.js';
+import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared/provider/inference-types.js';
 import { explainHttpStatus } from './http-failure-explanations.js';
 import { ProviderError } from './provider-error.js';
 import { postJson } from './provider-http.js';

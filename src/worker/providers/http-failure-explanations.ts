@@ -1,4 +1,4 @@
-import type { ProviderConfig } from '../../shared/provider-config.js';
+import type { ProviderConfig } from '../../shared/provider/provider-config.js';
 
 // Our own words for each HTTP failure a provider can answer with. The provider's error text is never
 // used here: it can carry model output or an echo of the prompt, which must not reach the caller or

@@ -1,6 +1,6 @@
 import { MAX_OUTPUT_TOKENS } from '../../shared/limits.js';
-import type { ProviderConfig } from '../../shared/provider-config.js';
-import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared/inference-types.js';
+import type { ProviderConfig } from '../../shared/provider/provider-config.js';
+import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared/provider/inference-types.js';
 import { callAnthropicMessages } from './anthropic-messages.js';
 import { callOpenAiCompatible } from './openai-chat.js';
 import { ProviderError } from './provider-error.js';

@@ -3,10 +3,10 @@ import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http'
 import https from 'node:https';
 import { isIP } from 'node:net';
 import tls, { type PeerCertificate } from 'node:tls';
-import { shortIdentifier } from '../../shared/finish-reasons.js';
+import { shortIdentifier } from '../../shared/provider/finish-reasons.js';
 import { TYPED_RESPONSE_MAX_BYTES } from '../../shared/limits.js';
 import { packageVersion } from '../../shared/package-version.js';
-import type { ProxySetting } from '../../shared/provider-config.js';
+import type { ProxySetting } from '../../shared/provider/provider-config.js';
 import { redactKeys } from '../key-redaction.js';
 import { readCappedBody } from './capped-body.js';
 import { ProviderError, type ProviderErrorDetails } from './provider-error.js';

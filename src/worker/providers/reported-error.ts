@@ -1,4 +1,4 @@
-import type { NormalizedFinish } from '../../shared/finish-reasons.js';
+import type { NormalizedFinish } from '../../shared/provider/finish-reasons.js';
 import { ProviderError, type ProviderErrorDetails } from './provider-error.js';
 import { errorObjectFields, identifierSuffix, safeExcerpt } from './provider-http.js';
 

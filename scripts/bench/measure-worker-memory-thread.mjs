@@ -1,22 +1,22 @@
-// The worker-thread half of scripts/measure-worker-memory.ts (plain JavaScript
+// The worker-thread half of scripts/bench/measure-worker-memory.ts (plain JavaScript
 // over dist/, since tsx's loader does not reach worker threads on Node.js 20).
 // It runs the real invocation code and samples this thread's V8 heap.
 import { randomUUID } from 'node:crypto';
 import v8 from 'node:v8';
 import { MessageChannel, parentPort, workerData } from 'node:worker_threads';
-import { PinnedDirectory } from '../dist/shared/pinned-directory.js';
-import { closeAuditStorage, openAuditStorage } from '../dist/shared/audit-storage.js';
-import { loadPolicySet } from '../dist/shared/policy/policy-set.js';
-import { preparePolicySet } from '../dist/shared/policy/respond-authorization.js';
-import { responsePrincipal } from '../dist/shared/agent-identity.js';
-import { sha256Hex } from '../dist/shared/canonical-json.js';
-import { performInvocation } from '../dist/worker/invocation.js';
+import { PinnedDirectory, pinProject } from '../../dist/shared/confinement/index.js';
+import { closeAuditStorage, openAuditStorage } from '../../dist/shared/storage/audit-storage.js';
+import { loadPolicySet } from '../../dist/shared/policy/policy-set.js';
+import { preparePolicySet } from '../../dist/shared/policy/respond-authorization.js';
+import { responsePrincipal } from '../../dist/shared/agent-identity.js';
+import { sha256Hex } from '../../dist/shared/canonical-json.js';
+import { performInvocation } from '../../dist/worker/invocation.js';
 
 const MIB = 1024 * 1024;
 const mb = (bytes) => Math.round((bytes / MIB) * 10) / 10;
 const { project, warmUpUrl, declarationBytes, promptBytes } = workerData;
 
-const pinned = PinnedDirectory.pin(project);
+const pinned = pinProject(project);
 const storage = openAuditStorage(pinned);
 closeAuditStorage(storage);
 // One permit and one forbid, so Cedar evaluates a policy on every exact text.

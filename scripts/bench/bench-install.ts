@@ -3,10 +3,10 @@
 // a fresh folder with its own empty npm cache, so both download every package from the registry.
 // The two alternate, round after round, so a slow spell of the network or the machine falls on both.
 //
-// Usage: node --import tsx scripts/bench-install.ts [--rounds N] [--tarball path/to/symbi-mcp-x.y.z.tgz]
+// Usage: node --import tsx scripts/bench/bench-install.ts [--rounds N] [--tarball path/to/symbi-mcp-x.y.z.tgz]
 // Without --tarball the script runs `npm pack` (whose prepack builds the package) first.
 // Progress goes to standard error; the last line of standard output is `BENCH_JSON {...}`, which
-// scripts/bench.ts reads like every other benchmark's.
+// scripts/bench/bench.ts reads like every other benchmark's.
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 /** The ratio issue 24 asks for: our first install takes at most half as long as the peer's. */
 const TARGET_RATIO = 0.5;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { localGroup, userNameOf, type AccountFiles } from './local-accounts.js';
-import type { PinnedDirectory } from './pinned-directory.js';
+import type { PinnedDirectory } from '../confinement/index.js';
 
 // Who may rename what the project holds. The policy files and the audit
 // storage are checked themselves (policy-file-modes.ts, private-directory.ts),

@@ -1,15 +1,15 @@
 // Stress the cancellation guarantee: N invocations at concurrency C against the
 // synthetic endpoint, a random half cancelled at random moments, then every
-// journal inspected. Usage: node --import tsx scripts/stress-cancel.ts [--n 500] [--c 64]
+// journal inspected. Usage: node --import tsx scripts/bench/stress-cancel.ts [--n 500] [--c 64]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
-import { signingKeyFromSeed } from '../src/shared/journal/signing-key.js';
-import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
+import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
+import { signingKeyFromSeed } from '../../src/shared/signing/signing-key.js';
+import { startSyntheticEndpoint } from '../../test/support/synthetic-endpoint.js';
 
 const { values } = parseArgs({ options: { n: { type: 'string', default: '500' }, c: { type: 'string', default: '64' }, warmup: { type: 'string', default: '64' } } });
 const total = Number(values.n);
@@ -20,7 +20,7 @@ if (!Number.isInteger(total) || total < 1 || !Number.isInteger(concurrency) || c
   process.exit(2);
 }
 
-const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
 const project = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-stress-'));
 fs.mkdirSync(path.join(project, 'agents'));
 fs.writeFileSync(path.join(project, 'agents', 'assistant.symbi'), 'agent assistant {\n  capabilities = ["answer"]\n}\n');

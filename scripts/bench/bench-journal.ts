@@ -2,18 +2,18 @@
 // verifier's throughput on a 10,000-record journal, in one run on this
 // machine. Targets (issue 4): writer p50 <= 0.5 ms per record, verification
 // >= 5,000 records/s with Node.js crypto.
-// Run: node --import tsx scripts/bench-journal.ts
+// Run: node --import tsx scripts/bench/bench-journal.ts
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { PinnedDirectory } from '../src/shared/pinned-directory.js';
-import { openAuditStorage, closeAuditStorage } from '../src/shared/audit-storage.js';
-import { JournalWriter } from '../src/shared/journal/journal-writer.js';
-import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
-import { responsePrincipal } from '../src/shared/agent-identity.js';
-import { sha256Hex } from '../src/shared/canonical-json.js';
+import { PinnedDirectory, pinProject } from '../../src/shared/confinement/index.js';
+import { openAuditStorage, closeAuditStorage } from '../../src/shared/storage/audit-storage.js';
+import { JournalWriter } from '../../src/shared/journal/journal-writer.js';
+import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
+import { responsePrincipal } from '../../src/shared/agent-identity.js';
+import { sha256Hex } from '../../src/shared/canonical-json.js';
 
 const RECORDS = 10_000;
 const VERIFY_ROUNDS = 3;
@@ -27,7 +27,7 @@ const round = (n: number, digits = 3) => Number(n.toFixed(digits));
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-journal-'));
 try {
-  const storage = openAuditStorage(PinnedDirectory.pin(dir));
+  const storage = openAuditStorage(pinProject(dir));
   const runId = crypto.randomUUID();
   const agent = responsePrincipal('declared');
   const writer = await JournalWriter.create(storage, runId, agent);

@@ -1,4 +1,4 @@
-// The startup baseline for scripts/bench-server.ts: a bare MCP SDK server
+// The startup baseline for scripts/bench/bench-server.ts: a bare MCP SDK server
 // with one tool over stdio, nothing else.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';

@@ -1,11 +1,11 @@
 // Cost of one Cedar decision for Action::"respond": authorizeRespond on an exact response,
 // and canPermitSomeResponse (partial evaluation, response unknown), each with one small policy.
-// Run: node --import tsx scripts/bench-policy.ts [calls]
+// Run: node --import tsx scripts/bench/bench-policy.ts [calls]
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { responsePrincipal } from '../src/shared/agent-identity.js';
-import { loadPolicySet } from '../src/shared/policy/policy-set.js';
-import { authorizeRespond, canPermitSomeResponse, type RespondRequest } from '../src/shared/policy/respond-authorization.js';
+import { responsePrincipal } from '../../src/shared/agent-identity.js';
+import { loadPolicySet } from '../../src/shared/policy/policy-set.js';
+import { authorizeRespond, canPermitSomeResponse, type RespondRequest } from '../../src/shared/policy/respond-authorization.js';
 
 const CALLS = Number(process.argv[2] ?? 5000);
 const WARMUP = 200;

@@ -14,7 +14,7 @@
 //                server approved (the settings written here are what those two clicks save).
 //   Codex        `codex app-server`'s mcpServerStatus/list starts the server and lists its tools.
 //
-// Usage: node --import tsx scripts/client-snippets.ts [--only claude,gemini,codex] [--tarball FILE] [--keep]
+// Usage: node --import tsx test/client-snippets.ts [--only claude,gemini,codex] [--tarball FILE] [--keep]
 // Network: the npm registry only (the clients and the package's dependencies); no model is called.
 
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';

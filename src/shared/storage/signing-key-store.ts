@@ -1,10 +1,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import type { DescriptorRoute } from '../confinement/descriptor-route.js';
-import { entryIdentityAt, fileFlags, hardLinkProblem } from '../pinned-directory.js';
-import { UnsafeStorageError } from '../private-directory.js';
-import { ED25519_SEED_BYTES, signingKeyFromSeed, type ProjectSigningKey } from './signing-key.js';
-import type { KeyFileIdentity, PinnedSigningKey } from './signing-key-change.js';
+import { type DescriptorRoute, entryIdentityAt, fileFlags, hardLinkProblem } from '../confinement/index.js';
+import { UnsafeStorageError } from './private-directory.js';
+import { ED25519_SEED_BYTES, signingKeyFromSeed, type ProjectSigningKey } from '../signing/signing-key.js';
 import { describeStorageFailure } from './storage-failure.js';
 
 // audit-signing.key holds the raw Ed25519 seed. Whoever can read it can forge
@@ -12,6 +10,28 @@ import { describeStorageFailure } from './storage-failure.js';
 // verify with "the project key", so it must be a private, single-link, regular
 // file of exactly 32 bytes. A bad key is refused, never silently replaced:
 // replacing it would orphan every journal signed so far.
+
+/** What the key file was at startup: which file, how big, its permission bits, and its content. */
+export interface KeyFileIdentity {
+  dev: number;
+  ino: number;
+  size: number;
+  mode: number;
+  sha256: string;
+}
+
+export interface PinnedSigningKey {
+  key: ProjectSigningKey;
+  /**
+   * The raw 32-byte seed. A KeyObject cannot cross a thread boundary, so this
+   * is what the worker threads receive (once, in their boot data); each builds
+   * its own KeyObject from it and wipes its copy.
+   */
+  seed: Uint8Array;
+  file: KeyFileIdentity;
+  /** The key file's absolute path, for messages. */
+  shownPath: string;
+}
 
 export const SIGNING_KEY_FILE = 'audit-signing.key';
 const KEY_FILE_MODE = 0o600;

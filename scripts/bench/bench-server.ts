@@ -10,13 +10,13 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 //  1. get_agent_dsl round trips against @modelcontextprotocol/server-filesystem's
 //     read_text_file on the same file (2,000 calls each, p50/p99);
 //  2. time from spawn to the initialize answer with 1,000 agent files against a
-//     bare SDK server with one tool (scripts/bare-mcp-server.mjs).
+//     bare SDK server with one tool (scripts/bench/bare-mcp-server.mjs).
 // Targets: get_agent_dsl p50 / read_text_file p50 <= 1.0; startup <= 1.3x bare (issue 15).
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const symbiBin = path.join(repo, 'bin', 'symbi.js');
 const filesystemServer = path.join(repo, 'node_modules', '@modelcontextprotocol', 'server-filesystem', 'dist', 'index.js');
-const bareServer = path.join(repo, 'scripts', 'bare-mcp-server.mjs');
+const bareServer = path.join(repo, 'scripts', 'bench', 'bare-mcp-server.mjs');
 const CALLS = 2000;
 const WARMUP = 200;
 const STARTUP_RUNS = 9;

@@ -32,7 +32,7 @@
 // here for the one base URL, so the worker never reads the environment.
 // Keys and proxy credentials never appear in any message this module produces.
 
-import { MAX_OUTPUT_TOKENS } from './limits.js';
+import { MAX_OUTPUT_TOKENS } from '../limits.js';
 
 export type ProviderKind = 'openai' | 'openrouter' | 'anthropic';
 

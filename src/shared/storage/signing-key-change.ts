@@ -1,7 +1,6 @@
-import { UnsafeStorageError } from '../private-directory.js';
-import type { DescriptorRoute } from '../confinement/descriptor-route.js';
-import type { ProjectSigningKey } from './signing-key.js';
-import { readKeyFile } from './signing-key-store.js';
+import { UnsafeStorageError } from './private-directory.js';
+import type { DescriptorRoute } from '../confinement/index.js';
+import { readKeyFile, type PinnedSigningKey } from './signing-key-store.js';
 
 // The key announced at startup is the only key a `symbi mcp` process signs
 // with: it is read once, handed to the worker threads, and never read again
@@ -13,28 +12,6 @@ import { readKeyFile } from './signing-key-store.js';
 // supervisor looks before it claims a run cancelled ahead of its worker.
 // Nothing here ever creates a key: a key deleted mid-session stays deleted
 // until a restart.
-
-/** What the key file was at startup: which file, how big, its permission bits, and its content. */
-export interface KeyFileIdentity {
-  dev: number;
-  ino: number;
-  size: number;
-  mode: number;
-  sha256: string;
-}
-
-export interface PinnedSigningKey {
-  key: ProjectSigningKey;
-  /**
-   * The raw 32-byte seed. A KeyObject cannot cross a thread boundary, so this
-   * is what the worker threads receive (once, in their boot data); each builds
-   * its own KeyObject from it and wipes its copy.
-   */
-  seed: Uint8Array;
-  file: KeyFileIdentity;
-  /** The key file's absolute path, for messages. */
-  shownPath: string;
-}
 
 const RESTART = 'this process signs only with the key it announced at startup; restart the server to pick up a new key';
 

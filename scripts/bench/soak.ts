@@ -7,9 +7,9 @@
 // session caused and prints the series and a last `BENCH_JSON` line.
 //
 // Before the session it measures idle memory: the RSS of this server and of a bare SDK
-// server (scripts/bare-mcp-server.mjs) after `initialize`, with the same Node binary.
+// server (scripts/bench/bare-mcp-server.mjs) after `initialize`, with the same Node binary.
 //
-// Usage: node --import tsx scripts/soak.ts [--calls 20000] [--concurrency 8] [--node PATH]
+// Usage: node --import tsx scripts/bench/soak.ts [--calls 20000] [--concurrency 8] [--node PATH]
 //          [--node-arg FLAG]... [--sample-every 500] [--seed 1] [--cli-checks 20]
 // Exit status: 0 when the server survived, every journal verifies and descriptors and
 // threads stayed flat; 1 otherwise; 2 for a bad option. Memory targets are reported, not
@@ -25,11 +25,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
-import { signingKeyFromSeed } from '../src/shared/journal/signing-key.js';
-import { DEFAULT_ANSWER, startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
+import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
+import { signingKeyFromSeed } from '../../src/shared/signing/signing-key.js';
+import { DEFAULT_ANSWER, startSyntheticEndpoint } from '../../test/support/synthetic-endpoint.js';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
 const CALL_TIMEOUT_MS = 60_000;
 const IDLE_SETTLE_MS = 1_500; // the startup summary and anything lazy after `initialize` have happened by then
@@ -244,7 +244,7 @@ const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '', HOME: os.tmpdir()
 const serverArgs = [symbiBin, 'mcp', '--project', project, '--log-format', 'json'];
 
 process.stderr.write(`soak: node ${nodeVersion}${options.nodeArgs.length ? ` ${options.nodeArgs.join(' ')}` : ''}; ${options.calls} calls at concurrency ${options.concurrency}; project ${project}\n`);
-const bareIdleMb = await idleRssMb([path.join(repoRoot, 'scripts', 'bare-mcp-server.mjs')], env);
+const bareIdleMb = await idleRssMb([path.join(repoRoot, 'scripts', 'bench', 'bare-mcp-server.mjs')], env);
 
 // The server's JSON log tells us every run it started and how each ended.
 const runOutcome = new Map<string, string>(); // run_id -> 'started' | completed | cancelled | error

@@ -1,12 +1,12 @@
 // invoke_agent benchmark, on a copy of examples/quickstart (its sample Cedar policy judges every
 // answer) against the synthetic endpoint:
 // - round trips of invoke_agent and of a bare SDK tool making the same HTTP call
-//   (scripts/bare-inference-server.ts), interleaved call by call so noise falls on both alike;
+//   (scripts/bench/bare-inference-server.ts), interleaved call by call so noise falls on both alike;
 // - the first invoke_agent of a session, sent 1 s after `initialize`, against the median of the
 //   ten calls after it (fresh servers, the median of FIRST_CALL_SESSIONS sessions);
 // - throughput at 64 concurrent calls, and 256 concurrent calls against a 1-second endpoint.
 //
-// Usage: node --import tsx scripts/bench-invoke.ts [--calls N] [--root DIR]
+// Usage: node --import tsx scripts/bench/bench-invoke.ts [--calls N] [--root DIR]
 //   --root runs the server of another checkout (built), for a side-by-side comparison.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,14 +15,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
+import { startSyntheticEndpoint } from '../../test/support/synthetic-endpoint.js';
 
 const { values: options } = parseArgs({ options: { calls: { type: 'string', default: '1000' }, root: { type: 'string' } } });
 const CALLS = Number(options.calls);
 const FIRST_CALL_SESSIONS = 3;
 const THROUGHPUT_CALLS = 2000;
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const serverRoot = path.resolve(options.root ?? repoRoot);
 const endpoint = await startSyntheticEndpoint();
 const env = { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), OPENAI_BASE_URL: endpoint.url, OPENAI_API_KEY: 'bench', CHAT_MODEL: 'synthetic' };
@@ -76,7 +76,7 @@ for (let session = 0; session < FIRST_CALL_SESSIONS; session += 1) {
 firstCallExtras.sort((a, b) => a - b);
 
 const governed = await connect(governedArgs);
-const bare = await connect(['--import', 'tsx', path.join(repoRoot, 'scripts', 'bare-inference-server.ts')]);
+const bare = await connect(['--import', 'tsx', path.join(repoRoot, 'scripts', 'bench', 'bare-inference-server.ts')]);
 const invoke = invokeOn(governed.client, 'hello');
 const infer = () => bare.client.callTool({ name: 'infer', arguments: { prompt: 'hello' } });
 

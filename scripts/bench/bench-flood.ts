@@ -5,7 +5,7 @@
 //   2. a client sends 3,000 invoke_agent calls with a 64 KiB prompt and a 64 KiB system_prompt to a
 //      provider that never answers: the calls beyond the capacity are refused at once, the server's
 //      peak RSS stays under 1 GiB, and after shutdown every accepted run's journal is complete.
-// Usage: node --import tsx scripts/bench-flood.ts [--dsl-calls 1500] [--unread-seconds 10] [--invoke-calls 3000]
+// Usage: node --import tsx scripts/bench/bench-flood.ts [--dsl-calls 1500] [--unread-seconds 10] [--invoke-calls 3000]
 // Progress goes to standard error; the last line on standard output is `BENCH_JSON {...}`.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -14,10 +14,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
-import { signingKeyFromSeed } from '../src/shared/journal/signing-key.js';
-import { DSL_FILE_MAX_BYTES, INVOCATIONS_MAX_DEFAULT, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../src/shared/limits.js';
-import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
+import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
+import { signingKeyFromSeed } from '../../src/shared/signing/signing-key.js';
+import { DSL_FILE_MAX_BYTES, INVOCATIONS_MAX_DEFAULT, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../src/shared/limits.js';
+import { startSyntheticEndpoint } from '../../test/support/synthetic-endpoint.js';
 
 const { values } = parseArgs({
   options: {
@@ -34,7 +34,7 @@ if (![dslCalls, unreadSeconds, invokeCalls].every((n) => Number.isInteger(n) && 
   process.exit(2);
 }
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
 const say = (line: string): void => void process.stderr.write(`bench-flood: ${line}\n`);
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

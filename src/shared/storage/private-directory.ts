@@ -1,7 +1,5 @@
 import fs from 'node:fs';
-import { ConfinementError, PinnedDirectory } from './pinned-directory.js';
-import { projectFilesUnavailable } from './descriptor-access-check.js';
-import type { DescriptorRoute } from './confinement/descriptor-route.js';
+import { ConfinementError, type DescriptorRoute, PinnedDirectory, projectFilesUnavailable } from '../confinement/index.js';
 
 // The server's own storage (.symbiont/ and what lies below it) must be private:
 // a real directory (never a symlink), owned by the server's user, with no group

@@ -9,7 +9,7 @@
 //    issue measures): the slowest list_agents answer meanwhile, the main
 //    thread's latency. Target: at most 50 ms.
 // 3. the server's peak RSS over that run. Target: under 1 GiB.
-// Run after `npm run build`: node --import tsx scripts/bench-dsl-hostile.ts [--quick]
+// Run after `npm run build`: node --import tsx scripts/bench/bench-dsl-hostile.ts [--quick]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,11 +17,11 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { parseDslReport } from '../src/shared/dsl/parse-report.js';
-import { DSL_FILE_MAX_BYTES } from '../src/shared/limits.js';
-import { AMPLIFIED_CONTEXTS, AMPLIFIED_UNITS, hostileInputs, type HostileInput } from '../test/support/hostile-dsl-inputs.js';
+import { parseDslReport } from '../../src/shared/dsl/parse-report.js';
+import { DSL_FILE_MAX_BYTES } from '../../src/shared/limits.js';
+import { AMPLIFIED_CONTEXTS, AMPLIFIED_UNITS, hostileInputs, type HostileInput } from '../../test/support/hostile-dsl-inputs.js';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const symbiBin = path.join(repo, 'bin', 'symbi.js');
 const quick = process.argv.includes('--quick');
 const SWEEP_BYTES = quick ? 64 * 1024 : 256 * 1024;

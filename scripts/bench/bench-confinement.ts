@@ -3,15 +3,14 @@
 // path get_agent_dsl and parse_dsl {file} take), what listing a 100-entry
 // agents/ costs, and what each route's startup self-test costs. Routes this
 // machine cannot prove are reported as unavailable with the reason.
-// Run: node --import tsx scripts/bench-confinement.ts [--reads N]
+// Run: node --import tsx scripts/bench/bench-confinement.ts [--reads N]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { ROUTE_NAMES } from '../src/shared/confinement/descriptor-route.js';
-import { checkDescriptorAccess } from '../src/shared/descriptor-access-check.js';
-import { PinnedDirectory } from '../src/shared/pinned-directory.js';
-import { DSL_FILE_MAX_BYTES, DISCOVERY_MAX_ENTRIES } from '../src/shared/limits.js';
+import { ROUTE_NAMES } from '../../src/shared/confinement/descriptor-route.js';
+import { checkDescriptorAccess, PinnedDirectory, pinProject } from '../../src/shared/confinement/index.js';
+import { DSL_FILE_MAX_BYTES, DISCOVERY_MAX_ENTRIES } from '../../src/shared/limits.js';
 
 const readsArg = process.argv.indexOf('--reads');
 const READS = readsArg > 0 ? Number(process.argv[readsArg + 1]) : 20_000;
@@ -40,7 +39,7 @@ try {
     for (let i = 0; i < SELF_TESTS; i++) checkDescriptorAccess(env);
     const selfTestMs = (performance.now() - selfTestStart) / SELF_TESTS;
 
-    const project = PinnedDirectory.pin(dir, env);
+    const project = pinProject(dir, env);
     for (let i = 0; i < 1000; i++) project.readTextFile(`agents/agent${i % AGENT_FILES}.symbi`, DSL_FILE_MAX_BYTES);
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();

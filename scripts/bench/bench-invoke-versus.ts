@@ -1,10 +1,10 @@
 // Side by side: the invoke_agent round trip of this checkout (A) against another built checkout (B),
-// both interleaved call by call with the bare SDK tool of scripts/bare-inference-server.ts, so the
+// both interleaved call by call with the bare SDK tool of scripts/bench/bare-inference-server.ts, so the
 // machine's state (which moves the bench-invoke ratio by about 0.2 here between runs) falls on both.
 // The order alternates (A, bare, B, bare, then B, bare, A, bare), so each governed call follows a bare one.
 // docs/benchmarks.md reports the A/B ratios of the changes measured this way.
 //
-// Usage: node --import tsx scripts/bench-invoke-versus.ts --versus DIR [--calls N]
+// Usage: node --import tsx scripts/bench/bench-invoke-versus.ts --versus DIR [--calls N]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,14 +12,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
+import { startSyntheticEndpoint } from '../../test/support/synthetic-endpoint.js';
 
 const { values: options } = parseArgs({ options: { calls: { type: 'string', default: '2500' }, versus: { type: 'string' } } });
 if (options.versus === undefined) throw new Error('--versus DIR: the built checkout to compare with');
 const CALLS = Number(options.calls);
 const WARM_UP = 50;
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const endpoint = await startSyntheticEndpoint();
 const env = { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), OPENAI_BASE_URL: endpoint.url, OPENAI_API_KEY: 'bench', CHAT_MODEL: 'synthetic' };
 const projects: string[] = [];
@@ -44,7 +44,7 @@ async function governed(root: string): Promise<() => Promise<unknown>> {
 }
 
 const calls = { A: await governed(repoRoot), B: await governed(path.resolve(options.versus)) };
-const bareClient = await connect(['--import', 'tsx', path.join(repoRoot, 'scripts', 'bare-inference-server.ts')]);
+const bareClient = await connect(['--import', 'tsx', path.join(repoRoot, 'scripts', 'bench', 'bare-inference-server.ts')]);
 const bare = () => bareClient.callTool({ name: 'infer', arguments: { prompt: 'hello' } });
 const times = { A: [] as number[], B: [] as number[], bare: [] as number[] };
 

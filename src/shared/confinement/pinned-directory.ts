@@ -1,12 +1,11 @@
 import fs from 'node:fs';
-import path from 'node:path';
-import { PROJECT_PATH_MAX_BYTES } from './limits.js';
-import { checkDescriptorAccess, projectFilesUnavailable, routeByName, type DescriptorAccess } from './descriptor-access-check.js';
-import type { DescriptorRoute, RouteName } from './confinement/descriptor-route.js';
+import { ConfinementError, decodeUtf8Strict, describeOpenError, projectPathComponents, type PathRules } from './path-rules.js';
+import { projectFilesUnavailable, routeByName, type DescriptorAccess } from './routes.js';
+import type { DescriptorRoute, RouteName } from './descriptor-route.js';
 
 // Project files are reached only through a directory descriptor opened once at
 // startup. Every path is resolved from it one component at a time through the
-// confinement route proven at startup (descriptor-access-check.ts), each open
+// confinement route proven at startup (route-choice.ts), each open
 // with O_NOFOLLOW so a symlink fails instead of being followed. So no symlink is
 // followed anywhere, and a rename of the project folder after startup changes
 // nothing we read.
@@ -21,80 +20,6 @@ function directoryFlags(route: DescriptorRoute): number {
 export function fileFlags(route: DescriptorRoute): number {
   const f = route.flags;
   return f.O_RDONLY | f.O_NOFOLLOW | f.O_NONBLOCK;
-}
-
-export type ConfinementCode =
-  | 'invalid_path'
-  | 'not_found'
-  | 'symlink'
-  | 'not_directory'
-  | 'not_regular'
-  | 'hardlinked'
-  | 'too_large'
-  | 'not_utf8'
-  | 'io'
-  /** Descriptor-relative access does not work on this system (descriptor-access-check.ts). */
-  | 'unavailable';
-
-/** A refused project path or file: `code` says which rule, the message says it in one line for the user. */
-export class ConfinementError extends Error {
-  constructor(
-    readonly code: ConfinementCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ConfinementError';
-  }
-}
-
-export interface PathRules {
-  /** Allow components starting with `.` (only the server's own `.symbiont` storage uses this). */
-  allowHidden?: boolean;
-  /** Allow paths under `policies/` (only the startup policy loader uses this). */
-  allowPolicies?: boolean;
-}
-
-const ALLOWED_PATHS =
-  'a project-relative path of plain components (no leading "/", no "..", no hidden names, no backslashes, not under policies/)';
-
-/** Splits a caller-supplied project-relative path into components, refusing anything outside the rules. */
-export function projectPathComponents(relPath: string, rules: PathRules = {}): string[] {
-  const refuse = (what: string): never => {
-    throw new ConfinementError('invalid_path', `path refused: ${what}; expected ${ALLOWED_PATHS}`);
-  };
-  if (typeof relPath !== 'string' || relPath.length === 0) refuse('the path is empty');
-  if (relPath.includes('\0')) refuse('the path contains a NUL byte');
-  if (relPath.includes('\\')) refuse('the path contains a backslash');
-  if (relPath.startsWith('/')) refuse('absolute paths are not allowed');
-  if (Buffer.byteLength(relPath, 'utf8') > PROJECT_PATH_MAX_BYTES) refuse(`the path is longer than ${PROJECT_PATH_MAX_BYTES} bytes`);
-  const components = relPath.split('/').filter((c) => c !== '' && c !== '.');
-  if (components.length === 0) refuse('the path names the project root');
-  for (const c of components) {
-    if (c === '..') refuse('parent traversal ("..") is not allowed');
-    if (c.startsWith('.') && !rules.allowHidden) refuse(`hidden component "${c}" is not allowed`);
-  }
-  if (components[0] === 'policies' && !rules.allowPolicies) refuse('the policies directory is not readable through this tool');
-  return components;
-}
-
-/** The one-line refusal for a failed open of `shown` (ELOOP, and EMLINK on FreeBSD, mean a refused symlink). */
-export function describeOpenError(err: NodeJS.ErrnoException, shown: string): ConfinementError {
-  switch (err.code) {
-    case 'ENOENT':
-      return new ConfinementError('not_found', `${shown}: no such file in the project`);
-    case 'ELOOP':
-    case 'EMLINK':
-      return new ConfinementError('symlink', `${shown}: is a symlink; symlinks are never followed`);
-    case 'ENOTDIR':
-      return new ConfinementError('not_directory', `${shown}: a path component is not a directory`);
-    case 'EACCES':
-    case 'EPERM':
-      return new ConfinementError('io', `${shown}: permission denied`);
-    case 'ENXIO':
-      return new ConfinementError('not_regular', `${shown}: is not a regular file`);
-    default:
-      return new ConfinementError('io', `${shown}: cannot be opened (${err.code ?? 'error'})`);
-  }
 }
 
 // With O_DIRECTORY | O_NOFOLLOW, Linux reports a symlink as ENOTDIR. Opening the
@@ -128,17 +53,9 @@ export class PinnedDirectory {
     readonly access: DescriptorAccess,
   ) {}
 
-  /** Opens `dir` as the project root and proves a confinement route for it (descriptor-access-check.ts). */
-  static pin(dir: string, env: NodeJS.ProcessEnv = process.env): PinnedDirectory {
-    const absolute = path.resolve(dir);
-    const fd = fs.openSync(absolute, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
-    let shown = absolute;
-    try {
-      shown = fs.realpathSync(absolute);
-    } catch {
-      // keep the resolved path
-    }
-    return new PinnedDirectory(fd, shown, checkDescriptorAccess(env));
+  /** A pinned directory over `fd` reached as `access` says (route-choice.ts decides it at startup). */
+  static withAccess(fd: number, displayPath: string, access: DescriptorAccess): PinnedDirectory {
+    return new PinnedDirectory(fd, displayPath, access);
   }
 
   /**
@@ -287,17 +204,6 @@ export function entryIdentityAt(route: DescriptorRoute, dirFd: number, name: str
     return { dev: stat.dev, ino: stat.ino };
   } finally {
     fs.closeSync(fd);
-  }
-}
-
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-/** Decodes `bytes` as UTF-8, refusing invalid sequences with a one-line error naming `shown`. */
-export function decodeUtf8Strict(bytes: Uint8Array, shown: string): string {
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    throw new ConfinementError('not_utf8', `${shown}: is not valid UTF-8 text`);
   }
 }
 

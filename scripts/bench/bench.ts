@@ -8,7 +8,7 @@
 // give its entry `rows: selfDescribedRows(name)`. An entry marked `optional` is skipped while its
 // script does not exist yet.
 //
-// Usage: node --import tsx scripts/bench.ts [--only name,name]
+// Usage: node --import tsx scripts/bench/bench.ts [--only name,name]
 // The benchmark scripts' own progress output goes to standard error; the table goes to standard output.
 // docs/benchmarks.md is written only when every benchmark ran; what follows its KEEP_MARKER line is
 // kept as it is (hand-written notes).
@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 // The 20,000-call soak takes the longest; nothing should come near this.
 const CHILD_TIMEOUT_MS = 20 * 60_000;
 const DOC_PATH = path.join(repoRoot, 'docs', 'benchmarks.md');
@@ -246,7 +246,7 @@ const BENCHMARKS: Benchmark[] = [
       return [
         '## Where the time of one governed call goes',
         '',
-        `The worker's side of one \`invoke_agent\` call, run in process by \`scripts/bench-phases.ts\` (${fmt(num(j, 'calls'))} calls, medians), each phase ending at one of the protocol's durable points; the three fdatasyncs are the specification's (DirectInferenceRequested before the provider call, the response hashes before the policy, the decision and terminal record before the result). Beside them, each piece alone, interleaved call by call. What the MCP round trip adds on top (stdio, the SDK, the supervisor's preflight and the two thread hops) is the invoke round trip's p50 minus the total.`,
+        `The worker's side of one \`invoke_agent\` call, run in process by \`scripts/bench/bench-phases.ts\` (${fmt(num(j, 'calls'))} calls, medians), each phase ending at one of the protocol's durable points; the three fdatasyncs are the specification's (DirectInferenceRequested before the provider call, the response hashes before the policy, the decision and terminal record before the result). Beside them, each piece alone, interleaved call by call. What the MCP round trip adds on top (stdio, the SDK, the supervisor's preflight and the two thread hops) is the invoke round trip's p50 minus the total.`,
         '',
         '| phase | p50 |',
         '|---|---|',
@@ -451,7 +451,7 @@ interface ChildOutcome {
 
 function runBenchmark(bench: Benchmark): Promise<ChildOutcome> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'scripts', bench.script), ...(bench.args ?? [])], {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'scripts', 'bench', bench.script), ...(bench.args ?? [])], {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -540,7 +540,7 @@ async function main(): Promise<number> {
   let failed = 0;
   const started = Date.now();
   for (const bench of selected) {
-    if (bench.optional === true && !fs.existsSync(path.join(repoRoot, 'scripts', bench.script))) {
+    if (bench.optional === true && !fs.existsSync(path.join(repoRoot, 'scripts', 'bench', bench.script))) {
       skipped.push(bench.script);
       continue;
     }

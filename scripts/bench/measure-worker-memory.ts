@@ -1,7 +1,7 @@
 // How much heap a worker thread needs at the specification's limits, to size
 // WORKER_RESOURCE_LIMITS (src/supervisor/invocation-pool.ts).
 //
-// Usage: npm run build; node --expose-gc --import tsx scripts/measure-worker-memory.ts [--check] [--only=0,2]
+// Usage: npm run build; node --expose-gc --import tsx scripts/bench/measure-worker-memory.ts [--check] [--only=0,2]
 //
 // One worker thread runs the real invocation code (journal, provider call over
 // node:http to the local synthetic endpoint, Cedar on the exact text) for each
@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from '../../test/support/synthetic-endpoint.js';
 
 const MIB = 1024 * 1024;
 /** Leaves room for the conversation's framing so the typed request stays just under 1 MiB. */
@@ -55,10 +55,10 @@ await main();
 async function main(): Promise<void> {
   const check = process.argv.includes('--check');
   if (typeof (globalThis as { gc?: unknown }).gc !== 'function') {
-    process.stderr.write('run with node --expose-gc --import tsx scripts/measure-worker-memory.ts\n');
+    process.stderr.write('run with node --expose-gc --import tsx scripts/bench/measure-worker-memory.ts\n');
     process.exit(2);
   }
-  const { WORKER_RESOURCE_LIMITS } = await import('../src/supervisor/invocation-pool.js');
+  const { WORKER_RESOURCE_LIMITS } = await import('../../src/supervisor/invocation-pool.js');
   // A fresh endpoint for each scenario: a keep-alive socket left from the one
   // before could be closed by the server just as it is reused.
   const warmUp = await startSyntheticEndpoint();

@@ -3,7 +3,7 @@
 // ThirdKeyAI/Symbiont, kept in test/fixtures/dsl/symbiont/), 2,000 calls
 // after 200 warm-up calls, p50 and p99. Target: p50 at most 1 ms. Beside it,
 // the in-process parse and report of the same text, for scale.
-// Run after `npm run build`: node --import tsx scripts/bench-parse.ts
+// Run after `npm run build`: node --import tsx scripts/bench/bench-parse.ts
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,9 +11,9 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { parseDslReport } from '../src/shared/dsl/parse-report.js';
+import { parseDslReport } from '../../src/shared/dsl/parse-report.js';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const symbiBin = path.join(repo, 'bin', 'symbi.js');
 const SAMPLE = 'workflow_orchestrator.dsl';
 const samplePath = path.join(repo, 'test', 'fixtures', 'dsl', 'symbiont', SAMPLE);

@@ -1,8 +1,7 @@
-import { ROUTE_NAMES, type DescriptorRoute, type RouteName } from './confinement/descriptor-route.js';
-import { createLibcRoute } from './confinement/libc-route.js';
-import { openFlags, testConstantOverrides, TEST_CONSTANTS_ENV, type OverridableConstant } from './confinement/open-flags.js';
-import { createProcRoute } from './confinement/proc-route.js';
-import { selfTestRoute } from './confinement/route-self-test.js';
+import { ROUTE_NAMES, type DescriptorRoute, type RouteName } from './descriptor-route.js';
+import { testConstantOverrides, TEST_CONSTANTS_ENV, type OverridableConstant } from './open-flags.js';
+import { selfTestRoute } from './route-self-test.js';
+import { platformLabel, ROUTE_ENV, routeByName, type DescriptorAccess } from './routes.js';
 
 // Which confinement route reaches project files, decided once at startup. Each
 // candidate is built and proven by the self-test (route-self-test.ts) before it
@@ -12,49 +11,14 @@ import { selfTestRoute } from './confinement/route-self-test.js';
 // files and so the default permission).
 //
 // Order on Linux: openat2, then the libc walk, then /proc, fastest first as
-// measured by scripts/bench-confinement.ts. macOS and FreeBSD have only the
+// measured by scripts/bench/bench-confinement.ts. macOS and FreeBSD have only the
 // libc walk (FreeBSD's O_RESOLVE_BENEATH still follows symlinks inside the tree).
-
-export type DescriptorAccess =
-  | { readonly available: true; readonly route: DescriptorRoute; readonly why: string }
-  | { readonly available: false; readonly reason: string };
-
-/** Set to openat2, libc or proc to use only that route (tests, and operators comparing routes). */
-export const ROUTE_ENV = 'SYMBI_CONFINEMENT_ROUTE';
-
-const PLATFORM_NAMES: Readonly<Record<string, string>> = {
-  linux: 'Linux',
-  darwin: 'macOS',
-  win32: 'Windows',
-  freebsd: 'FreeBSD',
-  openbsd: 'OpenBSD',
-  netbsd: 'NetBSD',
-  sunos: 'SunOS',
-  aix: 'AIX',
-};
 
 const CANDIDATES: Readonly<Record<string, readonly RouteName[]>> = {
   linux: ['openat2', 'libc', 'proc'],
   darwin: ['libc'],
   freebsd: ['libc'],
 };
-
-/** "Linux x64", "macOS arm64": how messages name this system. */
-export function platformLabel(platform: string = process.platform, arch: string = process.arch): string {
-  return `${PLATFORM_NAMES[platform] ?? platform} ${arch}`;
-}
-
-/** The one-line refusal every project file operation gives when access is unavailable. */
-export function projectFilesUnavailable(reason: string): string {
-  return `project files are unavailable: ${reason}`;
-}
-
-/** Builds the named route without proving it (worker threads use the route their supervisor proved). */
-export function routeByName(name: RouteName, overrides: Partial<Record<OverridableConstant, number>> = {}): DescriptorRoute {
-  if (name === 'proc') return createProcRoute(openFlags(process.platform, overrides));
-  if (name === 'libc' || name === 'openat2') return createLibcRoute({ openat2: name === 'openat2', overrides });
-  throw new Error(`${JSON.stringify(String(name)).slice(0, 40)} is not a confinement route; use one of ${ROUTE_NAMES.join(', ')}`);
-}
 
 /** Picks and proves the route for this process (see the top of this file); `env` may force one or, for tests, bend constants. */
 export function checkDescriptorAccess(env: NodeJS.ProcessEnv = process.env, platform: string = process.platform): DescriptorAccess {

@@ -1,11 +1,10 @@
 import fs from 'node:fs';
-import type { DescriptorRoute } from './confinement/descriptor-route.js';
+import type { DescriptorRoute, PinnedDirectory } from '../confinement/index.js';
 import { projectDirectoriesProblem } from './directory-ownership.js';
-import type { PinnedDirectory } from './pinned-directory.js';
 import { openPrivateDirectory, UnsafeStorageError } from './private-directory.js';
-import { pinSigningKeyFile } from './journal/signing-key-store.js';
-import type { PinnedSigningKey } from './journal/signing-key-change.js';
-import type { ProjectSigningKey } from './journal/signing-key.js';
+import { pinSigningKeyFile } from './signing-key-store.js';
+import type { PinnedSigningKey } from './signing-key-store.js';
+import type { ProjectSigningKey } from '../signing/signing-key.js';
 
 // The audit storage of one project: the private .symbiont/governed/ directory
 // (held open by descriptor, so a later rename or symlink swap of the path

@@ -5,35 +5,35 @@
 // machine's noise falls on each the same way. What the MCP round trip adds on top (stdio, the
 // SDK, the supervisor, the thread hops) is the invoke benchmark's p50 minus this total.
 //
-// Usage: node --import tsx scripts/bench-phases.ts [calls]   (prints a last BENCH_JSON line)
+// Usage: node --import tsx scripts/bench/bench-phases.ts [calls]   (prints a last BENCH_JSON line)
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
-import { canonicalHash, sha256Hex } from '../src/shared/canonical-json.js';
-import { PinnedDirectory } from '../src/shared/pinned-directory.js';
-import { authorizeRespond, preparePolicySet } from '../src/shared/policy/respond-authorization.js';
-import { providerFromEnvironment } from '../src/shared/provider-config.js';
-import type { InvokeTask, RunPhase } from '../src/shared/worker-protocol.js';
-import { preflightInvocation } from '../src/supervisor/invoke-preflight.js';
-import { takeStartupSnapshot } from '../src/supervisor/startup-snapshot.js';
-import { respondRequestFor } from '../src/shared/policy/respond-request.js';
-import { buildConversation } from '../src/worker/conversation.js';
-import { performInvocation, type WorkerResources } from '../src/worker/invocation.js';
-import { reserveNextJournalFile } from '../src/worker/journal-reserve.js';
-import { callProvider, type TypedInferenceRequest } from '../src/worker/providers/provider-call.js';
-import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
+import { canonicalHash, sha256Hex } from '../../src/shared/canonical-json.js';
+import { PinnedDirectory, pinProject } from '../../src/shared/confinement/index.js';
+import { authorizeRespond, preparePolicySet } from '../../src/shared/policy/respond-authorization.js';
+import { providerFromEnvironment } from '../../src/shared/provider/provider-config.js';
+import type { InvokeTask, RunPhase } from '../../src/shared/worker-protocol.js';
+import { preflightInvocation } from '../../src/supervisor/invoke-preflight.js';
+import { takeStartupSnapshot } from '../../src/supervisor/startup-snapshot.js';
+import { respondRequestFor } from '../../src/shared/policy/respond-request.js';
+import { buildConversation } from '../../src/worker/conversation.js';
+import { performInvocation, type WorkerResources } from '../../src/worker/invocation.js';
+import { reserveNextJournalFile } from '../../src/worker/journal-reserve.js';
+import { callProvider, type TypedInferenceRequest } from '../../src/worker/providers/provider-call.js';
+import { startSyntheticEndpoint } from '../../test/support/synthetic-endpoint.js';
 
 const CALLS = Number(process.argv[2] ?? 400);
 const WARMUP = 50;
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 const endpoint = await startSyntheticEndpoint();
 const projectDir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-bench-phases-'));
 fs.cpSync(path.join(repoRoot, 'examples', 'quickstart'), projectDir, { recursive: true });
-const project = PinnedDirectory.pin(projectDir);
+const project = pinProject(projectDir);
 const { snapshot, auditStorage } = takeStartupSnapshot(project);
 if (auditStorage === null || auditStorage.pinnedKey === undefined) throw new Error('bench-phases: the quickstart copy has no audit signing key');
 if (snapshot.policy.set.mode !== 'configured') throw new Error('bench-phases: the quickstart policy did not load');
