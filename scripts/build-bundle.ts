@@ -144,6 +144,17 @@ function writeSbom(packages: BundledPackage[]): void {
   fs.writeFileSync(path.join(outdir, 'sbom.cdx.json'), JSON.stringify(sbom, null, 2) + '\n');
 }
 
+/**
+ * abort-controller-x ships ES modules (es/) beside its CommonJS main; the bundle takes those, so that
+ * only the helpers we call are included (the CommonJS build brings the whole library into each thread).
+ */
+const abortControllerXModules: Plugin = {
+  name: 'abort-controller-x-modules',
+  setup(b) {
+    b.onResolve({ filter: /^abort-controller-x$/ }, () => ({ path: path.join(repoRoot, 'node_modules', 'abort-controller-x', 'es', 'index.js') }));
+  },
+};
+
 const common = {
   absWorkingDir: repoRoot,
   outbase: 'src',
@@ -153,7 +164,7 @@ const common = {
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  plugins: [lazyRequires],
+  plugins: [lazyRequires, abortControllerXModules],
   // A bundled CommonJS library's require() of a Node.js built-in needs a real require in ESM output.
   banner: { js: "import { createRequire as __symbiCreateRequire } from 'node:module'; const require = __symbiCreateRequire(import.meta.url);" },
   legalComments: 'none',
@@ -185,7 +196,7 @@ async function main(): Promise<void> {
     ...common,
     entryPoints: [...WORKER_ENTRIES, ...WORKER_TEST_ONLY].map((entry) => path.join('src', entry)),
     external: installedExternals,
-    plugins: [lazyRequires, testOnlyBeside],
+    plugins: [lazyRequires, abortControllerXModules, testOnlyBeside],
   });
   const metafile: Metafile = { inputs: { ...cli.metafile.inputs, ...workers.metafile.inputs }, outputs: { ...cli.metafile.outputs, ...workers.metafile.outputs } };
   const packages = bundledPackages(metafile);

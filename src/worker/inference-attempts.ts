@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { delay } from 'abort-controller-x';
 import type { ProviderConfig } from '../shared/provider/provider-config.js';
 import { failedFinishEvent } from '../shared/journal/run-events.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
@@ -71,8 +71,8 @@ export async function inferWithRetries(
       }
       const decision = decideRetry(error, attempt - 1, msLeft());
       if (!decision.retry) throw new AttemptsFailed(error, attempt, decision.why);
-      // A cancel or the deadline during the wait ends it at once (the sleep rejects on abort).
-      await sleep(decision.waitMs, undefined, { signal });
+      // A cancel or the deadline during the wait ends it at once (the delay rejects on abort).
+      await delay(signal, decision.waitMs);
       await journal.beforeRetry();
     }
   }

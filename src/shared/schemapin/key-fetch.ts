@@ -1,6 +1,7 @@
 import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
+import { abortable, isAbortError } from 'abort-controller-x';
 import net, { type LookupFunction } from 'node:net';
 import { SCHEMA_KEY_BODY_MAX_BYTES, SCHEMA_KEY_FETCH_TIMEOUT_MS, SCHEMA_KEY_URL_MAX_BYTES } from '../limits.js';
 import { foldToOneLine } from '../text/one-line-text.js';
@@ -246,20 +247,12 @@ function describeNetworkError(err: unknown): string {
   return message === '' ? code : `${code} ${message}`;
 }
 
-function withDeadline<T>(work: Promise<T>, signal: AbortSignal, message: string): Promise<T> {
-  if (signal.aborted) return Promise.reject(new SchemaPinCheckError(message));
-  return new Promise<T>((resolvePromise, rejectPromise) => {
-    const onAbort = () => rejectPromise(new SchemaPinCheckError(message));
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolvePromise(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        rejectPromise(err);
-      },
-    );
-  });
+async function withDeadline<T>(work: Promise<T>, signal: AbortSignal, message: string): Promise<T> {
+  try {
+    return await abortable(signal, work);
+  } catch (err) {
+    // The deadline's abort is said as the check's own one-line error; any other failure passes through.
+    if (isAbortError(err)) throw new SchemaPinCheckError(message);
+    throw err;
+  }
 }
