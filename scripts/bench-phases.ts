@@ -23,7 +23,8 @@ import { respondRequestFor } from '../src/shared/policy/respond-request.js';
 import { buildConversation } from '../src/worker/conversation.js';
 import { performInvocation, type WorkerResources } from '../src/worker/invocation.js';
 import { reserveNextJournalFile } from '../src/worker/journal-reserve.js';
-import { callProvider, type TypedInferenceRequest } from '../src/worker/providers/provider-call.js';
+import { callProvider } from '../src/worker/providers/provider-call.js';
+import type { TypedInferenceRequest } from '../src/shared/inference-types.js';
 import { startSyntheticEndpoint } from '../test/support/synthetic-endpoint.js';
 
 const CALLS = Number(process.argv[2] ?? 400);
@@ -82,7 +83,7 @@ const typedRequest: TypedInferenceRequest = {
 };
 async function bareCall(): Promise<number> {
   const t0 = performance.now();
-  await callProvider(provider.config as never, typedRequest, new AbortController().signal);
+  await callProvider(resources.provider, typedRequest, new AbortController().signal);
   return performance.now() - t0;
 }
 
