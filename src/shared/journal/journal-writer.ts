@@ -134,6 +134,7 @@ class PoolSync {
       this.settle = (err) => {
         if (settled) return;
         settled = true;
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the sync's own error, passed on unchanged
         if (err) reject(err);
         else resolve();
       };
@@ -197,6 +198,7 @@ export class JournalWriter {
    * `syncInThread` says, at each append, whether to sync in this thread rather than on
    * libuv's pool (see writeRecords); without it, appends sync on the pool.
    */
+  // eslint-disable-next-line @typescript-eslint/require-await -- async so that a refusal reaches the caller as a rejection, not a synchronous throw
   static async create(storage: AuditStorage, runId: string, agentId: string, options: JournalOptions = {}): Promise<JournalWriter> {
     const { reservedFd } = options;
     let journal: { name: string; shown: string };
@@ -245,6 +247,7 @@ export class JournalWriter {
    * ends with Terminated, ends in a partial line, or belongs to another
    * principal is not resumed.
    */
+  // eslint-disable-next-line @typescript-eslint/require-await -- async so that a refusal reaches the caller as a rejection, not a synchronous throw
   static async resume(storage: AuditStorage, runId: string, agentId: string): Promise<JournalWriter> {
     const { name, shown } = journalName(storage, runId, agentId);
     let fd: number;
@@ -360,6 +363,11 @@ export class JournalWriter {
     this.terminated = true;
   }
 
+  /** A method, not an inline check, so TypeScript does not narrow `broken` across the checkFileEnd() that may set it. */
+  private refuseIfBroken(): void {
+    if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
+  }
+
   /** Checks a group of effect records may be written now (order rules, an intact file). */
   private checkEffects(events: readonly Record<string, unknown>[]): void {
     if (events.length === 0) throw new JournalWriteError('no records to append');
@@ -370,9 +378,9 @@ export class JournalWriter {
         throw new JournalWriteError(`the first record of a journal must be Started, not ${name}`);
       }
     });
-    if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
+    this.refuseIfBroken();
     this.checkFileEnd();
-    if (this.broken !== undefined) throw new JournalWriteError(`${this.path}: ${this.broken}; no further records are written`);
+    this.refuseIfBroken();
   }
 
   /** Runs `step` after every earlier append has settled; its failure does not block later steps. */
