@@ -83,7 +83,7 @@ test('record order: Started first, Terminated only through appendTerminal and la
   await assert.rejects(writer.append({ PolicyEvaluated: {} }), /the first record of a journal must be Started/);
   await writer.append(STARTED);
   await assert.rejects(writer.append({ Terminated: { reason: 'Completed' } }), /written with appendTerminal/);
-  await assert.rejects(writer.append({ A: {}, B: {} } as Record<string, unknown>), /exactly one key/);
+  await assert.rejects(writer.append({ A: {}, B: {} }), /exactly one key/);
   await assert.rejects(writer.append({ A: 'text' }), /must be an object/);
   await assert.rejects(writer.appendTerminal('Done' as 'Completed'), /"Completed" or \{ Error/);
   await writer.appendTerminal('Completed');
