@@ -451,8 +451,8 @@ export class JournalWriter {
   /**
    * Signs and chains `events`, writes them in one write, then syncs once; chain state advances only when durable.
    * The sync runs on libuv's pool, where concurrent runs' syncs overlap and the file system commits them
-   * together, or in this thread, which saves the two thread hops of a pooled sync (0.3 to 0.5 ms of a
-   * call here, docs/benchmarks.md): when the owner says so (syncInThread: no other run needs this
+   * together, or in this thread, which saves the two thread hops of a pooled sync (measured in
+   * docs/benchmarks.md): when the owner says so (syncInThread: no other run needs this
    * thread), and always when `urgent`, for the terminal record of a stopped run, which a cancel waits
    * for and which on the pool would queue behind other runs' syncs.
    */
@@ -567,7 +567,7 @@ export class JournalWriter {
 
   /**
    * Makes a new journal's directory entry durable, on libuv's pool: started as soon as the file
-   * has its name, it overlaps building and signing the first records (0.1 ms of a call here,
+   * has its name, it overlaps building and signing the first records (measured in
    * docs/benchmarks.md). Settles with the failure's code rather than rejecting, so it is never left unhandled.
    */
   private async syncDirectoryEntry(dirFd: number): Promise<string | undefined> {
