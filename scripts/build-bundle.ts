@@ -22,7 +22,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type Metafile, type Plugin } from 'esbuild';
+import { build, type BuildOptions, type Metafile, type Plugin } from 'esbuild';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = path.join(repoRoot, 'bundle');
@@ -170,7 +170,7 @@ const common = {
   legalComments: 'none',
   metafile: true,
   logLevel: 'warning',
-} as const;
+} satisfies BuildOptions;
 
 const installedExternals = installed.flatMap((name) => [name, `${name}/*`]);
 

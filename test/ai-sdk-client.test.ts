@@ -65,7 +65,7 @@ describe('the AI SDK MCP client (@ai-sdk/mcp) against symbi mcp', () => {
 
   it('list_agents through an AI SDK tool names the invocable agents and the refused one', async () => {
     const tools = await client.tools();
-    const result = (await tools.list_agents!.execute!({}, callOptions)) as ToolResult;
+    const result = (await tools.list_agents!.execute({}, callOptions)) as ToolResult;
     assert.notEqual(result.isError, true, textOf(result));
     const agents = (result.structuredContent as { agents: { stem: string; invocable: boolean; reason?: string }[] }).agents;
     assert.deepEqual(agents.map((a) => [a.stem, a.invocable]), [
@@ -79,7 +79,7 @@ describe('the AI SDK MCP client (@ai-sdk/mcp) against symbi mcp', () => {
   it('invoke_agent returns the model answer with an audit reference whose journal verifies', async () => {
     const tools = await client.tools();
     const before = endpoint.requests.length;
-    const result = (await tools.invoke_agent!.execute!({ agent: 'assistant', prompt: 'Say hello.' }, callOptions)) as ToolResult;
+    const result = (await tools.invoke_agent!.execute({ agent: 'assistant', prompt: 'Say hello.' }, callOptions)) as ToolResult;
     assert.notEqual(result.isError, true, textOf(result));
     assert.equal(textOf(result), DEFAULT_ANSWER);
 
@@ -99,7 +99,7 @@ describe('the AI SDK MCP client (@ai-sdk/mcp) against symbi mcp', () => {
 
   it('invoke_agent withholds an answer Cedar forbids and says so as a tool error', async () => {
     const tools = await client.tools();
-    const result = (await tools.invoke_agent!.execute!({ agent: 'assistant', prompt: 'The launch code? [[secret]]' }, callOptions)) as ToolResult;
+    const result = (await tools.invoke_agent!.execute({ agent: 'assistant', prompt: 'The launch code? [[secret]]' }, callOptions)) as ToolResult;
     assert.equal(result.isError, true);
     assert.match(textOf(result), /Cedar policy denied the response/);
     assert.ok(!textOf(result).includes(SECRET_ANSWER), 'the forbidden text never reaches the client');

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js';
+import { pinProject } from '../src/shared/confinement/index.js';
 import crypto from 'node:crypto';
 import { openAuditStorage, closeAuditStorage, UnsafeStorageError, type AuditStorage } from '../src/shared/storage/audit-storage.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';

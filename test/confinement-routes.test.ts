@@ -1,7 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { ROUTE_NAMES, type RouteName } from '../src/shared/confinement/descriptor-route.js';
 import { checkDescriptorAccess } from '../src/shared/confinement/index.js';
 import { repoRoot } from './support/server-entry.js';

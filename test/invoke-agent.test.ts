@@ -169,7 +169,7 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     it(`answers ${label} with a one-line tool error and no journal`, async () => {
       const requestsBefore = endpoint.requests.length;
       const journalsBefore = journalsIn(project).length;
-      const result = await server.client.callTool({ name: 'invoke_agent', arguments: { ...args } as Record<string, unknown> });
+      const result = await server.client.callTool({ name: 'invoke_agent', arguments: { ...args } });
       assert.equal(result.isError, true);
       assert.match(textOf(result), pattern);
       assert.ok(!textOf(result).includes('\n'), 'one line');

@@ -273,8 +273,8 @@ describe('shutdown and process loss', () => {
       await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'crash [[fault:worker-exit]]' } } }));
       const crashed = await resultOf(1);
       assert.equal(crashed.result?.isError, true);
-      assert.match(crashed.result!.content[0]!.text, /worker running this invocation failed/);
-      const audit = crashed.result!.structuredContent!.audit;
+      assert.match(crashed.result.content[0]!.text, /worker running this invocation failed/);
+      const audit = crashed.result.structuredContent!.audit;
       assert.deepEqual(eventNames(readJournal(audit.path)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
       assert.equal(assertCompleteJournal(audit.path, projectPublicKey(project)), 2, 'the request had left: its effect is unknown');
       await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'after the crash' } } }));

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import nacl from 'tweetnacl';
-import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js';
+import { pinProject } from '../src/shared/confinement/index.js';
 import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/storage/audit-storage.js';
 import { JournalWriter, JournalWriteError } from '../src/shared/journal/journal-writer.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';

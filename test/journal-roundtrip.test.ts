@@ -153,7 +153,8 @@ test('journal round trip: Node.js crypto, tweetnacl, openssl and symbi audit ins
 
   // openssl must also reject a payload with one byte changed (the check is real).
   const tampered = Buffer.from(cut(lines[0]!).payload);
-  tampered[tampered.length - 3] ^= 1;
+  const flipped = tampered.length - 3;
+  tampered[flipped] = tampered[flipped]! ^ 1;
   fs.writeFileSync(path.join(work, 'bad.bin'), tampered);
   const bad = spawnSync('openssl', ['pkeyutl', '-verify', '-pubin', '-keyform', 'DER', '-inkey', pubDer, '-rawin', '-in', path.join(work, 'bad.bin'), '-sigfile', path.join(work, 'sig-0.bin')], { encoding: 'utf8' });
   assert.notEqual(bad.status, 0);

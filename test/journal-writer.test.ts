@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js';
+import { pinProject } from '../src/shared/confinement/index.js';
 import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/storage/audit-storage.js';
 import { JournalWriter, JournalWriteError } from '../src/shared/journal/journal-writer.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
@@ -83,7 +83,7 @@ test('record order: Started first, Terminated only through appendTerminal and la
   await assert.rejects(writer.append({ PolicyEvaluated: {} }), /the first record of a journal must be Started/);
   await writer.append(STARTED);
   await assert.rejects(writer.append({ Terminated: { reason: 'Completed' } }), /written with appendTerminal/);
-  await assert.rejects(writer.append({ A: {}, B: {} } as Record<string, unknown>), /exactly one key/);
+  await assert.rejects(writer.append({ A: {}, B: {} }), /exactly one key/);
   await assert.rejects(writer.append({ A: 'text' }), /must be an object/);
   await assert.rejects(writer.appendTerminal('Done' as 'Completed'), /"Completed" or \{ Error/);
   await writer.appendTerminal('Completed');

@@ -14,7 +14,8 @@ import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js'
 import { loadPolicySet } from '../src/shared/policy/policy-set.js';
 import type { RunDefinition } from '../src/shared/worker-protocol.js';
 import { finaliseUnstartedRun } from '../src/supervisor/unstarted-run-finaliser.js';
-import { performInvocation, type WorkerResources } from '../src/worker/invocation.js';
+import { performInvocation } from '../src/worker/invocation.js';
+import type { WorkerResources } from '../src/worker/worker-resources.js';
 import { makeProject, removeProject } from './support/project.js';
 import { eventNames, inspect, projectPublicKey, readJournal } from './support/journal.js';
 

@@ -148,7 +148,7 @@ describe('SchemaPin verification against a local key server', () => {
 
   it('refuses an RSA key', async () => {
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    server.serve('/rsa.pem', { body: rsa.publicKey.export({ type: 'spki', format: 'pem' }) as string });
+    server.serve('/rsa.pem', { body: rsa.publicKey.export({ type: 'spki', format: 'pem' }) });
     const result = await verifySchema({ schema: schemaText, public_key_url: server.url('/rsa.pem'), signature }, options);
     assert.equal(result.verified, false);
     assert.match(result.message, /is an RSA key; SchemaPin keys are ECDSA P-256/);
@@ -156,7 +156,7 @@ describe('SchemaPin verification against a local key server', () => {
 
   it('refuses an EC key on another curve', async () => {
     const p384 = generateKeyPairSync('ec', { namedCurve: 'secp384r1' });
-    server.serve('/p384.pem', { body: p384.publicKey.export({ type: 'spki', format: 'pem' }) as string });
+    server.serve('/p384.pem', { body: p384.publicKey.export({ type: 'spki', format: 'pem' }) });
     const result = await verifySchema({ schema: schemaText, public_key_url: server.url('/p384.pem'), signature }, options);
     assert.equal(result.verified, false);
     assert.match(result.message, /curve secp384r1/);

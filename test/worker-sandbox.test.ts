@@ -164,7 +164,7 @@ describe('sandboxed worker threads', () => {
       invoke(server, 10, 'allocate [[fault:worker-oom]]');
       const oom = await result(server, 10);
       assert.equal(oom.result?.isError, true, JSON.stringify(oom));
-      assert.match(oom.result!.content[0]!.text, /worker running this invocation failed: .*memory limit/);
+      assert.match(oom.result.content[0]!.text, /worker running this invocation failed: .*memory limit/);
       // The limit hit is the pool's, not V8's default (about 2 to 4 GiB here).
       const limit = Number(/worker heap limit (\d+) MiB/.exec(server.stderr())?.[1]);
       const { maxOldGenerationSizeMb, maxYoungGenerationSizeMb } = WORKER_RESOURCE_LIMITS;

@@ -189,7 +189,7 @@ async function invocationFlood(): Promise<Record<string, number>> {
   }
 }
 
-const result = { ...(await unreadAnswers()), ...(await invocationFlood()), max_invocations: INVOCATIONS_MAX_DEFAULT };
+const result: Record<string, number> = { ...(await unreadAnswers()), ...(await invocationFlood()), max_invocations: INVOCATIONS_MAX_DEFAULT };
 process.stdout.write(
   [
     `flood: ${result.dsl_answers} of ${result.dsl_calls} unread 1 MiB get_agent_dsl answers delivered; server peak RSS ${result.dsl_peak_rss_mb} MB (target < 600 MB)`,

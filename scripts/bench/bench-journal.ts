@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { PinnedDirectory, pinProject } from '../../src/shared/confinement/index.js';
+import { pinProject } from '../../src/shared/confinement/index.js';
 import { openAuditStorage, closeAuditStorage } from '../../src/shared/storage/audit-storage.js';
 import { JournalWriter } from '../../src/shared/journal/journal-writer.js';
 import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import { canonicalHash, sha256Hex } from '../../src/shared/canonical-json.js';
-import { PinnedDirectory, pinProject } from '../../src/shared/confinement/index.js';
+import { pinProject } from '../../src/shared/confinement/index.js';
 import { authorizeRespond, preparePolicySet } from '../../src/shared/policy/respond-authorization.js';
 import { providerFromEnvironment } from '../../src/shared/provider/provider-config.js';
 import type { InvokeTask, RunPhase } from '../../src/shared/worker-protocol.js';
@@ -21,9 +21,11 @@ import { preflightInvocation } from '../../src/supervisor/invoke-preflight.js';
 import { takeStartupSnapshot } from '../../src/supervisor/startup-snapshot.js';
 import { respondRequestFor } from '../../src/shared/policy/respond-request.js';
 import { buildConversation } from '../../src/worker/conversation.js';
-import { performInvocation, type WorkerResources } from '../../src/worker/invocation.js';
+import { performInvocation } from '../../src/worker/invocation.js';
 import { reserveNextJournalFile } from '../../src/worker/journal-reserve.js';
-import { callProvider, type TypedInferenceRequest } from '../../src/worker/providers/provider-call.js';
+import { callProvider } from '../../src/worker/providers/provider-call.js';
+import type { WorkerResources } from '../../src/worker/worker-resources.js';
+import type { TypedInferenceRequest } from '../../src/shared/provider/inference-types.js';
 import { startSyntheticEndpoint } from '../../test/support/synthetic-endpoint.js';
 
 const CALLS = Number(process.argv[2] ?? 400);
@@ -82,7 +84,7 @@ const typedRequest: TypedInferenceRequest = {
 };
 async function bareCall(): Promise<number> {
   const t0 = performance.now();
-  await callProvider(provider.config as never, typedRequest, new AbortController().signal);
+  await callProvider(resources.provider, typedRequest, new AbortController().signal);
   return performance.now() - t0;
 }
 

@@ -65,6 +65,12 @@ function oneLine(text: string, max = 160): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
+/** A report field as text: a string as it is, nothing as empty, anything else as JSON (not "[object Object]"). */
+function fieldText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  return value === undefined || value === null ? '' : JSON.stringify(value);
+}
+
 // ---- MCP results -----------------------------------------------------------------------------------
 
 interface AuditReference {
@@ -158,7 +164,7 @@ function terminalSummary(reason: unknown): string {
   if (reason === 'Completed') return 'Completed';
   if (typeof reason === 'object' && reason !== null && 'Error' in reason) {
     const message = (reason as { Error?: { message?: unknown } }).Error?.message;
-    return `Error: ${oneLine(String(message ?? ''), 90)}`;
+    return `Error: ${oneLine(fieldText(message), 90)}`;
   }
   return oneLine(JSON.stringify(reason ?? null), 90);
 }
@@ -226,7 +232,7 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
     // 1. list_agents
     heading(1, 'list_agents: what the IDE agent can see');
     const listed = (await client.callTool({ name: 'list_agents', arguments: {} })) as ToolResult;
-    const agents = ((listed.structuredContent as { agents?: ListedAgent[] } | undefined)?.agents ?? []) as ListedAgent[];
+    const agents = ((listed.structuredContent as { agents?: ListedAgent[] } | undefined)?.agents ?? []);
     for (const a of agents) {
       const alias = a.declared_name !== undefined && a.declared_name !== a.stem ? ` (declares ${a.declared_name})` : '';
       if (a.invocable) {
@@ -313,7 +319,7 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
       const colour = verdict.status === 0 ? green : verdict.status === 2 ? yellow : red;
       const records = typeof verdict.report.records === 'number' ? `${verdict.report.records} records` : '';
       const complete = verdict.report.journal_complete === true ? 'journal complete' : 'journal incomplete';
-      const ending = 'terminal_reason' in verdict.report ? terminalSummary(verdict.report.terminal_reason) : oneLine(String(verdict.report.error ?? ''), 90);
+      const ending = 'terminal_reason' in verdict.report ? terminalSummary(verdict.report.terminal_reason) : oneLine(fieldText(verdict.report.error), 90);
       const effects = Array.isArray(verdict.report.effects) ? (verdict.report.effects as { outcome?: string }[]) : [];
       say(`   ${run.label.padEnd(10)} ${run.runId}  ${colour(verdict.label)}  ${dim(`exit ${verdict.status}, ${records}, ${complete}`)}`);
       say(`              ${dim('ends with:')} ${ending}`);

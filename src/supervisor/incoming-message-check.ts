@@ -65,8 +65,8 @@ function methodSchemas(union: { options: readonly z.ZodType[] }): Map<string, z.
 }
 
 // The SDK's own per-method schemas, so "invalid params" means exactly what its handlers would reject.
-const REQUEST_SCHEMAS = methodSchemas(ClientRequestSchema as unknown as { options: readonly z.ZodType[] });
-const NOTIFICATION_SCHEMAS = methodSchemas(ClientNotificationSchema as unknown as { options: readonly z.ZodType[] });
+const REQUEST_SCHEMAS = methodSchemas(ClientRequestSchema);
+const NOTIFICATION_SCHEMAS = methodSchemas(ClientNotificationSchema);
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

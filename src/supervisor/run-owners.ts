@@ -1,4 +1,4 @@
-import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import pTimeout from 'p-timeout';
 import type { Piscina } from 'piscina';
 import type { AuditReference, InvokeOutcome, InvokeTask, RunDefinition, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
@@ -86,7 +86,7 @@ export class RunOwnerTable {
     });
 
     const workerRun = this.pool()
-      .run({ ...task, port: workerPort } satisfies InvokeTask, { transferList: [workerPort as unknown as MessagePort] })
+      .run({ ...task, port: workerPort } satisfies InvokeTask, { transferList: [workerPort] })
       .then(async (outcome: InvokeOutcome) => {
         drainNotices();
         return (await claimedOutcome()) ?? outcome;

@@ -45,7 +45,7 @@ export async function performInvocation(
 
   const cancellation = listenForCancellation(task.port);
   // One signal for every way a run stops, a cancel or the deadline (a plain listener and timer:
-  // AbortSignal.any and an abortable sleep cost about 0.1 ms of every run here).
+  // AbortSignal.any and an abortable sleep cost every run measurably more, docs/benchmarks.md).
   const stop = new AbortController();
   const stopSignal = stop.signal;
   const stopOnCancel = (): void => stop.abort(cancellation.signal.reason);

@@ -6,9 +6,8 @@ import type { WorkerResources } from './worker-resources.js';
 
 // One journal file made ahead of the next run, in each worker thread.
 //
-// Creating a file costs the file system far more than naming one that exists: on ext4,
-// a new inode made while the previous run's syncs commit took 0.1 to 1 ms here, and
-// naming an unnamed one 0.04 ms (docs/benchmarks.md). So after each run, once its
+// Creating a file costs the file system far more than naming one that exists, above all
+// while the previous run's syncs commit (docs/benchmarks.md). So after each run, once its
 // result is on its way, the thread makes an unnamed file (O_TMPFILE, Linux) for the
 // next run's journal, and that run only names it. An unnamed file leaves nothing
 // behind if the process ends, and naming it fails if the name exists, as O_EXCL does.

@@ -121,7 +121,7 @@ export function guardStandardOutputInFs(capture: CaptureWrite): void {
       } catch (error) {
         outcome = [error];
       }
-      if (typeof callback === 'function') process.nextTick(() => callback(...outcome));
+      if (typeof callback === 'function') process.nextTick(() => (callback as AnyFunction)(...outcome));
       return undefined;
     };
   };

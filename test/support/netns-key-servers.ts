@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
 

@@ -105,7 +105,7 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
   const cloexec = flags.O_CLOEXEC;
   const directoryFlags = flags.O_RDONLY | flags.O_DIRECTORY | cloexec;
 
-  const check = (result: number | bigint, call: string): number => {
+  const check = (result: unknown, call: string): number => {
     const n = Number(result);
     if (n < 0) throw errnoError(koffi.errno(), call);
     return n;

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { DSL_FILE_MAX_BYTES, DSL_MAX_ERRORS } from '../limits.js';
-import type { AgentDecl, ChannelDecl, DslFile, Expr, MemoryDecl, PolicyDecl, Property, ScheduleDecl, WebhookDecl, WithBlock } from './ast.js';
+import type { AgentDecl, ChannelDecl, DslFile, Expr, MemoryDecl, PolicyDecl, ScheduleDecl, WebhookDecl, WithBlock } from './ast.js';
 import { humantimeSeconds, timeoutSeconds, trimQuotes } from './durations.js';
 import { defineKey, exprToJson, typeToText, type JsonValue } from './json-values.js';
 import type {

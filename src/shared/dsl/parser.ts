@@ -227,7 +227,7 @@ class Parser {
     const start = this.expectWord('capabilities');
     this.keyValueSeparator('capabilities');
     if (!this.isPunct('[')) this.fail(`expected an array after \`capabilities =\`, such as \`["read", "analyze"]\`, found ${describeToken(this.token)}`);
-    const value = this.array() as CapabilitiesDecl['value'];
+    const value = this.array();
     return { kind: 'capabilities', value, line: start.line, column: start.column };
   }
 

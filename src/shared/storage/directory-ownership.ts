@@ -71,7 +71,6 @@ export function projectDirectoriesProblem(project: PinnedDirectory, accounts?: A
       const problem = directoryWritersProblem(stat, shown, serverUid, accounts);
       if (problem !== undefined) problems.push(problem);
       let parentFd: number;
-      let parent: fs.Stats;
       try {
         parentFd = route.openAt(currentFd, '..', parentFlags);
       } catch (err) {
@@ -81,7 +80,7 @@ export function projectDirectoriesProblem(project: PinnedDirectory, accounts?: A
       }
       if (currentFd !== project.fd) fs.closeSync(currentFd);
       currentFd = parentFd;
-      parent = fs.fstatSync(currentFd);
+      const parent = fs.fstatSync(currentFd);
       if (parent.dev === stat.dev && parent.ino === stat.ino) break; // "/" is its own parent
       stat = parent;
       shown = path.dirname(shown);

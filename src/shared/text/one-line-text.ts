@@ -11,6 +11,7 @@ export const FOLDED_TEXT_MAX_CHARS = 400;
  * stays on one line and nothing is lost: for log entries and messages that name a path or a value.
  */
 export function escapeToOneLine(text: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (c) => {
     if (c === '\n') return '\\n';
     if (c === '\r') return '\\r';
@@ -24,6 +25,7 @@ export function escapeToOneLine(text: string): string {
  * `maxChars` with an ellipsis: for another component's prose (Cedar, the network) shown as one line.
  */
 export function foldToOneLine(text: string, maxChars = FOLDED_TEXT_MAX_CHARS): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   const flat = text.replace(/[\s\u0000-\u001f\u007f]+/g, ' ').trim();
   return flat.length > maxChars ? `${flat.slice(0, maxChars)}…` : flat;
 }
