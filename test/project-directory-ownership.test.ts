@@ -7,6 +7,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { directoryWritersProblem } from '../src/shared/storage/directory-ownership.js';
+import { parsePosixAcl } from '../src/shared/storage/directory-acl.js';
 import { namespaceSkip } from './support/mount-namespace.js';
 import { symbiBin } from './support/server-entry.js';
 import { invokeOnce, type InvokeOutcome, providerEnv } from './support/server.js';
@@ -282,15 +283,16 @@ describe('group members as the local account files list them', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-accounts-'));
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  function problemWith(passwd: string[], group: string[]): string | undefined {
+  function problemWith(passwd: string[], group: string[], nsswitch = 'passwd: files\ngroup: files\n'): string | undefined {
     const shared = path.join(dir, 'shared');
     fs.mkdirSync(shared, { recursive: true });
     fs.chmodSync(shared, 0o775);
-    const files = { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group') };
+    const files = { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group'), nsswitch: path.join(dir, 'nsswitch.conf') };
     fs.writeFileSync(files.passwd, passwd.join('\n') + '\n');
     fs.writeFileSync(files.group, group.join('\n') + '\n');
+    fs.writeFileSync(files.nsswitch, nsswitch);
     const stat = fs.statSync(shared);
-    return directoryWritersProblem(stat, shared, stat.uid, files);
+    return directoryWritersProblem(stat, shared, stat.uid, { accounts: files });
   }
 
   const stat = fs.statSync(dir);
@@ -312,5 +314,41 @@ describe('group members as the local account files list them', () => {
 
   it('a group /etc/group does not list cannot be proved safe', () => {
     assert.match(problemWith([me], []) ?? '', new RegExp(`writable by group ${stat.gid} \\(mode 0775\\), which /etc/group does not list`));
+  });
+
+  it('every /etc/group line with the gid counts, not only the first', () => {
+    assert.match(problemWith([me], [`mine:x:${stat.gid}:me`, `alias:x:${stat.gid}:other`]) ?? '', /whose members include other \(through a second \/etc\/group line for gid \d+, "alias"\); /);
+  });
+
+  it('a group is unsound when NSS takes users or groups from a source this server does not read', () => {
+    assert.match(problemWith([me], [`mine:x:${stat.gid}:`], 'passwd: files ldap\ngroup: files [NOTFOUND=return] sss # directory\n') ?? '', /also takes users or groups from ldap, sss, which this server does not query/);
+    assert.match(problemWith([me, '+@staff'], [`mine:x:${stat.gid}:`], 'passwd: compat\ngroup: compat\n') ?? '', /has NIS compat lines/);
+    assert.equal(problemWith([me], [`mine:x:${stat.gid}:`], 'passwd: compat\ngroup: compat\n'), undefined);
+  });
+});
+
+describe('the Linux ACL extended attribute', () => {
+  const entry = (tag: number, perm: number, id: number) => {
+    const bytes = Buffer.alloc(8);
+    bytes.writeUInt16LE(tag, 0);
+    bytes.writeUInt16LE(perm, 2);
+    bytes.writeUInt32LE(id, 4);
+    return bytes;
+  };
+  const header = (version: number) => {
+    const bytes = Buffer.alloc(4);
+    bytes.writeUInt32LE(version, 0);
+    return bytes;
+  };
+
+  it('reads version 2 entries', () => {
+    const value = Buffer.concat([header(2), entry(0x01, 7, 0xffffffff), entry(0x02, 7, 1234), entry(0x04, 5, 0xffffffff), entry(0x10, 7, 0xffffffff), entry(0x20, 5, 0xffffffff)]);
+    assert.deepEqual(parsePosixAcl(value)[1], { tag: 0x02, perm: 7, id: 1234 });
+  });
+
+  it('refuses what it cannot read rather than guess', () => {
+    assert.throws(() => parsePosixAcl(Buffer.concat([header(3), entry(0x01, 7, 0)])), /format version is 3/);
+    assert.throws(() => parsePosixAcl(Buffer.concat([header(2), entry(0x40, 7, 0)])), /unknown tag 0x40/);
+    assert.throws(() => parsePosixAcl(Buffer.concat([header(2), Buffer.alloc(5)])), /not a version header followed by 8-byte entries/);
   });
 });
