@@ -1,6 +1,6 @@
 import os from 'node:os';
 import type Koffi from 'koffi';
-import { loadKoffi } from '../confinement/index.js';
+import { errnoError, loadKoffi } from '../confinement/index.js';
 
 // A directory's extended ACL, as the kernel would apply it, read by path. The
 // mode bits alone hide writers: with a POSIX ACL, `setfacl -m u:bob:rwx DIR`
@@ -101,8 +101,9 @@ export function readDirectoryAcl(path: string): DirectoryAcl {
   return typeof reader === 'string' ? { kind: 'distrusted', why: `its ACL cannot be read: ${reader}` } : reader(path);
 }
 
+/** The errno's name (EACCES), as Node's own errors give it. */
 function errnoName(errno: number): string {
-  return Object.entries(os.constants.errno).find(([, value]) => value === errno)?.[0] ?? `errno ${errno}`;
+  return errnoError(errno, 'acl').code ?? `errno ${errno}`;
 }
 
 function createReader(koffi: typeof Koffi, platform: string): AclReader {
