@@ -124,10 +124,13 @@ describe('a project folder another user can change', () => {
     return copy;
   }
 
-  /** A launcher that runs its command in a private mount namespace where each `over` file is bind-mounted over its system file. */
-  function inNamespaceWith(over: Record<string, string>): string[] {
+  /**
+   * A launcher that runs its command in a private mount namespace where each
+   * `over` file is bind-mounted over its system file, after the shell commands `setup`.
+   */
+  function inNamespaceWith(over: Record<string, string>, setup: string[] = []): string[] {
     const mounts = Object.entries(over).map(([system, copy]) => `mount --bind '${copy}' '${system}'`);
-    return ['unshare', '-m', 'sh', '-c', `${mounts.join(' && ')} && exec "$0" "$@"`];
+    return ['unshare', '-m', 'sh', '-c', `${[...setup, ...mounts].join(' && ')} && exec "$0" "$@"`];
   }
 
   function assertRefusedNaming(outcome: InvokeOutcome, named: RegExp): void {
@@ -252,6 +255,21 @@ describe('a project folder another user can change', () => {
     // Without a group-writable directory, a directory service changes nothing.
     const closed = makeProject('directory-service-closed', PERMIT, 0o755, { user: alice, group: alice });
     assertAnswered(await invoke(closed, alice, inNamespaceWith({ '/etc/nsswitch.conf': nsswitch })));
+  });
+
+  it('nss-systemd is trusted only while it serves no user or group records of its own', { skip: noNamespace }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const nsswitch = accountFileCopy('/etc/nsswitch.conf', { replaced: 'passwd: files systemd\ngroup: files systemd\n' });
+    const project = makeProject('systemd-records', PERMIT, 0o2775, { user: alice, group: alice });
+    // A tmpfs over /run in the namespace stands for a machine with no userdb records, then with one drop-in.
+    const emptyRun = inNamespaceWith({ '/etc/nsswitch.conf': nsswitch }, ['mount -t tmpfs none /run']);
+    assertAnswered(await invoke(project, alice, emptyRun));
+    const record = `/run/userdb/${bob}.user`;
+    const withRecord = inNamespaceWith({ '/etc/nsswitch.conf': nsswitch }, ['mount -t tmpfs none /run', 'mkdir /run/userdb', `echo '{"userName":"${bob}"}' > ${record}`]);
+    assertRefusedNaming(
+      await invoke(project, alice, withRecord),
+      new RegExp(`${project} is writable by group ${alice} \\(mode 2775\\), and /etc/nsswitch.conf names systemd and nss-systemd reads user and group records from ${record}, which this server does not read`),
+    );
   });
 
   it('a project under a directory its user may search but not read (0711) is sound', { skip: tools }, async (t) => {
