@@ -132,7 +132,7 @@ function holdingDirectories(project: PinnedDirectory): { statuses: fs.BigIntStat
   // checking who can write it needs only its status. Elsewhere the walk reads.
   const searchOnly = route.flags.O_PATH !== 0;
   const parentFlags = (searchOnly ? route.flags.O_PATH : route.flags.O_RDONLY) | route.flags.O_DIRECTORY;
-  const needed = searchOnly ? 'searchable' : 'readable (outside Linux the walk opens each one for reading)';
+  const needed = searchOnly ? 'searchable by the server\'s user' : "readable by the server's user (outside Linux the walk opens each one for reading)";
   const statuses: fs.BigIntStats[] = [];
   let shown = project.displayPath;
   let currentFd = project.fd;
@@ -145,7 +145,7 @@ function holdingDirectories(project: PinnedDirectory): { statuses: fs.BigIntStat
         parentFd = route.openAt(currentFd, '..', parentFlags);
       } catch (err) {
         // A directory that cannot be checked cannot be trusted.
-        const problem = `${path.dirname(shown)} cannot be checked (${(err as NodeJS.ErrnoException).code ?? 'error'}); the directories holding the project must be ${needed} by the server's user`;
+        const problem = `${path.dirname(shown)} cannot be checked (${(err as NodeJS.ErrnoException).code ?? 'error'}); the directories holding the project must be ${needed}`;
         return { statuses, problem };
       }
       if (currentFd !== project.fd) fs.closeSync(currentFd);
