@@ -132,7 +132,7 @@ function holdingDirectories(project: PinnedDirectory): { statuses: fs.BigIntStat
   // checking who can write it needs only its status. Elsewhere the walk reads.
   const searchOnly = route.flags.O_PATH !== 0;
   const parentFlags = (searchOnly ? route.flags.O_PATH : route.flags.O_RDONLY) | route.flags.O_DIRECTORY;
-  const needed = searchOnly ? 'searchable by the server\'s user' : "readable by the server's user (outside Linux the walk opens each one for reading)";
+  const needed = searchOnly ? "searchable by the server's user" : "readable by the server's user (outside Linux the walk opens each one for reading)";
   const statuses: fs.BigIntStats[] = [];
   let shown = project.displayPath;
   let currentFd = project.fd;
