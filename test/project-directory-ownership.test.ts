@@ -6,7 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
-import { directoryWritersProblem } from '../src/shared/storage/directory-ownership.js';
+import { pinProject } from '../src/shared/confinement/index.js';
+import { directoryWritersProblem, projectDirectoriesProblem } from '../src/shared/storage/directory-ownership.js';
 import { parsePosixAcl } from '../src/shared/storage/directory-acl.js';
 import { namespaceSkip } from './support/mount-namespace.js';
 import { symbiBin } from './support/server-entry.js';
@@ -342,6 +343,26 @@ describe('group members as the local account files list them', () => {
     assert.match(problemWith([me], [`mine:x:${stat.gid}:`], 'passwd: files ldap\ngroup: files [NOTFOUND=return] sss # directory\n') ?? '', /also takes users or groups from ldap, sss, which this server does not query/);
     assert.match(problemWith([me, '+@staff'], [`mine:x:${stat.gid}:`], 'passwd: compat\ngroup: compat\n') ?? '', /has NIS compat lines/);
     assert.equal(problemWith([me], [`mine:x:${stat.gid}:`], 'passwd: compat\ngroup: compat\n'), undefined);
+  });
+});
+
+describe('the walk checks the directories that hold the pinned project', () => {
+  it('a project moved after it was pinned cannot be checked by its old path, and is refused', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-moved-'));
+    try {
+      fs.chmodSync(dir, 0o755);
+      fs.mkdirSync(path.join(dir, 'before'), { mode: 0o755 });
+      const project = pinProject(path.join(dir, 'before'));
+      try {
+        assert.equal(projectDirectoriesProblem(project), undefined);
+        fs.renameSync(path.join(dir, 'before'), path.join(dir, 'after'));
+        assert.match(projectDirectoriesProblem(project) ?? '', new RegExp(`^${path.join(dir, 'before')} cannot be checked: it is not the directory that holds the project .*start the server again`));
+      } finally {
+        fs.closeSync(project.fd);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -35,8 +35,6 @@ export interface WriterCheckOptions {
   acl?: DirectoryAcl;
   /** The account files (tests only). */
   accounts?: AccountFiles;
-  /** The platform whose ACL tools a fix names (tests only). */
-  platform?: string;
 }
 
 function permText(perm: number): string {
@@ -49,7 +47,7 @@ function permText(perm: number): string {
  * and the fix, joined on one line; undefined when none can.
  */
 export function directoryWritersProblem(stat: DirectoryStatus, shown: string, serverUid: number, options: WriterCheckOptions = {}): string | undefined {
-  const { acl = { kind: 'none' }, accounts, platform = process.platform } = options;
+  const { acl = { kind: 'none' }, accounts } = options;
   const trusted = (uid: number | undefined) => uid === serverUid || uid === ROOT_UID;
   if (!trusted(stat.uid)) {
     const owner = userNameOf(stat.uid, accounts);
@@ -57,7 +55,7 @@ export function directoryWritersProblem(stat: DirectoryStatus, shown: string, se
     return `${shown} is owned by uid ${stat.uid}${owner ? ` (${owner})` : ''}, not by the server's user or root; ${CONSEQUENCE} (fix: chown ${serverName} ${shown}, or move the project)`;
   }
   if (acl.kind === 'distrusted') {
-    return `${shown} cannot be proved safe: ${acl.why}; ${CONSEQUENCE} (fix: ${removeAclCommand(platform)} ${shown}, or move the project)`;
+    return `${shown} cannot be proved safe: ${acl.why}; ${CONSEQUENCE} (fix: ${removeAclCommand(process.platform)} ${shown}, or move the project)`;
   }
   if ((stat.mode & STICKY) !== 0) return undefined;
   const mode = (stat.mode & 0o7777).toString(8).padStart(4, '0');
@@ -171,39 +169,34 @@ export function projectDirectoriesProblem(project: PinnedDirectory, accounts?: A
   const problems: string[] = [];
   // The directories checked are the ones that hold the pinned descriptor now
   // (its ".." chain), whatever its path says. An ACL can only be read by path
-  // (Node.js has no xattr call, and fgetxattr refuses the O_PATH descriptors
-  // the walk holds with EBADF), so each level's path must name that very directory before and
-  // after its ACL is read. Whoever could swap a path between the two checks
-  // can write to a directory above it, which the walk reports.
+  // (Node.js has no xattr call, and fgetxattr refuses the walk's O_PATH
+  // descriptors with EBADF), so each level's path must name that very
+  // directory, by device and inode, before and after its ACL is read. Whoever
+  // could swap a path between the two can write to a directory above it,
+  // which the walk reports.
+  const moved = (dir: string) =>
+    `${dir} cannot be checked: it is not the directory that holds the project (was the project moved while the server started?); start the server again on the project where it is now`;
   const { statuses, problem: unreachable } = holdingDirectories(project);
   let shown = project.displayPath;
   for (const [level, stat] of statuses.entries()) {
     if (level > 0) {
-      const parent = path.dirname(shown);
-      if (parent === shown) {
-        problems.push(`${project.displayPath} cannot be checked: it is no longer where the project is (moved since the server started?); start the server again on the project where it is now`);
+      if (path.dirname(shown) === shown) {
+        problems.push(moved(shown));
         break;
       }
-      shown = parent;
+      shown = path.dirname(shown);
     }
-    const moved = `${shown} cannot be checked: it is no longer the directory holding the project (moved or replaced since the server started?); start the server again on the project where it is now`;
     const before = lstatIdentity(shown);
-    if (before === undefined || !sameIdentity(before, stat)) {
-      problems.push(moved);
-      break;
-    }
-    const acl = readDirectoryAcl(shown);
-    const after = lstatIdentity(shown);
-    if (after === undefined || !sameIdentity(after, stat)) {
-      problems.push(moved);
+    const acl = before !== undefined && sameIdentity(before, stat) ? readDirectoryAcl(shown) : undefined;
+    const after = acl === undefined ? undefined : lstatIdentity(shown);
+    if (acl === undefined || after === undefined || !sameIdentity(after, stat)) {
+      problems.push(moved(shown));
       break;
     }
     const problem = directoryWritersProblem({ uid: Number(stat.uid), gid: Number(stat.gid), mode: Number(stat.mode) }, shown, serverUid, { acl, accounts });
     if (problem !== undefined) problems.push(problem);
   }
   if (unreachable !== undefined) problems.push(unreachable);
-  else if (problems.length === 0 && path.dirname(shown) !== shown) {
-    problems.push(`${shown} cannot be checked: the directories holding the project are not the ones its path names (moved since the server started?); start the server again on the project where it is now`);
-  }
+  else if (problems.length === 0 && path.dirname(shown) !== shown) problems.push(moved(shown));
   return problems.length === 0 ? undefined : problems.join('; ');
 }
