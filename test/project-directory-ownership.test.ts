@@ -6,7 +6,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
-import { directoryWritersProblem } from '../src/shared/storage/directory-ownership.js';
+import { pinProject } from '../src/shared/confinement/index.js';
+import { directoryWritersProblem, projectDirectoriesProblem } from '../src/shared/storage/directory-ownership.js';
+import { parsePosixAcl } from '../src/shared/storage/directory-acl.js';
+import { namespaceSkip } from './support/mount-namespace.js';
 import { symbiBin } from './support/server-entry.js';
 import { invokeOnce, type InvokeOutcome, providerEnv } from './support/server.js';
 
@@ -17,8 +20,14 @@ import { invokeOnce, type InvokeOutcome, providerEnv } from './support/server.js
 // against the synthetic endpoint, must then deny every response, naming the
 // root and the fix, and refuse its audit storage, rather than apply "no policy
 // files: default permission". A root whose group is alice's own private group
-// (no other member) is sound. Real users and groups (useradd, gpasswd), real
-// modes and a real rename by the second user.
+// (no other member) is sound. Writers count as the kernel counts them: an ACL
+// entry (setfacl) hidden behind mode bits that show only the mask, a second
+// /etc/group line with the same gid (groupadd -o), a group some users get from
+// a directory service. A directory alice may search but not read (0711) holds
+// her project soundly. Real users and groups (useradd, gpasswd), real modes and
+// ACLs, and a real rename by the second user; /etc/group and
+// /etc/nsswitch.conf are changed only in a private mount namespace, over a
+// bind-mounted copy.
 
 const FORBID_HELLO = 'forbid(principal, action == Action::"respond", resource) when { context.response.content like "*Hello*" };\n';
 const PERMIT = 'permit(principal, action == Action::"respond", resource);\n';
@@ -36,6 +45,16 @@ const tools = (() => {
   }
   return false;
 })();
+const noAclTools = (() => {
+  if (tools) return tools;
+  try {
+    execFileSync('sh', ['-c', 'command -v setfacl'], { stdio: 'ignore' });
+    return false;
+  } catch {
+    return 'skipped: setfacl is not installed (Debian: apt-get install acl)';
+  }
+})();
+const noNamespace = tools || (namespaceSkip() ? `skipped: ${namespaceSkip()}` : false);
 
 describe('a project folder another user can change', () => {
   let endpoint: SyntheticEndpoint;
@@ -87,9 +106,32 @@ describe('a project folder another user can change', () => {
     return root;
   }
 
-  function invoke(project: string, runAs?: string): Promise<InvokeOutcome> {
-    const launcher = runAs === undefined ? [] : ['setpriv', '--reuid', runAs, '--regid', runAs, '--init-groups'];
+  function invoke(project: string, runAs?: string, namespace: string[] = []): Promise<InvokeOutcome> {
+    const launcher = [...namespace, ...(runAs === undefined ? [] : ['setpriv', '--reuid', runAs, '--regid', runAs, '--init-groups'])];
     return invokeOnce(project, { env: { ...providerEnv(endpoint.url), HOME: base }, launcher }, endpoint);
+  }
+
+  function assertAnswered(outcome: InvokeOutcome): void {
+    assert.equal(outcome.isError, false, `${outcome.text}\n${outcome.stderr}`);
+    assert.equal(outcome.text, ANSWER);
+    assert.equal(outcome.requests, 1);
+  }
+
+  /** A copy of `file` with `extra` appended (or `replaced` as its whole text), to bind-mount over it in a private mount namespace. */
+  function accountFileCopy(file: string, change: { extra?: string; replaced?: string }): string {
+    const copy = path.join(base, `${path.basename(file)}-${randomBytes(3).toString('hex')}`);
+    fs.writeFileSync(copy, change.replaced ?? fs.readFileSync(file, 'utf8') + (change.extra ?? ''));
+    fs.chmodSync(copy, 0o644);
+    return copy;
+  }
+
+  /**
+   * A launcher that runs its command in a private mount namespace where each
+   * `over` file is bind-mounted over its system file, after the shell commands `setup`.
+   */
+  function inNamespaceWith(over: Record<string, string>, setup: string[] = []): string[] {
+    const mounts = Object.entries(over).map(([system, copy]) => `mount --bind '${copy}' '${system}'`);
+    return ['unshare', '-m', 'sh', '-c', `${[...setup, ...mounts].join(' && ')} && exec "$0" "$@"`];
   }
 
   function assertRefusedNaming(outcome: InvokeOutcome, named: RegExp): void {
@@ -153,6 +195,97 @@ describe('a project folder another user can change', () => {
     assertRefusedNaming(outcome, new RegExp(`${holder} is owned by uid \\d+ \\(${bob}\\), not by the server's user or root; .*\\(fix: chown ${alice} ${holder}, or move the project\\)`));
   });
 
+  it('an ACL entry that lets a second user write the root denies all, though the mode bits show no other writer', { skip: noAclTools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const project = makeProject('acl-user', FORBID_HELLO, 0o755, { user: alice, group: alice });
+    execFileSync('setfacl', ['-m', `u:${bob}:rwx`, project]);
+    assert.equal(fs.statSync(project).mode & 0o7777, 0o775, 'the group bits show the ACL mask, owned by alice\'s private group');
+    execFileSync('runuser', ['-u', bob, '--', 'mv', path.join(project, 'policies'), path.join(project, 'policies-off')]);
+    assert.equal(fs.existsSync(path.join(project, 'policies')), false, 'the ACL let bob rename policies/');
+
+    const outcome = await invoke(project, alice);
+    assertRefusedNaming(outcome, new RegExp(`${project} is writable by user ${bob} \\(uid \\d+\\) through its ACL entry user:${bob}:rwx, mask rwx; .*\\(fix: setfacl -x u:${bob} ${project}\\)`));
+  });
+
+  it('an ACL entry for a group with a second member denies all', { skip: noAclTools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const project = makeProject('acl-group', PERMIT, 0o755, { user: alice, group: alice });
+    execFileSync('setfacl', ['-m', `g:${team}:rwx`, project]);
+    const outcome = await invoke(project, alice);
+    assertRefusedNaming(outcome, new RegExp(`${project} is writable by group ${team} through its ACL entry group:${team}:rwx, mask rwx, whose members include ${bob}; .*\\(fix: setfacl -x g:${team} ${project}\\)`));
+  });
+
+  it("ACL entries that give others no write, or give it to the server's user, are sound", { skip: noAclTools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const project = makeProject('acl-sound', PERMIT, 0o755, { user: alice, group: alice });
+    execFileSync('setfacl', ['-m', `u:${bob}:r-x,g:${team}:r-x,u:${alice}:rwx`, project]);
+    assertAnswered(await invoke(project, alice));
+    // A mask without write takes it away from every named entry.
+    const masked = makeProject('acl-masked', PERMIT, 0o755, { user: alice, group: alice });
+    execFileSync('setfacl', ['-m', `u:${bob}:rwx,m::r-x`, masked]);
+    assertAnswered(await invoke(masked, alice));
+  });
+
+  it('a second /etc/group line with the same gid adds a member: the root denies all', { skip: noNamespace }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    // alice's private group, which /etc/group lists with alice alone; the copy adds a line with its gid for bob (groupadd -o).
+    const gid = Number(execFileSync('id', ['-g', alice], { encoding: 'utf8' }).trim());
+    const alias = `symd${tag}`;
+    const group = accountFileCopy('/etc/group', { extra: `${alias}:x:${gid}:${bob}\n` });
+    const namespace = inNamespaceWith({ '/etc/group': group });
+    const project = makeProject('second-line', FORBID_HELLO, 0o2775, { user: alice, group: alice });
+    const moved = spawnSync(namespace[0]!, [...namespace.slice(1), 'runuser', '-u', bob, '--', 'mv', path.join(project, 'policies'), path.join(project, 'policies-off')], { encoding: 'utf8' });
+    assert.equal(moved.status, 0, `the second line made bob a member: ${moved.stderr}`);
+
+    const outcome = await invoke(project, alice, namespace);
+    assertRefusedNaming(
+      outcome,
+      new RegExp(`${project} is writable by group ${alice} \\(mode 2775\\), whose members include ${bob} \\(through a second /etc/group line for gid ${gid}, "${alias}"\\); .*\\(fix: chmod g-w ${project}\\)`),
+    );
+  });
+
+  it('a group-writable root denies all when the system takes groups from a directory service too', { skip: noNamespace }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const nsswitch = accountFileCopy('/etc/nsswitch.conf', { replaced: 'passwd: files\ngroup: files sss\n' });
+    const project = makeProject('directory-service', PERMIT, 0o2775, { user: alice, group: alice });
+    const outcome = await invoke(project, alice, inNamespaceWith({ '/etc/nsswitch.conf': nsswitch }));
+    assertRefusedNaming(
+      outcome,
+      new RegExp(`${project} is writable by group ${alice} \\(mode 2775\\), and /etc/nsswitch.conf also takes users or groups from sss, which this server does not query, so members besides the server's user cannot be ruled out; .*\\(fix: chmod g-w ${project}\\)`),
+    );
+    // Without a group-writable directory, a directory service changes nothing.
+    const closed = makeProject('directory-service-closed', PERMIT, 0o755, { user: alice, group: alice });
+    assertAnswered(await invoke(closed, alice, inNamespaceWith({ '/etc/nsswitch.conf': nsswitch })));
+  });
+
+  it('nss-systemd is trusted only while it serves no user or group records of its own', { skip: noNamespace }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const nsswitch = accountFileCopy('/etc/nsswitch.conf', { replaced: 'passwd: files systemd\ngroup: files systemd\n' });
+    const project = makeProject('systemd-records', PERMIT, 0o2775, { user: alice, group: alice });
+    // A tmpfs over /run in the namespace stands for a machine with no userdb records, then with one drop-in.
+    const emptyRun = inNamespaceWith({ '/etc/nsswitch.conf': nsswitch }, ['mount -t tmpfs none /run']);
+    assertAnswered(await invoke(project, alice, emptyRun));
+    const record = `/run/userdb/${bob}.user`;
+    const withRecord = inNamespaceWith({ '/etc/nsswitch.conf': nsswitch }, ['mount -t tmpfs none /run', 'mkdir /run/userdb', `echo '{"userName":"${bob}"}' > ${record}`]);
+    assertRefusedNaming(
+      await invoke(project, alice, withRecord),
+      new RegExp(`${project} is writable by group ${alice} \\(mode 2775\\), and /etc/nsswitch.conf names systemd and nss-systemd reads user and group records from ${record}, which this server does not read`),
+    );
+  });
+
+  it('a project under a directory its user may search but not read (0711) is sound', { skip: tools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const holder = path.join(base, 'srv');
+    fs.mkdirSync(holder);
+    fs.chmodSync(holder, 0o711);
+    const project = makeProject(path.join('srv', 'project'), PERMIT, 0o755, { user: alice, group: alice });
+    const listing = spawnSync('runuser', ['-u', alice, '--', 'ls', holder], { encoding: 'utf8' });
+    assert.notEqual(listing.status, 0, 'alice cannot read the holder');
+    const outcome = await invoke(project, alice);
+    assertAnswered(outcome);
+    assert.doesNotMatch(outcome.stderr, /cannot be checked/);
+  });
+
   it('a world-writable root without the sticky bit denies all; with it, the project is sound', async () => {
     const open = makeProject('world', PERMIT, 0o777);
     assertRefusedNaming(await invoke(open), new RegExp(`${open} is writable by every user \\(mode 0777\\) without the sticky bit; .*\\(fix: chmod o-w ${open}\\)`));
@@ -169,15 +302,16 @@ describe('group members as the local account files list them', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-accounts-'));
   after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  function problemWith(passwd: string[], group: string[]): string | undefined {
+  function problemWith(passwd: string[], group: string[], nsswitch = 'passwd: files\ngroup: files\n'): string | undefined {
     const shared = path.join(dir, 'shared');
     fs.mkdirSync(shared, { recursive: true });
     fs.chmodSync(shared, 0o775);
-    const files = { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group') };
+    const files = { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group'), nsswitch: path.join(dir, 'nsswitch.conf') };
     fs.writeFileSync(files.passwd, passwd.join('\n') + '\n');
     fs.writeFileSync(files.group, group.join('\n') + '\n');
+    fs.writeFileSync(files.nsswitch, nsswitch);
     const stat = fs.statSync(shared);
-    return directoryWritersProblem(stat, shared, stat.uid, files);
+    return directoryWritersProblem(stat, shared, stat.uid, { accounts: files });
   }
 
   const stat = fs.statSync(dir);
@@ -199,5 +333,61 @@ describe('group members as the local account files list them', () => {
 
   it('a group /etc/group does not list cannot be proved safe', () => {
     assert.match(problemWith([me], []) ?? '', new RegExp(`writable by group ${stat.gid} \\(mode 0775\\), which /etc/group does not list`));
+  });
+
+  it('every /etc/group line with the gid counts, not only the first', () => {
+    assert.match(problemWith([me], [`mine:x:${stat.gid}:me`, `alias:x:${stat.gid}:other`]) ?? '', /whose members include other \(through a second \/etc\/group line for gid \d+, "alias"\); /);
+  });
+
+  it('a group is unsound when NSS takes users or groups from a source this server does not read', () => {
+    assert.match(problemWith([me], [`mine:x:${stat.gid}:`], 'passwd: files ldap\ngroup: files [NOTFOUND=return] sss # directory\n') ?? '', /also takes users or groups from ldap, sss, which this server does not query/);
+    assert.match(problemWith([me, '+@staff'], [`mine:x:${stat.gid}:`], 'passwd: compat\ngroup: compat\n') ?? '', /has NIS compat lines/);
+    assert.equal(problemWith([me], [`mine:x:${stat.gid}:`], 'passwd: compat\ngroup: compat\n'), undefined);
+  });
+});
+
+describe('the walk checks the directories that hold the pinned project', () => {
+  it('a project moved after it was pinned cannot be checked by its old path, and is refused', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-moved-'));
+    try {
+      fs.chmodSync(dir, 0o755);
+      fs.mkdirSync(path.join(dir, 'before'), { mode: 0o755 });
+      const project = pinProject(path.join(dir, 'before'));
+      try {
+        assert.equal(projectDirectoriesProblem(project), undefined);
+        fs.renameSync(path.join(dir, 'before'), path.join(dir, 'after'));
+        assert.match(projectDirectoriesProblem(project) ?? '', new RegExp(`^${path.join(dir, 'before')} cannot be checked: it is not the directory that holds the project .*start the server again`));
+      } finally {
+        fs.closeSync(project.fd);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the Linux ACL extended attribute', () => {
+  const entry = (tag: number, perm: number, id: number) => {
+    const bytes = Buffer.alloc(8);
+    bytes.writeUInt16LE(tag, 0);
+    bytes.writeUInt16LE(perm, 2);
+    bytes.writeUInt32LE(id, 4);
+    return bytes;
+  };
+  const header = (version: number) => {
+    const bytes = Buffer.alloc(4);
+    bytes.writeUInt32LE(version, 0);
+    return bytes;
+  };
+
+  it('reads version 2 entries', () => {
+    const value = Buffer.concat([header(2), entry(0x01, 7, 0xffffffff), entry(0x02, 7, 1234), entry(0x04, 5, 0xffffffff), entry(0x10, 7, 0xffffffff), entry(0x20, 5, 0xffffffff)]);
+    assert.deepEqual(parsePosixAcl(value)[1], { tag: 0x02, perm: 7, id: 1234 });
+  });
+
+  it('refuses what it cannot read rather than guess', () => {
+    assert.throws(() => parsePosixAcl(Buffer.concat([header(3), entry(0x01, 7, 0)])), /format version is 3/);
+    assert.throws(() => parsePosixAcl(Buffer.concat([header(2), entry(0x40, 7, 0)])), /unknown tag 0x40/);
+    assert.throws(() => parsePosixAcl(Buffer.concat([header(2), Buffer.alloc(5)])), /not a version header followed by 8-byte entries/);
   });
 });

@@ -15,7 +15,7 @@ export * from './routes.js';
 export { checkDescriptorAccess } from './route-choice.js';
 export { loadKoffi } from './libc-route.js';
 export type { DescriptorRoute, DirectoryListing, RouteName } from './descriptor-route.js';
-export { ROUTE_NAMES } from './descriptor-route.js';
+export { errnoError, ROUTE_NAMES } from './descriptor-route.js';
 
 /** Opens `dir` as the project root and proves a confinement route for it (route-choice.ts). */
 export function pinProject(dir: string, env: NodeJS.ProcessEnv = process.env): PinnedDirectory {

@@ -9,6 +9,11 @@ import fs from 'node:fs';
 //   macOS   xnu bsd/sys/fcntl.h               O_CLOEXEC 0x01000000
 //   FreeBSD sys/sys/fcntl.h                   O_CLOEXEC 0x00100000
 // F_GETFD = 1, F_GETFL = 3 and FD_CLOEXEC = 1 are the same in all three headers.
+// Linux O_PATH is not in fs.constants either: 010000000 in the same header, on
+// every architecture libc-route.ts supports; fstat takes such a descriptor
+// since Linux 3.6, below the 4.18 Node.js 20 needs (its BUILDING.md).
+
+const O_PATH_LINUX = 0o10000000;
 
 const O_CLOEXEC_BY_PLATFORM: Readonly<Record<string, number>> = {
   linux: 0o2000000,
@@ -33,6 +38,8 @@ export interface OpenFlags {
   readonly O_NONBLOCK: number;
   /** 0 where this platform's value is unknown; the self-test then refuses the libc routes. */
   readonly O_CLOEXEC: number;
+  /** Linux O_PATH: a descriptor that needs only search permission on the directory it names; 0 elsewhere. */
+  readonly O_PATH: number;
 }
 
 /**
@@ -82,5 +89,6 @@ export function openFlags(platform: string = process.platform, overrides: Partia
     O_NOFOLLOW: overrides.O_NOFOLLOW ?? c.O_NOFOLLOW,
     O_NONBLOCK: overrides.O_NONBLOCK ?? c.O_NONBLOCK,
     O_CLOEXEC: overrides.O_CLOEXEC ?? O_CLOEXEC_BY_PLATFORM[platform] ?? 0,
+    O_PATH: platform === 'linux' ? O_PATH_LINUX : 0,
   };
 }

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { localGroup, userNameOf, type AccountFiles } from './local-accounts.js';
 import type { PinnedDirectory } from '../confinement/index.js';
+import { ACL_PERM, ACL_TAG, readDirectoryAcl, removeAclCommand, type DirectoryAcl, type PosixAclEntry } from './directory-acl.js';
+import { localGroup, membersOutOfReach, userNameOf, type AccountFiles } from './local-accounts.js';
 
 // Who may rename what the project holds. The policy files and the audit
 // storage are checked themselves (policy-file-modes.ts, private-directory.ts),
@@ -10,43 +11,151 @@ import type { PinnedDirectory } from '../confinement/index.js';
 // policy files: default permission". So, as OpenSSH's StrictModes does for
 // authorized_keys (sshd_config(5), StrictModes; checked 2026-12), every
 // directory from the project root up to / must be changeable by the server's
-// user and root alone: owned by one of them, not writable by others, and
-// writable by its group only when that group has no member but them (the
-// user-private-group convention, umask 002 on Debian and Ubuntu). Write access
-// under the sticky bit (as /tmp has) is harmless: it lets others add entries,
-// never rename or remove the server user's. The check runs at startup; a mode
-// changed later matters at the next start, when policies load again.
+// user and root alone, as the kernel decides who may write: the owner, the
+// mode bits, the extended ACL (directory-acl.ts), and a group's members on
+// every /etc/group line of its gid (local-accounts.ts). A group is trusted
+// only when its members are the server's user and root and nothing outside
+// the local files can add others (the user-private-group convention, umask
+// 002 on Debian and Ubuntu, passes). Write access under the sticky bit (as
+// /tmp has) is harmless: it lets others add entries, never rename or remove
+// the server user's. The check runs at startup; a change made later matters
+// at the next start, when policies load again.
 
 const ROOT_UID = 0;
 const GROUP_WRITE = 0o020;
 const OTHER_WRITE = 0o002;
 const STICKY = 0o1000;
+const CONSEQUENCE = 'another user could rename policies/ or .symbiont/ beneath it';
 
-/** Why users other than `serverUid` and root can change this directory's entries, with the fix; undefined when none can. */
-export function directoryWritersProblem(stat: fs.Stats, shown: string, serverUid: number, accounts?: AccountFiles): string | undefined {
+/** What the writer check reads of a directory's status. */
+export type DirectoryStatus = Pick<fs.Stats, 'uid' | 'gid' | 'mode'>;
+
+export interface WriterCheckOptions {
+  /** The directory's extended ACL (none when absent). */
+  acl?: DirectoryAcl;
+  /** The account files (tests only). */
+  accounts?: AccountFiles;
+}
+
+function permText(perm: number): string {
+  return `${perm & ACL_PERM.READ ? 'r' : '-'}${perm & ACL_PERM.WRITE ? 'w' : '-'}${perm & ACL_PERM.EXECUTE ? 'x' : '-'}`;
+}
+
+/**
+ * Why users other than `serverUid` and root can change the entries of the
+ * directory `shown` with this status and ACL, each writer with how it writes
+ * and the fix, joined on one line; undefined when none can.
+ */
+export function directoryWritersProblem(stat: DirectoryStatus, shown: string, serverUid: number, options: WriterCheckOptions = {}): string | undefined {
+  const { acl = { kind: 'none' }, accounts } = options;
   const trusted = (uid: number | undefined) => uid === serverUid || uid === ROOT_UID;
-  const consequence = 'another user could rename policies/ or .symbiont/ beneath it';
   if (!trusted(stat.uid)) {
     const owner = userNameOf(stat.uid, accounts);
     const serverName = userNameOf(serverUid, accounts) ?? String(serverUid);
-    return `${shown} is owned by uid ${stat.uid}${owner ? ` (${owner})` : ''}, not by the server's user or root; ${consequence} (fix: chown ${serverName} ${shown}, or move the project)`;
+    return `${shown} is owned by uid ${stat.uid}${owner ? ` (${owner})` : ''}, not by the server's user or root; ${CONSEQUENCE} (fix: chown ${serverName} ${shown}, or move the project)`;
+  }
+  if (acl.kind === 'distrusted') {
+    return `${shown} cannot be proved safe: ${acl.why}; ${CONSEQUENCE} (fix: ${removeAclCommand(process.platform)} ${shown}, or move the project)`;
   }
   if ((stat.mode & STICKY) !== 0) return undefined;
   const mode = (stat.mode & 0o7777).toString(8).padStart(4, '0');
   if ((stat.mode & OTHER_WRITE) !== 0) {
-    return `${shown} is writable by every user (mode ${mode}) without the sticky bit; ${consequence} (fix: chmod o-w ${shown})`;
+    return `${shown} is writable by every user (mode ${mode}) without the sticky bit; ${CONSEQUENCE} (fix: chmod o-w ${shown})`;
   }
-  if ((stat.mode & GROUP_WRITE) !== 0) {
-    const group = localGroup(stat.gid, accounts);
+
+  /** Why group `gid`, writing `how`, may include someone besides the server's user and root; undefined when it cannot. */
+  const groupProblem = (gid: number, how: string, fix: string): string | undefined => {
+    const group = localGroup(gid, accounts);
     if (group === undefined) {
-      return `${shown} is writable by group ${stat.gid} (mode ${mode}), which /etc/group does not list, so its members cannot be checked; ${consequence} (fix: chmod g-w ${shown})`;
+      return `${shown} is writable by group ${gid} ${how}, which /etc/group does not list, so its members cannot be checked; ${CONSEQUENCE} (fix: ${fix})`;
     }
-    const others = group.members.filter((member) => !trusted(member.uid)).map((member) => member.name);
-    if (others.length > 0) {
-      return `${shown} is writable by group ${group.name} (mode ${mode}), whose members include ${others.join(', ')}; ${consequence} (fix: chmod g-w ${shown})`;
+    const others = group.members.filter((member) => !trusted(member.uid)).map((member) => (member.via ? `${member.name} (${member.via})` : member.name));
+    if (others.length > 0) return `${shown} is writable by group ${group.name} ${how}, whose members include ${others.join(', ')}; ${CONSEQUENCE} (fix: ${fix})`;
+    const outOfReach = membersOutOfReach(accounts);
+    if (outOfReach !== undefined) {
+      return `${shown} is writable by group ${group.name} ${how}, and ${outOfReach}, so members besides the server's user cannot be ruled out; ${CONSEQUENCE} (fix: ${fix})`;
+    }
+    return undefined;
+  };
+
+  const problems: string[] = [];
+  const entries: PosixAclEntry[] = acl.kind === 'posix' ? acl.entries : [];
+  // With an ACL the group bits of the mode are its mask; each entry but the owner's and other's writes only as far as the mask allows.
+  const mask = entries.find((e) => e.tag === ACL_TAG.MASK)?.perm ?? ACL_PERM.READ | ACL_PERM.WRITE | ACL_PERM.EXECUTE;
+  const writes = (e: PosixAclEntry) => (e.perm & mask & ACL_PERM.WRITE) !== 0;
+  const maskText = entries.some((e) => e.tag === ACL_TAG.MASK) ? `, mask ${permText(mask)}` : '';
+  const groupObject = entries.find((e) => e.tag === ACL_TAG.GROUP_OBJ);
+  if (groupObject !== undefined) {
+    if (writes(groupObject)) {
+      const problem = groupProblem(stat.gid, `(mode ${mode}, ACL entry group::${permText(groupObject.perm)}${maskText})`, `chmod g-w ${shown}`);
+      if (problem !== undefined) problems.push(problem);
+    }
+  } else if ((stat.mode & GROUP_WRITE) !== 0) {
+    const problem = groupProblem(stat.gid, `(mode ${mode})`, `chmod g-w ${shown}`);
+    if (problem !== undefined) problems.push(problem);
+  }
+  for (const entry of entries) {
+    if (!writes(entry)) continue;
+    if (entry.tag === ACL_TAG.USER && !trusted(entry.id)) {
+      const name = userNameOf(entry.id, accounts);
+      const shownUser = name ?? String(entry.id);
+      problems.push(
+        `${shown} is writable by user ${name ? `${name} (uid ${entry.id})` : `uid ${entry.id}`} through its ACL entry user:${shownUser}:${permText(entry.perm)}${maskText}; ${CONSEQUENCE} (fix: setfacl -x u:${shownUser} ${shown})`,
+      );
+    } else if (entry.tag === ACL_TAG.GROUP) {
+      const shownGroup = localGroup(entry.id, accounts)?.name ?? String(entry.id);
+      const problem = groupProblem(entry.id, `through its ACL entry group:${shownGroup}:${permText(entry.perm)}${maskText}`, `setfacl -x g:${shownGroup} ${shown}`);
+      if (problem !== undefined) problems.push(problem);
     }
   }
-  return undefined;
+  return problems.length === 0 ? undefined : problems.join('; ');
+}
+
+function sameIdentity(a: fs.BigIntStats, b: fs.BigIntStats): boolean {
+  return a.dev === b.dev && a.ino === b.ino;
+}
+
+function lstatIdentity(shown: string): fs.BigIntStats | undefined {
+  try {
+    return fs.lstatSync(shown, { bigint: true });
+  } catch {
+    return undefined;
+  }
+}
+
+/** The status of the project root and each directory above it, reached as ".." from the pinned descriptor; or why one cannot be reached. */
+function holdingDirectories(project: PinnedDirectory): { statuses: fs.BigIntStats[]; problem?: string } {
+  const route = project.route;
+  // O_PATH (Linux) opens a directory one may search but not read (mode 0711):
+  // checking who can write it needs only its status. Elsewhere the walk reads.
+  const searchOnly = route.flags.O_PATH !== 0;
+  const parentFlags = (searchOnly ? route.flags.O_PATH : route.flags.O_RDONLY) | route.flags.O_DIRECTORY;
+  const needed = searchOnly ? "searchable by the server's user" : "readable by the server's user (outside Linux the walk opens each one for reading)";
+  const statuses: fs.BigIntStats[] = [];
+  let shown = project.displayPath;
+  let currentFd = project.fd;
+  let stat = fs.fstatSync(currentFd, { bigint: true });
+  try {
+    for (;;) {
+      statuses.push(stat);
+      let parentFd: number;
+      try {
+        parentFd = route.openAt(currentFd, '..', parentFlags);
+      } catch (err) {
+        // A directory that cannot be checked cannot be trusted.
+        const problem = `${path.dirname(shown)} cannot be checked (${(err as NodeJS.ErrnoException).code ?? 'error'}); the directories holding the project must be ${needed}`;
+        return { statuses, problem };
+      }
+      if (currentFd !== project.fd) fs.closeSync(currentFd);
+      currentFd = parentFd;
+      const parent = fs.fstatSync(currentFd, { bigint: true });
+      if (sameIdentity(parent, stat)) return { statuses }; // "/" is its own parent
+      stat = parent;
+      shown = path.dirname(shown);
+    }
+  } finally {
+    if (currentFd !== project.fd) fs.closeSync(currentFd);
+  }
 }
 
 /**
@@ -58,35 +167,36 @@ export function projectDirectoriesProblem(project: PinnedDirectory, accounts?: A
   const serverUid = process.getuid?.();
   if (serverUid === undefined || !project.access.available) return undefined;
   const problems: string[] = [];
-  // Walked through the pinned descriptor (each parent opened as ".." of the one
-  // below, through the confinement route), so the directories checked are the
-  // ones that hold the project now, whatever its path says.
-  const route = project.route;
-  const parentFlags = route.flags.O_RDONLY | route.flags.O_DIRECTORY;
+  // The directories checked are the ones that hold the pinned descriptor now
+  // (its ".." chain), whatever its path says. An ACL can only be read by path
+  // (Node.js has no xattr call, and fgetxattr refuses the walk's O_PATH
+  // descriptors with EBADF), so each level's path must name that very
+  // directory, by device and inode, before and after its ACL is read. Whoever
+  // could swap a path between the two can write to a directory above it,
+  // which the walk reports.
+  const moved = (dir: string) =>
+    `${dir} cannot be checked: it is not the directory that holds the project (was the project moved while the server started?); start the server again on the project where it is now`;
+  const { statuses, problem: unreachable } = holdingDirectories(project);
   let shown = project.displayPath;
-  let currentFd = project.fd;
-  let stat = fs.fstatSync(currentFd);
-  try {
-    for (;;) {
-      const problem = directoryWritersProblem(stat, shown, serverUid, accounts);
-      if (problem !== undefined) problems.push(problem);
-      let parentFd: number;
-      try {
-        parentFd = route.openAt(currentFd, '..', parentFlags);
-      } catch (err) {
-        // A directory that cannot be checked cannot be trusted.
-        problems.push(`${path.dirname(shown)} cannot be checked (${(err as NodeJS.ErrnoException).code ?? 'error'}); the directories holding the project must be searchable by the server's user`);
+  for (const [level, stat] of statuses.entries()) {
+    if (level > 0) {
+      if (path.dirname(shown) === shown) {
+        problems.push(moved(shown));
         break;
       }
-      if (currentFd !== project.fd) fs.closeSync(currentFd);
-      currentFd = parentFd;
-      const parent = fs.fstatSync(currentFd);
-      if (parent.dev === stat.dev && parent.ino === stat.ino) break; // "/" is its own parent
-      stat = parent;
       shown = path.dirname(shown);
     }
-  } finally {
-    if (currentFd !== project.fd) fs.closeSync(currentFd);
+    const before = lstatIdentity(shown);
+    const acl = before !== undefined && sameIdentity(before, stat) ? readDirectoryAcl(shown) : undefined;
+    const after = acl === undefined ? undefined : lstatIdentity(shown);
+    if (acl === undefined || after === undefined || !sameIdentity(after, stat)) {
+      problems.push(moved(shown));
+      break;
+    }
+    const problem = directoryWritersProblem({ uid: Number(stat.uid), gid: Number(stat.gid), mode: Number(stat.mode) }, shown, serverUid, { acl, accounts });
+    if (problem !== undefined) problems.push(problem);
   }
+  if (unreachable !== undefined) problems.push(unreachable);
+  else if (problems.length === 0 && path.dirname(shown) !== shown) problems.push(moved(shown));
   return problems.length === 0 ? undefined : problems.join('; ');
 }

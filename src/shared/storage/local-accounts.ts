@@ -1,14 +1,22 @@
 import fs from 'node:fs';
+import path from 'node:path';
 
-// Who can act through a group: the names /etc/group lists for it, plus every
-// user whose primary group it is in /etc/passwd. Only the local files are
-// read (Node.js has no getgrgid): a group they do not list is reported as
-// unknown, so a caller treats its members as unknown too.
+// Who can act through a group: every name the /etc/group lines with its gid
+// list (`groupadd -o` makes several lines share one gid, and the kernel only
+// sees the number, so each line's members are members), plus every user whose
+// primary group it is in /etc/passwd. Node.js has no getgrgid, and NSS could
+// not list a group's members completely anyway (getgrgid stops at the first
+// source that knows the gid; a directory service adds members per user), so
+// only the local files are read, and membersOutOfReach says when the system
+// takes users or groups from elsewhere too: a caller then cannot rule out
+// other members.
 
 /** One user who belongs to a group; `uid` is undefined when /etc/passwd does not list the name. */
 export interface GroupMember {
   name: string;
   uid: number | undefined;
+  /** How the membership comes about when it is easy to miss (a later /etc/group line with the same gid), for messages. */
+  via?: string;
 }
 
 /** A group as the local account files describe it. */
@@ -21,9 +29,20 @@ export interface LocalGroup {
 export interface AccountFiles {
   passwd: string;
   group: string;
+  nsswitch: string;
 }
 
-const SYSTEM_ACCOUNT_FILES: AccountFiles = { passwd: '/etc/passwd', group: '/etc/group' };
+const SYSTEM_ACCOUNT_FILES: AccountFiles = { passwd: '/etc/passwd', group: '/etc/group', nsswitch: '/etc/nsswitch.conf' };
+
+// nss-systemd(8): besides root and nobody, it serves records from static
+// drop-ins in these directories and from the Varlink services in
+// /run/systemd/userdb/. Dynamic users (DynamicUser=) get a group of their own,
+// the multiplexer and the NSS bridge only relay, and the drop-in service reads
+// the directories below; any other service (systemd-homed, machined) can add
+// users and memberships this server does not read.
+const USERDB_DROP_IN_DIRECTORIES = ['/etc/userdb', '/run/userdb', '/run/host/userdb', '/usr/lib/userdb'];
+const USERDB_SERVICES_DIRECTORY = '/run/systemd/userdb';
+const USERDB_RELAY_SERVICES = new Set(['io.systemd.DynamicUser', 'io.systemd.Multiplexer', 'io.systemd.NameServiceSwitch', 'io.systemd.DropIn']);
 
 interface PasswdEntry {
   name: string;
@@ -49,19 +68,90 @@ function passwdEntries(file: string): PasswdEntry[] {
   return entries;
 }
 
-/** The members of group `gid` (listed and primary), or undefined when /etc/group does not list the group. */
+/** The members of group `gid` (listed on any of its lines, and primary), or undefined when /etc/group does not list the gid. */
 export function localGroup(gid: number, files: AccountFiles = SYSTEM_ACCOUNT_FILES): LocalGroup | undefined {
-  const line = readLines(files.group).find((l) => l.split(':')[2] === String(gid));
-  if (line === undefined) return undefined;
-  const [name, , , list = ''] = line.split(':');
+  const lines = readLines(files.group)
+    .map((line) => line.split(':'))
+    .filter((fields) => fields[2] === String(gid));
+  if (lines.length === 0) return undefined;
   const users = passwdEntries(files.passwd);
   const uidOf = (member: string) => users.find((u) => u.name === member)?.uid;
-  const names = new Set(list.split(',').map((m) => m.trim()).filter((m) => m !== ''));
-  for (const user of users) if (user.gid === gid) names.add(user.name);
-  return { name: name ?? String(gid), members: [...names].map((member) => ({ name: member, uid: uidOf(member) })) };
+  const firstName = lines[0]![0] || String(gid);
+  const members = new Map<string, GroupMember>();
+  lines.forEach(([lineName = '', , , list = ''], index) => {
+    for (const member of list.split(',').map((m) => m.trim())) {
+      if (member === '' || members.has(member)) continue;
+      const via = index === 0 ? undefined : `through a second /etc/group line for gid ${gid}, "${lineName}"`;
+      members.set(member, { name: member, uid: uidOf(member), ...(via === undefined ? {} : { via }) });
+    }
+  });
+  for (const user of users) if (user.gid === gid && !members.has(user.name)) members.set(user.name, { name: user.name, uid: user.uid });
+  return { name: firstName, members: [...members.values()] };
 }
 
 /** The login name of `uid` in /etc/passwd, for messages; undefined when it is not listed. */
 export function userNameOf(uid: number, files: AccountFiles = SYSTEM_ACCOUNT_FILES): string | undefined {
   return passwdEntries(files.passwd).find((u) => u.uid === uid)?.name;
+}
+
+/** The sources /etc/nsswitch.conf names for `database` ("files" when it has no such line, as glibc assumes). */
+function nssSources(file: string, database: string): string[] {
+  for (const raw of readLines(file)) {
+    const line = raw.replace(/#.*/, '').trim();
+    const colon = line.indexOf(':');
+    if (colon < 0 || line.slice(0, colon).trim() !== database) continue;
+    // "[NOTFOUND=return]" and the like are actions, not sources.
+    return line
+      .slice(colon + 1)
+      .replace(/\[[^\]]*\]/g, ' ')
+      .split(/\s+/)
+      .filter((s) => s !== '');
+  }
+  return ['files'];
+}
+
+function entriesOf(directory: string): string[] {
+  try {
+    return fs.readdirSync(directory);
+  } catch {
+    return [];
+  }
+}
+
+/** Why nss-systemd may add users or memberships here, or undefined when it adds none beyond dynamic users' own groups. */
+function systemdRecords(): string | undefined {
+  for (const directory of USERDB_DROP_IN_DIRECTORIES) {
+    const records = entriesOf(directory);
+    if (records.length > 0) return `nss-systemd reads user and group records from ${path.join(directory, records[0]!)}`;
+  }
+  const services = entriesOf(USERDB_SERVICES_DIRECTORY).filter((name) => !USERDB_RELAY_SERVICES.has(name));
+  if (services.length > 0) return `nss-systemd takes users and groups from ${path.join(USERDB_SERVICES_DIRECTORY, services[0]!)}`;
+  return undefined;
+}
+
+/**
+ * Why group members may exist beyond what localGroup finds (a directory
+ * service such as LDAP or sssd, NIS compat lines, systemd user records), or
+ * undefined when the local files are the whole story.
+ */
+export function membersOutOfReach(files: AccountFiles = SYSTEM_ACCOUNT_FILES): string | undefined {
+  const unread = new Set<string>();
+  for (const database of ['passwd', 'group']) {
+    for (const source of nssSources(files.nsswitch, database)) {
+      if (source === 'files') continue;
+      if (source === 'compat') {
+        const file = database === 'passwd' ? files.passwd : files.group;
+        if (readLines(file).some((line) => line.startsWith('+') || line.startsWith('-'))) return `${file} has NIS compat lines (+/-), which this server does not resolve`;
+        continue;
+      }
+      if (source === 'systemd') {
+        const records = systemdRecords();
+        if (records !== undefined) return `${files.nsswitch} names systemd and ${records}, which this server does not read`;
+        continue;
+      }
+      unread.add(source);
+    }
+  }
+  if (unread.size === 0) return undefined;
+  return `${files.nsswitch} also takes users or groups from ${[...unread].join(', ')}, which this server does not query`;
 }
