@@ -55,7 +55,11 @@ export function parseCaseFile(shown: string, text: string, dir: string): CaseFil
     if (!Array.isArray(top.policies) || top.policies.length === 0 || !top.policies.every((p) => typeof p === 'string' && p !== '')) {
       fail(`${shown}: "policies" must be a non-empty array of policy file paths, relative to the case file`);
     }
-    file.policies = (top.policies as string[]).map((p) => ({ shown: p, absolute: path.resolve(dir, p) }));
+    // Shown as paths from the current folder, as a user would type them.
+    file.policies = (top.policies as string[]).map((p) => {
+      const absolute = path.resolve(dir, p);
+      return { shown: path.relative(process.cwd(), absolute) || absolute, absolute };
+    });
   }
   if (!Array.isArray(top.cases) || top.cases.length === 0) fail(`${shown}: "cases" must be a non-empty array of cases`);
   top.cases.forEach((raw: unknown, index) => file.cases.push(parseCase(shown, raw, index, dir)));

@@ -130,7 +130,7 @@ function runCase(c: PolicyCase, set: LoadedPolicySet, project: PinnedDirectory, 
     return { ok: false, error: verdict.message };
   }
   const withheld = finishWithheld(c.finishReason, c.providerFinishReason === '' ? null : c.providerFinishReason);
-  if (withheld !== undefined) return { ok: true, outcome: { decision: 'deny', reason: `withheld before Cedar: ${withheld}`, determining: [], errors: [] } };
+  if (withheld !== undefined) return { ok: true, outcome: { decision: 'deny', reason: `${withheld} before Cedar is asked`, determining: [], errors: [] } };
   const request = respondRequestFor(verdict.definition, CASE_RUN_ID, respondResponseContext(c.response, c.finishReason, c.providerFinishReason));
   const decision = authorizeRespond(set, request);
   return { ok: true, outcome: { decision: decision.decision, reason: decision.reason, determining: decision.determining_policies, errors: decision.errors } };
