@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { CheckReport } from '../src/supervisor/commands/check-command.js';
 import { makeProject, removeProject, tempDir } from './support/project.js';
 import { repoRoot, symbiBin } from './support/server-entry.js';
 import { providerEnv, serverEnv, startServer, textOf, waitForStderr } from './support/server.js';
@@ -32,8 +33,7 @@ function symbi(args: string[], env: Record<string, string>, launcher: string[] =
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the report is checked against its JSON Schema first
-type Report = any;
+type Report = CheckReport;
 
 /** Like symbi(), without blocking this process: the synthetic endpoint it talks to runs here. */
 function symbiAsync(args: string[], env: Record<string, string>): Promise<Run> {
@@ -50,7 +50,7 @@ function symbiAsync(args: string[], env: Record<string, string>): Promise<Run> {
 /** The parsed report, validated against the published schema and checked against the exit status. */
 function parseReport(run: Run): Report {
   const report = JSON.parse(run.stdout) as Report;
-  assert.ok(validateReport(report), `the report validates against docs/check.schema.json: ${ajv.errorsText(validateReport.errors)}`);
+  assert.ok(validateReport(report) as boolean, `the report validates against docs/check.schema.json: ${ajv.errorsText(validateReport.errors)}`);
   assert.equal(run.code, report.exit_code, 'the exit status is the one the report gives');
   return report;
 }
@@ -103,8 +103,8 @@ describe('symbi check', () => {
     const { report } = checkJson(dir, env);
     assert.equal(report.serves, true);
     assert.equal(report.policy.mode, 'configured');
-    assert.deepEqual(report.policy.policies.map((p: { line: number }) => p.line), [2, 7]);
-    const pipeline = report.agents.list.find((a: { stem: string }) => a.stem === 'pipeline');
+    assert.deepEqual(report.policy.policies.map((p) => p.line), [2, 7]);
+    const pipeline = report.agents.list.find((a) => a.stem === 'pipeline')!;
     assert.equal(pipeline.invocable, false);
 
     // The server refuses the same agent with the same words.
@@ -114,7 +114,7 @@ describe('symbi check', () => {
       assert.equal(result.isError, true);
       assert.equal(textOf(result), `invoke_agent refused: ${pipeline.reason}`);
       const stderr = await waitForStderr(server, (t) => t.includes('audit public key'));
-      assert.ok(stderr.includes(report.storage.signing_key.public_key), 'the server announces the key the check reported');
+      assert.ok(stderr.includes(report.storage.signing_key!.public_key), 'the server announces the key the check reported');
     } finally {
       await server.close();
     }
@@ -134,11 +134,11 @@ describe('symbi check', () => {
     const served = project();
     const env = providerEnv(endpoint.url);
     const first = checkJson(checked, env).report;
-    assert.equal(first.storage.signing_key.created, true);
-    assert.equal(first.storage.signing_key.mode, '0600');
+    assert.equal(first.storage.signing_key!.created, true);
+    assert.equal(first.storage.signing_key!.mode, '0600');
     const second = checkJson(checked, env).report;
-    assert.equal(second.storage.signing_key.created, false, 'the second check finds the key');
-    assert.equal(second.storage.signing_key.public_key, first.storage.signing_key.public_key);
+    assert.equal(second.storage.signing_key!.created, false, 'the second check finds the key');
+    assert.equal(second.storage.signing_key!.public_key, first.storage.signing_key!.public_key);
 
     const server = await startServer(served, { env });
     await waitForStderr(server, (t) => t.includes('serving MCP'));
@@ -164,8 +164,8 @@ describe('symbi check', () => {
       const run = await symbiAsync(['check', '--project', dir, '--json', '--online'], providerEnv(failing.url));
       const report = parseReport(run);
       assert.equal(run.code, 1);
-      assert.equal(report.provider.online.ok, false);
-      assert.equal(report.provider.online.status, 500);
+      assert.equal(report.provider.online!.ok, false);
+      assert.equal(report.provider.online!.status, 500);
       assert.ok(!run.stdout.includes('synthetic internal server error'), "the provider's words are not printed");
     } finally {
       await failing.close();
@@ -179,9 +179,9 @@ describe('symbi check', () => {
     assert.equal(run.code, 1);
     assert.equal(report.serves, false);
     assert.equal(report.policy.mode, 'deny-all');
-    assert.match(report.policy.deny_reason, /fails validation against the respond schema/);
-    for (const agent of report.agents.list.filter((a: { stem: string }) => a.stem !== 'pipeline')) {
-      assert.match(agent.reason, /^Cedar policy denies every response from agent `\w+`: deny-all policy set: /);
+    assert.match(report.policy.deny_reason ?? '', /fails validation against the respond schema/);
+    for (const agent of report.agents.list.filter((a) => a.stem !== 'pipeline')) {
+      assert.match(agent.reason ?? '', /^Cedar policy denies every response from agent `\w+`: deny-all policy set: /);
     }
     const text = symbi(['check', '--project', dir], providerEnv(endpoint.url));
     assert.match(text.stdout, /^ {2}FAIL {2}the policy set denies every response: /m);
@@ -196,7 +196,7 @@ describe('symbi check', () => {
     assert.equal(report.provider.configured, false);
     assert.equal(report.provider.problem, 'SYMBI_PROVIDER=anthropic but ANTHROPIC_API_KEY is not set');
     const none = checkJson(dir, serverEnv()).report;
-    assert.match(none.provider.problem, /^no model provider is configured/);
+    assert.match(none.provider.problem ?? '', /^no model provider is configured/);
   });
 
   test('an unsafe signing key: FAIL in storage, exit 1', () => {
@@ -207,7 +207,7 @@ describe('symbi check', () => {
     const { run, report } = checkJson(dir, env);
     assert.equal(run.code, 1);
     assert.equal(report.storage.audit.ready, false);
-    assert.match(report.storage.audit.reason, /unsafe signing key: mode 0644 grants group or other access; expected 0600/);
+    assert.match(report.storage.audit.reason ?? '', /unsafe signing key: mode 0644 grants group or other access; expected 0600/);
     assert.equal(report.storage.signing_key, null);
   });
 
@@ -216,7 +216,7 @@ describe('symbi check', () => {
     const { run, report } = checkJson(dir, { ...providerEnv(endpoint.url), SYMBI_CONFINEMENT_ROUTE: 'nonesuch' });
     assert.equal(run.code, 1);
     assert.equal(report.confinement.available, false);
-    assert.match(report.confinement.reason, /SYMBI_CONFINEMENT_ROUTE="nonesuch" is not a route/);
+    assert.match(report.confinement.reason ?? '', /SYMBI_CONFINEMENT_ROUTE="nonesuch" is not a route/);
     assert.equal(report.agents.list.length, 0);
     assert.equal(report.policy.mode, 'deny-all');
     assert.ok(!fs.existsSync(path.join(dir, '.symbiont')), 'no storage was created');
@@ -235,7 +235,7 @@ describe('symbi check', () => {
     assert.deepEqual(report.agents.left_out, [{ file: 'agents/.hidden.symbi', reason: 'hidden file names are not read' }]);
     assert.equal(report.agents_md.guidance, null);
     assert.equal(report.policy.mode, 'default-permit');
-    assert.ok(report.lines.some((l: { severity: string; text: string }) => l.severity === 'info' && /default permission/.test(l.text)));
+    assert.ok(report.lines.some((l) => l.severity === 'info' && /default permission/.test(l.text)));
   });
 
   test('usage errors exit 2 with one line', () => {
