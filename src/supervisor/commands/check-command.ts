@@ -6,6 +6,7 @@ import { describeProvider, providerFromEnvironment, shownProxy, type ProviderSel
 import { closeAuditStorage } from '../../shared/storage/audit-storage.js';
 import { projectDirectoriesProblem } from '../../shared/storage/directory-ownership.js';
 import { escapeToOneLine } from '../../shared/text/one-line-text.js';
+import { sourceStem } from '../agent-discovery.js';
 import { DslAnalysisPool } from '../dsl-analysis-pool.js';
 import { agentPreflight } from '../invoke-preflight.js';
 import { analyseSources, type SourceAnalysis } from '../source-analysis.js';
@@ -150,7 +151,12 @@ function agentsSection(snapshot: StartupSnapshot, analysis: SourceAnalysis, out:
     if (agent.invocable) out.add('agents', 'ok', `${agent.stem} (${agent.file}): invocable, runs as ${agent.declared_name ?? agent.stem}`);
     else out.add('agents', 'warn', `${agent.stem} (${agent.file}): refused: ${agent.reason ?? 'not invocable'}`);
   }
-  for (const skipped of analysis.skipped) out.add('agents', 'warn', `left out ${skipped.file}: ${skipped.reason}`);
+  const stems = new Set(list.map((a) => a.stem));
+  for (const skipped of analysis.skipped) {
+    const stem = sourceStem(skipped.file.slice(skipped.file.lastIndexOf('/') + 1));
+    const unknown = stem !== null && !stems.has(stem) ? ` (invoke_agent answers "unknown agent" for ${stem})` : '';
+    out.add('agents', 'warn', `left out ${skipped.file}: ${skipped.reason}${unknown}`);
+  }
   for (const limit of snapshot.limitsHit) out.add('agents', 'warn', `limit reached: ${limit}`);
 
   const byStem = new Map<string, string[]>();
