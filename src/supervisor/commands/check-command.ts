@@ -297,7 +297,11 @@ export async function buildCheckReport(project: PinnedDirectory, options: Pick<C
     storage: storageSection(project, snapshot, auditStorage, out),
     provider: providerSection(provider, online, out),
   };
-  if (auditStorage !== null) closeAuditStorage(auditStorage);
+  if (auditStorage !== null) {
+    // The check signs nothing: the key material it loaded goes at once.
+    auditStorage.pinnedKey.seed.fill(0);
+    closeAuditStorage(auditStorage);
+  }
   const serves = !out.all.some((l) => l.severity === 'fail');
   const failing = !serves || (options.strict && out.all.some((l) => l.severity === 'warn'));
   return { ...report, serves, exit_code: failing ? 1 : 0, lines: out.all };
