@@ -159,3 +159,16 @@ test('validate: the project set loads, or each problem is a file:line:column lin
   assert.equal(named.code, 0, named.stdout);
   assert.match(named.stdout, /^policies\/examples\/forbid-secret-content\.cedar: loaded 1 policy$/m);
 });
+
+test('a policy from a JSON policy file is named by its entry, since its lines are those of the entry', () => {
+  const dir = copyQuickstart();
+  fs.rmSync(path.join(dir, 'policies', 'mcp-server', 'respond.cedar'));
+  fs.writeFileSync(
+    path.join(dir, 'policies', 'mcp-server', 'set.cedar'),
+    JSON.stringify([{ name: 'allow', source: '@id("permit-all")\npermit (principal, action == Action::"respond", resource);', active: true }]),
+  );
+  const cases = writeCases(work, 'json-form.json', { cases: [{ agent: 'assistant', response: 'hi', expect: 'allow', determining: ['permit-all'] }] });
+  const r = symbi(['policy', 'test', '--project', dir, cases]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /permitted by permit-all \(policies\/mcp-server\/set\.cedar, entry "allow", line 1 of its source\)$/m);
+});

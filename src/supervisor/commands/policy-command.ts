@@ -117,7 +117,11 @@ function policyLabels(set: LoadedPolicySet): Map<string, PolicyLabel> {
   const labels = new Map<string, PolicyLabel>();
   for (const policy of set.policies) {
     const annotated = annotatedId(policy);
-    labels.set(policy.id, { id: policy.id, annotated, shown: `${annotated ?? policy.id} (${policy.file}:${policy.line})` });
+    // A Cedar text file's policies are "file#N"; a JSON file's are "file#name", whose line counts in the entry's source.
+    const where = policy.id === `${policy.file}#${policy.id.slice(policy.file.length + 1)}` && /^\d+$/.test(policy.id.slice(policy.file.length + 1))
+      ? `${policy.file}:${policy.line}`
+      : `${policy.file}, entry ${JSON.stringify(policy.id.slice(policy.file.length + 1))}, line ${policy.line} of its source`;
+    labels.set(policy.id, { id: policy.id, annotated, shown: `${annotated ?? policy.id} (${where})` });
   }
   return labels;
 }
