@@ -4,8 +4,9 @@
 //
 // It serves a fresh copy of examples/quickstart/ with `symbi mcp` over stdio, answers inference from the
 // in-process synthetic endpoint, and walks through what a user should see: the agent list, one governed
-// answer with its audit reference, a Cedar refusal, a cancelled slow call, and `symbi audit inspect` on
-// every journal. Each step checks what it saw; the exit status is 0 only when every step behaved.
+// answer with its audit reference, a Cedar refusal, a cancelled slow call, `symbi audit inspect` on
+// every journal, and the example's policy cases (`symbi policy test`). Each step checks what it saw;
+// the exit status is 0 only when every step behaved.
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -333,6 +334,13 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
         );
       }
     }
+
+    // 6. policy test: the quick start's cases (policies/tests/) through the same Cedar decision, no model call
+    heading(6, 'symbi policy test: the policy decides written answers as it decided the real ones');
+    say(dim(`   ${symbi} policy test --project <project>`));
+    const cases = spawnSync(process.execPath, [symbiBin, 'policy', 'test', '--project', project], { encoding: 'utf8', env, timeout: STEP_TIMEOUT_MS });
+    say(`   ${oneLine(cases.stdout.trimEnd().split('\n').pop() ?? cases.stderr)}`);
+    check(cases.status === 0, "every case of examples/quickstart/policies/tests/ got the decision it expects");
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     check(false, `the demo stopped: ${oneLine(message)}`);

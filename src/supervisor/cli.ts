@@ -12,6 +12,8 @@ const commands: Record<string, () => Promise<Register>> = {
   audit: async () => (await import('./commands/audit-command.js')).registerAuditCommand,
   schemapin: async () => (await import('./commands/schemapin-command.js')).registerSchemapinCommand,
   demo: async () => (await import('./commands/demo-command.js')).registerDemoCommand,
+  check: async () => (await import('./commands/check-command.js')).registerCheckCommand,
+  policy: async () => (await import('./commands/policy-command.js')).registerPolicyCommand,
 };
 
 const program = new Command();

@@ -107,21 +107,50 @@ export async function prepareSelection(registry: readonly RegistryEntry[], name:
   cache.set(name, selection);
 }
 
+/**
+ * What invoke_agent's preflight says of `name` apart from the provider (which is the same for
+ * every agent): `symbi check` and `symbi policy test` ask it, so their verdicts are the
+ * server's. `stage` says which step refused: the name's selection, or the policy set.
+ */
+export type AgentPreflight =
+  | { ok: true; definition: SelectedDefinition }
+  | { ok: false; stage: 'access' | 'selection' | 'policy'; message: string; unknownAgent?: true };
+
+function selectionStep(name: string, inputs: Omit<PreflightInputs, 'provider'>): AgentPreflight {
+  // First: without project file access the registry is empty, and "unknown agent" would hide the true reason.
+  if (!inputs.projectAccess.available) return { ok: false, stage: 'access', message: projectFilesUnavailable(inputs.projectAccess.reason) };
+  const selection = selectionFor(inputs.registry, name);
+  if (!selection.ok) {
+    return selection.kind === 'unknown'
+      ? { ok: false, stage: 'selection', message: selection.message, unknownAgent: true }
+      : { ok: false, stage: 'selection', message: selection.message };
+  }
+  return { ok: true, definition: selection.definition };
+}
+
+function policyStep(set: LoadedPolicySet, selected: SelectedDefinition): string | undefined {
+  const verdict = permitVerdict(set, selected);
+  return verdict.possible ? undefined : `Cedar policy denies every response from agent \`${selected.declaredName}\`: ${verdict.reason}`;
+}
+
+/** The preflight of `name` without the provider step (see AgentPreflight). */
+export function agentPreflight(name: string, inputs: Omit<PreflightInputs, 'provider'>): AgentPreflight {
+  const selected = selectionStep(name, inputs);
+  if (!selected.ok) return selected;
+  const refusal = policyStep(inputs.policySet, selected.definition);
+  return refusal === undefined ? selected : { ok: false, stage: 'policy', message: refusal };
+}
+
 /** Refuses before any journal what cannot run (no project access, unknown agent, no provider, a deny-all policy), else the run definition. The argument sizes are checked by the tool's declaration. */
 export function preflightInvocation(args: InvokeArguments, inputs: PreflightInputs): Preflight {
-  // First: without project file access the registry is empty, and "unknown agent" would hide the true reason.
-  if (!inputs.projectAccess.available) return { ok: false, message: projectFilesUnavailable(inputs.projectAccess.reason) };
-
-  const selection = selectionFor(inputs.registry, args.agent);
-  if (!selection.ok) {
-    return selection.kind === 'unknown' ? { ok: false, message: selection.message, unknownAgent: true } : { ok: false, message: selection.message };
-  }
+  const selection = selectionStep(args.agent, inputs);
+  if (!selection.ok) return selection.unknownAgent ? { ok: false, message: selection.message, unknownAgent: true } : { ok: false, message: selection.message };
   const selected = selection.definition;
 
   if (!inputs.provider.ok) return { ok: false, message: `no model provider is configured: ${inputs.provider.message}` };
 
-  const verdict = permitVerdict(inputs.policySet, selected);
-  if (!verdict.possible) return { ok: false, message: `Cedar policy denies every response from agent \`${selected.declaredName}\`: ${verdict.reason}` };
+  const refusal = policyStep(inputs.policySet, selected);
+  if (refusal !== undefined) return { ok: false, message: refusal };
 
   return {
     ok: true,

@@ -4,7 +4,7 @@ import { extractAgentsMdGuidance, type AgentsMdGuidance } from '../shared/agents
 import type { RegistryEntry } from '../shared/dsl/conversational-definition.js';
 import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../shared/policy/policy-set.js';
 import { openAuditStorage } from '../shared/storage/audit-storage.js';
-import { discoverAgentSources, type SkippedSource } from './agent-discovery.js';
+import { discoverAgentSources, type DiscoveryResult, type SkippedSource } from './agent-discovery.js';
 import { collectPolicyFiles } from './policy-file-discovery.js';
 
 // The startup snapshot: everything the server learns about the project when
@@ -106,12 +106,22 @@ function unavailableSnapshot(project: PinnedDirectory, reason: string): Snapshot
   return { snapshot: deepFreeze(snapshot), auditStorage: null };
 }
 
+/** The project's policy set as the server loads it at startup (`symbi policy` loads it here too). */
+export function readPolicySet(project: PinnedDirectory): StartupSnapshot['policy'] {
+  const policyInputs: PolicyFileInput[] = collectPolicyFiles(project);
+  return { files: policyInputs.map((f) => f.path), set: loadPolicySet(policyInputs) };
+}
+
+/** The registry entries of the discovered agent sources. */
+export function registryOf(discovery: DiscoveryResult): RegistryEntry[] {
+  return discovery.sources.map(({ stem, file, text }) => ({ stem, file, text }));
+}
+
 export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
   if (!project.access.available) return unavailableSnapshot(project, project.access.reason);
   const discovery = discoverAgentSources(project);
-  const registry: RegistryEntry[] = discovery.sources.map(({ stem, file, text }) => ({ stem, file, text }));
-  const policyInputs: PolicyFileInput[] = collectPolicyFiles(project);
-  const policySet = loadPolicySet(policyInputs);
+  const registry = registryOf(discovery);
+  const policy = readPolicySet(project);
   const { audit, storage } = openAudit(project);
   const snapshot: StartupSnapshot = {
     takenAt: new Date().toISOString(),
@@ -127,7 +137,7 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
       retainedBytes: discovery.retainedBytes,
     },
     agentsMd: readAgentsMd(project),
-    policy: { files: policyInputs.map((f) => f.path), set: policySet },
+    policy,
     audit,
   };
   return { snapshot: deepFreeze(snapshot), auditStorage: storage };

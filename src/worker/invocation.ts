@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
-import { canonicalHash, sha256Hex } from '../shared/canonical-json.js';
+import { canonicalHash } from '../shared/canonical-json.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
 import { signingKeyFileChange } from '../shared/storage/signing-key-change.js';
-import { explainFinish } from '../shared/provider/finish-reasons.js';
+import { finishWithheld } from '../shared/provider/finish-reasons.js';
 import { TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
 import { authorizeRespond } from '../shared/policy/respond-authorization.js';
-import { respondRequestFor } from '../shared/policy/respond-request.js';
+import { respondRequestFor, respondResponseContext } from '../shared/policy/respond-request.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
 import { failedFinishEvent, RUN_SURFACE, startedEvent } from '../shared/journal/run-events.js';
 import { buildConversation } from './conversation.js';
@@ -183,20 +183,12 @@ export async function performInvocation(
         `the model proposed ${response.tool_calls.length} tool call(s); this route runs no tools, so the response was withheld`,
       );
     }
-    // Only a finished answer is released; a cut, refused, filtered or failed one is withheld whole.
-    if (response.finish_reason !== 'complete') {
-      throw new RunStopped(`${explainFinish(response.finish_reason, response.provider_finish_reason)}; the response was withheld`);
-    }
+    const withheld = finishWithheld(response.finish_reason, response.provider_finish_reason);
+    if (withheld !== undefined) throw new RunStopped(withheld);
 
-    const contentBytes = Buffer.byteLength(response.content, 'utf8');
-    const contentHash = sha256Hex(response.content);
-    const respondRequest = respondRequestFor(definition, task.runId, {
-      content: response.content,
-      sha256: contentHash,
-      bytes: contentBytes,
-      finish_reason: response.finish_reason,
-      provider_finish_reason: response.provider_finish_reason ?? '',
-    });
+    const responseContext = respondResponseContext(response.content, response.finish_reason, response.provider_finish_reason);
+    const { sha256: contentHash, bytes: contentBytes } = responseContext;
+    const respondRequest = respondRequestFor(definition, task.runId, responseContext);
     const decision = authorizeRespond(resources.policySet, respondRequest);
     const policyEvaluated = {
       PolicyEvaluated: {

@@ -25,3 +25,9 @@ export function describeCedarErrors(errors: readonly DetailedError[], source?: s
   // Cedar messages can span lines.
   return foldToOneLine(text);
 }
+
+/** Line and column of the first error in `source` (shifted by `byteBase`), when Cedar located it. */
+export function cedarErrorPosition(errors: readonly DetailedError[], source: string, byteBase = 0): { line: number; column: number } | undefined {
+  const location = errors[0]?.sourceLocations?.[0];
+  return location === undefined ? undefined : lineColumnOfByteOffset(source, byteBase + location.start);
+}

@@ -4,7 +4,7 @@
 import { POLICY_FILE_MAX_BYTES } from '../limits.js';
 import { cedar } from './cedar-engine.js';
 import { foldToOneLine } from '../text/one-line-text.js';
-import { describeCedarErrors } from './cedar-diagnostics.js';
+import { cedarErrorPosition, describeCedarErrors } from './cedar-diagnostics.js';
 import { byteOffsetOf, splitCedarStatements } from './cedar-statements.js';
 
 export interface ParsedPolicy {
@@ -17,9 +17,17 @@ export interface ParsedPolicy {
 
 export type PolicyFileResult =
   | { ok: true; policies: ParsedPolicy[]; inactiveEntries: number }
-  | { ok: false; error: string };
+  | { ok: false; error: string; position?: { line: number; column: number } };
 
-class PolicyFileError extends Error {}
+class PolicyFileError extends Error {
+  constructor(
+    message: string,
+    /** Where in a Cedar text file the problem is, when known (`symbi policy validate` shows it). */
+    readonly position?: { line: number; column: number },
+  ) {
+    super(message);
+  }
+}
 
 const ENTRY_KEYS = new Set(['name', 'source', 'active']);
 
@@ -38,7 +46,7 @@ export function parsePolicyFile(file: string, rawText: string): PolicyFileResult
     if (opening === '{') throw new PolicyFileError('a JSON object; the JSON form is an array of {"name", "source", "active"} objects');
     return { ok: true, policies: parseCedarSource(text, (k) => `${file}#${k}`, file, ''), inactiveEntries: 0 };
   } catch (error) {
-    if (error instanceof PolicyFileError) return { ok: false, error: error.message };
+    if (error instanceof PolicyFileError) return error.position === undefined ? { ok: false, error: error.message } : { ok: false, error: error.message, position: error.position };
     return { ok: false, error: `not parseable: ${foldToOneLine(error instanceof Error ? error.message : String(error))}` };
   }
 }
@@ -85,7 +93,11 @@ function parseJsonForm(file: string, text: string): PolicyFileResult {
 /** Parses Cedar text into its policies, in source order. Throws PolicyFileError on any problem. */
 function parseCedarSource(source: string, idOf: (index: number, count: number) => string, file: string, label: string): ParsedPolicy[] {
   const answer = cedar.policySetTextToParts(source);
-  if (answer.type === 'failure') throw new PolicyFileError(`${label}not valid Cedar: ${describeCedarErrors(answer.errors, source)}`);
+  if (answer.type === 'failure') {
+    // Positions in a JSON entry's source are not positions in the file.
+    const position = label === '' ? cedarErrorPosition(answer.errors, source) : undefined;
+    throw new PolicyFileError(`${label}not valid Cedar: ${describeCedarErrors(answer.errors, source)}`, position);
+  }
   if (answer.policy_templates.length > 0) {
     throw new PolicyFileError(`${label}holds a policy template (a ?principal or ?resource slot); only static policies are supported`);
   }

@@ -4,7 +4,10 @@
 // schema, and deny-all when any file or policy is not.
 import { foldToOneLine } from '../text/one-line-text.js';
 import { parsePolicyFile, type ParsedPolicy } from './policy-file-parse.js';
-import { validateRespondPolicies } from './respond-validation.js';
+import { lineColumnOfByteOffset } from './cedar-statements.js';
+import { validateRespondPolicies, type PolicyDiagnostic } from './respond-validation.js';
+
+export type { PolicyDiagnostic } from './respond-validation.js';
 
 /** A project-relative path, with its text or the reason it could not be read. */
 export interface PolicyFileInput {
@@ -19,6 +22,8 @@ export interface LoadedPolicy {
   id: string;
   file: string;
   text: string;
+  /** Line of the policy's first character (its annotations included) in its file; in a JSON entry, in the entry's source. */
+  line: number;
 }
 
 export interface LoadedPolicySet {
@@ -31,37 +36,41 @@ export interface LoadedPolicySet {
   warnings: string[];
   /** Present in deny-all mode: one line naming the file(s) and the problem (callers add their own lead-in). */
   denyReason?: string;
+  /** Every problem above, each with its file and, where known, line and column (`symbi policy validate`). */
+  diagnostics: PolicyDiagnostic[];
 }
 
 const DEFAULT_PERMIT_NOTICE = 'no policy files: default permission for respond applies';
 
 export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySet {
   if (files.length === 0) {
-    return freeze({ mode: 'default-permit', policies: [], notices: [DEFAULT_PERMIT_NOTICE], warnings: [] });
+    return freeze({ mode: 'default-permit', policies: [], notices: [DEFAULT_PERMIT_NOTICE], warnings: [], diagnostics: [] });
   }
   const notices: string[] = [];
   const problems: string[] = [];
+  const diagnostics: PolicyDiagnostic[] = [];
+  const fileError = (path: string, message: string, position?: { line: number; column: number }): void => {
+    notices.push(`${path}: rejected: ${message}`);
+    problems.push(`${path}: ${message}`);
+    diagnostics.push({ severity: 'error', file: path, line: position?.line ?? null, column: position?.column ?? null, message: foldToOneLine(message) });
+  };
   const parsed: ParsedPolicy[] = [];
   const ids = new Set<string>();
   for (const file of files) {
     const path = shownPath(file.path);
     const problem = fileProblem(file);
     if (problem !== undefined) {
-      notices.push(`${path}: rejected: ${problem}`);
-      problems.push(`${path}: ${problem}`);
+      fileError(path, problem);
       continue;
     }
     const result = parsePolicyFile(String(file.path), file.text as string);
     if (!result.ok) {
-      notices.push(`${path}: rejected: ${result.error}`);
-      problems.push(`${path}: ${result.error}`);
+      fileError(path, result.error, result.position);
       continue;
     }
     const clash = firstRepeatedId(result.policies, ids);
     if (clash !== undefined) {
-      const why = `two policies would share the id ${JSON.stringify(clash)}; rename the JSON entries`;
-      notices.push(`${path}: rejected: ${why}`);
-      problems.push(`${path}: ${why}`);
+      fileError(path, `two policies would share the id ${JSON.stringify(clash)}; rename the JSON entries`);
       continue;
     }
     for (const policy of result.policies) ids.add(policy.id);
@@ -76,9 +85,10 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
   } else if (parsed.length === 0) {
     const names = files.map((file) => shownPath(file.path)).join(', ');
     denyReason = `the configured policy set (${names}) holds no active policy`;
+    diagnostics.push({ severity: 'error', file: names, line: null, column: null, message: 'no active policy: a configured policy set without one denies every response' });
   }
   if (denyReason !== undefined) {
-    return freeze({ mode: 'deny-all', policies: [], notices, warnings: [], denyReason });
+    return freeze({ mode: 'deny-all', policies: [], notices, warnings: [], denyReason, diagnostics });
   }
 
   // A policy that fails validation would fail when evaluated, and Cedar skips such a
@@ -91,13 +101,15 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
       notices,
       warnings: findings.warnings,
       denyReason: `a policy fails validation against the respond schema: ${findings.errors.join('; ')}`,
+      diagnostics: [...diagnostics, ...findings.diagnostics],
     });
   }
   return freeze({
     mode: 'configured',
-    policies: parsed.map(({ id, file, text }) => ({ id, file, text })),
+    policies: parsed.map(({ id, file, text, origin }) => ({ id, file, text, line: lineColumnOfByteOffset(origin.source, origin.byteBase).line })),
     notices,
     warnings: findings.warnings,
+    diagnostics: findings.diagnostics,
   });
 }
 
@@ -140,5 +152,7 @@ function freeze(set: LoadedPolicySet): LoadedPolicySet {
   Object.freeze(set.policies);
   Object.freeze(set.notices);
   Object.freeze(set.warnings);
+  for (const diagnostic of set.diagnostics) Object.freeze(diagnostic);
+  Object.freeze(set.diagnostics);
   return Object.freeze(set);
 }

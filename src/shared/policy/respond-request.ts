@@ -2,6 +2,7 @@
 // schema names are passed on (nothing extra can ride along), the fixed fields must hold
 // their fixed values, and every string must be well-formed Unicode (the wasm boundary
 // cannot carry a lone surrogate).
+import { sha256Hex } from '../canonical-json.js';
 import type { EntityJson } from './cedar-engine.js';
 
 export interface RespondAgentContext {
@@ -70,6 +71,17 @@ export function respondRequestWithoutResponse(agent: RespondAgent, runId: string
         capabilities: agent.capabilities,
       },
     },
+  };
+}
+
+/** The response part of the context: the exact text with its hash and size, and the finish reasons. */
+export function respondResponseContext(content: string, finishReason: string, providerFinishReason: string | null): RespondResponseContext {
+  return {
+    content,
+    sha256: sha256Hex(content),
+    bytes: Buffer.byteLength(content, 'utf8'),
+    finish_reason: finishReason,
+    provider_finish_reason: providerFinishReason ?? '',
   };
 }
 

@@ -10,7 +10,7 @@
 // before the conditions), so its findings, like Cedar's validation warnings, are warnings.
 import { cedar, type DetailedError } from './cedar-engine.js';
 import { foldToOneLine } from '../text/one-line-text.js';
-import { describeCedarErrors } from './cedar-diagnostics.js';
+import { cedarErrorPosition, describeCedarErrors } from './cedar-diagnostics.js';
 import type { ParsedPolicy } from './policy-file-parse.js';
 import { RESPOND_SCHEMA_TEXT } from './respond-schema.js';
 
@@ -19,6 +19,17 @@ export interface SchemaFindings {
   errors: string[];
   /** Findings that do not change any decision. */
   warnings: string[];
+  /** The same findings, each with its file and, in a Cedar text file, its line and column. */
+  diagnostics: PolicyDiagnostic[];
+}
+
+/** One problem of a policy file, located for `symbi policy validate`. */
+export interface PolicyDiagnostic {
+  severity: 'error' | 'warning';
+  file: string;
+  line: number | null;
+  column: number | null;
+  message: string;
 }
 
 export function validateRespondPolicies(policies: readonly ParsedPolicy[]): SchemaFindings {
@@ -41,22 +52,43 @@ export function validateRespondPolicies(policies: readonly ParsedPolicy[]): Sche
     const message = { ...error, message: error.message.replace(/^for policy `[^`]*`, /, '') };
     return `${policy.id}: ${label}${describeCedarErrors([message], source, byteBase)}`;
   };
+  const diagnostics: PolicyDiagnostic[] = [];
+  const diagnose = (severity: PolicyDiagnostic['severity'], policyId: string, error: DetailedError, note = ''): void => {
+    const policy = byId.get(policyId);
+    const message = `${policyId}: ${describeCedarErrors([{ ...error, message: error.message.replace(/^for policy `[^`]*`, /, '') }])}${note}`;
+    // Positions inside a JSON entry's source are not positions in the file.
+    const position = policy !== undefined && policy.origin.label === '' ? cedarErrorPosition([error], policy.origin.source, policy.origin.byteBase) : undefined;
+    diagnostics.push({ severity, file: policy?.file ?? policyId, line: position?.line ?? null, column: position?.column ?? null, message: foldToOneLine(message) });
+  };
   const errors: string[] = [];
   const warnings: string[] = [];
   for (const finding of answer.validationErrors) {
     const line = located(finding.policyId, finding.error);
     const policy = byId.get(finding.policyId);
-    if (policy !== undefined && !canApplyToRespond(policy.text)) warnings.push(`${line} (the policy names only other actions, so it never applies to respond)`);
-    else errors.push(line);
+    if (policy !== undefined && !canApplyToRespond(policy.text)) {
+      const note = ' (the policy names only other actions, so it never applies to respond)';
+      warnings.push(`${line}${note}`);
+      diagnose('warning', finding.policyId, finding.error, note);
+    } else {
+      errors.push(line);
+      diagnose('error', finding.policyId, finding.error);
+    }
   }
-  for (const finding of answer.validationWarnings) warnings.push(located(finding.policyId, finding.error));
-  for (const error of answer.otherWarnings) warnings.push(describeCedarErrors([error]));
-  return { errors: errors.map((text) => foldToOneLine(text)), warnings: warnings.map((text) => foldToOneLine(text)) };
+  for (const finding of answer.validationWarnings) {
+    warnings.push(located(finding.policyId, finding.error));
+    diagnose('warning', finding.policyId, finding.error);
+  }
+  for (const error of answer.otherWarnings) {
+    warnings.push(describeCedarErrors([error]));
+    diagnostics.push({ severity: 'warning', file: 'policies', line: null, column: null, message: foldToOneLine(describeCedarErrors([error])) });
+  }
+  return { errors: errors.map((text) => foldToOneLine(text)), warnings: warnings.map((text) => foldToOneLine(text)), diagnostics };
 }
 
 /** Cedar could not run the validation at all: nothing is known to be sound, so the set is malformed. */
 function unvalidated(why: string): SchemaFindings {
-  return { errors: [`the policies could not be validated against the respond schema: ${why}`], warnings: [] };
+  const error = `the policies could not be validated against the respond schema: ${why}`;
+  return { errors: [error], warnings: [], diagnostics: [{ severity: 'error', file: 'policies', line: null, column: null, message: error }] };
 }
 
 const RESPOND = { type: 'Action', id: 'respond' };

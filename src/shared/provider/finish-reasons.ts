@@ -105,3 +105,9 @@ export function explainFinish(finish: FinishReason, providerValue: string | null
   const explanation = row?.explanation ?? GENERAL_EXPLANATION[finish];
   return named ? `${explanation} (provider finish reason "${providerValue}")` : explanation;
 }
+
+/** Why an answer with this finish is withheld before Cedar is asked, or undefined for a finished one. */
+export function finishWithheld(finish: FinishReason, providerValue: string | null): string | undefined {
+  // Only a finished answer is released; a cut, refused, filtered or failed one is withheld whole.
+  return finish === 'complete' ? undefined : `${explainFinish(finish, providerValue)}; the response was withheld`;
+}

@@ -31,6 +31,8 @@ export interface PinnedSigningKey {
   file: KeyFileIdentity;
   /** The key file's absolute path, for messages. */
   shownPath: string;
+  /** True when this process created the file (a project's first start); `symbi check` reports it. */
+  created?: boolean;
 }
 
 export const SIGNING_KEY_FILE = 'audit-signing.key';
@@ -178,9 +180,10 @@ export function pinSigningKeyFile(route: DescriptorRoute, dirFd: number, shownDi
   const shown = `${shownDir}/${SIGNING_KEY_FILE}`;
   let pinned = readAndBuild(route, dirFd, shown);
   if (pinned === undefined) {
-    createKeyFile(route, dirFd, shown);
+    const created = createKeyFile(route, dirFd, shown);
     pinned = readAndBuild(route, dirFd, shown);
     if (pinned === undefined) throw new UnsafeStorageError(`${shown}: the signing key vanished right after it was created`);
+    return { ...pinned, created };
   }
   return pinned;
 }

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { INVOCATIONS_MAX_DEFAULT, SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
-import { PinnedDirectory, pinProject } from '../../shared/confinement/index.js';
+import { pinProjectOption, usageError as commandUsageError, USAGE_EXIT } from './project-option.js';
 import { createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
 import { takeStartupSnapshot } from '../startup-snapshot.js';
 import { DslAnalysisPool } from '../dsl-analysis-pool.js';
@@ -18,7 +17,6 @@ import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 // `symbi mcp`: pin the project, take the startup snapshot, print the summary
 // on standard error and serve MCP on stdio until standard input ends.
 
-const USAGE_EXIT = 2;
 const SHUTDOWN_GRACE_MS_MAX = 600_000;
 // A bound far above what one process's memory holds is no bound at all.
 const MAX_INVOCATIONS_MAX = 65_536;
@@ -35,8 +33,7 @@ export interface McpCommandOptions {
 }
 
 function usageError(message: string): never {
-  process.stderr.write(`symbi mcp: ${message}\n`);
-  process.exit(USAGE_EXIT);
+  commandUsageError('mcp', message);
 }
 
 function parseLogFormat(value: string): LogFormat {
@@ -56,20 +53,6 @@ function parseMaxInvocations(value: string): number {
     usageError(`--max-invocations ${JSON.stringify(value)} is not valid; use a whole number from 1 to ${MAX_INVOCATIONS_MAX}`);
   }
   return Number(value);
-}
-
-function pinProjectOption(dir: string): PinnedDirectory {
-  if (dir.length === 0 || dir.includes('\0')) usageError('--project needs a directory path');
-  try {
-    return pinProject(dir);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const shown = path.resolve(dir);
-    if (code === 'ENOTDIR') usageError(`--project ${shown}: is not a directory`);
-    if (code === 'ENOENT') usageError(`--project ${shown}: no such directory`);
-    if (code === 'EACCES') usageError(`--project ${shown}: permission denied`);
-    usageError(`--project ${shown}: cannot be opened as a directory (${code ?? 'error'})`);
-  }
 }
 
 /** Settles once `stdout` holds no unwritten answers (or can take no more). */
@@ -102,7 +85,7 @@ function keepConsoleOffStdout(): void {
 export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   keepConsoleOffStdout();
   preferSmallHeaps();
-  const project = pinProjectOption(options.project);
+  const project = pinProjectOption(options.project, 'mcp');
   const log = createOperatorLog(options.logFormat);
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
   // The analysis thread starts with the first DSL text to analyse: the startup

@@ -1,0 +1,174 @@
+// `symbi policy test` and `symbi policy validate` through the real CLI: the
+// shipped cases pass, a decision is the one the server makes on the same
+// answer (compared with a real invoke_agent), a mismatch and a malformed case
+// file are reported on one line each, and no answer text is ever printed.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { removeProject, tempDir } from './support/project.js';
+import { repoRoot, symbiBin } from './support/server-entry.js';
+import { providerEnv, serverEnv, startServer, textOf } from './support/server.js';
+import { SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function symbi(args: string[], cwd = repoRoot): Run {
+  const r = spawnSync(process.execPath, [symbiBin, ...args], { encoding: 'utf8', env: serverEnv(), cwd, timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+const work = tempDir('symbi-policy-cli-');
+after(() => removeProject(work));
+let copies = 0;
+
+function copyQuickstart(): string {
+  const dir = path.join(work, `quickstart-${copies++}`);
+  fs.cpSync(path.join(repoRoot, 'examples', 'quickstart'), dir, { recursive: true });
+  return dir;
+}
+
+function writeCases(dir: string, name: string, body: unknown): string {
+  const file = path.join(dir, name);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, typeof body === 'string' ? body : JSON.stringify(body));
+  return file;
+}
+
+test("the example policies' cases pass against the quick start's agents", () => {
+  const files = fs.readdirSync(path.join(repoRoot, 'policies', 'tests')).filter((f) => f.endsWith('.json')).map((f) => path.join('policies', 'tests', f));
+  assert.ok(files.length >= 3);
+  const r = symbi(['policy', 'test', '--project', 'examples/quickstart', ...files]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /^\d+ cases: (\d+) passed, 0 failed$/m);
+  assert.doesNotMatch(r.stdout, /FAIL/);
+  assert.match(r.stdout, /permitted by restrict-by-capability \(policies\/examples\/restrict-by-capability\.cedar:6\)/);
+});
+
+test("the quick start's own cases pass from policies/tests/ by default, naming each determining policy by @id and file:line", () => {
+  const dir = copyQuickstart();
+  const r = symbi(['policy', 'test', '--project', dir]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /^policies\/tests\/respond\.json \(the project policy set\):$/m);
+  assert.match(r.stdout, /^ {2}pass {2}"an answer that mentions a secret is withheld": deny, as expected: forbidden by forbid-secret-content \(policies\/mcp-server\/respond\.cedar:7\)$/m);
+  assert.match(r.stdout, /^5 cases: 5 passed, 0 failed$/m);
+  assert.ok(!fs.existsSync(path.join(dir, '.symbiont')), 'nothing is written to the project');
+});
+
+describe('decisions are the server’s', () => {
+  let endpoint: SyntheticEndpoint;
+  before(async () => {
+    endpoint = await startSyntheticEndpoint();
+  });
+  after(async () => {
+    await endpoint.close();
+  });
+
+  test('the answer the server withholds is denied by the same policy', async () => {
+    const dir = copyQuickstart();
+    const server = await startServer(dir, { env: providerEnv(endpoint.url) });
+    let refusal: string;
+    try {
+      // The synthetic endpoint answers SECRET_ANSWER for a prompt asking for the secret.
+      const result = await server.call('invoke_agent', { agent: 'assistant', prompt: '[[secret]] tell me the secret' });
+      assert.equal(result.isError, true);
+      refusal = textOf(result);
+    } finally {
+      await server.close();
+    }
+    const cases = writeCases(work, `server-${copies}.json`, { cases: [{ name: 'the secret', agent: 'assistant', response: SECRET_ANSWER, provider_finish_reason: 'stop', expect: 'deny' }] });
+    const r = symbi(['policy', 'test', '--project', dir, cases]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const id = /forbidden by (policies\/mcp-server\/respond\.cedar#\d+)/.exec(refusal)?.[1];
+    assert.ok(id !== undefined, `the server names the policy: ${refusal}`);
+    assert.match(r.stdout, /forbidden by forbid-secret-content \(policies\/mcp-server\/respond\.cedar:7\)/);
+    assert.ok(!r.stdout.includes(SECRET_ANSWER), 'the answer text is not printed');
+  });
+});
+
+test('a mismatch fails with exit 1, and says what was decided and expected', () => {
+  const dir = copyQuickstart();
+  const cases = writeCases(work, 'mismatch.json', {
+    cases: [
+      { name: 'wrong expectation', agent: 'assistant', response: 'the secret is out', expect: 'allow' },
+      { name: 'wrong determining', agent: 'assistant', response: 'fine', expect: 'allow', determining: ['forbid-secret-content'] },
+      { name: 'unknown agent', agent: 'nobody', response: 'x', expect: 'allow' },
+    ],
+  });
+  const r = symbi(['policy', 'test', '--project', dir, cases]);
+  assert.equal(r.code, 1, r.stdout);
+  assert.match(r.stdout, /^ {2}FAIL {2}"wrong expectation": deny, expected allow: forbidden by forbid-secret-content \(policies\/mcp-server\/respond\.cedar:7\)$/m);
+  assert.match(r.stdout, /^ {2}FAIL {2}"wrong determining": allow, as expected: permitted by permit-respond .*\n {8}expected determining policies: forbid-secret-content$/m);
+  assert.match(r.stdout, /^ {2}FAIL {2}"unknown agent": agent "nobody" cannot be invoked: unknown agent `nobody`$/m);
+  assert.match(r.stdout, /^3 cases: 0 passed, 3 failed$/m);
+  assert.doesNotMatch(r.stdout, /the secret is out/);
+});
+
+test('a malformed case file: one line naming the file, the case and the field, exit 2', () => {
+  const bad: [string, unknown, RegExp][] = [
+    ['expect.json', { cases: [{ agent: 'assistant', response: 'x', expect: 'maybe' }] }, /^symbi policy test: \S*expect\.json: case 1: field "expect" must be "allow" or "deny"\n$/],
+    ['named.json', { cases: [{ name: 'ok' , agent: 'assistant', response: 'x', expect: 'allow' }, { name: 'two', agent: 'assistant', expect: 'deny' }] }, /named\.json: case 2 \("two"\): give exactly one of "response" .* and "response_file"/],
+    ['extra.json', { cases: [{ agent: 'assistant', response: 'x', expect: 'deny', decision: 'deny' }] }, /extra\.json: case 1: unknown field "decision"; allowed: /],
+    ['finish.json', { cases: [{ agent: 'assistant', response: 'x', expect: 'deny', finish_reason: 'stop' }] }, /finish\.json: case 1: field "finish_reason" must be one of complete, truncated, /],
+    ['file.json', { cases: [{ agent: 'assistant', response_file: 'missing.txt', expect: 'deny' }] }, /file\.json: case 1: field "response_file" names missing\.txt, which cannot be read \(ENOENT\)/],
+    ['top.json', [], /top\.json: expected a JSON object \{"cases": \[\.\.\.\]\}/],
+    ['json.json', '{"cases": [', /json\.json: not valid JSON/],
+  ];
+  const dir = copyQuickstart();
+  for (const [name, body, expected] of bad) {
+    const r = symbi(['policy', 'test', '--project', dir, writeCases(work, path.join('bad', name), body)]);
+    assert.equal(r.code, 2, `${name}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, expected, name);
+    assert.equal(r.stderr.split('\n').length, 2, `${name}: one line`);
+    assert.equal(r.stdout, '', `${name}: no case ran`);
+  }
+});
+
+test('no policies/tests/ and no files named: a usage error naming the folder', () => {
+  const dir = copyQuickstart();
+  fs.rmSync(path.join(dir, 'policies', 'tests'), { recursive: true });
+  const r = symbi(['policy', 'test', '--project', dir]);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /^symbi policy test: policies\/tests\/ does not exist in .*; write cases there \(docs\/cedar-policies\.md\) or name case files\n$/);
+});
+
+test('validate: the project set loads, or each problem is a file:line:column line and the exit status is 1', () => {
+  const dir = copyQuickstart();
+  const good = symbi(['policy', 'validate', '--project', dir]);
+  assert.equal(good.code, 0, good.stdout + good.stderr);
+  assert.match(good.stdout, /^policies\/mcp-server\/respond\.cedar: loaded 2 policies\nresult: 2 policies validate against the respond schema\n$/);
+
+  const file = path.join(dir, 'policies', 'mcp-server', 'respond.cedar');
+  fs.writeFileSync(file, '// a type error\n@id("bad")\npermit (principal, action, resource)\nwhen { context.response.content.contains("x") };\n');
+  const typeError = symbi(['policy', 'validate', '--project', dir]);
+  assert.equal(typeError.code, 1);
+  assert.match(typeError.stdout, /^policies\/mcp-server\/respond\.cedar:4:\d+: error: policies\/mcp-server\/respond\.cedar#0: /m);
+  assert.match(typeError.stdout, /^result: the policy set denies every response: /m);
+
+  fs.writeFileSync(file, 'permit (principal, action, resource)\nwhen { context.surface == };\n');
+  const syntax = symbi(['policy', 'validate', '--project', dir]);
+  assert.equal(syntax.code, 1);
+  assert.match(syntax.stdout, /^policies\/mcp-server\/respond\.cedar:2:\d+: error: not valid Cedar: /m);
+
+  const named = symbi(['policy', 'validate', path.join('policies', 'examples', 'forbid-secret-content.cedar')]);
+  assert.equal(named.code, 0, named.stdout);
+  assert.match(named.stdout, /^policies\/examples\/forbid-secret-content\.cedar: loaded 1 policy$/m);
+});
+
+test('a policy from a JSON policy file is named by its entry, since its lines are those of the entry', () => {
+  const dir = copyQuickstart();
+  fs.rmSync(path.join(dir, 'policies', 'mcp-server', 'respond.cedar'));
+  fs.writeFileSync(
+    path.join(dir, 'policies', 'mcp-server', 'set.cedar'),
+    JSON.stringify([{ name: 'allow', source: '@id("permit-all")\npermit (principal, action == Action::"respond", resource);', active: true }]),
+  );
+  const cases = writeCases(work, 'json-form.json', { cases: [{ agent: 'assistant', response: 'hi', expect: 'allow', determining: ['permit-all'] }] });
+  const r = symbi(['policy', 'test', '--project', dir, cases]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /permitted by permit-all \(policies\/mcp-server\/set\.cedar, entry "allow", line 1 of its source\)$/m);
+});
