@@ -81,6 +81,8 @@ export default tseslint.config(
       'src/supervisor/commands/audit-command.ts',
       'src/supervisor/commands/dsl-command.ts',
       'src/supervisor/commands/schemapin-command.ts',
+      'src/supervisor/commands/check-command.ts',
+      'src/supervisor/commands/policy-command.ts',
       'src/supervisor/commands/mcp-command.ts',
       'src/demo/demo-run.ts',
       'src/worker/worker-stdout.ts',

@@ -153,7 +153,7 @@ function determiningMatches(expected: readonly string[], outcome: CaseOutcome, l
   return expected.every((want) => outcome.determining.some((id) => names(id).includes(want)));
 }
 
-export async function runPolicyTest(options: { project: string; files: string[] }): Promise<void> {
+export function runPolicyTest(options: { project: string; files: string[] }): void {
   const project = pinProjectOption(options.project, 'policy test');
   if (!project.access.available) {
     process.stderr.write(`symbi policy test: ${projectFilesUnavailable(project.access.reason)}\n`);
@@ -236,8 +236,8 @@ export function registerPolicyCommand(program: Command): void {
     .argument('[files...]', 'case files (JSON, docs/cedar-policies.md)')
     .addOption(new Option('--project <dir>', 'project directory whose agents and policies are used (default: the current directory)').default('.'))
     .exitOverride(usageExit)
-    .action(async (files: string[], raw: { project: string }) => {
-      await runPolicyTest({ project: raw.project, files });
+    .action((files: string[], raw: { project: string }) => {
+      runPolicyTest({ project: raw.project, files });
     });
   policy
     .command('validate')
