@@ -158,6 +158,24 @@ describe('sandboxed worker threads', () => {
     });
   }
 
+  it('keeps a library preloaded through NODE_OPTIONS out of every thread: a thread reads NODE_OPTIONS from its own, empty, environment', async () => {
+    const project = makeProject(FILES);
+    const server = spawnInitializedServer(project, { env: providerEnv(endpoint.url, { NODE_OPTIONS: `--require ${JSON.stringify(ATTACK_PRELOAD)}` }) });
+    try {
+      for (const [i, { drive }] of THREAD_KINDS.entries()) {
+        const answer = await result(server, drive(server, i + 1));
+        assert.equal(answer.result?.isError, undefined, JSON.stringify(answer));
+      }
+      assert.equal(await server.end(), 0);
+      for (const line of server.stdout().split('\n').filter((l) => l.length > 0)) assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
+      // The preload acts in worker threads only, and never ran in one.
+      assert.ok(!/stray|preload attack/.test(server.stderr()), server.stderr());
+    } finally {
+      server.kill('SIGKILL');
+      removeProject(project);
+    }
+  });
+
   it('gives a worker none of the supervisor’s environment: no unrelated secret, no provider key', async () => {
     const project = makeProject(FILES);
     const env = providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-report-environment', UNRELATED_IDE_SECRET: 'hunter2-from-the-ide' });
