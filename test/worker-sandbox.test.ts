@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/invocation-pool.js';
+import { threadExecArgv } from '../src/supervisor/sandboxed-thread.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv } from './support/server.js';
@@ -265,5 +266,15 @@ describe('one way to start a thread', () => {
     assert.deepEqual(outside, [], `threads started outside ${FACTORY}: ${outside.map((f) => `${f.file} (new ${f.what})`).join(', ')}`);
     // The scan sees the factory's own two constructions, so it is looking at the right thing.
     assert.deepEqual(found.map((f) => f.what).sort(), ['Piscina', 'Worker']);
+  });
+
+  it('starts each thread with its sandbox module first, then the process’s node options, each --require preload as an --import of the file it names', () => {
+    const fixture = path.relative(process.cwd(), ATTACK_PRELOAD);
+    const argv = threadExecArgv(['--require', `./${fixture}`, '--max-semi-space-size=4', `--require=${ATTACK_PRELOAD}`, '-r', 'node:fs', '--import', 'tsx']);
+    const sandbox = argv.slice(0, 2);
+    assert.equal(sandbox[0], '--import');
+    assert.match(sandbox[1]!, /^file:.*\/worker\/thread-sandbox\.js$/);
+    const preload = pathToFileURL(ATTACK_PRELOAD).href;
+    assert.deepEqual(argv.slice(2), ['--import', preload, '--max-semi-space-size=4', '--import', preload, '--import', 'node:fs', '--import', 'tsx']);
   });
 });

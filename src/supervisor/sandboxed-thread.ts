@@ -8,8 +8,8 @@ import type { OperatorLog } from './operator-log.js';
 
 // Every worker thread the server starts is made here, so that each one, of
 // every kind, gets the whole sandbox and a new kind cannot forget part of it
-// (a `new Worker` or `new Piscina` anywhere else fails the lint and
-// test/worker-sandbox.test.ts):
+// (test/worker-sandbox.test.ts fails on a `new Worker` or `new Piscina`
+// anywhere else in src/):
 //
 // - an empty environment: unrelated secrets in the IDE's environment, and the
 //   provider variables, stay in the supervisor thread (a thread gets what it
@@ -84,7 +84,7 @@ export function threadExecArgv(parent: readonly string[]): string[] {
   const argv = ['--import', THREAD_SANDBOX_MODULE.href];
   for (let i = 0; i < parent.length; i += 1) {
     const arg = parent[i]!;
-    const joined = /^(?:--require|-r)=(.*)$/s.exec(arg)?.[1];
+    const joined = /^--require=(.*)$/s.exec(arg)?.[1];
     if (joined !== undefined) argv.push('--import', asImport(joined));
     else if ((arg === '--require' || arg === '-r') && i + 1 < parent.length) argv.push('--import', asImport(parent[(i += 1)]!));
     else argv.push(arg);
