@@ -5,6 +5,7 @@ import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage } fr
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv } from './support/server.js';
 import { startSyntheticEndpoint } from './support/synthetic-endpoint.js';
+import { waitFor } from './support/wait-for.js';
 
 // The server's own analyses (the startup analysis of the agent sources, and
 // invoke_agent's selection of an agent's definition) go ahead of callers'
@@ -13,9 +14,10 @@ import { startSyntheticEndpoint } from './support/synthetic-endpoint.js';
 // asserted, never their duration.
 
 const WAIT_MS = 120_000;
-// Large enough that each text keeps the analysis thread busy for a while (no figure is asserted).
-const UNIT = 'agent filler {\n  capabilities = ["read", "write"]\n}\n';
-const LARGE_TEXT = UNIT.repeat(Math.floor((128 * 1024) / UNIT.length));
+// Each text keeps the analysis thread busy for a while (no figure is asserted) and has a short
+// report, so answers do not queue up in the pipe behind large ones.
+const UNIT = 'metadata { version = "1.0" }\n';
+const LARGE_TEXT = UNIT.repeat(Math.floor((512 * 1024) / UNIT.length));
 
 type CallResult = { isError?: boolean; content: { type: string; text: string }[] };
 
@@ -50,12 +52,13 @@ describe('the DSL analysis thread’s queue', { timeout: 300_000 }, () => {
       assert.equal(over.content[0]!.text, `parse_dsl: <inline>: busy: ${DSL_ANALYSIS_QUEUE_MAX} texts are already waiting for analysis; send this one again once they are answered`);
       assert.ok(!accepted.some((id) => server.messages().some((m) => m.id === id)), 'the text past the bound was answered at once, before any text was analysed');
 
-      // The provider request leaves once the agent is selected. Had the selection (or the startup
-      // analysis before it) waited its turn, every text would have been answered by then.
-      await endpoint.waitForRequests(1, WAIT_MS);
+      // The run starts once the agent is selected. Had the selection (or the startup analysis before
+      // it) waited its turn, every text would have been answered by then.
+      await waitFor('the run to start', () => (server.stderr().includes('run started') ? true : undefined), WAIT_MS);
       const answeredBefore = accepted.filter((id) => server.messages().some((m) => m.id === id));
       assert.ok(answeredBefore.length < accepted.length / 2, `${answeredBefore.length} of ${accepted.length} texts were answered before the agent was selected`);
 
+      await endpoint.waitForRequests(1, WAIT_MS);
       endpoint.releaseAll();
       const invoke = resultOf(await server.waitFor('invoke', WAIT_MS));
       assert.equal(invoke.isError, undefined, JSON.stringify(invoke));
