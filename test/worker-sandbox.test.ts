@@ -152,6 +152,10 @@ describe('sandboxed worker threads', () => {
         assert.ok(!server.stdout().includes('stray'), `no stray output on stdout: ${server.stdout()}`);
         const stderr = server.stderr();
         for (const route of REFUSED) assert.match(stderr, new RegExp(`route ${escaped(route)}: refused \\(EPERM\\)`), route);
+        // Every thread the preload ran in, of either kind, saw an empty environment.
+        const environments = [...stderr.matchAll(/preload attack: environment names: (.*)/g)].map((m) => m[1]);
+        assert.ok(environments.length >= 2, `the preload ran in both kinds of thread: ${environments.length} reports`);
+        for (const names of environments) assert.equal(names, '[]');
       } finally {
         server.kill('SIGKILL');
         removeProject(project);
