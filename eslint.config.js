@@ -3,14 +3,28 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-// Placeholder for the thread factory another change builds; when it lands, uncomment and name its helper:
-// `new Worker(...)` and `new Piscina(...)` only in the thread factory, which applies the whole sandbox.
+// `new Worker(...)` and `new Piscina(...)` only in the thread factory, which applies the whole sandbox
+// (test/worker-sandbox.test.ts checks the same by scanning src/).
 const threadRules = [
-  // { selector: "NewExpression[callee.name=/^(Worker|Piscina)$/]", message: 'Make threads with the thread factory (<file>), which applies the whole sandbox.' },
+  {
+    selector: 'NewExpression[callee.name=/^(Worker|Piscina)$/], NewExpression[callee.property.name=/^(Worker|Piscina)$/]',
+    message: 'Start worker threads with startSandboxedThread or startSandboxedPool (supervisor/sandboxed-thread.ts), which apply the whole sandbox.',
+  },
 ];
 
 const stdoutMessage =
   'Standard output belongs to the MCP transport (supervisor/mcp-session.ts) and the CLI commands; write operator messages through the OperatorLog (supervisor/operator-log.ts).';
+
+const stdoutRules = [
+  {
+    selector: "CallExpression[callee.object.object.name='process'][callee.object.property.name='stdout'][callee.property.name='write']",
+    message: stdoutMessage,
+  },
+  {
+    selector: "MemberExpression[object.name='console']",
+    message: `console.* writes to standard output. ${stdoutMessage}`,
+  },
+];
 
 export default tseslint.config(
   { ignores: ['dist/', 'bundle/', 'node_modules/', '.ci/cache/', 'test/fixtures/', '**/*.mjs', '**/*.cjs', 'bin/'] },
@@ -60,14 +74,7 @@ export default tseslint.config(
     rules: {
       'no-restricted-syntax': [
         'error',
-        {
-          selector: "CallExpression[callee.object.object.name='process'][callee.object.property.name='stdout'][callee.property.name='write']",
-          message: stdoutMessage,
-        },
-        {
-          selector: "MemberExpression[object.name='console']",
-          message: `console.* writes to standard output. ${stdoutMessage}`,
-        },
+        ...stdoutRules,
         ...threadRules,
       ],
     },
@@ -88,6 +95,11 @@ export default tseslint.config(
       'src/worker/worker-stdout.ts',
       'src/worker/fault-injection.ts',
     ],
-    rules: { 'no-restricted-syntax': threadRules.length === 0 ? 'off' : ['error', ...threadRules] },
+    rules: { 'no-restricted-syntax': ['error', ...threadRules] },
+  },
+  {
+    // The thread factory: the one file that starts threads; standard output stays forbidden in it.
+    files: ['src/supervisor/sandboxed-thread.ts'],
+    rules: { 'no-restricted-syntax': ['error', ...stdoutRules] },
   },
 );

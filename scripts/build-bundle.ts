@@ -10,9 +10,9 @@
 // import.meta.url)` and package-version.ts's `../../package.json` resolve the same from src/, dist/
 // and bundle/. The command line is split into chunks: its dynamic imports (the sub-commands, the
 // demo) load only when reached. Each worker thread's module is bundled whole, in one file, so that
-// its modules run in source order (worker-stdout.ts must take standard output over before anything
-// else runs, and in a split bundle the shared chunks would run first); test-only fault injection
-// is its own file beside it, imported only when the test setting is present.
+// it runs exactly when the thread loads it (thread-sandbox.ts, every thread's first module, must take
+// standard output over before anything else runs; in a split bundle shared chunks would run first);
+// test-only fault injection is its own file beside it, imported only when the test setting is present.
 //
 // Because what is bundled no longer appears in node_modules, the build also writes what a user's
 // scanner and lawyer need: bundle/THIRD_PARTY_LICENSES.txt (every bundled package's licence text) and
@@ -35,7 +35,7 @@ const CLI_ENTRY = 'supervisor/cli.ts';
  * entry of its own, never a chunk). A new worker entry is one more line here, referenced from a
  * module directly in src/<folder>/ as `new URL('../worker/<name>.js', import.meta.url)`.
  */
-export const WORKER_ENTRIES = ['worker/invoke-task.ts', 'worker/dsl-analysis-task.ts'];
+export const WORKER_ENTRIES = ['worker/thread-sandbox.ts', 'worker/invoke-task.ts', 'worker/dsl-analysis-task.ts'];
 
 /** Modules a worker imports dynamically only under a test setting: built beside it, never inside it. */
 const WORKER_TEST_ONLY = ['worker/fault-injection.ts'];

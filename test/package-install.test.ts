@@ -42,6 +42,7 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
       'LICENSE',
       'bin/symbi.js',
       'bundle/supervisor/cli.js',
+      'bundle/worker/thread-sandbox.js',
       'bundle/worker/invoke-task.js',
       'bundle/THIRD_PARTY_LICENSES.txt',
       'bundle/sbom.cdx.json',

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/invocation-pool.js';
+import { threadExecArgv } from '../src/supervisor/sandboxed-thread.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv } from './support/server.js';
@@ -26,11 +30,54 @@ interface RpcMessage {
 }
 
 // Worker faults take a while on a loaded machine; every wait here allows for that.
-const WAIT_MS = 60_000;
+const WAIT_MS = 180_000;
 
 function invoke(server: RawStdioServer, id: number, prompt: string): void {
   server.send(jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt } } })).catch(() => undefined);
 }
+
+function callTool(server: RawStdioServer, id: number, name: string, args: Record<string, unknown>): void {
+  server.send(jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } })).catch(() => undefined);
+}
+
+// A library preloaded into the server process (`node --require`, as APM agents are installed)
+// runs in every worker thread: test/fixtures/stdout-attack-preload.cjs tries every route to
+// standard output from each one, when the thread starts and again once it works.
+const ATTACK_PRELOAD = fileURLToPath(new URL('./fixtures/stdout-attack-preload.cjs', import.meta.url));
+/** Runs the server as `node --require <preload> <symbi> ...`. */
+const WITH_ATTACK_PRELOAD = ['sh', '-c', `exec "$0" --require '${ATTACK_PRELOAD.replace(/'/g, `'\\''`)}' "$@"`];
+
+/** Each kind of thread the server starts, and a request (its id returned) that puts one of them to work. */
+const THREAD_KINDS = [
+  { kind: 'invocation', drive: (server: RawStdioServer, id: number) => (invoke(server, id, 'hello'), id) },
+  { kind: 'analysis', drive: (server: RawStdioServer, id: number) => (callTool(server, id, 'parse_dsl', { content: FILES['agents/assistant.symbi'] }), id) },
+] as const;
+
+const CAPTURED_AT_LOAD = ['console.log at load', 'process.stdout.write at load', 'fs.writeSync(1) at load', 'fs.writeFileSync(1) at load'];
+const CAPTURED_AT_WORK = [
+  'console.log at work',
+  'fs.writeFileSync(1, string)',
+  'fs.writeFileSync(1, buffer)',
+  'fs.appendFileSync(1)',
+  'named writeFileSync(1)',
+  'fs.writevSync(1)',
+  'fs.writeFileSync(/dev/stdout)',
+  'fs.appendFileSync(/proc/self/fd/1)',
+  'fs.writeFile(1)',
+  'fs.appendFile(/dev/fd/1)',
+  'fs.promises.writeFile(/dev/stdout)',
+  'named appendFile(/proc/<pid>/fd/1)',
+];
+const REFUSED = [
+  'openSync(/dev/stdout)',
+  'openSync(/proc/self/fd/1)',
+  'open(/dev/fd/1)',
+  'promises.open(/proc/thread-self/fd/1)',
+  'createWriteStream(/dev/stdout)',
+  'copyFileSync(file, /dev/stdout)',
+  'closeSync(1)',
+];
+const escaped = (text: string) => text.replace(/[().<>/]/g, '\\$&');
 
 /** The answer to request `id`; every complete line on standard output so far must parse as JSON. */
 async function result(server: RawStdioServer, id: number): Promise<RpcMessage> {
@@ -84,47 +131,50 @@ describe('sandboxed worker threads', () => {
     }
   });
 
-  it('keeps every fs route to standard output from a worker off it: writes by descriptor or path are captured, opens, copies and closes refused', async () => {
-    const project = makeProject(FILES);
-    const server = spawnInitializedServer(project, { env: providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stdout-routes' }) });
-    const captured = [
-      'fs.writeFileSync(1, string)',
-      'fs.writeFileSync(1, buffer)',
-      'fs.appendFileSync(1)',
-      'named writeFileSync(1)',
-      'fs.writevSync(1)',
-      'fs.writeFileSync(/dev/stdout)',
-      'fs.appendFileSync(/proc/self/fd/1)',
-      'fs.writeFile(1)',
-      'fs.appendFile(/dev/fd/1)',
-      'fs.promises.writeFile(/dev/stdout)',
-      'named appendFile(/proc/<pid>/fd/1)',
-    ];
-    const refused = [
-      'openSync(/dev/stdout)',
-      'openSync(/proc/self/fd/1)',
-      'open(/dev/fd/1)',
-      'promises.open(/proc/thread-self/fd/1)',
-      'createWriteStream(/dev/stdout)',
-      'copyFileSync(file, /dev/stdout)',
-      'closeSync(1)',
-    ];
-    const escaped = (text: string) => text.replace(/[().<>/]/g, '\\$&');
-    try {
-      invoke(server, 1, 'print through fs [[fault:worker-stdout-routes]]');
-      const first = await result(server, 1);
-      assert.equal(first.result?.isError, undefined, JSON.stringify(first));
-      await waitFor('every route reported', () => (refused.every((route) => server.stderr().includes(`route ${route}:`)) && captured.every((c) => server.stderr().includes(`stray ${c}`)) ? true : undefined), WAIT_MS);
-      // Descriptor 1 still works for the supervisor: a second call is answered.
-      invoke(server, 2, 'and again, quietly');
-      assert.equal((await result(server, 2)).result?.isError, undefined);
-      assert.equal(await server.end(), 0);
+  for (const { kind, drive } of THREAD_KINDS) {
+    it(`keeps a preloaded library's every route to standard output off it in the ${kind} thread: writes at load and at work are captured, opens, copies and closes refused`, async () => {
+      const project = makeProject(FILES);
+      const server = spawnInitializedServer(project, { env: providerEnv(endpoint.url), launcher: WITH_ATTACK_PRELOAD });
+      const fromThisKind = (route: string) => new RegExp(`worker thread wrote to standard output.* thread=${kind} line="stray ${escaped(route)} from a worker`);
+      try {
+        const answer = await result(server, drive(server, 1));
+        assert.equal(answer.result?.isError, undefined, JSON.stringify(answer));
+        await waitFor(
+          `every route reported from the ${kind} thread`,
+          () => ([...CAPTURED_AT_LOAD, ...CAPTURED_AT_WORK].every((route) => fromThisKind(route).test(server.stderr())) && REFUSED.every((route) => server.stderr().includes(`route ${route}:`)) ? true : undefined),
+          WAIT_MS,
+        );
+        // Descriptor 1 still works for the supervisor: a second request is answered.
+        assert.equal((await result(server, drive(server, 2))).result?.isError, undefined);
+        assert.equal(await server.end(), 0);
 
+        for (const line of server.stdout().split('\n').filter((l) => l.length > 0)) assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
+        assert.ok(!server.stdout().includes('stray'), `no stray output on stdout: ${server.stdout()}`);
+        const stderr = server.stderr();
+        for (const route of REFUSED) assert.match(stderr, new RegExp(`route ${escaped(route)}: refused \\(EPERM\\)`), route);
+        // Every thread the preload ran in, of either kind, saw an empty environment.
+        const environments = [...stderr.matchAll(/preload attack: environment names: (.*)/g)].map((m) => m[1]);
+        assert.ok(environments.length >= 2, `the preload ran in both kinds of thread: ${environments.length} reports`);
+        for (const names of environments) assert.equal(names, '[]');
+      } finally {
+        server.kill('SIGKILL');
+        removeProject(project);
+      }
+    });
+  }
+
+  it('keeps a library preloaded through NODE_OPTIONS out of every thread: a thread reads NODE_OPTIONS from its own, empty, environment', async () => {
+    const project = makeProject(FILES);
+    const server = spawnInitializedServer(project, { env: providerEnv(endpoint.url, { NODE_OPTIONS: `--require ${JSON.stringify(ATTACK_PRELOAD)}` }) });
+    try {
+      for (const [i, { drive }] of THREAD_KINDS.entries()) {
+        const answer = await result(server, drive(server, i + 1));
+        assert.equal(answer.result?.isError, undefined, JSON.stringify(answer));
+      }
+      assert.equal(await server.end(), 0);
       for (const line of server.stdout().split('\n').filter((l) => l.length > 0)) assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
-      assert.ok(!server.stdout().includes('stray'), `no stray output on stdout: ${server.stdout()}`);
-      const stderr = server.stderr();
-      for (const route of captured) assert.match(stderr, new RegExp(`worker thread wrote to standard output.*stray ${escaped(route)} from a worker`), route);
-      for (const route of refused) assert.match(stderr, new RegExp(`route ${escaped(route)}: refused \\(EPERM\\)`), route);
+      // The preload acts in worker threads only, and never ran in one.
+      assert.ok(!/stray|preload attack/.test(server.stderr()), server.stderr());
     } finally {
       server.kill('SIGKILL');
       removeProject(project);
@@ -194,5 +244,41 @@ describe('sandboxed worker threads', () => {
       endpoint.releaseAll();
       removeProject(project);
     }
+  });
+});
+
+describe('one way to start a thread', () => {
+  // Every thread gets the whole sandbox because every thread is made by src/supervisor/sandboxed-thread.ts.
+  const FACTORY = 'src/supervisor/sandboxed-thread.ts';
+  // `new Worker(`, `new Piscina(`, `new worker_threads.Worker<...>(`, across line breaks and comments-free spacing.
+  const THREAD_CONSTRUCTION = /\bnew\s+(?:[\w$]+\s*\.\s*)*(Worker|Piscina)\s*[(<]/g;
+  const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+
+  function sourceFiles(dir: string): string[] {
+    return fs.readdirSync(path.join(repoRoot, dir), { withFileTypes: true }).flatMap((entry) => {
+      const rel = path.posix.join(dir, entry.name);
+      if (entry.isDirectory()) return sourceFiles(rel);
+      return /\.(?:[cm]?ts|[cm]?js)$/.test(entry.name) ? [rel] : [];
+    });
+  }
+
+  it(`finds every new Worker / new Piscina in src/ inside ${FACTORY}`, () => {
+    const found = sourceFiles('src').flatMap((file) =>
+      [...fs.readFileSync(path.join(repoRoot, file), 'utf8').matchAll(THREAD_CONSTRUCTION)].map((m) => ({ file, what: m[1] })),
+    );
+    const outside = found.filter((f) => f.file !== FACTORY);
+    assert.deepEqual(outside, [], `threads started outside ${FACTORY}: ${outside.map((f) => `${f.file} (new ${f.what})`).join(', ')}`);
+    // The scan sees the factory's own two constructions, so it is looking at the right thing.
+    assert.deepEqual(found.map((f) => f.what).sort(), ['Piscina', 'Worker']);
+  });
+
+  it('starts each thread with its sandbox module first, then the process’s node options, each --require preload as an --import of the file it names', () => {
+    const fixture = path.relative(process.cwd(), ATTACK_PRELOAD);
+    const argv = threadExecArgv(['--require', `./${fixture}`, '--max-semi-space-size=4', `--require=${ATTACK_PRELOAD}`, '-r', 'node:fs', '--import', 'tsx']);
+    const sandbox = argv.slice(0, 2);
+    assert.equal(sandbox[0], '--import');
+    assert.match(sandbox[1]!, /^file:.*\/worker\/thread-sandbox\.js$/);
+    const preload = pathToFileURL(ATTACK_PRELOAD).href;
+    assert.deepEqual(argv.slice(2), ['--import', preload, '--max-semi-space-size=4', '--import', preload, '--import', 'node:fs', '--import', 'tsx']);
   });
 });

@@ -60,8 +60,9 @@ export const DSL_MESSAGE_NAME_MAX_CHARS = 64;
 // Time one DSL text may take to analyse (lex, parse, report) in the analysis worker; past it the
 // text gets a one-line refusal and the worker thread is ended and replaced.
 export const DSL_ANALYSIS_BUDGET_MS = 5_000;
-// parse_dsl texts waiting for the analysis thread at once; past it parse_dsl answers that it is busy
-// (the waiting texts are held in memory, so the queue is bounded like each text).
+// Callers' parse_dsl texts waiting for the analysis thread at once; past it parse_dsl answers at once
+// that it is busy (the waiting texts are held in memory, so the queue is bounded like each text). The
+// server's own analyses (startup, invoke_agent's selection) go ahead of these and are not counted.
 export const DSL_ANALYSIS_QUEUE_MAX = 8;
 // Largest parse report parse_dsl returns, as its JSON text; a larger one becomes a one-line error.
 export const DSL_REPORT_MAX_BYTES = 4 * MiB;

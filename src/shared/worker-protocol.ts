@@ -114,6 +114,23 @@ export interface WorkerOutputMessage {
 
 export const WORKER_OUTPUT_MESSAGE = 'symbi.worker-output';
 
+export function isWorkerOutput(message: unknown): message is WorkerOutputMessage {
+  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === WORKER_OUTPUT_MESSAGE && typeof (message as { line?: unknown }).line === 'string';
+}
+
+/**
+ * What every worker thread receives as its workerData (supervisor/sandboxed-thread.ts): the
+ * sandbox's settings, read by the thread's first module (worker/thread-sandbox.ts), and the data
+ * its task module works with.
+ */
+export interface SandboxedThreadData<Task> {
+  sandbox: {
+    /** Strings never shown, even inside a line the thread wrote to its standard output (the provider key). */
+    redact: string[];
+  };
+  task: Task;
+}
+
 /** Posted once by an invocation worker thread when its module has finished loading (invoke-task.ts). */
 export const WORKER_BOOTED_MESSAGE = 'symbi.worker-booted';
 

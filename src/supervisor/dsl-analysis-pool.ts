@@ -1,17 +1,23 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { ANALYSIS_THREAD_READY, type AnalysisJob, type AnalysisRequest, type AnalysisResponse, type AnalysisValue } from '../shared/dsl/analysis-messages.js';
 import { DSL_ANALYSIS_BUDGET_MS, DSL_ANALYSIS_QUEUE_MAX } from '../shared/limits.js';
+import type { OperatorLog } from './operator-log.js';
+import { startSandboxedThread } from './sandboxed-thread.js';
 
 // One thread that analyses DSL text (parse_dsl reports, the startup summaries
 // of agent sources) so that the supervisor's event loop keeps answering every
-// other request and cancellation meanwhile. Texts are analysed one at a time,
-// in the order asked. Each gets a time budget: past it the thread is ended
-// (the only way to stop a synchronous parse) and the text gets a one-line
-// refusal; the next text starts a fresh thread.
+// other request and cancellation meanwhile. Texts are analysed one at a time:
+// the server's own (the startup summaries, invoke_agent's selection of an
+// agent's definition) first, then callers' parse_dsl texts, each kind in the
+// order asked, so callers' texts never hold up an invocation. Each gets a time
+// budget: past it the thread is ended (the only way to stop a synchronous
+// parse) and the text gets a one-line refusal; the next text starts a fresh
+// thread.
 //
 // The thread is started on first use and ended after a short idle time, so a
 // server that is not parsing holds no second V8 heap. A plain Worker rather
-// than piscina: piscina cannot end one task's thread on a deadline.
+// than piscina: piscina cannot end one task's thread on a deadline. Like every
+// thread, it is started by the thread factory (sandboxed-thread.ts).
 
 /** How long the thread stays up with nothing to do. */
 export const DSL_ANALYSIS_IDLE_MS = 500;
@@ -32,6 +38,8 @@ interface Pending {
 }
 
 export interface DslAnalysisPoolOptions {
+  /** Where the thread's stray standard output is said. */
+  log: OperatorLog;
   budgetMs?: number;
   idleMs?: number;
 }
@@ -39,7 +47,11 @@ export interface DslAnalysisPoolOptions {
 export class DslAnalysisPool {
   private readonly budgetMs: number;
   private readonly idleMs: number;
-  private readonly queue: Pending[] = [];
+  private readonly log: OperatorLog;
+  /** The server's own analyses: the startup summaries and invoke_agent's selections. */
+  private readonly ownQueue: Pending[] = [];
+  /** Callers' parse_dsl texts, at most DSL_ANALYSIS_QUEUE_MAX waiting. */
+  private readonly callerQueue: Pending[] = [];
   private worker: Worker | null = null;
   /** Whether the thread has loaded its modules: the budget counts analysis, not thread start. */
   private workerReady = false;
@@ -49,7 +61,8 @@ export class DslAnalysisPool {
   private nextId = 1;
   private closed = false;
 
-  constructor(options: DslAnalysisPoolOptions = {}) {
+  constructor(options: DslAnalysisPoolOptions) {
+    this.log = options.log;
     this.budgetMs = options.budgetMs ?? DSL_ANALYSIS_BUDGET_MS;
     this.idleMs = options.idleMs ?? DSL_ANALYSIS_IDLE_MS;
   }
@@ -57,12 +70,14 @@ export class DslAnalysisPool {
   /** Analyses one job within the budget; never rejects. */
   run<J extends AnalysisJob>(job: J): Promise<AnalysisOutcome<AnalysisValue<J>>> {
     if (this.closed) return Promise.resolve({ ok: false, message: 'the server is shutting down' });
-    // Callers' texts are bounded in number; the startup summaries are bounded by discovery's limits.
-    if (job.kind === 'report' && this.queue.filter((p) => p.request.kind === 'report').length >= DSL_ANALYSIS_QUEUE_MAX) {
+    // Callers' texts are bounded in number; the server's own by discovery's limits (one summary
+    // per source, one selection per agent).
+    const queue = job.kind === 'report' ? this.callerQueue : this.ownQueue;
+    if (queue === this.callerQueue && queue.length >= DSL_ANALYSIS_QUEUE_MAX) {
       return Promise.resolve({ ok: false, message: `busy: ${DSL_ANALYSIS_QUEUE_MAX} texts are already waiting for analysis; send this one again once they are answered` });
     }
     return new Promise((resolve) => {
-      this.queue.push({ request: { ...job, id: this.nextId++ }, settle: resolve as Pending['settle'] });
+      queue.push({ request: { ...job, id: this.nextId++ }, settle: resolve as Pending['settle'] });
       this.startNext();
     });
   }
@@ -70,15 +85,16 @@ export class DslAnalysisPool {
   /** Ends the thread; queued jobs are refused. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const pending of this.queue.splice(0)) pending.settle({ ok: false, message: 'the server is shutting down' });
+    for (const pending of [...this.ownQueue.splice(0), ...this.callerQueue.splice(0)]) pending.settle({ ok: false, message: 'the server is shutting down' });
     this.finish({ ok: false, message: 'the server is shutting down' });
     await this.endWorker();
   }
 
   private startNext(): void {
-    if (this.running !== null || this.queue.length === 0) return;
+    if (this.running !== null) return;
+    const pending = this.ownQueue.shift() ?? this.callerQueue.shift();
+    if (pending === undefined) return;
     this.clearIdleTimer();
-    const pending = this.queue.shift()!;
     this.running = pending;
     const worker = this.ensureWorker();
     worker.ref();
@@ -88,20 +104,15 @@ export class DslAnalysisPool {
 
   private ensureWorker(): Worker {
     if (this.worker !== null) return this.worker;
-    const worker = new Worker(TASK_MODULE, {
-      resourceLimits: ANALYSIS_RESOURCE_LIMITS,
-      // Standard output is the MCP channel: the thread's output is read and dropped, never forwarded.
-      stdout: true,
-      env: {},
-    });
-    worker.stdout.resume();
+    const worker = startSandboxedThread(TASK_MODULE, { kind: 'analysis', resourceLimits: ANALYSIS_RESOURCE_LIMITS, log: this.log });
     worker.on('message', (response: AnalysisResponse | typeof ANALYSIS_THREAD_READY) => {
       if (response === ANALYSIS_THREAD_READY) {
         this.workerReady = true;
         if (this.running !== null) this.startBudget();
         return;
       }
-      if (this.running?.request.id !== response.id) return;
+      // Anything else the thread posts (the lines its sandbox captured) is the factory's to say.
+      if (typeof response !== 'object' || response === null || this.running?.request.id !== response.id) return;
       this.finish(response.ok ? { ok: true, value: response.value } : { ok: false, message: response.message });
     });
     worker.on('error', (err: Error & { code?: string }) => this.threadLost(worker, err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'memory' : 'error'));
@@ -140,7 +151,7 @@ export class DslAnalysisPool {
     this.budgetTimer = null;
     pending.settle(outcome);
     if (this.closed) return;
-    if (this.queue.length > 0) {
+    if (this.ownQueue.length + this.callerQueue.length > 0) {
       // Deferred so that a settled caller's continuation runs before the next text starts.
       setImmediate(() => this.startNext());
       return;

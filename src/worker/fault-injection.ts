@@ -1,7 +1,4 @@
-import fs, { writeFileSync as namedWriteFileSync } from 'node:fs';
-import { appendFile as namedAppendFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import fs from 'node:fs';
 import v8 from 'node:v8';
 import type { RunPhase } from '../shared/worker-protocol.js';
 
@@ -54,11 +51,6 @@ export function faultHook(mode: string | undefined, prompt: string, context: Fau
       for (let i = 0; i < 300; i += 1) console.log(`chatty line ${i} ${'x'.repeat(1000)}`);
     };
   }
-  if (mode === 'worker-stdout-routes' && prompt.includes('[[fault:worker-stdout-routes]]')) {
-    return (phase) => {
-      if (phase === 'request_sent') tryStdoutRoutes();
-    };
-  }
   if (mode === 'worker-report-environment' && prompt.includes('[[fault:worker-env]]')) {
     // Names only, never values: the test checks which variables a worker can see.
     return (phase) => {
@@ -68,68 +60,4 @@ export function faultHook(mode: string | undefined, prompt: string, context: Fau
     };
   }
   return undefined;
-}
-
-/** Says on standard error how one attempt to reach standard output ended (it never says "stray": only captured text does). */
-function reportRoute(route: string, error: unknown): void {
-  const outcome = error === undefined ? 'returned' : `refused (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
-  fs.writeSync(2, `fault injection: route ${route}: ${outcome}\n`);
-}
-
-/**
- * Every fs route to standard output a library might take. Writes should be
- * captured (their "stray" text then appears on stderr, marked); opening,
- * copying or closing it should be refused (which reportRoute says).
- */
-function tryStdoutRoutes(): void {
-  const attempt = (route: string, act: () => void) => {
-    try {
-      act();
-      reportRoute(route, undefined);
-    } catch (error) {
-      reportRoute(route, error);
-    }
-  };
-  const later = (route: string, act: () => Promise<unknown>) => void act().then(() => reportRoute(route, undefined), (error: unknown) => reportRoute(route, error));
-  const callback = (route: string, act: (done: (error?: unknown) => void) => void) => act((error) => reportRoute(route, error ?? undefined));
-
-  attempt('writeFileSync(1, string)', () => fs.writeFileSync(1, 'stray fs.writeFileSync(1, string) from a worker\n'));
-  attempt('writeFileSync(1, buffer)', () => fs.writeFileSync(1, Buffer.from('stray fs.writeFileSync(1, buffer) from a worker\n')));
-  attempt('appendFileSync(1)', () => fs.appendFileSync(1, 'stray fs.appendFileSync(1) from a worker\n'));
-  attempt('named writeFileSync(1)', () => namedWriteFileSync(1, 'stray named writeFileSync(1) from a worker\n'));
-  attempt('writevSync(1)', () => fs.writevSync(1, [Buffer.from('stray fs.writevSync(1) from a worker\n')]));
-  attempt('writeFileSync(/dev/stdout)', () => fs.writeFileSync('/dev/stdout', 'stray fs.writeFileSync(/dev/stdout) from a worker\n'));
-  attempt('appendFileSync(/proc/self/fd/1)', () => fs.appendFileSync('/proc/self/fd/1', 'stray fs.appendFileSync(/proc/self/fd/1) from a worker\n'));
-  callback('writeFile(1)', (done) => fs.writeFile(1, 'stray fs.writeFile(1) from a worker\n', done));
-  callback('appendFile(/dev/fd/1)', (done) => fs.appendFile('/dev/fd/1', 'stray fs.appendFile(/dev/fd/1) from a worker\n', done));
-  later('promises.writeFile(/dev/stdout)', () => fs.promises.writeFile('/dev/stdout', 'stray fs.promises.writeFile(/dev/stdout) from a worker\n'));
-  later('named promises appendFile(/proc/<pid>/fd/1)', () => namedAppendFile(`/proc/${process.pid}/fd/1`, 'stray named appendFile(/proc/<pid>/fd/1) from a worker\n'));
-
-  attempt('openSync(/dev/stdout)', () => fs.writeSync(fs.openSync('/dev/stdout', 'w'), 'stray via openSync(/dev/stdout)\n'));
-  attempt('openSync(/proc/self/fd/1)', () => fs.writeSync(fs.openSync('/proc/self/fd/1', 'a'), 'stray via openSync(/proc/self/fd/1)\n'));
-  callback('open(/dev/fd/1)', (done) =>
-    fs.open('/dev/fd/1', 'w', (error, fd) => {
-      if (error) return done(error);
-      fs.write(fd, 'stray via open(/dev/fd/1)\n', () => done());
-    }),
-  );
-  later('promises.open(/proc/thread-self/fd/1)', async () => {
-    const handle = await fs.promises.open('/proc/thread-self/fd/1', 'w');
-    await handle.write('stray via promises.open(/proc/thread-self/fd/1)\n');
-  });
-  callback('createWriteStream(/dev/stdout)', (done) => {
-    const stream = fs.createWriteStream('/dev/stdout');
-    stream.on('error', done);
-    stream.end('stray via createWriteStream(/dev/stdout)\n', () => done());
-  });
-  attempt('copyFileSync(file, /dev/stdout)', () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-fault-'));
-    try {
-      fs.writeFileSync(path.join(dir, 'source'), 'stray via copyFileSync(file, /dev/stdout)\n');
-      fs.copyFileSync(path.join(dir, 'source'), '/dev/stdout');
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
-  attempt('closeSync(1)', () => fs.closeSync(1));
 }

@@ -1,12 +1,9 @@
-// First import: the worker's standard output is taken off the MCP channel
-// before any other module (or library) of this thread is evaluated.
-import { redactInWorkerOutput } from './worker-stdout.js';
 import { parentPort, workerData } from 'node:worker_threads';
 import { signingKeyFromSeed } from '../shared/signing/signing-key.js';
 import { PinnedDirectory } from '../shared/confinement/index.js';
 import { useCompiledCedar } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
-import { WORKER_BOOTED_MESSAGE, type InvokeOutcome, type InvokeTask, type WorkerBootData } from '../shared/worker-protocol.js';
+import { WORKER_BOOTED_MESSAGE, type InvokeOutcome, type InvokeTask, type SandboxedThreadData, type WorkerBootData } from '../shared/worker-protocol.js';
 import { performInvocation } from './invocation.js';
 import type { WorkerResources } from './worker-resources.js';
 import { reserveNextJournalFile } from './journal-reserve.js';
@@ -15,8 +12,9 @@ import { reserveNextJournalFile } from './journal-reserve.js';
 // so the project directory pinned by the supervisor is used here by number.
 // What a worker holds is exactly its boot data (worker-protocol.ts): the pinned
 // directory, the policy set, the provider configuration and the startup key;
-// its process.env is empty (invocation-pool.ts).
-const boot = workerData as WorkerBootData;
+// its process.env is empty and its standard output is not the MCP channel
+// (the thread sandbox, supervisor/sandboxed-thread.ts).
+const boot = (workerData as SandboxedThreadData<WorkerBootData>).task;
 const resources: WorkerResources = {
   project: PinnedDirectory.fromDescriptor(boot.projectFd, boot.projectPath, boot.confinementRoute),
   policySet: boot.policySet,
@@ -26,7 +24,6 @@ const resources: WorkerResources = {
 };
 // The KeyObject keeps its own copy; this thread's copy of the seed is not needed again.
 boot.signingKeySeed.fill(0);
-redactInWorkerOutput([boot.provider.apiKey]);
 
 if (boot.cedarModule !== undefined) useCompiledCedar(boot.cedarModule);
 preparePolicySet(resources.policySet);

@@ -6,8 +6,9 @@ import { redactKeys } from './key-redaction.js';
 // Standard output belongs to the supervisor: it is the MCP channel, and one
 // stray line in it breaks the client. A worker thread's process.stdout is
 // piped into the process's standard output by default, and piscina does not
-// pass Worker's `stdout: true` option through, so each worker takes its own
-// standard output over here, before the task module loads anything else:
+// pass Worker's `stdout: true` option through, so each thread takes its own
+// standard output over here, from its first module (thread-sandbox.ts), before
+// any other code of the thread runs:
 //
 // - process.stdout (the worker's stream, which console.* writes to as well):
 //   its low-level _write/_writev are replaced, so every write reaches the
@@ -89,11 +90,12 @@ function takeOverStdoutStream(): void {
   };
 }
 
-// On evaluation: the worker entry imports this module first of all.
-takeOverStdoutStream();
-guardStandardOutputInFs(capture);
-
-/** Strings that must never reach standard error even inside a stray line (the provider key). */
-export function redactInWorkerOutput(values: readonly string[]): void {
-  secrets = values.filter((v) => v.length > 0);
+/**
+ * Takes this thread's standard output over, the stream and the fs routes alike; `redact` are strings
+ * that never reach standard error, even inside a stray line (the provider key). Call once, first.
+ */
+export function takeStandardOutput(redact: readonly string[]): void {
+  secrets = redact.filter((v) => v.length > 0);
+  takeOverStdoutStream();
+  guardStandardOutputInFs(capture);
 }

@@ -8,6 +8,7 @@ import { projectDirectoriesProblem } from '../../shared/storage/directory-owners
 import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 import { sourceStem } from '../agent-discovery.js';
 import { DslAnalysisPool } from '../dsl-analysis-pool.js';
+import { createOperatorLog } from '../operator-log.js';
 import { agentPreflight } from '../invoke-preflight.js';
 import { analyseSources, type SourceAnalysis } from '../source-analysis.js';
 import { takeStartupSnapshot, type AuditStorageHandle, type StartupSnapshot } from '../startup-snapshot.js';
@@ -276,7 +277,8 @@ function providerSection(provider: ProviderSelection, online: OnlineOutcome | nu
 /** Runs every startup decision of `symbi mcp` on the pinned project and reports it. */
 export async function buildCheckReport(project: PinnedDirectory, options: Pick<CheckOptions, 'strict' | 'online'>, env: NodeJS.ProcessEnv = process.env): Promise<CheckReport> {
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
-  const analysisPool = new DslAnalysisPool();
+  // A line the analysis thread printed goes to standard error, like the server's.
+  const analysisPool = new DslAnalysisPool({ log: createOperatorLog('text') });
   let analysis: SourceAnalysis;
   try {
     analysis = await analyseSources(snapshot, analysisPool);

@@ -90,7 +90,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
   // The analysis thread starts with the first DSL text to analyse: the startup
   // analysis after the handshake, or an earlier parse_dsl or list_agents.
-  const dslAnalysis = new DslAnalysisPool();
+  const dslAnalysis = new DslAnalysisPool({ log });
   let sources: Promise<SourceAnalysis> | undefined;
   const sourceAnalysis = (): Promise<SourceAnalysis> => (sources ??= analyseSources(snapshot, dslAnalysis));
   const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs, dslAnalysis, sourceAnalysis };

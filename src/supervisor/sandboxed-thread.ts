@@ -1,0 +1,93 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker, type ResourceLimits } from 'node:worker_threads';
+import type { Piscina as PiscinaPool } from 'piscina';
+import { isWorkerOutput, type SandboxedThreadData } from '../shared/worker-protocol.js';
+import type { OperatorLog } from './operator-log.js';
+
+// Every worker thread the server starts is made here, so that each one, of
+// every kind, gets the whole sandbox and a new kind cannot forget part of it
+// (test/worker-sandbox.test.ts fails on a `new Worker` or `new Piscina`
+// anywhere else in src/):
+//
+// - an empty environment: unrelated secrets in the IDE's environment, and the
+//   provider variables, stay in the supervisor thread (a thread gets what it
+//   needs as data). A thread reads NODE_OPTIONS from its own environment, so
+//   a preload named there runs in the supervisor thread only;
+// - its kind's resource limits: a thread past them ends alone;
+// - standard output kept off the MCP channel: thread-sandbox.ts is the
+//   thread's first module, ahead of the task module and of any preload named
+//   on node's command line (a `--require` preload is loaded as an `--import`
+//   after it, because Node.js runs every `--require` before any `--import`);
+//   it takes process.stdout and the fs routes to descriptor 1 over, and what
+//   it catches is said on standard error here.
+
+/** What a thread is for; named on standard error beside what it wrote. */
+export type ThreadKind = 'invocation' | 'analysis';
+
+export interface ThreadSandbox {
+  kind: ThreadKind;
+  resourceLimits: ResourceLimits;
+  /** Strings never shown, even inside a line the thread wrote (the provider key). */
+  redact?: readonly string[];
+  log: OperatorLog;
+}
+
+// Piscina's option type is not exported; it is read from the constructor.
+export type PiscinaOptions = NonNullable<ConstructorParameters<typeof PiscinaPool>[0]>;
+/** What a pool's caller chooses; the sandbox sets the rest. */
+export type SandboxedPoolOptions = Omit<PiscinaOptions, 'env' | 'execArgv' | 'resourceLimits' | 'workerData'>;
+
+const THREAD_SANDBOX_MODULE = new URL('../worker/thread-sandbox.js', import.meta.url);
+
+/** Starts one worker thread running `entry`, with `data` as what the entry reads from workerData's `task`. */
+export function startSandboxedThread(entry: URL, sandbox: ThreadSandbox, data?: unknown): Worker {
+  const worker = new Worker(entry, sandboxOptions(sandbox, data));
+  sayCapturedOutput(worker, sandbox);
+  return worker;
+}
+
+/** Starts a piscina pool whose every thread is sandboxed; `data` is what each thread reads from workerData's `task`. */
+export function startSandboxedPool(options: SandboxedPoolOptions, sandbox: ThreadSandbox, data?: unknown): PiscinaPool {
+  // Required on first use so that startup (the initialize answer) does not load piscina.
+  const { Piscina } = createRequire(import.meta.url)('piscina') as typeof import('piscina');
+  const pool = new Piscina({ ...options, ...sandboxOptions(sandbox, data) });
+  sayCapturedOutput(pool, sandbox);
+  return pool;
+}
+
+function sandboxOptions(sandbox: ThreadSandbox, data: unknown) {
+  const workerData: SandboxedThreadData<unknown> = { sandbox: { redact: [...(sandbox.redact ?? [])] }, task: data };
+  return { env: {}, execArgv: threadExecArgv(process.execArgv), resourceLimits: sandbox.resourceLimits, workerData };
+}
+
+/** What a thread wrote to its standard output (worker-stdout.ts), said on standard error instead. */
+function sayCapturedOutput(source: Worker | PiscinaPool, sandbox: ThreadSandbox): void {
+  source.on('message', (message: unknown) => {
+    if (!isWorkerOutput(message)) return;
+    sandbox.log.warn('a worker thread wrote to standard output (kept off the MCP channel)', { event: 'worker.stdout', thread: sandbox.kind, line: message.line });
+  });
+}
+
+/**
+ * The node options a thread starts with: thread-sandbox.ts first, then the process's own, each
+ * `--require` preload turned into an `--import` of the file it names (resolved as Node.js resolved
+ * it at startup, from the working directory, which the server never changes).
+ */
+export function threadExecArgv(parent: readonly string[]): string[] {
+  const preloads = createRequire(path.join(process.cwd(), '[preload]'));
+  const asImport = (specifier: string): string => {
+    const resolved = preloads.resolve(specifier);
+    return path.isAbsolute(resolved) ? pathToFileURL(resolved).href : resolved;
+  };
+  const argv = ['--import', THREAD_SANDBOX_MODULE.href];
+  for (let i = 0; i < parent.length; i += 1) {
+    const arg = parent[i]!;
+    const joined = /^--require=(.*)$/s.exec(arg)?.[1];
+    if (joined !== undefined) argv.push('--import', asImport(joined));
+    else if ((arg === '--require' || arg === '-r') && i + 1 < parent.length) argv.push('--import', asImport(parent[(i += 1)]!));
+    else argv.push(arg);
+  }
+  return argv;
+}
