@@ -7,12 +7,15 @@ import type { RunDefinition } from '../shared/worker-protocol.js';
 import { type DescriptorAccess, projectFilesUnavailable } from '../shared/confinement/index.js';
 import { escapeToOneLine } from '../shared/text/one-line-text.js';
 import type { AgentSummary } from './startup-snapshot.js';
+import type { ProjectLocation } from './project-location-check.js';
 
 // Every refusal here happens before a journal exists, so it carries no audit reference.
 
 export interface PreflightInputs {
   /** Whether project files can be read (confinement/route-choice.ts); without it nothing may run. */
   projectAccess: DescriptorAccess;
+  /** Whether the path in audit references still leads to the pinned project (project-location-check.ts). */
+  projectLocation: ProjectLocation;
   registry: readonly RegistryEntry[];
   policySet: LoadedPolicySet;
   provider: { ok: true; config: ProviderConfig } | { ok: false; message: string };
@@ -107,10 +110,13 @@ export async function prepareSelection(registry: readonly RegistryEntry[], name:
   cache.set(name, selection);
 }
 
-/** Refuses before any journal what cannot run (no project access, unknown agent, no provider, a deny-all policy), else the run definition. The argument sizes are checked by the tool's declaration. */
+/** Refuses before any journal what cannot run (no project access, a moved project, unknown agent, no provider, a deny-all policy), else the run definition. The argument sizes are checked by the tool's declaration. */
 export function preflightInvocation(args: InvokeArguments, inputs: PreflightInputs): Preflight {
   // First: without project file access the registry is empty, and "unknown agent" would hide the true reason.
   if (!inputs.projectAccess.available) return { ok: false, message: projectFilesUnavailable(inputs.projectAccess.reason) };
+  // A run whose audit reference would lead to no journal is not started (no journal, no provider call).
+  const moved = inputs.projectLocation.problem();
+  if (moved !== undefined) return { ok: false, message: moved };
 
   const selection = selectionFor(inputs.registry, args.agent);
   if (!selection.ok) {
