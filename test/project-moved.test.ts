@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
+import { namespaceSkip } from './support/mount-namespace.js';
 import { auditOf, providerEnv, startServer, textOf, type RunningServer } from './support/server.js';
 
 // The audit reference names the journal by the project's path at startup,
@@ -57,5 +59,45 @@ describe('invoke_agent after the project folder moved', () => {
     const back = await server.call('invoke_agent', { agent: 'assistant', prompt: 'Say hello' });
     assert.equal(back.isError, undefined, textOf(back));
     assert.equal(endpoint.requests.length, requestsBefore + 1);
+  });
+});
+
+describe('invoke_agent after the bind-mounted project was lazily unmounted', () => {
+  const skip = namespaceSkip();
+  let endpoint: SyntheticEndpoint;
+  let source: string;
+  let mountPoint: string;
+  let server: RunningServer | undefined;
+
+  before(async () => {
+    if (skip !== undefined) return;
+    source = makeProject(AGENTS, 'project-moved-source-');
+    mountPoint = makeProject({}, 'project-moved-mount-');
+    endpoint = await startSyntheticEndpoint();
+    // The server runs in a private mount namespace where the project is a bind mount of `source`.
+    const launcher = ['unshare', '-m', '--propagation', 'private', 'sh', '-c', 'mount --bind "$1" "$2" && shift 2 && exec "$@"', 'sh', source, mountPoint];
+    server = await startServer(mountPoint, { env: providerEnv(endpoint.url), launcher });
+  });
+
+  after(async () => {
+    await server?.close();
+    await endpoint?.close();
+    if (skip === undefined) {
+      removeProject(source);
+      removeProject(mountPoint);
+    }
+  });
+
+  it('is refused once the mount is gone, so no reference to a vanishing journal is handed back', async (t) => {
+    if (skip !== undefined) return t.skip(skip);
+    const first = await server!.call('invoke_agent', { agent: 'assistant', prompt: 'Say hello' });
+    assert.equal(first.isError, undefined, textOf(first));
+    const requestsBefore = endpoint.requests.length;
+    const unmounted = spawnSync('nsenter', ['-t', String(server!.pid()), '-m', 'umount', '-l', mountPoint], { encoding: 'utf8' });
+    assert.equal(unmounted.status, 0, unmounted.stderr);
+    const refused = await server!.call('invoke_agent', { agent: 'assistant', prompt: 'Say hello' });
+    assert.equal(refused.isError, true);
+    assert.match(textOf(refused), /the project moved: .* is now another directory/);
+    assert.equal(endpoint.requests.length, requestsBefore, 'the provider was never called');
   });
 });
