@@ -109,7 +109,7 @@ export interface InspectOptions {
   onCrossCheckEstimate?: (records: number, msPerSignature: number) => void;
 }
 
-const PROGRESS_EVERY_RECORDS = 64;
+const PROGRESS_EVERY_RECORDS = 8;
 /** Signatures timed with tweetnacl to measure its rate before a cross-check (each costs milliseconds). */
 const CROSS_CHECK_SAMPLE = 4;
 
