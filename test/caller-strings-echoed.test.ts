@@ -9,6 +9,7 @@ import { jsonLine, spawnInitializedServer, type RawStdioServer } from './support
 // is invalid params (-32602), as docs/running.md says.
 
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+const UNSAFE_ON_STDERR = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 describe('caller strings in error answers', () => {
   let project: string;
@@ -47,5 +48,23 @@ describe('caller strings in error answers', () => {
     const answer = (await server.waitFor('bad-uri')) as { error?: { code: number; message: string } };
     assert.equal(answer.error?.code, -32602, JSON.stringify(answer));
     assert.match(answer.error!.message, /uri/);
+  });
+});
+
+describe('caller strings on the operator log', () => {
+  it('escape C1 and bidirectional controls in a field value, as the message already is', async () => {
+    const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {}\n' });
+    const server = spawnInitializedServer(project);
+    try {
+      await server.waitFor('init');
+      // A name with a space is quoted as JSON on the log, which leaves U+009B (CSI) and U+202E as they are.
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 'odd-agent', method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'a b\u009b2J\u202e', prompt: 'hi' } } }));
+      await server.waitFor('odd-agent');
+      await server.end();
+      assert.match(server.stderr(), /invoke_agent refused before inference/);
+      assert.doesNotMatch(server.stderr(), UNSAFE_ON_STDERR);
+    } finally {
+      removeProject(project);
+    }
   });
 });

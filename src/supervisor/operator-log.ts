@@ -20,10 +20,11 @@ export interface OperatorLog {
 }
 
 function formatFieldValue(value: unknown): string {
-  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? escapeToOneLine(value) : JSON.stringify(value);
+  // JSON.stringify leaves C1 and bidirectional controls as they are; escapeToOneLine does not.
+  if (typeof value === 'string') return escapeToOneLine(/^[^\s"=]+$/.test(value) ? value : JSON.stringify(value));
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
   try {
-    return JSON.stringify(value) ?? String(value);
+    return escapeToOneLine(JSON.stringify(value) ?? String(value));
   } catch {
     return '[unserialisable]';
   }
