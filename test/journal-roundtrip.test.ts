@@ -85,7 +85,7 @@ async function writeRun(project: PinnedDirectory, terminal: 'Completed' | { Erro
       usage: { input_tokens: 3, output_tokens: 5 },
     },
   });
-  await writer.append({ PolicyEvaluated: { action: 'respond', decision: 'allow', policies: ['p0'], errors: [], denied_count: 0, response_hash: sha256Hex('r') } });
+  await writer.append({ PolicyEvaluated: { action: 'respond', decision: 'allow', determining_policies: ['p0'], errors: [], denied_count: 0, response_hash: sha256Hex('r') } });
   if (terminal !== null) await writer.appendTerminal(terminal);
   await writer.close();
   closeAuditStorage(storage);

@@ -18,6 +18,8 @@ import { authorizeRespond, preparePolicySet } from '../../src/shared/policy/resp
 import { providerFromEnvironment } from '../../src/shared/provider/provider-config.js';
 import type { InvokeTask, RunPhase } from '../../src/shared/worker-protocol.js';
 import { preflightInvocation } from '../../src/supervisor/invoke-preflight.js';
+import { createOperatorLog } from '../../src/supervisor/operator-log.js';
+import { projectLocationCheck } from '../../src/supervisor/project-location-check.js';
 import { takeStartupSnapshot } from '../../src/supervisor/startup-snapshot.js';
 import { respondRequestFor } from '../../src/shared/policy/respond-request.js';
 import { buildConversation } from '../../src/worker/conversation.js';
@@ -45,7 +47,7 @@ if (!provider.ok) throw new Error(provider.message);
 // One run at a time, as on a worker thread with no other run in flight: its journal syncs in the thread.
 const resources: WorkerResources = { project, policySet: snapshot.policy.set, provider: provider.config, signingKey: auditStorage.pinnedKey.key, signingKeyFile: auditStorage.pinnedKey, journalSyncInThread: () => true };
 preparePolicySet(resources.policySet);
-const preflight = preflightInvocation({ agent: 'assistant', prompt: 'hello' }, { projectAccess: snapshot.projectAccess, registry: snapshot.registry, policySet: snapshot.policy.set, provider });
+const preflight = preflightInvocation({ agent: 'assistant', prompt: 'hello' }, { projectAccess: snapshot.projectAccess, projectLocation: projectLocationCheck(project.fd, project.displayPath, createOperatorLog('text')), registry: snapshot.registry, policySet: snapshot.policy.set, provider });
 if (!preflight.ok) throw new Error(preflight.message);
 const { definition } = preflight;
 

@@ -8,7 +8,7 @@ import {
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { describeType, toolError } from './tools/tool-arguments.js';
+import { describeType, quoteForMessage, toolError } from './tools/tool-arguments.js';
 
 // Judges one line from standard input before the SDK sees it. The SDK drops
 // whatever its message schema rejects with no answer, so the client would wait
@@ -28,7 +28,12 @@ import { describeType, toolError } from './tools/tool-arguments.js';
 // - invalid params of a method the SDK knows: -32602, one line;
 // - tools/call arguments that are not an object, or that carry `__proto__`
 //   (which the SDK's argument copy would silently drop): a tool result with
-//   isError and one line, like every other bad argument.
+//   isError and one line, like every other bad argument;
+// - a tools/call `name` no tool can have (MCP 2025-11-25 names tools with 1 to
+//   128 of A-Z, a-z, 0-9, "_", "-" and "."): the same tool error, the name cut
+//   and escaped, where the SDK would echo it whole in "Tool ... not found";
+// - a resources/read `uri` that is not a URI (the SDK's own URL parse would
+//   throw and answer -32603), or longer than RESOURCE_URI_MAX_CHARS: -32602.
 // Notifications (a string `method`, no `id` member) are never answered, as
 // JSON-RPC 2.0 section 4.1 says, malformed or not; a malformed one is logged.
 // Responses from the client are never answered either (that could loop).
@@ -49,6 +54,9 @@ export type IncomingVerdict =
   /** A blank line between messages: not a message at all. */
   | { kind: 'blank' };
 
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+/** A resource URI longer than this is refused: the SDK echoes the URI of a resource it does not know. */
+const RESOURCE_URI_MAX_CHARS = 2048;
 const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
 const NOTIFICATION_MEMBERS = new Set(['jsonrpc', 'method', 'params']);
 const VALID_ID = 'a string or an integer between -(2^53-1) and 2^53-1';
@@ -137,6 +145,13 @@ function toolArgumentsProblem(params: Record<string, unknown>): string | null {
   return null;
 }
 
+/** Why a resources/read `uri` (a string, as the schema checked) cannot name a resource, or null. */
+function resourceUriProblem(uri: unknown): string | null {
+  if (typeof uri !== 'string') return null;
+  if (uri.length > RESOURCE_URI_MAX_CHARS) return `uri: ${uri.length} characters; a resource URI here is at most ${RESOURCE_URI_MAX_CHARS}`;
+  return URL.canParse(uri) ? null : 'uri: not a URI (resources/list names the resources)';
+}
+
 function judgeNotification(message: Record<string, unknown>, method: string): IncomingVerdict {
   const problem =
     (message.jsonrpc !== '2.0' ? '"jsonrpc" must be "2.0"' : null) ??
@@ -177,6 +192,10 @@ function judgeRequest(message: Record<string, unknown>): IncomingVerdict {
 
   const method = message.method;
   const params = message.params as Record<string, unknown> | undefined;
+  if (method === 'tools/call' && params !== undefined && typeof params.name === 'string' && !TOOL_NAME.test(params.name)) {
+    const problem = `unknown tool ${quoteForMessage(params.name)}; tool names are 1 to 128 letters, digits, "_", "-" or "." (tools/list names them)`;
+    return { kind: 'answer', message: resultMessage(id, toolError(problem)), reason: `answered a tool error: an unknown tool name of ${params.name.length} characters` };
+  }
   if (method === 'tools/call' && params !== undefined) {
     const argumentsProblem = toolArgumentsProblem(params);
     if (argumentsProblem !== null) {
@@ -186,8 +205,9 @@ function judgeRequest(message: Record<string, unknown>): IncomingVerdict {
   const schema = REQUEST_SCHEMAS.get(method);
   if (schema !== undefined) {
     const parsed = schema.safeParse({ method, ...(params !== undefined ? { params } : {}) });
-    if (!parsed.success) {
-      const what = `Invalid params for ${method}: ${firstIssue(parsed.error)}`;
+    const problem = parsed.success ? (method === 'resources/read' ? resourceUriProblem(params?.uri) : null) : firstIssue(parsed.error);
+    if (problem !== null) {
+      const what = `Invalid params for ${method}: ${problem}`;
       return { kind: 'answer', message: errorMessage(id, ErrorCode.InvalidParams, what), reason: `answered -32602: ${what}` };
     }
     return { kind: 'forward' };

@@ -4,6 +4,7 @@ import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import { providerFromEnvironment } from '../shared/provider/provider-config.js';
 import { createInvocationPool } from './invocation-pool.js';
 import { prepareSelection } from './invoke-preflight.js';
+import { projectLocationCheck } from './project-location-check.js';
 import { RunOwnerTable } from './run-owners.js';
 import type { SessionContext } from './session-context.js';
 import { createSigningKeyGuard } from './signing-key-guard.js';
@@ -70,6 +71,7 @@ export function createInvokeAgentBackend(context: SessionContext, maxInvocations
     owners,
     session: {
       projectAccess: snapshot.projectAccess,
+      projectLocation: projectLocationCheck(snapshot.project.fd, snapshot.project.path, log),
       registry: snapshot.registry,
       policySet: snapshot.policy.set,
       provider,

@@ -7,12 +7,15 @@ import type { RunDefinition } from '../shared/worker-protocol.js';
 import { type DescriptorAccess, projectFilesUnavailable } from '../shared/confinement/index.js';
 import { escapeToOneLine } from '../shared/text/one-line-text.js';
 import type { AgentSummary } from './startup-snapshot.js';
+import type { ProjectLocation } from './project-location-check.js';
 
 // Every refusal here happens before a journal exists, so it carries no audit reference.
 
 export interface PreflightInputs {
   /** Whether project files can be read (confinement/route-choice.ts); without it nothing may run. */
   projectAccess: DescriptorAccess;
+  /** Whether the path in audit references still leads to the pinned project (project-location-check.ts). */
+  projectLocation: ProjectLocation;
   registry: readonly RegistryEntry[];
   policySet: LoadedPolicySet;
   provider: { ok: true; config: ProviderConfig } | { ok: false; message: string };
@@ -116,7 +119,7 @@ export type AgentPreflight =
   | { ok: true; definition: SelectedDefinition }
   | { ok: false; stage: 'access' | 'selection' | 'policy'; message: string; unknownAgent?: true };
 
-function selectionStep(name: string, inputs: Omit<PreflightInputs, 'provider'>): AgentPreflight {
+function selectionStep(name: string, inputs: Omit<PreflightInputs, 'provider' | 'projectLocation'>): AgentPreflight {
   // First: without project file access the registry is empty, and "unknown agent" would hide the true reason.
   if (!inputs.projectAccess.available) return { ok: false, stage: 'access', message: projectFilesUnavailable(inputs.projectAccess.reason) };
   const selection = selectionFor(inputs.registry, name);
@@ -134,15 +137,18 @@ function policyStep(set: LoadedPolicySet, selected: SelectedDefinition): string 
 }
 
 /** The preflight of `name` without the provider step (see AgentPreflight). */
-export function agentPreflight(name: string, inputs: Omit<PreflightInputs, 'provider'>): AgentPreflight {
+export function agentPreflight(name: string, inputs: Omit<PreflightInputs, 'provider' | 'projectLocation'>): AgentPreflight {
   const selected = selectionStep(name, inputs);
   if (!selected.ok) return selected;
   const refusal = policyStep(inputs.policySet, selected.definition);
   return refusal === undefined ? selected : { ok: false, stage: 'policy', message: refusal };
 }
 
-/** Refuses before any journal what cannot run (no project access, unknown agent, no provider, a deny-all policy), else the run definition. The argument sizes are checked by the tool's declaration. */
+/** Refuses before any journal what cannot run (no project access, a moved project, unknown agent, no provider, a deny-all policy), else the run definition. The argument sizes are checked by the tool's declaration. */
 export function preflightInvocation(args: InvokeArguments, inputs: PreflightInputs): Preflight {
+  // A run whose audit reference would lead to no journal is not started (no journal, no provider call).
+  const moved = inputs.projectAccess.available ? inputs.projectLocation.problem() : undefined;
+  if (moved !== undefined) return { ok: false, message: moved };
   const selection = selectionStep(args.agent, inputs);
   if (!selection.ok) return selection.unknownAgent ? { ok: false, message: selection.message, unknownAgent: true } : { ok: false, message: selection.message };
   const selected = selection.definition;

@@ -20,11 +20,12 @@ export interface OperatorLog {
 }
 
 function formatFieldValue(value: unknown): string {
-  if (typeof value === 'string') return /^[^\s"=]+$/.test(value) ? escapeToOneLine(value) : JSON.stringify(value);
+  // JSON.stringify leaves C1 and bidirectional controls as they are; escapeToOneLine does not.
+  if (typeof value === 'string') return escapeToOneLine(/^[^\s"=]+$/.test(value) ? value : JSON.stringify(value));
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
   try {
     // eslint-disable-next-line @typescript-eslint/no-base-to-string -- JSON.stringify gives undefined only for undefined, a function or a symbol, which String spells
-    return JSON.stringify(value) ?? String(value);
+    return escapeToOneLine(JSON.stringify(value) ?? String(value));
   } catch {
     return '[unserialisable]';
   }

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type { KeyObject } from 'node:crypto';
 import { sha256Hex } from '../canonical-json.js';
-import { JOURNAL_LINE_MAX_BYTES, JOURNAL_TRACKED_OPERATIONS_MAX } from '../limits.js';
+import { JOURNAL_FILE_MAX_BYTES, JOURNAL_LINE_MAX_BYTES, JOURNAL_TRACKED_OPERATIONS_MAX } from '../limits.js';
 import { decodeUtf8Strict } from '../confinement/index.js';
 import {
   FINISHED_EVENT,
@@ -17,7 +17,10 @@ import {
 } from './journal-format.js';
 import { readJournalFile, JournalFileRefusal } from './journal-file-reader.js';
 import { cutRecordLine } from './journal-line.js';
-import { isPublicKeyHex, publicKeyFromHex, verifyWithNodeCrypto } from '../signing/signing-key.js';
+import { publicKeyFromHex, publicKeyHexProblem, verifyWithNodeCrypto } from '../signing/signing-key.js';
+import { ed25519SignatureProblem } from '../signing/ed25519-key-checks.js';
+import { parseStrictJson, StrictJsonError } from '../text/strict-json.js';
+import { ENTRY_FIELDS, eventProblem, journalNumberProblem, PAYLOAD_FIELDS, unknownKeyProblem } from './journal-record-rules.js';
 
 // The read-only verifier behind `symbi audit inspect`. It checks every
 // complete line (signature over the exact embedded payload bytes, hash chain,
@@ -34,10 +37,16 @@ import { isPublicKeyHex, publicKeyFromHex, verifyWithNodeCrypto } from '../signi
 // cannot show that the request had no effect; a journal with no signed record
 // at all fails, as Symbiont's verifier does.
 //
+// One meaning per record: a payload is read with the strict reader
+// (strict-json.ts: no duplicate key at any depth, nesting bounded), every
+// number must be written as the writer writes it, and every event and field
+// must be one the format defines (journal-record-rules.ts). The public key and
+// each signature are refused first when libsodium would refuse them
+// (ed25519-key-checks.ts), since OpenSSL and tweetnacl accept weak ones.
+//
 // Hostile input: lines and the file are size-checked before parsing, UTF-8 is
-// decoded strictly, JSON.parse is iterative in V8 (deep nesting cannot
-// overflow the stack), and nothing parsed from the file is re-serialised
-// except values checked to be flat strings.
+// decoded strictly, and nothing parsed from the file is re-serialised except
+// values checked to be flat strings.
 
 type Nacl = { sign: { detached: { verify(msg: Uint8Array, sig: Uint8Array, publicKey: Uint8Array): boolean } } };
 const nacl = createRequire(import.meta.url)('tweetnacl') as Nacl;
@@ -90,8 +99,23 @@ export interface InspectOptions {
   crossCheck?: boolean;
   /** Opens the journal (read-only, no symlink followed) through a confinement route instead of by path. */
   open?: () => number;
+  /** A larger journal is refused before it is read (default and ceiling: JOURNAL_FILE_MAX_BYTES). */
+  maxBytes?: number;
+  /** Verification stops, and fails, once this many milliseconds have passed (performance.now() based). */
+  timeLimitMs?: number;
+  /** Called as records verify, at most every PROGRESS_EVERY_RECORDS records, with bytes verified and bytes in all. */
+  onProgress?: (verifiedBytes: number, totalBytes: number) => void;
+  /** Called once before a cross-check starts: the records to check and tweetnacl's measured milliseconds per signature. */
+  onCrossCheckEstimate?: (records: number, msPerSignature: number) => void;
 }
 
+const PROGRESS_EVERY_RECORDS = 8;
+/** Signatures timed with tweetnacl to measure its rate before a cross-check (each costs milliseconds). */
+const CROSS_CHECK_SAMPLE = 6;
+const CROSS_CHECK_WARM_UP = 2;
+
+// The writer's payloads nest six levels deep; a little room, and no more.
+const PAYLOAD_MAX_DEPTH = 16;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 const HEX64 = /^[0-9a-f]{64}$/;
 
@@ -168,7 +192,7 @@ export interface InspectResult {
 export function inspectJournal(filePath: string, runId: string, publicKeyHex: string, options: InspectOptions = {}): InspectResult {
   let bytes: Buffer;
   try {
-    bytes = readJournalFile(filePath, undefined, options.open);
+    bytes = readJournalFile(filePath, Math.min(options.maxBytes ?? JOURNAL_FILE_MAX_BYTES, JOURNAL_FILE_MAX_BYTES), options.open);
   } catch (err) {
     const message = err instanceof JournalFileRefusal ? err.message : `the journal cannot be read: ${(err as Error).message}`;
     return failedBeforeReading(filePath, runId, publicKeyHex, message);
@@ -186,8 +210,7 @@ function failedBeforeReading(label: string, runId: string, publicKeyHex: string,
 
 function checkArguments(report: InspectReport): string | undefined {
   if (!isCanonicalUuid(report.run_id)) return 'the run id must be a UUID (8-4-4-4-12 hexadecimal digits)';
-  if (!isPublicKeyHex(report.public_key)) return 'the public key must be 64 hexadecimal characters (the raw 32-byte Ed25519 key)';
-  return undefined;
+  return publicKeyHexProblem(report.public_key);
 }
 
 /** Verifies journal bytes already read (`label` names them in the report); also says where the chain ends. */
@@ -216,7 +239,7 @@ export function inspectJournalBytes(
     return fail(null, (err as Error).message);
   }
   try {
-    verifyBytes(bytes, report, publicKey, options.crossCheck === true, chainEnd);
+    verifyBytes(bytes, report, publicKey, options, chainEnd);
   } catch (err) {
     if (err instanceof LineFailure) return fail(err.line, err.message);
     // Defensive: any unexpected fault is a failed verification, never a crash.
@@ -249,13 +272,44 @@ export function inspectJournalBytes(
   return { report, exitCode: report.requires_reconciliation ? 2 : 0, chainEnd };
 }
 
-function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject, crossCheck: boolean, chainEnd: ChainEnd): void {
+/** Times tweetnacl on the first complete lines, so a cross-check can say how long it will take before it starts. */
+function estimateCrossCheck(bytes: Buffer, rawPublicKey: Buffer, report: (records: number, msPerSignature: number) => void): void {
+  let records = 0;
+  for (let at = bytes.indexOf(NEWLINE); at !== -1; at = bytes.indexOf(NEWLINE, at + 1)) records += 1;
+  const sample: { payload: Buffer; signature: Buffer }[] = [];
+  for (let start = 0; sample.length < Math.min(records, CROSS_CHECK_SAMPLE); ) {
+    const end = bytes.indexOf(NEWLINE, start);
+    const cut = cutRecordLine(bytes.subarray(start, end));
+    if (!cut.ok) break;
+    sample.push(cut);
+    start = end + 1;
+  }
+  // The first signatures also compile tweetnacl's code; the rate is taken from the others.
+  const warmUp = sample.slice(0, CROSS_CHECK_WARM_UP);
+  const timed = sample.slice(CROSS_CHECK_WARM_UP);
+  for (const { payload, signature } of warmUp) nacl.sign.detached.verify(payload, signature, rawPublicKey);
+  const began = performance.now();
+  for (const { payload, signature } of timed) nacl.sign.detached.verify(payload, signature, rawPublicKey);
+  report(records, timed.length === 0 ? 0 : (performance.now() - began) / timed.length);
+}
+
+function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject, options: InspectOptions, chainEnd: ChainEnd): void {
+  const crossCheck = options.crossCheck === true;
   const rawPublicKey = Buffer.from(report.public_key, 'hex');
+  if (crossCheck && options.onCrossCheckEstimate !== undefined) estimateCrossCheck(bytes, rawPublicKey, options.onCrossCheckEstimate);
+  const stopAt = options.timeLimitMs === undefined ? Infinity : performance.now() + options.timeLimitMs;
   const calls = new Map<string, EffectRow & { response_recorded: boolean }>();
   let previousHash = GENESIS_PREVIOUS_HASH;
   let start = 0;
   let lineNumber = 0;
   while (start < bytes.length) {
+    if (performance.now() >= stopAt) {
+      throw new LineFailure(
+        lineNumber + 1,
+        `stopped at line ${lineNumber + 1}: the time limit of ${formatLimit(options.timeLimitMs!)} passed after ${report.records} verified records (${start} of ${bytes.length} bytes)`,
+      );
+    }
+    if (options.onProgress !== undefined && report.records % PROGRESS_EVERY_RECORDS === 0 && report.records > 0) options.onProgress(start, bytes.length);
     lineNumber += 1;
     const end = bytes.indexOf(NEWLINE, start);
     if (end === -1) {
@@ -272,6 +326,8 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
     const cut = cutRecordLine(line);
     if (!cut.ok) throw new LineFailure(lineNumber, `${at}: malformed line: ${cut.problem}`);
 
+    const weakSignature = ed25519SignatureProblem(cut.signature);
+    if (weakSignature !== undefined) throw new LineFailure(lineNumber, `${at}: bad signature: ${weakSignature}`);
     const nodeOk = verifyWithNodeCrypto(publicKey, cut.payload, cut.signature);
     if (crossCheck) {
       let naclOk = false;
@@ -291,11 +347,14 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
 
     let payload: unknown;
     try {
-      payload = JSON.parse(decodeUtf8Strict(cut.payload, at));
-    } catch {
-      throw new LineFailure(lineNumber, `${at}: malformed line: the payload is not valid UTF-8 JSON`);
+      payload = parseStrictJson(decodeUtf8Strict(cut.payload, at), { checkNumber: journalNumberProblem, maxDepth: PAYLOAD_MAX_DEPTH });
+    } catch (err) {
+      const why = err instanceof StrictJsonError ? err.message : 'the payload is not valid UTF-8';
+      throw new LineFailure(lineNumber, `${at}: malformed line: ${why}`);
     }
     if (!isPlainObject(payload)) throw new LineFailure(lineNumber, `${at}: malformed line: the payload is not a JSON object`);
+    const payloadExtra = unknownKeyProblem(payload, PAYLOAD_FIELDS, 'the payload');
+    if (payloadExtra !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${payloadExtra}`);
     if (payload.version !== JOURNAL_FORMAT_VERSION) {
       throw new LineFailure(lineNumber, `${at}: unsupported payload version (expected ${JOURNAL_FORMAT_VERSION})`);
     }
@@ -316,6 +375,8 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
     }
     const entry = payload.entry;
     if (!isPlainObject(entry)) throw new LineFailure(lineNumber, `${at}: malformed line: entry is not an object`);
+    const entryExtra = unknownKeyProblem(entry, ENTRY_FIELDS, 'entry');
+    if (entryExtra !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${entryExtra}`);
     if (entry.sequence !== report.records) {
       throw new LineFailure(
         lineNumber,
@@ -337,7 +398,9 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
     }
     const name = Object.keys(event)[0]!;
     const fields = event[name];
-    if (!isPlainObject(fields)) throw new LineFailure(lineNumber, `${at}: malformed line: the fields of ${name.slice(0, 64)} are not an object`);
+    const badEvent = eventProblem(name, fields);
+    if (badEvent !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${badEvent}`);
+    if (!isPlainObject(fields)) throw new LineFailure(lineNumber, `${at}: malformed line: the fields of ${name} are not an object`);
 
     checkEventOrder(name, fields, report, calls, lineNumber);
 
@@ -424,6 +487,10 @@ function checkEventOrder(
       known.response_recorded = true;
     }
   }
+}
+
+function formatLimit(ms: number): string {
+  return `${ms / 1000} s`;
 }
 
 function checkTail(fragment: Buffer, report: InspectReport, lineNumber: number): void {

@@ -1,4 +1,5 @@
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { parseStrictJson, StrictJsonError } from '../text/strict-json.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
 
 // The body served at a public_key_url: either a PEM public key or a JSON key
@@ -47,8 +48,10 @@ function looksLikeHtml(text: string): boolean {
 function parseJsonDocument(text: string): PublicKeyDocument {
   let doc: unknown;
   try {
-    doc = JSON.parse(text);
-  } catch {
+    // Strict: with two "public_key_pem" keys, readers would disagree on which key the document names.
+    doc = parseStrictJson(text);
+  } catch (err) {
+    if (err instanceof StrictJsonError && err.kind === 'ambiguous') throw new SchemaPinCheckError(`the key document is ambiguous: ${err.message}`);
     throw new SchemaPinCheckError('the key URL returned malformed JSON; expected {"public_key_pem": "...", "revoked_keys": [...]}');
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
@@ -102,6 +105,14 @@ function parsePem(text: string, where: string): { key: KeyObject; fingerprint: s
   }
   if (key.asymmetricKeyType !== 'ec') {
     throw new SchemaPinCheckError(`${where} is an ${String(key.asymmetricKeyType).toUpperCase()} key; SchemaPin keys are ECDSA P-256`);
+  }
+  // OpenSSL imports an EC key whose point is the point at infinity (encoded as one zero byte), a key
+  // no signer can hold; it cannot be exported, and asking Node.js for its curve aborts the process.
+  // A key that exports is a point of its curve (import checks that), so it is asked nothing before.
+  try {
+    key.export({ type: 'spki', format: 'der' });
+  } catch {
+    throw new SchemaPinCheckError(`${where} is not a usable EC public key (its point is the point at infinity or cannot be encoded)`);
   }
   const curve = key.asymmetricKeyDetails?.namedCurve;
   if (curve !== 'prime256v1') {

@@ -1,10 +1,14 @@
 import { canonicalJson, sha256Hex } from '../canonical-json.js';
 import { SCHEMA_MAX_BYTES } from '../limits.js';
+import { inexactIntegerProblem, parseStrictJson, StrictJsonError } from '../text/strict-json.js';
 import { SchemaPinInputError } from './schemapin-errors.js';
 
 // Turns the caller's schema text into the exact bytes a SchemaPin signature
 // covers: the canonical JSON (RFC 8785) of the schema object without its
-// top-level `signature` field.
+// top-level `signature` field. Canonicalising is many-to-one, so before it the
+// text must have one meaning: a duplicate key (JSON.parse keeps the last, other
+// readers the first) or an integer a double cannot hold exactly (2^53 + 1 reads
+// as 2^53) would let one signature verify two different schemas. Both are refused.
 
 // A DER ECDSA P-256 signature is at most 72 bytes (96 base64 characters); this leaves room without inviting megabytes.
 const SIGNATURE_MAX_CHARS = 256;
@@ -30,10 +34,13 @@ export function prepareSchema(schemaText: string, signatureArgument?: string): P
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(schemaText);
+    parsed = parseStrictJson(schemaText, { checkNumber: inexactIntegerProblem });
   } catch (err) {
-    const reason = err instanceof RangeError ? 'it is nested too deeply' : (err as Error).message;
-    throw new SchemaPinInputError(`schema is not valid JSON (${reason}); expected the tool schema as JSON object text`);
+    if (!(err instanceof StrictJsonError)) throw err;
+    if (err.kind === 'ambiguous') {
+      throw new SchemaPinInputError(`schema refused before canonicalising: ${err.message}; a signed schema must read the same to every JSON reader`);
+    }
+    throw new SchemaPinInputError(`schema is not valid JSON (${err.message}); expected the tool schema as JSON object text`);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
     throw new SchemaPinInputError('schema must be a JSON object (a tool schema); got ' + (Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : `a ${typeof parsed}`));

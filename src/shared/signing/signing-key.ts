@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import { ed25519PublicKeyProblem } from './ed25519-key-checks.js';
 
 // The project signing key is a raw 32-byte Ed25519 seed (the format the
 // Symbiont runtime keeps in audit-signing.key). Node.js crypto only imports
@@ -37,7 +38,11 @@ function importSigningKey(seed: Uint8Array): ProjectSigningKey {
     der.fill(0); // the KeyObject keeps its own copy
   }
   const spki = crypto.createPublicKey(privateKey).export({ format: 'der', type: 'spki' });
-  const publicKeyHex = spki.subarray(spki.length - ED25519_PUBLIC_KEY_BYTES).toString('hex');
+  const rawPublicKey = spki.subarray(spki.length - ED25519_PUBLIC_KEY_BYTES);
+  // A seed always yields a key of the prime-order group; checked anyway, as every key is, by the one rule.
+  const problem = ed25519PublicKeyProblem(rawPublicKey);
+  if (problem !== undefined) throw new RangeError(`the audit signing key is unusable: ${problem}`);
+  const publicKeyHex = rawPublicKey.toString('hex');
   return {
     publicKeyHex,
     sign: (payload: Uint8Array) => crypto.sign(null, payload, privateKey),
@@ -50,11 +55,20 @@ export function isPublicKeyHex(text: string): boolean {
   return PUBLIC_KEY_HEX.test(text);
 }
 
-/** Imports a raw public key given as 64 hex characters; throws a one-line error otherwise. */
+/**
+ * Why `hex` is not an acceptable Ed25519 public key: not 64 hexadecimal characters, or a key
+ * libsodium refuses (ed25519-key-checks.ts). Undefined when it is acceptable. Every public key a
+ * person gives (audit inspect, audit list) or the server derives passes through this one check.
+ */
+export function publicKeyHexProblem(hex: string): string | undefined {
+  if (!isPublicKeyHex(hex)) return 'the public key must be 64 hexadecimal characters (the raw 32-byte Ed25519 key)';
+  return ed25519PublicKeyProblem(Buffer.from(hex, 'hex'));
+}
+
+/** Imports a raw public key given as 64 hex characters; throws a one-line error when it is not acceptable. */
 export function publicKeyFromHex(hex: string): crypto.KeyObject {
-  if (!isPublicKeyHex(hex)) {
-    throw new RangeError('the public key must be 64 hexadecimal characters (the raw 32-byte Ed25519 key)');
-  }
+  const problem = publicKeyHexProblem(hex);
+  if (problem !== undefined) throw new RangeError(problem);
   try {
     return crypto.createPublicKey({
       key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(hex, 'hex')]),

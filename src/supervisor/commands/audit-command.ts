@@ -2,19 +2,34 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { PinnedDirectory, pinProject } from '../../shared/confinement/index.js';
 import { isCanonicalUuid } from '../../shared/journal/journal-format.js';
-import { isPublicKeyHex } from '../../shared/signing/signing-key.js';
+import { isPublicKeyHex, publicKeyHexProblem } from '../../shared/signing/signing-key.js';
 import { inspectJournal } from '../../shared/journal/journal-verifier.js';
 import { listRuns, type RunListing } from '../../shared/journal/journal-listing.js';
+import { JOURNAL_FILE_MAX_BYTES } from '../../shared/limits.js';
+import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 
 // `symbi audit inspect` (the read-only verifier: JSON report on stdout, exit
 // 0 complete, 2 needs reconciliation, 1 failed or bad usage) and
-// `symbi audit list` (the project's runs, newest first).
+// `symbi audit list` (the project's runs, newest first). Every line for
+// people goes through escapeToOneLine: file names, agent names and error
+// texts come from the project or from signed records, and must not reach the
+// terminal as control sequences. --json output is JSON, exact.
 
-const INSPECT_USAGE = 'usage: symbi audit inspect JOURNAL --run-id UUID --public-key HEX [--cross-check]';
+const INSPECT_USAGE =
+  'usage: symbi audit inspect JOURNAL --run-id UUID --public-key HEX [--cross-check] [--max-bytes N] [--time-limit SECONDS]';
 const LIST_USAGE = 'usage: symbi audit list [--project DIR] [--json]';
 
+/** On a terminal, a verification that has run this long starts saying how far it is. */
+const PROGRESS_AFTER_MS = 2000;
+const PROGRESS_INTERVAL_MS = 1000;
+
+function say(line: string): void {
+  process.stderr.write(`${escapeToOneLine(line)}\n`);
+}
+
 function usageError(usage: string, problem: string): void {
-  process.stderr.write(`error: ${problem}\n${usage}\n`);
+  say(`error: ${problem}`);
+  say(usage);
   process.exitCode = 1;
 }
 
@@ -22,6 +37,24 @@ interface InspectFlags {
   runId?: string;
   publicKey?: string;
   crossCheck?: boolean;
+  maxBytes?: string;
+  timeLimit?: string;
+}
+
+const WHOLE_NUMBER = /^[0-9]{1,16}$/;
+const SECONDS = /^[0-9]{1,9}(\.[0-9]{1,3})?$/;
+
+function progressReporter(): ((verifiedBytes: number, totalBytes: number) => void) | undefined {
+  if (process.stderr.isTTY !== true) return undefined;
+  const began = performance.now();
+  let shownAt = 0;
+  return (verifiedBytes, totalBytes) => {
+    const now = performance.now();
+    if (now - began < PROGRESS_AFTER_MS || now - shownAt < PROGRESS_INTERVAL_MS) return;
+    shownAt = now;
+    const percent = totalBytes === 0 ? 100 : Math.floor((verifiedBytes / totalBytes) * 100);
+    say(`verifying: ${verifiedBytes} of ${totalBytes} bytes (${percent}%), ${Math.round((now - began) / 1000)} s so far`);
+  };
 }
 
 function runInspect(journal: string | undefined, flags: InspectFlags): void {
@@ -33,29 +66,56 @@ function runInspect(journal: string | undefined, flags: InspectFlags): void {
   if (!isPublicKeyHex(flags.publicKey)) {
     return usageError(INSPECT_USAGE, '--public-key must be 64 hexadecimal characters (the raw 32-byte Ed25519 public key)');
   }
+  const keyProblem = publicKeyHexProblem(flags.publicKey);
+  if (keyProblem !== undefined) return usageError(INSPECT_USAGE, `--public-key: ${keyProblem}`);
+  let maxBytes: number | undefined;
+  if (flags.maxBytes !== undefined) {
+    if (!WHOLE_NUMBER.test(flags.maxBytes) || Number(flags.maxBytes) > JOURNAL_FILE_MAX_BYTES) {
+      return usageError(INSPECT_USAGE, `--max-bytes must be a whole number of bytes up to ${JOURNAL_FILE_MAX_BYTES}`);
+    }
+    maxBytes = Number(flags.maxBytes);
+  }
+  let timeLimitMs: number | undefined;
+  if (flags.timeLimit !== undefined) {
+    if (!SECONDS.test(flags.timeLimit)) return usageError(INSPECT_USAGE, '--time-limit must be a number of seconds (up to three decimals)');
+    timeLimitMs = Number(flags.timeLimit) * 1000;
+  }
+  const onProgress = progressReporter();
   const { report, exitCode } = inspectJournal(path.resolve(journal), runId, flags.publicKey.toLowerCase(), {
     crossCheck: flags.crossCheck === true,
+    ...(maxBytes !== undefined ? { maxBytes } : {}),
+    ...(timeLimitMs !== undefined ? { timeLimitMs } : {}),
+    ...(onProgress !== undefined ? { onProgress } : {}),
+    onCrossCheckEstimate: (records, msPerSignature) => {
+      const seconds = (records * msPerSignature) / 1000;
+      say(
+        `cross-check: ${records} signatures to verify again with tweetnacl at the measured ${msPerSignature.toFixed(1)} ms each: ` +
+          `about ${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s (--time-limit bounds it)`,
+      );
+    },
   });
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  if (exitCode === 1) process.stderr.write(`verification failed: ${report.error?.message ?? 'unknown reason'}\n`);
-  else if (exitCode === 2) process.stderr.write(`records verify, but reconciliation is needed: ${report.warnings.join('; ')}\n`);
-  else process.stderr.write(`journal verifies and is complete (${report.records} records)\n`);
+  if (exitCode === 1) say(`verification failed: ${report.error?.message ?? 'unknown reason'}`);
+  else if (exitCode === 2) say(`records verify, but reconciliation is needed: ${report.warnings.join('; ')}`);
+  else say(`journal verifies and is complete (${report.records} records)`);
   process.exitCode = exitCode;
 }
 
 function formatTable(listing: RunListing): string {
   const header = ['RUN ID', 'AGENT', 'STARTED', 'LAST EVENT', 'OUTCOME', 'VERIFIES'];
-  const rows = listing.runs.map((run) => [
-    run.run_id,
-    run.agent ?? '-',
-    run.started_at ?? '-',
-    run.last_event ?? '-',
-    run.outcome,
-    run.verdict === 'not_checked' ? 'no key' : run.verifies ? 'yes' : 'no',
-  ]);
+  const rows = listing.runs.map((run) =>
+    [
+      run.run_id,
+      run.agent ?? '-',
+      run.started_at ?? '-',
+      run.last_event ?? '-',
+      run.outcome,
+      run.verdict === 'not_checked' ? 'no key' : run.verifies ? 'yes' : 'no',
+    ].map(escapeToOneLine),
+  );
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const render = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
-  const lines = [`Runs in ${listing.governed_path} (newest first)`];
+  const lines = [`Runs in ${escapeToOneLine(listing.governed_path)} (newest first)`];
   if (listing.public_key) lines.push(`Project key: ${listing.public_key}`);
   if (rows.length === 0) lines.push('No runs recorded.');
   else lines.push(render(header), ...rows.map(render));
@@ -75,11 +135,11 @@ function runList(flags: { project?: string; json?: boolean }): void {
   try {
     listing = listRuns(project);
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n`);
+    say((err as Error).message);
     process.exitCode = 1;
     return;
   }
-  for (const warning of listing.warnings) process.stderr.write(`warning: ${warning}\n`);
+  for (const warning of listing.warnings) say(`warning: ${warning}`);
   process.stdout.write(flags.json ? `${JSON.stringify(listing, null, 2)}\n` : formatTable(listing));
 }
 
@@ -92,7 +152,9 @@ export function registerAuditCommand(program: Command): void {
     .argument('[journal]', 'path of the <run_id>.jsonl journal')
     .option('--run-id <uuid>', 'the run id the journal must belong to')
     .option('--public-key <hex>', 'raw Ed25519 public key, 64 hex characters')
-    .option('--cross-check', 'also verify every signature with tweetnacl and fail if the implementations disagree')
+    .option('--cross-check', 'also verify every signature with tweetnacl and fail if the implementations disagree (says how long first)')
+    .option('--max-bytes <n>', `refuse a journal larger than this many bytes (at most ${JOURNAL_FILE_MAX_BYTES}, the default)`)
+    .option('--time-limit <seconds>', 'stop, and fail, when verification takes longer than this')
     .showHelpAfterError(INSPECT_USAGE)
     .action((journal: string | undefined, flags: InspectFlags) => runInspect(journal, flags));
 

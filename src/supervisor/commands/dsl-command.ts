@@ -1,5 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import type { Command } from 'commander';
+import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 import { DSL_FILE_MAX_BYTES } from '../../shared/limits.js';
 import { parseDslBytes } from '../../shared/dsl/parse-report.js';
 
@@ -31,7 +32,7 @@ export function registerDslCommand(program: Command): void {
         process.exitCode = report.has_errors ? 1 : 0;
       } catch (err) {
         const message = err instanceof UsageError ? err.message : `symbi dsl: ${err instanceof Error ? err.message : String(err)}`;
-        process.stderr.write(message.replace(/[\r\n]+/g, ' ') + '\n');
+        process.stderr.write(escapeToOneLine(message) + '\n');
         process.exitCode = 2;
       }
     });

@@ -9,10 +9,13 @@ import { prepareSchema } from '../../shared/schemapin/schema-document.js';
 import { loadSigningKey, signCanonicalSchema } from '../../shared/schemapin/schema-signature.js';
 import { SchemaPinCheckError, SchemaPinInputError } from '../../shared/schemapin/schemapin-errors.js';
 import { verifySchema } from '../../shared/schemapin/verify-schema.js';
+import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 
 // `symbi schemapin`: sign a schema (tool authors), verify one exactly as the
 // verify_schema tool does, and list or remove trust-on-first-use pins
-// (operators). Reports go to stdout, diagnostics to stderr.
+// (operators). Reports go to stdout, diagnostics to stderr; every line for
+// people goes through escapeToOneLine (a host name in pins.json, a file name,
+// a key server's words), the JSON reports are exact.
 // Exit codes: 0 success / verified; 1 not verified, or no such pin; 2 unusable input.
 
 const PRIVATE_KEY_MAX_BYTES = 64 * KiB;
@@ -20,7 +23,7 @@ const EXIT_FAILED = 1;
 const EXIT_BAD_INPUT = 2;
 
 function fail(message: string, code: number): void {
-  process.stderr.write(`symbi schemapin: ${message.replace(/[\r\n]+/g, ' ')}\n`);
+  process.stderr.write(`symbi schemapin: ${escapeToOneLine(message)}\n`);
   process.exitCode = code;
 }
 
@@ -107,7 +110,7 @@ export function registerSchemapinCommand(program: Command): void {
     .action(async (flags: { schema: string; keyUrl: string; signature?: string; project: string }) => {
       try {
         const allowInsecure = schemapinInsecureFromEnv(process.env);
-        if (allowInsecure) process.stderr.write(`symbi schemapin: ${insecureWarning()}\n`);
+        if (allowInsecure) process.stderr.write(`symbi schemapin: ${escapeToOneLine(insecureWarning())}\n`);
         const schema = readLocalFile(flags.schema, SCHEMA_MAX_BYTES, 'schema');
         const result = await verifySchema(
           { schema, public_key_url: flags.keyUrl, signature: flags.signature },
@@ -127,7 +130,7 @@ export function registerSchemapinCommand(program: Command): void {
     .action((flags: { project: string }) => {
       try {
         for (const [host, pin] of new PinStore(pinProjectFlag(flags.project)).list()) {
-          process.stdout.write(`${host} ${pin.fingerprint} ${pin.first_seen}\n`);
+          process.stdout.write(`${escapeToOneLine(`${host} ${pin.fingerprint} ${pin.first_seen}`)}\n`);
         }
       } catch (err) {
         reportError(err);
@@ -149,7 +152,7 @@ export function registerSchemapinCommand(program: Command): void {
           fail(`no pin for ${host}; pinned hosts: ${known.length === 0 ? 'none' : known.join(', ')}`, EXIT_FAILED);
           return;
         }
-        process.stdout.write(`removed the pin for ${host} (${removed.fingerprint}, first seen ${removed.first_seen})\n`);
+        process.stdout.write(`${escapeToOneLine(`removed the pin for ${host} (${removed.fingerprint}, first seen ${removed.first_seen})`)}\n`);
       } catch (err) {
         reportError(err);
       }

@@ -101,11 +101,13 @@ export function describeType(value: unknown): string {
   return `a ${typeof value}`;
 }
 
-/** A caller's string quoted for a message, cut at `max` characters. */
+/** A caller's string quoted for a message, cut at `max` characters, escaped as escapeToOneLine does. */
 export function quoteForMessage(value: string, max = 80): string {
-  const cut = Array.from(value);
-  const shown = cut.length > max ? `${cut.slice(0, max).join('')}...` : value;
-  return JSON.stringify(shown);
+  // Array.from splits by code point; a long string is first cut to what can matter.
+  const cut = Array.from(value.slice(0, max * 2));
+  const shown = cut.length > max || value.length > max * 2 ? `${cut.slice(0, max).join('')}...` : value;
+  // JSON.stringify escapes C0 controls and quotes; escapeToOneLine also C1 and bidirectional controls.
+  return escapeToOneLine(JSON.stringify(shown));
 }
 
 /** Normalises the raw arguments object and refuses names the tool does not take. */
