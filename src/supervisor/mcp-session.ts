@@ -130,7 +130,8 @@ export async function startMcpSession(
       io.stdin.unpipe(limiter);
       for (let chunk: unknown = io.stdin.read(); chunk !== null; chunk = io.stdin.read()) limiter.write(chunk);
       if (!limiter.writableEnded) limiter.end();
-      return inputHandled;
+      // A closed session reads nothing more: the gate's end never comes then.
+      return Promise.race([inputHandled, closed.then(() => undefined)]);
     },
     answered: (timeoutMs) => ledger.answered(timeoutMs),
     answerRemaining: (message) => ledger.answerRemaining(message),
