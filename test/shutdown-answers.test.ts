@@ -84,6 +84,28 @@ describe('every request read is answered when the session ends', () => {
     }
   });
 
+  it('answers a call whose run is not over when the grace period ends, once, with an error saying so', async () => {
+    const project = makeProject(FILES);
+    try {
+      const server = spawnRawServer(project, { args: ['--shutdown-grace-ms', '0'], env: providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' }) });
+      await server.send(jsonLine(INITIALIZE));
+      await server.waitFor('init');
+      await server.send(jsonLine(INITIALIZED));
+      // The worker thread blocks once the request is sent: the run can neither finish nor be cancelled.
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } }));
+      await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
+      server.kill('SIGTERM');
+      assert.equal(await server.exited, 1, server.stderr());
+      const answers = answersById(server.messages()).get(1) ?? [];
+      assert.equal(answers.length, 1, server.stdout());
+      assert.equal(answers[0]!.error?.code, -32000);
+      assert.match(answers[0]!.error!.message, /^the server is shutting down \(SIGTERM\); no answer was ready within the shutdown grace period of 0 ms$/);
+      assert.match(server.stderr(), /not_finalised=1 answered_as_stopping=1/);
+    } finally {
+      removeProject(project);
+    }
+  });
+
   it('answers every call read when SIGTERM arrives while calls are being admitted, and starts none after', async () => {
     const project = makeProject(FILES);
     try {
