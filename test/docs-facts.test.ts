@@ -83,6 +83,7 @@ const LIMIT_ROWS: Record<string, Figure[][]> = {
   'one line on standard input': [['STDIN_LINE_MAX_BYTES']],
   'answers waiting unread on standard output': [['STDOUT_BACKLOG_MAX_BYTES']],
   '`invoke_agent` calls in progress': [['INVOCATIONS_MAX_DEFAULT']],
+  'cancelled `invoke_agent` calls whose runs are still being finished': [['CANCELLED_INVOCATIONS_FINISHING_MAX']],
   '`verify_schema.schema` / key URL / fetched key body': [['SCHEMA_MAX_BYTES'], ['SCHEMA_KEY_URL_MAX_BYTES'], ['SCHEMA_KEY_BODY_MAX_BYTES'], ['SCHEMA_KEY_FETCH_TIMEOUT_MS']],
   'journal line / journal file read by the verifier': [['JOURNAL_LINE_MAX_BYTES'], ['JOURNAL_FILE_MAX_BYTES']],
   'SchemaPin pin store (`.symbiont/schemapin/pins.json`)': [['SCHEMAPIN_PINS_MAX_BYTES']],
@@ -172,6 +173,6 @@ describe('documented facts match the constants in src', () => {
 
   it('the shutdown grace option', () => {
     const max = sourceConstant('src/supervisor/commands/mcp-command.ts', 'SHUTDOWN_GRACE_MS_MAX');
-    assertSays('docs/running.md', `| \`--shutdown-grace-ms\` | \`${limits.SHUTDOWN_GRACE_MS_DEFAULT}\` | how long shutdown waits for live runs to record their end (0 to ${max}) |`);
+    assertSays('docs/running.md', `| \`--shutdown-grace-ms\` | \`${limits.SHUTDOWN_GRACE_MS_DEFAULT}\` | how long shutdown waits for live runs to record their end and for every request read to be answered (0 to ${max});`);
   });
 });

@@ -44,6 +44,11 @@ export const STDOUT_BACKLOG_MAX_BYTES = 256 * KiB;
 // at once. `symbi mcp --max-invocations` changes it. The worker heap limit (invocation-pool.ts) is
 // sized for this many runs at the specification's largest requests.
 export const INVOCATIONS_MAX_DEFAULT = 512;
+// Cancelled invoke_agent calls whose runs are still being finished (their terminal record not yet
+// durable). A cancelled call is over for the client, so these do not count against
+// --max-invocations; they are bounded by this instead, so memory stays bounded. Each usually
+// finishes within milliseconds; past it a new call is refused at once.
+export const CANCELLED_INVOCATIONS_FINISHING_MAX = 1024;
 
 // The SchemaPin trust-on-first-use store (.symbiont/schemapin/pins.json); larger is refused as damaged.
 export const SCHEMAPIN_PINS_MAX_BYTES = 1 * MiB;

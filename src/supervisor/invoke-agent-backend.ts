@@ -3,7 +3,7 @@ import { compiledCedarModule } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import { providerFromEnvironment } from '../shared/provider/provider-config.js';
 import { createInvocationPool } from './invocation-pool.js';
-import { prepareSelection } from './invoke-preflight.js';
+import { preflightInvocation, prepareSelection } from './invoke-preflight.js';
 import { projectLocationCheck } from './project-location-check.js';
 import { RunOwnerTable } from './run-owners.js';
 import type { SessionContext } from './session-context.js';
@@ -16,6 +16,9 @@ import type { InvokeAgentSession } from './tools/invoke-agent-tool.js';
 // from the environment at startup, the worker pool (started once the client has
 // initialized, or by the first invocation if that comes sooner), and the run
 // owner table that outlives any single MCP request.
+
+/** Invocable agents whose selection and permit verdict are worked out while the session is idle after `initialized`. */
+const FIRST_CALLS_PREPARED = 16;
 
 export interface InvokeAgentBackend {
   session: InvokeAgentSession;
@@ -67,27 +70,40 @@ export function createInvokeAgentBackend(context: SessionContext, maxInvocations
     async (runId, definition, message) => finaliseUnstartedRun(context.project, pinned(), runId, definition, message),
   );
   const guidance = snapshot.agentsMd.present ? snapshot.agentsMd.guidance?.text : undefined;
+  const session: InvokeAgentSession = {
+    projectAccess: snapshot.projectAccess,
+    projectLocation: projectLocationCheck(snapshot.project.fd, snapshot.project.path, log),
+    registry: snapshot.registry,
+    policySet: snapshot.policy.set,
+    provider,
+    owners,
+    guidance,
+    log,
+    signingKey: createSigningKeyGuard(context.auditStorage, snapshot.audit, log),
+    analysedRegistry: async () => (await context.sourceAnalysis()).registry,
+    prepareSelection: (registry, agent) =>
+      prepareSelection(registry, agent, async (entry) => {
+        const outcome = await context.dslAnalysis.run({ kind: 'selection', entry });
+        return outcome.ok ? outcome.value : { ok: false, kind: 'refused', message: `${entry.file}: ${outcome.message}`, candidates: [] };
+      }),
+    maxInvocations,
+    agentVerdicts: async () => (await context.sourceAnalysis()).agents,
+  };
+  // The first call of an agent selects its definition in the DSL analysis thread and works out
+  // whether any answer could be permitted; both are kept for the session (invoke-preflight.ts).
+  // Done here for the first few invocable agents, one after the other, right after the startup
+  // analysis, while that thread is still up: otherwise the first call also pays for starting it again.
+  const prepareFirstCalls = async (): Promise<void> => {
+    const analysis = await context.sourceAnalysis();
+    const invocable = analysis.agents.filter((agent) => agent.invocable).slice(0, FIRST_CALLS_PREPARED);
+    for (const agent of invocable) {
+      await session.prepareSelection(analysis.registry, agent.stem);
+      preflightInvocation({ agent: agent.stem, prompt: '' }, { ...session, registry: analysis.registry });
+    }
+  };
   return {
     owners,
-    session: {
-      projectAccess: snapshot.projectAccess,
-      projectLocation: projectLocationCheck(snapshot.project.fd, snapshot.project.path, log),
-      registry: snapshot.registry,
-      policySet: snapshot.policy.set,
-      provider,
-      owners,
-      guidance,
-      log,
-      signingKey: createSigningKeyGuard(context.auditStorage, snapshot.audit, log),
-      analysedRegistry: async () => (await context.sourceAnalysis()).registry,
-      prepareSelection: (registry, agent) =>
-        prepareSelection(registry, agent, async (entry) => {
-          const outcome = await context.dslAnalysis.run({ kind: 'selection', entry });
-          return outcome.ok ? outcome.value : { ok: false, kind: 'refused', message: `${entry.file}: ${outcome.message}`, candidates: [] };
-        }),
-      maxInvocations,
-      agentVerdicts: async () => (await context.sourceAnalysis()).agents,
-    },
+    session,
     warmUp: () => {
       // Nothing to start when every invocation will be refused anyway.
       if (!provider.ok || pinnedKey === undefined) return;
@@ -97,6 +113,8 @@ export function createInvokeAgentBackend(context: SessionContext, maxInvocations
         // The first invocation meets the same problem and reports it.
       }
       loadJournalWriter().catch(() => undefined);
+      // A failure here is the first call's to meet and report.
+      prepareFirstCalls().catch(() => undefined);
       // The preflight's partial evaluation, ready before the first call (after the threads are on their way).
       setImmediate(() => preparePolicySet(snapshot.policy.set));
     },

@@ -7,14 +7,18 @@ import type { SessionContext } from './session-context.js';
 import { StdinLineLimiter } from './stdin-line-limiter.js';
 import { IncomingMessageGate } from './incoming-message-gate.js';
 import { overlongLineAnswer } from './incoming-message-check.js';
+import { RequestLedger } from './request-ledger.js';
+import type { RequestsRead } from './shutdown.js';
 import { registerProjectFileTools } from './tools/project-file-tools.js';
 import { registerVerifySchemaTool } from './tools/verify-schema-tool.js';
 
 // One MCP session over stdio: the SDK server with every tool registered,
 // reading standard input through the line limiter and the message gate
-// (which answers malformed messages itself). Its whole lifecycle is
-// here: startMcpSession() and the returned closeSession(), which the process
-// shutdown logic calls (and which runs by itself when standard input ends).
+// (which answers malformed messages itself), with every request the SDK is
+// handed kept in the session's request ledger until it is answered
+// (request-ledger.ts). Its whole lifecycle is here: startMcpSession(), and the
+// returned requests (which shutdown drains) and closeSession(), which the
+// process shutdown logic calls (and which runs by itself when standard input ends).
 
 export const SERVER_NAME = 'symbi-mcp';
 export const SERVER_VERSION = packageVersion;
@@ -52,6 +56,8 @@ export interface SessionOptions {
 
 export interface McpSession {
   readonly server: McpServer;
+  /** The requests read and not yet answered; shutdown stops admitting and drains them. */
+  readonly requests: RequestsRead;
   /** Resolves with the reason once the session has closed. */
   readonly closed: Promise<string>;
   /** Closes the transport (idempotent). Runs by itself when standard input ends. */
@@ -113,7 +119,23 @@ export async function startMcpSession(
   const gate = new IncomingMessageGate({ answer, report: reportMalformed, outputRoom });
   io.stdin.pipe(limiter).pipe(gate);
   // The limiter only forwards whole lines of at most the cap, so this bound is never reached by one message.
-  const transport = new StdioServerTransport(gate, io.stdout, { maxBufferSize: 2 * STDIN_LINE_MAX_BYTES + MiB });
+  const ledger = new RequestLedger();
+  const transport = ledger.around(new StdioServerTransport(gate, io.stdout, { maxBufferSize: 2 * STDIN_LINE_MAX_BYTES + MiB }));
+  const inputHandled = new Promise<void>((resolve) => gate.once('end', resolve));
+  const requests: RequestsRead = {
+    stopAdmitting: (message) => {
+      ledger.stopAdmitting(message);
+      // What was read from standard input still goes through the limiter and the gate, and a
+      // request among it is answered; nothing more is read.
+      io.stdin.unpipe(limiter);
+      for (let chunk: unknown = io.stdin.read(); chunk !== null; chunk = io.stdin.read()) limiter.write(chunk);
+      if (!limiter.writableEnded) limiter.end();
+      // A closed session reads nothing more: the gate's end never comes then.
+      return Promise.race([inputHandled, closed.then(() => undefined)]);
+    },
+    answered: (timeoutMs) => ledger.answered(timeoutMs),
+    answerRemaining: (message) => ledger.answerRemaining(message),
+  };
 
   // The gate passes on only messages the SDK's schema accepts, so what reaches
   // here is the rest (a response to an unknown request id, say), under the same
@@ -139,7 +161,7 @@ export async function startMcpSession(
     return closing;
   };
 
-  const session: McpSession = { server, closed, closeSession };
+  const session: McpSession = { server, requests, closed, closeSession };
   const onInputEnd = options.onInputEnd ?? (() => void closeSession('standard input ended'));
   gate.on('end', () => onInputEnd(session));
   io.stdin.on('error', () => void closeSession('standard input failed'));

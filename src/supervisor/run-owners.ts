@@ -33,6 +33,9 @@ export interface RunOwner {
 
 export class RunOwnerTable {
   private readonly runs = new Map<string, RunOwner>();
+  /** Live runs whose cancel was requested: being finished, their callers no longer wait on them. */
+  private cancelledRuns = 0;
+  private closedReason: string | undefined;
 
   constructor(
     /** The worker pool, created on first use so a session that never invokes starts no threads. */
@@ -45,7 +48,30 @@ export class RunOwnerTable {
     return this.runs.size;
   }
 
+  /** Live runs a caller still waits on: not cancelled. */
+  get waitedOn(): number {
+    return this.runs.size - this.cancelledRuns;
+  }
+
+  /** Live runs cancelled and still being finished (their terminal record to be written). */
+  get finishing(): number {
+    return this.cancelledRuns;
+  }
+
+  /** Why no run may start any more (shutdown has begun), or undefined while runs may start. */
+  get closed(): string | undefined {
+    return this.closedReason;
+  }
+
+  /** No run starts from now on, and every live run is cancelled with `reason`. */
+  close(reason: string): void {
+    this.closedReason ??= reason;
+    this.cancelAll(reason);
+  }
+
   start(task: Omit<InvokeTask, 'port'>, hooks: RunHooks = {}): RunOwner {
+    // Callers check `closed` first, in the same synchronous step; this is the backstop.
+    if (this.closedReason !== undefined) throw new Error(`no run may start: ${this.closedReason}`);
     const { port1: ownerPort, port2: workerPort } = new MessageChannel();
     let cancelAt: number | undefined;
     let cancelReason = '';
@@ -107,6 +133,7 @@ export class RunOwnerTable {
     const done = Promise.race([claimedRun, workerRun]).finally(() => {
       ownerPort.close();
       this.runs.delete(task.runId);
+      if (cancelAt !== undefined) this.cancelledRuns -= 1;
     });
 
     const owner: RunOwner = {
@@ -118,6 +145,7 @@ export class RunOwnerTable {
         if (cancelAt !== undefined || !this.runs.has(task.runId)) return;
         cancelAt = performance.now();
         cancelReason = reason;
+        this.cancelledRuns += 1;
         try {
           ownerPort.postMessage({ type: 'cancel', reason });
         } catch {

@@ -2,16 +2,31 @@ import pTimeout from 'p-timeout';
 import type { RunOwnerTable } from './run-owners.js';
 import type { OperatorLog } from './operator-log.js';
 
-// The client going away (standard input ends, the pipe breaks), SIGINT and
-// SIGTERM all end the process the same way: cancel every live run, wait
-// (bounded) for their terminal records, say what happened, exit. Exit 0 only
-// when every run was finalised. A second SIGINT leaves at once.
+// The client closing standard input (or the pipe breaking), SIGINT and SIGTERM
+// all end the process through the same steps: stop admitting (no more input is
+// read; a request among the lines already read is answered at once that the
+// server is stopping), start no run and cancel every live one, wait (bounded)
+// until every request read has its answer (the session's request ledger,
+// request-ledger.ts) and every run its terminal record, answer what is still
+// owed with an error saying the server is stopping, say what happened, exit.
+// Exit 0 only when every run was finalised. A second SIGINT leaves at once.
+
+/** The requests a session has read, as shutdown drains them (the session's RequestLedger). */
+export interface RequestsRead {
+  /** Stops reading input; settles once every line already read has been handled (a request among them answered with `message`). */
+  stopAdmitting(message: string): Promise<void>;
+  /** Settles once every request read has its answer (true), or after `timeoutMs` (false). */
+  answered(timeoutMs: number): Promise<boolean>;
+  /** Answers every request still owed one with an error saying `message`; returns how many. */
+  answerRemaining(message: string): number;
+}
 
 export interface ShutdownDependencies {
   owners: RunOwnerTable;
+  requests: RequestsRead;
   graceMs: number;
   log: OperatorLog;
-  /** Closes the MCP transport once runs are settled. */
+  /** Closes the MCP transport once every request read is answered. */
   closeSession: () => Promise<void>;
   /** Stops the worker threads once runs are settled. */
   stopWorkers: () => Promise<void>;
@@ -26,27 +41,39 @@ export interface ShutdownDependencies {
 
 export type Shutdown = (cause: string) => Promise<never>;
 
+/** Waits for `work` at most `ms` (not at all when `ms` is 0). */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  if (ms > 0) await pTimeout(work, { milliseconds: ms, fallback: () => undefined });
+}
+
 export function installShutdown(deps: ShutdownDependencies): Shutdown {
   let inProgress: Promise<never> | undefined;
 
   const shutdown = (cause: string): Promise<never> => {
     inProgress ??= (async (): Promise<never> => {
+      const { owners, requests, graceMs, log } = deps;
       const summary = deps.beforeDrain?.();
-      const live = deps.owners.size;
-      deps.owners.cancelAll(`the server is shutting down (${cause})`);
-      const { finalised, notFinalised } = await deps.owners.drain(deps.graceMs);
-      await summary;
-      deps.log.info('shutting down', { cause, live_runs: live, finalised, not_finalised: notFinalised });
-      if (notFinalised > 0) {
-        deps.log.warn(`${notFinalised} run(s) were not finalised within ${deps.graceMs} ms; their journals need reconciliation`);
-      }
-      // A settled run's answer is written over the microtasks that follow its
-      // settling: one turn lets every handler send it before the session closes.
+      const stopping = `the server is shutting down (${cause})`;
+      const deadline = performance.now() + graceMs;
+      const left = (): number => Math.max(0, deadline - performance.now());
+      const inputHandled = requests.stopAdmitting(`${stopping}; the request was not run`);
+      const live = owners.size;
+      owners.close(stopping);
+      log.info('stopping: no new request or run is admitted', { cause, live_runs: live });
+      await within(inputHandled, left());
+      const [, { finalised, notFinalised }] = await Promise.all([requests.answered(left()), owners.drain(left())]);
+      // A settled run's answer is written over the microtasks that follow its settling: one turn lets every handler send it.
       await new Promise<void>((resolve) => setImmediate(resolve));
+      const answeredAsStopping = requests.answerRemaining(`${stopping}; no answer was ready within the shutdown grace period of ${graceMs} ms`);
+      await summary;
+      log.info('shutting down', { cause, live_runs: live, finalised, not_finalised: notFinalised, answered_as_stopping: answeredAsStopping });
+      if (notFinalised > 0) {
+        log.warn(`${notFinalised} run(s) were not finalised within ${graceMs} ms; their journals need reconciliation`);
+      }
       await deps.closeSession().catch(() => undefined);
       await deps.stopWorkers().catch(() => undefined);
       // process.exit drops what a pipe has not yet taken; the client is owed those answers.
-      if (deps.outputFlushed !== undefined) await pTimeout(deps.outputFlushed(), { milliseconds: Math.max(deps.graceMs, 1), fallback: () => undefined });
+      if (deps.outputFlushed !== undefined) await within(deps.outputFlushed(), Math.max(graceMs, 1));
       process.exit(notFinalised === 0 ? 0 : 1);
     })();
     return inProgress;

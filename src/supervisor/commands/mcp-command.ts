@@ -115,6 +115,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   });
   shutdown = installShutdown({
     owners: runtime.owners,
+    requests: session.requests,
     graceMs: options.shutdownGraceMs,
     log,
     closeSession: () => session.closeSession('shutting down'),
@@ -144,9 +145,9 @@ export function registerMcpCommand(program: Command): void {
     .description('Serve the governed MCP server over stdio for the project directory')
     .addOption(new Option('--project <dir>', 'project directory to pin (default: the current directory)').default('.'))
     .addOption(new Option('--log-format <format>', `standard error format: ${LOG_FORMATS.join(' or ')}`).default('text'))
-    .addOption(new Option('--shutdown-grace-ms <ms>', 'how long shutdown waits for live runs to record their end').default(String(SHUTDOWN_GRACE_MS_DEFAULT)))
+    .addOption(new Option('--shutdown-grace-ms <ms>', 'how long shutdown waits for live runs to record their end and for every request read to be answered').default(String(SHUTDOWN_GRACE_MS_DEFAULT)))
     .addOption(
-      new Option('--max-invocations <n>', 'invoke_agent calls in progress at once; more are refused at once as "at capacity"').default(String(INVOCATIONS_MAX_DEFAULT)),
+      new Option('--max-invocations <n>', 'invoke_agent calls in progress at once that their callers still wait on; more are refused at once as "at capacity"').default(String(INVOCATIONS_MAX_DEFAULT)),
     )
     .exitOverride((err: CommanderError) => {
       // Commander's own usage errors (unknown option, missing value) share the usage exit code.

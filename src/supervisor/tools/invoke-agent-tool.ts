@@ -3,7 +3,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { AGENT_NAME_MAX_BYTES, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
+import { AGENT_NAME_MAX_BYTES, CANCELLED_INVOCATIONS_FINISHING_MAX, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
 import { RUN_PHASES, type InvokeOutcome } from '../../shared/worker-protocol.js';
 import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type Preflight, type PreflightInputs } from '../invoke-preflight.js';
 import type { OperatorLog } from '../operator-log.js';
@@ -76,23 +76,45 @@ function failure(message: string, agentId?: string, outcome?: InvokeOutcome) {
 }
 
 /**
- * Refuses a call while `maxInvocations` runs are in progress or being admitted, so a flood of
- * calls cannot grow the server without bound. A call holds its place from arrival (while its
- * registry and selection are awaited) until its run is started or refused, so the first calls to
- * arrive are the ones admitted. The operator hears once per episode at capacity, and how many were refused.
+ * Refuses a call while `maxInvocations` calls the clients still wait on are in progress or being
+ * admitted, so a flood of calls cannot grow the server without bound. A call holds its place from
+ * arrival (while its registry and selection are awaited) until its run is started or refused, so the
+ * first calls to arrive are the ones admitted; a call the client cancels gives its place back at
+ * once, as the client counts it, even while its run is still being finished. Those runs have their
+ * own bound (CANCELLED_INVOCATIONS_FINISHING_MAX). The operator hears once per episode at capacity,
+ * and how many were refused.
  */
-function capacityGuard(session: InvokeAgentSession): { admit(): string | undefined; release(): void } {
+function capacityGuard(session: InvokeAgentSession): { admit(signal: AbortSignal): string | undefined; release(signal: AbortSignal): void } {
   let refusedInEpisode = 0;
+  // Calls being admitted that the client has not cancelled.
   let admitting = 0;
+  const cancelledWhileAdmitted = new WeakSet<AbortSignal>();
+  const onCancel = (event: Event): void => {
+    cancelledWhileAdmitted.add(event.target as AbortSignal);
+    admitting -= 1;
+  };
+  const refuse = (message: string, fields: Record<string, number>): string => {
+    if (refusedInEpisode === 0) session.log.warn('invoke_agent at capacity: refusing calls until a run finishes', fields);
+    refusedInEpisode += 1;
+    return message;
+  };
   return {
-    admit: () => {
-      const inProgress = session.owners.size + admitting;
-      if (inProgress >= session.maxInvocations) {
-        if (refusedInEpisode === 0) session.log.warn('invoke_agent at capacity: refusing calls until a run finishes', { in_progress: inProgress, max_invocations: session.maxInvocations });
-        refusedInEpisode += 1;
-        return `the server is at capacity: ${session.maxInvocations} invocations are already in progress (the bound set by --max-invocations); retry when one has finished`;
+    admit: (signal) => {
+      const waitedOn = session.owners.waitedOn + admitting;
+      if (waitedOn >= session.maxInvocations) {
+        return refuse(
+          `the server is at capacity: ${session.maxInvocations} invocations are already in progress (the bound set by --max-invocations); retry when one has finished`,
+          { in_progress: waitedOn, max_invocations: session.maxInvocations },
+        );
+      }
+      if (session.owners.finishing >= CANCELLED_INVOCATIONS_FINISHING_MAX) {
+        return refuse(
+          `the server is at capacity: ${CANCELLED_INVOCATIONS_FINISHING_MAX} cancelled invocations are still writing their terminal records (the bound on cancelled runs being finished); retry in a moment`,
+          { finishing_cancelled: session.owners.finishing, max_finishing_cancelled: CANCELLED_INVOCATIONS_FINISHING_MAX },
+        );
       }
       admitting += 1;
+      signal.addEventListener('abort', onCancel, { once: true });
       if (refusedInEpisode > 0) {
         session.log.info('invoke_agent below capacity again', { refused_at_capacity: refusedInEpisode });
         refusedInEpisode = 0;
@@ -100,8 +122,9 @@ function capacityGuard(session: InvokeAgentSession): { admit(): string | undefin
       return undefined;
     },
     /** Gives the place back: the run now counts in the owner table, or the call was refused. */
-    release: () => {
-      admitting -= 1;
+    release: (signal) => {
+      signal.removeEventListener('abort', onCancel);
+      if (!cancelledWhileAdmitted.has(signal)) admitting -= 1;
     },
   };
 }
@@ -123,7 +146,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
     },
     guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
       const args = invokeArguments.read(raw);
-      const atCapacity = capacity.admit();
+      const atCapacity = capacity.admit(extra.signal);
       if (atCapacity !== undefined) return failure(atCapacity);
       let preflight: Preflight;
       try {
@@ -134,12 +157,14 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         if (preflight.ok && session.signingKey.unusable !== undefined) preflight = { ok: false, message: session.signingKey.unusable };
       } finally {
         // Synchronous from here to owners.start below, so no other call can take this place meanwhile.
-        capacity.release();
+        capacity.release(extra.signal);
       }
       if (!preflight.ok) {
         session.log.info('invoke_agent refused before inference', { agent: args.agent, reason: preflight.message });
         return failure(preflight.message);
       }
+      // Shutdown began while this call was admitted: it is answered, and starts nothing.
+      if (session.owners.closed !== undefined) return failure(`${session.owners.closed}; the call was not started`);
       const { definition } = preflight;
       const runId = randomUUID();
       const progressToken = extra._meta?.progressToken;
