@@ -54,6 +54,15 @@ export function faultHook(mode: string | undefined, prompt: string, context: Fau
       for (let i = 0; i < 300; i += 1) console.log(`chatty line ${i} ${'x'.repeat(1000)}`);
     };
   }
+  if (mode === 'worker-stderr-key' && prompt.includes('[[fault:worker-stderr-key]]')) {
+    // A library printing the key on its standard error: split by a newline, and JSON-escaped.
+    return (phase) => {
+      if (phase !== 'request_sent') return;
+      const half = Math.floor(context.apiKey.length / 2);
+      console.error(`a library printing the split key ${context.apiKey.slice(0, half)}\n${context.apiKey.slice(half)} done`);
+      process.stderr.write(`${JSON.stringify({ note: 'json-escaped key', key: `${context.apiKey.slice(0, half)}\n${context.apiKey.slice(half)}` })}\n`);
+    };
+  }
   if (mode === 'worker-stdout-routes' && prompt.includes('[[fault:worker-stdout-routes]]')) {
     return (phase) => {
       if (phase === 'request_sent') tryStdoutRoutes();
