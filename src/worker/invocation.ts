@@ -9,6 +9,7 @@ import { authorizeRespond } from '../shared/policy/respond-authorization.js';
 import { respondRequestFor } from '../shared/policy/respond-request.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
 import { failedFinishEvent, RUN_SURFACE, startedEvent } from '../shared/journal/run-events.js';
+import { containsSecret } from '../shared/secrets/key-redaction.js';
 import { buildConversation } from './conversation.js';
 import { AttemptsFailed, failedAttemptFinish, inferWithRetries } from './inference-attempts.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
@@ -186,6 +187,12 @@ export async function performInvocation(
     // Only a finished answer is released; a cut, refused, filtered or failed one is withheld whole.
     if (response.finish_reason !== 'complete') {
       throw new RunStopped(`${explainFinish(response.finish_reason, response.provider_finish_reason)}; the response was withheld`);
+    }
+
+    // The server's secrets never leave it: an answer holding the provider key (a provider that
+    // echoes the request's headers) is withheld whole, however the key is split or cased in it.
+    if (containsSecret(response.content, [resources.provider.apiKey])) {
+      throw new RunStopped('the answer contains the configured provider key, so it was withheld');
     }
 
     const contentBytes = Buffer.byteLength(response.content, 'utf8');

@@ -1,9 +1,9 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { INVOCATIONS_MAX_DEFAULT, SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
 import { PinnedDirectory, pinProject } from '../../shared/confinement/index.js';
-import { createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
+import { captureStandardError, createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
+import { configuredSecrets } from '../../shared/secrets/key-redaction.js';
 import { takeStartupSnapshot } from '../startup-snapshot.js';
 import { DslAnalysisPool } from '../dsl-analysis-pool.js';
 import { analyseSources, type SourceAnalysis } from '../source-analysis.js';
@@ -84,14 +84,13 @@ function outputFlushed(stdout: NodeJS.WriteStream): Promise<void> {
   });
 }
 
-/** Library code must never write to stdout; this keeps a stray console call off the MCP channel. */
+/**
+ * Library code must never write to stdout; this keeps a stray console call off the MCP channel
+ * (on the stderr stream, which captureStandardError takes over once the log exists).
+ */
 function keepConsoleOffStdout(): void {
   const toStderr = (...args: unknown[]): void => {
-    try {
-      fs.writeSync(2, `${args.map(String).join(' ')}\n`);
-    } catch {
-      // stderr closed: nothing useful to do
-    }
+    process.stderr.write(`${args.map(String).join(' ')}\n`);
   };
   console.log = toStderr;
   console.info = toStderr;
@@ -103,7 +102,9 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   keepConsoleOffStdout();
   preferSmallHeaps();
   const project = pinProjectOption(options.project);
-  const log = createOperatorLog(options.logFormat);
+  const secrets = configuredSecrets(process.env);
+  const log = createOperatorLog(options.logFormat, secrets);
+  captureStandardError(log, secrets);
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
   // The analysis thread starts with the first DSL text to analyse: the startup
   // analysis after the handshake, or an earlier parse_dsl or list_agents.
