@@ -3,10 +3,12 @@ import { createRequire } from 'node:module';
 import type { Logger, pino as PinoFactory } from 'pino';
 import { escapeToOneLine } from '../shared/text/one-line-text.js';
 import { redactKeys, redactSecrets } from '../shared/secrets/key-redaction.js';
+import type { LogEvent } from './log-events.js';
 
 // Everything the server says to an operator goes to standard error, and only
 // through here: standard output is the MCP channel and must carry JSON-RPC
-// messages only. Callers pass short messages and plain fields; never prompts
+// messages only. Each line is one named event (log-events.ts lists them and
+// docs/running.md documents their fields). Callers pass short messages and plain fields; never prompts
 // or responses. What reaches this process's stderr stream anyway (a library's
 // console call, a worker thread's standard error, which Node pipes into it) is
 // taken in by captureStandardError and said as a line of its own. Every byte
@@ -16,13 +18,18 @@ import { redactKeys, redactSecrets } from '../shared/secrets/key-redaction.js';
 export type LogFormat = 'text' | 'json';
 export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
 
-export type LogFields = Record<string, unknown>;
+export type LogLevel = 'info' | 'warn' | 'error';
+
+/** One event's fields; `event` names it (log-events.ts). */
+export type LogFields = { event: LogEvent } & Record<string, unknown>;
 
 export interface OperatorLog {
   readonly format: LogFormat;
-  info(message: string, fields?: LogFields): void;
-  warn(message: string, fields?: LogFields): void;
-  error(message: string, fields?: LogFields): void;
+  info(message: string, fields: LogFields): void;
+  warn(message: string, fields: LogFields): void;
+  error(message: string, fields: LogFields): void;
+  /** The same, at a level chosen at run time. */
+  write(level: LogLevel, message: string, fields: LogFields): void;
 }
 
 function formatFieldValue(value: unknown): string {
@@ -50,32 +57,33 @@ function stderrWriter(secrets: readonly string[]): (line: string) => void {
  * The message and each string field redacted on its own, with its edges looked at: a key a line
  * break split over two captured lines shows part of itself at the edge of each.
  */
-function redacted(message: string, fields: LogFields | undefined, secrets: readonly string[]): { message: string; fields: LogFields } {
+function redacted(message: string, fields: LogFields, secrets: readonly string[]): { message: string; fields: LogFields } {
   const clean = (value: unknown): unknown => (typeof value === 'string' ? redactSecrets(value, secrets, { atEdges: true }) : value);
-  const cleaned: LogFields = {};
-  for (const [key, value] of Object.entries(fields ?? {})) cleaned[key] = Array.isArray(value) ? value.map(clean) : clean(value);
-  return { message: redactSecrets(message, secrets, { atEdges: true }), fields: cleaned };
+  const cleaned: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields)) cleaned[key] = Array.isArray(value) ? value.map(clean) : clean(value);
+  return { message: redactSecrets(message, secrets, { atEdges: true }), fields: { ...cleaned, event: fields.event } };
 }
 
 function textLog(write: (line: string) => void, secrets: readonly string[]): OperatorLog {
-  const log = (level: string, rawMessage: string, rawFields?: LogFields): void => {
+  const log = (level: LogLevel, rawMessage: string, rawFields: LogFields): void => {
     const { message, fields } = redacted(rawMessage, rawFields, secrets);
-    const prefix = level === 'info' ? 'symbi mcp: ' : `symbi mcp: ${level}: `;
     // Startup summary lines already say everything in the message; their fields are for JSON readers.
-    const summaryLine = typeof fields.event === 'string' && fields.event.startsWith('startup.');
+    const summaryLine = fields.event.startsWith('startup.');
     const extra = summaryLine
       ? ''
       : Object.entries(fields)
           .filter(([k, v]) => k !== 'event' && v !== undefined)
           .map(([k, v]) => ` ${k}=${formatFieldValue(v)}`)
           .join('');
-    write(`${prefix}${escapeToOneLine(message)}${extra}\n`);
+    // ISO 8601 in UTC, the level and the event name first, so a line sorts, filters and greps by them.
+    write(`${new Date().toISOString()} symbi mcp: ${level} ${fields.event}: ${escapeToOneLine(message)}${extra}\n`);
   };
   return {
     format: 'text',
     info: (m, f) => log('info', m, f),
-    warn: (m, f) => log('warning', m, f),
+    warn: (m, f) => log('warn', m, f),
     error: (m, f) => log('error', m, f),
+    write: log,
   };
 }
 
@@ -87,7 +95,7 @@ function jsonLog(write: (line: string) => void, secrets: readonly string[]): Ope
     { base: { component: 'symbi-mcp' }, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
     { write },
   );
-  const log = (level: 'info' | 'warn' | 'error', rawMessage: string, rawFields?: LogFields): void => {
+  const log = (level: LogLevel, rawMessage: string, rawFields: LogFields): void => {
     const { message, fields } = redacted(rawMessage, rawFields, secrets);
     logger[level](fields, message);
   };
@@ -96,6 +104,7 @@ function jsonLog(write: (line: string) => void, secrets: readonly string[]): Ope
     info: (m, f) => log('info', m, f),
     warn: (m, f) => log('warn', m, f),
     error: (m, f) => log('error', m, f),
+    write: log,
   };
 }
 

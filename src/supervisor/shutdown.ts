@@ -22,6 +22,8 @@ export interface ShutdownDependencies {
    * Runs are cancelled without waiting for it; it is awaited before the closing lines.
    */
   beforeDrain?: () => void | Promise<void>;
+  /** The operator's summary (run-statistics.ts), written once runs are settled. */
+  summary?: () => void;
 }
 
 export type Shutdown = (cause: string) => Promise<never>;
@@ -36,10 +38,11 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
       deps.owners.cancelAll(`the server is shutting down (${cause})`);
       const { finalised, notFinalised } = await deps.owners.drain(deps.graceMs);
       await summary;
-      deps.log.info('shutting down', { cause, live_runs: live, finalised, not_finalised: notFinalised });
+      deps.log.info('shutting down', { event: 'shutdown', cause, live_runs: live, finalised, not_finalised: notFinalised });
       if (notFinalised > 0) {
-        deps.log.warn(`${notFinalised} run(s) were not finalised within ${deps.graceMs} ms; their journals need reconciliation`);
+        deps.log.warn(`${notFinalised} run(s) were not finalised within ${deps.graceMs} ms; their journals need reconciliation`, { event: 'shutdown.unfinalised' });
       }
+      deps.summary?.();
       // A settled run's answer is written over the microtasks that follow its
       // settling: one turn lets every handler send it before the session closes.
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -54,7 +57,7 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
 
   process.on('SIGINT', () => {
     if (inProgress !== undefined) {
-      deps.log.warn('second SIGINT: exiting now without waiting for runs');
+      deps.log.warn('second SIGINT: exiting now without waiting for runs', { event: 'shutdown.forced' });
       process.exit(130);
     }
     void shutdown('SIGINT');

@@ -5,6 +5,7 @@
 import { foldToOneLine } from '../text/one-line-text.js';
 import { parsePolicyFile, type ParsedPolicy } from './policy-file-parse.js';
 import { validateRespondPolicies } from './respond-validation.js';
+import { policyLabel } from './policy-label.js';
 
 /** A project-relative path, with its text or the reason it could not be read. */
 export interface PolicyFileInput {
@@ -19,6 +20,8 @@ export interface LoadedPolicy {
   id: string;
   file: string;
   text: string;
+  /** How stderr names it: its @id, else file:line (policy-label.ts). */
+  label: string;
 }
 
 export interface LoadedPolicySet {
@@ -95,7 +98,7 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
   }
   return freeze({
     mode: 'configured',
-    policies: parsed.map(({ id, file, text }) => ({ id, file, text })),
+    policies: parsed.map((policy) => ({ id: policy.id, file: policy.file, text: policy.text, label: policyLabel(policy) })),
     notices,
     warnings: findings.warnings,
   });

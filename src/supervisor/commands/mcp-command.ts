@@ -14,6 +14,7 @@ import { createInvokeAgentBackend } from '../invoke-agent-backend.js';
 import { preferSmallHeaps } from '../heap-footprint.js';
 import { installShutdown, type Shutdown } from '../shutdown.js';
 import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
+import { RunStatistics } from '../run-statistics.js';
 
 // `symbi mcp`: pin the project, take the startup snapshot, print the summary
 // on standard error and serve MCP on stdio until standard input ends.
@@ -22,6 +23,10 @@ const USAGE_EXIT = 2;
 const SHUTDOWN_GRACE_MS_MAX = 600_000;
 // A bound far above what one process's memory holds is no bound at all.
 const MAX_INVOCATIONS_MAX = 65_536;
+/** A week: a longer interval is no summary at all. */
+const SUMMARY_INTERVAL_MAX_MINUTES = 10_080;
+/** By default a summary every hour while runs happen; a shorter stdio session sees only the shutdown one. */
+const SUMMARY_INTERVAL_DEFAULT_MINUTES = 60;
 /** How often shutdown looks whether standard output has taken every answer. */
 const OUTPUT_FLUSH_POLL_MS = 10;
 /** How long the startup summary waits for the client's `initialized` notification. */
@@ -32,6 +37,8 @@ export interface McpCommandOptions {
   logFormat: LogFormat;
   shutdownGraceMs: number;
   maxInvocations: number;
+  /** Minutes between summaries while runs happen; 0 for none (the shutdown summary is always written). */
+  summaryIntervalMinutes: number;
 }
 
 function usageError(message: string): never {
@@ -54,6 +61,13 @@ function parseGrace(value: string): number {
 function parseMaxInvocations(value: string): number {
   if (!/^\d{1,5}$/.test(value) || Number(value) < 1 || Number(value) > MAX_INVOCATIONS_MAX) {
     usageError(`--max-invocations ${JSON.stringify(value)} is not valid; use a whole number from 1 to ${MAX_INVOCATIONS_MAX}`);
+  }
+  return Number(value);
+}
+
+function parseSummaryInterval(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > SUMMARY_INTERVAL_MAX_MINUTES) {
+    usageError(`--summary-interval ${JSON.stringify(value)} is not valid; use a whole number of minutes from 0 (none) to ${SUMMARY_INTERVAL_MAX_MINUTES}`);
   }
   return Number(value);
 }
@@ -113,6 +127,13 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const sourceAnalysis = (): Promise<SourceAnalysis> => (sources ??= analyseSources(snapshot, dslAnalysis));
   const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs, dslAnalysis, sourceAnalysis };
   const runtime = createInvokeAgentBackend(context, options.maxInvocations);
+  const statistics = new RunStatistics(options.maxInvocations);
+  runtime.session.statistics = statistics;
+  if (options.summaryIntervalMinutes > 0) {
+    setInterval(() => {
+      if (statistics.changedSinceSummary()) statistics.writeSummary(log, 'interval');
+    }, options.summaryIntervalMinutes * 60_000).unref();
+  }
   let shutdown: Shutdown | undefined;
   // The summary (which parses every agent source) comes once the client has
   // completed the handshake, so its initialize is answered without waiting for
@@ -124,7 +145,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     return (summaryWritten ??= sourceAnalysis().then((analysis) => {
       writeStartupSummary(snapshot, analysis, log);
       writeProviderSummary(runtime.session.provider, log);
-      log.info('serving MCP on standard input/output');
+      log.info('serving MCP on standard input/output', { event: 'startup.serving' });
     }));
   };
   const session = await startMcpSession(context, undefined, {
@@ -143,6 +164,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     },
     // Standard error always starts with the summary, even for a session that ends at once.
     beforeDrain: summaryOnce,
+    summary: () => statistics.writeSummary(log, 'shutdown'),
   });
   const afterHandshake = (): void => {
     void summaryOnce();
@@ -166,16 +188,20 @@ export function registerMcpCommand(program: Command): void {
     .addOption(
       new Option('--max-invocations <n>', 'invoke_agent calls in progress at once; more are refused at once as "at capacity"').default(String(INVOCATIONS_MAX_DEFAULT)),
     )
+    .addOption(
+      new Option('--summary-interval <minutes>', 'minutes between summaries on standard error while runs happen (0: only at shutdown)').default(String(SUMMARY_INTERVAL_DEFAULT_MINUTES)),
+    )
     .exitOverride((err: CommanderError) => {
       // Commander's own usage errors (unknown option, missing value) share the usage exit code.
       process.exit(err.exitCode === 0 ? 0 : USAGE_EXIT);
     })
-    .action(async (raw: { project: string; logFormat: string; shutdownGraceMs: string; maxInvocations: string }) => {
+    .action(async (raw: { project: string; logFormat: string; shutdownGraceMs: string; maxInvocations: string; summaryInterval: string }) => {
       await runMcpServer({
         project: raw.project,
         logFormat: parseLogFormat(raw.logFormat),
         shutdownGraceMs: parseGrace(raw.shutdownGraceMs),
         maxInvocations: parseMaxInvocations(raw.maxInvocations),
+        summaryIntervalMinutes: parseSummaryInterval(raw.summaryInterval),
       });
     });
 }

@@ -99,7 +99,7 @@ function registerListAgents(server: McpServer, context: SessionContext): void {
         };
         return jsonResult(result);
       },
-      (err) => context.log.error('list_agents failed unexpectedly', { error: String(err) }),
+      (err) => context.log.error('list_agents failed unexpectedly', { event: 'tool.internal_error', error: String(err) }),
     ),
   );
 }
@@ -142,7 +142,7 @@ function registerGetAgentDsl(server: McpServer, context: SessionContext): void {
         const result: z.infer<typeof getAgentDslOutput> = { agent: entry.stem, file: entry.file, source: entry.text };
         return { content: [{ type: 'text', text: entry.text }], structuredContent: result };
       },
-      (err) => context.log.error('get_agent_dsl failed unexpectedly', { error: String(err) }),
+      (err) => context.log.error('get_agent_dsl failed unexpectedly', { event: 'tool.internal_error', error: String(err) }),
     ),
   );
 }
@@ -201,7 +201,7 @@ function registerParseDsl(server: McpServer, context: SessionContext): void {
         }
         return analysedReport(context, text, file);
       },
-      (err) => context.log.error('parse_dsl failed unexpectedly', { error: String(err) }),
+      (err) => context.log.error('parse_dsl failed unexpectedly', { event: 'tool.internal_error', error: String(err) }),
     ),
   );
 }
@@ -243,7 +243,7 @@ function registerGetAgentsMd(server: McpServer, context: SessionContext): void {
         if ('error' in read) return toolError(`get_agents_md: ${read.error}`);
         return { content: [{ type: 'text', text: read.text }] };
       },
-      (err) => context.log.error('get_agents_md failed unexpectedly', { error: String(err) }),
+      (err) => context.log.error('get_agents_md failed unexpectedly', { event: 'tool.internal_error', error: String(err) }),
     ),
   );
 }
