@@ -36,7 +36,7 @@ export interface LoadedPolicySet {
   denyReason?: string;
 }
 
-const DEFAULT_PERMIT_NOTICE = 'no policy files: default permission for respond applies';
+const DEFAULT_PERMIT_NOTICE = 'no policy files: every response is permitted (default permission)';
 
 export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySet {
   if (files.length === 0) {
