@@ -15,6 +15,7 @@ import { preferSmallHeaps } from '../heap-footprint.js';
 import { installShutdown, type Shutdown } from '../shutdown.js';
 import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 import { RunStatistics } from '../run-statistics.js';
+import { watchProjectChanges } from '../project-change-watch.js';
 
 // `symbi mcp`: pin the project, take the startup snapshot, print the summary
 // on standard error and serve MCP on stdio until standard input ends.
@@ -146,6 +147,8 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
       writeStartupSummary(snapshot, analysis, log);
       writeProviderSummary(runtime.session.provider, log);
       log.info('serving MCP on standard input/output', { event: 'startup.serving' });
+      // From here on, an edit to what the snapshot was read from is said once (project-change-watch.ts).
+      watchProjectChanges(project, log);
     }));
   };
   const session = await startMcpSession(context, undefined, {
