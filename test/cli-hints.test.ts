@@ -1,0 +1,18 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { symbiBin } from './support/server-entry.js';
+
+// An MCP client configured as `symbi --project X` (the sub-command left out) gets one line that
+// says which command was meant, not only "unknown option" (issue 34, item 6).
+
+describe('the symbi command line', () => {
+  for (const args of [['--project', '/tmp/x'], ['--log-format=json']]) {
+    it(`names the mcp sub-command for ${args.join(' ')}`, () => {
+      const run = spawnSync(process.execPath, [symbiBin, ...args], { encoding: 'utf8' });
+      assert.equal(run.status, 2);
+      assert.equal(run.stdout, '');
+      assert.match(run.stderr, new RegExp(`^symbi: ${args[0]!.split('=')[0]} is an option of the mcp sub-command; run: symbi mcp ${args.join(' ')}\\n$`));
+    });
+  }
+});
