@@ -4,7 +4,8 @@ import { describe, it } from 'node:test';
 import { symbiBin } from './support/server-entry.js';
 
 // An MCP client configured as `symbi --project X` (the sub-command left out) gets one line that
-// says which command was meant, not only "unknown option" (issue 34, item 6).
+// says which command was meant, not only "unknown option" (issue 34, item 6); the demo explains a
+// machine it cannot run on instead of a stack trace (item 5).
 
 describe('the symbi command line', () => {
   for (const args of [['--project', '/tmp/x'], ['--log-format=json']]) {
@@ -15,4 +16,11 @@ describe('the symbi command line', () => {
       assert.match(run.stderr, new RegExp(`^symbi: ${args[0]!.split('=')[0]} is an option of the mcp sub-command; run: symbi mcp ${args.join(' ')}\\n$`));
     });
   }
+
+  it('symbi demo with a temporary folder that does not exist: one line naming it and the fix, exit 1', () => {
+    const missing = '/nonexistent-symbi-log-test-tmp';
+    const run = spawnSync(process.execPath, [symbiBin, 'demo'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: missing } });
+    assert.equal(run.status, 1);
+    assert.match(run.stderr, new RegExp(`^symbi demo: cannot make a copy of the example in the temporary folder ${missing} \\(ENOENT\\); set TMPDIR to a folder you can write to\n$`), run.stderr);
+  });
 });
