@@ -76,12 +76,39 @@ function skeletonOf(text: string, withPositions: boolean): Skeleton {
   return withPositions ? { chars: chars.join(''), starts, ends } : { chars: chars.join('') };
 }
 
+const ESCAPE = /\\+(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|([nrtfvb0]))|\\+/g;
+const SEPARATORS = /[\s\p{Cc}\p{Cf}]+/gu;
+
+/**
+ * The skeleton's characters alone, by native replaces (a megabyte answer in milliseconds): the
+ * same escapes read, the same separators dropped, case folded. Used to decide whether there is
+ * anything to find before the positions are worked out character by character.
+ */
+function flatten(text: string): string {
+  return text
+    .replace(ESCAPE, (_m, u?: string, x?: string, letter?: string) =>
+      u !== undefined ? String.fromCharCode(parseInt(u, 16)) : x !== undefined ? String.fromCharCode(parseInt(x, 16)) : letter !== undefined ? ' ' : '')
+    .replace(SEPARATORS, '')
+    .toLowerCase();
+}
+
+/** Whether the flattened text holds a key, or (with `atEdges`) a key fragment at its start or end. */
+function mayHold(flat: string, keys: readonly string[], atEdges: boolean): boolean {
+  for (const key of keys) {
+    if (flat.includes(key)) return true;
+    if (!atEdges) continue;
+    const least = Math.min(EDGE_FRAGMENT_MAX_CHARS, Math.ceil(key.length / 2));
+    if (flat.includes(key.slice(0, least)) || flat.includes(key.slice(key.length - least))) return true;
+  }
+  return false;
+}
+
 /** The secrets worth looking for loosely, as the skeleton spells them, longest first (a key holding another is replaced whole). */
 function needles(secrets: readonly string[]): string[] {
   const out = new Set<string>();
   for (const secret of secrets) {
     if (secret.length < SECRET_MIN_CHARS) continue;
-    const needle = skeletonOf(secret, false).chars;
+    const needle = flatten(secret);
     if (needle.length > 0) out.add(needle);
   }
   return [...out].sort((a, b) => b.length - a.length);
@@ -90,7 +117,7 @@ function needles(secrets: readonly string[]): string[] {
 /** Original-text ranges holding one of `secrets`, however split, escaped or cased (and key fragments at the edges when asked). */
 function secretRanges(text: string, secrets: readonly string[], atEdges: boolean): [number, number][] {
   const keys = needles(secrets);
-  if (keys.length === 0) return [];
+  if (keys.length === 0 || !mayHold(flatten(text), keys, atEdges)) return [];
   const skeleton = skeletonOf(text, true);
   const { chars } = skeleton;
   const starts = skeleton.starts as number[];
@@ -158,12 +185,25 @@ export function redactKeys(text: string, secrets: readonly string[], options: Re
   return redactSecrets(text, secrets, options).replace(KEY_SHAPED, REDACTED).replace(BEARER_TOKEN, `Bearer ${REDACTED}`);
 }
 
-/** Whether `text` holds one of `secrets` (of at least SECRET_MIN_CHARS), however split, escaped or cased. */
+/** What may stand between two characters of a key: separators, and escapes of them. */
+const LOOSE_GAP = String.raw`(?:[\s\p{Cc}\p{Cf}]|\\+(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[nrtfvb0])|\\+)*`;
+
+/** `key` as one regular expression that lets separators and escapes in between and ignores case. */
+function looseKeyPattern(key: string): RegExp {
+  const chars = [...key].map((c) => {
+    const hex = (c.codePointAt(0) as number).toString(16).padStart(4, '0');
+    // The character by its code point (no escaping to get wrong), or a \uXXXX escape of it.
+    return `(?:\\u{${hex}}|\\\\+u${hex})`;
+  });
+  return new RegExp(chars.join(LOOSE_GAP), 'iu');
+}
+
+/**
+ * Whether `text` holds one of `secrets` (of at least SECRET_MIN_CHARS), however split, escaped or
+ * cased: one regular-expression search per key, so a megabyte answer costs milliseconds.
+ */
 export function containsSecret(text: string, secrets: readonly string[]): boolean {
-  const keys = needles(secrets);
-  if (keys.length === 0) return false;
-  const { chars } = skeletonOf(text, false);
-  return keys.some((key) => chars.includes(key));
+  return needles(secrets).some((key) => looseKeyPattern(key).test(text));
 }
 
 /** The key variables a provider can be configured with (provider-config.ts reads one of them). */
