@@ -17,6 +17,13 @@ describe('the symbi command line', () => {
     });
   }
 
+  it('symbi mcp --summary-interval with a bad value: one line saying what is allowed, exit 2', () => {
+    const run = spawnSync(process.execPath, [symbiBin, 'mcp', '--summary-interval', 'soon'], { encoding: 'utf8' });
+    assert.equal(run.status, 2);
+    assert.equal(run.stdout, '');
+    assert.match(run.stderr, /^symbi mcp: --summary-interval "soon" is not valid; use a whole number of minutes from 0 \(none\) to 10080\n$/);
+  });
+
   it('symbi demo with a temporary folder that does not exist: one line naming it and the fix, exit 1', () => {
     const missing = '/nonexistent-symbi-log-test-tmp';
     const run = spawnSync(process.execPath, [symbiBin, 'demo'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: missing } });
