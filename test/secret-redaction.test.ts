@@ -92,7 +92,8 @@ describe('the provider key never leaves the server', () => {
     try {
       const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'print [[fault:worker-stderr-key]]' });
       assert.equal(result.isError, undefined, textOf(result));
-      const stderr = await waitForStderr(server, (s) => s.includes('json-escaped key'));
+      const stderr = await waitForStderr(server, (s) => s.includes('json-escaped key') && s.includes('edge-split end'));
+      assert.match(stderr, /edge-split key \[redacted\]/, stderr);
       assert.match(stderr, /stderr\.other: .*json-escaped key/, stderr);
       assert.deepEqual(keyTraces(stderr), [], stderr);
     } finally {

@@ -61,6 +61,9 @@ export function faultHook(mode: string | undefined, prompt: string, context: Fau
       const half = Math.floor(context.apiKey.length / 2);
       console.error(`a library printing the split key ${context.apiKey.slice(0, half)}\n${context.apiKey.slice(half)} done`);
       process.stderr.write(`${JSON.stringify({ note: 'json-escaped key', key: `${context.apiKey.slice(0, half)}\n${context.apiKey.slice(half)}` })}\n`);
+      // Two writes, one line each: the key's halves at the edges of two lines.
+      process.stderr.write(`edge-split key ${context.apiKey.slice(0, half)}\n`);
+      setTimeout(() => process.stderr.write(`${context.apiKey.slice(half)} edge-split end\n`), 50);
     };
   }
   if (mode === 'worker-stdout-routes' && prompt.includes('[[fault:worker-stdout-routes]]')) {
