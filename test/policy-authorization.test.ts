@@ -252,7 +252,7 @@ describe('canPermitSomeResponse (Cedar partial evaluation, response unknown)', (
   it('a remembered verdict follows changes to a set that is not frozen', () => {
     const copy = structuredClone(load(PERMIT));
     assert.equal(canPermitSomeResponse(copy, before()).possible, true);
-    copy.policies.push({ id: 'policies/late.cedar#0', file: 'policies/late.cedar', text: 'forbid(principal, action, resource);', line: 1 });
+    copy.policies.push({ id: 'policies/late.cedar#0', file: 'policies/late.cedar', text: 'forbid(principal, action, resource);', line: 1, label: 'policies/late.cedar:1' });
     assert.equal(canPermitSomeResponse(copy, before()).possible, false);
     assert.equal(authorizeRespond(copy, request('hello')).decision, 'deny');
   });

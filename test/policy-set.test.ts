@@ -42,7 +42,7 @@ describe('loadPolicySet modes', () => {
     const set = loadPolicySet([]);
     assert.equal(set.mode, 'default-permit');
     assert.deepEqual(set.policies, []);
-    assert.deepEqual(set.notices, ['no policy files: default permission for respond applies']);
+    assert.deepEqual(set.notices, ['no policy files: every response is permitted (default permission)']);
     assert.equal(set.denyReason, undefined);
   });
 

@@ -228,7 +228,7 @@ describe('symbi mcp without AGENTS.md or agents/', () => {
       const unknown = await server.call('get_agent_dsl', { agent: 'x' });
       assert.match(textOf(unknown), /available: none/);
       const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
-      assert.match(stderr, /agents\/ does not exist/);
+      assert.match(stderr, /no agents\/ in /);
       assert.match(stderr, /AGENTS\.md: not present/);
     } finally {
       await server.close();

@@ -172,6 +172,9 @@ function terminalSummary(reason: unknown): string {
 
 // ---- the walk-through ------------------------------------------------------------------------------
 
+/** The machine cannot run the demo (temporary folder, port): one line with the cause and the fix, exit 1. */
+export class DemoSetupError extends Error {}
+
 function copyExample(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-demo-'));
   const project = path.join(dir, 'quickstart');
@@ -195,8 +198,22 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
   const started = Date.now();
   say(bold('symbi mcp demo') + dim('  (a governed MCP server, driven by the MCP SDK client over stdio)'));
 
-  const project = copyExample();
-  const endpoint: SyntheticEndpoint = await startSyntheticEndpoint();
+  // The two things the demo needs from the machine, each refused in one line with its fix.
+  let project: string;
+  try {
+    project = copyExample();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new DemoSetupError(`cannot make a copy of the example in the temporary folder ${os.tmpdir()} (${code}); set TMPDIR to a folder you can write to`);
+  }
+  let endpoint: SyntheticEndpoint;
+  try {
+    endpoint = await startSyntheticEndpoint();
+  } catch (error) {
+    fs.rmSync(path.dirname(project), { recursive: true, force: true });
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new DemoSetupError(`the local model endpoint could not listen on 127.0.0.1 (${code}); check that the loopback interface is up and a local port is free`);
+  }
   field('project', `${project} ${dim('(a fresh copy of examples/quickstart)')}`);
   field('model', `synthetic endpoint at ${endpoint.url} ${dim('(local, no network, no key)')}`);
 
@@ -391,7 +408,7 @@ if (isMainModule()) {
       process.exitCode = status;
     },
     (error: unknown) => {
-      process.stderr.write(`demo: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.stderr.write(`demo: ${error instanceof Error ? oneLine(error.message) : String(error)}\n`);
       process.exitCode = 1;
     },
   );

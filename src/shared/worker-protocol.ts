@@ -68,10 +68,31 @@ export interface CancelMessage {
   reason: string;
 }
 
-/** Worker -> supervisor. */
+/**
+ * Worker -> supervisor, while the run goes on. `provider`: something the operator hears at once on
+ * standard error, never the caller or the journal: a retry about to happen (`retry`), or the
+ * provider's own words (capped, keys redacted) or a note about the call (`message`).
+ */
 export type WorkerNotice =
   | { type: 'progress'; phase: RunPhase }
-  | { type: 'journal'; path: string; publicKey: string };
+  | { type: 'journal'; path: string; publicKey: string }
+  | { type: 'provider'; note: ProviderNote };
+
+export type ProviderNote =
+  | { kind: 'retry'; attempt: number; nextAttempt: number; status: number | null; failure: string; waitMs: number }
+  | { kind: 'message'; text: string };
+
+/**
+ * Why a run ended, for the operator's `run.ended` line (docs/running.md lists the reasons):
+ * `completed`, `policy_denied` (with the determining policies by @id, else file:line),
+ * `tool_call_withheld`, `finish_<reason>`, `provider_key_in_answer`, `provider_http_<status>`,
+ * `provider_<kind>`, `cancelled`, `deadline`, `request_too_large`, `response_too_large`,
+ * `key_file_changed`, `journal_failed`, `worker_failed`.
+ */
+export interface RunEnd {
+  reason: string;
+  policies?: string[];
+}
 
 export interface AuditReference {
   run_id: string;
@@ -82,12 +103,9 @@ export interface AuditReference {
 /** When the terminal record became durable: epoch milliseconds with sub-millisecond precision (comparable across threads). */
 export type DurableAt = number;
 
-/**
- * `providerNotes`: the provider's own error messages (capped, keys redacted), for standard error only;
- * they never reach the MCP result or the journal.
- */
+/** `end`: why the run ended, for standard error only (absent when the run's thread could not say). */
 export type InvokeOutcome =
-  | { ok: true; text: string; audit: AuditReference; terminalDurableAt: DurableAt; providerNotes?: string[] }
+  | { ok: true; text: string; audit: AuditReference; terminalDurableAt: DurableAt; end?: RunEnd }
   | {
       ok: false;
       message: string;
@@ -95,7 +113,7 @@ export type InvokeOutcome =
       terminalDurable: boolean;
       terminalDurableAt?: DurableAt;
       cancelled: boolean;
-      providerNotes?: string[];
+      end?: RunEnd;
       /** Set when the run was refused, before any journal, because the key file changed after startup. */
       keyFileChange?: string;
     };

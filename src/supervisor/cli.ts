@@ -25,6 +25,12 @@ program
   .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
 
 const requested = process.argv[2];
+// `symbi --project X` (an MCP client configured without the sub-command): say which one was meant.
+const MCP_OPTIONS = ['--project', '--log-format', '--shutdown-grace-ms', '--max-invocations', '--summary-interval'];
+if (requested !== undefined && MCP_OPTIONS.some((o) => requested === o || requested.startsWith(`${o}=`))) {
+  process.stderr.write(`symbi: ${requested.split('=')[0]} is an option of the mcp sub-command; run: symbi mcp ${process.argv.slice(2).join(' ')}\n`);
+  process.exit(2);
+}
 const versionOnly = requested === '--version' || requested === '-V';
 const names =
   requested !== undefined && Object.hasOwn(commands, requested) ? [requested]

@@ -76,7 +76,7 @@ export function createMcpServer(context: SessionContext, options: SessionOptions
   );
   registerProjectFileTools(server, context);
   // verify_schema only logs its insecure-mode warning and internal errors, both operator warnings.
-  registerVerifySchemaTool(server, { project: context.project, log: (line: string) => context.log.warn(line.replace(/^warning: /, '')) });
+  registerVerifySchemaTool(server, { project: context.project, log: (line: string) => context.log.warn(line.replace(/^warning: /, ''), { event: 'schemapin.warning' }) });
   options.registerInvokeAgent?.(server);
   return server;
 }
@@ -93,7 +93,7 @@ export async function startMcpSession(
   const reportMalformed = (reason: string): void => {
     malformed++;
     if (malformed <= MALFORMED_LOG_FIRST || malformed % MALFORMED_LOG_EVERY === 0) {
-      log.warn(`malformed message from the client: ${reason}`, { malformed_total: malformed });
+      log.warn(`malformed message from the client: ${reason}`, { event: 'client.malformed', malformed_total: malformed });
     }
   };
   const answer = (message: Record<string, unknown>): void => {

@@ -2,21 +2,34 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Logger, pino as PinoFactory } from 'pino';
 import { escapeToOneLine } from '../shared/text/one-line-text.js';
+import { redactKeys, redactSecrets } from '../shared/secrets/key-redaction.js';
+import type { LogEvent } from './log-events.js';
 
-// Everything the server says to an operator goes to standard error: standard
-// output is the MCP channel and must carry JSON-RPC messages only. Callers pass
-// short messages and plain fields; never prompts, responses or key material.
+// Everything the server says to an operator goes to standard error, and only
+// through here: standard output is the MCP channel and must carry JSON-RPC
+// messages only. Each line is one named event (log-events.ts lists them and
+// docs/running.md documents their fields). Callers pass short messages and plain fields; never prompts
+// or responses. What reaches this process's stderr stream anyway (a library's
+// console call, a worker thread's standard error, which Node pipes into it) is
+// taken in by captureStandardError and said as a line of its own. Every byte
+// written passes the key redaction (src/shared/secrets/key-redaction.ts) on
+// the way out, however the key was split, escaped or cased.
 
 export type LogFormat = 'text' | 'json';
 export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
 
-export type LogFields = Record<string, unknown>;
+export type LogLevel = 'info' | 'warn' | 'error';
+
+/** One event's fields; `event` names it (log-events.ts). */
+export type LogFields = { event: LogEvent } & Record<string, unknown>;
 
 export interface OperatorLog {
   readonly format: LogFormat;
-  info(message: string, fields?: LogFields): void;
-  warn(message: string, fields?: LogFields): void;
-  error(message: string, fields?: LogFields): void;
+  info(message: string, fields: LogFields): void;
+  warn(message: string, fields: LogFields): void;
+  error(message: string, fields: LogFields): void;
+  /** The same, at a level chosen at run time. */
+  write(level: LogLevel, message: string, fields: LogFields): void;
 }
 
 function formatFieldValue(value: unknown): string {
@@ -31,53 +44,144 @@ function formatFieldValue(value: unknown): string {
   }
 }
 
-function writeStderr(text: string): void {
-  try {
-    fs.writeSync(2, text);
-  } catch {
-    // A closed stderr must never take the server down.
-  }
+/** The one write to descriptor 2: each whole line, redacted once more as it will be read. */
+function stderrWriter(secrets: readonly string[]): (line: string) => void {
+  return (line) => {
+    try {
+      fs.writeSync(2, redactSecrets(line, secrets));
+    } catch {
+      // A closed stderr must never take the server down.
+    }
+  };
 }
 
-function textLog(): OperatorLog {
-  const write = (level: string, message: string, fields?: LogFields): void => {
-    const prefix = level === 'info' ? 'symbi mcp: ' : `symbi mcp: ${level}: `;
+/**
+ * The message and each string field redacted on its own, with its edges looked at: a key a line
+ * break split over two captured lines shows part of itself at the edge of each.
+ */
+function redacted(message: string, fields: LogFields, secrets: readonly string[]): { message: string; fields: LogFields } {
+  const clean = (value: unknown): unknown => (typeof value === 'string' ? redactSecrets(value, secrets, { atEdges: true }) : value);
+  const cleaned: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields)) cleaned[key] = Array.isArray(value) ? value.map(clean) : clean(value);
+  return { message: redactSecrets(message, secrets, { atEdges: true }), fields: { ...cleaned, event: fields.event } };
+}
+
+function textLog(write: (line: string) => void, secrets: readonly string[]): OperatorLog {
+  const log = (level: LogLevel, rawMessage: string, rawFields: LogFields): void => {
+    const { message, fields } = redacted(rawMessage, rawFields, secrets);
     // Startup summary lines already say everything in the message; their fields are for JSON readers.
-    const summaryLine = typeof fields?.event === 'string' && fields.event.startsWith('startup.');
-    const extra = fields && !summaryLine
-      ? Object.entries(fields)
-          .filter(([k]) => k !== 'event')
-          .filter(([, v]) => v !== undefined)
+    const summaryLine = fields.event.startsWith('startup.');
+    const extra = summaryLine
+      ? ''
+      : Object.entries(fields)
+          .filter(([k, v]) => k !== 'event' && v !== undefined)
           .map(([k, v]) => ` ${k}=${formatFieldValue(v)}`)
-          .join('')
-      : '';
-    writeStderr(`${prefix}${escapeToOneLine(message)}${extra}\n`);
+          .join('');
+    // ISO 8601 in UTC, the level and the event name first, so a line sorts, filters and greps by them.
+    write(`${new Date().toISOString()} symbi mcp: ${level} ${fields.event}: ${escapeToOneLine(message)}${extra}\n`);
   };
   return {
     format: 'text',
-    info: (m, f) => write('info', m, f),
-    warn: (m, f) => write('warning', m, f),
-    error: (m, f) => write('error', m, f),
+    info: (m, f) => log('info', m, f),
+    warn: (m, f) => log('warn', m, f),
+    error: (m, f) => log('error', m, f),
+    write: log,
   };
 }
 
-function jsonLog(): OperatorLog {
+function jsonLog(write: (line: string) => void, secrets: readonly string[]): OperatorLog {
   // pino is loaded only for the JSON format, so text logging does not pay for it at startup.
   const pino = createRequire(import.meta.url)('pino') as typeof PinoFactory;
-  // Synchronous writes to fd 2 so nothing is lost when the process exits right after.
+  // Written synchronously (through the one writer) so nothing is lost when the process exits right after.
   const logger: Logger = pino(
     { base: { component: 'symbi-mcp' }, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
-    pino.destination({ dest: 2, sync: true }),
+    { write },
   );
+  const log = (level: LogLevel, rawMessage: string, rawFields: LogFields): void => {
+    const { message, fields } = redacted(rawMessage, rawFields, secrets);
+    logger[level](fields, message);
+  };
   return {
     format: 'json',
-    info: (m, f) => logger.info(f ?? {}, m),
-    warn: (m, f) => logger.warn(f ?? {}, m),
-    error: (m, f) => logger.error(f ?? {}, m),
+    info: (m, f) => log('info', m, f),
+    warn: (m, f) => log('warn', m, f),
+    error: (m, f) => log('error', m, f),
+    write: log,
   };
 }
 
-/** The operator's log on standard error, in short text lines or one JSON object per line. */
-export function createOperatorLog(format: LogFormat): OperatorLog {
-  return format === 'json' ? jsonLog() : textLog();
+/**
+ * The operator's log on standard error, in short text lines or one JSON object per line.
+ * `secrets` (configuredSecrets: the provider keys) never leave through it.
+ */
+export function createOperatorLog(format: LogFormat, secrets: readonly string[] = []): OperatorLog {
+  const kept = secrets.filter((s) => s.length > 0);
+  const write = stderrWriter(kept);
+  return format === 'json' ? jsonLog(write, kept) : textLog(write, kept);
+}
+
+/** Captured lines said; then one notice, then nothing more (a chatty library cannot flood the log). */
+export const CAPTURED_STDERR_LINES_MAX = 1000;
+/** Characters of one captured line shown (the rest is cut, marked). */
+const CAPTURED_LINE_MAX_CHARS = 500;
+/** A line without a newline is held up to this many characters, then said as it is. */
+const CAPTURED_PENDING_MAX_CHARS = 8192;
+
+type WriteCallback = (err?: Error | null) => void;
+
+/**
+ * Takes over this process's `process.stderr` stream, so what a library prints there
+ * (console.error, console.warn, process.stderr.write, Node's own warnings) and what a worker
+ * thread prints on its standard error (Node pipes each thread's stderr into this stream) reaches
+ * descriptor 2 only as lines of `log`: redacted, cut and counted. console.log, .info and .debug
+ * go the same way (they would otherwise reach the MCP channel). Writes to descriptor 2 by
+ * number (fs.writeSync(2, ...)) pass no stream and stay out of reach (docs/running.md).
+ */
+export function captureStandardError(log: OperatorLog, secrets: readonly string[] = []): void {
+  let pending = '';
+  let said = 0;
+  const say = (raw: string): void => {
+    if (raw.trim() === '' || said > CAPTURED_STDERR_LINES_MAX) return;
+    said += 1;
+    if (said > CAPTURED_STDERR_LINES_MAX) {
+      log.warn(`further standard error output of libraries and worker threads is dropped (${CAPTURED_STDERR_LINES_MAX} lines shown)`, { event: 'stderr.other' });
+      return;
+    }
+    let line = redactKeys(raw, secrets, { atEdges: true });
+    if (line.length > CAPTURED_LINE_MAX_CHARS) line = `${line.slice(0, CAPTURED_LINE_MAX_CHARS)}... (cut)`;
+    log.warn('standard error output of a library or worker thread', { event: 'stderr.other', line });
+  };
+  const capture = (chunk: unknown, encoding?: BufferEncoding): void => {
+    const text =
+      typeof chunk === 'string'
+        ? chunk
+        : ArrayBuffer.isView(chunk)
+          ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString(encoding === 'latin1' ? 'latin1' : 'utf8')
+          : String(chunk);
+    // Redacted before it is cut into lines, so a key a newline split within the held text is found whole.
+    pending = redactKeys(pending + text, secrets);
+    let newline = pending.indexOf('\n');
+    while (newline !== -1) {
+      say(pending.slice(0, newline));
+      pending = pending.slice(newline + 1);
+      newline = pending.indexOf('\n');
+    }
+    if (pending.length > CAPTURED_PENDING_MAX_CHARS) {
+      say(pending);
+      pending = '';
+    }
+  };
+  const stream = process.stderr as unknown as {
+    _write: (chunk: unknown, encoding: BufferEncoding, callback: WriteCallback) => void;
+    _writev?: (chunks: { chunk: unknown; encoding: BufferEncoding }[], callback: WriteCallback) => void;
+  };
+  stream._write = (chunk, encoding, callback) => {
+    capture(chunk, encoding);
+    callback();
+  };
+  stream._writev = (chunks, callback) => {
+    for (const { chunk, encoding } of chunks) capture(chunk, encoding);
+    callback();
+  };
+  // console.log, .info and .debug already write to standard error (mcp-command.ts keepConsoleOffStdout), so they reach this capture too.
 }

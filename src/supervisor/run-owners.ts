@@ -1,7 +1,7 @@
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import pTimeout from 'p-timeout';
 import type { Piscina } from 'piscina';
-import type { AuditReference, InvokeOutcome, InvokeTask, RunDefinition, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
+import type { AuditReference, InvokeOutcome, InvokeTask, ProviderNote, RunDefinition, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
 import type { ClaimOutcome } from './unstarted-run-finaliser.js';
 
 // The run owner table: one entry per live invocation, kept until that run's
@@ -10,6 +10,8 @@ import type { ClaimOutcome } from './unstarted-run-finaliser.js';
 
 export interface RunHooks {
   onProgress?: (phase: RunPhase) => void;
+  /** A retry or the provider's words, said on standard error as it happens. */
+  onProvider?: (note: ProviderNote) => void;
 }
 
 export interface TerminalRecovery {
@@ -81,6 +83,7 @@ export class RunOwnerTable {
     const onNotice = (notice: WorkerNotice): void => {
       if (notice.type === 'journal') journal = { run_id: task.runId, path: notice.path, public_key: notice.publicKey };
       if (notice.type === 'progress') hooks.onProgress?.(notice.phase);
+      if (notice.type === 'provider') hooks.onProvider?.(notice.note);
     };
     ownerPort.on('message', onNotice);
     // The task's result travels on piscina's channel, not this port, so notices

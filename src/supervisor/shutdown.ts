@@ -37,6 +37,8 @@ export interface ShutdownDependencies {
    * Runs are cancelled without waiting for it; it is awaited before the closing lines.
    */
   beforeDrain?: () => void | Promise<void>;
+  /** The operator's summary (run-statistics.ts), written once runs are settled. */
+  summary?: () => void;
 }
 
 export type Shutdown = (cause: string) => Promise<never>;
@@ -59,17 +61,18 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
       const inputHandled = requests.stopAdmitting(`${stopping}; the request was not run`);
       const live = owners.size;
       owners.close(stopping);
-      log.info('stopping: no new request or run is admitted', { cause, live_runs: live });
+      log.info('stopping: no new request or run is admitted', { event: 'shutdown.stopping', cause, live_runs: live });
       await within(inputHandled, left());
       const [, { finalised, notFinalised }] = await Promise.all([requests.answered(left()), owners.drain(left())]);
       // A settled run's answer is written over the microtasks that follow its settling: one turn lets every handler send it.
       await new Promise<void>((resolve) => setImmediate(resolve));
       const answeredAsStopping = requests.answerRemaining(`${stopping}; no answer was ready within the shutdown grace period of ${graceMs} ms`);
       await summary;
-      log.info('shutting down', { cause, live_runs: live, finalised, not_finalised: notFinalised, answered_as_stopping: answeredAsStopping });
+      log.info('shutting down', { event: 'shutdown', cause, live_runs: live, finalised, not_finalised: notFinalised, answered_as_stopping: answeredAsStopping });
       if (notFinalised > 0) {
-        log.warn(`${notFinalised} run(s) were not finalised within ${graceMs} ms; their journals need reconciliation`);
+        log.warn(`${notFinalised} run(s) were not finalised within ${graceMs} ms; their journals need reconciliation`, { event: 'shutdown.unfinalised' });
       }
+      deps.summary?.();
       await deps.closeSession().catch(() => undefined);
       await deps.stopWorkers().catch(() => undefined);
       // process.exit drops what a pipe has not yet taken; the client is owed those answers.
@@ -81,7 +84,7 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
 
   process.on('SIGINT', () => {
     if (inProgress !== undefined) {
-      deps.log.warn('second SIGINT: exiting now without waiting for runs');
+      deps.log.warn('second SIGINT: exiting now without waiting for runs', { event: 'shutdown.forced' });
       process.exit(130);
     }
     void shutdown('SIGINT');

@@ -20,7 +20,7 @@ export type AgentsMdSnapshot =
 
 export type AuditSnapshot =
   | { ready: true; publicKeyHex: string; governedPath: string; governedDirFd: number }
-  | { ready: false; reason: string };
+  | { ready: false; reason: string; notCreated?: true };
 
 export interface StartupSnapshot {
   readonly takenAt: string;
@@ -122,7 +122,11 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
   const discovery = discoverAgentSources(project);
   const registry = registryOf(discovery);
   const policy = readPolicySet(project);
-  const { audit, storage } = openAudit(project);
+  // A folder without agents/ is not a project (often a project's subfolder the server was
+  // started in by mistake): nothing is created in it, not even the audit storage.
+  const { audit, storage } = discovery.agentsDirectoryPresent || discovery.directoryProblem !== undefined
+    ? openAudit(project)
+    : { audit: { ready: false as const, reason: 'not created, as this folder has no agents/ (nothing to invoke or journal)', notCreated: true as const }, storage: null };
   const snapshot: StartupSnapshot = {
     takenAt: new Date().toISOString(),
     project: { fd: project.fd, path: project.displayPath },

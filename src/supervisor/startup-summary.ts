@@ -1,6 +1,7 @@
 import { projectFilesUnavailable } from '../shared/confinement/index.js';
 import { describeProvider, type ProviderSelection } from '../shared/provider/provider-config.js';
 import type { OperatorLog } from './operator-log.js';
+import { noAgentsFolderMessage } from './nearest-project.js';
 import { shownName } from '../shared/dsl/shown-name.js';
 import type { AgentSummary } from '../shared/dsl/source-summary.js';
 import type { SourceAnalysis } from './source-analysis.js';
@@ -44,7 +45,7 @@ export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceA
 
   const dir = snapshot.agentsDirectory;
   if (dir.problem) log.warn(dir.problem, { event: 'startup.agents_dir' });
-  else if (!dir.present) log.warn('agents/ does not exist: no agents to list or invoke', { event: 'startup.agents_dir' });
+  else if (!dir.present) log.warn(noAgentsFolderMessage(snapshot.project.path), { event: 'startup.agents_dir' });
   log.info(`agents: ${agents.length} found, ${invocable} invocable, ${skipped.length} left out`, {
     event: 'startup.agents',
     found: agents.length,
@@ -92,6 +93,8 @@ export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceA
       public_key: snapshot.audit.publicKeyHex,
       journal_dir: snapshot.audit.governedPath,
     });
+  } else if (snapshot.audit.notCreated === true) {
+    log.info(`audit storage: ${snapshot.audit.reason}`, { event: 'startup.audit' });
   } else {
     log.warn(`audit storage unusable: ${snapshot.audit.reason}; invoke_agent will refuse, the file tools keep working`, { event: 'startup.audit' });
   }

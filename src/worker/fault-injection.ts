@@ -51,6 +51,18 @@ export function faultHook(mode: string | undefined, prompt: string, context: Fau
       for (let i = 0; i < 300; i += 1) console.log(`chatty line ${i} ${'x'.repeat(1000)}`);
     };
   }
+  if (mode === 'worker-stderr-key' && prompt.includes('[[fault:worker-stderr-key]]')) {
+    // A library printing the key on its standard error: split by a newline, and JSON-escaped.
+    return (phase) => {
+      if (phase !== 'request_sent') return;
+      const half = Math.floor(context.apiKey.length / 2);
+      console.error(`a library printing the split key ${context.apiKey.slice(0, half)}\n${context.apiKey.slice(half)} done`);
+      process.stderr.write(`${JSON.stringify({ note: 'json-escaped key', key: `${context.apiKey.slice(0, half)}\n${context.apiKey.slice(half)}` })}\n`);
+      // Two writes, one line each: the key's halves at the edges of two lines.
+      process.stderr.write(`edge-split key ${context.apiKey.slice(0, half)}\n`);
+      setTimeout(() => process.stderr.write(`${context.apiKey.slice(half)} edge-split end\n`), 50);
+    };
+  }
   if (mode === 'worker-report-environment' && prompt.includes('[[fault:worker-env]]')) {
     // Names only, never values: the test checks which variables a worker can see.
     return (phase) => {

@@ -17,6 +17,8 @@ export interface AttemptJournal {
   attemptFailed(failure: ProviderError): void;
   /** After the wait: record the failed attempt's finish and the next attempt's request, durably. */
   beforeRetry(): Promise<void>;
+  /** A retry is decided, before its wait: the operator hears of it now, not when the run ends. */
+  retrying?(retry: { attempt: number; failure: ProviderError; waitMs: number }): void;
 }
 
 /** The last attempt's failure, with what the caller should be told about the attempts. */
@@ -43,8 +45,8 @@ export async function inferWithRetries(
   signal: AbortSignal,
   msLeft: () => number,
   journal: AttemptJournal,
-  /** The provider's own error messages, for standard error only. */
-  operatorNotes: string[],
+  /** The provider's own error messages, for standard error only, as they come. */
+  operatorNotes: Pick<string[], 'push'>,
 ): Promise<TypedInferenceResponse> {
   let config = configured;
   let limitSwitched = false;
@@ -66,11 +68,13 @@ export async function inferWithRetries(
         );
         config = { ...config, tokenLimitParameter: otherLimit };
         limitSwitched = true;
+        journal.retrying?.({ attempt, failure: error, waitMs: 0 });
         await journal.beforeRetry();
         continue;
       }
       const decision = decideRetry(error, attempt - 1, msLeft());
       if (!decision.retry) throw new AttemptsFailed(error, attempt, decision.why);
+      journal.retrying?.({ attempt, failure: error, waitMs: decision.waitMs });
       // A cancel or the deadline during the wait ends it at once (the delay rejects on abort).
       await delay(signal, decision.waitMs);
       await journal.beforeRetry();

@@ -7,8 +7,10 @@ import { finishWithheld } from '../shared/provider/finish-reasons.js';
 import { TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
 import { authorizeRespond } from '../shared/policy/respond-authorization.js';
 import { respondRequestFor, respondResponseContext } from '../shared/policy/respond-request.js';
-import type { AuditReference, InvokeOutcome, InvokeTask, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
+import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
+import type { AuditReference, InvokeOutcome, InvokeTask, RunEnd, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
 import { failedFinishEvent, RUN_SURFACE, startedEvent } from '../shared/journal/run-events.js';
+import { containsSecret } from '../shared/secrets/key-redaction.js';
 import { buildConversation } from './conversation.js';
 import { AttemptsFailed, failedAttemptFinish, inferWithRetries } from './inference-attempts.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
@@ -17,8 +19,20 @@ import { listenForCancellation, pollCancellations } from './run-cancellation.js'
 import { stopReservingJournalFiles, takeReservedJournalFile } from './journal-reserve.js';
 import type { WorkerResources } from './worker-resources.js';
 
-/** A failure that ends the run with an `Error` terminal record and withholds any text. */
-class RunStopped extends Error {}
+/** A failure that ends the run with an `Error` terminal record and withholds any text; `end` says why to the operator. */
+class RunStopped extends Error {
+  constructor(
+    message: string,
+    readonly end: RunEnd,
+  ) {
+    super(message);
+  }
+}
+
+/** The operator's reason for a provider failure: provider_http_<status>, or provider_<kind>. */
+function providerEnd(failure: ProviderError): RunEnd {
+  return { reason: failure.kind === 'http' && failure.status !== undefined ? `provider_http_${failure.status}` : `provider_${failure.kind}` };
+}
 
 /**
  * One governed invocation: every journal record is durable before the step it
@@ -54,9 +68,10 @@ export async function performInvocation(
   let deadlineTimer: NodeJS.Timeout | undefined;
   const stopReason = (): string =>
     cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
+  const stoppedEnd = (): RunEnd => ({ reason: cancellation.reason() !== undefined ? 'cancelled' : 'deadline' });
   const throwIfStopped = (): void => {
     pollCancellations();
-    if (stopSignal.aborted) throw new RunStopped(stopReason());
+    if (stopSignal.aborted) throw new RunStopped(stopReason(), stoppedEnd());
   };
   const started = startedEvent(definition);
 
@@ -66,8 +81,13 @@ export async function performInvocation(
   let callId: string | undefined;
   // A failed attempt's finish, held until the next record (a retry's request, or the terminal) shares its sync.
   let failedFinish: Record<string, unknown> | undefined;
-  // The provider's own error words: standard error only, never the result or the journal.
-  const providerNotes: string[] = [];
+  // The provider's own error words: standard error only (at once), never the result or the journal.
+  const providerNotes = {
+    push: (...notes: string[]): number => {
+      for (const text of notes) notify({ type: 'provider', note: { kind: 'message', text } });
+      return 0;
+    },
+  };
   // A stopped run's end is what a cancel waits for: its syncs still queued on libuv's pool are done at once.
   stopSignal.addEventListener('abort', () => writer?.finishPendingSyncsNow(), { once: true });
   let startedRecorded = false;
@@ -82,7 +102,7 @@ export async function performInvocation(
     // looked at in the very directory the journal would be created in.
     const keyFileChange = signingKeyFileChange(storage.route, storage.governedDirFd, resources.signingKeyFile);
     if (keyFileChange !== undefined) {
-      return { ok: false, message: keyFileChange, terminalDurable: false, cancelled: cancellation.reason() !== undefined, keyFileChange };
+      return { ok: false, message: keyFileChange, terminalDurable: false, cancelled: cancellation.reason() !== undefined, keyFileChange, end: { reason: 'key_file_changed' } };
     }
     try {
       const reservedFd = takeReservedJournalFile();
@@ -93,7 +113,7 @@ export async function performInvocation(
       // and creating the journal is the owner's claim: nothing is left to write here.
       pollCancellations();
       const reason = cancellation.reason();
-      if (err instanceof JournalExistsError && reason !== undefined) return { ok: false, message: reason, terminalDurable: false, cancelled: true };
+      if (err instanceof JournalExistsError && reason !== undefined) return { ok: false, message: reason, terminalDurable: false, cancelled: true, end: { reason: 'cancelled' } };
       throw err;
     }
     audit = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
@@ -108,7 +128,7 @@ export async function performInvocation(
     };
     const requestDigest = canonicalHash(typedRequest);
     if (requestDigest.bytes > TYPED_REQUEST_MAX_BYTES) {
-      throw new RunStopped(`the typed inference request is ${requestDigest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`);
+      throw new RunStopped(`the typed inference request is ${requestDigest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`, { reason: 'request_too_large' });
     }
     throwIfStopped();
     // Started and DirectInferenceRequested share one write and one sync: the
@@ -140,6 +160,9 @@ export async function performInvocation(
         attemptFailed: (failure: ProviderError) => {
           failedFinish = failedAttemptFinish(callId as string, failure);
         },
+        retrying: ({ attempt, failure, waitMs }) => {
+          notify({ type: 'provider', note: { kind: 'retry', attempt, nextAttempt: attempt + 1, status: failure.status ?? null, failure: failure.kind, waitMs } });
+        },
         // Each retry is its own provider call: its request record is durable before it is sent,
         // in the same sync as the failed attempt's finish.
         beforeRetry: async () => {
@@ -151,13 +174,13 @@ export async function performInvocation(
         },
       }, providerNotes);
     } catch (err) {
-      if (stopSignal.aborted) throw new RunStopped(stopReason());
-      if (err instanceof AttemptsFailed) throw new RunStopped(err.message);
+      if (stopSignal.aborted) throw new RunStopped(stopReason(), stoppedEnd());
+      if (err instanceof AttemptsFailed) throw new RunStopped(err.message, providerEnd(err.failure));
       throw err;
     }
     const responseDigest = canonicalHash(response);
     if (responseDigest.bytes > TYPED_RESPONSE_MAX_BYTES) {
-      throw new RunStopped(`the typed inference response is ${responseDigest.bytes} bytes; the limit is ${TYPED_RESPONSE_MAX_BYTES} bytes`);
+      throw new RunStopped(`the typed inference response is ${responseDigest.bytes} bytes; the limit is ${TYPED_RESPONSE_MAX_BYTES} bytes`, { reason: 'response_too_large' });
     }
     // Both response records are durable (one write, one sync) before the policy runs.
     await writer.appendAll([
@@ -181,10 +204,17 @@ export async function performInvocation(
     if (response.tool_calls.length > 0) {
       throw new RunStopped(
         `the model proposed ${response.tool_calls.length} tool call(s); this route runs no tools, so the response was withheld`,
+        { reason: 'tool_call_withheld' },
       );
     }
     const withheld = finishWithheld(response.finish_reason, response.provider_finish_reason);
-    if (withheld !== undefined) throw new RunStopped(withheld);
+    if (withheld !== undefined) throw new RunStopped(withheld, { reason: `finish_${response.finish_reason}` });
+
+    // The server's secrets never leave it: an answer holding the provider key (a provider that
+    // echoes the request's headers) is withheld whole, however the key is split or cased in it.
+    if (containsSecret(response.content, [resources.provider.apiKey])) {
+      throw new RunStopped('the answer contains the configured provider key, so it was withheld', { reason: 'provider_key_in_answer' });
+    }
 
     const responseContext = respondResponseContext(response.content, response.finish_reason, response.provider_finish_reason);
     const { sha256: contentHash, bytes: contentBytes } = responseContext;
@@ -208,15 +238,20 @@ export async function performInvocation(
       : decision.decision !== 'allow'
         ? `Cedar policy denied the response: ${decision.reason}`
         : undefined;
+    const end: RunEnd = stopSignal.aborted
+      ? stoppedEnd()
+      : decision.decision !== 'allow'
+        ? { reason: 'policy_denied', policies: policyLabels(resources.policySet, decision.determining_policies) }
+        : { reason: 'completed' };
     // The decision and the terminal record become durable together, before any text leaves.
     await writer.appendTerminal(failure === undefined ? 'Completed' : { Error: { message: failure } }, [policyEvaluated], { urgent: stopSignal.aborted });
     terminalWritten = true;
     const terminalDurableAt = epochNow();
     progress('policy_evaluated');
     if (failure !== undefined) {
-      return { ok: false, message: failure, audit, terminalDurable: true, terminalDurableAt, cancelled: cancellation.reason() !== undefined, providerNotes };
+      return { ok: false, message: failure, audit, terminalDurable: true, terminalDurableAt, cancelled: cancellation.reason() !== undefined, end };
     }
-    return { ok: true, text: response.content, audit, terminalDurableAt, providerNotes };
+    return { ok: true, text: response.content, audit, terminalDurableAt, end };
   } catch (err) {
     const message = describeFailure(err);
     let terminalDurable = false;
@@ -238,7 +273,12 @@ export async function performInvocation(
         () => (preceding.length > 0 ? writer!.appendTerminal(reason, [], urgent).then(() => true, () => false) : false),
       );
     }
-    const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined, providerNotes };
+    const end: RunEnd =
+      err instanceof RunStopped ? err.end
+      : stopSignal.aborted ? stoppedEnd()
+      : writer === undefined || !startedRecorded ? { reason: 'journal_failed' }
+      : { reason: 'internal_error' };
+    const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined, end };
     if (terminalDurable) result.terminalDurableAt = epochNow();
     // A journal whose first records never became durable was removed by its writer: the run has no reference.
     if (audit !== undefined && writer?.journalRemoved !== true) result.audit = audit;
@@ -250,6 +290,11 @@ export async function performInvocation(
     if (writer !== undefined) await writer.close().catch(() => undefined);
     if (storage !== undefined) closeAuditStorage(storage);
   }
+}
+
+/** The determining policies as the operator knows them: @id, else file:line (policy-label.ts). */
+function policyLabels(set: LoadedPolicySet, ids: readonly string[]): string[] {
+  return ids.map((id) => set.policies.find((p) => p.id === id)?.label ?? id);
 }
 
 function epochNow(): number {

@@ -1,7 +1,7 @@
 import { parentPort } from 'node:worker_threads';
 import { WORKER_OUTPUT_MESSAGE, type WorkerOutputMessage } from '../shared/worker-protocol.js';
 import { guardStandardOutputInFs } from './stdout-fs-guard.js';
-import { redactKeys } from './key-redaction.js';
+import { redactKeys } from '../shared/secrets/key-redaction.js';
 
 // Standard output belongs to the supervisor: it is the MCP channel, and one
 // stray line in it breaks the client. A worker thread's process.stdout is
@@ -47,7 +47,7 @@ function sendLine(raw: string): void {
     return;
   }
   sent += 1;
-  let line = redactKeys(raw, secrets);
+  let line = redactKeys(raw, secrets, { atEdges: true });
   if (line.length > WORKER_OUTPUT_LINE_MAX_CHARS) line = `${line.slice(0, WORKER_OUTPUT_LINE_MAX_CHARS)}... (cut)`;
   post({ type: WORKER_OUTPUT_MESSAGE, line });
 }

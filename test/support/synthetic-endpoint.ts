@@ -24,6 +24,10 @@
 //                  comma list: code=N (default 500), times=K (fail the first K requests carrying this
 //                  prompt, then answer), retry_after=S, retry_after_ms=MS, echo (quote the prompt)
 //   reset[:times=K] close the connection without sending a byte (the first K times, else always)
+//   echo-auth[:split] an answer quoting the request's credential (Authorization, or x-api-key on the
+//                  Anthropic wire) as a provider that echoes headers would; `split` breaks the key by a
+//                  newline and upper-cases the words around it
+//   key-error      HTTP 401 whose error message carries the request's key split by a newline
 //   reasoning-model OpenAI wire: HTTP 400 "unsupported_parameter" (param max_tokens) when the body
 //                  carries max_tokens, as OpenAI's reasoning models answer; else the fixed answer
 //
@@ -105,6 +109,20 @@ function errorBody(format: WireFormat, status: number, message: string, id: numb
   const code = status === 404 ? 'model_not_found' : status === 429 ? 'rate_limit_exceeded' : null;
   const type = status >= 500 ? 'server_error' : 'invalid_request_error';
   return { error: { message, type, param: null, code } };
+}
+
+/** The key the request carried: the Bearer token of Authorization, or x-api-key. */
+function requestKey(record: ReceivedRequest): string {
+  const auth = record.headers.authorization;
+  if (typeof auth === 'string' && auth.startsWith('Bearer ')) return auth.slice('Bearer '.length);
+  const apiKey = record.headers['x-api-key'];
+  return typeof apiKey === 'string' ? apiKey : '';
+}
+
+/** `key` broken by a newline in its middle. */
+function splitByNewline(key: string): string {
+  const half = Math.floor(key.length / 2);
+  return `${key.slice(0, half)}\n${key.slice(half)}`;
 }
 
 function requestIdHeader(record: ReceivedRequest): string {
@@ -197,6 +215,17 @@ export const TEST_MODES: Readonly<Record<string, ModeHandler>> = {
     if (options.has('retry_after_ms')) extra['retry-after-ms'] = options.get('retry_after_ms')!;
     const message = options.has('echo') ? `${PROVIDER_ERROR_TEXT}; you sent: ${c.prompt}` : PROVIDER_ERROR_TEXT;
     c.send(Number.isInteger(status) && status >= 400 && status <= 599 ? status : 500, JSON.stringify(errorBody(c.record.format, status, message, c.record.id)), extra);
+    return 'answered';
+  },
+  'echo-auth': (c) => {
+    const key = requestKey(c.record);
+    const text = c.arg === 'split' ? `YOUR HEADER WAS: BEARER ${splitByNewline(key)} (ECHOED)` : `Your header was: Authorization: Bearer ${key}`;
+    c.send(200, JSON.stringify(completionBody(c.record.format, c.record.id, c.model, c.prompt, text, false)));
+    return 'answered';
+  },
+  'key-error': (c) => {
+    const message = `Incorrect API key provided: ${splitByNewline(requestKey(c.record))}. You can find your key in your account settings.`;
+    c.send(401, JSON.stringify(errorBody(c.record.format, 401, message, c.record.id)), { [requestIdHeader(c.record)]: `req_synthetic_${c.record.id}` });
     return 'answered';
   },
   'reasoning-model': (c) => {

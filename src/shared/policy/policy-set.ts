@@ -5,6 +5,7 @@
 import { foldToOneLine } from '../text/one-line-text.js';
 import { parsePolicyFile, type ParsedPolicy } from './policy-file-parse.js';
 import { lineColumnOfByteOffset } from './cedar-statements.js';
+import { policyLabel } from './policy-label.js';
 import { validateRespondPolicies, type PolicyDiagnostic } from './respond-validation.js';
 
 export type { PolicyDiagnostic } from './respond-validation.js';
@@ -24,6 +25,8 @@ export interface LoadedPolicy {
   text: string;
   /** Line of the policy's first character (its annotations included) in its file; in a JSON entry, in the entry's source. */
   line: number;
+  /** How stderr names it: its @id, else file:line (policy-label.ts). */
+  label: string;
 }
 
 export interface LoadedPolicySet {
@@ -40,7 +43,7 @@ export interface LoadedPolicySet {
   diagnostics: PolicyDiagnostic[];
 }
 
-const DEFAULT_PERMIT_NOTICE = 'no policy files: default permission for respond applies';
+const DEFAULT_PERMIT_NOTICE = 'no policy files: every response is permitted (default permission)';
 
 export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySet {
   if (files.length === 0) {
@@ -106,7 +109,10 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
   }
   return freeze({
     mode: 'configured',
-    policies: parsed.map(({ id, file, text, origin }) => ({ id, file, text, line: lineColumnOfByteOffset(origin.source, origin.byteBase).line })),
+    policies: parsed.map((policy) => {
+      const line = lineColumnOfByteOffset(policy.origin.source, policy.origin.byteBase).line;
+      return { id: policy.id, file: policy.file, text: policy.text, line, label: policyLabel(policy, line) };
+    }),
     notices,
     warnings: findings.warnings,
     diagnostics: findings.diagnostics,

@@ -13,7 +13,14 @@ export function registerDemoCommand(program: Command): void {
       process.exit(err.exitCode === 0 ? 0 : 2);
     })
     .action(async () => {
-      const { runDemo } = await import('../../demo/demo-run.js');
-      process.exitCode = await runDemo('package');
+      const { runDemo, DemoSetupError } = await import('../../demo/demo-run.js');
+      try {
+        process.exitCode = await runDemo('package');
+      } catch (error) {
+        // The machine cannot run the demo: one line naming the cause and the fix, never a stack trace.
+        if (!(error instanceof DemoSetupError)) throw error;
+        process.stderr.write(`symbi demo: ${error.message}\n`);
+        process.exitCode = 1;
+      }
     });
 }

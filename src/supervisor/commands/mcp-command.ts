@@ -1,8 +1,8 @@
-import fs from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { INVOCATIONS_MAX_DEFAULT, SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
 import { pinProjectOption, usageError as commandUsageError, USAGE_EXIT } from './project-option.js';
-import { createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
+import { captureStandardError, createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
+import { configuredSecrets } from '../../shared/secrets/key-redaction.js';
 import { takeStartupSnapshot } from '../startup-snapshot.js';
 import { DslAnalysisPool } from '../dsl-analysis-pool.js';
 import { analyseSources, type SourceAnalysis } from '../source-analysis.js';
@@ -13,6 +13,8 @@ import { createInvokeAgentBackend } from '../invoke-agent-backend.js';
 import { preferSmallHeaps } from '../heap-footprint.js';
 import { installShutdown, type Shutdown } from '../shutdown.js';
 import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
+import { RunStatistics } from '../run-statistics.js';
+import { watchProjectChanges } from '../project-change-watch.js';
 
 // `symbi mcp`: pin the project, take the startup snapshot, print the summary
 // on standard error and serve MCP on stdio until standard input ends.
@@ -20,6 +22,10 @@ import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 const SHUTDOWN_GRACE_MS_MAX = 600_000;
 // A bound far above what one process's memory holds is no bound at all.
 const MAX_INVOCATIONS_MAX = 65_536;
+/** A week: a longer interval is no summary at all. */
+const SUMMARY_INTERVAL_MAX_MINUTES = 10_080;
+/** By default a summary every hour while runs happen; a shorter stdio session sees only the shutdown one. */
+const SUMMARY_INTERVAL_DEFAULT_MINUTES = 60;
 /** How often shutdown looks whether standard output has taken every answer. */
 const OUTPUT_FLUSH_POLL_MS = 10;
 /** How long the startup summary waits for the client's `initialized` notification. */
@@ -30,6 +36,8 @@ export interface McpCommandOptions {
   logFormat: LogFormat;
   shutdownGraceMs: number;
   maxInvocations: number;
+  /** Minutes between summaries while runs happen; 0 for none (the shutdown summary is always written). */
+  summaryIntervalMinutes: number;
 }
 
 function usageError(message: string): never {
@@ -55,6 +63,13 @@ function parseMaxInvocations(value: string): number {
   return Number(value);
 }
 
+function parseSummaryInterval(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > SUMMARY_INTERVAL_MAX_MINUTES) {
+    usageError(`--summary-interval ${JSON.stringify(value)} is not valid; use a whole number of minutes from 0 (none) to ${SUMMARY_INTERVAL_MAX_MINUTES}`);
+  }
+  return Number(value);
+}
+
 /** Settles once `stdout` holds no unwritten answers (or can take no more). */
 function outputFlushed(stdout: NodeJS.WriteStream): Promise<void> {
   // Polled: 'drain' only comes after a write that filled the buffer, not after every write.
@@ -67,14 +82,13 @@ function outputFlushed(stdout: NodeJS.WriteStream): Promise<void> {
   });
 }
 
-/** Library code must never write to stdout; this keeps a stray console call off the MCP channel. */
+/**
+ * Library code must never write to stdout; this keeps a stray console call off the MCP channel
+ * (on the stderr stream, which captureStandardError takes over once the log exists).
+ */
 function keepConsoleOffStdout(): void {
   const toStderr = (...args: unknown[]): void => {
-    try {
-      fs.writeSync(2, `${args.map(String).join(' ')}\n`);
-    } catch {
-      // stderr closed: nothing useful to do
-    }
+    process.stderr.write(`${args.map(String).join(' ')}\n`);
   };
   console.log = toStderr;
   console.info = toStderr;
@@ -86,7 +100,9 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   keepConsoleOffStdout();
   preferSmallHeaps();
   const project = pinProjectOption(options.project, 'mcp');
-  const log = createOperatorLog(options.logFormat);
+  const secrets = configuredSecrets(process.env);
+  const log = createOperatorLog(options.logFormat, secrets);
+  captureStandardError(log, secrets);
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
   // The analysis thread starts with the first DSL text to analyse: the startup
   // analysis after the handshake, or an earlier parse_dsl or list_agents.
@@ -95,6 +111,13 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const sourceAnalysis = (): Promise<SourceAnalysis> => (sources ??= analyseSources(snapshot, dslAnalysis));
   const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs, dslAnalysis, sourceAnalysis };
   const runtime = createInvokeAgentBackend(context, options.maxInvocations);
+  const statistics = new RunStatistics(options.maxInvocations);
+  runtime.session.statistics = statistics;
+  if (options.summaryIntervalMinutes > 0) {
+    setInterval(() => {
+      if (statistics.changedSinceSummary()) statistics.writeSummary(log, 'interval');
+    }, options.summaryIntervalMinutes * 60_000).unref();
+  }
   let shutdown: Shutdown | undefined;
   // The summary (which parses every agent source) comes once the client has
   // completed the handshake, so its initialize is answered without waiting for
@@ -106,7 +129,9 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     return (summaryWritten ??= sourceAnalysis().then((analysis) => {
       writeStartupSummary(snapshot, analysis, log);
       writeProviderSummary(runtime.session.provider, log);
-      log.info('serving MCP on standard input/output');
+      log.info('serving MCP on standard input/output', { event: 'startup.serving' });
+      // From here on, an edit to what the snapshot was read from is said once (project-change-watch.ts).
+      watchProjectChanges(project, log);
     }));
   };
   const session = await startMcpSession(context, undefined, {
@@ -126,6 +151,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     },
     // Standard error always starts with the summary, even for a session that ends at once.
     beforeDrain: summaryOnce,
+    summary: () => statistics.writeSummary(log, 'shutdown'),
   });
   const afterHandshake = (): void => {
     void summaryOnce();
@@ -149,16 +175,20 @@ export function registerMcpCommand(program: Command): void {
     .addOption(
       new Option('--max-invocations <n>', 'invoke_agent calls in progress at once that their callers still wait on; more are refused at once as "at capacity"').default(String(INVOCATIONS_MAX_DEFAULT)),
     )
+    .addOption(
+      new Option('--summary-interval <minutes>', 'minutes between summaries on standard error while runs happen (0: only at shutdown)').default(String(SUMMARY_INTERVAL_DEFAULT_MINUTES)),
+    )
     .exitOverride((err: CommanderError) => {
       // Commander's own usage errors (unknown option, missing value) share the usage exit code.
       process.exit(err.exitCode === 0 ? 0 : USAGE_EXIT);
     })
-    .action(async (raw: { project: string; logFormat: string; shutdownGraceMs: string; maxInvocations: string }) => {
+    .action(async (raw: { project: string; logFormat: string; shutdownGraceMs: string; maxInvocations: string; summaryInterval: string }) => {
       await runMcpServer({
         project: raw.project,
         logFormat: parseLogFormat(raw.logFormat),
         shutdownGraceMs: parseGrace(raw.shutdownGraceMs),
         maxInvocations: parseMaxInvocations(raw.maxInvocations),
+        summaryIntervalMinutes: parseSummaryInterval(raw.summaryInterval),
       });
     });
 }

@@ -4,9 +4,9 @@ import type { Command } from 'commander';
 import { CommanderError, Option } from 'commander';
 import { ConfinementError, decodeUtf8Strict, projectFilesUnavailable, type PinnedDirectory } from '../../shared/confinement/index.js';
 import { POLICY_FILE_MAX_BYTES } from '../../shared/limits.js';
-import { cedar } from '../../shared/policy/cedar-engine.js';
+import { annotatedPolicyId } from '../../shared/policy/policy-label.js';
 import type { RegistryEntry } from '../../shared/dsl/conversational-definition.js';
-import { loadPolicySet, type LoadedPolicy, type LoadedPolicySet, type PolicyFileInput } from '../../shared/policy/policy-set.js';
+import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../../shared/policy/policy-set.js';
 import { authorizeRespond } from '../../shared/policy/respond-authorization.js';
 import { respondRequestFor, respondResponseContext } from '../../shared/policy/respond-request.js';
 import { finishWithheld } from '../../shared/provider/finish-reasons.js';
@@ -95,18 +95,6 @@ function defaultCaseFiles(project: PinnedDirectory): CaseFile[] {
   });
 }
 
-/** The @id annotation of a policy, when it has one. */
-function annotatedId(policy: LoadedPolicy): string | undefined {
-  try {
-    const answer = cedar.policyToJson(policy.text);
-    if (answer.type !== 'success') return undefined;
-    const id = (answer.json as { annotations?: Record<string, unknown> }).annotations?.id;
-    return typeof id === 'string' ? id : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 interface PolicyLabel {
   id: string;
   annotated: string | undefined;
@@ -116,7 +104,7 @@ interface PolicyLabel {
 function policyLabels(set: LoadedPolicySet): Map<string, PolicyLabel> {
   const labels = new Map<string, PolicyLabel>();
   for (const policy of set.policies) {
-    const annotated = annotatedId(policy);
+    const annotated = annotatedPolicyId(policy.text);
     // A Cedar text file's policies are "file#N"; a JSON file's are "file#name", whose line counts in the entry's source.
     const where = policy.id === `${policy.file}#${policy.id.slice(policy.file.length + 1)}` && /^\d+$/.test(policy.id.slice(policy.file.length + 1))
       ? `${policy.file}:${policy.line}`

@@ -4,12 +4,13 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, CANCELLED_INVOCATIONS_FINISHING_MAX, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
-import { RUN_PHASES, type InvokeOutcome } from '../../shared/worker-protocol.js';
+import { RUN_PHASES, type InvokeOutcome, type ProviderNote } from '../../shared/worker-protocol.js';
 import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type Preflight, type PreflightInputs } from '../invoke-preflight.js';
 import type { OperatorLog } from '../operator-log.js';
 import type { RunOwnerTable } from '../run-owners.js';
 import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
 import type { SigningKeyGuard } from '../signing-key-guard.js';
+import type { RunStatistics } from '../run-statistics.js';
 
 export interface InvokeAgentSession extends PreflightInputs {
   owners: RunOwnerTable;
@@ -24,6 +25,8 @@ export interface InvokeAgentSession extends PreflightInputs {
   prepareSelection(registry: PreflightInputs['registry'], agent: string): Promise<void>;
   /** Invocations in progress at once (running or queued); a call beyond it is refused before any journal. */
   maxInvocations: number;
+  /** Counts for the operator's summary (run-statistics.ts), when the command keeps them. */
+  statistics?: RunStatistics;
   /** The startup verdict of every source, for naming what can be invoked when a name is unknown. */
   agentVerdicts(): Promise<readonly AgentVerdictSummary[]>;
 }
@@ -94,8 +97,9 @@ function capacityGuard(session: InvokeAgentSession): { admit(signal: AbortSignal
     admitting -= 1;
   };
   const refuse = (message: string, fields: Record<string, number>): string => {
-    if (refusedInEpisode === 0) session.log.warn('invoke_agent at capacity: refusing calls until a run finishes', fields);
+    if (refusedInEpisode === 0) session.log.warn('invoke_agent at capacity: refusing calls until a run finishes', { event: 'invoke.capacity', ...fields });
     refusedInEpisode += 1;
+    session.statistics?.refused('at_capacity');
     return message;
   };
   return {
@@ -116,7 +120,7 @@ function capacityGuard(session: InvokeAgentSession): { admit(signal: AbortSignal
       admitting += 1;
       signal.addEventListener('abort', onCancel, { once: true });
       if (refusedInEpisode > 0) {
-        session.log.info('invoke_agent below capacity again', { refused_at_capacity: refusedInEpisode });
+        session.log.info('invoke_agent below capacity again', { event: 'invoke.capacity', refused_at_capacity: refusedInEpisode });
         refusedInEpisode = 0;
       }
       return undefined;
@@ -127,6 +131,22 @@ function capacityGuard(session: InvokeAgentSession): { admit(signal: AbortSignal
       if (!cancelledWhileAdmitted.has(signal)) admitting -= 1;
     },
   };
+}
+
+/** A retry or the provider's own words, on standard error as they happen (never the caller or the journal). */
+function logProviderNote(log: OperatorLog, runId: string, note: ProviderNote): void {
+  if (note.kind === 'retry') {
+    log.warn(`provider attempt ${note.attempt} failed; attempt ${note.nextAttempt} follows`, {
+      event: 'provider.retry',
+      run_id: runId,
+      attempt: note.attempt,
+      status: note.status,
+      failure: note.failure,
+      wait_ms: note.waitMs,
+    });
+    return;
+  }
+  log.warn('provider said', { event: 'provider.message', run_id: runId, detail: note.text });
 }
 
 /** Registers invoke_agent: preflight, then one governed run per call through the run owner table. */
@@ -160,7 +180,8 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         capacity.release(extra.signal);
       }
       if (!preflight.ok) {
-        session.log.info('invoke_agent refused before inference', { agent: args.agent, reason: preflight.message });
+        session.statistics?.refused('before_inference');
+        session.log.info('invoke_agent refused before inference', { event: 'invoke.refused', agent: args.agent, reason: preflight.message });
         return failure(preflight.message);
       }
       // Shutdown began while this call was admitted: it is answered, and starts nothing.
@@ -170,7 +191,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       const progressToken = extra._meta?.progressToken;
       const progressSent: Promise<void>[] = [];
       const startedAt = performance.now();
-      session.log.info('run started', { run_id: runId, agent: definition.declaredName, file: definition.file });
+      session.log.info('run started', { event: 'run.started', run_id: runId, agent: definition.declaredName, file: definition.file });
 
       const owner = session.owners.start(
         {
@@ -194,8 +215,11 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
                 .catch(() => undefined),
             );
           },
+          // Said when it happens, not when the run ends.
+          onProvider: (note) => logProviderNote(session.log, runId, note),
         },
       );
+      session.statistics?.inProgress(session.owners.size);
       const onAbort = (): void => owner.cancel('the caller cancelled the invocation');
       if (extra.signal.aborted) onAbort();
       else extra.signal.addEventListener('abort', onAbort, { once: true });
@@ -211,18 +235,29 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         // Measured to the moment the terminal record's sync returned, in whichever
         // thread wrote it; a terminal record already durable at the cancel counts as 0.
         const durableAt = outcome.terminalDurableAt ?? performance.timeOrigin + performance.now();
-        session.log.info('run cancelled', {
+        // A cancel that came after the answer was recorded changes nothing: the line says so
+        // rather than "cancelled" before a run.ended that says "completed".
+        session.log.info(outcome.ok ? 'cancel requested after the answer was recorded; the answer stands' : 'run cancelled', {
+          event: 'run.cancelled',
           run_id: runId,
           terminal_durable: outcome.ok || outcome.terminalDurable,
           cancel_to_terminal_ms: Number(Math.max(0, durableAt - (performance.timeOrigin + cancelAt)).toFixed(1)),
         });
       }
-      // The provider's own error words (capped, keys redacted) are for the operator only.
-      for (const note of outcome.providerNotes ?? []) session.log.warn('provider said', { run_id: runId, detail: note });
-      session.log.info('run ended', {
+      const end = outcome.end ?? { reason: outcome.ok ? 'completed' : outcome.cancelled ? 'cancelled' : 'worker_failed' };
+      const outcomeName = outcome.ok ? 'completed' : outcome.cancelled ? 'cancelled' : end.reason === 'policy_denied' ? 'denied' : 'error';
+      if (end.reason === 'policy_denied') {
+        session.log.warn('Cedar policy denied the response', { event: 'policy.denied', run_id: runId, agent: definition.declaredName, policies: end.policies ?? [] });
+      }
+      session.statistics?.runEnded(outcomeName, end.reason, durationMs);
+      // A run that released no text is the operator's concern: a warning with its reason.
+      session.log.write(outcome.ok ? 'info' : 'warn', 'run ended', {
+        event: 'run.ended',
         run_id: runId,
         agent: definition.declaredName,
-        outcome: outcome.ok ? 'completed' : outcome.cancelled ? 'cancelled' : 'error',
+        outcome: outcomeName,
+        reason: end.reason,
+        ...(end.policies !== undefined ? { policies: end.policies } : {}),
         duration_ms: durationMs,
       });
 
@@ -231,9 +266,9 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         return { content: [{ type: 'text' as const, text: outcome.text }], structuredContent };
       }
       if (!outcome.terminalDurable && outcome.audit !== undefined) {
-        session.log.warn('run ended without a durable terminal record', { run_id: runId });
+        session.log.warn('run ended without a durable terminal record', { event: 'run.unfinalised', run_id: runId });
       }
       return failure(outcome.message, definition.principal, outcome);
-    }, (err) => session.log.warn(`invoke_agent: internal error: ${(err as Error)?.message ?? String(err)}`)),
+    }, (err) => session.log.error(`invoke_agent: internal error: ${(err as Error)?.message ?? String(err)}`, { event: 'tool.internal_error' })),
   );
 }

@@ -5,6 +5,7 @@ import { AGENT_NAME_MAX_BYTES, AGENTS_MD_MAX_BYTES, DSL_FILE_MAX_BYTES } from '.
 import { ConfinementError, projectFilesUnavailable, projectPathComponents } from '../../shared/confinement/index.js';
 import { parseReportSchema } from '../../shared/dsl/parse-report-schema.js';
 import { sourceStem } from '../agent-discovery.js';
+import { noAgentsFolderMessage } from '../nearest-project.js';
 import type { SessionContext } from '../session-context.js';
 import {
   ToolArgumentError,
@@ -59,6 +60,7 @@ const listAgentsOutput = z.object({
   ),
   left_out: z.array(z.object({ file: z.string(), reason: z.string() })).describe('Files in agents/ not read at startup, with the reason'),
   limits_hit: z.array(z.string()).describe('Discovery limits reached at startup'),
+  note: z.string().optional().describe('Why the list is empty, when it is'),
 });
 
 const getAgentDslOutput = z.object({
@@ -97,9 +99,13 @@ function registerListAgents(server: McpServer, context: SessionContext): void {
           left_out: analysis.skipped.map((s) => ({ file: s.file, reason: s.reason })),
           limits_hit: [...snapshot.limitsHit],
         };
+        if (result.agents.length === 0 && result.left_out.length === 0) {
+          const dir = snapshot.agentsDirectory;
+          result.note = dir.problem ?? (dir.present ? 'agents/ holds no .symbi or .dsl file' : noAgentsFolderMessage(snapshot.project.path));
+        }
         return jsonResult(result);
       },
-      (err) => context.log.error('list_agents failed unexpectedly', { error: String(err) }),
+      (err) => context.log.error('list_agents failed unexpectedly', { event: 'tool.internal_error', error: String(err) }),
     ),
   );
 }
@@ -142,7 +148,7 @@ function registerGetAgentDsl(server: McpServer, context: SessionContext): void {
         const result: z.infer<typeof getAgentDslOutput> = { agent: entry.stem, file: entry.file, source: entry.text };
         return { content: [{ type: 'text', text: entry.text }], structuredContent: result };
       },
-      (err) => context.log.error('get_agent_dsl failed unexpectedly', { error: String(err) }),
+      (err) => context.log.error('get_agent_dsl failed unexpectedly', { event: 'tool.internal_error', error: String(err) }),
     ),
   );
 }
@@ -201,7 +207,7 @@ function registerParseDsl(server: McpServer, context: SessionContext): void {
         }
         return analysedReport(context, text, file);
       },
-      (err) => context.log.error('parse_dsl failed unexpectedly', { error: String(err) }),
+      (err) => context.log.error('parse_dsl failed unexpectedly', { event: 'tool.internal_error', error: String(err) }),
     ),
   );
 }
@@ -243,7 +249,7 @@ function registerGetAgentsMd(server: McpServer, context: SessionContext): void {
         if ('error' in read) return toolError(`get_agents_md: ${read.error}`);
         return { content: [{ type: 'text', text: read.text }] };
       },
-      (err) => context.log.error('get_agents_md failed unexpectedly', { error: String(err) }),
+      (err) => context.log.error('get_agents_md failed unexpectedly', { event: 'tool.internal_error', error: String(err) }),
     ),
   );
 }

@@ -86,7 +86,7 @@ export async function callAnthropicMessages(
   config: ProviderConfig,
   request: TypedInferenceRequest,
   signal: AbortSignal,
-  operatorNotes?: string[],
+  operatorNotes?: Pick<string[], 'push'>,
 ): Promise<TypedInferenceResponse> {
   const url = `${config.baseUrl}/v1/messages`;
   const answer = await postJson(

@@ -106,7 +106,7 @@ export async function callOpenAiCompatible(
   config: ProviderConfig,
   request: TypedInferenceRequest,
   signal: AbortSignal,
-  operatorNotes?: string[],
+  operatorNotes?: Pick<string[], 'push'>,
 ): Promise<TypedInferenceResponse> {
   const url = `${config.baseUrl}/chat/completions`;
   const answer = await postJson(

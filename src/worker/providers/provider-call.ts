@@ -16,7 +16,7 @@ export async function callProvider(
   config: ProviderConfig,
   request: TypedInferenceRequest,
   signal: AbortSignal,
-  operatorNotes?: string[],
+  operatorNotes?: Pick<string[], 'push'>,
 ): Promise<TypedInferenceResponse> {
   if (request.options.provider !== config.kind) {
     throw new ProviderError(

@@ -7,7 +7,7 @@ import { shortIdentifier } from '../../shared/provider/finish-reasons.js';
 import { TYPED_RESPONSE_MAX_BYTES } from '../../shared/limits.js';
 import { packageVersion } from '../../shared/package-version.js';
 import type { ProxySetting } from '../../shared/provider/provider-config.js';
-import { redactKeys } from '../key-redaction.js';
+import { redactKeys } from '../../shared/secrets/key-redaction.js';
 import { readCappedBody } from './capped-body.js';
 import { ProviderError, type ProviderErrorDetails } from './provider-error.js';
 import { formatWait } from './retry-policy.js';

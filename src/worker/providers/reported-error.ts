@@ -12,7 +12,7 @@ export interface AnswerContext {
   requestId?: string | null;
   secret?: string;
   /** Where provider-chosen text the operator may want (an unrecognised finish reason) goes: standard error only. */
-  operatorNotes?: string[];
+  operatorNotes?: Pick<string[], 'push'>;
 }
 
 /** The ProviderError for an error reported inside an HTTP 200 answer: our words, the identifiers kept for the journal. */
