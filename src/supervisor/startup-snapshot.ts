@@ -113,6 +113,8 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
   const policyInputs: PolicyFileInput[] = collectPolicyFiles(project);
   const policySet = loadPolicySet(policyInputs);
   const { audit, storage } = openAudit(project);
+  // A first start has just created .symbiont/: reserve it too (reserved-directories.ts).
+  project.recordReservedDirectories();
   const snapshot: StartupSnapshot = {
     takenAt: new Date().toISOString(),
     project: { fd: project.fd, path: project.displayPath },

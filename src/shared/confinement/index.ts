@@ -27,5 +27,7 @@ export function pinProject(dir: string, env: NodeJS.ProcessEnv = process.env): P
   } catch {
     // keep the resolved path
   }
-  return PinnedDirectory.withAccess(fd, shown, checkDescriptorAccess(env));
+  const project = PinnedDirectory.withAccess(fd, shown, checkDescriptorAccess(env));
+  project.recordReservedDirectories();
+  return project;
 }
