@@ -12,6 +12,8 @@ const commands: Record<string, () => Promise<Register>> = {
   audit: async () => (await import('./commands/audit-command.js')).registerAuditCommand,
   schemapin: async () => (await import('./commands/schemapin-command.js')).registerSchemapinCommand,
   demo: async () => (await import('./commands/demo-command.js')).registerDemoCommand,
+  // Hidden: the child process that proves a confinement route (shared/confinement/route-proof.ts).
+  'route-proof': async () => (await import('./commands/route-proof-command.js')).registerRouteProofCommand,
 };
 
 const program = new Command();

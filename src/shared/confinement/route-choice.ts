@@ -1,5 +1,6 @@
 import { ROUTE_NAMES, type DescriptorRoute, type RouteName } from './descriptor-route.js';
 import { testConstantOverrides, TEST_CONSTANTS_ENV, type OverridableConstant } from './open-flags.js';
+import { proveInChild } from './route-proof.js';
 import { selfTestRoute } from './route-self-test.js';
 import { platformLabel, ROUTE_ENV, routeByName, type DescriptorAccess } from './routes.js';
 
@@ -42,6 +43,16 @@ export function checkDescriptorAccess(env: NodeJS.ProcessEnv = process.env, plat
   const tried = forced ? [forced as RouteName] : candidates;
   const failures: string[] = [];
   for (const name of tried) {
+    // An FFI route is proven in a child process before this process calls into it (route-proof.ts).
+    let proven = '';
+    if (name !== 'proc') {
+      const proof = proveInChild(name, { ...process.env, ...env }, overrides);
+      if (!proof.ok) {
+        failures.push(`route ${name} ${proof.reason}`);
+        continue;
+      }
+      proven = `; ${proof.note}`;
+    }
     let route: DescriptorRoute;
     try {
       route = routeByName(name, overrides);
@@ -57,7 +68,7 @@ export function checkDescriptorAccess(env: NodeJS.ProcessEnv = process.env, plat
     }
     const bent = Object.keys(overrides).length > 0 ? ` (${TEST_CONSTANTS_ENV} is set)` : '';
     const why = forced ? `forced by ${ROUTE_ENV}${bent}` : `the fastest route that passed the startup self-test on ${label}${bent}`;
-    return { available: true, route, why: failures.length > 0 ? `${why}; ${failures.join('; ')}` : why };
+    return { available: true, route, why: `${why}${proven}${failures.length > 0 ? `; ${failures.join('; ')}` : ''}` };
   }
   return refuse(failures.join('; '));
 }

@@ -1,12 +1,11 @@
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import type Koffi from 'koffi';
 import { ConfinementError } from './path-rules.js';
 import { fileFlags, openRegularFileAt, PinnedDirectory } from './pinned-directory.js';
-import type { DescriptorRoute } from './descriptor-route.js';
-import { FD_CLOEXEC, F_GETFD, F_GETFL, openFlags } from './open-flags.js';
+import type { DescriptorRoute, DirectoryListing } from './descriptor-route.js';
+import { descriptorFlagsThroughLibc } from './libc-route.js';
+import { FD_CLOEXEC, openFlags } from './open-flags.js';
 
 // Before a route serves, it proves itself in a private scratch directory with
 // the same code the file tools use: a nested file opens and its descriptor is
@@ -40,22 +39,24 @@ function expectRefusal(check: string, code: ConfinementError['code'], attempt: (
   throw new SelfTestFailure(check, 'was not refused');
 }
 
-/** The descriptor's F_GETFD and F_GETFL words, from fcntl(2) through libc, or Linux's /proc/self/fdinfo when koffi cannot load. */
-function descriptorStatus(fd: number): { fdFlags: number; statusFlags: number } {
-  let koffi: typeof Koffi | undefined;
-  try {
-    koffi = createRequire(import.meta.url)('koffi') as typeof Koffi;
-  } catch {
-    koffi = undefined;
-  }
-  if (koffi !== undefined) {
-    const fcntl = koffi.load(null).func('int fcntl(int, int, ...)');
-    return { fdFlags: fcntl(fd, F_GETFD) as number, statusFlags: fcntl(fd, F_GETFL) as number };
-  }
+/**
+ * The descriptor's F_GETFD and F_GETFL words: through libc's fcntl for the
+ * routes that call libc anyway, from /proc/self/fdinfo for the /proc route
+ * (Linux), which so never calls into a C library.
+ */
+function descriptorStatus(route: DescriptorRoute, fd: number): { fdFlags: number; statusFlags: number } {
+  if (route.name !== 'proc') return descriptorFlagsThroughLibc(fd);
   const flags = /^flags:\s+([0-7]+)$/m.exec(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
   if (flags === null) throw new Error('no flags line in /proc/self/fdinfo');
   const word = parseInt(flags[1]!, 8);
   return { fdFlags: word & openFlags('linux').O_CLOEXEC ? FD_CLOEXEC : 0, statusFlags: word };
+}
+
+/** The process's file mode creation mask (process.umask() with no argument is deprecated; setting it back is the documented way). */
+function currentUmask(): number {
+  const mask = process.umask(0o022);
+  process.umask(mask);
+  return mask;
 }
 
 // Few objects on purpose: the self-test runs before every start.
@@ -85,7 +86,12 @@ function runChecks(route: DescriptorRoute, root: string, rootFd: number): void {
   try {
     const { fd } = openRegularFileAt(route, dirFd, 'file.txt', 'a/b/file.txt');
     try {
-      const status = descriptorStatus(fd);
+      let status: { fdFlags: number; statusFlags: number };
+      try {
+        status = descriptorStatus(route, fd);
+      } catch (err) {
+        throw new SelfTestFailure('the descriptor flags can be read', (err as Error).message);
+      }
       if ((status.fdFlags & FD_CLOEXEC) === 0) throw new SelfTestFailure('the descriptor is close-on-exec', 'FD_CLOEXEC is not set');
       if ((status.statusFlags & truth.O_NONBLOCK) === 0) throw new SelfTestFailure('the descriptor is non-blocking', 'O_NONBLOCK is not set');
       if ((status.statusFlags & truth.O_ACCMODE) !== truth.O_RDONLY) throw new SelfTestFailure('the descriptor is read-only', 'it was opened for writing');
@@ -115,12 +121,7 @@ function runChecks(route: DescriptorRoute, root: string, rootFd: number): void {
 
   const listFd = project.openDirectory(['a']);
   try {
-    const listed = route.list(listFd, LISTED.length + 1);
-    const names = listed.names.map((n) => n.toString('utf8')).sort();
-    if (listed.truncated || names.join('/') !== [...LISTED].sort().join('/')) {
-      throw new SelfTestFailure('a listing returns exactly the names created', `got ${JSON.stringify(names)}`);
-    }
-    if (!route.list(listFd, 2).truncated) throw new SelfTestFailure('a listing stops at its limit', 'it did not report more entries');
+    checkListing(route, listFd, path.join(root, 'a'));
   } finally {
     fs.closeSync(listFd);
   }
@@ -128,18 +129,53 @@ function runChecks(route: DescriptorRoute, root: string, rootFd: number): void {
   checkStorageCalls(route, root, rootFd);
 }
 
+/**
+ * The route lists exactly what fs.readdirSync lists, byte for byte, and stops
+ * at its limit. Node.js's own listing is the ground truth: a file system that
+ * stores names decomposed (HFS+, ZFS with normalization=formD) returns the
+ * non-ASCII name in NFD to both, and passes.
+ */
+function checkListing(route: DescriptorRoute, listFd: number, listPath: string): void {
+  const check = 'a listing matches fs.readdirSync byte for byte';
+  let listed: DirectoryListing;
+  try {
+    listed = route.list(listFd, LISTED.length + 1);
+  } catch (err) {
+    throw new SelfTestFailure(check, (err as Error).message);
+  }
+  const truth = (fs.readdirSync(listPath, { encoding: 'buffer' }) as Buffer[]).sort(Buffer.compare);
+  const got = [...listed.names].sort(Buffer.compare);
+  const same = got.length === truth.length && got.every((name, i) => name.equals(truth[i]!));
+  if (listed.truncated || !same || truth.length !== LISTED.length) {
+    throw new SelfTestFailure(check, `got ${JSON.stringify(got.map((n) => n.toString('hex')))}, expected ${JSON.stringify(truth.map((n) => n.toString('hex')))} (hex)`);
+  }
+  if (!route.list(listFd, 2).truncated) throw new SelfTestFailure('a listing stops at its limit', 'it did not report more entries');
+}
+
+/** Throws unless `shown` has exactly the permission bits `asked` under the umask. */
+function expectMode(check: string, shown: string, stat: fs.Stats, asked: number, umask: number): void {
+  const expected = asked & ~umask & 0o7777;
+  const got = stat.mode & 0o7777;
+  if (got !== expected) throw new SelfTestFailure(check, `${shown} has mode ${got.toString(8).padStart(4, '0')}, expected ${expected.toString(8).padStart(4, '0')} (${asked.toString(8).padStart(4, '0')} under umask ${umask.toString(8).padStart(4, '0')})`);
+}
+
 function checkStorageCalls(route: DescriptorRoute, root: string, rootFd: number): void {
   const f = route.flags;
   const check = 'the storage calls create, rename and remove';
+  const umask = currentUmask();
   try {
     route.mkdirAt(rootFd, 'made', 0o700);
+    const madeDir = fs.lstatSync(path.join(root, 'made'));
+    if (!madeDir.isDirectory()) throw new SelfTestFailure(check, 'mkdirat did not make a directory');
+    expectMode(check, 'the created directory', madeDir, 0o700, umask);
     const madeFd = route.openAt(rootFd, 'made', f.O_RDONLY | f.O_DIRECTORY | f.O_NOFOLLOW);
     try {
       const fd = route.openAt(madeFd, 'new', f.O_WRONLY | f.O_CREAT | f.O_EXCL | f.O_NOFOLLOW, 0o600);
       fs.writeSync(fd, CONTENT);
       fs.closeSync(fd);
-      const made = fs.statSync(path.join(root, 'made', 'new'));
-      if (!made.isFile() || (made.mode & 0o077) !== 0) throw new SelfTestFailure(check, 'the created file is not a private regular file');
+      const made = fs.lstatSync(path.join(root, 'made', 'new'));
+      if (!made.isFile()) throw new SelfTestFailure(check, 'the created file is not a regular file');
+      expectMode(check, 'the created file', made, 0o600, umask);
       route.renameAt(madeFd, 'new', 'renamed');
       if (fs.readFileSync(path.join(root, 'made', 'renamed'), 'utf8') !== CONTENT || fs.existsSync(path.join(root, 'made', 'new'))) {
         throw new SelfTestFailure(check, 'rename did not move the file');
