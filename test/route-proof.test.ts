@@ -220,3 +220,27 @@ describe('a passed proof is remembered in the user cache directory, and only a p
     }
   });
 });
+
+describe("the file-system probes run on the project's own file system too", () => {
+  it('from the start after .symbiont/ exists, in a scratch folder there that is removed after', async () => {
+    const project = makeProject(PROJECT, 'symbi-project-probe-');
+    const start = async (): Promise<string> => {
+      const server = await startServer(project);
+      try {
+        const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+        return stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
+      } finally {
+        await server.close();
+      }
+    };
+    try {
+      assert.match(await start(), /; the project has no \.symbiont\/ yet, so its file system is probed from the next start/);
+      assert.match(await start(), /; proven on the project file system too/);
+      assert.deepEqual(fs.readdirSync(path.join(project, '.symbiont')).filter((n) => n.startsWith('route-probe-')), [], 'the scratch folder is gone');
+      fs.chmodSync(path.join(project, '.symbiont'), 0o770);
+      assert.match(await start(), /; \.symbiont\/ can be changed by other users, so no probe runs there/);
+    } finally {
+      removeProject(project);
+    }
+  });
+});

@@ -28,7 +28,7 @@ export function pinProject(dir: string, env: NodeJS.ProcessEnv = process.env): P
   } catch {
     // keep the resolved path
   }
-  const project = PinnedDirectory.withAccess(fd, shown, checkDescriptorAccess(env));
+  const project = PinnedDirectory.withAccess(fd, shown, checkDescriptorAccess(env, process.platform, { fd, path: shown }));
   project.recordReservedDirectories();
   return project;
 }

@@ -1,7 +1,7 @@
 import { ROUTE_NAMES, type DescriptorRoute, type RouteName } from './descriptor-route.js';
 import { testConstantOverrides, TEST_CONSTANTS_ENV, type OverridableConstant } from './open-flags.js';
 import { proveInChild } from './route-proof.js';
-import { selfTestRoute } from './route-self-test.js';
+import { probeProjectFileSystem, selfTestRoute } from './route-self-test.js';
 import { platformLabel, ROUTE_ENV, routeByName, type DescriptorAccess } from './routes.js';
 
 // Which confinement route reaches project files, decided once at startup. Each
@@ -22,7 +22,11 @@ const CANDIDATES: Readonly<Record<string, readonly RouteName[]>> = {
 };
 
 /** Picks and proves the route for this process (see the top of this file); `env` may force one or, for tests, bend constants. */
-export function checkDescriptorAccess(env: NodeJS.ProcessEnv = process.env, platform: string = process.platform): DescriptorAccess {
+export function checkDescriptorAccess(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: string = process.platform,
+  project?: { readonly fd: number; readonly path: string },
+): DescriptorAccess {
   const label = platformLabel(platform);
   const refuse = (detail: string): DescriptorAccess => ({
     available: false,
@@ -65,6 +69,15 @@ export function checkDescriptorAccess(env: NodeJS.ProcessEnv = process.env, plat
     } catch (err) {
       failures.push(`route ${name} failed its self-test: ${(err as Error).message}`);
       continue;
+    }
+    if (project !== undefined) {
+      try {
+        const skipped = probeProjectFileSystem(route, project.fd, project.path);
+        proven += skipped === undefined ? '; proven on the project file system too' : `; ${skipped}`;
+      } catch (err) {
+        failures.push(`route ${name} failed its self-test: ${(err as Error).message}`);
+        continue;
+      }
     }
     const bent = Object.keys(overrides).length > 0 ? ` (${TEST_CONSTANTS_ENV} is set)` : '';
     const why = forced ? `forced by ${ROUTE_ENV}${bent}` : `the fastest route that passed the startup self-test on ${label}${bent}`;

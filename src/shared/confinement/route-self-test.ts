@@ -135,8 +135,8 @@ function runChecks(route: DescriptorRoute, root: string, rootFd: number): void {
  * stores names decomposed (HFS+, ZFS with normalization=formD) returns the
  * non-ASCII name in NFD to both, and passes.
  */
-function checkListing(route: DescriptorRoute, listFd: number, listPath: string): void {
-  const check = 'a listing matches fs.readdirSync byte for byte';
+function checkListing(route: DescriptorRoute, listFd: number, listPath: string, where = ''): void {
+  const check = `a listing matches fs.readdirSync byte for byte${where}`;
   let listed: DirectoryListing;
   try {
     listed = route.list(listFd, LISTED.length + 1);
@@ -212,5 +212,68 @@ export function selfTestRoute(route: DescriptorRoute): void {
     throw new SelfTestFailure('the self-test ran', (err as Error).message);
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** The folder, in the project's storage, that the probes on the project's own file system use (removed after). */
+const PROJECT_PROBE_PREFIX = 'route-probe-';
+
+/**
+ * The probes that depend on the file system rather than on the route's code
+ * (a symlink as file and as directory refused, a hardlinked file refused, the
+ * listing byte for byte) run again on the project's own file system, in a
+ * private scratch folder inside `.symbiont/`: a project on NFS, SMB or a FUSE
+ * mount is proven where it lives. Runs only where `.symbiont/` already exists
+ * and only this user can change it (the probe never creates the storage, and
+ * a scratch folder others could change proves nothing); returns why it did not
+ * run (also when the scratch cannot be made there: a read-only project is
+ * still readable), or undefined when it passed. Throws SelfTestFailure when a
+ * probe fails.
+ */
+export function probeProjectFileSystem(route: DescriptorRoute, projectFd: number, projectPath: string): string | undefined {
+  const f = route.flags;
+  let storageFd: number;
+  try {
+    storageFd = route.openAt(projectFd, '.symbiont', f.O_RDONLY | f.O_DIRECTORY | f.O_NOFOLLOW);
+  } catch {
+    return 'the project has no .symbiont/ yet, so its file system is probed from the next start';
+  }
+  let root: string | undefined;
+  try {
+    const storage = fs.fstatSync(storageFd);
+    if (storage.uid !== process.geteuid?.() || (storage.mode & 0o022) !== 0) return '.symbiont/ can be changed by other users, so no probe runs there';
+    try {
+      root = fs.mkdtempSync(path.join(projectPath, '.symbiont', PROJECT_PROBE_PREFIX));
+      buildScratch(root);
+    } catch (err) {
+      // A read-only project, or one whose file system has no symlinks or hard links, can still be read: say so, refuse nothing.
+      return `no probe could be set up in .symbiont/ (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+    }
+    // The scratch folder made by path must be the one in the .symbiont/ held by descriptor.
+    const scratchFd = route.openAt(storageFd, path.basename(root), f.O_RDONLY | f.O_DIRECTORY | f.O_NOFOLLOW);
+    try {
+      const byPath = fs.statSync(root);
+      const byDescriptor = fs.fstatSync(scratchFd);
+      if (byPath.dev !== byDescriptor.dev || byPath.ino !== byDescriptor.ino) throw new SelfTestFailure('the scratch directory in .symbiont/ is the one made', 'it was replaced');
+      const scratch = PinnedDirectory.withRoute(scratchFd, root, route);
+      expectRefusal('a symlink as leaf is refused on the project file system', 'symlink', () => scratch.readTextFile('a/b/leaf-link', 1024));
+      expectRefusal('a symlink as directory is refused on the project file system', 'symlink', () => scratch.readTextFile('a/dir-link/file.txt', 1024));
+      expectRefusal('a hardlinked file is refused on the project file system', 'hardlinked', () => scratch.readTextFile(`a/${LISTED[2]!}`, 1024));
+      const listFd = scratch.openDirectory(['a']);
+      try {
+        checkListing(route, listFd, path.join(root, 'a'), ' on the project file system');
+      } finally {
+        fs.closeSync(listFd);
+      }
+    } finally {
+      fs.closeSync(scratchFd);
+    }
+    return undefined;
+  } catch (err) {
+    if (err instanceof SelfTestFailure) throw err;
+    throw new SelfTestFailure('the probe on the project file system ran', (err as Error).message);
+  } finally {
+    fs.closeSync(storageFd);
+    if (root !== undefined) fs.rmSync(root, { recursive: true, force: true });
   }
 }
