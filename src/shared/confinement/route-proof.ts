@@ -20,8 +20,8 @@ import { routeByName } from './routes.js';
 
 /** The hidden sub-command the child runs. */
 export const ROUTE_PROOF_COMMAND = 'route-proof';
-/** How long the child may take: a Node.js start, koffi's load and the self-test take well under a second. */
-const PROOF_DEADLINE_MS = 10_000;
+/** How long the child may take: a Node.js start, koffi's load and the self-test take well under a second, several seconds on a loaded machine, which must not be refused. */
+const PROOF_DEADLINE_MS = 15_000;
 const OUTPUT_MAX_BYTES = 64 * 1024;
 
 export type ChildProof = { readonly ok: true; readonly note: string } | { readonly ok: false; readonly reason: string };

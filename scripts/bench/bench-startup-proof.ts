@@ -1,0 +1,79 @@
+// Startup cost of proving the confinement route in a child process (issue 32):
+// the time from spawning `symbi mcp` to its answer to `initialize`, for the
+// code before the change (--base <its bin/symbi.js>) and this checkout, taken
+// in turns so that load on the machine falls on both alike. This checkout runs
+// twice: with its proof remembered in a private cache directory (every start
+// after the first) and with an empty one (the first start on a system, which
+// pays for the child process).
+//
+//   node --import tsx scripts/bench/bench-startup-proof.ts --base /path/to/old/bin/symbi.js [--runs 15]
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { symbiBin } from '../../test/support/server-entry.js';
+
+function option(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i < 0 ? undefined : process.argv[i + 1];
+}
+
+const base = option('--base');
+if (base === undefined) {
+  process.stderr.write('bench-startup-proof: give --base <bin/symbi.js of the code to compare with>\n');
+  process.exit(2);
+}
+const RUNS = Number(option('--runs') ?? '15');
+
+async function startupMs(bin: string, project: string, env: Record<string, string>): Promise<number> {
+  const started = performance.now();
+  const transport = new StdioClientTransport({ command: process.execPath, args: [bin, 'mcp', '--project', project], env, stderr: 'ignore' });
+  const client = new Client({ name: 'bench', version: '0.0.0' });
+  await client.connect(transport);
+  const ms = performance.now() - started;
+  await client.close();
+  return ms;
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+};
+
+async function main(): Promise<void> {
+  const project = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-bench-proof-'));
+  const cache = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-bench-proof-cache-'));
+  try {
+    fs.mkdirSync(path.join(project, 'agents'));
+    fs.writeFileSync(path.join(project, 'agents', 'assistant.symbi'), 'agent assistant {\n}\n');
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: os.tmpdir(), XDG_CACHE_HOME: cache };
+    // One start each first: the storage exists and the proof is remembered before timing.
+    await startupMs(symbiBin, project, env);
+    await startupMs(base!, project, env);
+    const before: number[] = [];
+    const remembered: number[] = [];
+    const firstStart: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      before.push(await startupMs(base!, project, env));
+      remembered.push(await startupMs(symbiBin, project, env));
+      const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-bench-proof-empty-'));
+      firstStart.push(await startupMs(symbiBin, project, { ...env, XDG_CACHE_HOME: empty }));
+      fs.rmSync(empty, { recursive: true, force: true });
+    }
+    const rows: Array<[string, number]> = [
+      ['before (no child proof)', median(before)],
+      ['proof remembered', median(remembered)],
+      ['first start (proof in a child)', median(firstStart)],
+    ];
+    process.stdout.write(`startup to the initialize answer, median of ${RUNS} (load average ${os.loadavg()[0]!.toFixed(1)}):\n`);
+    for (const [what, ms] of rows) process.stdout.write(`  ${what.padEnd(32)} ${ms.toFixed(1)} ms\n`);
+    process.stdout.write(`  remembered minus before          ${(median(remembered) - median(before)).toFixed(1)} ms\n`);
+  } finally {
+    fs.rmSync(project, { recursive: true, force: true });
+    fs.rmSync(cache, { recursive: true, force: true });
+  }
+}
+
+await main();
