@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { makeProject, removeProject, tempDir } from './support/project.js';
 import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
@@ -221,11 +222,24 @@ describe('a passed proof is remembered in the user cache directory, and only a p
   });
 });
 
+/** A temporary directory on another file system than the projects', for the self-test, or why there is none. */
+function otherTemporaryDirectory(): { dir?: string; skip?: string } {
+  const shm = '/dev/shm';
+  try {
+    if (fs.statSync(shm).dev !== fs.statSync(os.tmpdir()).dev) return { dir: shm };
+  } catch {
+    // below
+  }
+  return { skip: `${shm} is not a file system apart from ${os.tmpdir()} here, so the self-test cannot run elsewhere than the project` };
+}
+
 describe("the file-system probes run on the project's own file system too", () => {
-  it('from the start after .symbiont/ exists, in a scratch folder there that is removed after', async () => {
+  const other = otherTemporaryDirectory();
+
+  it('from the start after .symbiont/ exists, in a scratch folder there that is removed after', { skip: other.skip }, async () => {
     const project = makeProject(PROJECT, 'symbi-project-probe-');
-    const start = async (): Promise<string> => {
-      const server = await startServer(project);
+    const start = async (extra: Record<string, string> = {}): Promise<string> => {
+      const server = await startServer(project, { env: { ...serverEnv(), TMPDIR: other.dir!, ...extra } });
       try {
         const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
         return stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
@@ -237,6 +251,8 @@ describe("the file-system probes run on the project's own file system too", () =
       assert.match(await start(), /; the project has no \.symbiont\/ yet, so its file system is probed from the next start/);
       assert.match(await start(), /; proven on the project file system too/);
       assert.deepEqual(fs.readdirSync(path.join(project, '.symbiont')).filter((n) => n.startsWith('route-probe-')), [], 'the scratch folder is gone');
+      // With the self-test on the project's own file system, there is nothing more to prove.
+      assert.match(await start({ TMPDIR: os.tmpdir() }), /; the project shares its file system with the temporary directory, where the self-test ran/);
       fs.chmodSync(path.join(project, '.symbiont'), 0o770);
       assert.match(await start(), /; \.symbiont\/ can be changed by other users, so no probe runs there/);
     } finally {

@@ -64,15 +64,16 @@ export function checkDescriptorAccess(
       failures.push(`route ${name} cannot be used: ${(err as Error).message}`);
       continue;
     }
+    let provenDevice: number;
     try {
-      selfTestRoute(route);
+      provenDevice = selfTestRoute(route);
     } catch (err) {
       failures.push(`route ${name} failed its self-test: ${(err as Error).message}`);
       continue;
     }
     if (project !== undefined) {
       try {
-        const skipped = probeProjectFileSystem(route, project.fd, project.path);
+        const skipped = probeProjectFileSystem(route, project.fd, project.path, provenDevice);
         proven += skipped === undefined ? '; proven on the project file system too' : `; ${skipped}`;
       } catch (err) {
         failures.push(`route ${name} failed its self-test: ${(err as Error).message}`);

@@ -191,8 +191,11 @@ function checkStorageCalls(route: DescriptorRoute, root: string, rootFd: number)
   }
 }
 
-/** Proves `route` in a fresh private scratch directory; throws SelfTestFailure naming the failed check. */
-export function selfTestRoute(route: DescriptorRoute): void {
+/**
+ * Proves `route` in a fresh private scratch directory; throws SelfTestFailure
+ * naming the failed check. Returns the device the scratch directory was on.
+ */
+export function selfTestRoute(route: DescriptorRoute): number {
   let root: string;
   try {
     root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-confinement-')));
@@ -204,6 +207,7 @@ export function selfTestRoute(route: DescriptorRoute): void {
     const rootFd = fs.openSync(root, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
     try {
       runChecks(route, root, rootFd);
+      return fs.fstatSync(rootFd).dev;
     } finally {
       fs.closeSync(rootFd);
     }
@@ -227,10 +231,11 @@ const PROJECT_PROBE_PREFIX = 'route-probe-';
  * and only this user can change it (the probe never creates the storage, and
  * a scratch folder others could change proves nothing); returns why it did not
  * run (also when the scratch cannot be made there: a read-only project is
- * still readable), or undefined when it passed. Throws SelfTestFailure when a
+ * still readable, and when the project is on the file system the self-test
+ * just used, `provenDevice`), or undefined when it passed. Throws SelfTestFailure when a
  * probe fails.
  */
-export function probeProjectFileSystem(route: DescriptorRoute, projectFd: number, projectPath: string): string | undefined {
+export function probeProjectFileSystem(route: DescriptorRoute, projectFd: number, projectPath: string, provenDevice: number): string | undefined {
   const f = route.flags;
   let storageFd: number;
   try {
@@ -242,6 +247,8 @@ export function probeProjectFileSystem(route: DescriptorRoute, projectFd: number
   try {
     const storage = fs.fstatSync(storageFd);
     if (storage.uid !== process.geteuid?.() || (storage.mode & 0o022) !== 0) return '.symbiont/ can be changed by other users, so no probe runs there';
+    // The self-test has just run on this very file system: nothing more to learn, and a start saved the cost.
+    if (storage.dev === provenDevice) return 'the project shares its file system with the temporary directory, where the self-test ran';
     try {
       root = fs.mkdtempSync(path.join(projectPath, '.symbiont', PROJECT_PROBE_PREFIX));
       buildScratch(root);
