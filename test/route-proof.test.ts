@@ -238,8 +238,9 @@ describe("the file-system probes run on the project's own file system too", () =
 
   it('from the start after .symbiont/ exists, in a scratch folder there that is removed after', { skip: other.skip }, async () => {
     const project = makeProject(PROJECT, 'symbi-project-probe-');
+    const cache = tempDir('symbi-proof-cache-');
     const start = async (extra: Record<string, string> = {}): Promise<string> => {
-      const server = await startServer(project, { env: { ...serverEnv(), TMPDIR: other.dir!, ...extra } });
+      const server = await startServer(project, { env: { ...serverEnv(), TMPDIR: other.dir!, XDG_CACHE_HOME: cache, ...extra } });
       try {
         const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
         return stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
@@ -251,12 +252,14 @@ describe("the file-system probes run on the project's own file system too", () =
       assert.match(await start(), /; the project has no \.symbiont\/ yet, so its file system is probed from the next start/);
       assert.match(await start(), /; proven on the project file system too/);
       assert.deepEqual(fs.readdirSync(path.join(project, '.symbiont')).filter((n) => n.startsWith('route-probe-')), [], 'the scratch folder is gone');
+      assert.match(await start(), /; proven on the project file system at an earlier start \(remembered\)/);
       // With the self-test on the project's own file system, there is nothing more to prove.
       assert.match(await start({ TMPDIR: os.tmpdir() }), /; the project shares its file system with the temporary directory, where the self-test ran/);
       fs.chmodSync(path.join(project, '.symbiont'), 0o770);
       assert.match(await start(), /; \.symbiont\/ can be changed by other users, so no probe runs there/);
     } finally {
       removeProject(project);
+      removeProject(cache);
     }
   });
 });

@@ -89,6 +89,9 @@ async function main(): Promise<void> {
     if (baseSrc !== undefined) {
       // The storage exists, as on every start after the first.
       fs.mkdirSync(path.join(project, '.symbiont'), { mode: 0o700 });
+      // --scratch DIR: the self-test's temporary directory on another file system, so the project is probed too.
+      const scratch = option('--scratch');
+      if (scratch !== undefined) process.env.TMPDIR = scratch;
       await pinTimes(baseSrc, project, env, Number(option('--pin-runs') ?? '200'));
       if (option('--only-pin') !== undefined) return;
     }

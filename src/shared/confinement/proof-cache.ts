@@ -19,8 +19,8 @@ import type { RouteName } from './descriptor-route.js';
 
 const FILE_NAME = 'route-proofs.json';
 const FORMAT = 1;
-/** Entries kept: one per route and system combination is plenty (Node.js upgrades add one each). */
-const MAX_ENTRIES = 16;
+/** Entries kept: one per route and system combination, and one per project file system probed (the oldest go first). */
+const MAX_ENTRIES = 64;
 
 /** What a proof depends on, as one string; undefined when the C library cannot be told (then nothing is remembered). */
 export function proofKey(route: RouteName, env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -147,4 +147,29 @@ export function rememberProof(dir: string | undefined, key: string, known: reado
   } catch (err) {
     return `${dir} cannot be written (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
   }
+}
+
+/** What the project-file-system probe remembers: file systems (device and type) where a route passed it. */
+export interface ProbeMemory {
+  has(fileSystem: string): boolean;
+  add(fileSystem: string): void;
+}
+
+/**
+ * The probes on the project's file system (route-self-test.ts) remembered in
+ * the same trusted cache, per route, system (as proofKey) and file system; undefined
+ * when nothing can be remembered (the C library cannot be told).
+ */
+export function projectProbeMemory(route: RouteName, env: NodeJS.ProcessEnv): ProbeMemory | undefined {
+  const base = proofKey(route, env);
+  if (base === undefined) return undefined;
+  const dir = proofCacheDirectory(env);
+  const keyOf = (fileSystem: string): string => JSON.stringify({ probe: 'project file system', system: base, fileSystem });
+  return {
+    has: (fileSystem) => readProofCache(dir).entries.includes(keyOf(fileSystem)),
+    add: (fileSystem) => {
+      const cache = readProofCache(dir);
+      if (cache.problem === undefined) rememberProof(dir, keyOf(fileSystem), cache.entries);
+    },
+  };
 }

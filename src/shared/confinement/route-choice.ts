@@ -1,5 +1,6 @@
 import { ROUTE_NAMES, type DescriptorRoute, type RouteName } from './descriptor-route.js';
 import { testConstantOverrides, TEST_CONSTANTS_ENV, type OverridableConstant } from './open-flags.js';
+import { projectProbeMemory } from './proof-cache.js';
 import { proveInChild } from './route-proof.js';
 import { probeProjectFileSystem, selfTestRoute } from './route-self-test.js';
 import { platformLabel, ROUTE_ENV, routeByName, type DescriptorAccess } from './routes.js';
@@ -73,7 +74,8 @@ export function checkDescriptorAccess(
     }
     if (project !== undefined) {
       try {
-        const skipped = probeProjectFileSystem(route, project.fd, project.path, provenDevice);
+        const memory = Object.keys(overrides).length > 0 ? undefined : projectProbeMemory(name, { ...process.env, ...env });
+        const skipped = probeProjectFileSystem(route, project.fd, project.path, provenDevice, memory);
         proven += skipped === undefined ? '; proven on the project file system too' : `; ${skipped}`;
       } catch (err) {
         failures.push(`route ${name} failed its self-test: ${(err as Error).message}`);

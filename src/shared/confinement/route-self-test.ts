@@ -5,6 +5,7 @@ import { ConfinementError } from './path-rules.js';
 import { fileFlags, openRegularFileAt, PinnedDirectory } from './pinned-directory.js';
 import type { DescriptorRoute, DirectoryListing } from './descriptor-route.js';
 import { descriptorFlagsThroughLibc } from './libc-route.js';
+import type { ProbeMemory } from './proof-cache.js';
 import { FD_CLOEXEC, openFlags } from './open-flags.js';
 
 // Before a route serves, it proves itself in a private scratch directory with
@@ -235,7 +236,13 @@ const PROJECT_PROBE_PREFIX = 'route-probe-';
  * just used, `provenDevice`), or undefined when it passed. Throws SelfTestFailure when a
  * probe fails.
  */
-export function probeProjectFileSystem(route: DescriptorRoute, projectFd: number, projectPath: string, provenDevice: number): string | undefined {
+export function probeProjectFileSystem(
+  route: DescriptorRoute,
+  projectFd: number,
+  projectPath: string,
+  provenDevice: number,
+  memory?: ProbeMemory,
+): string | undefined {
   const f = route.flags;
   let storageFd: number;
   try {
@@ -249,6 +256,9 @@ export function probeProjectFileSystem(route: DescriptorRoute, projectFd: number
     if (storage.uid !== process.geteuid?.() || (storage.mode & 0o022) !== 0) return '.symbiont/ can be changed by other users, so no probe runs there';
     // The self-test has just run on this very file system: nothing more to learn, and a start saved the cost.
     if (storage.dev === provenDevice) return 'the project shares its file system with the temporary directory, where the self-test ran';
+    // A file system (device and type) where this route passed before on this system is not probed again.
+    const fileSystem = `${storage.dev} ${fs.statfsSync(path.join(projectPath, '.symbiont')).type}`;
+    if (memory?.has(fileSystem)) return 'proven on the project file system at an earlier start (remembered)';
     try {
       root = fs.mkdtempSync(path.join(projectPath, '.symbiont', PROJECT_PROBE_PREFIX));
       buildScratch(root);
@@ -275,6 +285,7 @@ export function probeProjectFileSystem(route: DescriptorRoute, projectFd: number
     } finally {
       fs.closeSync(scratchFd);
     }
+    memory?.add(fileSystem);
     return undefined;
   } catch (err) {
     if (err instanceof SelfTestFailure) throw err;
