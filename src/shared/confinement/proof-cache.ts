@@ -38,7 +38,15 @@ export function proofKey(route: RouteName, env: NodeJS.ProcessEnv = process.env)
   });
 }
 
+// Both are fixed for the life of the process: worked out once.
+let koffiVersionSeen: string | undefined;
+let libcSeen: { value: string | undefined } | undefined;
+
 function koffiVersion(): string {
+  return (koffiVersionSeen ??= readKoffiVersion());
+}
+
+function readKoffiVersion(): string {
   try {
     const entry = createRequire(import.meta.url).resolve('koffi');
     let dir = path.dirname(entry);
@@ -63,6 +71,10 @@ function koffiVersion(): string {
  * with the system's libc. Where none can be told, the proof is not remembered.
  */
 function libcIdentity(): string | undefined {
+  return (libcSeen ??= { value: readLibcIdentity() }).value;
+}
+
+function readLibcIdentity(): string | undefined {
   if (process.platform !== 'linux') return `${os.type()} ${os.release()}`;
   let maps: string;
   try {
