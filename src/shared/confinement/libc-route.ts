@@ -164,7 +164,7 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
   const directoryFlags = flags.O_RDONLY | flags.O_DIRECTORY | cloexec;
 
   // errno is read right after the call that set it, before anything else runs.
-  const check = (result: number | bigint, call: string): number => {
+  const check = (result: unknown, call: string): number => {
     const n = Number(result);
     if (n < 0) throw errnoError(koffi.errno(), call);
     return n;

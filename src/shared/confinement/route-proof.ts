@@ -59,7 +59,8 @@ function runChild(name: RouteName, env: NodeJS.ProcessEnv, deadlineMs: number): 
     maxBuffer: OUTPUT_MAX_BYTES,
   });
   const ms = Math.round(performance.now() - started);
-  const code = (run.error as NodeJS.ErrnoException | undefined)?.code;
+  const error: NodeJS.ErrnoException | undefined = run.error;
+  const code = error?.code;
   if (code === 'ETIMEDOUT') return { ok: false, reason: `hung in its proof in a child process: no answer within ${deadlineMs} ms` };
   if (run.error !== undefined) return { ok: false, reason: `could not be proven in a child process (${code ?? run.error.message})` };
   if (run.signal !== null) return { ok: false, reason: `crashed in its proof in a child process (${run.signal}), so it is not called in the server` };

@@ -144,8 +144,8 @@ function checkListing(route: DescriptorRoute, listFd: number, listPath: string, 
   } catch (err) {
     throw new SelfTestFailure(check, (err as Error).message);
   }
-  const truth = (fs.readdirSync(listPath, { encoding: 'buffer' }) as Buffer[]).sort(Buffer.compare);
-  const got = [...listed.names].sort(Buffer.compare);
+  const truth = (fs.readdirSync(listPath, { encoding: 'buffer' }) as Buffer[]).sort((a, b) => Buffer.compare(a, b));
+  const got = [...listed.names].sort((a, b) => Buffer.compare(a, b));
   const same = got.length === truth.length && got.every((name, i) => name.equals(truth[i]!));
   if (listed.truncated || !same || truth.length !== LISTED.length) {
     throw new SelfTestFailure(check, `got ${JSON.stringify(got.map((n) => n.toString('hex')))}, expected ${JSON.stringify(truth.map((n) => n.toString('hex')))} (hex)`);
