@@ -113,8 +113,6 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
   const policyInputs: PolicyFileInput[] = collectPolicyFiles(project);
   const policySet = loadPolicySet(policyInputs);
   const { audit, storage } = openAudit(project);
-  // A first start has just created .symbiont/: reserve it too (reserved-directories.ts).
-  project.recordReservedDirectories();
   const snapshot: StartupSnapshot = {
     takenAt: new Date().toISOString(),
     project: { fd: project.fd, path: project.displayPath },
@@ -132,5 +130,7 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
     policy: { files: policyInputs.map((f) => f.path), set: policySet },
     audit,
   };
+  // A first start has just created .symbiont/: reserve it too (reserved-directories.ts).
+  project.recordReservedDirectories();
   return { snapshot: deepFreeze(snapshot), auditStorage: storage };
 }
