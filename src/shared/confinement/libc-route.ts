@@ -163,13 +163,13 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
   const cloexec = flags.O_CLOEXEC;
   const directoryFlags = flags.O_RDONLY | flags.O_DIRECTORY | cloexec;
 
-  // errno is read right after the call that set it, before anything else runs.
   const check = (result: unknown, call: string): number => {
     const n = Number(result);
     if (n < 0) throw errnoError(koffi.errno(), call);
     return n;
   };
-  // openat in its one call shape: the mode is always passed (0 when nothing is created).
+  // openat in its one call shape: the mode is always passed (0 when nothing is created);
+  // check() reads errno right after the call that set it, before anything else runs.
   const openatCall = (dirFd: number, name: string, flagsValue: number, mode: number, call = 'openat'): number => {
     primeVariadic('openat', () => openat(-1, '', 0, 'int', 0));
     return check(openat(dirFd, name, flagsValue, 'int', mode), call);
