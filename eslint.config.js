@@ -88,6 +88,7 @@ export default tseslint.config(
       'src/supervisor/commands/audit-command.ts',
       'src/supervisor/commands/dsl-command.ts',
       'src/supervisor/commands/schemapin-command.ts',
+      'src/supervisor/commands/route-proof-command.ts',
       'src/supervisor/commands/check-command.ts',
       'src/supervisor/commands/policy-command.ts',
       'src/supervisor/commands/mcp-command.ts',

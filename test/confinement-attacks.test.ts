@@ -42,6 +42,8 @@ describe('confinement: parse_dsl and discovery refuse hostile paths', () => {
       '.git/config': `[core]\n# ${MARKER}\n`,
       '.env': `TOKEN=${MARKER}\n`,
       'inner.symbi': GOOD,
+      // What a lone surrogate in a caller's path would become if it were encoded with a replacement character.
+      'a/\ufffd.symbi': `agent replaced { } // ${MARKER}\n`,
     });
     const p = (rel: string) => path.join(project, rel);
     fs.symlinkSync(path.join(outside, 'secret.symbi'), p('agents/link-out.symbi'));
@@ -118,6 +120,9 @@ describe('confinement: parse_dsl and discovery refuse hostile paths', () => {
     ['an over-long path', `${'d/'.repeat(2100)}x.symbi`, /longer than 4096 bytes/],
     ['wrong extension', 'agents/notes.md', /must name a \.symbi or \.dsl file/],
     ['tilde is not home', '~/secret.symbi', /no such file in the project/],
+    ['a lone high surrogate', 'a/\ud800.symbi', /the path contains an unpaired UTF-16 surrogate/],
+    ['a lone low surrogate', 'a/\udc00.symbi', /the path contains an unpaired UTF-16 surrogate/],
+    ['a lone surrogate in a directory', 'a\ud800/real.symbi', /the path contains an unpaired UTF-16 surrogate/],
   ];
 
   it(`refuses ${refused.length} hostile paths through parse_dsl and keeps serving`, async () => {

@@ -143,7 +143,11 @@ const WRONG_CONSTANTS: readonly [string, RegExp][] = [
   ['{"O_DIRECTORY":0}', /a file opened as a directory is refused: was not refused/],
   ['{"O_NONBLOCK":0}', /the descriptor is non-blocking: O_NONBLOCK is not set/],
   ['{"O_CLOEXEC":0}', /the descriptor is close-on-exec: FD_CLOEXEC is not set/],
-  ['{"DIRENT_NAME_OFFSET":20}', /a listing returns exactly the names created: got /],
+  ['{"DIRENT_NAME_OFFSET":20}', /a listing matches fs\.readdirSync byte for byte: got /],
+  // On Linux offset 18 holds d_type and the name's first byte: far more than any record's length.
+  ['{"DIRENT_RECLEN_OFFSET":18}', /a listing matches fs\.readdirSync byte for byte: EIO: readdir returned a record out of bounds \(d_reclen \d+ is outside/],
+  // Linux has no d_namlen: reading d_reclen as one never matches a name's length.
+  ['{"DIRENT_NAMLEN_OFFSET":16}', /a listing matches fs\.readdirSync byte for byte: EIO: readdir returned a record out of bounds \(d_namlen \d+ differs from the name's \d+ bytes\)/],
 ];
 
 describe('the startup self-test refuses a route built on wrong constants', () => {

@@ -142,6 +142,9 @@ function describeDirectoryProblem(code: ConfinementError['code']): string {
       return 'is a symlink; symlinks are never followed, so no agents were loaded';
     case 'not_directory':
       return 'is not a directory, so no agents were loaded';
+    case 'invalid_path':
+      // The only refusal of a plain name: agents/ is policies/ or .symbiont/ under another name (reserved-directories.ts).
+      return 'is a reserved directory (policies/ or .symbiont/) reached under another name, so no agents were loaded';
     default:
       return `cannot be opened (${code}), so no agents were loaded`;
   }

@@ -8,6 +8,8 @@ import { packageVersion } from '../shared/package-version.js';
 type Register = (program: Command) => void;
 const commands: Record<string, () => Promise<Register>> = {
   mcp: async () => (await import('./commands/mcp-command.js')).registerMcpCommand,
+  // Hidden: the child process that proves a confinement route (shared/confinement/route-proof.ts).
+  'route-proof': async () => (await import('./commands/route-proof-command.js')).registerRouteProofCommand,
   dsl: async () => (await import('./commands/dsl-command.js')).registerDslCommand,
   audit: async () => (await import('./commands/audit-command.js')).registerAuditCommand,
   schemapin: async () => (await import('./commands/schemapin-command.js')).registerSchemapinCommand,

@@ -144,5 +144,7 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
     policy,
     audit,
   };
+  // A first start has just created .symbiont/: reserve it too (reserved-directories.ts).
+  project.recordReservedDirectories();
   return { snapshot: deepFreeze(snapshot), auditStorage: storage };
 }

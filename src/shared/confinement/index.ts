@@ -13,6 +13,7 @@ export * from './path-rules.js';
 export * from './pinned-directory.js';
 export * from './routes.js';
 export { checkDescriptorAccess } from './route-choice.js';
+export { proveRouteHere, ROUTE_PROOF_COMMAND } from './route-proof.js';
 export { loadKoffi } from './libc-route.js';
 export type { DescriptorRoute, DirectoryListing, RouteName } from './descriptor-route.js';
 export { errnoError, ROUTE_NAMES } from './descriptor-route.js';
@@ -27,5 +28,7 @@ export function pinProject(dir: string, env: NodeJS.ProcessEnv = process.env): P
   } catch {
     // keep the resolved path
   }
-  return PinnedDirectory.withAccess(fd, shown, checkDescriptorAccess(env));
+  const project = PinnedDirectory.withAccess(fd, shown, checkDescriptorAccess(env, process.platform, { fd, path: shown }));
+  project.recordReservedDirectories();
+  return project;
 }

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import type Koffi from 'koffi';
 import { errnoError, type DescriptorRoute, type DirectoryListing } from './descriptor-route.js';
-import { openFlags, type OverridableConstant } from './open-flags.js';
+import { F_GETFD, F_GETFL, openFlags, type OverridableConstant } from './open-flags.js';
 
 // The routes that call the process's own libc through koffi (a C FFI that ships
 // prebuilt binaries, so nothing is compiled on the user's machine), the way a C
@@ -43,8 +43,20 @@ const AT_FDCWD = -100;
 const AT_SYMLINK_FOLLOW = 0x400;
 const DIRENT_RECLEN_OFFSET = 16;
 
+// Each readdir record is checked before its name is copied: d_reclen must hold
+// the name's offset and at least a NUL, and no more than the platform's whole
+// struct dirent (glibc and musl 280 bytes: d_name[256]; macOS 1048: d_name[1024];
+// FreeBSD 280: d_name[MAXNAMLEN + 1]); the name must end with a NUL inside the
+// record; and where the record carries d_namlen (macOS at offset 18, FreeBSD at
+// 20, both uint16), it must equal the length found. A record that fails is
+// refused as EIO rather than read past.
+
 interface PlatformLayout {
   direntNameOffset: number;
+  /** Offset of d_namlen (uint16), where the platform has it. */
+  direntNamlenOffset?: number;
+  /** sizeof(struct dirent): the largest record readdir can return. */
+  direntMaxRecord: number;
   fdopendir: string;
   readdir: string;
   modeType: 'uint32_t' | 'uint16_t';
@@ -54,16 +66,60 @@ function platformLayout(platform: string, arch: string): PlatformLayout | string
   if (!['x64', 'arm64', 'riscv64', 'ppc64', 'loong64', 's390x'].includes(arch)) return `no dirent layout is known for 32-bit ${arch}`;
   switch (platform) {
     case 'linux':
-      return { direntNameOffset: 19, fdopendir: 'fdopendir', readdir: 'readdir', modeType: 'uint32_t' };
-    case 'darwin':
+      return { direntNameOffset: 19, direntMaxRecord: 280, fdopendir: 'fdopendir', readdir: 'readdir', modeType: 'uint32_t' };
+    case 'darwin': {
+      const dirent = { direntNameOffset: 21, direntNamlenOffset: 18, direntMaxRecord: 1048, modeType: 'uint16_t' } as const;
       return arch === 'x64'
-        ? { direntNameOffset: 21, fdopendir: 'fdopendir$INODE64', readdir: 'readdir$INODE64', modeType: 'uint16_t' }
-        : { direntNameOffset: 21, fdopendir: 'fdopendir', readdir: 'readdir', modeType: 'uint16_t' };
+        ? { ...dirent, fdopendir: 'fdopendir$INODE64', readdir: 'readdir$INODE64' }
+        : { ...dirent, fdopendir: 'fdopendir', readdir: 'readdir' };
+    }
     case 'freebsd':
-      return { direntNameOffset: 24, fdopendir: 'fdopendir', readdir: 'readdir', modeType: 'uint16_t' };
+      return { direntNameOffset: 24, direntNamlenOffset: 20, direntMaxRecord: 280, fdopendir: 'fdopendir', readdir: 'readdir', modeType: 'uint16_t' };
     default:
       return `no dirent layout is known for ${platform}`;
   }
+}
+
+/** A readdir record that fails its bounds check: refused as EIO, never read past. */
+function recordError(detail: string): NodeJS.ErrnoException {
+  const err = errnoError(os.constants.errno.EIO, 'readdir');
+  err.message = `EIO: readdir returned a record out of bounds (${detail})`;
+  return err;
+}
+
+// koffi prepares one variadic call per thread and keeps it while calls repeat
+// the same function with the same argument types; a different call frees it,
+// after the C function returns but before koffi.errno() can be read, and free()
+// may change errno. So each variadic function here is called in one shape only,
+// and when the last variadic call in this thread was a different function, a
+// call of the same shape that cannot do anything (descriptor -1) goes first:
+// the real call then finds its shape prepared and its errno survives. Module
+// state is per thread, like koffi's own slot.
+let lastVariadic: string | undefined;
+
+function primeVariadic(name: string, prime: () => unknown): void {
+  if (lastVariadic === name) return;
+  prime();
+  lastVariadic = name;
+}
+
+let fcntlFunction: ReturnType<ReturnType<typeof Koffi.load>['func']> | undefined;
+
+/**
+ * fcntl(fd, F_GETFD, 0) and fcntl(fd, F_GETFL, 0) through libc, the third
+ * argument always passed; -1 throws the errno error instead of passing as a
+ * word with every flag set.
+ */
+export function descriptorFlagsThroughLibc(fd: number): { fdFlags: number; statusFlags: number } {
+  const koffi = loadKoffi();
+  const fcntl = (fcntlFunction ??= koffi.load(null).func('int fcntl(int, int, ...)'));
+  const call = (command: number, label: string): number => {
+    primeVariadic('fcntl', () => fcntl(-1, command, 'int', 0));
+    const result = fcntl(fd, command, 'int', 0) as number;
+    if (result === -1) throw errnoError(koffi.errno(), `fcntl(${label})`);
+    return result;
+  };
+  return { fdFlags: call(F_GETFD, 'F_GETFD'), statusFlags: call(F_GETFL, 'F_GETFL') };
 }
 
 let koffiModule: typeof Koffi | undefined;
@@ -91,6 +147,8 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
   const flags = openFlags(platform, options.overrides);
   if (flags.O_CLOEXEC === 0 && options.overrides?.O_CLOEXEC === undefined) throw new Error(`O_CLOEXEC is not known for ${platform}`);
   const nameOffset = options.overrides?.DIRENT_NAME_OFFSET ?? layout.direntNameOffset;
+  const reclenOffset = options.overrides?.DIRENT_RECLEN_OFFSET ?? DIRENT_RECLEN_OFFSET;
+  const namlenOffset = options.overrides?.DIRENT_NAMLEN_OFFSET ?? layout.direntNamlenOffset;
   const koffi = loadKoffi();
   const libc = koffi.load(null);
   const openat = libc.func('int openat(int, const char *, int, ...)');
@@ -110,6 +168,12 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
     if (n < 0) throw errnoError(koffi.errno(), call);
     return n;
   };
+  // openat in its one call shape: the mode is always passed (0 when nothing is created);
+  // check() reads errno right after the call that set it, before anything else runs.
+  const openatCall = (dirFd: number, name: string, flagsValue: number, mode: number, call = 'openat'): number => {
+    primeVariadic('openat', () => openat(-1, '', 0, 'int', 0));
+    return check(openat(dirFd, name, flagsValue, 'int', mode), call);
+  };
 
   const route: DescriptorRoute = {
     flags,
@@ -119,9 +183,7 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
       : 'libc openat, one component at a time with O_NOFOLLOW (through koffi)',
     openAt(dirFd, name, openFlagsValue, mode) {
       // The mode travels as a variadic int (default argument promotion).
-      return mode === undefined
-        ? check(openat(dirFd, name, openFlagsValue | cloexec), 'openat')
-        : check(openat(dirFd, name, openFlagsValue | cloexec, 'int', mode), 'openat');
+      return openatCall(dirFd, name, openFlagsValue | cloexec, mode ?? 0);
     },
     mkdirAt(dirFd, name, mode) {
       check(mkdirat(dirFd, name, mode), 'mkdirat');
@@ -135,7 +197,7 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
     list(dirFd, max): DirectoryListing {
       // fdopendir takes over the descriptor it is given, so it gets its own,
       // opened as "." from dirFd, with a read offset of its own too.
-      const own = check(openat(dirFd, '.', directoryFlags), 'openat');
+      const own = openatCall(dirFd, '.', directoryFlags, 0);
       const dir = fdopendirFn(own) as bigint | null;
       if (dir === null) {
         const err = errnoError(koffi.errno(), 'fdopendir');
@@ -152,11 +214,19 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
             if (errno !== 0) throw errnoError(errno, 'readdir');
             return { names, truncated: false };
           }
-          // The record is valid only until the next readdir: copy the name out of it.
-          const reclen = koffi.decode(entry, DIRENT_RECLEN_OFFSET, 'uint16_t') as number;
-          const record = new Uint8Array(koffi.view(entry, Math.max(reclen, nameOffset)));
+          // The record is valid only until the next readdir: check its bounds, then copy the name out of it.
+          const reclen = koffi.decode(entry, reclenOffset, 'uint16_t') as number;
+          if (reclen <= nameOffset || reclen > layout.direntMaxRecord) {
+            throw recordError(`d_reclen ${reclen} is outside ${nameOffset + 1}..${layout.direntMaxRecord}`);
+          }
+          const record = new Uint8Array(koffi.view(entry, reclen));
           const end = record.indexOf(0, nameOffset);
-          const name = record.subarray(nameOffset, end < 0 ? record.length : end);
+          if (end < 0) throw recordError(`the name has no NUL within d_reclen ${reclen}`);
+          if (namlenOffset !== undefined) {
+            const namlen = koffi.decode(entry, namlenOffset, 'uint16_t') as number;
+            if (namlen !== end - nameOffset) throw recordError(`d_namlen ${namlen} differs from the name's ${end - nameOffset} bytes`);
+          }
+          const name = record.subarray(nameOffset, end);
           if ((name.length === 1 && name[0] === 0x2e) || (name.length === 2 && name[0] === 0x2e && name[1] === 0x2e)) continue;
           if (names.length >= max) return { names, truncated: true };
           names.push(Buffer.from(name));
@@ -168,7 +238,7 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
   };
   if (linkat !== undefined) {
     const unnamedFlags = O_TMPFILE_WITHOUT_DIRECTORY | flags.O_DIRECTORY | flags.O_WRONLY | flags.O_APPEND | cloexec;
-    route.openUnnamedFile = (dirFd, mode) => check(openat(dirFd, '.', unnamedFlags, 'int', mode), 'openat(O_TMPFILE)');
+    route.openUnnamedFile = (dirFd, mode) => openatCall(dirFd, '.', unnamedFlags, mode, 'openat(O_TMPFILE)');
     route.nameUnnamedFile = (fd, dirFd, name) => {
       check(linkat(AT_FDCWD, `/proc/self/fd/${fd}`, dirFd, name, AT_SYMLINK_FOLLOW), 'linkat');
     };
@@ -182,6 +252,7 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
       write(openFlagsValue | cloexec, 0);
       write(0, 8);
       write(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, 16);
+      primeVariadic('openat2', () => syscall(SYS_OPENAT2, 'long', -1, 'const char *', '', 'void *', null, 'size_t', 0));
       return check(syscall(SYS_OPENAT2, 'long', dirFd, 'const char *', components.join('/'), 'void *', how, 'size_t', OPEN_HOW_BYTES), 'openat2');
     };
   }

@@ -49,8 +49,22 @@ export interface OpenFlags {
  */
 export const TEST_CONSTANTS_ENV = 'SYMBI_CONFINEMENT_TEST_CONSTANTS';
 
-/** Keys the test-only override may replace (the flags above plus the dirent name offset, libc-route.ts). */
-export const OVERRIDABLE_CONSTANTS = ['O_DIRECTORY', 'O_NOFOLLOW', 'O_NONBLOCK', 'O_CLOEXEC', 'DIRENT_NAME_OFFSET'] as const;
+/**
+ * Keys the test-only override may replace: the flags above, the struct dirent
+ * offsets (libc-route.ts: where the name, d_reclen and d_namlen are read; a
+ * d_namlen offset on Linux, which has none, makes one up), and how long a
+ * route's proof in a child process may take (route-proof.ts).
+ */
+export const OVERRIDABLE_CONSTANTS = [
+  'O_DIRECTORY',
+  'O_NOFOLLOW',
+  'O_NONBLOCK',
+  'O_CLOEXEC',
+  'DIRENT_NAME_OFFSET',
+  'DIRENT_RECLEN_OFFSET',
+  'DIRENT_NAMLEN_OFFSET',
+  'PROOF_DEADLINE_MS',
+] as const;
 export type OverridableConstant = (typeof OVERRIDABLE_CONSTANTS)[number];
 
 /** The test-only constant overrides from the environment (empty in production). Throws on a malformed value. */

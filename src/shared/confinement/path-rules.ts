@@ -36,7 +36,7 @@ export interface PathRules {
 }
 
 const ALLOWED_PATHS =
-  'a project-relative path of plain components (no leading "/", no "..", no hidden names, no backslashes, not under policies/)';
+  'a project-relative path of plain components in valid Unicode (no leading "/", no "..", no hidden names, no backslashes, not under policies/)';
 
 /** Splits a caller-supplied project-relative path into components, refusing anything outside the rules. */
 export function projectPathComponents(relPath: string, rules: PathRules = {}): string[] {
@@ -45,6 +45,8 @@ export function projectPathComponents(relPath: string, rules: PathRules = {}): s
   };
   if (typeof relPath !== 'string' || relPath.length === 0) refuse('the path is empty');
   if (relPath.includes('\0')) refuse('the path contains a NUL byte');
+  // A lone surrogate has no UTF-8 form: encoding it for the kernel would turn it into U+FFFD and name another file.
+  if (!relPath.isWellFormed()) refuse('the path contains an unpaired UTF-16 surrogate, which names no file');
   if (relPath.includes('\\')) refuse('the path contains a backslash');
   if (relPath.startsWith('/')) refuse('absolute paths are not allowed');
   if (Buffer.byteLength(relPath, 'utf8') > PROJECT_PATH_MAX_BYTES) refuse(`the path is longer than ${PROJECT_PATH_MAX_BYTES} bytes`);

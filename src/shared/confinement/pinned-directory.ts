@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { ConfinementError, decodeUtf8Strict, describeOpenError, projectPathComponents, type PathRules } from './path-rules.js';
 import { projectFilesUnavailable, routeByName, type DescriptorAccess } from './routes.js';
 import type { DescriptorRoute, RouteName } from './descriptor-route.js';
+import { ReservedDirectories } from './reserved-directories.js';
 
 // Project files are reached only through a directory descriptor opened once at
 // startup. Every path is resolved from it one component at a time through the
@@ -44,6 +45,9 @@ export interface ConfinedText {
 
 /** The project root, pinned by descriptor at startup, and the only way to reach its files. */
 export class PinnedDirectory {
+  /** policies/ and .symbiont/ by device and inode (reserved-directories.ts); empty until recordReservedDirectories. */
+  private readonly reserved = new ReservedDirectories();
+
   private constructor(
     /** Descriptor of the project root, kept open for the life of the process. */
     readonly fd: number,
@@ -86,11 +90,23 @@ export class PinnedDirectory {
   openDirectory(components: readonly string[], createMode?: number): number {
     const route = this.route;
     if (components.length === 0) return route.openAt(this.fd, '.', route.flags.O_RDONLY | route.flags.O_DIRECTORY);
-    if (route.openBeneath !== undefined && createMode === undefined) {
+    const guarded = this.guards(components);
+    // With the reserved directories to check, only a one-component path may skip the walk: its one directory is the result.
+    if (route.openBeneath !== undefined && createMode === undefined && (!guarded || components.length === 1)) {
+      let fd: number | undefined;
       try {
-        return route.openBeneath(this.fd, components, directoryFlags(route));
+        fd = route.openBeneath(this.fd, components, directoryFlags(route));
       } catch {
         // The walk below gives the precise refusal (which component, and why).
+      }
+      if (fd !== undefined) {
+        try {
+          if (guarded) this.reserved.refuseReserved(fd, components.join('/'));
+        } catch (err) {
+          fs.closeSync(fd);
+          throw err;
+        }
+        return fd;
       }
     }
     let current = this.fd;
@@ -101,6 +117,7 @@ export class PinnedDirectory {
         const next = openDirectoryAt(route, current, name, shownParts.join('/'), createMode);
         if (current !== this.fd) fs.closeSync(current);
         current = next;
+        if (guarded) this.reserved.refuseReserved(current, shownParts.join('/'));
       }
       return current;
     } catch (err) {
@@ -109,12 +126,27 @@ export class PinnedDirectory {
     }
   }
 
+  /**
+   * Records policies/ and .symbiont/ by device and inode, so a walk that
+   * reaches them under another name is refused (reserved-directories.ts).
+   * Called when the project is pinned and again once the storage exists.
+   */
+  recordReservedDirectories(): void {
+    if (this.access.available) this.reserved.record(this.access.route, this.fd);
+  }
+
+  /** Whether a walk along `components` must check each directory against the reserved ones. */
+  private guards(components: readonly string[]): boolean {
+    return this.reserved.size > 0 && !ReservedDirectories.spelled(components[0]);
+  }
+
   /** Reads a regular, single-link, UTF-8 file at a project-relative path. */
   readTextFile(relPath: string, maxBytes: number, rules: PathRules = {}): ConfinedText {
     const components = projectPathComponents(relPath, rules);
     const shown = components.join('/');
     const route = this.route;
-    if (route.openBeneath !== undefined) {
+    // A file directly in the root passes no directory; a deeper one is walked so each directory is checked.
+    if (route.openBeneath !== undefined && (components.length === 1 || !this.guards(components))) {
       let fd: number | undefined;
       try {
         fd = route.openBeneath(this.fd, components, fileFlags(route));

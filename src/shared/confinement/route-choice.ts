@@ -1,6 +1,8 @@
 import { ROUTE_NAMES, type DescriptorRoute, type RouteName } from './descriptor-route.js';
 import { testConstantOverrides, TEST_CONSTANTS_ENV, type OverridableConstant } from './open-flags.js';
-import { selfTestRoute } from './route-self-test.js';
+import { projectProbeMemory } from './proof-cache.js';
+import { proveInChild } from './route-proof.js';
+import { probeProjectFileSystem, selfTestRoute } from './route-self-test.js';
 import { platformLabel, ROUTE_ENV, routeByName, type DescriptorAccess } from './routes.js';
 
 // Which confinement route reaches project files, decided once at startup. Each
@@ -21,7 +23,11 @@ const CANDIDATES: Readonly<Record<string, readonly RouteName[]>> = {
 };
 
 /** Picks and proves the route for this process (see the top of this file); `env` may force one or, for tests, bend constants. */
-export function checkDescriptorAccess(env: NodeJS.ProcessEnv = process.env, platform: string = process.platform): DescriptorAccess {
+export function checkDescriptorAccess(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: string = process.platform,
+  project?: { readonly fd: number; readonly path: string },
+): DescriptorAccess {
   const label = platformLabel(platform);
   const refuse = (detail: string): DescriptorAccess => ({
     available: false,
@@ -42,6 +48,16 @@ export function checkDescriptorAccess(env: NodeJS.ProcessEnv = process.env, plat
   const tried = forced ? [forced as RouteName] : candidates;
   const failures: string[] = [];
   for (const name of tried) {
+    // An FFI route is proven in a child process before this process calls into it (route-proof.ts).
+    let proven = '';
+    if (name !== 'proc') {
+      const proof = proveInChild(name, { ...process.env, ...env }, overrides);
+      if (!proof.ok) {
+        failures.push(`route ${name} ${proof.reason}`);
+        continue;
+      }
+      proven = `; ${proof.note}`;
+    }
     let route: DescriptorRoute;
     try {
       route = routeByName(name, overrides);
@@ -49,15 +65,26 @@ export function checkDescriptorAccess(env: NodeJS.ProcessEnv = process.env, plat
       failures.push(`route ${name} cannot be used: ${(err as Error).message}`);
       continue;
     }
+    let provenDevice: number;
     try {
-      selfTestRoute(route);
+      provenDevice = selfTestRoute(route);
     } catch (err) {
       failures.push(`route ${name} failed its self-test: ${(err as Error).message}`);
       continue;
     }
+    if (project !== undefined) {
+      try {
+        const memory = Object.keys(overrides).length > 0 ? undefined : projectProbeMemory(name, { ...process.env, ...env });
+        const skipped = probeProjectFileSystem(route, project.fd, project.path, provenDevice, memory);
+        proven += skipped === undefined ? '; proven on the project file system too' : `; ${skipped}`;
+      } catch (err) {
+        failures.push(`route ${name} failed its self-test: ${(err as Error).message}`);
+        continue;
+      }
+    }
     const bent = Object.keys(overrides).length > 0 ? ` (${TEST_CONSTANTS_ENV} is set)` : '';
     const why = forced ? `forced by ${ROUTE_ENV}${bent}` : `the fastest route that passed the startup self-test on ${label}${bent}`;
-    return { available: true, route, why: failures.length > 0 ? `${why}; ${failures.join('; ')}` : why };
+    return { available: true, route, why: `${why}${proven}${failures.length > 0 ? `; ${failures.join('; ')}` : ''}` };
   }
   return refuse(failures.join('; '));
 }

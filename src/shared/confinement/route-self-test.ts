@@ -1,12 +1,12 @@
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import type Koffi from 'koffi';
 import { ConfinementError } from './path-rules.js';
 import { fileFlags, openRegularFileAt, PinnedDirectory } from './pinned-directory.js';
-import type { DescriptorRoute } from './descriptor-route.js';
-import { FD_CLOEXEC, F_GETFD, F_GETFL, openFlags } from './open-flags.js';
+import type { DescriptorRoute, DirectoryListing } from './descriptor-route.js';
+import { descriptorFlagsThroughLibc } from './libc-route.js';
+import type { ProbeMemory } from './proof-cache.js';
+import { FD_CLOEXEC, openFlags } from './open-flags.js';
 
 // Before a route serves, it proves itself in a private scratch directory with
 // the same code the file tools use: a nested file opens and its descriptor is
@@ -40,22 +40,24 @@ function expectRefusal(check: string, code: ConfinementError['code'], attempt: (
   throw new SelfTestFailure(check, 'was not refused');
 }
 
-/** The descriptor's F_GETFD and F_GETFL words, from fcntl(2) through libc, or Linux's /proc/self/fdinfo when koffi cannot load. */
-function descriptorStatus(fd: number): { fdFlags: number; statusFlags: number } {
-  let koffi: typeof Koffi | undefined;
-  try {
-    koffi = createRequire(import.meta.url)('koffi') as typeof Koffi;
-  } catch {
-    koffi = undefined;
-  }
-  if (koffi !== undefined) {
-    const fcntl = koffi.load(null).func('int fcntl(int, int, ...)');
-    return { fdFlags: fcntl(fd, F_GETFD) as number, statusFlags: fcntl(fd, F_GETFL) as number };
-  }
+/**
+ * The descriptor's F_GETFD and F_GETFL words: through libc's fcntl for the
+ * routes that call libc anyway, from /proc/self/fdinfo for the /proc route
+ * (Linux), which so never calls into a C library.
+ */
+function descriptorStatus(route: DescriptorRoute, fd: number): { fdFlags: number; statusFlags: number } {
+  if (route.name !== 'proc') return descriptorFlagsThroughLibc(fd);
   const flags = /^flags:\s+([0-7]+)$/m.exec(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
   if (flags === null) throw new Error('no flags line in /proc/self/fdinfo');
   const word = parseInt(flags[1]!, 8);
   return { fdFlags: word & openFlags('linux').O_CLOEXEC ? FD_CLOEXEC : 0, statusFlags: word };
+}
+
+/** The process's file mode creation mask (process.umask() with no argument is deprecated; setting it back is the documented way). */
+function currentUmask(): number {
+  const mask = process.umask(0o022);
+  process.umask(mask);
+  return mask;
 }
 
 // Few objects on purpose: the self-test runs before every start.
@@ -85,7 +87,12 @@ function runChecks(route: DescriptorRoute, root: string, rootFd: number): void {
   try {
     const { fd } = openRegularFileAt(route, dirFd, 'file.txt', 'a/b/file.txt');
     try {
-      const status = descriptorStatus(fd);
+      let status: { fdFlags: number; statusFlags: number };
+      try {
+        status = descriptorStatus(route, fd);
+      } catch (err) {
+        throw new SelfTestFailure('the descriptor flags can be read', (err as Error).message);
+      }
       if ((status.fdFlags & FD_CLOEXEC) === 0) throw new SelfTestFailure('the descriptor is close-on-exec', 'FD_CLOEXEC is not set');
       if ((status.statusFlags & truth.O_NONBLOCK) === 0) throw new SelfTestFailure('the descriptor is non-blocking', 'O_NONBLOCK is not set');
       if ((status.statusFlags & truth.O_ACCMODE) !== truth.O_RDONLY) throw new SelfTestFailure('the descriptor is read-only', 'it was opened for writing');
@@ -115,12 +122,7 @@ function runChecks(route: DescriptorRoute, root: string, rootFd: number): void {
 
   const listFd = project.openDirectory(['a']);
   try {
-    const listed = route.list(listFd, LISTED.length + 1);
-    const names = listed.names.map((n) => n.toString('utf8')).sort();
-    if (listed.truncated || names.join('/') !== [...LISTED].sort().join('/')) {
-      throw new SelfTestFailure('a listing returns exactly the names created', `got ${JSON.stringify(names)}`);
-    }
-    if (!route.list(listFd, 2).truncated) throw new SelfTestFailure('a listing stops at its limit', 'it did not report more entries');
+    checkListing(route, listFd, path.join(root, 'a'));
   } finally {
     fs.closeSync(listFd);
   }
@@ -128,18 +130,53 @@ function runChecks(route: DescriptorRoute, root: string, rootFd: number): void {
   checkStorageCalls(route, root, rootFd);
 }
 
+/**
+ * The route lists exactly what fs.readdirSync lists, byte for byte, and stops
+ * at its limit. Node.js's own listing is the ground truth: a file system that
+ * stores names decomposed (HFS+, ZFS with normalization=formD) returns the
+ * non-ASCII name in NFD to both, and passes.
+ */
+function checkListing(route: DescriptorRoute, listFd: number, listPath: string, where = ''): void {
+  const check = `a listing matches fs.readdirSync byte for byte${where}`;
+  let listed: DirectoryListing;
+  try {
+    listed = route.list(listFd, LISTED.length + 1);
+  } catch (err) {
+    throw new SelfTestFailure(check, (err as Error).message);
+  }
+  const truth = (fs.readdirSync(listPath, { encoding: 'buffer' }) as Buffer[]).sort((a, b) => Buffer.compare(a, b));
+  const got = [...listed.names].sort((a, b) => Buffer.compare(a, b));
+  const same = got.length === truth.length && got.every((name, i) => name.equals(truth[i]!));
+  if (listed.truncated || !same || truth.length !== LISTED.length) {
+    throw new SelfTestFailure(check, `got ${JSON.stringify(got.map((n) => n.toString('hex')))}, expected ${JSON.stringify(truth.map((n) => n.toString('hex')))} (hex)`);
+  }
+  if (!route.list(listFd, 2).truncated) throw new SelfTestFailure('a listing stops at its limit', 'it did not report more entries');
+}
+
+/** Throws unless `shown` has exactly the permission bits `asked` under the umask. */
+function expectMode(check: string, shown: string, stat: fs.Stats, asked: number, umask: number): void {
+  const expected = asked & ~umask & 0o7777;
+  const got = stat.mode & 0o7777;
+  if (got !== expected) throw new SelfTestFailure(check, `${shown} has mode ${got.toString(8).padStart(4, '0')}, expected ${expected.toString(8).padStart(4, '0')} (${asked.toString(8).padStart(4, '0')} under umask ${umask.toString(8).padStart(4, '0')})`);
+}
+
 function checkStorageCalls(route: DescriptorRoute, root: string, rootFd: number): void {
   const f = route.flags;
   const check = 'the storage calls create, rename and remove';
+  const umask = currentUmask();
   try {
     route.mkdirAt(rootFd, 'made', 0o700);
+    const madeDir = fs.lstatSync(path.join(root, 'made'));
+    if (!madeDir.isDirectory()) throw new SelfTestFailure(check, 'mkdirat did not make a directory');
+    expectMode(check, 'the created directory', madeDir, 0o700, umask);
     const madeFd = route.openAt(rootFd, 'made', f.O_RDONLY | f.O_DIRECTORY | f.O_NOFOLLOW);
     try {
       const fd = route.openAt(madeFd, 'new', f.O_WRONLY | f.O_CREAT | f.O_EXCL | f.O_NOFOLLOW, 0o600);
       fs.writeSync(fd, CONTENT);
       fs.closeSync(fd);
-      const made = fs.statSync(path.join(root, 'made', 'new'));
-      if (!made.isFile() || (made.mode & 0o077) !== 0) throw new SelfTestFailure(check, 'the created file is not a private regular file');
+      const made = fs.lstatSync(path.join(root, 'made', 'new'));
+      if (!made.isFile()) throw new SelfTestFailure(check, 'the created file is not a regular file');
+      expectMode(check, 'the created file', made, 0o600, umask);
       route.renameAt(madeFd, 'new', 'renamed');
       if (fs.readFileSync(path.join(root, 'made', 'renamed'), 'utf8') !== CONTENT || fs.existsSync(path.join(root, 'made', 'new'))) {
         throw new SelfTestFailure(check, 'rename did not move the file');
@@ -155,8 +192,11 @@ function checkStorageCalls(route: DescriptorRoute, root: string, rootFd: number)
   }
 }
 
-/** Proves `route` in a fresh private scratch directory; throws SelfTestFailure naming the failed check. */
-export function selfTestRoute(route: DescriptorRoute): void {
+/**
+ * Proves `route` in a fresh private scratch directory; throws SelfTestFailure
+ * naming the failed check. Returns the device the scratch directory was on.
+ */
+export function selfTestRoute(route: DescriptorRoute): number {
   let root: string;
   try {
     root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-confinement-')));
@@ -168,6 +208,7 @@ export function selfTestRoute(route: DescriptorRoute): void {
     const rootFd = fs.openSync(root, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
     try {
       runChecks(route, root, rootFd);
+      return fs.fstatSync(rootFd).dev;
     } finally {
       fs.closeSync(rootFd);
     }
@@ -176,5 +217,81 @@ export function selfTestRoute(route: DescriptorRoute): void {
     throw new SelfTestFailure('the self-test ran', (err as Error).message);
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** The folder, in the project's storage, that the probes on the project's own file system use (removed after). */
+const PROJECT_PROBE_PREFIX = 'route-probe-';
+
+/**
+ * The probes that depend on the file system rather than on the route's code
+ * (a symlink as file and as directory refused, a hardlinked file refused, the
+ * listing byte for byte) run again on the project's own file system, in a
+ * private scratch folder inside `.symbiont/`: a project on NFS, SMB or a FUSE
+ * mount is proven where it lives. Runs only where `.symbiont/` already exists
+ * and only this user can change it (the probe never creates the storage, and
+ * a scratch folder others could change proves nothing); returns why it did not
+ * run (also when the scratch cannot be made there: a read-only project is
+ * still readable, and when the project is on the file system the self-test
+ * just used, `provenDevice`), or undefined when it passed. Throws SelfTestFailure when a
+ * probe fails.
+ */
+export function probeProjectFileSystem(
+  route: DescriptorRoute,
+  projectFd: number,
+  projectPath: string,
+  provenDevice: number,
+  memory?: ProbeMemory,
+): string | undefined {
+  const f = route.flags;
+  let storageFd: number;
+  try {
+    storageFd = route.openAt(projectFd, '.symbiont', f.O_RDONLY | f.O_DIRECTORY | f.O_NOFOLLOW);
+  } catch {
+    return 'the project has no .symbiont/ yet, so its file system is probed from the next start';
+  }
+  let root: string | undefined;
+  try {
+    const storage = fs.fstatSync(storageFd);
+    if (storage.uid !== process.geteuid?.() || (storage.mode & 0o022) !== 0) return '.symbiont/ can be changed by other users, so no probe runs there';
+    // The self-test has just run on this very file system: nothing more to learn, and a start saved the cost.
+    if (storage.dev === provenDevice) return 'the project shares its file system with the temporary directory, where the self-test ran';
+    // A file system (device and type) where this route passed before on this system is not probed again.
+    const fileSystem = `${storage.dev} ${fs.statfsSync(path.join(projectPath, '.symbiont')).type}`;
+    if (memory?.has(fileSystem)) return 'proven on the project file system at an earlier start (remembered)';
+    try {
+      root = fs.mkdtempSync(path.join(projectPath, '.symbiont', PROJECT_PROBE_PREFIX));
+      buildScratch(root);
+    } catch (err) {
+      // A read-only project, or one whose file system has no symlinks or hard links, can still be read: say so, refuse nothing.
+      return `no probe could be set up in .symbiont/ (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
+    }
+    // The scratch folder made by path must be the one in the .symbiont/ held by descriptor.
+    const scratchFd = route.openAt(storageFd, path.basename(root), f.O_RDONLY | f.O_DIRECTORY | f.O_NOFOLLOW);
+    try {
+      const byPath = fs.statSync(root);
+      const byDescriptor = fs.fstatSync(scratchFd);
+      if (byPath.dev !== byDescriptor.dev || byPath.ino !== byDescriptor.ino) throw new SelfTestFailure('the scratch directory in .symbiont/ is the one made', 'it was replaced');
+      const scratch = PinnedDirectory.withRoute(scratchFd, root, route);
+      expectRefusal('a symlink as leaf is refused on the project file system', 'symlink', () => scratch.readTextFile('a/b/leaf-link', 1024));
+      expectRefusal('a symlink as directory is refused on the project file system', 'symlink', () => scratch.readTextFile('a/dir-link/file.txt', 1024));
+      expectRefusal('a hardlinked file is refused on the project file system', 'hardlinked', () => scratch.readTextFile(`a/${LISTED[2]!}`, 1024));
+      const listFd = scratch.openDirectory(['a']);
+      try {
+        checkListing(route, listFd, path.join(root, 'a'), ' on the project file system');
+      } finally {
+        fs.closeSync(listFd);
+      }
+    } finally {
+      fs.closeSync(scratchFd);
+    }
+    memory?.add(fileSystem);
+    return undefined;
+  } catch (err) {
+    if (err instanceof SelfTestFailure) throw err;
+    throw new SelfTestFailure('the probe on the project file system ran', (err as Error).message);
+  } finally {
+    fs.closeSync(storageFd);
+    if (root !== undefined) fs.rmSync(root, { recursive: true, force: true });
   }
 }

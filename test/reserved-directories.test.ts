@@ -1,0 +1,97 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { makeProject, removeProject } from './support/project.js';
+import { startServer, textOf, waitForStderr } from './support/server.js';
+import { namespaceSkip } from './support/mount-namespace.js';
+
+// policies/ and .symbiont/ are reserved by what they are (device and inode,
+// found at startup), not only by their spelling. A bind mount in a private
+// mount namespace stands in for every other name a directory can have (a
+// case-insensitive volume's Policies/, a second mount of the same tree): the
+// server runs in the namespace, and no tool reaches the reserved directories
+// through the alias.
+
+const MARKER = 'RESERVED-MARKER-41c2';
+const GOOD = 'agent good {\n}\n';
+const POLICY = '@id("permit-respond")\npermit (principal, action == Action::"respond", resource);\n';
+
+/** `unshare -m` with each [source, target] bind-mounted (paths below `project`), then the server. */
+function bindLauncher(project: string, binds: ReadonlyArray<[string, string]>): string[] {
+  const q = (rel: string): string => `'${path.join(project, rel).replaceAll("'", "'\\''")}'`;
+  const mounts = binds.map(([from, to]) => `mount --bind ${q(from)} ${q(to)}`).join(' && ');
+  return ['unshare', '-m', 'sh', '-c', `${mounts} && exec "$0" "$@"`];
+}
+
+describe('reserved directories by identity (bind mounts in a private mount namespace)', { skip: namespaceSkip() }, () => {
+  let project: string;
+
+  before(() => {
+    project = makeProject({
+      'agents/good.symbi': GOOD,
+      'agents/sub/ok.symbi': GOOD,
+      'policies/mcp-server/respond.cedar': POLICY,
+      'policies/x.symbi': `agent leaked { } // ${MARKER}\n`,
+      'policies/sub/y.symbi': `agent leaked { } // ${MARKER}\n`,
+      '.symbiont/governed/leak.symbi': `agent leaked { } // ${MARKER}\n`,
+    }, 'symbi-reserved-');
+    for (const dir of ['agents/alias', 'agents/subalias', 'agents/storage', 'agents/governed']) fs.mkdirSync(path.join(project, dir));
+    fs.chmodSync(path.join(project, '.symbiont'), 0o700);
+    fs.chmodSync(path.join(project, '.symbiont/governed'), 0o700);
+  });
+
+  after(() => removeProject(project));
+
+  it('parse_dsl {file} through an alias of policies/, a folder in it, .symbiont/ or its folders is refused, naming what it is', async () => {
+    const server = await startServer(project, {
+      launcher: bindLauncher(project, [
+        ['policies', 'agents/alias'],
+        ['policies/sub', 'agents/subalias'],
+        ['.symbiont', 'agents/storage'],
+        ['.symbiont/governed', 'agents/governed'],
+      ]),
+    });
+    try {
+      const refused: Array<[string, RegExp]> = [
+        ['agents/alias/x.symbi', /agents\/alias is policies\/ reached under another name; the policies directory is not readable/],
+        ['agents/alias/sub/y.symbi', /agents\/alias is policies\/ reached under another name/],
+        ['agents/subalias/y.symbi', /agents\/subalias is policies\/sub\/ reached under another name/],
+        ['agents/storage/governed/leak.symbi', /agents\/storage is \.symbiont\/ reached under another name; the server's own storage/],
+        ['agents/governed/leak.symbi', /agents\/governed is \.symbiont\/governed\/ reached under another name/],
+      ];
+      for (const [file, reason] of refused) {
+        const result = await server.call('parse_dsl', { file });
+        assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
+        assert.match(textOf(result), reason, file);
+        assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
+      }
+      for (const file of ['agents/good.symbi', 'agents/sub/ok.symbi']) {
+        const result = await server.call('parse_dsl', { file });
+        assert.equal(result.isError, undefined, `${file}: ${textOf(result)}`);
+      }
+      const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+      assert.match(stderr, /policies\/mcp-server\/respond\.cedar: loaded 1 polic/, stderr);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an agents/ that is policies/ under another name loads no agents: list_agents and get_agent_dsl show nothing of it', async () => {
+    const other = makeProject({ 'policies/leaked.symbi': `agent leaked { } // ${MARKER}\n`, 'policies/respond.cedar': POLICY }, 'symbi-reserved-agents-');
+    fs.mkdirSync(path.join(other, 'agents'));
+    const server = await startServer(other, { launcher: bindLauncher(other, [['policies', 'agents']]) });
+    try {
+      const list = await server.call('list_agents', {});
+      assert.deepEqual((list.structuredContent as { agents: unknown[] }).agents, [], textOf(list));
+      const dsl = await server.call('get_agent_dsl', { agent: 'leaked' });
+      assert.equal(dsl.isError, true);
+      assert.ok(!JSON.stringify([list, dsl]).includes(MARKER));
+      const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+      assert.match(stderr, /agents\/ is a reserved directory \(policies\/ or \.symbiont\/\) reached under another name, so no agents were loaded/, stderr);
+    } finally {
+      await server.close();
+      removeProject(other);
+    }
+  });
+});

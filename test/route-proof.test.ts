@@ -1,0 +1,265 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { makeProject, removeProject, tempDir } from './support/project.js';
+import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
+import { checkDescriptorAccess } from '../src/shared/confinement/index.js';
+
+// An FFI route is proven in a child process before the server calls into it
+// (src/shared/confinement/route-proof.ts). These tests stand in for a wrong
+// symbol, signature or layout on an unseen platform with real C libraries
+// preloaded into the server (LD_PRELOAD), built here with gcc: a fdopendir that
+// crashes or hangs, an openat or mkdirat that ignores the mode it is given, an
+// fcntl that fails. Each must cost only that route, named on standard error.
+
+const PRELOADS: Record<string, string> = {
+  'crash-fdopendir': `#include <dirent.h>
+#include <signal.h>
+DIR *fdopendir(int fd) { (void)fd; raise(SIGSEGV); return 0; }
+`,
+  'hang-fdopendir': `#include <dirent.h>
+#include <unistd.h>
+DIR *fdopendir(int fd) { (void)fd; for (;;) pause(); }
+`,
+  'mkdirat-ignores-mode': `#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <sys/stat.h>
+int mkdirat(int fd, const char *path, mode_t mode) {
+  int (*real)(int, const char *, mode_t) = (int (*)(int, const char *, mode_t))dlsym(RTLD_NEXT, "mkdirat");
+  (void)mode;
+  return real(fd, path, 0755);
+}
+`,
+  'openat-ignores-mode': `#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+int openat(int fd, const char *path, int flags, ...) {
+  int (*real)(int, const char *, int, ...) = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+  return real(fd, path, flags, 0644);
+}
+`,
+  'fcntl-getfd-fails': `#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  long arg = va_arg(ap, long);
+  va_end(ap);
+  if (cmd == F_GETFD) { errno = EBADF; return -1; }
+  int (*real)(int, int, ...) = (int (*)(int, int, ...))dlsym(RTLD_NEXT, "fcntl");
+  return real(fd, cmd, arg);
+}
+`,
+};
+
+function preloadSkip(): string | undefined {
+  if (process.platform !== 'linux') return 'LD_PRELOAD stand-ins are built for Linux';
+  const gcc = spawnSync('gcc', ['--version'], { encoding: 'utf8' });
+  if (gcc.status !== 0) return 'gcc is not installed, so the preloaded stand-in libraries cannot be built (apt-get install gcc)';
+  return undefined;
+}
+
+const PROJECT = {
+  'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n',
+  'policies/mcp-server/respond.cedar': '@id("permit-respond")\npermit (principal, action == Action::"respond", resource);\n',
+};
+
+describe('an FFI route is proven in a child process first', { skip: preloadSkip() }, () => {
+  let libs: string;
+  let project: string;
+  const lib = (name: string): string => path.join(libs, `${name}.so`);
+
+  before(() => {
+    libs = tempDir('symbi-preloads-');
+    for (const [name, source] of Object.entries(PRELOADS)) {
+      fs.writeFileSync(path.join(libs, `${name}.c`), source);
+      const built = spawnSync('gcc', ['-shared', '-fPIC', '-O1', '-o', lib(name), path.join(libs, `${name}.c`), '-ldl'], { encoding: 'utf8' });
+      assert.equal(built.status, 0, built.stderr);
+    }
+    project = makeProject(PROJECT, 'symbi-route-proof-');
+  });
+
+  after(() => {
+    removeProject(project);
+    removeProject(libs);
+  });
+
+  /** A server with `extra` in its environment and a cache folder of its own (or `cache`). */
+  async function serve(extra: Record<string, string>, cache = tempDir('symbi-proof-cache-')): Promise<RunningServer> {
+    return startServer(project, { env: { ...serverEnv(), XDG_CACHE_HOME: cache, ...extra } });
+  }
+
+  it('a crashing fdopendir costs the FFI routes, not the server: it answers through /proc and names the crashed routes', async () => {
+    const { SYMBI_CONFINEMENT_ROUTE: _forced, ...env } = serverEnv();
+    const server = await startServer(project, { env: { ...env, XDG_CACHE_HOME: tempDir('symbi-proof-cache-'), LD_PRELOAD: lib('crash-fdopendir') } });
+    try {
+      const list = await server.call('list_agents', {});
+      assert.equal(list.isError, undefined, textOf(list));
+      assert.deepEqual((list.structuredContent as { agents: Array<{ stem: string }> }).agents.map((a) => a.stem), ['assistant']);
+      const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+      assert.match(stderr, /confinement route proc /, stderr);
+      assert.match(stderr, /route openat2 crashed in its proof in a child process \(SIGSEGV\)/, stderr);
+      assert.match(stderr, /route libc crashed in its proof in a child process \(SIGSEGV\)/, stderr);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('with the libc route forced, a crashing fdopendir refuses every file tool with the reason, and the server keeps answering', async () => {
+    const server = await serve({ SYMBI_CONFINEMENT_ROUTE: 'libc', LD_PRELOAD: lib('crash-fdopendir') });
+    try {
+      const list = await server.call('list_agents', {});
+      assert.equal(list.isError, true);
+      assert.match(textOf(list), /route libc crashed in its proof in a child process \(SIGSEGV\)/);
+      const inline = await server.call('parse_dsl', { content: 'agent inline {}\n' });
+      assert.equal(inline.isError, undefined, textOf(inline));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a hanging fdopendir is cut off at the deadline and refuses the route', async () => {
+    const server = await serve({
+      SYMBI_CONFINEMENT_ROUTE: 'libc',
+      LD_PRELOAD: lib('hang-fdopendir'),
+      SYMBI_CONFINEMENT_TEST_CONSTANTS: '{"PROOF_DEADLINE_MS":1500}',
+    });
+    try {
+      const list = await server.call('list_agents', {});
+      assert.equal(list.isError, true);
+      assert.match(textOf(list), /route libc hung in its proof in a child process: no answer within 1500 ms/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  const wrongCalls: Array<[string, RegExp]> = [
+    ['mkdirat-ignores-mode', /route libc failed its self-test: the storage calls create, rename and remove: the created directory has mode 0755, expected 0700/],
+    ['openat-ignores-mode', /route libc failed its self-test: the storage calls create, rename and remove: the created file has mode 0644, expected 0600/],
+    ['fcntl-getfd-fails', /route libc failed its self-test: the descriptor flags can be read: EBADF: fcntl\(F_GETFD\) failed/],
+  ];
+  for (const [name, reason] of wrongCalls) {
+    it(`${name}: the self-test refuses the libc route, saying which check failed`, async () => {
+      const server = await serve({ SYMBI_CONFINEMENT_ROUTE: 'libc', LD_PRELOAD: lib(name) });
+      try {
+        const list = await server.call('list_agents', {});
+        assert.equal(list.isError, true);
+        assert.match(textOf(list), reason);
+      } finally {
+        await server.close();
+      }
+    });
+  }
+});
+
+describe('a passed proof is remembered in the user cache directory, and only a private cache is trusted', () => {
+  const libc = checkDescriptorAccess({ SYMBI_CONFINEMENT_ROUTE: 'libc' });
+  const skip = libc.available ? undefined : `the libc route is not available here: ${libc.reason}`;
+  let project: string;
+
+  before(() => {
+    project = makeProject(PROJECT, 'symbi-proof-cache-project-');
+  });
+
+  after(() => removeProject(project));
+
+  /** The "project files:" line of a server started with XDG_CACHE_HOME=`cache` and the libc route forced. */
+  async function routeLine(cache: string): Promise<string> {
+    const server = await startServer(project, { env: { ...serverEnv(), SYMBI_CONFINEMENT_ROUTE: 'libc', XDG_CACHE_HOME: cache } });
+    try {
+      const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+      return stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
+    } finally {
+      await server.close();
+    }
+  }
+
+  it('the first start proves in a child and remembers it privately; the next start skips the child', { skip }, async () => {
+    const cache = tempDir('symbi-proof-cache-');
+    try {
+      assert.match(await routeLine(cache), /confinement route libc .*; proven in a child process \(\d+ ms\), remembered(;|$)/);
+      const file = path.join(cache, 'symbi-mcp', 'route-proofs.json');
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      assert.equal(fs.statSync(path.dirname(file)).mode & 0o777, 0o700);
+      assert.match(await routeLine(cache), /confinement route libc .*; its child-process proof is remembered for this system(;|$)/);
+    } finally {
+      removeProject(cache);
+    }
+  });
+
+  it('a cache file other users can write is ignored and left alone: the route is proven again', { skip }, async () => {
+    const cache = tempDir('symbi-proof-cache-');
+    try {
+      await routeLine(cache);
+      const file = path.join(cache, 'symbi-mcp', 'route-proofs.json');
+      fs.chmodSync(file, 0o620);
+      const line = await routeLine(cache);
+      assert.match(line, /proven in a child process \(\d+ ms\); not remembered: \S+route-proofs\.json can be written by other users \(mode 620\)/);
+      assert.equal(fs.statSync(file).mode & 0o777, 0o620, 'not rewritten');
+    } finally {
+      removeProject(cache);
+    }
+  });
+
+  it("a cache folder or file that belongs to another user is not trusted", { skip: skip ?? (process.getuid?.() === 0 ? undefined : 'needs root to give the cache to another user') }, async () => {
+    const cache = tempDir('symbi-proof-cache-');
+    try {
+      await routeLine(cache);
+      const file = path.join(cache, 'symbi-mcp', 'route-proofs.json');
+      fs.chownSync(file, 65534, 65534);
+      assert.match(await routeLine(cache), /not remembered: \S+route-proofs\.json belongs to uid 65534, not this user \(0\)/);
+      fs.chownSync(path.dirname(file), 65534, 65534);
+      assert.match(await routeLine(cache), /not remembered: \S+symbi-mcp belongs to uid 65534, not this user \(0\)/);
+    } finally {
+      removeProject(cache);
+    }
+  });
+});
+
+/** A temporary directory on another file system than the projects', for the self-test, or why there is none. */
+function otherTemporaryDirectory(): { dir?: string; skip?: string } {
+  const shm = '/dev/shm';
+  try {
+    if (fs.statSync(shm).dev !== fs.statSync(os.tmpdir()).dev) return { dir: shm };
+  } catch {
+    // below
+  }
+  return { skip: `${shm} is not a file system apart from ${os.tmpdir()} here, so the self-test cannot run elsewhere than the project` };
+}
+
+describe("the file-system probes run on the project's own file system too", () => {
+  const other = otherTemporaryDirectory();
+
+  it('from the start after .symbiont/ exists, in a scratch folder there that is removed after', { skip: other.skip }, async () => {
+    const project = makeProject(PROJECT, 'symbi-project-probe-');
+    const cache = tempDir('symbi-proof-cache-');
+    const start = async (extra: Record<string, string> = {}): Promise<string> => {
+      const server = await startServer(project, { env: { ...serverEnv(), TMPDIR: other.dir!, XDG_CACHE_HOME: cache, ...extra } });
+      try {
+        const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+        return stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
+      } finally {
+        await server.close();
+      }
+    };
+    try {
+      assert.match(await start(), /; the project has no \.symbiont\/ yet, so its file system is probed from the next start/);
+      assert.match(await start(), /; proven on the project file system too/);
+      assert.deepEqual(fs.readdirSync(path.join(project, '.symbiont')).filter((n) => n.startsWith('route-probe-')), [], 'the scratch folder is gone');
+      assert.match(await start(), /; proven on the project file system at an earlier start \(remembered\)/);
+      // With the self-test on the project's own file system, there is nothing more to prove.
+      assert.match(await start({ TMPDIR: os.tmpdir() }), /; the project shares its file system with the temporary directory, where the self-test ran/);
+      fs.chmodSync(path.join(project, '.symbiont'), 0o770);
+      assert.match(await start(), /; \.symbiont\/ can be changed by other users, so no probe runs there/);
+    } finally {
+      removeProject(project);
+      removeProject(cache);
+    }
+  });
+});
