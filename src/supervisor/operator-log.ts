@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import type { Logger, pino as PinoFactory } from 'pino';
 import { escapeToOneLine } from '../shared/text/one-line-text.js';
 import { redactKeys, redactSecrets } from '../shared/secrets/key-redaction.js';
+import { lineSink, takeOverStream } from '../shared/text/stream-lines.js';
 import type { LogEvent } from './log-events.js';
 
 // Everything the server says to an operator goes to standard error, and only
@@ -124,10 +125,6 @@ export function createOperatorLog(format: LogFormat, secrets: readonly string[] 
 export const CAPTURED_STDERR_LINES_MAX = 1000;
 /** Characters of one captured line shown (the rest is cut, marked). */
 const CAPTURED_LINE_MAX_CHARS = 500;
-/** A line without a newline is held up to this many characters, then said as it is. */
-const CAPTURED_PENDING_MAX_CHARS = 8192;
-
-type WriteCallback = (err?: Error | null) => void;
 
 /**
  * Takes over this process's `process.stderr` stream, so what a library prints there
@@ -138,7 +135,6 @@ type WriteCallback = (err?: Error | null) => void;
  * number (fs.writeSync(2, ...)) pass no stream and stay out of reach (docs/running.md).
  */
 export function captureStandardError(log: OperatorLog, secrets: readonly string[] = []): void {
-  let pending = '';
   let said = 0;
   const say = (raw: string): void => {
     if (raw.trim() === '' || said > CAPTURED_STDERR_LINES_MAX) return;
@@ -151,37 +147,7 @@ export function captureStandardError(log: OperatorLog, secrets: readonly string[
     if (line.length > CAPTURED_LINE_MAX_CHARS) line = `${line.slice(0, CAPTURED_LINE_MAX_CHARS)}... (cut)`;
     log.warn('standard error output of a library or worker thread', { event: 'stderr.other', line });
   };
-  const capture = (chunk: unknown, encoding?: BufferEncoding): void => {
-    const text =
-      typeof chunk === 'string'
-        ? chunk
-        : ArrayBuffer.isView(chunk)
-          ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString(encoding === 'latin1' ? 'latin1' : 'utf8')
-          : String(chunk);
-    // Redacted before it is cut into lines, so a key a newline split within the held text is found whole.
-    pending = redactKeys(pending + text, secrets);
-    let newline = pending.indexOf('\n');
-    while (newline !== -1) {
-      say(pending.slice(0, newline));
-      pending = pending.slice(newline + 1);
-      newline = pending.indexOf('\n');
-    }
-    if (pending.length > CAPTURED_PENDING_MAX_CHARS) {
-      say(pending);
-      pending = '';
-    }
-  };
-  const stream = process.stderr as unknown as {
-    _write: (chunk: unknown, encoding: BufferEncoding, callback: WriteCallback) => void;
-    _writev?: (chunks: { chunk: unknown; encoding: BufferEncoding }[], callback: WriteCallback) => void;
-  };
-  stream._write = (chunk, encoding, callback) => {
-    capture(chunk, encoding);
-    callback();
-  };
-  stream._writev = (chunks, callback) => {
-    for (const { chunk, encoding } of chunks) capture(chunk, encoding);
-    callback();
-  };
+  // Redacted before it is cut into lines, so a key a newline split within the held text is found whole.
+  takeOverStream(process.stderr, lineSink(say, (held) => redactKeys(held, secrets)));
   // console.log, .info and .debug already write to standard error (mcp-command.ts keepConsoleOffStdout), so they reach this capture too.
 }

@@ -2,6 +2,7 @@ import { parentPort } from 'node:worker_threads';
 import { WORKER_OUTPUT_MESSAGE, type WorkerOutputMessage } from '../shared/worker-protocol.js';
 import { guardStandardOutputInFs } from './stdout-fs-guard.js';
 import { redactKeys } from '../shared/secrets/key-redaction.js';
+import { lineSink, takeOverStream } from '../shared/text/stream-lines.js';
 
 // Standard output belongs to the supervisor: it is the MCP channel, and one
 // stray line in it breaks the client. A worker thread's process.stdout is
@@ -24,11 +25,8 @@ import { redactKeys } from '../shared/secrets/key-redaction.js';
 export const WORKER_OUTPUT_LINE_MAX_CHARS = 500;
 /** Lines each worker thread may send; then one notice, then nothing more from that thread. */
 export const WORKER_OUTPUT_LINES_PER_THREAD = 100;
-/** A line without a newline is held up to this many characters, then sent as it is. */
-const PENDING_MAX_CHARS = 8192;
 
 let secrets: string[] = [];
-let pending = '';
 let sent = 0;
 
 function post(message: WorkerOutputMessage): void {
@@ -52,42 +50,12 @@ function sendLine(raw: string): void {
   post({ type: WORKER_OUTPUT_MESSAGE, line });
 }
 
+const toLines = lineSink(sendLine);
+
+/** Everything written to standard output, by stream or by descriptor: cut into lines for the supervisor. */
 function capture(chunk: unknown, encoding?: BufferEncoding): void {
   if (sent > WORKER_OUTPUT_LINES_PER_THREAD) return;
-  const text =
-    typeof chunk === 'string'
-      ? chunk
-      : ArrayBuffer.isView(chunk)
-        ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString(encoding === 'latin1' ? 'latin1' : 'utf8')
-        : String(chunk);
-  pending += text;
-  let newline = pending.indexOf('\n');
-  while (newline !== -1) {
-    sendLine(pending.slice(0, newline));
-    pending = pending.slice(newline + 1);
-    newline = pending.indexOf('\n');
-  }
-  if (pending.length > PENDING_MAX_CHARS) {
-    sendLine(pending);
-    pending = '';
-  }
-}
-
-type WriteCallback = (err?: Error | null) => void;
-
-function takeOverStdoutStream(): void {
-  const stream = process.stdout as unknown as {
-    _write: (chunk: unknown, encoding: BufferEncoding, callback: WriteCallback) => void;
-    _writev: (chunks: { chunk: unknown; encoding: BufferEncoding }[], callback: WriteCallback) => void;
-  };
-  stream._write = (chunk, encoding, callback) => {
-    capture(chunk, encoding);
-    callback();
-  };
-  stream._writev = (chunks, callback) => {
-    for (const { chunk, encoding } of chunks) capture(chunk, encoding);
-    callback();
-  };
+  toLines(chunk, encoding);
 }
 
 /**
@@ -96,6 +64,6 @@ function takeOverStdoutStream(): void {
  */
 export function takeStandardOutput(redact: readonly string[]): void {
   secrets = redact.filter((v) => v.length > 0);
-  takeOverStdoutStream();
+  takeOverStream(process.stdout, capture);
   guardStandardOutputInFs(capture);
 }
