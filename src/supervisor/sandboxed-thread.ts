@@ -71,6 +71,35 @@ function sayCapturedOutput(source: Worker | PiscinaPool, sandbox: ThreadSandbox)
 }
 
 /**
+ * Node.js options that apply to the whole process, which a Worker given them in its execArgv
+ * refuses (ERR_WORKER_INVALID_EXEC_ARGV), and whether each takes a value. Node 24's test runner,
+ * for one, starts each test process with many of them spelled out.
+ */
+const PROCESS_WIDE_OPTIONS: ReadonlyMap<string, 'flag' | 'value'> = new Map([
+  ['--stack-trace-limit', 'value'],
+  ['--secure-heap', 'value'],
+  ['--secure-heap-min', 'value'],
+  ['--v8-pool-size', 'value'],
+  ['--trace-event-categories', 'value'],
+  ['--trace-event-file-pattern', 'value'],
+  ['--tls-cipher-list', 'value'],
+  ['--use-largepages', 'value'],
+  ['--title', 'value'],
+  ['--openssl-config', 'value'],
+  ['--icu-data-dir', 'value'],
+  ['--snapshot-blob', 'value'],
+  ['--node-snapshot', 'flag'],
+  ['--no-node-snapshot', 'flag'],
+  ['--build-snapshot', 'flag'],
+  ['--use-openssl-ca', 'flag'],
+  ['--use-bundled-ca', 'flag'],
+  ['--enable-fips', 'flag'],
+  ['--force-fips', 'flag'],
+  ['--zero-fill-buffers', 'flag'],
+  ['--v8-options', 'flag'],
+]);
+
+/**
  * The node options a thread starts with: thread-sandbox.ts first, then the process's own, each
  * `--require` preload turned into an `--import` of the file it names (resolved as Node.js resolved
  * it at startup, from the working directory, which the server never changes).
@@ -84,6 +113,12 @@ export function threadExecArgv(parent: readonly string[]): string[] {
   const argv = ['--import', THREAD_SANDBOX_MODULE.href];
   for (let i = 0; i < parent.length; i += 1) {
     const arg = parent[i]!;
+    const name = arg.split('=', 1)[0]!;
+    if (PROCESS_WIDE_OPTIONS.has(name)) {
+      // Already in force for the whole process; a Worker given one explicitly refuses to start.
+      if (!arg.includes('=') && PROCESS_WIDE_OPTIONS.get(name) === 'value') i += 1;
+      continue;
+    }
     const joined = /^--require=(.*)$/s.exec(arg)?.[1];
     if (joined !== undefined) argv.push('--import', asImport(joined));
     else if ((arg === '--require' || arg === '-r') && i + 1 < parent.length) argv.push('--import', asImport(parent[(i += 1)]!));
