@@ -192,6 +192,35 @@ function checkStorageCalls(route: DescriptorRoute, root: string, rootFd: number)
   }
 }
 
+
+/**
+ * Removes a scratch tree with plain readdir, unlink and rmdir. fs.rmSync's recursive removal runs
+ * through C++ std::filesystem on newer Node.js, which calls libc's fdopendir: the very call a broken
+ * route may have, and which must not take the server down after that route was refused.
+ */
+function removeScratch(dir: string): void {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    const inner = path.join(dir, entry.name);
+    try {
+      if (entry.isDirectory()) removeScratch(inner);
+      else fs.unlinkSync(inner);
+    } catch {
+      // Best effort: a scratch entry left behind costs nothing but space in the temporary folder.
+    }
+  }
+  try {
+    fs.rmdirSync(dir);
+  } catch {
+    // As above.
+  }
+}
+
 /**
  * Proves `route` in a fresh private scratch directory; throws SelfTestFailure
  * naming the failed check. Returns the device the scratch directory was on.
@@ -216,7 +245,7 @@ export function selfTestRoute(route: DescriptorRoute): number {
     if (err instanceof SelfTestFailure) throw err;
     throw new SelfTestFailure('the self-test ran', (err as Error).message);
   } finally {
-    fs.rmSync(root, { recursive: true, force: true });
+    removeScratch(root);
   }
 }
 
@@ -292,6 +321,6 @@ export function probeProjectFileSystem(
     throw new SelfTestFailure('the probe on the project file system ran', (err as Error).message);
   } finally {
     fs.closeSync(storageFd);
-    if (root !== undefined) fs.rmSync(root, { recursive: true, force: true });
+    if (root !== undefined) removeScratch(root);
   }
 }

@@ -129,9 +129,10 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     return (summaryWritten ??= sourceAnalysis().then((analysis) => {
       writeStartupSummary(snapshot, analysis, log);
       writeProviderSummary(runtime.session.provider, log);
-      log.info('serving MCP on standard input/output', { event: 'startup.serving' });
-      // From here on, an edit to what the snapshot was read from is said once (project-change-watch.ts).
+      // From here on, an edit to what the snapshot was read from is said once (project-change-watch.ts);
+      // the files are looked at before "serving" is said, so no edit made after that line goes unseen.
       watchProjectChanges(project, log);
+      log.info('serving MCP on standard input/output', { event: 'startup.serving' });
     }));
   };
   const session = await startMcpSession(context, undefined, {
