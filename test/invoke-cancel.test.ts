@@ -251,10 +251,11 @@ describe('shutdown and process loss', () => {
   it('reports runs it could not finalise within the shutdown bound and exits non-zero', async () => {
     const project = makeProject(FILES);
     try {
-      const seen = endpoint.requests.length;
-      const server = spawnServer(project, ['--shutdown-grace-ms', '0']);
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: '[[hold]]' } } }));
-      await endpoint.waitForRequests(seen + 1);
+      // A run waiting on its provider is ended by its owner at once (journal-handover.ts); one whose
+      // worker thread is stuck holding its journal cannot be ended by anyone.
+      const server = spawnServer(project, ['--shutdown-grace-ms', '0'], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } }));
+      await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       server.kill('SIGTERM');
       assert.equal(await server.exited, 1);
       assert.match(server.stderr(), /not_finalised=1/);
@@ -304,6 +305,35 @@ describe('shutdown and process loss', () => {
       assert.equal(await server.exited, 130);
       assert.match(server.stderr(), /second SIGINT: exiting now/);
     } finally {
+      removeProject(project);
+    }
+  });
+
+  it('ends a cancelled run from its owner while its worker thread is stuck between two journal writes', async () => {
+    const project = makeProject(FILES);
+    const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-hang-between-writes' });
+    try {
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } }));
+      // The worker thread blocks for good once Started and DirectInferenceRequested are durable.
+      await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
+      const [journal] = journalsIn(project);
+      assert.ok(journal !== undefined);
+      assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested']);
+
+      await server.send(jsonLine({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'test' } }));
+      const line = await waitFor('the cancellation line', () => server.stderr().split('\n').find((l) => l.includes('run cancelled')));
+      assert.match(line, /terminal_durable=true/);
+      // Written by the owner, exactly as the worker would have: the open call's finish and the terminal record, one sync.
+      assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
+      assert.deepEqual(terminalOf(journal)?.reason, { Error: { message: 'the caller cancelled the invocation' } });
+      assert.equal(assertCompleteJournal(journal, projectPublicKey(project)), 2, 'the request record was durable: its effect is unknown');
+      assert.match(server.stderr(), /run ended .*outcome=cancelled reason=cancelled/);
+      // The server still answers.
+      await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_agents', arguments: {} } }));
+      await server.waitFor(2);
+    } finally {
+      server.kill('SIGKILL');
+      await server.exited;
       removeProject(project);
     }
   });

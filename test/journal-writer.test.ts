@@ -8,7 +8,8 @@ import { Worker } from 'node:worker_threads';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { pinProject } from '../src/shared/confinement/index.js';
 import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/storage/audit-storage.js';
-import { JournalWriter, JournalWriteError } from '../src/shared/journal/journal-writer.js';
+import { JournalTakenError, JournalWriter, JournalWriteError } from '../src/shared/journal/journal-writer.js';
+import { JournalHandover } from '../src/shared/journal/journal-handover.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 
@@ -280,4 +281,45 @@ test('an append syncs in its own thread when its owner says no other run needs t
   await poolBusy;
   assert.equal(events[0], 'a pool thread free', 'synced on the pool, once a pool thread was free');
   await writer.close();
+});
+
+// The handover (journal-handover.ts): the owner may take the journal only between two of the
+// writer's writes, and once it has, the writer writes nothing more.
+test('handover: the owner takes the journal only between writes; the writer then writes nothing', async (t) => {
+  const { storage } = setup(t);
+  const handover = new JournalHandover();
+  const writer = await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { handover });
+  assert.equal(handover.take(), false, 'no record is durable yet: only the writer can end the run');
+  const first = writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }]);
+  assert.equal(handover.take(), false, 'not while a write is on its way to the disk');
+  await first;
+  // A record only the writer can write is pending (a failed attempt's finish before its retry).
+  assert.equal(handover.hold(), true);
+  assert.equal(handover.take(), false, 'not while the writer holds a pending record');
+  await writer.appendAll([{ DirectInferenceFinished: { call_id: 'c1' } }, { DirectInferenceRequested: { call_id: 'c2' } }]);
+  const before = fs.readFileSync(writer.path);
+  assert.equal(handover.take(), true, 'between two writes');
+  await assert.rejects(writer.append({ DirectInferenceFinished: { call_id: 'c2' } }), JournalTakenError);
+  await assert.rejects(writer.appendTerminal({ Error: { message: 'late' } }), JournalTakenError);
+  await writer.close();
+  assert.deepEqual(fs.readFileSync(writer.path), before, 'the writer wrote nothing after the owner took the journal');
+});
+
+test('handover: a journal whose writer wrote Terminated, or whose file it no longer trusts, is never taken', async (t) => {
+  const { storage } = setup(t);
+  const ended = new JournalHandover();
+  const writer = await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { handover: ended });
+  await writer.append(STARTED);
+  await writer.appendTerminal('Completed');
+  assert.equal(ended.take(), false);
+  await writer.close();
+
+  const tampered = new JournalHandover();
+  const other = await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { handover: tampered });
+  await other.append(STARTED);
+  fs.appendFileSync(other.path, '{"payload":"planted"}\n');
+  await assert.rejects(other.append({ PolicyEvaluated: { decision: 'allow' } }), JournalWriteError);
+  assert.equal(tampered.take(), false, 'the writer alone records its end after foreign bytes');
+  await other.appendTerminal({ Error: { message: 'journal tampered with' } });
+  await other.close();
 });

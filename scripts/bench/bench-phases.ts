@@ -62,7 +62,7 @@ const PHASES = [
 async function governedCall(): Promise<number[]> {
   const { port1, port2 } = new MessageChannel();
   const marks = new Map<RunPhase | 'end', number>();
-  const task: InvokeTask = { runId: randomUUID(), definition, prompt: 'hello', reportProgress: false, port: port2 };
+  const task: InvokeTask = { runId: randomUUID(), definition, prompt: 'hello', reportProgress: false, port: port2, handover: new SharedArrayBuffer(4) };
   const t0 = performance.now();
   const outcome = await performInvocation(task, resources, (phase) => marks.set(phase, performance.now()));
   marks.set('end', performance.now());

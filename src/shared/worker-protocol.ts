@@ -56,6 +56,8 @@ export interface InvokeTask {
   reportProgress: boolean;
   /** Supervisor-side port: cancel requests arrive here; progress and terminal notices leave here. */
   port: MessagePort;
+  /** Shared with the run's owner: who writes the journal (journal/journal-handover.ts). */
+  handover: SharedArrayBuffer;
 }
 
 export type RunPhase = 'journal_opened' | 'request_sent' | 'response_received' | 'policy_evaluated';

@@ -1,6 +1,7 @@
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import pTimeout from 'p-timeout';
 import type { Piscina } from 'piscina';
+import { JournalHandover } from '../shared/journal/journal-handover.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, ProviderNote, RunDefinition, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
 import type { ClaimOutcome } from './unstarted-run-finaliser.js';
 
@@ -71,10 +72,11 @@ export class RunOwnerTable {
     this.cancelAll(reason);
   }
 
-  start(task: Omit<InvokeTask, 'port'>, hooks: RunHooks = {}): RunOwner {
+  start(task: Omit<InvokeTask, 'port' | 'handover'>, hooks: RunHooks = {}): RunOwner {
     // Callers check `closed` first, in the same synchronous step; this is the backstop.
     if (this.closedReason !== undefined) throw new Error(`no run may start: ${this.closedReason}`);
     const { port1: ownerPort, port2: workerPort } = new MessageChannel();
+    const handover = new JournalHandover();
     let cancelAt: number | undefined;
     let cancelReason = '';
     let journal: AuditReference | undefined;
@@ -115,7 +117,7 @@ export class RunOwnerTable {
     });
 
     const workerRun = this.pool()
-      .run({ ...task, port: workerPort } satisfies InvokeTask, { transferList: [workerPort] })
+      .run({ ...task, port: workerPort, handover: handover.buffer } satisfies InvokeTask, { transferList: [workerPort] })
       .then(async (outcome: InvokeOutcome) => {
         drainNotices();
         return (await claimedOutcome()) ?? outcome;
@@ -159,6 +161,16 @@ export class RunOwnerTable {
         drainNotices();
         if (journal === undefined) {
           claim = this.finaliseUnstarted(task.runId, task.definition, reason).catch((): ClaimOutcome => ({ claimed: false }));
+        } else if (handover.take()) {
+          // Between two of the worker's writes: the owner ends the run now, rather than when the
+          // worker's thread, busy with other runs, reaches the cancel (journal-handover.ts).
+          const audit = journal;
+          claim = this.recoverTerminal(task.runId, task.definition.principal, reason).then(
+            (durable): ClaimOutcome => ({ claimed: true, finalised: durable ? { audit, terminalDurableAt: performance.timeOrigin + performance.now() } : undefined }),
+            (): ClaimOutcome => ({ claimed: true, finalised: undefined }),
+          );
+        }
+        if (claim !== undefined) {
           void claimedOutcome().then((outcome) => {
             if (outcome !== undefined) settleClaimed(outcome);
           });

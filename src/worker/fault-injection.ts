@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import v8 from 'node:v8';
+import { JournalHandover } from '../shared/journal/journal-handover.js';
 import type { RunPhase } from '../shared/worker-protocol.js';
 
 // Test-only: lets the suite prove what happens when a worker thread dies,
@@ -12,6 +13,8 @@ import type { RunPhase } from '../shared/worker-protocol.js';
 export interface FaultContext {
   /** The provider key this worker holds, so a stray-output fault can show that it never reaches standard error. */
   apiKey: string;
+  /** The run's journal handover (journal-handover.ts), so a hang can keep the journal from its owner. */
+  handover: SharedArrayBuffer;
 }
 
 export function faultHook(mode: string | undefined, prompt: string, context: FaultContext): ((phase: RunPhase) => void) | undefined {
@@ -22,7 +25,17 @@ export function faultHook(mode: string | undefined, prompt: string, context: Fau
     };
   }
   if (mode === 'worker-hang-after-request' && prompt.includes('[[fault:worker-hang]]')) {
-    // Blocks this worker thread for good without burning CPU.
+    // Blocks this worker thread for good without burning CPU, holding the run's journal as a
+    // write stuck on its way to the disk would: neither the worker nor the owner can end the run.
+    return (phase) => {
+      if (phase !== 'request_sent') return;
+      new JournalHandover(context.handover).hold();
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+    };
+  }
+  if (mode === 'worker-hang-between-writes' && prompt.includes('[[fault:worker-hang]]')) {
+    // Blocks this worker thread for good between two journal writes: a cancel can still end the
+    // run from its owner.
     return (phase) => {
       if (phase === 'request_sent') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
     };

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
 import { canonicalHash } from '../shared/canonical-json.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
+import { JournalHandover } from '../shared/journal/journal-handover.js';
 import { signingKeyFileChange } from '../shared/storage/signing-key-change.js';
 import { finishWithheld } from '../shared/provider/finish-reasons.js';
 import { TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
@@ -69,9 +70,13 @@ export async function performInvocation(
   const stopReason = (): string =>
     cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
   const stoppedEnd = (): RunEnd => ({ reason: cancellation.reason() !== undefined ? 'cancelled' : 'deadline' });
+  // The owner may end a cancelled run's journal itself, between two of this thread's writes.
+  const handover = new JournalHandover(task.handover);
   const throwIfStopped = (): void => {
     pollCancellations();
     if (stopSignal.aborted) throw new RunStopped(stopReason(), stoppedEnd());
+    // The owner posts the cancel before it takes the journal, so the poll above has seen it.
+    if (handover.taken) throw new RunStopped(stopReason(), { reason: 'cancelled' });
   };
   const started = startedEvent(definition);
 
@@ -106,7 +111,7 @@ export async function performInvocation(
     }
     try {
       const reservedFd = takeReservedJournalFile();
-      writer = await JournalWriter.create(storage, task.runId, definition.principal, { reservedFd, syncInThread: resources.journalSyncInThread });
+      writer = await JournalWriter.create(storage, task.runId, definition.principal, { reservedFd, syncInThread: resources.journalSyncInThread, handover });
       if (reservedFd !== undefined && !writer.usedReservedFile) stopReservingJournalFiles();
     } catch (err) {
       // A run cancelled before this thread started it is finalised by its owner,
@@ -159,6 +164,8 @@ export async function performInvocation(
       response = await inferWithRetries(resources.provider, typedRequest, stopSignal, () => deadlineAt - performance.now(), {
         attemptFailed: (failure: ProviderError) => {
           failedFinish = failedAttemptFinish(callId as string, failure);
+          // Only this thread can write that finish, with the retry's request or the terminal record.
+          handover.hold();
         },
         retrying: ({ attempt, failure, waitMs }) => {
           notify({ type: 'provider', note: { kind: 'retry', attempt, nextAttempt: attempt + 1, status: failure.status ?? null, failure: failure.kind, waitMs } });

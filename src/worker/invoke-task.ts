@@ -42,7 +42,7 @@ parentPort?.postMessage({ type: WORKER_BOOTED_MESSAGE });
 export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcome> {
   runsInFlight += 1;
   try {
-    return await performInvocation(task, resources, faultHook?.(boot.faultInjection, task.prompt, { apiKey: boot.provider.apiKey }));
+    return await performInvocation(task, resources, faultHook?.(boot.faultInjection, task.prompt, { apiKey: boot.provider.apiKey, handover: task.handover }));
   } finally {
     runsInFlight -= 1;
     task.port.close();

@@ -15,6 +15,7 @@ import {
 } from './journal-format.js';
 import { inspectJournalBytes } from './journal-verifier.js';
 import { describeStorageFailure } from '../storage/storage-failure.js';
+import type { JournalHandover } from './journal-handover.js';
 
 // Appends signed, chained records to one run's journal. Each append is durable
 // (fdatasync) before its promise resolves, because the caller acts on that
@@ -66,6 +67,14 @@ export class JournalExistsError extends JournalWriteError {
   }
 }
 
+/** The run's owner took the journal to end the run itself (journal-handover.ts): this writer writes nothing more. */
+export class JournalTakenError extends JournalWriteError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'JournalTakenError';
+  }
+}
+
 const JOURNAL_FILE_MODE = 0o600;
 
 export interface JournalOptions {
@@ -73,6 +82,8 @@ export interface JournalOptions {
   reservedFd?: number;
   /** Asked at each append: sync in this thread (true) or on libuv's pool (false, the default). */
   syncInThread?: () => boolean;
+  /** Shared with the run's owner, who may take the journal between two writes to end a cancelled run. */
+  handover?: JournalHandover;
 }
 
 /**
@@ -223,6 +234,7 @@ export class JournalWriter {
     const writer = new JournalWriter(fd, storage.signingKey, runId, agentId, shown);
     writer.usedReservedFile = usedReservedFile;
     if (options.syncInThread !== undefined) writer.syncInThread = options.syncInThread;
+    writer.handover = options.handover;
     writer.createdAt = { route: storage.route, dirFd: storage.governedDirFd, name };
     try {
       // The umask may only have removed bits; make the mode exact (a reserved file's was made exact when it was reserved).
@@ -300,6 +312,8 @@ export class JournalWriter {
   usedReservedFile = false;
 
   private syncInThread: () => boolean = () => false;
+
+  private handover: JournalHandover | undefined;
 
   /** Provider calls requested but never finished in the journal this writer resumed (empty for a new journal). */
   unfinishedCalls: string[] = [];
@@ -384,9 +398,23 @@ export class JournalWriter {
 
   /** Runs `step` after every earlier append has settled; its failure does not block later steps. */
   private oneAtATime(step: () => Promise<void>): Promise<void> {
-    const run = this.inFlight.then(step);
+    const run = this.inFlight.then(() => this.whileHolding(step));
     this.inFlight = run.catch(() => undefined);
     return run;
+  }
+
+  /** Runs an append's checks and write with the journal held from the run's owner (journal-handover.ts). */
+  private async whileHolding(step: () => Promise<void>): Promise<void> {
+    const handover = this.handover;
+    if (handover === undefined) return step();
+    if (!handover.beginWrite()) throw new JournalTakenError(`${this.path}: the run's owner has taken the journal to end the run`);
+    try {
+      await step();
+    } finally {
+      // The owner may end the run from here only when the file is exactly this writer's durable chain.
+      const trusted = this.sequence > 0 && this.broken === undefined && this.unverifiedTail === undefined && !this.removed;
+      handover.endWrite(this.terminated ? 'ended' : trusted ? 'open' : 'busy');
+    }
   }
 
   /** The syncs of this journal still on libuv's pool (PoolSync). */
