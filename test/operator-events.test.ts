@@ -8,6 +8,7 @@ import { makeProject, removeProject } from './support/project.js';
 import { providerEnv, startServer, textOf } from './support/server.js';
 import { repoRoot } from './support/server-entry.js';
 import { waitFor } from './support/wait-for.js';
+import { parseOperatorLines } from './support/operator-lines.js';
 
 // Every standard error line is a named event from the table in docs/running.md, in both formats
 // (issue 34, item 1), and the run lines say why a run ended: a deny by the policy's @id, a retry
@@ -28,36 +29,6 @@ function documentedEvents(): Map<string, string[]> {
   const events = new Map<string, string[]>();
   for (const match of section.matchAll(/^\| `([a-z_.]+)` \| ([a-z /]+) \|/gm)) events.set(match[1]!, match[2]!.split(' / ').map((l) => l.trim()));
   return events;
-}
-
-interface Line {
-  time: string;
-  level: string;
-  event: string;
-  text: string;
-  fields: Record<string, unknown>;
-}
-
-const TEXT_LINE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) symbi mcp: (info|warn|error) ([a-z_.]+): (.*)$/;
-
-function parseLines(stderr: string, format: 'text' | 'json'): Line[] {
-  return stderr
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((raw) => {
-      if (format === 'json') {
-        const o = JSON.parse(raw) as Record<string, unknown>;
-        return { time: String(o.time), level: String(o.level), event: String(o.event), text: String(o.msg), fields: o };
-      }
-      const m = TEXT_LINE.exec(raw);
-      assert.ok(m, `a text line of the documented shape: ${raw}`);
-      const fields: Record<string, unknown> = {};
-      for (const f of m[4]!.matchAll(/ ([a-z0-9_]+)=("(?:[^"\\]|\\.)*"|\[[^\]]*\]|\{[^}]*\}|\S+)/g)) {
-        const value = f[2]!;
-        fields[f[1]!] = /^["[{]/.test(value) ? JSON.parse(value) : value;
-      }
-      return { time: m[1]!, level: m[2]!, event: m[3]!, text: m[4]!, fields };
-    });
 }
 
 describe('standard error: named events, documented', () => {
@@ -102,7 +73,7 @@ describe('standard error: named events, documented', () => {
 
       const documented = documentedEvents();
       if (process.env.SHOW_STDERR) console.log(server.stderr());
-      const lines = parseLines(server.stderr(), format);
+      const lines = parseOperatorLines(server.stderr(), format);
       for (const line of lines) {
         assert.ok(documented.has(line.event), `documented event: ${line.event}`);
         assert.ok(documented.get(line.event)!.includes(line.level), `${line.event} at a documented level, not ${line.level}`);

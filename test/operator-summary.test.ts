@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { INVOCATIONS_MAX_DEFAULT } from '../src/shared/limits.js';
+import type { LogFields, OperatorLog } from '../src/supervisor/operator-log.js';
+import { RunStatistics } from '../src/supervisor/run-statistics.js';
+import { parseOperatorLines, type OperatorLine } from './support/operator-lines.js';
+import { makeProject, removeProject } from './support/project.js';
+import { providerEnv, startServer, textOf, type RunningServer } from './support/server.js';
+import { repoRoot } from './support/server-entry.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
+import { waitFor } from './support/wait-for.js';
+
+// The periodic summary (issue 34, item 2; docs/running.md, "The summary"): with --summary-interval 1
+// the server writes a `summary` line with when=interval a minute after it started, while it still
+// serves, when runs ended in that minute, and none for a minute without runs. The three sessions
+// run side by side, so the file takes about the one minute they wait.
+
+const FILES = {
+  'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n',
+  'policies/permit-respond.cedar': fs.readFileSync(path.join(repoRoot, 'policies', 'examples', 'permit-respond.cedar'), 'utf8'),
+  'policies/forbid-secret-content.cedar': fs.readFileSync(path.join(repoRoot, 'policies', 'examples', 'forbid-secret-content.cedar'), 'utf8'),
+};
+
+const INTERVAL_MS = 60_000;
+/** How long a session waits for its first periodic summary: a wait for an event, not a timing check. */
+const SUMMARY_DEADLINE_MS = 3 * INTERVAL_MS;
+/** How long after its first interval ended a session with no runs is looked at: its timer has long fired by then. */
+const IDLE_MARGIN_MS = 5_000;
+
+const summaries = (lines: OperatorLine[], when: 'interval' | 'shutdown'): OperatorLine[] => lines.filter((l) => l.event === 'summary' && l.fields.when === when);
+
+describe('the periodic summary (--summary-interval 1)', { concurrency: true }, () => {
+  let endpoint: SyntheticEndpoint;
+  let project: string;
+  before(async () => {
+    endpoint = await startSyntheticEndpoint();
+    project = makeProject(FILES);
+  });
+  after(async () => {
+    endpoint.releaseAll();
+    await endpoint.close();
+    removeProject(project);
+  });
+
+  const start = (format: 'text' | 'json'): Promise<RunningServer> =>
+    startServer(project, { env: providerEnv(endpoint.url), args: ['--summary-interval', '1', '--log-format', format] });
+  const invoke = (server: RunningServer, prompt: string, agent = 'assistant') => server.call('invoke_agent', { agent, prompt });
+
+  it('counts the runs by outcome and reason while the server still serves', { timeout: SUMMARY_DEADLINE_MS + 60_000 }, async () => {
+    const server = await start('json');
+    try {
+      const answered = await invoke(server, 'Say hello');
+      assert.equal(answered.isError, undefined, textOf(answered));
+      assert.equal((await invoke(server, 'tell me [[secret]]')).isError, true);
+      // Every attempt fails: two retries, then the run ends with the status.
+      assert.equal((await invoke(server, 'fail [[http500]]')).isError, true);
+      // Refused before inference: counted, but not a run.
+      assert.equal((await invoke(server, 'hello', 'nobody')).isError, true);
+
+      await waitFor('the periodic summary', () => (summaries(parseOperatorLines(server.stderr(), 'json'), 'interval').length > 0 ? true : undefined), SUMMARY_DEADLINE_MS);
+      const periodic = summaries(parseOperatorLines(server.stderr(), 'json'), 'interval')[0]!;
+      assert.equal(periodic.level, 'info');
+      assert.equal(periodic.fields.runs, 3);
+      assert.deepEqual(periodic.fields.outcomes, { completed: 1, denied: 1, error: 1 });
+      assert.deepEqual(periodic.fields.reasons, { completed: 1, policy_denied: 1, provider_http_500: 1 });
+      assert.equal(periodic.fields.refused_before_inference, 1);
+      assert.equal(periodic.fields.refused_at_capacity, 0);
+      assert.equal(periodic.fields.in_progress_max, 1);
+      assert.equal(periodic.fields.max_invocations, INVOCATIONS_MAX_DEFAULT);
+      assert.ok(Number(periodic.fields.p99_ms) >= Number(periodic.fields.p50_ms), 'p99 is at least p50');
+      assert.match(periodic.text, /^3 run\(s\): 1 completed, 1 denied, 1 error; /);
+
+      // Written while the server runs: the next call is still answered.
+      const later = await invoke(server, 'Say hello again');
+      assert.equal(later.isError, undefined, textOf(later));
+    } finally {
+      await server.close();
+    }
+    await waitFor('the shutdown summary', () => (summaries(parseOperatorLines(server.stderr(), 'json'), 'shutdown').length > 0 ? true : undefined), 10_000);
+
+    const lines = parseOperatorLines(server.stderr(), 'json');
+    const [periodic, ...more] = summaries(lines, 'interval');
+    assert.equal(more.length, 0, 'one periodic summary in the one minute');
+    const at = lines.indexOf(periodic!);
+    const started = lines.filter((l) => l.event === 'run.started');
+    assert.equal(started.length, 4);
+    assert.ok(at < lines.indexOf(started[3]!), 'the periodic summary comes before the run started after it');
+    assert.ok(at > lines.indexOf(started[2]!), 'and after the three runs it counts');
+    assert.ok(at < lines.findIndex((l) => l.event === 'shutdown.stopping'), 'the periodic summary comes before shutdown');
+    // The counts are the session's so far: the shutdown summary adds the last run.
+    const atShutdown = summaries(lines, 'shutdown')[0]!;
+    assert.equal(atShutdown.fields.runs, 4);
+    assert.deepEqual(atShutdown.fields.reasons, { completed: 2, policy_denied: 1, provider_http_500: 1 });
+  });
+
+  it('is the same `summary` event in the text format', { timeout: SUMMARY_DEADLINE_MS + 60_000 }, async () => {
+    const server = await start('text');
+    try {
+      const answered = await invoke(server, 'Say hello');
+      assert.equal(answered.isError, undefined, textOf(answered));
+      await waitFor('the periodic summary', () => (/ info summary: .* when=interval /.test(server.stderr()) ? true : undefined), SUMMARY_DEADLINE_MS);
+    } finally {
+      await server.close();
+    }
+    const [periodic, ...more] = summaries(parseOperatorLines(server.stderr(), 'text'), 'interval');
+    assert.equal(more.length, 0, 'one periodic summary');
+    assert.equal(periodic!.level, 'info');
+    assert.match(periodic!.text, /^1 run\(s\): 1 completed; /);
+    assert.equal(periodic!.fields.runs, '1');
+    assert.deepEqual(periodic!.fields.reasons, { completed: 1 });
+  });
+
+  it('is not written for an interval in which no run ended', { timeout: INTERVAL_MS + IDLE_MARGIN_MS + 60_000 }, async () => {
+    // The interval's timer is set before the server answers the handshake: it is due within a minute of this.
+    const server = await start('json');
+    const connectedAt = Date.now();
+    try {
+      // Refused before inference: not a run, so no reason for a summary.
+      assert.equal((await invoke(server, 'hello', 'nobody')).isError, true);
+      await sleep(connectedAt + INTERVAL_MS + IDLE_MARGIN_MS - Date.now());
+      // Still serving, and still no summary.
+      assert.equal((await server.call('list_agents')).isError, undefined);
+      assert.deepEqual(summaries(parseOperatorLines(server.stderr(), 'json'), 'interval'), []);
+    } finally {
+      await server.close();
+    }
+    await waitFor('the shutdown summary', () => (summaries(parseOperatorLines(server.stderr(), 'json'), 'shutdown').length > 0 ? true : undefined), 10_000);
+    const lines = parseOperatorLines(server.stderr(), 'json');
+    assert.deepEqual(
+      lines.filter((l) => l.event === 'summary').map((l) => [l.fields.when, l.fields.runs]),
+      [['shutdown', 0]],
+      'only the shutdown summary, with no runs',
+    );
+  });
+
+  // The rule behind the two tests above, past the first interval: a summary only when a run ended since the last one.
+  it('asks for an interval summary only when a run ended since the last summary', () => {
+    const written: LogFields[] = [];
+    const log: OperatorLog = {
+      format: 'json',
+      info: (_message, fields) => void written.push(fields),
+      warn: (_message, fields) => void written.push(fields),
+      error: (_message, fields) => void written.push(fields),
+      write: (_level, _message, fields) => void written.push(fields),
+    };
+    const statistics = new RunStatistics(4);
+    assert.equal(statistics.changedSinceSummary(), false, 'no runs yet');
+    statistics.refused('before_inference');
+    statistics.refused('at_capacity');
+    statistics.inProgress(1);
+    assert.equal(statistics.changedSinceSummary(), false, 'refusals and a run in progress are not a run that ended');
+    statistics.runEnded('completed', 'completed', 12);
+    assert.equal(statistics.changedSinceSummary(), true, 'a run ended');
+    statistics.writeSummary(log, 'interval');
+    assert.equal(statistics.changedSinceSummary(), false, 'nothing ended since that summary');
+    statistics.runEnded('error', 'provider_http_500', 30);
+    statistics.writeSummary(log, 'shutdown');
+    assert.equal(statistics.changedSinceSummary(), false, 'the shutdown summary counts as the last one too');
+    assert.deepEqual(
+      written.map((f) => [f.when, f.runs]),
+      [
+        ['interval', 1],
+        ['shutdown', 2],
+      ],
+    );
+  });
+});
