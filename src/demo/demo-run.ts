@@ -10,6 +10,7 @@
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -25,6 +26,8 @@ const repoRoot = fileURLToPath(packageRootUrl);
 const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
 const exampleDir = path.join(repoRoot, 'examples', 'quickstart');
 const STEP_TIMEOUT_MS = 15_000;
+/** A connection to a local port is made or refused at once; a rule that drops it is not worth waiting on. */
+const LOOPBACK_PROBE_TIMEOUT_MS = 3_000;
 
 // ---- terminal output -------------------------------------------------------------------------------
 
@@ -172,15 +175,88 @@ function terminalSummary(reason: unknown): string {
 
 // ---- the walk-through ------------------------------------------------------------------------------
 
-/** The machine cannot run the demo (temporary folder, port): one line with the cause and the fix, exit 1. */
+/** The machine cannot run the demo (temporary folder, port, loopback): one line with the cause and the fix, exit 1. */
 export class DemoSetupError extends Error {}
 
+function errorCode(error: unknown): string {
+  return (error as NodeJS.ErrnoException | undefined)?.code ?? 'error';
+}
+
+/** Removes the demo's folder; a server killed at close may still be finishing a write, hence the retries. */
+function removeCopy(dir: string): void {
+  fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+}
+
+/** A fresh copy of the example in its own `symbi-demo-*` folder of the temporary folder; the copy's path. */
 function copyExample(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-demo-'));
-  const project = path.join(dir, 'quickstart');
-  // A stray .symbiont/ (from running the server in the example itself) must not leak into the demo.
-  fs.cpSync(exampleDir, project, { recursive: true, filter: (src) => !path.basename(src).startsWith('.') || src === exampleDir });
-  return project;
+  let dir: string | undefined;
+  try {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-demo-'));
+    const project = path.join(dir, 'quickstart');
+    // A stray .symbiont/ (from running the server in the example itself) must not leak into the demo.
+    fs.cpSync(exampleDir, project, { recursive: true, filter: (src) => !path.basename(src).startsWith('.') || src === exampleDir });
+    return project;
+  } catch (error) {
+    // A copy cut short (a full disk) is no use to anyone.
+    if (dir !== undefined) removeCopy(dir);
+    const code = errorCode(error);
+    const fix = code === 'ENOSPC' || code === 'EDQUOT' ? 'free some space there or set TMPDIR to another folder' : 'set TMPDIR to a folder you can write to';
+    throw new DemoSetupError(`cannot make a copy of the example in the temporary folder ${os.tmpdir()} (${code}); ${fix}`);
+  }
+}
+
+async function startEndpoint(): Promise<SyntheticEndpoint> {
+  try {
+    return await startSyntheticEndpoint();
+  } catch (error) {
+    const code = errorCode(error);
+    const cause =
+      code === 'EADDRNOTAVAIL' ? 'give the loopback interface its address with `ip addr add 127.0.0.1/8 dev lo`'
+      : code === 'EADDRINUSE' ? 'no local port is free; free one (or widen net.ipv4.ip_local_port_range)'
+      : 'check that the loopback interface is up and a local port is free';
+    throw new DemoSetupError(`the local model endpoint could not listen on 127.0.0.1 (${code}); ${cause}, then run the demo again`);
+  }
+}
+
+/**
+ * Connects to the endpoint once. With the loopback interface down, listening on 127.0.0.1 still works
+ * but every connection fails (ENETUNREACH); without this check each step then failed on its own.
+ */
+async function checkLoopback(endpoint: SyntheticEndpoint): Promise<void> {
+  const { hostname, port } = new URL(endpoint.origin);
+  const problem = await new Promise<string | undefined>((resolve) => {
+    const socket = net.connect({ host: hostname, port: Number(port) });
+    socket.setTimeout(LOOPBACK_PROBE_TIMEOUT_MS, () => {
+      socket.destroy();
+      resolve('ETIMEDOUT');
+    });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(undefined);
+    });
+    socket.once('error', (error) => resolve(errorCode(error)));
+  });
+  if (problem === undefined) return;
+  const where = `connecting to the local model endpoint at ${hostname}:${port} failed with ${problem}`;
+  if (problem === 'ENETUNREACH' || problem === 'EADDRNOTAVAIL') {
+    throw new DemoSetupError(`the loopback interface is down (${where}); bring it up with \`ip link set lo up\`, then run the demo again`);
+  }
+  throw new DemoSetupError(`the demo cannot reach its local model endpoint (${where}); check that nothing (a firewall rule) blocks connections to 127.0.0.1, then run the demo again`);
+}
+
+/** The copy of the example and the endpoint answering for the model, or a DemoSetupError with nothing left behind. */
+async function setUp(): Promise<{ project: string; endpoint: SyntheticEndpoint }> {
+  const project = copyExample();
+  let endpoint: SyntheticEndpoint | undefined;
+  try {
+    endpoint = await startEndpoint();
+    await checkLoopback(endpoint);
+    return { project, endpoint };
+  } catch (error) {
+    await endpoint?.close();
+    removeCopy(path.dirname(project));
+    throw error;
+  }
 }
 
 interface Run {
@@ -196,24 +272,11 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
   // How the reader runs the same commands themselves.
   const symbi = origin === 'clone' ? 'node bin/symbi.js' : 'npx -y symbi-mcp';
   const started = Date.now();
-  say(bold('symbi mcp demo') + dim('  (a governed MCP server, driven by the MCP SDK client over stdio)'));
 
-  // The two things the demo needs from the machine, each refused in one line with its fix.
-  let project: string;
-  try {
-    project = copyExample();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new DemoSetupError(`cannot make a copy of the example in the temporary folder ${os.tmpdir()} (${code}); set TMPDIR to a folder you can write to`);
-  }
-  let endpoint: SyntheticEndpoint;
-  try {
-    endpoint = await startSyntheticEndpoint();
-  } catch (error) {
-    fs.rmSync(path.dirname(project), { recursive: true, force: true });
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new DemoSetupError(`the local model endpoint could not listen on 127.0.0.1 (${code}); check that the loopback interface is up and a local port is free`);
-  }
+  // What the demo needs from the machine, each refused in one line with its fix, before any report.
+  const { project, endpoint } = await setUp();
+  const copyDir = path.dirname(project);
+  say(bold('symbi mcp demo') + dim('  (a governed MCP server, driven by the MCP SDK client over stdio)'));
   field('project', `${project} ${dim('(a fresh copy of examples/quickstart)')}`);
   field('model', `synthetic endpoint at ${endpoint.url} ${dim('(local, no network, no key)')}`);
 
@@ -383,7 +446,7 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
   say();
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   if (failures.length === 0) {
-    say(green(`Demo finished in ${seconds} s: every step behaved as expected.`) + dim(` (the copy stays in ${path.dirname(project)})`));
+    say(green(`Demo finished in ${seconds} s: every step behaved as expected.`) + dim(` (the copy stays in ${copyDir})`));
     return 0;
   }
   say(red(`Demo finished in ${seconds} s with ${failures.length} failed step(s):`));
