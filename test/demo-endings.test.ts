@@ -4,17 +4,20 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { removeProject, tempDir } from './support/project.js';
-import { symbiBin } from './support/server-entry.js';
+import { repoRoot, symbiBin } from './support/server-entry.js';
 
-// How the demo ends (issue 34): a machine it cannot run on (loopback down, no port, temporary folder
-// full or read-only) gets one line naming the cause and the fix, exit 1, with nothing left behind.
-// Each run gets a TMPDIR of its own to count leftovers in.
+// How the demo ends (issue 34): a run removes its copy of the example whatever the outcome, unless
+// --keep, which keeps it and prints `symbi audit` commands that work as printed; a machine it cannot
+// run on (loopback down, no port, temporary folder full or read-only) gets one line naming the cause
+// and the fix, exit 1, with nothing left behind. Each run gets a TMPDIR of its own to count leftovers in.
 
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const packageRoot = path.resolve(path.dirname(symbiBin), '..');
 const inNodeModules = `${path.sep}node_modules${path.sep}`;
 const installed = packageRoot.includes(inNodeModules);
 // Where a person starts `symbi demo`: the clone's root, or the folder the package is installed in.
 const startDir = installed ? packageRoot.slice(0, packageRoot.lastIndexOf(inNodeModules)) : packageRoot;
+const spelledSymbi = installed ? 'npx -y symbi-mcp' : 'node bin/symbi.js';
 
 interface Ended {
   code: number | null;
@@ -47,6 +50,93 @@ function demoFolders(tmp: string): string[] {
 function shown(ended: Ended): string {
   return `--- stdout ---\n${ended.stdout.slice(-4000)}\n--- stderr ---\n${ended.stderr.slice(-2000)}`;
 }
+
+/** The `symbi audit` lines under "What to run next", as printed. */
+function auditCommands(stdout: string): string[] {
+  const next = stdout.slice(stdout.indexOf('What to run next'));
+  return [...next.matchAll(/^ {3}(\S.* audit (?:list|inspect) .*)$/gm)].map((m) => m[1]!);
+}
+
+/** Runs each printed command through the shell from `cwd`, as a person pasting it would. */
+function assertRunAsPrinted(commands: string[], cwd: string, tmp: string): void {
+  for (const line of commands) {
+    const result = spawnSync('sh', ['-c', line], { cwd, env: env(tmp), encoding: 'utf8', timeout: 60_000 });
+    assert.equal(result.status, 0, `${line}\nexits 0 from ${cwd}\n${result.stdout}${result.stderr}`);
+  }
+}
+
+describe('how the demo ends', () => {
+  const scratch: string[] = [];
+  after(() => {
+    for (const dir of scratch) removeProject(dir);
+  });
+  const ownTmp = (): string => {
+    const dir = tempDir('symbi-demo-tmp-');
+    scratch.push(dir);
+    return dir;
+  };
+
+  it('symbi demo removes its copy after a successful run, and says --keep keeps it', { timeout: 120_000 }, async () => {
+    const tmp = ownTmp();
+    const ended = await run(process.execPath, [symbiBin, 'demo'], startDir, tmp);
+    assert.equal(ended.code, 0, shown(ended));
+    assert.match(ended.stdout, new RegExp(`^The copy of the example was removed; \`${spelledSymbi} demo --keep\` keeps it, for the symbi audit commands\\.$`, 'm'), shown(ended));
+    assert.deepEqual(auditCommands(ended.stdout), [], 'no audit commands for a copy that is gone');
+    assert.deepEqual(demoFolders(tmp), []);
+  });
+
+  it('symbi demo --keep keeps one copy, and its audit commands exit 0 as printed', { timeout: 120_000 }, async () => {
+    const tmp = ownTmp();
+    const ended = await run(process.execPath, [symbiBin, 'demo', '--keep'], startDir, tmp);
+    assert.equal(ended.code, 0, shown(ended));
+    const kept = demoFolders(tmp);
+    assert.equal(kept.length, 1, `one symbi-demo-* folder in ${tmp}: ${kept.join(', ')}`);
+    assert.match(ended.stdout, new RegExp(`^The copy of the example stays in ${path.join(tmp, kept[0]!)}; remove it when done\\.$`, 'm'));
+    const commands = auditCommands(ended.stdout);
+    assert.deepEqual(
+      commands.map((c) => c.split(' audit ')[0]),
+      [spelledSymbi, spelledSymbi],
+      `audit list and audit inspect, spelled for where the demo started\n${shown(ended)}`,
+    );
+    assert.ok(commands.every((c) => c.includes(path.join(tmp, kept[0]!))), 'the commands point at the kept copy');
+    assertRunAsPrinted(commands, startDir, tmp);
+  });
+
+  it('npm run demo -- --keep from a subfolder of the clone prints commands that work from there', { timeout: 120_000 }, async () => {
+    const tmp = ownTmp();
+    const from = path.join(repoRoot, 'docs');
+    const ended = await run(npm, ['run', '--silent', 'demo', '--', '--keep'], from, tmp);
+    assert.equal(ended.code, 0, shown(ended));
+    assert.equal(demoFolders(tmp).length, 1);
+    const commands = auditCommands(ended.stdout);
+    assert.equal(commands.length, 2, shown(ended));
+    // bin/symbi.js is not below docs/, so it is named by its absolute path.
+    for (const c of commands) assert.ok(c.startsWith(`node ${path.join(repoRoot, 'bin', 'symbi.js')} audit `), c);
+    assertRunAsPrinted(commands, from, tmp);
+  });
+
+  it('npm run demo removes its copy and names `npm run demo -- --keep`', { timeout: 120_000 }, async () => {
+    const tmp = ownTmp();
+    const ended = await run(npm, ['run', '--silent', 'demo'], repoRoot, tmp);
+    assert.equal(ended.code, 0, shown(ended));
+    assert.match(ended.stdout, /^The copy of the example was removed; `npm run demo -- --keep` keeps it, for the symbi audit commands\.$/m);
+    assert.deepEqual(demoFolders(tmp), []);
+  });
+
+  for (const [route, command, args, prefix] of [
+    ['symbi demo', process.execPath, [symbiBin, 'demo', '--kep'], 'symbi demo'],
+    ['the npm route', process.execPath, [path.join(repoRoot, 'scripts', 'demo.mjs'), '--kep'], 'demo'],
+  ] as const) {
+    it(`${route} with an unknown option: one usage line naming --keep, exit 2, nothing copied`, async () => {
+      const tmp = ownTmp();
+      const ended = await run(command, [...args], repoRoot, tmp);
+      assert.equal(ended.code, 2, shown(ended));
+      assert.equal(ended.stdout, '');
+      assert.equal(ended.stderr, `${prefix}: unknown option "--kep"; the one option is --keep (keep the copy of the example)\n`);
+      assert.deepEqual(demoFolders(tmp), []);
+    });
+  }
+});
 
 // ---- a machine the demo cannot run on ------------------------------------------------------------
 

@@ -1,12 +1,12 @@
 // The demo proper. Two routes start it: scripts/demo.mjs (`npm run demo` in a clone, through tsx, once
-// the dependencies are installed and the package built) and `symbi demo` (an installed package, from
-// its bundled copy, loaded only for that command). Only the commands it suggests differ between the two.
+// the dependencies are installed and the package built) and `symbi demo` (from its bundled copy, loaded
+// only for that command). Only the commands it suggests differ between the two.
 //
 // It serves a fresh copy of examples/quickstart/ with `symbi mcp` over stdio, answers inference from the
 // in-process synthetic endpoint, and walks through what a user should see: the agent list, one governed
 // answer with its audit reference, a Cedar refusal, a cancelled slow call, `symbi audit inspect` on
 // every journal, and the example's policy cases (`symbi policy test`). Each step checks what it saw;
-// the exit status is 0 only when every step behaved.
+// the exit status is 0 only when every step behaved. The copy is removed at the end unless --keep.
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,12 +22,52 @@ import { startSyntheticEndpoint, type SyntheticEndpoint } from './synthetic-endp
 /** Where the demo was started from: a clone of the repository, or an installed package. */
 export type DemoOrigin = 'clone' | 'package';
 
+/** How the demo was started, which decides how the commands it suggests are spelled. */
+export interface DemoStart {
+  origin: DemoOrigin;
+  /** Started by `npm run demo` (its options follow `--`), else by `symbi demo`. */
+  npmScript: boolean;
+  /** The folder it was started from: a clone's `node bin/symbi.js` is spelled relative to it. */
+  cwd: string;
+  /** Keep the copy of the example (and its journals) for the `symbi audit` commands. */
+  keep: boolean;
+}
+
 const repoRoot = fileURLToPath(packageRootUrl);
 const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
 const exampleDir = path.join(repoRoot, 'examples', 'quickstart');
 const STEP_TIMEOUT_MS = 15_000;
 /** A connection to a local port is made or refused at once; a rule that drops it is not worth waiting on. */
 const LOOPBACK_PROBE_TIMEOUT_MS = 3_000;
+
+/** An installed package always lies in a node_modules folder (npx's cache, a global or a project install); a clone does not. */
+export function thisCopyOrigin(): DemoOrigin {
+  return repoRoot.split(path.sep).includes('node_modules') ? 'package' : 'clone';
+}
+
+// ---- options ---------------------------------------------------------------------------------------
+
+/** The demo's one option, taken by both routes (`symbi demo --keep`, `npm run demo -- --keep`). */
+export const KEEP_OPTION = '--keep';
+
+/** The demo's options from its command-line words, or the one-line usage problem (exit 2). */
+export function parseDemoArgs(words: readonly string[]): { keep: boolean } | { problem: string } {
+  let keep = false;
+  for (const word of words) {
+    if (word === KEEP_OPTION) {
+      keep = true;
+      continue;
+    }
+    const kind = word.startsWith('-') ? 'option' : 'argument';
+    return { problem: `unknown ${kind} ${JSON.stringify(word)}; the one option is ${KEEP_OPTION} (keep the copy of the example)` };
+  }
+  return { keep };
+}
+
+/** A word as a POSIX shell reads it back: as it is when plain, else in single quotes. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
 
 // ---- terminal output -------------------------------------------------------------------------------
 
@@ -268,9 +308,12 @@ interface Run {
 }
 
 /** Runs the whole walk-through; resolves with the exit status (0 when every step behaved). */
-export async function runDemo(origin: DemoOrigin): Promise<number> {
-  // How the reader runs the same commands themselves.
-  const symbi = origin === 'clone' ? 'node bin/symbi.js' : 'npx -y symbi-mcp';
+export async function runDemo(start: DemoStart): Promise<number> {
+  // How the reader runs the same commands themselves, from where they started the demo.
+  const cloneBin = path.relative(start.cwd, symbiBin);
+  const outside = path.isAbsolute(cloneBin) || cloneBin.startsWith('..');
+  const symbi = start.origin === 'clone' ? `node ${shellWord(outside ? symbiBin : cloneBin)}` : 'npx -y symbi-mcp';
+  const rerunKeeping = start.npmScript ? `npm run demo -- ${KEEP_OPTION}` : `${symbi} demo ${KEEP_OPTION}`;
   const started = Date.now();
 
   // What the demo needs from the machine, each refused in one line with its fix, before any report.
@@ -433,25 +476,43 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
     await client.close().catch(() => undefined);
     await endpoint.close().catch(() => undefined);
   }
+  // The server has exited (client.close waits for it), so nothing writes into the copy any more.
+  if (!start.keep) {
+    try {
+      removeCopy(copyDir);
+    } catch (error) {
+      check(false, `the copy of the example could not be removed (${errorCode(error)}); remove ${copyDir} by hand`);
+    }
+  }
 
+  const note = (text: string) => say(`                                              ${dim(text)}`);
   say();
   say(bold('What to run next'));
-  if (origin === 'clone') say(`   npm test                                   ${dim('build, then every test suite')}`);
-  say(`   ${symbi} audit list --project ${project}`);
-  say(`                                              ${dim('the runs above, newest first, checked with the project key')}`);
-  const serverCommand = origin === 'clone' ? `node ${symbiBin}` : symbi;
+  if (start.origin === 'clone') say(`   npm test                                   ${dim('build, then every test suite')}`);
+  if (start.keep) {
+    say(`   ${symbi} audit list --project ${shellWord(project)}`);
+    note('the runs above, newest first, checked with the project key');
+    const answer = runs.find((r) => r.label === 'answer');
+    if (answer !== undefined) {
+      say(`   ${symbi} audit inspect ${shellWord(answer.journal)} --run-id ${answer.runId} --public-key ${publicKey}`);
+      note("the answer's journal, verified with the public key");
+    }
+  }
+  // An MCP client starts the server from anywhere: the clone's bin by its absolute path.
+  const serverCommand = start.origin === 'clone' ? `node ${shellWord(symbiBin)}` : symbi;
   say(`   claude mcp add symbi -- ${serverCommand} mcp --project /abs/path/to/your/project`);
-  say(`                                              ${dim('Claude Code; README.md has the other IDEs and CLIs')}`);
-  if (origin === 'clone') say(`   npm run bench                              ${dim('the benchmark table for this machine')}`);
+  note('Claude Code; README.md has the other IDEs and CLIs');
+  if (start.origin === 'clone') say(`   npm run bench                              ${dim('the benchmark table for this machine')}`);
   say();
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   if (failures.length === 0) {
-    say(green(`Demo finished in ${seconds} s: every step behaved as expected.`) + dim(` (the copy stays in ${copyDir})`));
-    return 0;
+    say(green(`Demo finished in ${seconds} s: every step behaved as expected.`));
+  } else {
+    say(red(`Demo finished in ${seconds} s with ${failures.length} failed step(s):`));
+    for (const f of failures) say(red(`   - ${f}`));
   }
-  say(red(`Demo finished in ${seconds} s with ${failures.length} failed step(s):`));
-  for (const f of failures) say(red(`   - ${f}`));
-  return 1;
+  say(start.keep ? `The copy of the example stays in ${copyDir}; remove it when done.` : `The copy of the example was removed; \`${rerunKeeping}\` keeps it, for the symbi audit commands.`);
+  return failures.length === 0 ? 0 : 1;
 }
 
 function isMainModule(): boolean {
@@ -466,7 +527,14 @@ function isMainModule(): boolean {
 
 // Run directly (scripts/demo.mjs starts this file through tsx): the clone route. `symbi demo` imports runDemo.
 if (isMainModule()) {
-  runDemo('clone').then(
+  const options = parseDemoArgs(process.argv.slice(2));
+  if ('problem' in options) {
+    process.stderr.write(`demo: ${options.problem}\n`);
+    process.exit(2);
+  }
+  // npm runs scripts from the package root; INIT_CWD is where the person typed `npm run demo`.
+  const cwd = process.env.INIT_CWD ?? process.cwd();
+  runDemo({ origin: 'clone', npmScript: true, cwd, keep: options.keep }).then(
     (status) => {
       process.exitCode = status;
     },
