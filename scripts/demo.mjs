@@ -43,8 +43,10 @@ if (!existsSync(path.join(repoRoot, 'bundle', 'supervisor', 'cli.js'))) {
   run(npm, ['run', 'build', '--silent'], 'building');
 }
 
+// The demo spells `node bin/symbi.js` relative to where it was started: npm says where in INIT_CWD.
 const demo = spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'src', 'demo', 'demo-run.ts'), ...process.argv.slice(2)], {
   cwd: repoRoot,
+  env: { ...process.env, INIT_CWD: process.env.INIT_CWD ?? process.cwd() },
   stdio: 'inherit',
 });
 if (demo.error !== undefined) {

@@ -11,7 +11,7 @@ import { repoRoot } from './support/server-entry.js';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
-function childEnv(): Record<string, string> {
+function childEnv(tmp: string): Record<string, string> {
   // No provider keys and no npm lifecycle variables from an enclosing `npm test`; only what npm needs.
   const env: Record<string, string> = {
     PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`,
@@ -22,14 +22,16 @@ function childEnv(): Record<string, string> {
     npm_config_fund: 'false',
     npm_config_update_notifier: 'false',
     NO_COLOR: '1',
+    // A temporary folder of its own, to see that the demo leaves no copy of the example in it.
+    TMPDIR: tmp,
   };
   if (process.env.npm_config_cache !== undefined) env.npm_config_cache = process.env.npm_config_cache;
   return env;
 }
 
-function runDemo(cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runDemo(cwd: string, tmp: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(npm, ['run', 'demo'], { cwd, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(npm, ['run', 'demo'], { cwd, env: childEnv(tmp), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -41,11 +43,9 @@ function runDemo(cwd: string): Promise<{ code: number | null; stdout: string; st
 
 describe('npm run demo from a fresh clone', () => {
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-clone-'));
-  const leftovers: string[] = [];
 
   after(() => {
     fs.rmSync(scratch, { recursive: true, force: true });
-    for (const dir of leftovers) fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('installs, builds, and walks through an answer, a refusal, a cancellation and complete journals', { timeout: 300_000 }, async () => {
@@ -55,9 +55,9 @@ describe('npm run demo from a fresh clone', () => {
     assert.ok(!fs.existsSync(path.join(clone, 'node_modules')), 'the clone starts without node_modules/');
     assert.ok(!fs.existsSync(path.join(clone, 'dist')), 'the clone starts without dist/');
 
-    const { code, stdout, stderr } = await runDemo(clone);
-    const copy = /the copy stays in (\S+?)\)/.exec(stdout)?.[1];
-    if (copy !== undefined && copy.startsWith(os.tmpdir())) leftovers.push(copy);
+    const tmp = path.join(scratch, 'tmp');
+    fs.mkdirSync(tmp);
+    const { code, stdout, stderr } = await runDemo(clone, tmp);
     const shown = `--- stdout ---\n${stdout.slice(-6000)}\n--- stderr ---\n${stderr.slice(-3000)}`;
     assert.equal(code, 0, `the demo exits 0\n${shown}`);
 
@@ -95,6 +95,8 @@ describe('npm run demo from a fresh clone', () => {
     assert.match(stdout, /cancelled\s+[0-9a-f-]{36}\s+requires reconciliation\s+exit 2, \d+ records, journal complete/);
     assert.match(stdout, /What to run next/);
     assert.match(stdout, /every step behaved as expected/);
+    assert.match(stdout, /The copy of the example was removed; `npm run demo -- --keep` keeps it/);
+    assert.deepEqual(fs.readdirSync(tmp).filter((n) => n.startsWith('symbi-demo-')), [], 'no copy left in the temporary folder');
 
     // The example in the clone is untouched: the demo served a copy.
     assert.ok(!fs.existsSync(path.join(clone, 'examples', 'quickstart', '.symbiont')));

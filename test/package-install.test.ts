@@ -148,20 +148,30 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     assert.equal(content[0]!.text, fs.readFileSync(path.join(project, 'agents', 'assistant.symbi'), 'utf8'));
   });
 
-  it('symbi demo runs the walk-through from the installed package', async () => {
-    const child = spawn(installed.symbiMcpBin, ['demo'], { cwd: installed.dir, env: { ...cleanEnv(), NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    const copy = /the copy stays in (\S+?)\)/.exec(stdout)?.[1];
-    if (copy !== undefined && copy.startsWith(os.tmpdir())) fs.rmSync(copy, { recursive: true, force: true });
-    const shown = `--- stdout ---\n${stdout.slice(-4000)}\n--- stderr ---\n${stderr.slice(-2000)}`;
-    assert.equal(code, 0, shown);
-    assert.match(stdout, /every step behaved as expected/, shown);
-    assert.match(stdout, /npx -y symbi-mcp audit inspect/, 'the demo suggests the commands of the installed package');
-    assert.doesNotMatch(stdout, /npm test|npm run bench/, 'no clone-only commands');
-    assert.match(stdout, new RegExp(`symbi-mcp ${manifest.version.replace(/\./g, '\\.')}`), 'the server reports the package version');
+  it('symbi demo --keep runs the walk-through from the installed package, and its audit commands work as printed', async () => {
+    // A TMPDIR of its own, to find the one copy --keep leaves.
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-demo-tmp-'));
+    const env = { ...cleanEnv(), NO_COLOR: '1', TMPDIR: tmp };
+    try {
+      const child = spawn(installed.symbiMcpBin, ['demo', '--keep'], { cwd: installed.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      const shown = `--- stdout ---\n${stdout.slice(-4000)}\n--- stderr ---\n${stderr.slice(-2000)}`;
+      assert.equal(code, 0, shown);
+      assert.match(stdout, /every step behaved as expected/, shown);
+      assert.doesNotMatch(stdout, /npm test|npm run bench/, 'no clone-only commands');
+      assert.match(stdout, new RegExp(`symbi-mcp ${manifest.version.replace(/\./g, '\\.')}`), 'the server reports the package version');
+      assert.equal(fs.readdirSync(tmp).filter((n) => n.startsWith('symbi-demo-')).length, 1, 'one kept copy');
+      // The suggested commands are the installed package's, and run as printed from where the demo ran.
+      const next = stdout.slice(stdout.indexOf('What to run next'));
+      const commands = [...next.matchAll(/^ {3}(npx -y symbi-mcp audit (?:list|inspect) .*)$/gm)].map((m) => m[1]!);
+      assert.equal(commands.length, 2, `audit list and audit inspect, spelled npx -y symbi-mcp\n${shown}`);
+      for (const line of commands) await run('sh', ['-c', line], { cwd: installed.dir, env, timeout: 120_000 });
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
   });
 });

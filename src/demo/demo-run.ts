@@ -1,15 +1,16 @@
 // The demo proper. Two routes start it: scripts/demo.mjs (`npm run demo` in a clone, through tsx, once
-// the dependencies are installed and the package built) and `symbi demo` (an installed package, from
-// its bundled copy, loaded only for that command). Only the commands it suggests differ between the two.
+// the dependencies are installed and the package built) and `symbi demo` (from its bundled copy, loaded
+// only for that command). Only the commands it suggests differ between the two.
 //
 // It serves a fresh copy of examples/quickstart/ with `symbi mcp` over stdio, answers inference from the
 // in-process synthetic endpoint, and walks through what a user should see: the agent list, one governed
 // answer with its audit reference, a Cedar refusal, a cancelled slow call, `symbi audit inspect` on
 // every journal, and the example's policy cases (`symbi policy test`). Each step checks what it saw;
-// the exit status is 0 only when every step behaved.
+// the exit status is 0 only when every step behaved. The copy is removed at the end unless --keep.
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -21,10 +22,52 @@ import { startSyntheticEndpoint, type SyntheticEndpoint } from './synthetic-endp
 /** Where the demo was started from: a clone of the repository, or an installed package. */
 export type DemoOrigin = 'clone' | 'package';
 
+/** How the demo was started, which decides how the commands it suggests are spelled. */
+export interface DemoStart {
+  origin: DemoOrigin;
+  /** Started by `npm run demo` (its options follow `--`), else by `symbi demo`. */
+  npmScript: boolean;
+  /** The folder it was started from: a clone's `node bin/symbi.js` is spelled relative to it. */
+  cwd: string;
+  /** Keep the copy of the example (and its journals) for the `symbi audit` commands. */
+  keep: boolean;
+}
+
 const repoRoot = fileURLToPath(packageRootUrl);
 const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
 const exampleDir = path.join(repoRoot, 'examples', 'quickstart');
 const STEP_TIMEOUT_MS = 15_000;
+/** A connection to a local port is made or refused at once; a rule that drops it is not worth waiting on. */
+const LOOPBACK_PROBE_TIMEOUT_MS = 3_000;
+
+/** An installed package always lies in a node_modules folder (npx's cache, a global or a project install); a clone does not. */
+export function thisCopyOrigin(): DemoOrigin {
+  return repoRoot.split(path.sep).includes('node_modules') ? 'package' : 'clone';
+}
+
+// ---- options ---------------------------------------------------------------------------------------
+
+/** The demo's one option, taken by both routes (`symbi demo --keep`, `npm run demo -- --keep`). */
+export const KEEP_OPTION = '--keep';
+
+/** The demo's options from its command-line words, or the one-line usage problem (exit 2). */
+export function parseDemoArgs(words: readonly string[]): { keep: boolean } | { problem: string } {
+  let keep = false;
+  for (const word of words) {
+    if (word === KEEP_OPTION) {
+      keep = true;
+      continue;
+    }
+    const kind = word.startsWith('-') ? 'option' : 'argument';
+    return { problem: `unknown ${kind} ${JSON.stringify(word)}; the one option is ${KEEP_OPTION} (keep the copy of the example)` };
+  }
+  return { keep };
+}
+
+/** A word as a POSIX shell reads it back: as it is when plain, else in single quotes. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
 
 // ---- terminal output -------------------------------------------------------------------------------
 
@@ -172,15 +215,88 @@ function terminalSummary(reason: unknown): string {
 
 // ---- the walk-through ------------------------------------------------------------------------------
 
-/** The machine cannot run the demo (temporary folder, port): one line with the cause and the fix, exit 1. */
+/** The machine cannot run the demo (temporary folder, port, loopback): one line with the cause and the fix, exit 1. */
 export class DemoSetupError extends Error {}
 
+function errorCode(error: unknown): string {
+  return (error as NodeJS.ErrnoException | undefined)?.code ?? 'error';
+}
+
+/** Removes the demo's folder; a server killed at close may still be finishing a write, hence the retries. */
+function removeCopy(dir: string): void {
+  fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+}
+
+/** A fresh copy of the example in its own `symbi-demo-*` folder of the temporary folder; the copy's path. */
 function copyExample(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-demo-'));
-  const project = path.join(dir, 'quickstart');
-  // A stray .symbiont/ (from running the server in the example itself) must not leak into the demo.
-  fs.cpSync(exampleDir, project, { recursive: true, filter: (src) => !path.basename(src).startsWith('.') || src === exampleDir });
-  return project;
+  let dir: string | undefined;
+  try {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-demo-'));
+    const project = path.join(dir, 'quickstart');
+    // A stray .symbiont/ (from running the server in the example itself) must not leak into the demo.
+    fs.cpSync(exampleDir, project, { recursive: true, filter: (src) => !path.basename(src).startsWith('.') || src === exampleDir });
+    return project;
+  } catch (error) {
+    // A copy cut short (a full disk) is no use to anyone.
+    if (dir !== undefined) removeCopy(dir);
+    const code = errorCode(error);
+    const fix = code === 'ENOSPC' || code === 'EDQUOT' ? 'free some space there or set TMPDIR to another folder' : 'set TMPDIR to a folder you can write to';
+    throw new DemoSetupError(`cannot make a copy of the example in the temporary folder ${os.tmpdir()} (${code}); ${fix}`);
+  }
+}
+
+async function startEndpoint(): Promise<SyntheticEndpoint> {
+  try {
+    return await startSyntheticEndpoint();
+  } catch (error) {
+    const code = errorCode(error);
+    const cause =
+      code === 'EADDRNOTAVAIL' ? 'give the loopback interface its address with `ip addr add 127.0.0.1/8 dev lo`'
+      : code === 'EADDRINUSE' ? 'no local port is free; free one (or widen net.ipv4.ip_local_port_range)'
+      : 'check that the loopback interface is up and a local port is free';
+    throw new DemoSetupError(`the local model endpoint could not listen on 127.0.0.1 (${code}); ${cause}, then run the demo again`);
+  }
+}
+
+/**
+ * Connects to the endpoint once. With the loopback interface down, listening on 127.0.0.1 still works
+ * but every connection fails (ENETUNREACH); without this check each step then failed on its own.
+ */
+async function checkLoopback(endpoint: SyntheticEndpoint): Promise<void> {
+  const { hostname, port } = new URL(endpoint.origin);
+  const problem = await new Promise<string | undefined>((resolve) => {
+    const socket = net.connect({ host: hostname, port: Number(port) });
+    socket.setTimeout(LOOPBACK_PROBE_TIMEOUT_MS, () => {
+      socket.destroy();
+      resolve('ETIMEDOUT');
+    });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(undefined);
+    });
+    socket.once('error', (error) => resolve(errorCode(error)));
+  });
+  if (problem === undefined) return;
+  const where = `connecting to the local model endpoint at ${hostname}:${port} failed with ${problem}`;
+  if (problem === 'ENETUNREACH' || problem === 'EADDRNOTAVAIL') {
+    throw new DemoSetupError(`the loopback interface is down (${where}); bring it up with \`ip link set lo up\`, then run the demo again`);
+  }
+  throw new DemoSetupError(`the demo cannot reach its local model endpoint (${where}); check that nothing (a firewall rule) blocks connections to 127.0.0.1, then run the demo again`);
+}
+
+/** The copy of the example and the endpoint answering for the model, or a DemoSetupError with nothing left behind. */
+async function setUp(): Promise<{ project: string; endpoint: SyntheticEndpoint }> {
+  const project = copyExample();
+  let endpoint: SyntheticEndpoint | undefined;
+  try {
+    endpoint = await startEndpoint();
+    await checkLoopback(endpoint);
+    return { project, endpoint };
+  } catch (error) {
+    await endpoint?.close();
+    removeCopy(path.dirname(project));
+    throw error;
+  }
 }
 
 interface Run {
@@ -192,28 +308,18 @@ interface Run {
 }
 
 /** Runs the whole walk-through; resolves with the exit status (0 when every step behaved). */
-export async function runDemo(origin: DemoOrigin): Promise<number> {
-  // How the reader runs the same commands themselves.
-  const symbi = origin === 'clone' ? 'node bin/symbi.js' : 'npx -y symbi-mcp';
+export async function runDemo(start: DemoStart): Promise<number> {
+  // How the reader runs the same commands themselves, from where they started the demo.
+  const cloneBin = path.relative(start.cwd, symbiBin);
+  const outside = path.isAbsolute(cloneBin) || cloneBin.startsWith('..');
+  const symbi = start.origin === 'clone' ? `node ${shellWord(outside ? symbiBin : cloneBin)}` : 'npx -y symbi-mcp';
+  const rerunKeeping = start.npmScript ? `npm run demo -- ${KEEP_OPTION}` : `${symbi} demo ${KEEP_OPTION}`;
   const started = Date.now();
-  say(bold('symbi mcp demo') + dim('  (a governed MCP server, driven by the MCP SDK client over stdio)'));
 
-  // The two things the demo needs from the machine, each refused in one line with its fix.
-  let project: string;
-  try {
-    project = copyExample();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new DemoSetupError(`cannot make a copy of the example in the temporary folder ${os.tmpdir()} (${code}); set TMPDIR to a folder you can write to`);
-  }
-  let endpoint: SyntheticEndpoint;
-  try {
-    endpoint = await startSyntheticEndpoint();
-  } catch (error) {
-    fs.rmSync(path.dirname(project), { recursive: true, force: true });
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new DemoSetupError(`the local model endpoint could not listen on 127.0.0.1 (${code}); check that the loopback interface is up and a local port is free`);
-  }
+  // What the demo needs from the machine, each refused in one line with its fix, before any report.
+  const { project, endpoint } = await setUp();
+  const copyDir = path.dirname(project);
+  say(bold('symbi mcp demo') + dim('  (a governed MCP server, driven by the MCP SDK client over stdio)'));
   field('project', `${project} ${dim('(a fresh copy of examples/quickstart)')}`);
   field('model', `synthetic endpoint at ${endpoint.url} ${dim('(local, no network, no key)')}`);
 
@@ -370,25 +476,43 @@ export async function runDemo(origin: DemoOrigin): Promise<number> {
     await client.close().catch(() => undefined);
     await endpoint.close().catch(() => undefined);
   }
+  // The server has exited (client.close waits for it), so nothing writes into the copy any more.
+  if (!start.keep) {
+    try {
+      removeCopy(copyDir);
+    } catch (error) {
+      check(false, `the copy of the example could not be removed (${errorCode(error)}); remove ${copyDir} by hand`);
+    }
+  }
 
+  const note = (text: string) => say(`                                              ${dim(text)}`);
   say();
   say(bold('What to run next'));
-  if (origin === 'clone') say(`   npm test                                   ${dim('build, then every test suite')}`);
-  say(`   ${symbi} audit list --project ${project}`);
-  say(`                                              ${dim('the runs above, newest first, checked with the project key')}`);
-  const serverCommand = origin === 'clone' ? `node ${symbiBin}` : symbi;
+  if (start.origin === 'clone') say(`   npm test                                   ${dim('build, then every test suite')}`);
+  if (start.keep) {
+    say(`   ${symbi} audit list --project ${shellWord(project)}`);
+    note('the runs above, newest first, checked with the project key');
+    const answer = runs.find((r) => r.label === 'answer');
+    if (answer !== undefined) {
+      say(`   ${symbi} audit inspect ${shellWord(answer.journal)} --run-id ${answer.runId} --public-key ${publicKey}`);
+      note("the answer's journal, verified with the public key");
+    }
+  }
+  // An MCP client starts the server from anywhere: the clone's bin by its absolute path.
+  const serverCommand = start.origin === 'clone' ? `node ${shellWord(symbiBin)}` : symbi;
   say(`   claude mcp add symbi -- ${serverCommand} mcp --project /abs/path/to/your/project`);
-  say(`                                              ${dim('Claude Code; README.md has the other IDEs and CLIs')}`);
-  if (origin === 'clone') say(`   npm run bench                              ${dim('the benchmark table for this machine')}`);
+  note('Claude Code; README.md has the other IDEs and CLIs');
+  if (start.origin === 'clone') say(`   npm run bench                              ${dim('the benchmark table for this machine')}`);
   say();
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   if (failures.length === 0) {
-    say(green(`Demo finished in ${seconds} s: every step behaved as expected.`) + dim(` (the copy stays in ${path.dirname(project)})`));
-    return 0;
+    say(green(`Demo finished in ${seconds} s: every step behaved as expected.`));
+  } else {
+    say(red(`Demo finished in ${seconds} s with ${failures.length} failed step(s):`));
+    for (const f of failures) say(red(`   - ${f}`));
   }
-  say(red(`Demo finished in ${seconds} s with ${failures.length} failed step(s):`));
-  for (const f of failures) say(red(`   - ${f}`));
-  return 1;
+  say(start.keep ? `The copy of the example stays in ${copyDir}; remove it when done.` : `The copy of the example was removed; \`${rerunKeeping}\` keeps it, for the symbi audit commands.`);
+  return failures.length === 0 ? 0 : 1;
 }
 
 function isMainModule(): boolean {
@@ -403,7 +527,14 @@ function isMainModule(): boolean {
 
 // Run directly (scripts/demo.mjs starts this file through tsx): the clone route. `symbi demo` imports runDemo.
 if (isMainModule()) {
-  runDemo('clone').then(
+  const options = parseDemoArgs(process.argv.slice(2));
+  if ('problem' in options) {
+    process.stderr.write(`demo: ${options.problem}\n`);
+    process.exit(2);
+  }
+  // npm runs scripts from the package root; INIT_CWD is where the person typed `npm run demo`.
+  const cwd = process.env.INIT_CWD ?? process.cwd();
+  runDemo({ origin: 'clone', npmScript: true, cwd, keep: options.keep }).then(
     (status) => {
       process.exitCode = status;
     },
