@@ -12,7 +12,13 @@
 //   Gemini CLI   `gemini mcp list` says the server is Connected, once the folder is trusted.
 //   Claude Code  `claude mcp list` says Connected, once the folder is trusted and the project's
 //                server approved (the settings written here are what those two clicks save).
-//   Codex        `codex app-server`'s mcpServerStatus/list starts the server and lists its tools.
+//   Codex        `codex app-server`'s mcpServerStatus/list starts the server and lists its tools; the
+//                README's `printenv OPENAI_API_KEY | codex login --with-api-key` line signs in (with a
+//                stand-in key: nothing checks a key before a request).
+// The dialog answers and screen texts the README quotes for Claude Code and Codex are looked up in the
+// pinned clients' native binaries, which hold their interface strings as text: a client update that
+// renames "Yes, I trust this folder" fails here. (Which answer is highlighted, and the order of the
+// dialogs, were seen in a terminal and are not checked.)
 //
 // Usage: node --import tsx test/client-snippets.ts [--only claude,gemini,codex] [--tarball FILE] [--keep]
 // Network: the npm registry only (the clients and the package's dependencies); no model is called.
@@ -34,6 +40,31 @@ const PROJECT_PLACEHOLDER = '/abs/path/to/project';
 /** The tools every client must see, by name. */
 const TOOLS = ['get_agent_dsl', 'get_agents_md', 'invoke_agent', 'list_agents', 'parse_dsl', 'verify_schema'];
 const CLIENT_TIMEOUT_MS = 180_000;
+/** What the README's Claude Code steps quote from Claude Code's folder-trust and project-server dialogs. */
+const CLAUDE_QUOTES = [
+  'Quick safety check: Is this a project you created or one you trust?',
+  'No, exit',
+  'Yes, I trust this folder',
+  'New MCP server found in this project',
+  'Use this MCP server',
+  'Use this and all future MCP servers in this project',
+  'Continue without using this MCP server',
+  'Detected a custom API key in your environment',
+  'Project MCPs',
+  'No MCP servers configured',
+  'No MCP servers loaded',
+];
+/** What the README's Codex CLI steps quote from Codex's sign-in and trust screens and from /mcp. */
+const CODEX_QUOTES = [
+  'Choose how you want to use Codex.',
+  'Sign in with ChatGPT',
+  'Sign in with Device Code',
+  'Sign in another way',
+  'Use an OpenAI API key',
+  'Trust this folder?',
+  'Trust and continue',
+  'codex_tui',
+];
 const CLIENTS = ['claude', 'gemini', 'codex'] as const;
 type ClientName = (typeof CLIENTS)[number];
 
@@ -145,6 +176,62 @@ function readmeSnippet(command: string): string {
   throw new Error(`README.md has no sh block with a "${command} ... symbi-mcp mcp" line`);
 }
 
+/** The first line of a README sh block that starts with `prefix`, whatever follows. */
+function readmeLine(prefix: string): string {
+  const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+  for (const block of readme.matchAll(/^```(?:sh|bash)\n([\s\S]*?)^```/gm)) {
+    const line = block[1]!.split('\n').find((l) => l.startsWith(prefix));
+    if (line !== undefined) return line;
+  }
+  throw new Error(`README.md has no sh block with a line starting "${prefix}"`);
+}
+
+/** The README's `### heading` section, its line breaks and indentation read as single spaces. */
+function readmeSection(heading: string): string {
+  const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+  const start = readme.indexOf(`\n### ${heading}\n`);
+  if (start < 0) throw new Error(`README.md has no "### ${heading}" section`);
+  const end = readme.indexOf('\n### ', start + 1);
+  return readme.slice(start, end < 0 ? undefined : end).replace(/\s+/g, ' ');
+}
+
+/**
+ * Checks that the README section quotes each string and that the client's native binary holds it: the
+ * strings of the dialogs the README walks through, as the pinned client shows them.
+ */
+function checkQuoted(client: string, heading: string, binaries: string[], quotes: string[]): void {
+  const section = readmeSection(heading);
+  const unquoted = quotes.filter((quote) => !section.includes(quote));
+  if (unquoted.length > 0) throw new Error(`README.md's ### ${heading} no longer quotes ${unquoted.map((q) => `"${q}"`).join(', ')}; update the list here with it`);
+  const existing = binaries.filter((file) => fs.existsSync(file));
+  if (existing.length === 0) throw new Error(`${client}: no native binary found among ${binaries.join(', ')}`);
+  let missing = quotes;
+  for (const file of existing) {
+    const contents = fs.readFileSync(file);
+    missing = missing.filter((quote) => !contents.includes(quote));
+  }
+  if (missing.length > 0) throw new Error(`the pinned ${client} does not show ${missing.map((q) => `"${q}"`).join(', ')} (searched ${existing.join(', ')}); README.md's ### ${heading} quotes it`);
+}
+
+/** The native binaries of a client installed in .ci/cache/clients: the bin's target and the platform packages' executables. */
+function nativeBinaries(bin: string, scope: string, packagePrefix: string, relative: (dir: string) => string[]): string[] {
+  const found = [fs.realpathSync(path.join(clientBin, bin))];
+  const scopeDir = path.join(clientsDir, 'node_modules', scope);
+  for (const name of fs.existsSync(scopeDir) ? fs.readdirSync(scopeDir) : []) {
+    if (name.startsWith(`${packagePrefix}-`)) found.push(...relative(path.join(scopeDir, name)));
+  }
+  return found;
+}
+
+const claudeBinaries = (): string[] => nativeBinaries('claude', '@anthropic-ai', 'claude-code', (dir) => [path.join(dir, 'claude'), path.join(dir, 'claude.exe')]);
+
+const codexBinaries = (): string[] =>
+  nativeBinaries('codex', '@openai', 'codex', (dir) => {
+    const vendor = path.join(dir, 'vendor');
+    if (!fs.existsSync(vendor)) return [];
+    return fs.readdirSync(vendor).flatMap((triple) => [path.join(vendor, triple, 'bin', 'codex'), path.join(vendor, triple, 'bin', 'codex.exe')]);
+  });
+
 interface Scratch {
   root: string;
   home: string;
@@ -210,6 +297,7 @@ function checkClaude(s: Scratch): string {
   // What the README says a user sees before the approval.
   const pending = run(s, clientBin + '/claude', ['mcp', 'list'], 'claude mcp list');
   if (!/symbi.*Pending approval/.test(pending)) throw new Error(`before the approval, claude mcp list should show symbi as Pending approval:\n${pending}`);
+  checkQuoted('Claude Code', 'Claude Code', claudeBinaries(), CLAUDE_QUOTES);
   // The two clicks the README describes: "Yes, I trust this folder" (saved in ~/.claude.json) and
   // approving the project's .mcp.json server (saved in .claude/settings.local.json).
   const stateFile = path.join(s.home, '.claude.json');
@@ -243,6 +331,7 @@ async function checkCodex(s: Scratch): Promise<string> {
     if (typeof message.id === 'number') answers.get(message.id)?.(message);
   });
   let nextId = 1;
+  let seen = '';
   const request = (method: string, params: unknown): Promise<Record<string, unknown>> =>
     new Promise((resolve, reject) => {
       const id = nextId++;
@@ -261,10 +350,18 @@ async function checkCodex(s: Scratch): Promise<string> {
     const server = status.data?.find((entry) => entry.name === 'symbi');
     const tools = Object.keys(server?.tools ?? {}).sort();
     if (server === undefined || TOOLS.some((tool) => !tools.includes(tool))) throw new Error(`codex app-server does not list symbi's tools: ${JSON.stringify(status).slice(0, 3000)}\n${stderr.slice(-2000)}`);
-    return `symbi: ${tools.length} tools (${tools.join(', ')})`;
+    seen = `symbi: ${tools.length} tools (${tools.join(', ')})`;
   } finally {
     child.kill();
   }
+  // The sign-in the README gives before /mcp, run literally with a stand-in key (codex login stores
+  // it without asking OpenAI; "Authentication is checked when you send a request").
+  const signedIn = { ...s, env: { ...s.env, OPENAI_API_KEY: 'sk-client-snippets-stand-in' } };
+  runSnippet(signedIn, readmeLine('printenv OPENAI_API_KEY | codex login'));
+  const status = run(s, clientBin + '/codex', ['login', 'status'], 'codex login status');
+  if (!/API key configured/.test(status)) throw new Error(`after the README's codex login line, codex login status should say "API key configured":\n${status}`);
+  checkQuoted('Codex', 'Codex CLI', codexBinaries(), CODEX_QUOTES);
+  return `${seen}; signed in by the README's codex login line`;
 }
 
 async function main(): Promise<number> {
