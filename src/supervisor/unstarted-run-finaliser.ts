@@ -52,7 +52,7 @@ export async function finaliseUnstartedRun(
     storage = openRunAuditStorage(project, pinnedKey.key);
     if (signingKeyFileChange(storage.route, storage.governedDirFd, pinnedKey) !== undefined) return { claimed: false };
     try {
-      writer = await JournalWriter.create(storage, runId, definition.principal);
+      writer = await JournalWriter.create(storage, runId, definition.principal, { urgent: true });
     } catch {
       // Created by the worker already, or storage that the worker cannot use either: its run, its report.
       return { claimed: false };

@@ -84,6 +84,12 @@ export interface JournalOptions {
   syncInThread?: () => boolean;
   /** Shared with the run's owner, who may take the journal between two writes to end a cancelled run. */
   handover?: JournalHandover;
+  /**
+   * A journal a cancel waits for (an owner's claim on a run no worker started): the new directory
+   * entry is synced here and now, in this thread, rather than queued on libuv's pool behind other
+   * runs' syncs.
+   */
+  urgent?: boolean;
 }
 
 /**
@@ -247,7 +253,7 @@ export class JournalWriter {
     // The new directory entry must survive a crash as well. Its sync starts now, on libuv's
     // pool, while the first records are built and signed, and the first append waits for it
     // (writeRecords). The caller keeps the directory open for the writer's life.
-    writer.directorySynced = writer.syncDirectoryEntry(storage.governedDirFd);
+    writer.directorySynced = options.urgent === true ? Promise.resolve(syncDirectoryEntryNow(storage.governedDirFd)) : writer.syncDirectoryEntry(storage.governedDirFd);
     return writer;
   }
 
@@ -601,11 +607,25 @@ export class JournalWriter {
     try {
       await this.syncOnPool(dirFd, 'fsync');
     } catch (err) {
-      // EINVAL: the file system cannot sync directories; the records themselves are synced.
-      if (errorText(err) !== 'EINVAL') return errorText(err);
+      return directorySyncFailure(err);
     }
     return undefined;
   }
+}
+
+/** syncDirectoryEntry in this thread, for an urgent journal. */
+function syncDirectoryEntryNow(dirFd: number): string | undefined {
+  try {
+    fs.fsyncSync(dirFd);
+  } catch (err) {
+    return directorySyncFailure(err);
+  }
+  return undefined;
+}
+
+/** EINVAL: the file system cannot sync directories; the records themselves are synced. */
+function directorySyncFailure(err: unknown): string | undefined {
+  return errorText(err) === 'EINVAL' ? undefined : errorText(err);
 }
 
 /** The journal's file name for a run, after checking both ids (which also rules out path tricks). */
