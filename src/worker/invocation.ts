@@ -75,8 +75,11 @@ export async function performInvocation(
   const throwIfStopped = (): void => {
     pollCancellations();
     if (stopSignal.aborted) throw new RunStopped(stopReason(), stoppedEnd());
-    // The owner posts the cancel before it takes the journal, so the poll above has seen it.
-    if (handover.taken) throw new RunStopped(stopReason(), { reason: 'cancelled' });
+    if (handover.taken) {
+      // The owner posted the cancel before it took the journal: the cancel is on the port by now.
+      pollCancellations();
+      throw new RunStopped(stopReason(), { reason: 'cancelled' });
+    }
   };
   const started = startedEvent(definition);
 

@@ -10,9 +10,7 @@
 // correctly (before its first records are durable, while a failed attempt's finish waits for
 // the retry's write, once its file cannot be trusted).
 
-/** No record is durable yet: only the worker writes. The zero a new buffer holds. */
-// eslint-disable-next-line @typescript-eslint/no-unused-vars -- named for the reader; a new buffer holds it
-const NEW = 0;
+// A new buffer holds 0: no record is durable yet, and only the worker writes.
 /** The last write is durable and nothing is pending: the owner may take the journal. */
 const OPEN = 1;
 /** The worker is writing, or holds a record that must come next, or alone can end the run. */
@@ -35,7 +33,7 @@ export class JournalHandover {
     return Atomics.compareExchange(this.state, 0, OPEN, BUSY) !== TAKEN;
   }
 
-  /** The worker, after a write: what the journal now is. Only the worker leaves New and Busy. */
+  /** The worker, after a write: what the journal now is. Only the worker leaves 0 and Busy. */
   endWrite(after: 'open' | 'busy' | 'ended'): void {
     if (after === 'busy') return;
     Atomics.store(this.state, 0, after === 'ended' ? ENDED : OPEN);
