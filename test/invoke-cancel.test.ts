@@ -327,7 +327,7 @@ describe('shutdown and process loss', () => {
       assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
       assert.deepEqual(terminalOf(journal)?.reason, { Error: { message: 'the caller cancelled the invocation' } });
       assert.equal(assertCompleteJournal(journal, projectPublicKey(project)), 2, 'the request record was durable: its effect is unknown');
-      assert.match(server.stderr(), /run ended .*outcome=cancelled reason=cancelled/);
+      await waitFor('the run ended line', () => (/run ended .*outcome=cancelled reason=cancelled/.test(server.stderr()) ? true : undefined));
       // The server still answers.
       await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_agents', arguments: {} } }));
       await server.waitFor(2);
