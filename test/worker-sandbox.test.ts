@@ -146,7 +146,7 @@ describe('sandboxed worker threads', () => {
         );
         // Descriptor 1 still works for the supervisor: a second request is answered.
         assert.equal((await result(server, drive(server, 2))).result?.isError, undefined);
-        assert.equal(await server.end(), 0);
+        assert.equal(await server.end(), 0, `the server did not exit 0; its standard error ends: ${server.stderr().slice(-3000)}`);
 
         for (const line of server.stdout().split('\n').filter((l) => l.length > 0)) assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
         assert.ok(!server.stdout().includes('stray'), `no stray output on stdout: ${server.stdout()}`);
