@@ -10,6 +10,7 @@ import { pinProject } from '../src/shared/confinement/index.js';
 import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/storage/audit-storage.js';
 import { JournalTakenError, JournalWriter, JournalWriteError } from '../src/shared/journal/journal-writer.js';
 import { JournalHandover } from '../src/shared/journal/journal-handover.js';
+import { JOURNAL_TURNS_PER_THREAD } from '../src/shared/journal/journal-turns.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 
@@ -303,6 +304,90 @@ test('handover: the owner takes the journal only between writes; the writer then
   await assert.rejects(writer.appendTerminal({ Error: { message: 'late' } }), JournalTakenError);
   await writer.close();
   assert.deepEqual(fs.readFileSync(writer.path), before, 'the writer wrote nothing after the owner took the journal');
+});
+
+// Turns (journal-turns.ts): a worker thread's run waits for the disk before it names its journal
+// or writes a record, so that meanwhile its owner can end it; a stopped run does not wait.
+/** Writers that each hold one of this thread's turns (taken by create, kept until the first write or close). */
+async function holdEveryTurn(t: { after(fn: () => Promise<void>): void }, storage: AuditStorage): Promise<JournalWriter[]> {
+  const running = new AbortController();
+  const holders: JournalWriter[] = [];
+  // Given back whatever the test's outcome, so the next test finds every turn free.
+  t.after(async () => {
+    for (const holder of holders) await holder.close();
+  });
+  for (let i = 0; i < JOURNAL_TURNS_PER_THREAD; i += 1) holders.push(await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { turnsUntil: running.signal }));
+  return holders;
+}
+
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+test('turns: a run waiting for the disk has no journal yet; it names one once a turn is free', { timeout: 20_000 }, async (t) => {
+  const { storage } = setup(t);
+  const holders = await holdEveryTurn(t, storage);
+  const runId = crypto.randomUUID();
+  const expected = path.join(path.dirname(holders[0]!.path), `${runId}.jsonl`);
+  let named = false;
+  const waiting = JournalWriter.create(storage, runId, AGENT, { turnsUntil: new AbortController().signal }).then((writer) => {
+    named = true;
+    return writer;
+  });
+  await settle();
+  assert.equal(named, false, 'every turn is held');
+  assert.equal(fs.existsSync(expected), false, 'no journal is named while the run waits, so its owner could claim the run');
+  await holders[0]!.close();
+  const writer = await waiting;
+  assert.equal(writer.path, expected);
+  assert.ok(fs.existsSync(expected));
+  await writer.append(STARTED);
+  await writer.close();
+});
+
+test('turns: while a write waits for its turn the journal is open, and the owner who takes it ends the run', { timeout: 20_000 }, async (t) => {
+  const { storage } = setup(t);
+  const handover = new JournalHandover();
+  const writer = await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { handover, turnsUntil: new AbortController().signal });
+  await writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }]);
+  const holders = await holdEveryTurn(t, storage);
+  const before = fs.readFileSync(writer.path);
+  const response = writer.appendAll([{ DirectInferenceResponseReceived: { call_id: 'c1' } }, { DirectInferenceFinished: { call_id: 'c1' } }]);
+  await settle();
+  assert.equal(handover.take(), true, 'the last record is durable and nothing is on its way to the disk');
+  const refused = assert.rejects(response, JournalTakenError);
+  await holders[0]!.close();
+  await refused;
+  assert.deepEqual(fs.readFileSync(writer.path), before, 'the waiting write was never made');
+  await writer.close();
+});
+
+test('turns: a stopped run does not wait, and a run stopped while it waits goes at once', { timeout: 20_000 }, async (t) => {
+  const { storage } = setup(t);
+  await holdEveryTurn(t, storage);
+  // Every turn stays held until the end of the test: these complete only because they do not wait.
+  const stopped = new AbortController();
+  stopped.abort();
+  const early = await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { turnsUntil: stopped.signal });
+  await early.append(STARTED);
+  await early.appendTerminal({ Error: { message: 'the caller cancelled the invocation' } });
+
+  const stop = new AbortController();
+  let named = false;
+  const waiting = JournalWriter.create(storage, crypto.randomUUID(), AGENT, { turnsUntil: stop.signal }).then((writer) => {
+    named = true;
+    return writer;
+  });
+  await settle();
+  assert.equal(named, false, 'every turn is held');
+  stop.abort();
+  const late = await waiting;
+  await late.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }]);
+  await late.appendTerminal({ Error: { message: 'the caller cancelled the invocation' } }, [{ DirectInferenceFinished: { call_id: 'c1' } }], { urgent: true });
+  for (const writer of [early, late]) {
+    await writer.close();
+    const { report } = inspectJournal(writer.path, path.basename(writer.path, '.jsonl'), storage.signingKey.publicKeyHex);
+    assert.notEqual(report.verdict, 'failed');
+    assert.equal(report.journal_complete, true);
+  }
 });
 
 test('handover: a journal whose writer wrote Terminated, or whose file it no longer trusts, is never taken', async (t) => {

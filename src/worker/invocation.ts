@@ -114,7 +114,7 @@ export async function performInvocation(
     }
     try {
       const reservedFd = takeReservedJournalFile();
-      writer = await JournalWriter.create(storage, task.runId, definition.principal, { reservedFd, syncInThread: resources.journalSyncInThread, handover });
+      writer = await JournalWriter.create(storage, task.runId, definition.principal, { reservedFd, syncInThread: resources.journalSyncInThread, handover, turnsUntil: stopSignal });
       if (reservedFd !== undefined && !writer.usedReservedFile) stopReservingJournalFiles();
     } catch (err) {
       // A run cancelled before this thread started it is finalised by its owner,

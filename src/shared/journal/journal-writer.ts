@@ -16,6 +16,7 @@ import {
 import { inspectJournalBytes } from './journal-verifier.js';
 import { describeStorageFailure } from '../storage/storage-failure.js';
 import type { JournalHandover } from './journal-handover.js';
+import { journalTurns, type ReleaseTurn } from './journal-turns.js';
 
 // Appends signed, chained records to one run's journal. Each append is durable
 // (fdatasync) before its promise resolves, because the caller acts on that
@@ -90,6 +91,12 @@ export interface JournalOptions {
    * runs' syncs.
    */
   urgent?: boolean;
+  /**
+   * A worker thread's run: its stop signal. The journal is named, and each later write made,
+   * only in one of this thread's turns (journal-turns.ts), so that while a run waits for the
+   * disk its owner can end it; once the run is stopped its writes wait for nothing.
+   */
+  turnsUntil?: AbortSignal;
 }
 
 /**
@@ -214,8 +221,21 @@ export class JournalWriter {
    * `syncInThread` says, at each append, whether to sync in this thread rather than on
    * libuv's pool (see writeRecords); without it, appends sync on the pool.
    */
-  // eslint-disable-next-line @typescript-eslint/require-await -- async so that a refusal reaches the caller as a rejection, not a synchronous throw
   static async create(storage: AuditStorage, runId: string, agentId: string, options: JournalOptions = {}): Promise<JournalWriter> {
+    // Before the name exists: a run cancelled while it waits has no journal, and its owner claims it.
+    const turn = options.turnsUntil === undefined || options.syncInThread?.() === true ? undefined : await journalTurns.take(options.turnsUntil);
+    try {
+      const writer = JournalWriter.createNamed(storage, runId, agentId, options);
+      writer.heldTurn = turn;
+      writer.turnsUntil = options.turnsUntil;
+      return writer;
+    } catch (err) {
+      turn?.();
+      throw err;
+    }
+  }
+
+  private static createNamed(storage: AuditStorage, runId: string, agentId: string, options: JournalOptions): JournalWriter {
     const { reservedFd } = options;
     let journal: { name: string; shown: string };
     try {
@@ -321,6 +341,12 @@ export class JournalWriter {
 
   private handover: JournalHandover | undefined;
 
+  /** The run's stop signal when this writer's writes take turns (JournalOptions.turnsUntil). */
+  private turnsUntil: AbortSignal | undefined;
+
+  /** The turn create() took before naming the journal, for the first write. */
+  private heldTurn: ReleaseTurn | undefined;
+
   /** Provider calls requested but never finished in the journal this writer resumed (empty for a new journal). */
   unfinishedCalls: string[] = [];
 
@@ -362,7 +388,7 @@ export class JournalWriter {
    * with; resolves once it is durable.
    */
   async appendTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[] = [], options: { urgent?: boolean } = {}): Promise<void> {
-    await this.oneAtATime(() => this.writeTerminal(reason, preceding, options.urgent === true));
+    await this.oneAtATime(() => this.writeTerminal(reason, preceding, options.urgent === true), options.urgent === true);
   }
 
   private async writeTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[], urgent: boolean): Promise<void> {
@@ -403,10 +429,26 @@ export class JournalWriter {
   }
 
   /** Runs `step` after every earlier append has settled; its failure does not block later steps. */
-  private oneAtATime(step: () => Promise<void>): Promise<void> {
-    const run = this.inFlight.then(() => this.whileHolding(step));
+  private oneAtATime(step: () => Promise<void>, urgent = false): Promise<void> {
+    const run = this.inFlight.then(async () => {
+      const release = await this.takeTurn(urgent);
+      try {
+        await this.whileHolding(step);
+      } finally {
+        release?.();
+      }
+    });
     this.inFlight = run.catch(() => undefined);
     return run;
+  }
+
+  /** Waits, with the journal still open to the owner, until this thread lets the write go to the disk. */
+  private async takeTurn(urgent: boolean): Promise<ReleaseTurn | undefined> {
+    const held = this.heldTurn;
+    this.heldTurn = undefined;
+    if (held !== undefined) return held;
+    if (this.turnsUntil === undefined || urgent || this.syncInThread()) return undefined;
+    return journalTurns.take(this.turnsUntil);
   }
 
   /** Runs an append's checks and write with the journal held from the run's owner (journal-handover.ts). */
@@ -443,6 +485,8 @@ export class JournalWriter {
   }
 
   async close(): Promise<void> {
+    this.heldTurn?.();
+    this.heldTurn = undefined;
     await this.inFlight;
     await Promise.all([...this.poolSyncs].map((sync) => sync.returned));
     if (this.closed) return;
