@@ -55,22 +55,32 @@ export function isPublicKeyHex(text: string): boolean {
   return PUBLIC_KEY_HEX.test(text);
 }
 
+// The answers for the last key asked about. Both depend on the hex alone, and the curve check costs
+// about a millisecond of arithmetic: a run's owner, resuming journals of the project's one key at
+// every cancel, spent a tenth of the supervisor's time on it at 512 calls in flight (docs/benchmarks.md).
+let lastChecked: { hex: string; problem: string | undefined } | undefined;
+let lastImported: { hex: string; key: crypto.KeyObject } | undefined;
+
 /**
  * Why `hex` is not an acceptable Ed25519 public key: not 64 hexadecimal characters, or a key
  * libsodium refuses (ed25519-key-checks.ts). Undefined when it is acceptable. Every public key a
  * person gives (audit inspect, audit list) or the server derives passes through this one check.
  */
 export function publicKeyHexProblem(hex: string): string | undefined {
-  if (!isPublicKeyHex(hex)) return 'the public key must be 64 hexadecimal characters (the raw 32-byte Ed25519 key)';
-  return ed25519PublicKeyProblem(Buffer.from(hex, 'hex'));
+  if (lastChecked?.hex === hex) return lastChecked.problem;
+  const problem = isPublicKeyHex(hex) ? ed25519PublicKeyProblem(Buffer.from(hex, 'hex')) : 'the public key must be 64 hexadecimal characters (the raw 32-byte Ed25519 key)';
+  lastChecked = { hex, problem };
+  return problem;
 }
 
 /** Imports a raw public key given as 64 hex characters; throws a one-line error when it is not acceptable. */
 export function publicKeyFromHex(hex: string): crypto.KeyObject {
+  if (lastImported?.hex === hex) return lastImported.key;
   const problem = publicKeyHexProblem(hex);
   if (problem !== undefined) throw new RangeError(problem);
+  let key: crypto.KeyObject;
   try {
-    return crypto.createPublicKey({
+    key = crypto.createPublicKey({
       key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(hex, 'hex')]),
       format: 'der',
       type: 'spki',
@@ -78,6 +88,8 @@ export function publicKeyFromHex(hex: string): crypto.KeyObject {
   } catch {
     throw new RangeError('the public key is not a usable Ed25519 public key');
   }
+  lastImported = { hex, key };
+  return key;
 }
 
 /** Verifies with Node.js crypto (OpenSSL); never throws. */
