@@ -110,7 +110,11 @@ export function threadExecArgv(parent: readonly string[]): string[] {
     const resolved = preloads.resolve(specifier);
     return path.isAbsolute(resolved) ? pathToFileURL(resolved).href : resolved;
   };
-  const argv = ['--import', THREAD_SANDBOX_MODULE.href];
+  // piscina loads a thread's task module with require() first and import() only if that fails. On
+  // Node.js lines where require() loads ES modules, a server that exited while a thread was doing so
+  // ended in a V8 fatal error (IsGraphAsync on a module not instantiated, seen in a test run);
+  // with require(esm) off in the threads, piscina goes straight to import().
+  const argv = ['--no-experimental-require-module', '--import', THREAD_SANDBOX_MODULE.href];
   for (let i = 0; i < parent.length; i += 1) {
     const arg = parent[i]!;
     const name = arg.split('=', 1)[0]!;
