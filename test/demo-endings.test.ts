@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, describe, it } from 'node:test';
-import { removeProject, tempDir } from './support/project.js';
+import { describe, it } from 'node:test';
+import { suiteScratch } from './support/suite-fixture.js';
 import { repoRoot, symbiBin } from './support/server-entry.js';
 
 // How the demo ends (issue 34): a run removes its copy of the example whatever the outcome, unless
@@ -66,15 +66,7 @@ function assertRunAsPrinted(commands: string[], cwd: string, tmp: string): void 
 }
 
 describe('how the demo ends', () => {
-  const scratch: string[] = [];
-  after(() => {
-    for (const dir of scratch) removeProject(dir);
-  });
-  const ownTmp = (): string => {
-    const dir = tempDir('symbi-demo-tmp-');
-    scratch.push(dir);
-    return dir;
-  };
+  const ownTmp = suiteScratch('symbi-demo-tmp-');
 
   it('symbi demo removes its copy after a successful run, and says --keep keeps it', { timeout: 120_000 }, async () => {
     const tmp = ownTmp();
@@ -161,15 +153,7 @@ function assertSetupRefusal(ended: Ended, tmp: string, line: RegExp): void {
 }
 
 describe('a machine the demo cannot run on: one line, exit 1, no copy left', () => {
-  const scratch: string[] = [];
-  after(() => {
-    for (const dir of scratch) removeProject(dir);
-  });
-  const ownTmp = (): string => {
-    const dir = tempDir('symbi-demo-tmp-');
-    scratch.push(dir);
-    return dir;
-  };
+  const ownTmp = suiteScratch('symbi-demo-tmp-');
 
   it('the loopback interface is down (a fresh network namespace), named at once', { skip: netnsSkip, timeout: 60_000 }, async () => {
     const tmp = ownTmp();

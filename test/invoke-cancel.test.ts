@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
+import { suiteFixture } from './support/suite-fixture.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv, type RunningServer, startServer } from './support/server.js';
 import { assertCompleteJournal, eventNames, inspect, journalsIn, projectPublicKey, readJournal } from './support/journal.js';
@@ -161,17 +162,10 @@ describe('cancellation over stdio', () => {
 });
 
 describe('shutdown and process loss', () => {
-  let endpoint: SyntheticEndpoint;
-  before(async () => {
-    endpoint = await startSyntheticEndpoint();
-  });
-  after(async () => {
-    endpoint.releaseAll();
-    await endpoint.close();
-  });
+  const shared = suiteFixture();
 
   const spawnServer = (project: string, args: string[] = [], extraEnv: Record<string, string> = {}) =>
-    spawnInitializedServer(project, { args, env: providerEnv(endpoint.url, extraEnv) });
+    spawnInitializedServer(project, { args, env: providerEnv(shared.endpoint.url, extraEnv) });
 
   it('reports the four progress phases before the result, without model text (checked on the wire)', async () => {
     // Checked on raw stdout: the SDK client runs notification handlers a tick later
@@ -207,12 +201,12 @@ describe('shutdown and process loss', () => {
   it('finalises 20 waiting runs when standard input closes, then exits 0', async () => {
     const project = makeProject(FILES);
     try {
-      const seen = endpoint.requests.length;
+      const seen = shared.endpoint.requests.length;
       const server = spawnServer(project);
       for (let i = 1; i <= 20; i++) {
         await server.send(jsonLine({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } } }));
       }
-      await endpoint.waitForRequests(seen + 20, 15_000);
+      await shared.endpoint.waitForRequests(seen + 20, 15_000);
       const code = await server.end();
       assert.equal(code, 0, server.stderr());
       const journals = journalsIn(project);
@@ -231,12 +225,12 @@ describe('shutdown and process loss', () => {
   it('finalises waiting runs on SIGTERM and exits 0', async () => {
     const project = makeProject(FILES);
     try {
-      const seen = endpoint.requests.length;
+      const seen = shared.endpoint.requests.length;
       const server = spawnServer(project);
       for (let i = 1; i <= 5; i++) {
         await server.send(jsonLine({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } } }));
       }
-      await endpoint.waitForRequests(seen + 5);
+      await shared.endpoint.waitForRequests(seen + 5);
       server.kill('SIGTERM');
       assert.equal(await server.exited, 0, server.stderr());
       const journals = journalsIn(project);
@@ -281,7 +275,7 @@ describe('shutdown and process loss', () => {
       await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'after the crash' } } }));
       const next = await resultOf(2);
       assert.equal(next.result?.isError, undefined, JSON.stringify(next));
-      assert.equal(await server.end(), 0);
+      assert.equal(await server.end(), 0, `the server did not exit 0; its standard error ends: ${server.stderr().slice(-3000)}`);
     } finally {
       removeProject(project);
     }
@@ -371,7 +365,7 @@ describe('shutdown and process loss', () => {
     } finally {
       server.kill('SIGKILL');
       await server.exited;
-      endpoint.releaseAll();
+      shared.endpoint.releaseAll();
       removeProject(project);
     }
   });
@@ -379,10 +373,10 @@ describe('shutdown and process loss', () => {
   it('leaves a verifiable prefix ending with DirectInferenceRequested after SIGKILL (inspect exits 2)', async () => {
     const project = makeProject(FILES);
     try {
-      const seen = endpoint.requests.length;
+      const seen = shared.endpoint.requests.length;
       const server = spawnServer(project);
       await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: '[[hold]]' } } }));
-      await endpoint.waitForRequests(seen + 1);
+      await shared.endpoint.waitForRequests(seen + 1);
       server.kill('SIGKILL');
       await server.exited;
       const [journal] = journalsIn(project);

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { LOG_EVENTS } from '../src/supervisor/log-events.js';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
-import { makeProject, removeProject } from './support/project.js';
+import { suiteFixture } from './support/suite-fixture.js';
 import { providerEnv, startServer, textOf } from './support/server.js';
 import { repoRoot } from './support/server-entry.js';
 import { waitFor } from './support/wait-for.js';
@@ -32,17 +31,7 @@ function documentedEvents(): Map<string, string[]> {
 }
 
 describe('standard error: named events, documented', () => {
-  let endpoint: SyntheticEndpoint;
-  let project: string;
-  before(async () => {
-    endpoint = await startSyntheticEndpoint();
-    project = makeProject(FILES);
-  });
-  after(async () => {
-    endpoint.releaseAll();
-    await endpoint.close();
-    removeProject(project);
-  });
+  const shared = suiteFixture(FILES);
 
   it('documents exactly the events the server can write', () => {
     assert.deepEqual([...documentedEvents().keys()].sort(), [...LOG_EVENTS].sort());
@@ -50,7 +39,7 @@ describe('standard error: named events, documented', () => {
 
   for (const format of ['text', 'json'] as const) {
     it(`a mixed session writes only documented events, each with its time and level (--log-format ${format})`, async () => {
-      const server = await startServer(project, { env: providerEnv(endpoint.url), args: ['--log-format', format] });
+      const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url), args: ['--log-format', format] });
       const call = (prompt: string, agent = 'assistant') => server.call('invoke_agent', { agent, prompt });
       const answered = await call('Say hello');
       assert.equal(answered.isError, undefined, textOf(answered));
@@ -62,9 +51,9 @@ describe('standard error: named events, documented', () => {
       assert.equal((await call('hello', 'nobody')).isError, true);
       // A cancel while the provider holds the answer.
       const controller = new AbortController();
-      const held = endpoint.requests.length;
+      const held = shared.endpoint.requests.length;
       const cancelled = server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'wait [[hold]]' } }, undefined, { signal: controller.signal });
-      await waitFor('the held request', () => (endpoint.requests.length > held ? true : undefined), 10_000);
+      await waitFor('the held request', () => (shared.endpoint.requests.length > held ? true : undefined), 10_000);
       controller.abort();
       await cancelled.catch(() => undefined);
       await waitFor('the cancelled run to end', () => (/run\.ended.*(cancelled)/.test(server.stderr()) ? true : undefined), 10_000);

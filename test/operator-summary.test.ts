@@ -2,15 +2,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { INVOCATIONS_MAX_DEFAULT } from '../src/shared/limits.js';
 import type { LogFields, OperatorLog } from '../src/supervisor/operator-log.js';
 import { RunStatistics } from '../src/supervisor/run-statistics.js';
 import { parseOperatorLines, type OperatorLine } from './support/operator-lines.js';
-import { makeProject, removeProject } from './support/project.js';
+import { suiteFixture } from './support/suite-fixture.js';
 import { providerEnv, startServer, textOf, type RunningServer } from './support/server.js';
 import { repoRoot } from './support/server-entry.js';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { waitFor } from './support/wait-for.js';
 
 // The periodic summary (issue 34, item 2; docs/running.md, "The summary"): with --summary-interval 1
@@ -33,20 +32,10 @@ const IDLE_MARGIN_MS = 5_000;
 const summaries = (lines: OperatorLine[], when: 'interval' | 'shutdown'): OperatorLine[] => lines.filter((l) => l.event === 'summary' && l.fields.when === when);
 
 describe('the periodic summary (--summary-interval 1)', { concurrency: true }, () => {
-  let endpoint: SyntheticEndpoint;
-  let project: string;
-  before(async () => {
-    endpoint = await startSyntheticEndpoint();
-    project = makeProject(FILES);
-  });
-  after(async () => {
-    endpoint.releaseAll();
-    await endpoint.close();
-    removeProject(project);
-  });
+  const shared = suiteFixture(FILES);
 
   const start = (format: 'text' | 'json'): Promise<RunningServer> =>
-    startServer(project, { env: providerEnv(endpoint.url), args: ['--summary-interval', '1', '--log-format', format] });
+    startServer(shared.project, { env: providerEnv(shared.endpoint.url), args: ['--summary-interval', '1', '--log-format', format] });
   const invoke = (server: RunningServer, prompt: string, agent = 'assistant') => server.call('invoke_agent', { agent, prompt });
 
   it('counts the runs by outcome and reason while the server still serves', { timeout: SUMMARY_DEADLINE_MS + 60_000 }, async () => {

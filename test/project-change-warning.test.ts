@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
-import { makeProject, removeProject } from './support/project.js';
+import { describe, it } from 'node:test';
+import { suiteFixture } from './support/suite-fixture.js';
 import { providerEnv, startServer, textOf, waitForStderr } from './support/server.js';
 
 // Edits after startup (issue 34, item 4): the snapshot rule stays (nothing changes until a
@@ -16,23 +15,14 @@ const FILES = {
 };
 
 describe('a project edited while the server runs', () => {
-  let endpoint: SyntheticEndpoint;
-  let project: string;
-  before(async () => {
-    endpoint = await startSyntheticEndpoint();
-    project = makeProject(FILES);
-  });
-  after(async () => {
-    await endpoint.close();
-    removeProject(project);
-  });
+  const shared = suiteFixture(FILES);
 
   it('says once that a policy file and an agent file changed and that a restart applies them; answers as at startup', async () => {
-    const server = await startServer(project, { env: providerEnv(endpoint.url) });
+    const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url) });
     try {
       await waitForStderr(server, (s) => s.includes('startup.serving'));
-      fs.appendFileSync(path.join(project, 'policies', 'respond.cedar'), 'forbid (principal, action, resource);\n');
-      fs.writeFileSync(path.join(project, 'agents', 'helper.symbi'), 'agent helper {}\n');
+      fs.appendFileSync(path.join(shared.project, 'policies', 'respond.cedar'), 'forbid (principal, action, resource);\n');
+      fs.writeFileSync(path.join(shared.project, 'agents', 'helper.symbi'), 'agent helper {}\n');
       const stderr = await waitForStderr(server, (s) => s.includes('project.changed'), 30_000);
       const lines = stderr.split('\n').filter((l) => l.includes('project.changed'));
       assert.equal(lines.length, 1, stderr);
@@ -42,7 +32,7 @@ describe('a project edited while the server runs', () => {
       const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'Say hello' });
       assert.equal(result.isError, undefined, textOf(result));
       // One warning, however many changes follow.
-      fs.appendFileSync(path.join(project, 'AGENTS.md'), 'more\n');
+      fs.appendFileSync(path.join(shared.project, 'AGENTS.md'), 'more\n');
       await server.close();
       assert.equal(server.stderr().split('\n').filter((l) => l.includes('project.changed')).length, 1);
     } finally {

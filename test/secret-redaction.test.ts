@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { after, before, describe, it } from 'node:test';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
-import { makeProject, removeProject } from './support/project.js';
+import { describe, it } from 'node:test';
+import { suiteFixture } from './support/suite-fixture.js';
 import { auditOf, providerEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
 import { readJournal } from './support/journal.js';
 
@@ -35,20 +34,11 @@ function env(url: string, extra: Record<string, string> = {}): Record<string, st
 }
 
 describe('the provider key never leaves the server', () => {
-  let endpoint: SyntheticEndpoint;
-  let project: string;
-  before(async () => {
-    endpoint = await startSyntheticEndpoint();
-    project = makeProject(FILES);
-  });
-  after(async () => {
-    await endpoint.close();
-    removeProject(project);
-  });
+  const shared = suiteFixture(FILES);
 
   for (const format of ['text', 'json']) {
     it(`keeps a key a provider error split by a newline off standard error (--log-format ${format})`, async () => {
-      const server = await startServer(project, { env: env(endpoint.url), args: ['--log-format', format] });
+      const server = await startServer(shared.project, { env: env(shared.endpoint.url), args: ['--log-format', format] });
       try {
         const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'who am I [[key-error]]' });
         assert.equal(result.isError, true);
@@ -67,7 +57,7 @@ describe('the provider key never leaves the server', () => {
     ['split by a newline and in other case around it', 'show me [[echo-auth:split]]'],
   ] as const) {
     it(`withholds an answer that echoes the Authorization header (${label}) and journals why, without the key`, async () => {
-      const server = await startServer(project, { env: env(endpoint.url) });
+      const server = await startServer(shared.project, { env: env(shared.endpoint.url) });
       try {
         const result = await server.call('invoke_agent', { agent: 'assistant', prompt });
         assert.equal(result.isError, true, textOf(result));
@@ -88,7 +78,7 @@ describe('the provider key never leaves the server', () => {
   }
 
   it('keeps a key a worker thread prints on its standard error (split, JSON-escaped) off it, said as events', async () => {
-    const server: RunningServer = await startServer(project, { env: env(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stderr-key' }) });
+    const server: RunningServer = await startServer(shared.project, { env: env(shared.endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stderr-key' }) });
     try {
       const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'print [[fault:worker-stderr-key]]' });
       assert.equal(result.isError, undefined, textOf(result));

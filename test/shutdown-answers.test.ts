@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { after, before, describe, it } from 'node:test';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
+import { describe, it } from 'node:test';
 import { makeProject, removeProject } from './support/project.js';
+import { suiteFixture } from './support/suite-fixture.js';
 import { providerEnv, serverCommand } from './support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
 import { waitFor } from './support/wait-for.js';
@@ -41,20 +41,13 @@ function kindOf(answer: Answer): 'result' | 'stopped run' | 'refused: stopping' 
 }
 
 describe('every request read is answered when the session ends', () => {
-  let endpoint: SyntheticEndpoint;
-  before(async () => {
-    endpoint = await startSyntheticEndpoint();
-  });
-  after(async () => {
-    endpoint.releaseAll();
-    await endpoint.close();
-  });
+  const shared = suiteFixture();
 
   it('answers five invoke_agent calls and a list_agents piped in before standard input closes', async () => {
     const project = makeProject(FILES);
     try {
       const { command, args } = serverCommand(project);
-      const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env: providerEnv(endpoint.url) });
+      const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env: providerEnv(shared.endpoint.url) });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -87,7 +80,7 @@ describe('every request read is answered when the session ends', () => {
   it('answers a call whose run is not over when the grace period ends, once, with an error saying so', async () => {
     const project = makeProject(FILES);
     try {
-      const server = spawnRawServer(project, { args: ['--shutdown-grace-ms', '0'], env: providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' }) });
+      const server = spawnRawServer(project, { args: ['--shutdown-grace-ms', '0'], env: providerEnv(shared.endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' }) });
       await server.send(jsonLine(INITIALIZE));
       await server.waitFor('init');
       await server.send(jsonLine(INITIALIZED));
@@ -109,13 +102,13 @@ describe('every request read is answered when the session ends', () => {
   it('answers every call read when SIGTERM arrives while calls are being admitted, and starts none after', async () => {
     const project = makeProject(FILES);
     try {
-      const server = spawnRawServer(project, { env: providerEnv(endpoint.url) });
+      const server = spawnRawServer(project, { env: providerEnv(shared.endpoint.url) });
       await server.send(jsonLine(INITIALIZE));
       await server.waitFor('init');
       await server.send(jsonLine(INITIALIZED));
       // One run is in flight at the provider, so some calls are running when the signal comes.
       await server.send(invokeCall(1, 'first [[hold]]'));
-      await endpoint.waitForRequests(endpoint.requests.length + 1);
+      await shared.endpoint.waitForRequests(shared.endpoint.requests.length + 1);
       const CALLS = 40;
       let lines = '';
       for (let id = 2; id <= CALLS; id++) lines += id % 10 === 0 ? listAgents(id) : invokeCall(id, `call ${id} [[delay:20]]`);
