@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/invocation-pool.js';
 import { threadExecArgv } from '../src/supervisor/sandboxed-thread.js';
-import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
+import { suiteFixture } from './support/suite-fixture.js';
 import { providerEnv } from './support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
 import { jsonLine, spawnInitializedServer, type RawStdioServer } from './support/raw-stdio.js';
@@ -87,18 +88,11 @@ async function result(server: RawStdioServer, id: number): Promise<RpcMessage> {
 }
 
 describe('sandboxed worker threads', () => {
-  let endpoint: SyntheticEndpoint;
-  before(async () => {
-    endpoint = await startSyntheticEndpoint();
-  });
-  after(async () => {
-    endpoint.releaseAll();
-    await endpoint.close();
-  });
+  const shared = suiteFixture();
 
   it('keeps a worker’s console.log, process.stdout.write and fs.writeSync(1) off standard output and says them, capped, on stderr', async () => {
     const project = makeProject(FILES);
-    const server = spawnInitializedServer(project, { env: providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stray-output' }) });
+    const server = spawnInitializedServer(project, { env: providerEnv(shared.endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stray-output' }) });
     try {
       invoke(server, 1, 'print things [[fault:worker-stdout]]');
       const first = await result(server, 1);
@@ -134,7 +128,7 @@ describe('sandboxed worker threads', () => {
   for (const { kind, drive } of THREAD_KINDS) {
     it(`keeps a preloaded library's every route to standard output off it in the ${kind} thread: writes at load and at work are captured, opens, copies and closes refused`, async () => {
       const project = makeProject(FILES);
-      const server = spawnInitializedServer(project, { env: providerEnv(endpoint.url), launcher: WITH_ATTACK_PRELOAD });
+      const server = spawnInitializedServer(project, { env: providerEnv(shared.endpoint.url), launcher: WITH_ATTACK_PRELOAD });
       const fromThisKind = (route: string) => new RegExp(`worker thread wrote to standard output.* thread=${kind} line="stray ${escaped(route)} from a worker`);
       try {
         const answer = await result(server, drive(server, 1));
@@ -164,9 +158,27 @@ describe('sandboxed worker threads', () => {
     });
   }
 
+  it('lets a thread still loading its modules finish before it is stopped at shutdown, and exits 0', { timeout: 60_000 }, async () => {
+    const project = makeProject(FILES);
+    const server = spawnInitializedServer(project, { env: providerEnv(shared.endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-slow-load' }) });
+    const marks = path.join(os.tmpdir(), `symbi-slow-load-${server.pid}`);
+    const threads = (suffix: string): string[] => (fs.existsSync(marks) ? fs.readdirSync(marks).filter((f) => f.endsWith(suffix)).map((f) => f.slice(0, -suffix.length)).sort() : []);
+    try {
+      // The invocation pool starts a thread once the client has initialized; the client leaves while its task module loads.
+      await waitFor('a thread loading its task module', () => (threads('.began').length > 0 ? true : undefined), WAIT_MS);
+      assert.deepEqual(threads('.finished'), [], 'the client leaves while the thread is still loading');
+      assert.equal(await server.end(), 0, `the server did not exit 0; its standard error ends: ${server.stderr().slice(-3000)}`);
+      assert.deepEqual(threads('.finished'), threads('.began'), 'every thread that began loading finished before it was stopped');
+    } finally {
+      server.kill('SIGKILL');
+      removeProject(project);
+      fs.rmSync(marks, { recursive: true, force: true });
+    }
+  });
+
   it('keeps a library preloaded through NODE_OPTIONS out of every thread: a thread reads NODE_OPTIONS from its own, empty, environment', async () => {
     const project = makeProject(FILES);
-    const server = spawnInitializedServer(project, { env: providerEnv(endpoint.url, { NODE_OPTIONS: `--require ${JSON.stringify(ATTACK_PRELOAD)}` }) });
+    const server = spawnInitializedServer(project, { env: providerEnv(shared.endpoint.url, { NODE_OPTIONS: `--require ${JSON.stringify(ATTACK_PRELOAD)}` }) });
     try {
       for (const [i, { drive }] of THREAD_KINDS.entries()) {
         const answer = await result(server, drive(server, i + 1));
@@ -184,7 +196,7 @@ describe('sandboxed worker threads', () => {
 
   it('gives a worker none of the supervisor’s environment: no unrelated secret, no provider key', async () => {
     const project = makeProject(FILES);
-    const env = providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-report-environment', UNRELATED_IDE_SECRET: 'hunter2-from-the-ide' });
+    const env = providerEnv(shared.endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-report-environment', UNRELATED_IDE_SECRET: 'hunter2-from-the-ide' });
     const server = spawnInitializedServer(project, { env });
     try {
       invoke(server, 1, 'what can you see [[fault:worker-env]]');
@@ -206,12 +218,12 @@ describe('sandboxed worker threads', () => {
 
   it('survives a worker that runs past its heap limit: every journal verifies and the next invocation is answered', async () => {
     const project = makeProject(FILES);
-    const server = spawnInitializedServer(project, { env: providerEnv(endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-out-of-memory' }) });
+    const server = spawnInitializedServer(project, { env: providerEnv(shared.endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-out-of-memory' }) });
     try {
       // Runs waiting on the provider on every thread, one of which is about to run out of memory.
-      const seen = endpoint.requests.length;
+      const seen = shared.endpoint.requests.length;
       for (let id = 1; id <= 6; id += 1) invoke(server, id, `waiting ${id} [[hold]]`);
-      await endpoint.waitForRequests(seen + 6);
+      await shared.endpoint.waitForRequests(seen + 6);
       invoke(server, 10, 'allocate [[fault:worker-oom]]');
       const oom = await result(server, 10);
       assert.equal(oom.result?.isError, true, JSON.stringify(oom));
@@ -220,7 +232,7 @@ describe('sandboxed worker threads', () => {
       const limit = Number(/worker heap limit (\d+) MiB/.exec(server.stderr())?.[1]);
       const { maxOldGenerationSizeMb, maxYoungGenerationSizeMb } = WORKER_RESOURCE_LIMITS;
       assert.ok(limit >= maxOldGenerationSizeMb && limit <= maxOldGenerationSizeMb + maxYoungGenerationSizeMb + 16, `heap limit ${limit} MiB`);
-      endpoint.releaseAll();
+      shared.endpoint.releaseAll();
       const waiting = await Promise.all([1, 2, 3, 4, 5, 6].map((id) => result(server, id)));
       // Runs that shared the thread ended with it; the others completed.
       const failed = waiting.filter((m) => m.result?.isError === true);
@@ -242,7 +254,7 @@ describe('sandboxed worker threads', () => {
       }
     } finally {
       server.kill('SIGKILL');
-      endpoint.releaseAll();
+      shared.endpoint.releaseAll();
       removeProject(project);
     }
   });

@@ -156,6 +156,8 @@ export const WORKER_BOOTED_MESSAGE = 'symbi.worker-booted';
 
 export interface WorkerBootedMessage {
   type: typeof WORKER_BOOTED_MESSAGE;
+  /** The thread's `threadId`, so the pool knows which of its threads are past loading. */
+  threadId: number;
 }
 
 export function isWorkerBooted(message: unknown): message is WorkerBootedMessage {

@@ -1,8 +1,9 @@
 import type { Worker } from 'node:worker_threads';
+import pTimeout from 'p-timeout';
 import { ANALYSIS_THREAD_READY, type AnalysisJob, type AnalysisRequest, type AnalysisResponse, type AnalysisValue } from '../shared/dsl/analysis-messages.js';
 import { DSL_ANALYSIS_BUDGET_MS, DSL_ANALYSIS_QUEUE_MAX } from '../shared/limits.js';
 import type { OperatorLog } from './operator-log.js';
-import { startSandboxedThread } from './sandboxed-thread.js';
+import { startSandboxedThread, THREAD_LOADING_WAIT_MS } from './sandboxed-thread.js';
 
 // One thread that analyses DSL text (parse_dsl reports, the startup summaries
 // of agent sources) so that the supervisor's event loop keeps answering every
@@ -55,6 +56,8 @@ export class DslAnalysisPool {
   private worker: Worker | null = null;
   /** Whether the thread has loaded its modules: the budget counts analysis, not thread start. */
   private workerReady = false;
+  /** Settles once the current thread has loaded its modules, or has ended. */
+  private workerLoaded: Promise<void> = Promise.resolve();
   private running: Pending | null = null;
   private budgetTimer: NodeJS.Timeout | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
@@ -87,6 +90,8 @@ export class DslAnalysisPool {
     this.closed = true;
     for (const pending of [...this.ownQueue.splice(0), ...this.callerQueue.splice(0)]) pending.settle({ ok: false, message: 'the server is shutting down' });
     this.finish({ ok: false, message: 'the server is shutting down' });
+    // A thread still loading its modules is let finish first (THREAD_LOADING_WAIT_MS says why).
+    if (this.worker !== null && !this.workerReady) await pTimeout(this.workerLoaded, { milliseconds: THREAD_LOADING_WAIT_MS, fallback: () => undefined });
     await this.endWorker();
   }
 
@@ -105,9 +110,12 @@ export class DslAnalysisPool {
   private ensureWorker(): Worker {
     if (this.worker !== null) return this.worker;
     const worker = startSandboxedThread(TASK_MODULE, { kind: 'analysis', resourceLimits: ANALYSIS_RESOURCE_LIMITS, log: this.log });
+    let loaded: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (loaded = resolve));
     worker.on('message', (response: AnalysisResponse | typeof ANALYSIS_THREAD_READY) => {
       if (response === ANALYSIS_THREAD_READY) {
         this.workerReady = true;
+        loaded();
         if (this.running !== null) this.startBudget();
         return;
       }
@@ -116,9 +124,13 @@ export class DslAnalysisPool {
       this.finish(response.ok ? { ok: true, value: response.value } : { ok: false, message: response.message });
     });
     worker.on('error', (err: Error & { code?: string }) => this.threadLost(worker, err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'memory' : 'error'));
-    worker.on('exit', () => this.threadLost(worker, 'error'));
+    worker.on('exit', () => {
+      loaded();
+      this.threadLost(worker, 'error');
+    });
     this.worker = worker;
     this.workerReady = false;
+    this.workerLoaded = done;
     return worker;
   }
 

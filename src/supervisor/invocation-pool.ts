@@ -3,7 +3,7 @@ import type { Piscina as PiscinaPool } from 'piscina';
 import { isWorkerBooted, WORKER_IDLE_TIMEOUT_MS, type WorkerBootData } from '../shared/worker-protocol.js';
 import { returnFreedMemoryToSystem } from './heap-footprint.js';
 import type { OperatorLog } from './operator-log.js';
-import { startSandboxedPool, type PiscinaOptions } from './sandboxed-thread.js';
+import { startSandboxedPool, THREAD_LOADING_WAIT_MS, type PiscinaOptions } from './sandboxed-thread.js';
 
 type PiscinaLoadBalancer = NonNullable<PiscinaOptions['loadBalancer']>;
 
@@ -61,13 +61,28 @@ export function createInvocationPool(boot: WorkerBootData, log: OperatorLog): Pi
     { kind: 'invocation', resourceLimits: WORKER_RESOURCE_LIMITS, redact: [boot.provider.apiKey], log },
     boot,
   );
-  // Through koffi, which the proc route never loads: there the trim would cost more than it frees.
-  if (boot.confinementRoute !== 'proc') {
-    pool.on('message', (message: unknown) => {
-      if (isWorkerBooted(message)) returnFreedMemoryToSystem();
-    });
-  }
+  const booted = new Set<number>();
+  bootedThreads.set(pool, booted);
+  pool.on('message', (message: unknown) => {
+    if (!isWorkerBooted(message)) return;
+    booted.add(message.threadId);
+    // Through koffi, which the proc route never loads: there the trim would cost more than it frees.
+    if (boot.confinementRoute !== 'proc') returnFreedMemoryToSystem();
+  });
   return pool;
+}
+
+/** The ids of each pool's threads whose task module has finished loading. */
+const bootedThreads = new WeakMap<PiscinaPool, Set<number>>();
+
+/** Ends the pool's threads once none is still loading its modules (THREAD_LOADING_WAIT_MS says why). */
+export async function stopInvocationPool(pool: PiscinaPool): Promise<void> {
+  const booted = bootedThreads.get(pool) ?? new Set<number>();
+  const giveUpAt = performance.now() + THREAD_LOADING_WAIT_MS;
+  while (pool.threads.some((thread) => !booted.has(thread.threadId)) && performance.now() < giveUpAt) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  await pool.destroy();
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Piscina } from 'piscina';
 import { compiledCedarModule } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
 import { providerFromEnvironment } from '../shared/provider/provider-config.js';
-import { createInvocationPool } from './invocation-pool.js';
+import { createInvocationPool, stopInvocationPool } from './invocation-pool.js';
 import { preflightInvocation, prepareSelection } from './invoke-preflight.js';
 import { projectLocationCheck } from './project-location-check.js';
 import { RunOwnerTable } from './run-owners.js';
@@ -119,7 +119,7 @@ export function createInvokeAgentBackend(context: SessionContext, maxInvocations
       setImmediate(() => preparePolicySet(snapshot.policy.set));
     },
     stopWorkers: async () => {
-      if (pool !== undefined) await pool.destroy();
+      if (pool !== undefined) await stopInvocationPool(pool);
     },
   };
 }

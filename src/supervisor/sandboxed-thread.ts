@@ -36,6 +36,14 @@ export interface ThreadSandbox {
 
 // Piscina's option type is not exported; it is read from the constructor.
 export type PiscinaOptions = NonNullable<ConstructorParameters<typeof PiscinaPool>[0]>;
+/**
+ * How long stopping a thread waits for it to finish loading its modules. Node.js can end the
+ * whole process in a V8 fatal error, not its exit code, when a thread is terminated while it
+ * loads them (a test saw it at shutdown, a thread having started just before), so the pools
+ * let a loading thread finish first, within this bound.
+ */
+export const THREAD_LOADING_WAIT_MS = 5_000;
+
 /** What a pool's caller chooses; the sandbox sets the rest. */
 export type SandboxedPoolOptions = Omit<PiscinaOptions, 'env' | 'execArgv' | 'resourceLimits' | 'workerData'>;
 

@@ -1,5 +1,8 @@
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import v8 from 'node:v8';
+import { threadId } from 'node:worker_threads';
 import { JournalHandover } from '../shared/journal/journal-handover.js';
 import type { RunPhase } from '../shared/worker-protocol.js';
 
@@ -85,4 +88,22 @@ export function faultHook(mode: string | undefined, prompt: string, context: Fau
     };
   }
   return undefined;
+}
+
+/** How long `worker-slow-load` makes a thread's task module take to load. */
+const SLOW_LOAD_MS = 1500;
+
+/**
+ * Called once as the task module loads. `worker-slow-load` makes that take SLOW_LOAD_MS, so a test
+ * can end the server while a thread is still loading, and marks in a folder named after the process
+ * (a thread has no environment to be told one) when this thread began and finished.
+ */
+export function whileLoading(mode: string | undefined): void {
+  if (mode !== 'worker-slow-load') return;
+  const marks = path.join(os.tmpdir(), `symbi-slow-load-${process.pid}`);
+  fs.mkdirSync(marks, { recursive: true });
+  fs.writeFileSync(path.join(marks, `${threadId}.began`), '');
+  const until = Date.now() + SLOW_LOAD_MS;
+  while (Date.now() < until);
+  fs.writeFileSync(path.join(marks, `${threadId}.finished`), '');
 }

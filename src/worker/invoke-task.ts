@@ -1,9 +1,9 @@
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, threadId, workerData } from 'node:worker_threads';
 import { signingKeyFromSeed } from '../shared/signing/signing-key.js';
 import { PinnedDirectory } from '../shared/confinement/index.js';
 import { useCompiledCedar } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
-import { WORKER_BOOTED_MESSAGE, type InvokeOutcome, type InvokeTask, type SandboxedThreadData, type WorkerBootData } from '../shared/worker-protocol.js';
+import { WORKER_BOOTED_MESSAGE, type WorkerBootedMessage, type InvokeOutcome, type InvokeTask, type SandboxedThreadData, type WorkerBootData } from '../shared/worker-protocol.js';
 import { performInvocation } from './invocation.js';
 import type { WorkerResources } from './worker-resources.js';
 import { reserveNextJournalFile } from './journal-reserve.js';
@@ -35,9 +35,11 @@ resources.journalSyncInThread = () => runsInFlight === 1;
 
 // Test-only fault injection is a module of its own, loaded only when the operator set
 // SYMBI_FAULT_INJECTION (handed over in the boot data), so a production worker never evaluates it.
-const faultHook = boot.faultInjection === undefined ? undefined : (await import('./fault-injection.js')).faultHook;
+const faults = boot.faultInjection === undefined ? undefined : await import('./fault-injection.js');
+faults?.whileLoading(boot.faultInjection);
+const faultHook = faults?.faultHook;
 // The supervisor trims the C allocator once a thread is up (heap-footprint.ts).
-parentPort?.postMessage({ type: WORKER_BOOTED_MESSAGE });
+parentPort?.postMessage({ type: WORKER_BOOTED_MESSAGE, threadId } satisfies WorkerBootedMessage);
 
 export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcome> {
   runsInFlight += 1;
