@@ -248,13 +248,14 @@ function occupyLibuvPool(events: string[]): Promise<unknown> {
 test("a stopped run's sync waiting on libuv's pool is finished at once in its own thread, and the descriptor outlives the pool's call", async (t) => {
   const { storage } = setup(t);
   const runId = crypto.randomUUID();
-  const writer = await JournalWriter.create(storage, runId, AGENT);
+  const stop = new AbortController();
+  const writer = await JournalWriter.create(storage, runId, AGENT, { stopSignal: stop.signal });
   // The pool busy, so the append's sync queues behind its work.
   const events: string[] = [];
   const poolBusy = occupyLibuvPool(events);
   const appended = writer.appendAll([STARTED]).then(() => events.push('records durable'));
   await new Promise((resolve) => setImmediate(resolve));
-  writer.finishPendingSyncsNow();
+  stop.abort();
   await appended;
   assert.deepEqual(events, ['records durable'], 'the records were made durable while the pool was still busy');
   await writer.appendTerminal({ Error: { message: 'the caller cancelled the invocation' } }, [], { urgent: true });
@@ -316,7 +317,7 @@ async function holdEveryTurn(t: { after(fn: () => Promise<void>): void }, storag
   t.after(async () => {
     for (const holder of holders) await holder.close();
   });
-  for (let i = 0; i < JOURNAL_TURNS_PER_THREAD; i += 1) holders.push(await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { turnsUntil: running.signal }));
+  for (let i = 0; i < JOURNAL_TURNS_PER_THREAD; i += 1) holders.push(await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { stopSignal: running.signal }));
   return holders;
 }
 
@@ -328,7 +329,7 @@ test('turns: a run waiting for the disk has no journal yet; it names one once a 
   const runId = crypto.randomUUID();
   const expected = path.join(path.dirname(holders[0]!.path), `${runId}.jsonl`);
   let named = false;
-  const waiting = JournalWriter.create(storage, runId, AGENT, { turnsUntil: new AbortController().signal }).then((writer) => {
+  const waiting = JournalWriter.create(storage, runId, AGENT, { stopSignal: new AbortController().signal }).then((writer) => {
     named = true;
     return writer;
   });
@@ -346,7 +347,7 @@ test('turns: a run waiting for the disk has no journal yet; it names one once a 
 test('turns: while a write waits for its turn the journal is open, and the owner who takes it ends the run', { timeout: 20_000 }, async (t) => {
   const { storage } = setup(t);
   const handover = new JournalHandover();
-  const writer = await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { handover, turnsUntil: new AbortController().signal });
+  const writer = await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { handover, stopSignal: new AbortController().signal });
   await writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }]);
   const holders = await holdEveryTurn(t, storage);
   const before = fs.readFileSync(writer.path);
@@ -366,13 +367,13 @@ test('turns: a stopped run does not wait, and a run stopped while it waits goes 
   // Every turn stays held until the end of the test: these complete only because they do not wait.
   const stopped = new AbortController();
   stopped.abort();
-  const early = await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { turnsUntil: stopped.signal });
+  const early = await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { stopSignal: stopped.signal });
   await early.append(STARTED);
   await early.appendTerminal({ Error: { message: 'the caller cancelled the invocation' } });
 
   const stop = new AbortController();
   let named = false;
-  const waiting = JournalWriter.create(storage, crypto.randomUUID(), AGENT, { turnsUntil: stop.signal }).then((writer) => {
+  const waiting = JournalWriter.create(storage, crypto.randomUUID(), AGENT, { stopSignal: stop.signal }).then((writer) => {
     named = true;
     return writer;
   });
@@ -388,6 +389,27 @@ test('turns: a stopped run does not wait, and a run stopped while it waits goes 
     assert.notEqual(report.verdict, 'failed');
     assert.equal(report.journal_complete, true);
   }
+});
+
+test('turns: a run stopped while it waits makes every sync in its own thread, its new journal\'s directory entry too', { timeout: 20_000 }, async (t) => {
+  const { storage } = setup(t);
+  await holdEveryTurn(t, storage);
+  const stop = new AbortController();
+  const waiting = JournalWriter.create(storage, crypto.randomUUID(), AGENT, { stopSignal: stop.signal });
+  await settle();
+  // The pool busy: a sync started on it now would wait for a pool thread.
+  const events: string[] = [];
+  const poolBusy = occupyLibuvPool(events);
+  stop.abort();
+  const writer = await waiting;
+  await writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }]);
+  events.push('first records durable');
+  await writer.appendTerminal({ Error: { message: 'the caller cancelled the invocation' } }, [{ DirectInferenceFinished: { call_id: 'c1' } }]);
+  events.push('terminal record durable');
+  await poolBusy;
+  assert.deepEqual(events.slice(0, 2), ['first records durable', 'terminal record durable'], 'no sync of the stopped run waited for the pool');
+  await writer.close();
+  assert.equal(inspectJournal(writer.path, path.basename(writer.path, '.jsonl'), storage.signingKey.publicKeyHex).report.journal_complete, true);
 });
 
 test('handover: a journal whose writer wrote Terminated, or whose file it no longer trusts, is never taken', async (t) => {

@@ -96,8 +96,6 @@ export async function performInvocation(
       return 0;
     },
   };
-  // A stopped run's end is what a cancel waits for: its syncs still queued on libuv's pool are done at once.
-  stopSignal.addEventListener('abort', () => writer?.finishPendingSyncsNow(), { once: true });
   let startedRecorded = false;
   let finishRecorded = false;
   let terminalWritten = false;
@@ -114,7 +112,7 @@ export async function performInvocation(
     }
     try {
       const reservedFd = takeReservedJournalFile();
-      writer = await JournalWriter.create(storage, task.runId, definition.principal, { reservedFd, syncInThread: resources.journalSyncInThread, handover, turnsUntil: stopSignal });
+      writer = await JournalWriter.create(storage, task.runId, definition.principal, { reservedFd, syncInThread: resources.journalSyncInThread, handover, stopSignal });
       if (reservedFd !== undefined && !writer.usedReservedFile) stopReservingJournalFiles();
     } catch (err) {
       // A run cancelled before this thread started it is finalised by its owner,

@@ -92,11 +92,14 @@ export interface JournalOptions {
    */
   urgent?: boolean;
   /**
-   * A worker thread's run: its stop signal. The journal is named, and each later write made,
-   * only in one of this thread's turns (journal-turns.ts), so that while a run waits for the
-   * disk its owner can end it; once the run is stopped its writes wait for nothing.
+   * A worker thread's run: its stop signal (a cancel or the deadline). Until it is aborted, the
+   * journal is named, and each later write made, only in one of this thread's turns
+   * (journal-turns.ts), so that while a run waits for the disk its owner can end it. Once it is,
+   * the run's end is what a cancel waits for: its writes wait for no turn, and every sync it
+   * still needs, those already queued on libuv's pool and those it starts later, is made at
+   * once in this thread.
    */
-  turnsUntil?: AbortSignal;
+  stopSignal?: AbortSignal;
 }
 
 /**
@@ -223,11 +226,10 @@ export class JournalWriter {
    */
   static async create(storage: AuditStorage, runId: string, agentId: string, options: JournalOptions = {}): Promise<JournalWriter> {
     // Before the name exists: a run cancelled while it waits has no journal, and its owner claims it.
-    const turn = options.turnsUntil === undefined || options.syncInThread?.() === true ? undefined : await journalTurns.take(options.turnsUntil);
+    const turn = options.stopSignal === undefined || options.syncInThread?.() === true ? undefined : await journalTurns.take(options.stopSignal);
     try {
       const writer = JournalWriter.createNamed(storage, runId, agentId, options);
       writer.heldTurn = turn;
-      writer.turnsUntil = options.turnsUntil;
       return writer;
     } catch (err) {
       turn?.();
@@ -261,6 +263,8 @@ export class JournalWriter {
     writer.usedReservedFile = usedReservedFile;
     if (options.syncInThread !== undefined) writer.syncInThread = options.syncInThread;
     writer.handover = options.handover;
+    writer.stopSignal = options.stopSignal;
+    writer.stopSignal?.addEventListener('abort', writer.finishPendingSyncsNow, { once: true });
     writer.createdAt = { route: storage.route, dirFd: storage.governedDirFd, name };
     try {
       // The umask may only have removed bits; make the mode exact (a reserved file's was made exact when it was reserved).
@@ -273,7 +277,7 @@ export class JournalWriter {
     // The new directory entry must survive a crash as well. Its sync starts now, on libuv's
     // pool, while the first records are built and signed, and the first append waits for it
     // (writeRecords). The caller keeps the directory open for the writer's life.
-    writer.directorySynced = options.urgent === true ? Promise.resolve(syncDirectoryEntryNow(storage.governedDirFd)) : writer.syncDirectoryEntry(storage.governedDirFd);
+    writer.directorySynced = options.urgent === true || writer.stopped ? Promise.resolve(syncDirectoryEntryNow(storage.governedDirFd)) : writer.syncDirectoryEntry(storage.governedDirFd);
     return writer;
   }
 
@@ -341,8 +345,12 @@ export class JournalWriter {
 
   private handover: JournalHandover | undefined;
 
-  /** The run's stop signal when this writer's writes take turns (JournalOptions.turnsUntil). */
-  private turnsUntil: AbortSignal | undefined;
+  /** The run's stop signal (JournalOptions.stopSignal). */
+  private stopSignal: AbortSignal | undefined;
+
+  private get stopped(): boolean {
+    return this.stopSignal?.aborted === true;
+  }
 
   /** The turn create() took before naming the journal, for the first write. */
   private heldTurn: ReleaseTurn | undefined;
@@ -447,8 +455,8 @@ export class JournalWriter {
     const held = this.heldTurn;
     this.heldTurn = undefined;
     if (held !== undefined) return held;
-    if (this.turnsUntil === undefined || urgent || this.syncInThread()) return undefined;
-    return journalTurns.take(this.turnsUntil);
+    if (this.stopSignal === undefined || urgent || this.syncInThread()) return undefined;
+    return journalTurns.take(this.stopSignal);
   }
 
   /** Runs an append's checks and write with the journal held from the run's owner (journal-handover.ts). */
@@ -480,11 +488,12 @@ export class JournalWriter {
    * pool here and now, so its terminal record, which waits for them, is not held up behind
    * other runs' syncs.
    */
-  finishPendingSyncsNow(): void {
+  private readonly finishPendingSyncsNow = (): void => {
     for (const sync of this.poolSyncs) sync.finishNow();
-  }
+  };
 
   async close(): Promise<void> {
+    this.stopSignal?.removeEventListener('abort', this.finishPendingSyncsNow);
     this.heldTurn?.();
     this.heldTurn = undefined;
     await this.inFlight;
@@ -530,11 +539,11 @@ export class JournalWriter {
    * The sync runs on libuv's pool, where concurrent runs' syncs overlap and the file system commits them
    * together, or in this thread, which saves the two thread hops of a pooled sync (measured in
    * docs/benchmarks.md): when the owner says so (syncInThread: no other run needs this
-   * thread), and always when `urgent`, for the terminal record of a stopped run, which a cancel waits
-   * for and which on the pool would queue behind other runs' syncs.
+   * thread), and always when `urgent` or once the run has stopped, for a stopped run's records,
+   * which a cancel waits for and which on the pool would queue behind other runs' syncs.
    */
   private async writeRecords(events: readonly Record<string, unknown>[], urgent = false): Promise<void> {
-    const inThread = urgent || this.syncInThread();
+    const inThread = urgent || this.stopped || this.syncInThread();
     let sequence = this.sequence;
     let previousHash = this.previousHash;
     const lines: Buffer[] = [];
