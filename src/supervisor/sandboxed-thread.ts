@@ -36,6 +36,7 @@ export interface ThreadSandbox {
 
 // Piscina's option type is not exported; it is read from the constructor.
 export type PiscinaOptions = NonNullable<ConstructorParameters<typeof PiscinaPool>[0]>;
+
 /**
  * How long stopping a thread waits for it to finish loading its modules. Node.js can end the
  * whole process in a V8 fatal error, not its exit code, when a thread is terminated while it
