@@ -107,6 +107,38 @@ describe('how the demo ends', () => {
     assertRunAsPrinted(commands, from, tmp);
   });
 
+  for (const keep of [false, true]) {
+    it(`Ctrl-C mid-demo stops the server and ${keep ? 'keeps the copy with --keep' : 'removes the copy'}, exit 130`, { timeout: 120_000 }, async () => {
+      const tmp = ownTmp();
+      const child = spawn(process.execPath, [symbiBin, 'demo', ...(keep ? ['--keep'] : [])], { cwd: startDir, env: env(tmp), stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      const ended = new Promise<number | null>((resolve) => child.on('close', resolve));
+      await new Promise<void>((resolve) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString('utf8');
+          // Mid-walk-through: the server is up and the first step has run.
+          if (stdout.includes('2. invoke_agent')) resolve();
+        });
+        void ended.then(() => resolve());
+      });
+      assert.ok(child.kill('SIGINT'), 'the demo was still running');
+      const code = await ended;
+      const both = `--- stdout ---\n${stdout.slice(-3000)}\n--- stderr ---\n${stderr.slice(-2000)}`;
+      assert.equal(code, 130, both);
+      const folders = demoFolders(tmp);
+      if (keep) {
+        assert.equal(folders.length, 1, both);
+        assert.match(stdout, new RegExp(`^Interrupted \\(SIGINT\\): the server was stopped and the copy of the example stays in ${path.join(tmp, folders[0]!)}\\.$`, 'm'), both);
+      } else {
+        assert.deepEqual(folders, [], both);
+        assert.match(stdout, /^Interrupted \(SIGINT\): the server was stopped and the copy of the example was removed\.$/m, both);
+      }
+      assert.doesNotMatch(stdout, /What to run next/, 'the walk-through printed nothing after the interrupt');
+    });
+  }
+
   it('npm run demo removes its copy and names `npm run demo -- --keep`', { timeout: 120_000 }, async () => {
     const tmp = ownTmp();
     const ended = await run(npm, ['run', '--silent', 'demo'], repoRoot, tmp);

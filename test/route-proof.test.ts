@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { makeProject, removeProject, tempDir } from './support/project.js';
+import { suiteScratch } from './support/suite-fixture.js';
 import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
 import { checkDescriptorAccess } from '../src/shared/confinement/index.js';
 
@@ -90,14 +91,19 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
     removeProject(libs);
   });
 
+  const proofCache = suiteScratch('symbi-proof-cache-');
+  // A proving child that crashes leaves its self-test's scratch folder in its temporary directory:
+  // each server gets one of the suite's own, removed with the suite.
+  const serverTmp = suiteScratch('symbi-proof-tmp-');
+
   /** A server with `extra` in its environment and a cache folder of its own (or `cache`). */
-  async function serve(extra: Record<string, string>, cache = tempDir('symbi-proof-cache-')): Promise<RunningServer> {
-    return startServer(project, { env: { ...serverEnv(), XDG_CACHE_HOME: cache, ...extra } });
+  async function serve(extra: Record<string, string>, cache = proofCache()): Promise<RunningServer> {
+    return startServer(project, { env: { ...serverEnv(), TMPDIR: serverTmp(), XDG_CACHE_HOME: cache, ...extra } });
   }
 
   it('a crashing fdopendir costs the FFI routes, not the server: it answers through /proc and names the crashed routes', async () => {
     const { SYMBI_CONFINEMENT_ROUTE: _forced, ...env } = serverEnv();
-    const server = await startServer(project, { env: { ...env, XDG_CACHE_HOME: tempDir('symbi-proof-cache-'), LD_PRELOAD: lib('crash-fdopendir') } });
+    const server = await startServer(project, { env: { ...env, TMPDIR: serverTmp(), XDG_CACHE_HOME: proofCache(), LD_PRELOAD: lib('crash-fdopendir') } });
     try {
       const list = await server.call('list_agents', {});
       assert.equal(list.isError, undefined, textOf(list));

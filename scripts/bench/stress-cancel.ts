@@ -7,6 +7,7 @@
 // Usage: node --import tsx scripts/bench/stress-cancel.ts [--rows 64,256,512,4096:4096] [--n 500] [--warmup 64]
 //   --rows  concurrency[:max-invocations], comma-separated (default 64)
 //   --n     calls per row, at least 3 x its concurrency (default 500)
+import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,6 +39,10 @@ if (!whole(minimumCalls, 1) || !whole(warmup, 0) || rowSpecs.some((r) => !whole(
   process.stderr.write('usage: stress-cancel [--rows C[:MAX],...] [--n N>=1] [--warmup W>=0]\n');
   process.exit(2);
 }
+
+// Every lane whose request waits for the server's standard input to drain adds one 'drain'
+// listener there (the SDK's transport): hundreds at once are expected, not a leak.
+EventEmitter.defaultMaxListeners = 8192;
 
 const repoRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
 

@@ -79,8 +79,11 @@ const green = paint('32');
 const red = paint('31');
 const yellow = paint('33');
 
+/** Set by Ctrl-C: the walk-through, still unwinding, prints nothing more (runDemo). */
+let interrupted = false;
+
 function say(line = ''): void {
-  process.stdout.write(`${line}\n`);
+  if (!interrupted) process.stdout.write(`${line}\n`);
 }
 
 function heading(n: number, title: string): void {
@@ -345,6 +348,38 @@ export async function runDemo(start: DemoStart): Promise<number> {
   const runs: Run[] = [];
   let publicKey = '';
 
+  let serverStopped: Promise<void> | undefined;
+  const stopServer = (): Promise<void> =>
+    (serverStopped ??= (async () => {
+      endpoint.releaseAll();
+      await client.close().catch(() => undefined);
+      await endpoint.close().catch(() => undefined);
+    })());
+  /** Removes the copy unless --keep; the reason it could not, or undefined. */
+  const removeCopyUnlessKept = (): string | undefined => {
+    if (start.keep) return undefined;
+    try {
+      removeCopy(copyDir);
+      return undefined;
+    } catch (error) {
+      return `the copy of the example could not be removed (${errorCode(error)}); remove ${copyDir} by hand`;
+    }
+  };
+  // Ctrl-C (or SIGTERM) mid-demo ends it as its last step does: the server stopped (it finishes its
+  // journals), the copy removed unless --keep; then exit 130 (143).
+  const onSignal = (signal: NodeJS.Signals): void => {
+    say();
+    interrupted = true;
+    void stopServer().then(() => {
+      const left = removeCopyUnlessKept();
+      const copy = left ?? (start.keep ? `the copy of the example stays in ${copyDir}` : 'the copy of the example was removed');
+      process.stdout.write(`Interrupted (${signal}): the server was stopped and ${copy}.\n`);
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    });
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
   try {
     await client.connect(transport);
     const serverInfo = client.getServerVersion();
@@ -472,18 +507,15 @@ export async function runDemo(start: DemoStart): Promise<number> {
       for (const line of serverStderr.trimEnd().split('\n').slice(-8)) say(dim(`   | ${oneLine(line)}`));
     }
   } finally {
-    endpoint.releaseAll();
-    await client.close().catch(() => undefined);
-    await endpoint.close().catch(() => undefined);
+    await stopServer();
   }
+  // An interrupt has taken over the ending (onSignal): nothing more here.
+  if (interrupted) return new Promise<number>(() => undefined);
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
   // The server has exited (client.close waits for it), so nothing writes into the copy any more.
-  if (!start.keep) {
-    try {
-      removeCopy(copyDir);
-    } catch (error) {
-      check(false, `the copy of the example could not be removed (${errorCode(error)}); remove ${copyDir} by hand`);
-    }
-  }
+  const notRemoved = removeCopyUnlessKept();
+  if (notRemoved !== undefined) check(false, notRemoved);
 
   const note = (text: string) => say(`                                              ${dim(text)}`);
   say();

@@ -113,11 +113,12 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const runtime = createInvokeAgentBackend(context, options.maxInvocations);
   const statistics = new RunStatistics(options.maxInvocations);
   runtime.session.statistics = statistics;
-  if (options.summaryIntervalMinutes > 0) {
-    setInterval(() => {
-      if (statistics.changedSinceSummary()) statistics.writeSummary(log, 'interval');
-    }, options.summaryIntervalMinutes * 60_000).unref();
-  }
+  const intervalSummaries =
+    options.summaryIntervalMinutes > 0
+      ? setInterval(() => {
+          if (statistics.changedSinceSummary()) statistics.writeSummary(log, 'interval');
+        }, options.summaryIntervalMinutes * 60_000).unref()
+      : undefined;
   let shutdown: Shutdown | undefined;
   // The summary (which parses every agent source) comes once the client has
   // completed the handshake, so its initialize is answered without waiting for
@@ -150,8 +151,12 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
       await dslAnalysis.close();
       await runtime.stopWorkers();
     },
-    // Standard error always starts with the summary, even for a session that ends at once.
-    beforeDrain: summaryOnce,
+    // Standard error always starts with the summary, even for a session that ends at once;
+    // from shutdown on, the only summary is the last one.
+    beforeDrain: () => {
+      clearInterval(intervalSummaries);
+      return summaryOnce();
+    },
     summary: () => statistics.writeSummary(log, 'shutdown'),
   });
   const afterHandshake = (): void => {
