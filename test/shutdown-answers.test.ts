@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import { makeProject, removeProject } from './support/project.js';
-import { suiteFixture } from './support/suite-fixture.js';
+import { suiteFixture, suiteScratch } from './support/suite-fixture.js';
 import { providerEnv, serverCommand } from './support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
 import { waitFor } from './support/wait-for.js';
@@ -144,4 +146,51 @@ describe('every request read is answered when the session ends', () => {
       removeProject(project);
     }
   });
+});
+
+// process.exit can hang forever on Node.js 24 (nodejs/node#54918: a background compile job waits for
+// a garbage collection the exiting main thread never makes), so the server ends by emptying its event
+// loop. A module preloaded into the server's main thread writes down each process.exit call and the exit.
+const EXIT_PROBE = `import fs from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
+if (isMainThread) {
+  const exit = process.exit;
+  process.exit = (code) => { fs.appendFileSync(process.env.EXIT_PROBE_FILE, 'process.exit(' + code + ')\\n'); return exit.call(process, code); };
+  process.on('exit', (code) => fs.appendFileSync(process.env.EXIT_PROBE_FILE, 'exit ' + code + '\\n'));
+}
+`;
+
+describe('the server ends by emptying its event loop, not by process.exit', () => {
+  const shared = suiteFixture();
+  const scratch = suiteScratch('symbi-exit-probe-');
+
+  for (const ending of ['standard input closed', 'SIGTERM'] as const) {
+    it(`after a run, ${ending}: exit 0, and process.exit was never called`, { timeout: 60_000 }, async () => {
+      const dir = scratch();
+      const probe = path.join(dir, 'probe.mjs');
+      const record = path.join(dir, 'exits.txt');
+      fs.writeFileSync(probe, EXIT_PROBE);
+      const project = makeProject(FILES);
+      try {
+        const { command, args } = serverCommand(project);
+        const env = { ...providerEnv(shared.endpoint.url), NODE_OPTIONS: `--import=${probe}`, EXIT_PROBE_FILE: record };
+        const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+        child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+        const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+        // A run first, so the worker threads and Cedar have started and compiled.
+        child.stdin.write(jsonLine(INITIALIZE) + jsonLine(INITIALIZED) + invokeCall(1, 'before the end'));
+        await waitFor('the answer to the run', () => (stdout.includes('"id":1') ? true : undefined), 30_000);
+        if (ending === 'SIGTERM') child.kill('SIGTERM');
+        else child.stdin.end();
+        const code = await exited;
+        assert.equal(code, 0, stderr);
+        assert.equal(fs.readFileSync(record, 'utf8'), 'exit 0\n', `the exits the probe saw\n${stderr}`);
+      } finally {
+        removeProject(project);
+      }
+    });
+  }
 });

@@ -10,6 +10,17 @@ import type { OperatorLog } from './operator-log.js';
 // request-ledger.ts) and every run its terminal record, answer what is still
 // owed with an error saying the server is stopping, say what happened, exit.
 // Exit 0 only when every run was finalised. A second SIGINT leaves at once.
+//
+// The process ends by emptying its event loop, with process.exitCode set, not by process.exit.
+// process.exit shuts V8's platform down while the main isolate is still alive, and a background
+// compile job of that isolate waiting for the isolate's garbage collection then waits forever:
+// the process hangs instead of exiting (nodejs/node#54918, open; seen on Node.js 24 in this
+// project's CI, docs/architecture.md). An ending event loop disposes of the isolate first, which
+// releases such a job. Whatever would still hold the loop open is cut off after EXIT_FALLBACK_MS
+// by process.exit, as before.
+
+/** How long the emptied event loop may take to end before process.exit ends the process. */
+export const EXIT_FALLBACK_MS = 2_000;
 
 /** The requests a session has read, as shutdown drains them (the session's RequestLedger). */
 export interface RequestsRead {
@@ -77,7 +88,11 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
       await deps.stopWorkers().catch(() => undefined);
       // process.exit drops what a pipe has not yet taken; the client is owed those answers.
       if (deps.outputFlushed !== undefined) await within(deps.outputFlushed(), Math.max(graceMs, 1));
-      process.exit(notFinalised === 0 ? 0 : 1);
+      const exitCode = notFinalised === 0 ? 0 : 1;
+      process.exitCode = exitCode;
+      setTimeout(() => process.exit(exitCode), EXIT_FALLBACK_MS).unref();
+      // Never settles: the process ends here.
+      return new Promise<never>(() => undefined);
     })();
     return inProgress;
   };
