@@ -52,7 +52,8 @@ export interface ShutdownDependencies {
   summary?: () => void;
 }
 
-export type Shutdown = (cause: string) => Promise<never>;
+/** Settles once the process is set to end (process.exitCode): after it only the event loop's end. */
+export type Shutdown = (cause: string) => Promise<void>;
 
 /** Waits for `work` at most `ms` (not at all when `ms` is 0). */
 async function within(work: Promise<unknown>, ms: number): Promise<void> {
@@ -60,10 +61,10 @@ async function within(work: Promise<unknown>, ms: number): Promise<void> {
 }
 
 export function installShutdown(deps: ShutdownDependencies): Shutdown {
-  let inProgress: Promise<never> | undefined;
+  let inProgress: Promise<void> | undefined;
 
-  const shutdown = (cause: string): Promise<never> => {
-    inProgress ??= (async (): Promise<never> => {
+  const shutdown = (cause: string): Promise<void> => {
+    inProgress ??= (async (): Promise<void> => {
       const { owners, requests, graceMs, log } = deps;
       const summary = deps.beforeDrain?.();
       const stopping = `the server is shutting down (${cause})`;
@@ -91,8 +92,6 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
       const exitCode = notFinalised === 0 ? 0 : 1;
       process.exitCode = exitCode;
       setTimeout(() => process.exit(exitCode), EXIT_FALLBACK_MS).unref();
-      // Never settles: the process ends here.
-      return new Promise<never>(() => undefined);
     })();
     return inProgress;
   };
