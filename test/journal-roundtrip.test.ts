@@ -223,7 +223,7 @@ test('a provider call requested without a recorded finish is reported as unknown
   assert.equal(exitCode, 2);
   assert.equal(report.journal_complete, true, 'Started and Terminated, no tail');
   assert.equal(report.requires_reconciliation, true);
-  assert.deepEqual(report.effects.map((e) => [e.identity.call_id, e.outcome, e.finish_sequence]), [['lost-call', 'unknown', null]]);
+  assert.deepEqual(report.effects.map((e) => [e.identity.kind === 'direct_inference' ? e.identity.call_id : e.identity.reservation_id, e.outcome, e.finish_sequence]), [['lost-call', 'unknown', null]]);
   assert.ok(report.warnings.some((w) => w.includes('lost-call')));
 });
 

@@ -17,7 +17,15 @@ export const REQUESTED_EVENT = 'DirectInferenceRequested';
 export const RESPONSE_EVENT = 'DirectInferenceResponseReceived';
 export const FINISHED_EVENT = 'DirectInferenceFinished';
 
-export type TerminalReason = 'Completed' | { Error: { message: string } };
+/** Symbiont's `TerminationReason` (journal-records.ts); the 0.1 format wrote only the first and the last. */
+export type TerminalReason =
+  | 'Completed'
+  | 'MaxIterations'
+  | 'MaxTokens'
+  | 'Timeout'
+  | 'UnconfirmedEffects'
+  | { PolicyDenial: { reason: string } }
+  | { Error: { message: string } };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -30,4 +38,12 @@ export function isCanonicalUuid(text: unknown): text is string {
 export function encodeRecordLine(payload: Uint8Array, signature: Uint8Array): Buffer {
   const sig = Buffer.from(signature).toString('base64');
   return Buffer.concat([LINE_PREFIX, payload, SIGNATURE_KEY, Buffer.from(sig, 'ascii'), LINE_END]);
+}
+
+/** A terminal reason in a few words for a table (audit list): `completed`, `error: ...`, or the reason's name. */
+export function describeTerminalReason(reason: TerminalReason): string {
+  if (reason === 'Completed') return 'completed';
+  if (typeof reason === 'string') return reason === 'MaxIterations' ? 'withheld (MaxIterations)' : reason === 'Timeout' ? 'timeout' : reason;
+  if ('PolicyDenial' in reason) return `policy denial: ${reason.PolicyDenial.reason}`;
+  return `error: ${reason.Error.message}`;
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { ConfinementError, type DescriptorRoute, fileFlags, type PinnedDirectory } from '../confinement/index.js';
 import { checkPrivateDirectory, UnsafeStorageError } from '../storage/private-directory.js';
 import { GOVERNED_COMPONENTS, governedDisplayPath } from '../storage/audit-storage.js';
-import { JOURNAL_FILE_SUFFIX } from './journal-format.js';
+import { describeTerminalReason, JOURNAL_FILE_SUFFIX } from './journal-format.js';
 import { inspectJournal, type InspectVerdict } from './journal-verifier.js';
 import { loadSigningKeyFile } from '../storage/signing-key-store.js';
 
@@ -96,7 +96,7 @@ function summarise(route: DescriptorRoute, dirFd: number, governedPath: string, 
   let outcome: string;
   if (exitCode === 1) outcome = 'verification failed';
   else if (report.terminal_reason === 'Completed') outcome = report.requires_reconciliation ? 'completed (needs reconciliation)' : 'completed';
-  else if (report.terminal_reason !== null) outcome = `error: ${report.terminal_reason.Error.message.replace(/\s+/g, ' ').slice(0, 60)}`;
+  else if (report.terminal_reason !== null) outcome = describeTerminalReason(report.terminal_reason).replace(/\s+/g, ' ').slice(0, 67);
   else outcome = 'incomplete (no Terminated record)';
   return {
     run_id: runId,

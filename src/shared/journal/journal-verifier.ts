@@ -20,7 +20,9 @@ import { cutRecordLine } from './journal-line.js';
 import { publicKeyFromHex, publicKeyHexProblem, verifyWithNodeCrypto } from '../signing/signing-key.js';
 import { ed25519SignatureProblem } from '../signing/ed25519-key-checks.js';
 import { parseStrictJson, StrictJsonError } from '../text/strict-json.js';
-import { ENTRY_FIELDS, eventProblem, journalNumberProblem, PAYLOAD_FIELDS, unknownKeyProblem } from './journal-record-rules.js';
+import { ENTRY_FIELDS, eventProblem, journalNumberProblem, LEGACY_FORMAT, PAYLOAD_FIELDS, type RecordFormat, unknownKeyProblem } from './journal-record-rules.js';
+import { ENTRY_ITERATION_ZERO, RECORDS, SYMBIONT_FORMAT } from './journal-records.js';
+import { RunBudget, type SettlementOutcome } from './run-records.js';
 
 // The read-only verifier behind `symbi audit inspect`. It checks every
 // complete line (signature over the exact embedded payload bytes, hash chain,
@@ -55,21 +57,30 @@ export type InspectVerdict = 'complete' | 'requires_reconciliation' | 'failed';
 
 /** One tracked operation, as Symbiont's `effects` rows name it. */
 export interface EffectRow {
-  identity: { kind: 'direct_inference'; call_id: string };
-  /** Sequence of the DirectInferenceRequested record. */
+  /** A provider call (DirectInferenceRequested), or a token reservation of the route's budget (BudgetReservationStarted). */
+  identity: { kind: 'direct_inference'; call_id: string } | { kind: 'shared_inference'; reservation_id: string };
+  /** Sequence of the record that started it. */
   start_sequence: number;
-  /** Sequence of the DirectInferenceFinished record, or null when none was recorded. */
+  /** Sequence of the record that finished it (DirectInferenceFinished, BudgetReservationFinished), or null when none was recorded. */
   finish_sequence: number | null;
-  /** `result_recorded`: a Completed finish with a response hash; `unknown`: no finish, or an error or cancel. */
+  /**
+   * `result_recorded`: a provider call's Completed finish with a response hash, or any settlement of
+   * a reservation; `unknown`: no finish, or a provider call that ended in an error or a cancel.
+   */
   outcome: 'result_recorded' | 'unknown';
   details: { operation: string | null; provider: string | null; model: string | null; request_hash: string | null };
 }
+
+/** Which records the journal holds: Symbiont's response route, or this server's earlier 0.1 format. */
+export type RecordFormatName = RecordFormat['name'];
 
 export interface InspectReport {
   journal: string;
   run_id: string;
   public_key: string;
   verdict: InspectVerdict;
+  /** `symbiont-response-route`, or `symbi-mcp-0.1` for a journal written by an earlier version of this server; null with no record. */
+  record_format: RecordFormatName | null;
   journal_complete: boolean;
   requires_reconciliation: boolean;
   terminal_reason: TerminalReason | null;
@@ -136,8 +147,10 @@ function flatString(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
 }
 
-function terminalReasonOf(fields: Record<string, unknown>): TerminalReason | null {
+function terminalReasonOf(fields: Record<string, unknown>, format: RecordFormat): TerminalReason | null {
   const reason = fields.reason;
+  // Symbiont's reasons were checked against their declaration already (journal-records.ts).
+  if (format === SYMBIONT_FORMAT) return reason as TerminalReason;
   if (reason === 'Completed') return 'Completed';
   if (isPlainObject(reason) && Object.keys(reason).length === 1 && isPlainObject(reason.Error)) {
     const message = reason.Error.message;
@@ -153,6 +166,7 @@ function emptyReport(journal: string, runId: string, publicKeyHex: string): Insp
     run_id: runId,
     public_key: publicKeyHex,
     verdict: 'failed',
+    record_format: null,
     journal_complete: false,
     requires_reconciliation: false,
     terminal_reason: null,
@@ -181,6 +195,10 @@ export interface ChainEnd {
   verifiedBytes: number;
   /** Whether the first record is Started (a writer never continues a journal without one). */
   beginsWithStarted: boolean;
+  /** The route's budget as the records leave it (Symbiont's format), for a writer that ends the run. */
+  budget: RunBudget | undefined;
+  /** When the Started record was written (milliseconds since the epoch), for the run's duration. */
+  startedAtMs: number | undefined;
 }
 
 export interface InspectResult {
@@ -222,7 +240,7 @@ export function inspectJournalBytes(
   options: InspectOptions = {},
 ): InspectResult & { chainEnd: ChainEnd } {
   const report = emptyReport(label, String(runId).toLowerCase(), String(publicKeyHex).toLowerCase());
-  const chainEnd: ChainEnd = { previousHash: GENESIS_PREVIOUS_HASH, nextSequence: 0, verifiedBytes: 0, beginsWithStarted: false };
+  const chainEnd: ChainEnd = { previousHash: GENESIS_PREVIOUS_HASH, nextSequence: 0, verifiedBytes: 0, beginsWithStarted: false, budget: undefined, startedAtMs: undefined };
   const fail = (line: number | null, message: string) => {
     report.verdict = 'failed';
     report.journal_complete = false;
@@ -260,6 +278,10 @@ export function inspectJournalBytes(
   }
   for (const effect of report.effects) {
     if (effect.outcome !== 'unknown') continue;
+    if (effect.identity.kind === 'shared_inference') {
+      warnings.push(`token reservation ${effect.identity.reservation_id} was never settled: its usage is unknown`);
+      continue;
+    }
     const call = effect.identity.call_id.slice(0, 128);
     warnings.push(
       effect.finish_sequence === null
@@ -299,6 +321,7 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
   if (crossCheck && options.onCrossCheckEstimate !== undefined) estimateCrossCheck(bytes, rawPublicKey, options.onCrossCheckEstimate);
   const stopAt = options.timeLimitMs === undefined ? Infinity : performance.now() + options.timeLimitMs;
   const calls = new Map<string, EffectRow & { response_recorded: boolean }>();
+  const state: FormatState = { format: undefined, budget: undefined, reservations: new Map() };
   let previousHash = GENESIS_PREVIOUS_HASH;
   let start = 0;
   let lineNumber = 0;
@@ -391,18 +414,23 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
     else if (entry.agent_id !== report.agent_id) {
       throw new LineFailure(lineNumber, `${at}: other principal: agent_id ${entry.agent_id} differs from ${report.agent_id} on line 1`);
     }
-    if (entry.iteration !== 1) throw new LineFailure(lineNumber, `${at}: malformed line: iteration is not 1`);
     const event = entry.event;
     if (!isPlainObject(event) || Object.keys(event).length !== 1) {
       throw new LineFailure(lineNumber, `${at}: malformed line: event is not an object with exactly one key`);
     }
     const name = Object.keys(event)[0]!;
     const fields = event[name];
-    const badEvent = eventProblem(name, fields);
+    // The first record decides the format; every later record is held to it.
+    state.format ??= formatOf(name, fields);
+    report.record_format = state.format.name;
+    const badEvent = eventProblem(state.format, name, fields);
     if (badEvent !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${badEvent}`);
     if (!isPlainObject(fields)) throw new LineFailure(lineNumber, `${at}: malformed line: the fields of ${name} are not an object`);
+    const badIteration = iterationProblem(state.format, name, fields, entry.iteration);
+    if (badIteration !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${badIteration}`);
 
-    checkEventOrder(name, fields, report, calls, lineNumber);
+    checkEventOrder(name, fields, report, calls, lineNumber, state);
+    if (name === STARTED_EVENT) chainEnd.startedAtMs = Date.parse(entry.timestamp);
 
     if (report.records === 0 && name === STARTED_EVENT) report.started_at = entry.timestamp;
     report.records += 1;
@@ -418,7 +446,9 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
     report.verified_bytes = start;
   }
   // Rows in the order their requests were recorded; the internal flag stays internal.
-  report.effects = [...calls.values()].map(({ response_recorded: _, ...row }) => row);
+  const rows: EffectRow[] = [...calls.values()].map(({ response_recorded: _, ...row }) => row);
+  report.effects = [...rows, ...state.reservations.values()].sort((a, b) => a.start_sequence - b.start_sequence);
+  chainEnd.budget = state.budget;
 }
 
 function checkEventOrder(
@@ -427,6 +457,7 @@ function checkEventOrder(
   report: InspectReport,
   calls: Map<string, EffectRow & { response_recorded: boolean }>,
   lineNumber: number,
+  state: FormatState,
 ): void {
   const at = `line ${lineNumber}`;
   if (report.terminal_reason !== null) throw new LineFailure(lineNumber, `${at}: a record follows the Terminated record`);
@@ -439,10 +470,17 @@ function checkEventOrder(
     const context = fields.execution_context;
     const definition = isPlainObject(context) ? context.agent_definition : undefined;
     report.agent_name = isPlainObject(definition) ? flatString(definition.name) : null;
+    if (state.format === SYMBIONT_FORMAT && fields.agent_id !== report.agent_id) {
+      throw new LineFailure(lineNumber, `${at}: Started.agent_id ${String(fields.agent_id)} is not the entry's agent_id ${String(report.agent_id)}`);
+    }
+    return;
+  }
+  if (name === 'BudgetOpened' || name === 'BudgetReservationStarted' || name === 'BudgetReservationFinished') {
+    checkBudgetRecord(name, fields, report, calls, lineNumber, state);
     return;
   }
   if (name === TERMINATED_EVENT) {
-    const reason = terminalReasonOf(fields);
+    const reason = terminalReasonOf(fields, state.format ?? LEGACY_FORMAT);
     if (reason === null) {
       throw new LineFailure(lineNumber, `${at}: malformed line: Terminated.reason is neither "Completed" nor {"Error":{"message":...}}`);
     }
@@ -487,6 +525,89 @@ function checkEventOrder(
       known.response_recorded = true;
     }
   }
+}
+
+interface FormatState {
+  format: RecordFormat | undefined;
+  /** The route's budget, replayed from its records as Symbiont's recovery replays them. */
+  budget: RunBudget | undefined;
+  /** The reservations started so far, by id: their effect rows. */
+  reservations: Map<string, EffectRow>;
+}
+
+/** Symbiont's records begin with a Started that has its `config`; a journal of this server's 0.1 format does not. */
+function formatOf(name: string, fields: unknown): RecordFormat {
+  if (name === STARTED_EVENT) return isPlainObject(fields) && Object.hasOwn(fields, 'config') ? SYMBIONT_FORMAT : LEGACY_FORMAT;
+  return Object.hasOwn(RECORDS, name) && !Object.hasOwn(LEGACY_FORMAT.events, name) ? SYMBIONT_FORMAT : LEGACY_FORMAT;
+}
+
+/**
+ * The entry's iteration as each format writes it: always 1 in the 0.1 format; in Symbiont's, 0 for
+ * the records written before the reasoning step's (ENTRY_ITERATION_ZERO), 1 for the provider call's,
+ * the event's own `iteration` or `iterations` where it has one, and at most 1 (max_iterations).
+ */
+function iterationProblem(format: RecordFormat, name: string, fields: Record<string, unknown>, iteration: unknown): string | undefined {
+  if (format === LEGACY_FORMAT) return iteration === 1 ? undefined : 'iteration is not 1';
+  if (iteration !== 0 && iteration !== 1) return 'iteration is neither 0 nor 1 (the route runs one iteration)';
+  const expected = ENTRY_ITERATION_ZERO.has(name) ? 0 : name.startsWith('DirectInference') ? 1 : name === TERMINATED_EVENT ? fields.iterations : fields.iteration;
+  if (expected !== undefined && expected !== iteration) return `iteration is ${iteration}, but a ${name} record of this run has iteration ${String(expected)}`;
+  return undefined;
+}
+
+/** The budget records, checked and replayed as Symbiont's budget recovery does (budget/journal.rs). */
+function checkBudgetRecord(
+  name: string,
+  fields: Record<string, unknown>,
+  report: InspectReport,
+  calls: Map<string, EffectRow & { response_recorded: boolean }>,
+  lineNumber: number,
+  state: FormatState,
+): void {
+  const at = `line ${lineNumber}`;
+  if (name === 'BudgetOpened') {
+    if (state.budget !== undefined) throw new LineFailure(lineNumber, `${at}: a second BudgetOpened record`);
+    state.budget = new RunBudget(fields.root_id as string, fields.limit as number);
+    return;
+  }
+  const budget = state.budget;
+  if (budget === undefined) throw new LineFailure(lineNumber, `${at}: ${name} before BudgetOpened`);
+  if (name === 'BudgetReservationStarted') {
+    const reservation = fields.reservation as { id: string; root_id: string; input_tokens: number; output_tokens: number; provider: string; model: string; request_hash: string; ancestors: { scope: number; parent: number | null; limit: number }[] };
+    if (reservation.root_id !== budget.rootId) throw new LineFailure(lineNumber, `${at}: the reservation's root_id is not the opened budget's`);
+    if (state.reservations.has(reservation.id)) throw new LineFailure(lineNumber, `${at}: reservation ${reservation.id} is started twice`);
+    if (reservation.output_tokens === 0) throw new LineFailure(lineNumber, `${at}: a reservation of no output tokens`);
+    const last = reservation.ancestors.at(-1);
+    if (last === undefined || last.scope !== 0 || last.parent !== null || last.limit !== budget.limit) {
+      throw new LineFailure(lineNumber, `${at}: the reservation's ancestors do not end at the opened budget`);
+    }
+    if (reservation.input_tokens + reservation.output_tokens > budget.available) {
+      throw new LineFailure(lineNumber, `${at}: the reservation of ${reservation.input_tokens + reservation.output_tokens} tokens is more than the ${budget.available} available`);
+    }
+    if (calls.size + state.reservations.size >= JOURNAL_TRACKED_OPERATIONS_MAX) {
+      throw new LineFailure(lineNumber, `${at}: more than ${JOURNAL_TRACKED_OPERATIONS_MAX} tracked operations; an inspection classifies at most that many`);
+    }
+    budget.adopt({ id: reservation.id, input: reservation.input_tokens, output: reservation.output_tokens });
+    state.reservations.set(reservation.id, {
+      identity: { kind: 'shared_inference', reservation_id: reservation.id },
+      start_sequence: report.records,
+      finish_sequence: null,
+      outcome: 'unknown',
+      details: { operation: null, provider: reservation.provider, model: reservation.model, request_hash: reservation.request_hash },
+    });
+    return;
+  }
+  const id = fields.reservation_id as string;
+  const row = state.reservations.get(id);
+  if (fields.root_id !== budget.rootId) throw new LineFailure(lineNumber, `${at}: the settlement's root_id is not the opened budget's`);
+  if (row === undefined) throw new LineFailure(lineNumber, `${at}: a settlement of reservation ${id}, which was never started`);
+  if (row.finish_sequence !== null) throw new LineFailure(lineNumber, `${at}: reservation ${id} is settled twice`);
+  const recorded = fields.outcome as SettlementOutcome;
+  const recomputed = budget.settle(id, fields.usage as { prompt_tokens: number; completion_tokens: number; total_tokens: number });
+  if (recorded !== recomputed) {
+    throw new LineFailure(lineNumber, `${at}: the settlement records outcome "${recorded}", but its usage gives "${recomputed}" by Symbiont's rule`);
+  }
+  row.finish_sequence = report.records;
+  row.outcome = 'result_recorded';
 }
 
 function formatLimit(ms: number): string {

@@ -17,6 +17,7 @@ import { inspectJournalBytes } from './journal-verifier.js';
 import { describeStorageFailure } from '../storage/storage-failure.js';
 import type { JournalHandover } from './journal-handover.js';
 import { journalTurns, type ReleaseTurn } from './journal-turns.js';
+import type { RunBudget, RunRecord } from './run-records.js';
 
 // Appends signed, chained records to one run's journal. Each append is durable
 // (fdatasync) before its promise resolves, because the caller acts on that
@@ -30,8 +31,10 @@ import { journalTurns, type ReleaseTurn } from './journal-turns.js';
 // still. Appends of one writer run one at a time: a record's hash chains to the
 // record before it, which is final only once durable.
 //
-// Callers pass hashes and sizes, never prompt or response text; the writer
-// signs whatever event it is given and does not inspect field contents.
+// The writer signs whatever records it is given and does not inspect field contents: a run's
+// records are built, and typed, by run-records.ts. A record is a RunRecord (the event and its
+// entry's iteration), or a bare event, which gets iteration 1 (the 0.1 format, kept for tests of
+// the writer itself and of journals written by earlier versions).
 //
 // The file is written with O_APPEND from one descriptor. Before every append
 // the writer checks that the file still ends where its own last record ended;
@@ -138,6 +141,31 @@ function nameReservedFile(storage: AuditStorage, fd: number, name: string, exist
 
 /** Terminal error messages are cut to this many characters so the terminal record always fits a line. */
 const TERMINAL_MESSAGE_MAX_CHARS = 4096;
+
+/** What the writer appends: a run's record, or a bare event (entry iteration 1). */
+export type WriterRecord = RunRecord | Record<string, unknown>;
+
+function isRunRecord(record: WriterRecord): record is RunRecord {
+  const keys = Object.keys(record);
+  return keys.length === 2 && typeof record.iteration === 'number' && typeof record.event === 'object' && record.event !== null;
+}
+
+/** The record's event and its entry's iteration. */
+function entryParts(record: WriterRecord): { iteration: number; event: Record<string, unknown> } {
+  return isRunRecord(record) ? { iteration: record.iteration, event: record.event as unknown as Record<string, unknown> } : { iteration: 1, event: record };
+}
+
+/** A Terminated record with its Error message cut to TERMINAL_MESSAGE_MAX_CHARS. */
+function boundedTerminal(record: RunRecord): RunRecord {
+  const event = record.event as { Terminated?: { reason: unknown } };
+  const fields = event.Terminated;
+  if (fields === undefined) throw new JournalWriteError('the terminal record must be a Terminated event');
+  const reason = fields.reason as { Error?: { message?: unknown } } | string;
+  if (typeof reason === 'object' && typeof reason.Error?.message === 'string' && reason.Error.message.length > TERMINAL_MESSAGE_MAX_CHARS) {
+    return { iteration: record.iteration, event: { Terminated: { ...fields, reason: { Error: { message: reason.Error.message.slice(0, TERMINAL_MESSAGE_MAX_CHARS) } } } } as unknown as RunRecord['event'] };
+  }
+  return record;
+}
 
 /**
  * One sync on libuv's thread pool that a stopped run can finish at once in its own thread.
@@ -329,7 +357,8 @@ export class JournalWriter {
       writer.sequence = chainEnd.nextSequence;
       writer.previousHash = chainEnd.previousHash;
       writer.expectedSize = chainEnd.verifiedBytes;
-      writer.unfinishedCalls = report.effects.filter((effect) => effect.finish_sequence === null).map((effect) => effect.identity.call_id);
+      writer.unfinishedCalls = report.effects.flatMap((effect) => (effect.finish_sequence === null && effect.identity.kind === 'direct_inference' ? [effect.identity.call_id] : []));
+      writer.resumed = { format: report.record_format, budget: chainEnd.budget, startedAtMs: chainEnd.startedAtMs };
       return writer;
     } catch (err) {
       fs.closeSync(fd);
@@ -358,6 +387,9 @@ export class JournalWriter {
   /** Provider calls requested but never finished in the journal this writer resumed (empty for a new journal). */
   unfinishedCalls: string[] = [];
 
+  /** What a resumed journal's records leave: its format, the route's budget (Symbiont's format) and when it started. */
+  resumed: { format: string | null; budget: RunBudget | undefined; startedAtMs: number | undefined } | undefined;
+
   /** Number of records written so far. */
   get records(): number {
     return this.sequence;
@@ -372,7 +404,7 @@ export class JournalWriter {
    * Appends one effect record: `event` is `{ EventName: { ...fields } }`.
    * Resolves once the line is durable. Throws JournalWriteError otherwise.
    */
-  async append(event: Record<string, unknown>): Promise<void> {
+  async append(event: WriterRecord): Promise<void> {
     await this.appendAll([event]);
   }
 
@@ -381,7 +413,7 @@ export class JournalWriter {
    * all of them are durable. Used where the protocol only needs a group to be
    * durable before the next step (the response records, before the policy runs).
    */
-  async appendAll(events: readonly Record<string, unknown>[]): Promise<void> {
+  async appendAll(events: readonly WriterRecord[]): Promise<void> {
     await this.oneAtATime(async () => {
       this.checkOpen();
       this.checkEffects(events);
@@ -395,24 +427,26 @@ export class JournalWriter {
    * attempted even after an effect append failed or the file was tampered
    * with; resolves once it is durable.
    */
-  async appendTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[] = [], options: { urgent?: boolean } = {}): Promise<void> {
-    await this.oneAtATime(() => this.writeTerminal(reason, preceding, options.urgent === true), options.urgent === true);
+  async appendTerminal(terminal: TerminalReason | RunRecord, preceding: readonly WriterRecord[] = [], options: { urgent?: boolean } = {}): Promise<void> {
+    await this.oneAtATime(() => this.writeTerminal(terminal, preceding, options.urgent === true), options.urgent === true);
   }
 
-  private async writeTerminal(reason: TerminalReason, preceding: readonly Record<string, unknown>[], urgent: boolean): Promise<void> {
+  private async writeTerminal(terminal: TerminalReason | RunRecord, preceding: readonly WriterRecord[], urgent: boolean): Promise<void> {
     this.checkOpen();
-    let normal: TerminalReason;
-    if (reason === 'Completed') normal = 'Completed';
-    else if (reason !== null && typeof reason === 'object' && typeof reason.Error?.message === 'string') {
-      normal = { Error: { message: reason.Error.message.slice(0, TERMINAL_MESSAGE_MAX_CHARS) } };
+    let last: WriterRecord;
+    if (terminal === 'Completed') last = { [TERMINATED_EVENT]: { reason: 'Completed' } };
+    else if (terminal !== null && typeof terminal === 'object' && 'Error' in terminal && typeof terminal.Error?.message === 'string') {
+      last = { [TERMINATED_EVENT]: { reason: { Error: { message: terminal.Error.message.slice(0, TERMINAL_MESSAGE_MAX_CHARS) } } } };
+    } else if (terminal !== null && typeof terminal === 'object' && isRunRecord(terminal as WriterRecord)) {
+      last = boundedTerminal(terminal as RunRecord);
     } else {
-      throw new JournalWriteError('a terminal reason is "Completed" or { Error: { message: string } }');
+      throw new JournalWriteError('a terminal reason is "Completed", { Error: { message: string } } or a Terminated record');
     }
     if (preceding.length > 0) this.checkEffects(preceding);
     else if (this.sequence === 0) throw new JournalWriteError(`${this.path}: a Terminated record needs a durable Started record before it`);
     // Record the tampering if we see it, but write anyway: this is the last word on the run.
     else this.checkFileEnd();
-    await this.writeRecords([...preceding, { [TERMINATED_EVENT]: { reason: normal } }], urgent);
+    await this.writeRecords([...preceding, last], urgent);
     this.terminated = true;
   }
 
@@ -422,10 +456,10 @@ export class JournalWriter {
   }
 
   /** Checks a group of effect records may be written now (order rules, an intact file). */
-  private checkEffects(events: readonly Record<string, unknown>[]): void {
+  private checkEffects(events: readonly WriterRecord[]): void {
     if (events.length === 0) throw new JournalWriteError('no records to append');
-    events.forEach((event, index) => {
-      const name = checkEvent(event);
+    events.forEach((record, index) => {
+      const name = checkEvent(entryParts(record).event);
       if (name === TERMINATED_EVENT) throw new JournalWriteError('the Terminated record is written with appendTerminal');
       if (this.sequence + index === 0 && name !== STARTED_EVENT) {
         throw new JournalWriteError(`the first record of a journal must be Started, not ${name}`);
@@ -542,12 +576,13 @@ export class JournalWriter {
    * thread), and always when `urgent` or once the run has stopped, for a stopped run's records,
    * which a cancel waits for and which on the pool would queue behind other runs' syncs.
    */
-  private async writeRecords(events: readonly Record<string, unknown>[], urgent = false): Promise<void> {
+  private async writeRecords(events: readonly WriterRecord[], urgent = false): Promise<void> {
     const inThread = urgent || this.stopped || this.syncInThread();
     let sequence = this.sequence;
     let previousHash = this.previousHash;
     const lines: Buffer[] = [];
-    for (const event of events) {
+    for (const record of events) {
+      const { iteration, event } = entryParts(record);
       let payloadText: string;
       try {
         payloadText = canonicalJson({
@@ -558,7 +593,7 @@ export class JournalWriter {
             sequence,
             timestamp: new Date().toISOString(),
             agent_id: this.agentId,
-            iteration: 1,
+            iteration,
             event,
           },
         });
