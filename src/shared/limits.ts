@@ -19,6 +19,8 @@ export const SCHEMA_KEY_BODY_MAX_BYTES = 64 * KiB;
 export const SCHEMA_KEY_FETCH_TIMEOUT_MS = 10_000;
 export const JOURNAL_LINE_MAX_BYTES = 1 * MiB;
 export const JOURNAL_FILE_MAX_BYTES = 64 * MiB;
+/** An answer's text, as JSON, at most: the journal records it in one line (ReasoningComplete), with room for the record's other fields. */
+export const ANSWER_IN_JOURNAL_MAX_BYTES = JOURNAL_LINE_MAX_BYTES - 64 * KiB;
 /** Tracked operations (effect rows) one inspection classifies; Symbiont's docs/crash-inspection.md names the same bound. */
 export const JOURNAL_TRACKED_OPERATIONS_MAX = 32_768;
 export const POLICY_FILE_MAX_BYTES = 1 * MiB;

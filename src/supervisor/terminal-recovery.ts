@@ -2,7 +2,7 @@ import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../sh
 import type { JournalWriter } from '../shared/journal/journal-writer.js';
 import type { ProjectSigningKey } from '../shared/signing/signing-key.js';
 import type { PinnedDirectory } from '../shared/confinement/index.js';
-import { failedFinishEvent } from '../shared/journal/run-events.js';
+import { bareTerminal, RunBudget, runEnding } from '../shared/journal/run-records.js';
 
 /**
  * When a worker task dies before writing its terminal record, or the owner took a cancelled
@@ -25,12 +25,20 @@ export async function recoverTerminalRecord(
     const { JournalWriter } = await import('../shared/journal/journal-writer.js');
     writer = await JournalWriter.resume(storage, runId, principal);
     const reason = { Error: { message } };
-    // The open calls' finishes share the terminal record's write and sync; if they cannot be
-    // written, the terminal record is tried alone, as the worker would (invocation.ts).
-    const finishes = writer.unfinishedCalls.map((callId) => failedFinishEvent(callId, message));
-    await writer.appendTerminal(reason, finishes, { urgent: true }).catch(async (err: unknown) => {
-      if (finishes.length === 0) throw err;
-      await writer!.appendTerminal(reason, [], { urgent: true });
+    const resumed = writer.resumed;
+    if (resumed?.format !== 'symbiont-response-route') {
+      // A journal of the older format, left by an earlier version of this server: its own terminal form.
+      await writer.appendTerminal(reason, [], { urgent: true });
+      return true;
+    }
+    // As Symbiont's route ends a run stopped mid-call: the budget (open reservations now count as
+    // uncertain), then Terminated. Calls requested without a finish keep none: their effect is unknown.
+    // If the budget record cannot be written, the terminal record is tried alone.
+    const startedAtMs = resumed.startedAtMs ?? Date.now();
+    const budget = resumed.budget ?? new RunBudget(principal);
+    const [budgetUpdated, terminated] = runEnding(budget, startedAtMs, reason, 0);
+    await writer.appendTerminal(terminated, [budgetUpdated], { urgent: true }).catch(async () => {
+      await writer!.appendTerminal(bareTerminal(reason, startedAtMs), [], { urgent: true });
     });
     return true;
   } catch {

@@ -4,7 +4,7 @@ import { signingKeyFileChange } from '../shared/storage/signing-key-change.js';
 import type { PinnedSigningKey } from '../shared/storage/signing-key-store.js';
 import type { PinnedDirectory } from '../shared/confinement/index.js';
 import type { AuditReference, DurableAt, RunDefinition } from '../shared/worker-protocol.js';
-import { startedEvent } from '../shared/journal/run-events.js';
+import { RunRecords } from '../shared/journal/run-records.js';
 
 export interface FinalisedRun {
   audit: AuditReference;
@@ -26,8 +26,8 @@ export function loadJournalWriter(): Promise<typeof import('../shared/journal/jo
 }
 
 /**
- * Finalises a run cancelled before its worker thread started it: `Started`,
- * then `Terminated` with the cancel as its `Error` reason, in one write and one
+ * Finalises a run cancelled before its worker thread started it: `Started`, `BudgetOpened`,
+ * `BudgetUpdated`, then `Terminated` with the cancel as its `Error` reason, in one write and one
  * sync. A busy worker can take tens of milliseconds to pick up a queued task,
  * and the cancel's terminal record should not wait for that.
  *
@@ -58,7 +58,10 @@ export async function finaliseUnstartedRun(
       return { claimed: false };
     }
     try {
-      await writer.appendTerminal({ Error: { message } }, [startedEvent(definition)], { urgent: true });
+      // Symbiont's route cancelled before its provider call: Started, BudgetOpened, BudgetUpdated, Terminated.
+      const records = new RunRecords(definition, Date.now());
+      const [budgetUpdated, terminated] = records.ending({ Error: { message } }, 0);
+      await writer.appendTerminal(terminated, [...records.opening(), budgetUpdated], { urgent: true });
     } catch {
       return { claimed: true, finalised: undefined };
     }

@@ -1,6 +1,5 @@
 import { delay } from 'abort-controller-x';
 import type { ProviderConfig } from '../shared/provider/provider-config.js';
-import { failedFinishEvent } from '../shared/journal/run-events.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
 import { callProvider } from './providers/provider-call.js';
 import { ProviderError } from './providers/provider-error.js';
@@ -15,8 +14,11 @@ import { decideRetry, MAX_RETRIES, otherTokenLimitParameter } from './providers/
 export interface AttemptJournal {
   /** An attempt failed; its finish record is to be written before anything that follows it. */
   attemptFailed(failure: ProviderError): void;
-  /** After the wait: record the failed attempt's finish and the next attempt's request, durably. */
-  beforeRetry(): Promise<void>;
+  /**
+   * After the wait: record the failed attempt's finish and the next attempt's request, durably.
+   * Returns the next attempt's request (its output tokens are what the run's budget still allows).
+   */
+  beforeRetry(): Promise<TypedInferenceRequest>;
   /** A retry is decided, before its wait: the operator hears of it now, not when the run ends. */
   retrying?(retry: { attempt: number; failure: ProviderError; waitMs: number }): void;
 }
@@ -33,11 +35,6 @@ export class AttemptsFailed extends Error {
   }
 }
 
-/** A failed attempt's finish record: our description and the failure's identifiers, never the provider's words. */
-export function failedAttemptFinish(callId: string, failure: ProviderError): Record<string, unknown> {
-  return failedFinishEvent(callId, failure.message, failure.journalFields());
-}
-
 /** Calls the provider, trying transient failures again as retry-policy.ts allows, each attempt journaled through `journal`. */
 export async function inferWithRetries(
   configured: ProviderConfig,
@@ -49,10 +46,11 @@ export async function inferWithRetries(
   operatorNotes: Pick<string[], 'push'>,
 ): Promise<TypedInferenceResponse> {
   let config = configured;
+  let attemptRequest = request;
   let limitSwitched = false;
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await callProvider(config, request, signal, operatorNotes);
+      return await callProvider(config, attemptRequest, signal, operatorNotes);
     } catch (error) {
       // A stop (cancel or deadline) is the run's to describe; the attempt's finish is recorded with it.
       if (signal.aborted || !(error instanceof ProviderError)) throw error;
@@ -69,7 +67,7 @@ export async function inferWithRetries(
         config = { ...config, tokenLimitParameter: otherLimit };
         limitSwitched = true;
         journal.retrying?.({ attempt, failure: error, waitMs: 0 });
-        await journal.beforeRetry();
+        attemptRequest = await journal.beforeRetry();
         continue;
       }
       const decision = decideRetry(error, attempt - 1, msLeft());
@@ -77,7 +75,7 @@ export async function inferWithRetries(
       journal.retrying?.({ attempt, failure: error, waitMs: decision.waitMs });
       // A cancel or the deadline during the wait ends it at once (the delay rejects on abort).
       await delay(signal, decision.waitMs);
-      await journal.beforeRetry();
+      attemptRequest = await journal.beforeRetry();
     }
   }
 }

@@ -1,20 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
 import { canonicalHash } from '../shared/canonical-json.js';
+import { digestJson, type HashedRequest, type Reservation, type RunAudit, type RunRecord, RunRecords, symbiontHash } from '../shared/journal/run-records.js';
+import type { EventFields, ProposedAction, TerminationReason } from '../shared/journal/journal-records.js';
+import { symbiontResponse } from './symbiont-response.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
 import { JournalHandover } from '../shared/journal/journal-handover.js';
 import { signingKeyFileChange } from '../shared/storage/signing-key-change.js';
 import { finishWithheld } from '../shared/provider/finish-reasons.js';
-import { TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
+import { ANSWER_IN_JOURNAL_MAX_BYTES, TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../shared/limits.js';
 import { authorizeRespond } from '../shared/policy/respond-authorization.js';
 import { respondRequestFor, respondResponseContext } from '../shared/policy/respond-request.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, RunEnd, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
-import { failedFinishEvent, RUN_SURFACE, startedEvent } from '../shared/journal/run-events.js';
 import { containsSecret } from '../shared/secrets/key-redaction.js';
 import { buildConversation } from './conversation.js';
-import { AttemptsFailed, failedAttemptFinish, inferWithRetries } from './inference-attempts.js';
-import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
+import { AttemptsFailed, inferWithRetries } from './inference-attempts.js';
+import { MAX_RETRIES } from './providers/retry-policy.js';
+import type { ChatMessage, TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
 import type { ProviderError } from './providers/provider-error.js';
 import { listenForCancellation, pollCancellations } from './run-cancellation.js';
 import { stopReservingJournalFiles, takeReservedJournalFile } from './journal-reserve.js';
@@ -25,6 +28,8 @@ class RunStopped extends Error {
   constructor(
     message: string,
     readonly end: RunEnd,
+    /** Symbiont's reason for this ending, when it is not an Error with the message. */
+    readonly termination?: TerminationReason,
   ) {
     super(message);
   }
@@ -81,14 +86,17 @@ export async function performInvocation(
       throw new RunStopped(stopReason(), { reason: 'cancelled' });
     }
   };
-  const started = startedEvent(definition);
+  const startedAtMs = Date.now();
+  // The budget's size depends on the request; until it is known (a run stopped before), Symbiont's.
+  let records = new RunRecords(definition, startedAtMs);
 
   let storage: AuditStorage | undefined;
   let writer: JournalWriter | undefined;
   let audit: AuditReference | undefined;
-  let callId: string | undefined;
-  // A failed attempt's finish, held until the next record (a retry's request, or the terminal) shares its sync.
-  let failedFinish: Record<string, unknown> | undefined;
+  // The provider call in progress and its token reservation, until its finish is recorded.
+  let call: { callId: string; reservation: Reservation } | undefined;
+  // A failed attempt's finish and settlement, held until the next records (a retry's request, or the end) share their sync.
+  let failedFinish: RunRecord[] | undefined;
   // The provider's own error words: standard error only (at once), never the result or the journal.
   const providerNotes = {
     push: (...notes: string[]): number => {
@@ -96,8 +104,7 @@ export async function performInvocation(
       return 0;
     },
   };
-  let startedRecorded = false;
-  let finishRecorded = false;
+  let openingRecorded = false;
   let terminalWritten = false;
 
   try {
@@ -123,62 +130,72 @@ export async function performInvocation(
       throw err;
     }
     audit = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
+    const runAudit: RunAudit = { run_id: audit.run_id, path: audit.path, public_key: audit.public_key };
     notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
     // The deadline covers the whole invocation after the journal opens.
     const deadlineAt = performance.now() + definition.timeoutMs;
     deadlineTimer = setTimeout(() => stop.abort(new Error('deadline')), definition.timeoutMs);
 
-    const typedRequest: TypedInferenceRequest = {
-      conversation: buildConversation(task),
-      options: { provider: resources.provider.kind, model: resources.provider.model, max_tokens: resources.provider.maxOutputTokens },
+    const conversation = buildConversation(task);
+    const { provider } = resources;
+    // Symbiont's input reservation: the request's bytes, a bound on its tokens, plus a margin.
+    const inputTokens = RunRecords.inputTokens(canonicalHash(hashedRequest(conversation, provider.model, provider.maxOutputTokens)).bytes);
+    records = new RunRecords(definition, startedAtMs, RunRecords.tokenLimit(inputTokens, provider.maxOutputTokens, MAX_RETRIES + 1));
+    // One provider call: its tokens reserved and its request record built; the request it sends is the one hashed.
+    const nextCall = (): { request: TypedInferenceRequest; records: RunRecord[] } => {
+      const reservation = records.reserve(inputTokens, provider.maxOutputTokens);
+      if (reservation === undefined) {
+        throw new RunStopped(
+          `the request needs ${inputTokens} input tokens of the run's ${records.budget.limit}-token budget and leaves none for an answer`,
+          { reason: 'request_too_large' },
+          'MaxTokens',
+        );
+      }
+      const hashed = hashedRequest(conversation, provider.model, reservation.output);
+      const digest = digestJson(hashed);
+      if (digest.bytes > TYPED_REQUEST_MAX_BYTES) {
+        throw new RunStopped(`the typed inference request is ${digest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`, { reason: 'request_too_large' });
+      }
+      const callId = randomUUID();
+      call = { callId, reservation };
+      const request: TypedInferenceRequest = { conversation, options: { provider: provider.kind, model: provider.model, max_tokens: reservation.output } };
+      return {
+        request,
+        records: records.request(reservation, { callId, provider: provider.kind, model: provider.model, requestDigest: digest.digest, requestBytes: digest.bytes }, runAudit),
+      };
     };
-    const requestDigest = canonicalHash(typedRequest);
-    if (requestDigest.bytes > TYPED_REQUEST_MAX_BYTES) {
-      throw new RunStopped(`the typed inference request is ${requestDigest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`, { reason: 'request_too_large' });
-    }
     throwIfStopped();
-    // Started and DirectInferenceRequested share one write and one sync: the
-    // protocol needs the request record durable before the request leaves, and
-    // Started before it in the chain.
-    const requested = (requestCallId: string): Record<string, unknown> => ({
-      DirectInferenceRequested: {
-        call_id: requestCallId,
-        operation: RUN_SURFACE,
-        provider: resources.provider.kind,
-        model: resources.provider.model,
-        request_hash: requestDigest.hash,
-        request_bytes: requestDigest.bytes,
-        recipient: definition.principal,
-        recipient_definition_hash: definition.sourceHash,
-      },
-    });
-    const requestCallId = randomUUID();
-    await writer.appendAll([started, requested(requestCallId)]);
-    startedRecorded = true;
-    callId = requestCallId;
+    const first = nextCall();
+    // Started, BudgetOpened, the reservation and DirectInferenceRequested share one write and one
+    // sync: the protocol needs the request record durable before the request leaves, and what
+    // Symbiont writes before it ahead of it in the chain.
+    await writer.appendAll([...records.opening(), ...first.records]);
+    openingRecorded = true;
     progress('journal_opened');
     progress('request_sent');
     throwIfStopped();
 
     let response: TypedInferenceResponse;
     try {
-      response = await inferWithRetries(resources.provider, typedRequest, stopSignal, () => deadlineAt - performance.now(), {
+      response = await inferWithRetries(provider, first.request, stopSignal, () => deadlineAt - performance.now(), {
         attemptFailed: (failure: ProviderError) => {
-          failedFinish = failedAttemptFinish(callId as string, failure);
+          const failed = call!;
+          failedFinish = records.failedCall(failed.reservation, failed.callId, failure.message, failure.journalFields());
+          call = undefined;
           // Only this thread can write that finish, with the retry's request or the terminal record.
           handover.hold();
         },
         retrying: ({ attempt, failure, waitMs }) => {
           notify({ type: 'provider', note: { kind: 'retry', attempt, nextAttempt: attempt + 1, status: failure.status ?? null, failure: failure.kind, waitMs } });
         },
-        // Each retry is its own provider call: its request record is durable before it is sent,
-        // in the same sync as the failed attempt's finish.
+        // Each retry is its own provider call, with its own reservation: its request record is
+        // durable before it is sent, in the same sync as the failed attempt's finish.
         beforeRetry: async () => {
-          const retryCallId = randomUUID();
-          await writer!.appendAll([failedFinish as Record<string, unknown>, requested(retryCallId)]);
+          const next = nextCall();
+          await writer!.appendAll([...(failedFinish ?? []), ...next.records]);
           failedFinish = undefined;
-          callId = retryCallId;
           throwIfStopped();
+          return next.request;
         },
       }, providerNotes);
     } catch (err) {
@@ -186,73 +203,95 @@ export async function performInvocation(
       if (err instanceof AttemptsFailed) throw new RunStopped(err.message, providerEnd(err.failure));
       throw err;
     }
-    const responseDigest = canonicalHash(response);
-    if (responseDigest.bytes > TYPED_RESPONSE_MAX_BYTES) {
-      throw new RunStopped(`the typed inference response is ${responseDigest.bytes} bytes; the limit is ${TYPED_RESPONSE_MAX_BYTES} bytes`, { reason: 'response_too_large' });
-    }
-    // Both response records are durable (one write, one sync) before the policy runs.
-    await writer.appendAll([
-      { DirectInferenceResponseReceived: { call_id: callId, response_hash: responseDigest.hash, response_bytes: responseDigest.bytes } },
-      {
-        DirectInferenceFinished: {
-          call_id: callId,
-          reason: 'Completed',
-          response_hash: responseDigest.hash,
-          response_bytes: responseDigest.bytes,
-          finish_reason: response.finish_reason,
-          provider_finish_reason: response.provider_finish_reason,
-          usage: response.usage,
-        },
-      },
-    ]);
-    finishRecorded = true;
-    progress('response_received');
-    throwIfStopped();
-
-    if (response.tool_calls.length > 0) {
+    const answered = call!;
+    const typedResponse = symbiontResponse(response);
+    const responseDigest = digestJson(typedResponse);
+    if (responseDigest.bytes > TYPED_RESPONSE_MAX_BYTES || Buffer.byteLength(JSON.stringify(response.content), 'utf8') > ANSWER_IN_JOURNAL_MAX_BYTES) {
       throw new RunStopped(
-        `the model proposed ${response.tool_calls.length} tool call(s); this route runs no tools, so the response was withheld`,
-        { reason: 'tool_call_withheld' },
+        `the typed inference response is ${responseDigest.bytes} bytes; the limit is ${TYPED_RESPONSE_MAX_BYTES} bytes, and ${ANSWER_IN_JOURNAL_MAX_BYTES} bytes for the answer's text, which the journal records`,
+        { reason: 'response_too_large' },
       );
     }
-    const withheld = finishWithheld(response.finish_reason, response.provider_finish_reason);
-    if (withheld !== undefined) throw new RunStopped(withheld, { reason: `finish_${response.finish_reason}` });
+    // The response records and the reservation's settlement are durable (one write, one sync) before the policy runs.
+    const received = records.response(answered.reservation, {
+      callId: answered.callId,
+      responseDigest: responseDigest.digest,
+      responseBytes: responseDigest.bytes,
+      finishReason: typedResponse.finish_reason,
+      providerFinishReason: response.provider_finish_reason,
+      usage: typedResponse.usage,
+    });
+    await writer.appendAll(received.records);
+    call = undefined;
+    progress('response_received');
+    throwIfStopped();
+    if (received.outcome === 'exceeded') {
+      throw new RunStopped('the provider reported more tokens than the call reserved, so the response was withheld', { reason: 'usage_exceeded' });
+    }
 
-    // The server's secrets never leave it: an answer holding the provider key (a provider that
-    // echoes the request's headers) is withheld whole, however the key is split or cased in it.
-    if (containsSecret(response.content, [resources.provider.apiKey])) {
+    // The server's secrets never leave it, not even into the journal: an answer holding the
+    // provider key (a provider that echoes the request's headers) is withheld whole, however the
+    // key is split or cased in it.
+    if (containsSecret(response.content, [provider.apiKey])) {
       throw new RunStopped('the answer contains the configured provider key, so it was withheld', { reason: 'provider_key_in_answer' });
     }
 
     const responseContext = respondResponseContext(response.content, response.finish_reason, response.provider_finish_reason);
-    const { sha256: contentHash, bytes: contentBytes } = responseContext;
-    const respondRequest = respondRequestFor(definition, task.runId, responseContext);
-    const decision = authorizeRespond(resources.policySet, respondRequest);
-    const policyEvaluated = {
-      PolicyEvaluated: {
-        action: 'respond',
-        decision: decision.decision,
-        determining_policies: decision.determining_policies,
-        errors: decision.errors,
-        denied_count: decision.decision === 'allow' ? 0 : 1,
-        response_hash: contentHash,
-        response_bytes: contentBytes,
-      },
-    };
-    // A cancel that arrived while the policy ran still wins over its decision.
+    const judged = { response_hash: symbiontHash(responseContext.sha256), response_bytes: responseContext.bytes };
+    let reasoning: RunRecord;
+    let decided: { fields: EventFields<'PolicyEvaluated'>; failure: string | undefined; end: RunEnd };
+    if (response.tool_calls.length > 0) {
+      // The step proposed tool calls, which this route never runs: each is denied, as Symbiont's route denies them.
+      const actions = typedResponse.tool_calls.map((toolCall): ProposedAction => ({ ToolCall: { call_id: toolCall.id, name: toolCall.name, arguments: toolCall.arguments } }));
+      reasoning = records.reasoning(actions, typedResponse.usage);
+      const why = `the model proposed ${response.tool_calls.length} tool call(s); this route runs no tools, so the response was withheld`;
+      decided = {
+        fields: { iteration: 1, action_count: actions.length, denied_count: actions.length, approved_calls: [], denied_calls: actions.map((action) => ({ action, reason: why })), denied_by: 'finish_rule', decision: 'deny', ...judged },
+        failure: why,
+        end: { reason: 'tool_call_withheld' },
+      };
+    } else {
+      const respond: ProposedAction = { Respond: { content: response.content } };
+      reasoning = records.reasoning([respond], typedResponse.usage);
+      const withheld = finishWithheld(response.finish_reason, response.provider_finish_reason);
+      if (withheld !== undefined) {
+        decided = {
+          fields: { iteration: 1, action_count: 1, denied_count: 1, approved_calls: [], denied_calls: [{ action: respond, reason: withheld }], denied_by: 'finish_rule', decision: 'deny', ...judged },
+          failure: withheld,
+          end: { reason: `finish_${response.finish_reason}` },
+        };
+      } else {
+        const respondRequest = respondRequestFor(definition, task.runId, responseContext);
+        const decision = authorizeRespond(resources.policySet, respondRequest);
+        const allowed = decision.decision === 'allow';
+        decided = {
+          fields: {
+            iteration: 1,
+            action_count: 1,
+            denied_count: allowed ? 0 : 1,
+            approved_calls: allowed ? [{ action: respond, fingerprint: digestJson({ action: respond }).digest }] : [],
+            denied_calls: allowed ? [] : [{ action: respond, reason: `Cedar policy denied the response: ${decision.reason}` }],
+            ...(allowed ? {} : { denied_by: 'cedar' as const }),
+            decision: allowed ? 'allow' : 'deny',
+            determining_policies: decision.determining_policies,
+            errors: decision.errors,
+            ...judged,
+          },
+          failure: allowed ? undefined : `Cedar policy denied the response: ${decision.reason}`,
+          end: allowed ? { reason: 'completed' } : { reason: 'policy_denied', policies: policyLabels(resources.policySet, decision.determining_policies) },
+        };
+      }
+    }
+    // A cancel that arrived while the policy ran still wins over its decision: the step's records
+    // stay, and the run ends as a stopped run does, with nothing dispatched.
     pollCancellations();
-    const failure = stopSignal.aborted
-      ? stopReason()
-      : decision.decision !== 'allow'
-        ? `Cedar policy denied the response: ${decision.reason}`
-        : undefined;
-    const end: RunEnd = stopSignal.aborted
-      ? stoppedEnd()
-      : decision.decision !== 'allow'
-        ? { reason: 'policy_denied', policies: policyLabels(resources.policySet, decision.determining_policies) }
-        : { reason: 'completed' };
+    const stopped = stopSignal.aborted;
+    const failure = stopped ? stopReason() : decided.failure;
+    const end: RunEnd = stopped ? stoppedEnd() : decided.end;
+    const reason: TerminationReason = stopped ? stoppedTermination(cancellation.reason(), stopReason()) : decided.failure === undefined ? 'Completed' : 'MaxIterations';
+    const [budgetUpdated, terminated] = records.ending(reason, stopped ? 0 : 1);
     // The decision and the terminal record become durable together, before any text leaves.
-    await writer.appendTerminal(failure === undefined ? 'Completed' : { Error: { message: failure } }, [policyEvaluated], { urgent: stopSignal.aborted });
+    await writer.appendTerminal(terminated, [reasoning, ...records.decision(decided.fields, !stopped), budgetUpdated], { urgent: stopped });
     terminalWritten = true;
     const terminalDurableAt = epochNow();
     progress('policy_evaluated');
@@ -264,27 +303,33 @@ export async function performInvocation(
     const message = describeFailure(err);
     let terminalDurable = false;
     if (writer !== undefined && !terminalWritten) {
-      const reason = { Error: { message } };
-      // The records still missing before the terminal one (Started, and the
-      // open call's finish) share its sync; if they cannot be written (a
-      // tampered file), the terminal record is tried alone.
-      const preceding: Record<string, unknown>[] = [
-        ...(startedRecorded ? [] : [started]),
-        ...(callId !== undefined && !finishRecorded
-          ? [failedFinish ?? failedFinishEvent(callId, message)]
-          : []),
+      // The records still missing before the terminal ones (Started and BudgetOpened, a failed
+      // attempt's finish, the open call's settlement) share their sync; if they cannot be written
+      // (a tampered file), the terminal record is tried alone. As in Symbiont's route, a call
+      // stopped by a cancel keeps no finish and no settlement (its effect is unknown), and one
+      // stopped by the deadline or an error is settled with no usage.
+      const cancelled = stopSignal.aborted && cancellation.reason() !== undefined;
+      const preceding: RunRecord[] = [
+        ...(openingRecorded ? [] : records.opening()),
+        ...(failedFinish ?? []),
+        ...(call !== undefined && openingRecorded && !cancelled ? [records.settleUnknown(call.reservation)] : []),
       ];
+      const reason: TerminationReason =
+        err instanceof RunStopped && err.termination !== undefined ? err.termination
+        : stopSignal.aborted ? stoppedTermination(cancellation.reason(), message)
+        : { Error: { message } };
+      const [budgetUpdated, terminated] = records.ending(reason, 0);
       // A failed or stopped run's end is what a cancel waits for: synced at once (journal-writer.ts).
       const urgent = { urgent: true };
-      terminalDurable = await writer.appendTerminal(reason, preceding, urgent).then(
+      terminalDurable = await writer.appendTerminal(terminated, [...preceding, budgetUpdated], urgent).then(
         () => true,
-        () => (preceding.length > 0 ? writer!.appendTerminal(reason, [], urgent).then(() => true, () => false) : false),
+        () => (openingRecorded ? writer!.appendTerminal(terminated, [], urgent).then(() => true, () => false) : false),
       );
     }
     const end: RunEnd =
       err instanceof RunStopped ? err.end
       : stopSignal.aborted ? stoppedEnd()
-      : writer === undefined || !startedRecorded ? { reason: 'journal_failed' }
+      : writer === undefined || !openingRecorded ? { reason: 'journal_failed' }
       : { reason: 'internal_error' };
     const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined, end };
     if (terminalDurable) result.terminalDurableAt = epochNow();
@@ -298,6 +343,16 @@ export async function performInvocation(
     if (writer !== undefined) await writer.close().catch(() => undefined);
     if (storage !== undefined) closeAuditStorage(storage);
   }
+}
+
+/** How Symbiont ends a stopped run: `Timeout` at the deadline, an `Error` for a cancel. */
+function stoppedTermination(cancelReason: string | undefined, message: string): TerminationReason {
+  return cancelReason === undefined ? 'Timeout' : { Error: { message } };
+}
+
+/** The request as the journal hashes it: Symbiont's `Conversation` and `InferenceOptions` (docs/audit.md). */
+function hashedRequest(conversation: ChatMessage[], model: string, maxTokens: number): HashedRequest {
+  return { conversation: { messages: conversation }, options: { max_tokens: maxTokens, model, response_format: { type: 'text' } } };
 }
 
 /** The determining policies as the operator knows them: @id, else file:line (policy-label.ts). */

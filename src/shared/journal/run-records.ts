@@ -83,7 +83,7 @@ export function settlementOutcome(usage: Usage, inputTokens: number, outputToken
   return 'confirmed';
 }
 
-interface Reservation {
+export interface Reservation {
   id: string;
   input: number;
   output: number;
@@ -180,9 +180,18 @@ export class RunRecords {
   constructor(
     private readonly definition: RunDefinition,
     private readonly startedAtMs: number,
-    budget?: RunBudget,
+    tokenLimit: number = ROUTE_TOKEN_LIMIT,
   ) {
-    this.budget = budget ?? new RunBudget(randomUUID());
+    this.budget = new RunBudget(randomUUID(), tokenLimit);
+  }
+
+  /**
+   * The run's token budget: Symbiont's 16,384, raised when this server's attempts at a request
+   * (each reserves its input and its output, and a failed one stays charged as uncertain) need
+   * more, so that a prompt within the specification's limits is never refused for the budget.
+   */
+  static tokenLimit(inputTokens: number, maxOutputTokens: number, attempts: number): number {
+    return Math.max(ROUTE_TOKEN_LIMIT, attempts * (inputTokens + maxOutputTokens));
   }
 
   /** `Started` and `BudgetOpened`: the first two records of every run. */
@@ -207,7 +216,7 @@ export class RunRecords {
       agent_id: definition.principal,
       config: {
         max_iterations: 1,
-        max_total_tokens: ROUTE_TOKEN_LIMIT,
+        max_total_tokens: this.budget.limit,
         timeout: { secs: timeoutSecs, nanos: 0 },
         default_recovery: { Retry: { max_attempts: 2, base_delay: { secs: 0, nanos: 500_000_000 } } },
         tool_timeout: { secs: 30, nanos: 0 },
@@ -360,17 +369,19 @@ export class RunRecords {
   }
 
   /** `BudgetUpdated` and `Terminated`: the run's last two records. Open reservations count as uncertain. */
-  ending(reason: TerminationReason, iterations: Iterations, nowMs: number = Date.now()): RunRecord[] {
-    this.budget.abandonOpen();
-    const snapshot = this.budget.snapshot();
-    return [
-      { iteration: iterations, event: journalEvent('BudgetUpdated', { budget: snapshot }) },
-      {
-        iteration: iterations,
-        event: journalEvent('Terminated', { reason, iterations, total_usage: snapshot.usage, duration: durationSince(this.startedAtMs, nowMs) }),
-      },
-    ];
+  ending(reason: TerminationReason, iterations: Iterations): [RunRecord, RunRecord] {
+    return runEnding(this.budget, this.startedAtMs, reason, iterations);
   }
+}
+
+/** `BudgetUpdated` and `Terminated` for a run whose budget and start are `budget` and `startedAtMs` (also an owner's, ending a run its worker left). */
+export function runEnding(budget: RunBudget, startedAtMs: number, reason: TerminationReason, iterations: Iterations): [RunRecord, RunRecord] {
+  budget.abandonOpen();
+  const snapshot = budget.snapshot();
+  return [
+    { iteration: iterations, event: journalEvent('BudgetUpdated', { budget: snapshot }) },
+    { iteration: iterations, event: journalEvent('Terminated', { reason, iterations, total_usage: snapshot.usage, duration: durationSince(startedAtMs) }) },
+  ];
 }
 
 /** Terminated alone, for a journal whose budget could not be read back (an owner ending a run of the older format). */

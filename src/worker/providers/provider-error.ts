@@ -1,3 +1,4 @@
+import type { EventFields } from '../../shared/journal/journal-records.js';
 export type ProviderErrorKind = 'http' | 'provider' | 'malformed' | 'oversize' | 'network' | 'aborted';
 
 /**
@@ -27,6 +28,9 @@ export interface ProviderErrorDetails {
  * A provider call that produced no usable response. The message is ours: fixed wording per case,
  * the URL tried (never credentials) and the identifiers above; never provider free text.
  */
+/** The failure's fields in its DirectInferenceFinished record (journal-records.ts, PROVIDER_ERROR). */
+export type ProviderErrorFields = NonNullable<EventFields<'DirectInferenceFinished'>['error']>;
+
 export class ProviderError extends Error {
   override readonly name = 'ProviderError';
 
@@ -49,7 +53,7 @@ export class ProviderError extends Error {
   }
 
   /** The fields a DirectInferenceFinished record keeps about this failure. */
-  journalFields(): Record<string, unknown> {
+  journalFields(): ProviderErrorFields {
     const d = this.details;
     return {
       kind: this.kind,
