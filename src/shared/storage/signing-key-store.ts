@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { type DescriptorRoute, entryIdentityAt, fileFlags, hardLinkProblem } from '../confinement/index.js';
-import { UnsafeStorageError } from './private-directory.js';
+import { privateModeProblem, UnsafeStorageError } from './private-directory.js';
 import { ED25519_SEED_BYTES, signingKeyFromSeed, type ProjectSigningKey } from '../signing/signing-key.js';
 import { describeStorageFailure } from './storage-failure.js';
 
@@ -191,11 +191,8 @@ export function readKeyFile(route: DescriptorRoute, dirFd: number, shown: string
     }
     const linked = hardLinkProblem(stat);
     if (linked !== undefined && !isBeingNamed(route, dirFd, fd, stat)) throw new UnsafeStorageError(`${shown}: unsafe signing key: ${linked}`);
-    if ((stat.mode & 0o077) !== 0) {
-      throw new UnsafeStorageError(
-        `${shown}: unsafe signing key: mode ${(stat.mode & 0o777).toString(8).padStart(4, '0')} grants group or other access; expected 0600`,
-      );
-    }
+    const modeProblem = privateModeProblem(stat.mode, KEY_FILE_MODE);
+    if (modeProblem !== undefined) throw new UnsafeStorageError(`${shown}: unsafe signing key: ${modeProblem}`);
     // Read one byte more than a seed so an oversized file is noticed even if it grew after fstat.
     const buffer = Buffer.alloc(ED25519_SEED_BYTES + 1);
     let filled = 0;
