@@ -8,6 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { pinProject } from '../src/shared/confinement/index.js';
 import { directoryWritersProblem, projectDirectoriesProblem } from '../src/shared/storage/directory-ownership.js';
+import { type AccountFiles, unreadAccountFiles } from '../src/shared/storage/local-accounts.js';
 import { parsePosixAcl } from '../src/shared/storage/directory-acl.js';
 import { namespaceSkip } from './support/mount-namespace.js';
 import { symbiBin } from './support/server-entry.js';
@@ -65,6 +66,8 @@ describe('a project folder another user can change', () => {
   const alice = `syma${tag}`;
   const bob = `symb${tag}`;
   const team = `symt${tag}`;
+  /** A group with no member at all, for a root-owned project the server runs on as root. */
+  const lone = `symg${tag}`;
 
   before(async () => {
     endpoint = await startSyntheticEndpoint();
@@ -73,6 +76,7 @@ describe('a project folder another user can change', () => {
     if (tools) return;
     for (const user of [alice, bob]) execFileSync('useradd', ['--no-create-home', '--user-group', '--shell', '/usr/sbin/nologin', user]);
     execFileSync('groupadd', [team]);
+    execFileSync('groupadd', [lone]);
     for (const user of [alice, bob]) execFileSync('gpasswd', ['--add', user, team], { stdio: 'ignore' });
     const probe = spawnSync('runuser', ['-u', alice, '--', process.execPath, symbiBin, '--version'], { encoding: 'utf8' });
     if (probe.status !== 0) unreachable = `skipped: another user cannot run ${process.execPath} ${symbiBin} (${probe.stderr.trim().split('\n')[0]})`;
@@ -83,7 +87,7 @@ describe('a project folder another user can change', () => {
     fs.rmSync(base, { recursive: true, force: true });
     if (tools) return;
     for (const user of [alice, bob]) execFileSync('userdel', [user], { stdio: 'ignore' });
-    for (const group of [team, alice, bob]) {
+    for (const group of [team, lone, alice, bob]) {
       try {
         execFileSync('groupdel', [group], { stdio: 'ignore' });
       } catch {
@@ -244,6 +248,64 @@ describe('a project folder another user can change', () => {
     );
   });
 
+  it('a member by /etc/gshadow only (sg, newgrp) is seen: the root denies all', { skip: noNamespace }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    // A root-owned project whose group has no member in /etc/group; the server runs as root, which can read /etc/gshadow.
+    const project = makeProject('gshadow-member', PERMIT, 0o2775, { user: 'root', group: lone });
+    assertAnswered(await invoke(project));
+    const line = new RegExp(`^${lone}:([^:]*):([^:]*):([^:]*)$`, 'm');
+    const system = fs.readFileSync('/etc/gshadow', 'utf8');
+    assert.match(system, line, 'groupadd wrote a shadow line');
+    const gshadow = accountFileCopy('/etc/gshadow', { replaced: system.replace(line, `${lone}:$1:$2:${bob}`) });
+    fs.chmodSync(gshadow, 0o640);
+    const namespace = inNamespaceWith({ '/etc/gshadow': gshadow });
+    // bob is in no /etc/group line of the group, yet sg lets him in, and he renames policies/.
+    const moved = spawnSync(namespace[0]!, [...namespace.slice(1), 'runuser', '-u', bob, '--', 'sg', lone, '-c', `mv '${project}/policies' '${project}/policies-off'`], { encoding: 'utf8' });
+    assert.equal(moved.status, 0, `the shadow line made bob a member: ${moved.stderr}`);
+    assert.equal(fs.existsSync(path.join(project, 'policies')), false);
+    fs.renameSync(path.join(project, 'policies-off'), path.join(project, 'policies'));
+    assertRefusedNaming(
+      await invoke(project, undefined, namespace),
+      new RegExp(`${project} is writable by group ${lone} \\(mode 2775\\), whose members include ${bob} \\(listed for "${lone}" in /etc/gshadow only, so newgrp or sg lets them in\\); .*\\(fix: chmod g-w ${project}\\)`),
+    );
+  });
+
+  it('a gid spelled 0NNNN on an /etc/group line is that gid for the kernel and for the check', { skip: noNamespace }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    const gid = Number(execFileSync('getent', ['group', lone], { encoding: 'utf8' }).split(':')[2]);
+    const alias = `symz${tag}`;
+    const group = accountFileCopy('/etc/group', { extra: `${alias}:x:0${gid}:${bob}\n` });
+    const namespace = inNamespaceWith({ '/etc/group': group });
+    const project = makeProject('padded-gid', FORBID_HELLO, 0o2775, { user: 'root', group: lone });
+    // glibc reads 0NNNN as NNNN: bob's login gets the group, and he can rename policies/.
+    const moved = spawnSync(namespace[0]!, [...namespace.slice(1), 'runuser', '-u', bob, '--', 'mv', path.join(project, 'policies'), path.join(project, 'policies-off')], { encoding: 'utf8' });
+    assert.equal(moved.status, 0, `the padded line made bob a member: ${moved.stderr}`);
+    fs.renameSync(path.join(project, 'policies-off'), path.join(project, 'policies'));
+    assertRefusedNaming(
+      await invoke(project, undefined, namespace),
+      new RegExp(`${project} is writable by group ${lone} \\(mode 2775\\), whose members include ${bob} \\(through a second /etc/group line for gid ${gid}, "${alias}"\\)`),
+    );
+  });
+
+  it('symbi check run by a user who cannot read /etc/gshadow says so', { skip: tools }, async (t) => {
+    if (unreachable) return t.skip(unreachable);
+    if ((fs.statSync('/etc/gshadow', { throwIfNoEntry: false })?.mode ?? 0o004) & 0o004) return t.skip('skipped: /etc/gshadow is absent or readable by everyone here');
+    const project = makeProject('gshadow-unread', PERMIT, 0o2775, { user: alice, group: alice });
+    const check = spawnSync('setpriv', ['--reuid', alice, '--regid', alice, '--init-groups', process.execPath, symbiBin, 'check', '--project', project], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base },
+    });
+    assert.match(check.stdout, /ownership: .* can be changed only by this user and root/, check.stdout + check.stderr);
+    assert.match(check.stdout, /ownership: could not read \/etc\/gshadow \(EACCES\), so group members and administrators listed only there \(newgrp, sg, gpasswd\) were not counted/);
+    // A project no group can write needs no group's members: nothing is said.
+    const closed = makeProject('gshadow-unread-closed', PERMIT, 0o755, { user: alice, group: alice });
+    const quiet = spawnSync('setpriv', ['--reuid', alice, '--regid', alice, '--init-groups', process.execPath, symbiBin, 'check', '--project', closed], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base },
+    });
+    assert.doesNotMatch(quiet.stdout, /could not read/, quiet.stdout);
+  });
+
   it('a group-writable root denies all when the system takes groups from a directory service too', { skip: noNamespace }, async (t) => {
     if (unreachable) return t.skip(unreachable);
     const nsswitch = accountFileCopy('/etc/nsswitch.conf', { replaced: 'passwd: files\ngroup: files sss\n' });
@@ -311,7 +373,7 @@ describe('group members as the local account files list them', () => {
     fs.writeFileSync(files.group, group.join('\n') + '\n');
     fs.writeFileSync(files.nsswitch, nsswitch);
     const stat = fs.statSync(shared);
-    return directoryWritersProblem(stat, shared, stat.uid, { accounts: files });
+    return directoryWritersProblem(stat, shared, stat.uid, { accounts: files, platform: 'linux' });
   }
 
   const stat = fs.statSync(dir);
@@ -343,6 +405,92 @@ describe('group members as the local account files list them', () => {
     assert.match(problemWith([me], [`mine:x:${stat.gid}:`], 'passwd: files ldap\ngroup: files [NOTFOUND=return] sss # directory\n') ?? '', /also takes users or groups from ldap, sss, which this server does not query/);
     assert.match(problemWith([me, '+@staff'], [`mine:x:${stat.gid}:`], 'passwd: compat\ngroup: compat\n') ?? '', /has NIS compat lines/);
     assert.equal(problemWith([me], [`mine:x:${stat.gid}:`], 'passwd: compat\ngroup: compat\n'), undefined);
+  });
+});
+
+describe('group members as glibc and the shadow group file give them', () => {
+  // Account files written for the test, judged against a real directory's status.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-gshadow-'));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const stat = fs.statSync(dir);
+  const me = `me:x:${stat.uid}:${stat.gid}::/:/bin/sh`;
+
+  function filesWith(group: string[], gshadow?: string[]): AccountFiles {
+    const files: AccountFiles = { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group'), nsswitch: path.join(dir, 'nsswitch.conf') };
+    fs.writeFileSync(files.passwd, `${me}\n`);
+    fs.writeFileSync(files.group, group.join('\n') + '\n');
+    fs.writeFileSync(files.nsswitch, 'passwd: files\ngroup: files\n');
+    if (gshadow !== undefined) {
+      files.gshadow = path.join(dir, 'gshadow');
+      fs.writeFileSync(files.gshadow, gshadow.join('\n') + '\n');
+    }
+    return files;
+  }
+
+  function problemWith(group: string[], gshadow?: string[]): string | undefined {
+    return directoryWritersProblem({ uid: stat.uid, gid: stat.gid, mode: 0o40775 }, dir, stat.uid, { accounts: filesWith(group, gshadow), platform: 'linux' });
+  }
+
+  it('a gid spelled with leading zeros is the same gid, as glibc reads it', () => {
+    const padded = String(stat.gid).padStart(6, '0');
+    assert.match(problemWith([`mine:x:${padded}:other`]) ?? '', /writable by group mine \(mode 0775\), whose members include other;/);
+    assert.match(problemWith([`mine:x:${stat.gid}:`, `alias:x:0${stat.gid}:other`]) ?? '', /members include other \(through a second \/etc\/group line for gid \d+, "alias"\)/);
+    assert.equal(problemWith([`mine:x:${padded}:me`]), undefined);
+  });
+
+  it('a member or administrator listed only in /etc/gshadow counts', () => {
+    const gshadow = path.join(dir, 'gshadow');
+    assert.match(problemWith([`mine:x:${stat.gid}:`], ['mine:!::other']) ?? '', new RegExp(`members include other \\(listed for "mine" in ${gshadow} only, so newgrp or sg lets them in\\)`));
+    assert.match(problemWith([`mine:x:${stat.gid}:`], ['mine:!:boss:']) ?? '', /members include boss \(an administrator of "mine" in .*gshadow, who can add members with gpasswd\)/);
+    // A line for another group's name says nothing of this one.
+    assert.equal(problemWith([`mine:x:${stat.gid}:`], ['theirs:!::other']), undefined);
+    assert.equal(problemWith([`mine:x:${stat.gid}:`], ['mine:!::me']), undefined);
+  });
+
+  it('a group password anyone may type into newgrp is a way in; a locked or empty one is not', () => {
+    assert.match(problemWith([`mine:x:${stat.gid}:`], ['mine:$6$salt$hash::']) ?? '', /which has a password in .*gshadow, so whoever knows it can join with newgrp; .*\(fix: chmod g-w .*, or gpasswd -r mine\)/);
+    for (const locked of ['!', '*', '!$6$salt$hash', '']) assert.equal(problemWith([`mine:x:${stat.gid}:`], [`mine:${locked}::`]), undefined, locked);
+  });
+
+  it('names a shadow group file that exists but cannot be read, and not one that is absent', () => {
+    const files = filesWith([`mine:x:${stat.gid}:`]);
+    assert.deepEqual(unreadAccountFiles({ ...files, gshadow: path.join(dir, 'absent') }), []);
+    // A directory where the file should be: read() fails (EISDIR) even for root, as EACCES does for other users.
+    assert.deepEqual(unreadAccountFiles({ ...files, gshadow: dir }), [`${dir} (EISDIR)`]);
+  });
+});
+
+describe('macOS: group members live in Open Directory', () => {
+  // What a macOS /etc/group says (recorded): only root is listed in staff and admin, and
+  // its header says Open Directory provides the information outside single-user mode.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-macos-groups-'));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const files: AccountFiles = { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group'), nsswitch: path.join(dir, 'absent-nsswitch.conf') };
+  fs.writeFileSync(files.passwd, 'nobody:*:-2:-2::0:0:Unprivileged User:/var/empty:/usr/bin/false\nroot:*:0:0::0:0:System Administrator:/var/root:/bin/sh\n');
+  fs.writeFileSync(
+    files.group,
+    '##\n# Group Database\n#\n# Note that this file is consulted directly only when the system is running\n# in single-user mode.  At other times this information is provided by\n# Open Directory.\n##\nnobody:*:-2:\nwheel:*:0:root\neveryone:*:12:\nstaff:*:20:root\nadmin:*:80:root\n',
+  );
+  const USER_UID = 501;
+  const judge = (gid: number, serverGid: number, mode = 0o40775) =>
+    directoryWritersProblem({ uid: USER_UID, gid, mode }, '/Users/Shared/project', USER_UID, { accounts: files, platform: 'darwin', serverGid });
+
+  it('a folder writable by staff is refused, though /etc/group lists only root in it', () => {
+    assert.match(judge(20, 20) ?? '', /\/Users\/Shared\/project is writable by group staff \(mode 0775\), the primary group of every local user; macOS keeps group members in Open Directory, which this server does not query, .*\(fix: chmod g-w \/Users\/Shared\/project\)/);
+    // The same lines on Linux are judged by the local files, which see no one else: the reason macOS needs its own rule.
+    assert.equal(directoryWritersProblem({ uid: USER_UID, gid: 20, mode: 0o40775 }, '/p', USER_UID, { accounts: files, platform: 'linux' }), undefined);
+  });
+
+  it('a folder writable by admin or everyone is refused', () => {
+    assert.match(judge(80, 20) ?? '', /writable by group admin \(mode 0775\), not the server user's own primary group; macOS keeps group members in Open Directory/);
+    assert.match(judge(12, 20) ?? '', /writable by group everyone/);
+    assert.match(judge(4242, 20) ?? '', /writable by group 4242 /);
+  });
+
+  it("a folder writable by the user's own primary group (not staff) passes, and one no group can write is unaffected", () => {
+    assert.equal(judge(4242, 4242), undefined);
+    assert.equal(judge(20, 20, 0o40755), undefined);
+    assert.equal(judge(80, 20, 0o41775), undefined, 'the sticky bit: others may add entries, never rename ours');
   });
 });
 
