@@ -436,6 +436,9 @@ describe('group members as glibc and the shadow group file give them', () => {
     assert.match(problemWith([`mine:x:${padded}:other`]) ?? '', /writable by group mine \(mode 0775\), whose members include other;/);
     assert.match(problemWith([`mine:x:${stat.gid}:`, `alias:x:0${stat.gid}:other`]) ?? '', /members include other \(through a second \/etc\/group line for gid \d+, "alias"\)/);
     assert.equal(problemWith([`mine:x:${padded}:me`]), undefined);
+    // strtoul's leading blank and plus sign too; a line whose gid field is not a number is skipped, as glibc skips it.
+    assert.match(problemWith([`mine:x: +${stat.gid}:other`]) ?? '', /members include other/);
+    assert.match(problemWith([`mine:x:${stat.gid}x:other`]) ?? '', /which \/etc\/group does not list/);
   });
 
   it('a member or administrator listed only in /etc/gshadow counts', () => {

@@ -7,7 +7,8 @@ import path from 'node:path';
 // primary group it is in /etc/passwd, plus the members and administrators
 // /etc/gshadow gives those groups' names (newgrp and sg take members from
 // there, and an administrator can add any with gpasswd). Gids are numbers, as
-// glibc reads them (strtoul, base 10: a line spelling 01004 is gid 1004).
+// glibc reads them (strtoul in base 10, bminor/glibc nss/fgetgrent_r.c and nss/nss_files/files-parse.c at
+// commit 6d7e8eda9b85: a line spelling 01004 is gid 1004).
 // Node.js has no getgrgid, and NSS could not list a group's members completely
 // anyway (getgrgid stops at the first source that knows the gid; a directory
 // service adds members per user), so only the local files are read, and
@@ -67,11 +68,17 @@ function readLines(file: string): string[] {
   }
 }
 
-/** A uid or gid field as glibc's files backend reads it: decimal digits, leading zeros allowed; undefined otherwise. */
+/**
+ * A uid or gid field as glibc's files backend reads it (INT_FIELD in base 10, strtou32):
+ * strtoul's leading blanks and "+",
+ * then decimal digits, leading zeros allowed, up to the colon; a value past 32 bits
+ * becomes 0xffffffff, which is no real id. Undefined when glibc would skip the line.
+ */
 function idField(field: string | undefined): number | undefined {
-  if (field === undefined || !/^\d{1,10}$/.test(field)) return undefined;
-  const id = Number(field);
-  return id <= 0xffffffff ? id : undefined;
+  const digits = field === undefined ? null : /^[ \t\n\v\f\r]*\+?(\d+)$/.exec(field);
+  if (digits === null) return undefined;
+  const id = Number(digits[1]);
+  return id <= 0xffffffff ? id : 0xffffffff;
 }
 
 function passwdEntries(file: string): PasswdEntry[] {
@@ -114,7 +121,8 @@ function gshadowEntries(file: string | undefined): GshadowEntry[] {
 
 /**
  * A group password newgrp accepts from a user who knows it: not empty (an empty one
- * admits members only, newgrp(1)) and not locked ("!" or "*" never matches a crypt).
+ * admits members only: check_perms in shadow-maint/shadow src/newgrp.c, commit
+ * 38a50366bc80) and not locked ("!" or "*" never matches a crypt).
  */
 function joinablePassword(password: string): boolean {
   return password !== '' && !password.startsWith('!') && !password.startsWith('*');
