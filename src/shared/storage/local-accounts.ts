@@ -7,8 +7,9 @@ import path from 'node:path';
 // primary group it is in /etc/passwd, plus the members and administrators
 // /etc/gshadow gives those groups' names (newgrp and sg take members from
 // there, and an administrator can add any with gpasswd). Gids are numbers, as
-// glibc reads them (strtoul in base 10, bminor/glibc nss/fgetgrent_r.c and nss/nss_files/files-parse.c at
-// commit 6d7e8eda9b85: a line spelling 01004 is gid 1004).
+// glibc reads them: strtoul in base 10 (bminor/glibc nss/fgetgrent_r.c at
+// b121fdc552f3, nss/nss_files/files-parse.c at cc4d6614b592), so a line
+// spelling 01004 is gid 1004.
 // Node.js has no getgrgid, and NSS could not list a group's members completely
 // anyway (getgrgid stops at the first source that knows the gid; a directory
 // service adds members per user), so only the local files are read, and
