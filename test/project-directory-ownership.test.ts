@@ -9,7 +9,7 @@ import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthe
 import { pinProject } from '../src/shared/confinement/index.js';
 import { directoryWritersProblem, projectDirectoriesProblem } from '../src/shared/storage/directory-ownership.js';
 import { type AccountFiles, unreadAccountFiles } from '../src/shared/storage/local-accounts.js';
-import { parsePosixAcl } from '../src/shared/storage/directory-acl.js';
+import { type DirectoryAcl, NFS4_ACE_FLAG, parseNfs4Acl, parsePosixAcl } from '../src/shared/storage/directory-acl.js';
 import { namespaceSkip } from './support/mount-namespace.js';
 import { symbiBin } from './support/server-entry.js';
 import { invokeOnce, type InvokeOutcome, providerEnv } from './support/server.js';
@@ -542,3 +542,112 @@ describe('the Linux ACL extended attribute', () => {
     assert.throws(() => parsePosixAcl(Buffer.concat([header(2), Buffer.alloc(5)])), /not a version header followed by 8-byte entries/);
   });
 });
+
+describe('NFSv4 ACLs, as a Linux NFSv4 mount exposes them (system.nfs4_acl)', () => {
+  // Values built as the attribute holds them (RFC 7530 section 6.2.1, XDR): a big-endian
+  // count, then type, flag, access mask and the principal, padded to 4 bytes.
+  const ALLOW = 0;
+  const DENY = 1;
+  // nfs4_getfacl's letters: r 0x1, w 0x2, a 0x4, x 0x20, D 0x40, t 0x80, T 0x100, d 0x10000, c 0x20000, C 0x40000, o 0x80000, y 0x100000.
+  const RX = 0x1 | 0x20 | 0x80 | 0x20000 | 0x100000;
+  const FULL = RX | 0x2 | 0x4 | 0x40 | 0x100 | 0x10000 | 0x40000 | 0x80000;
+  const ace = (type: number, flag: number, mask: number, who: string) => {
+    const name = Buffer.from(who, 'utf8');
+    const words = Buffer.alloc(16);
+    [type, flag, mask, name.length].forEach((value, i) => words.writeUInt32BE(value, i * 4));
+    return Buffer.concat([words, name, Buffer.alloc((4 - (name.length % 4)) % 4)]);
+  };
+  const acl = (...aces: Buffer[]) => {
+    const count = Buffer.alloc(4);
+    count.writeUInt32BE(aces.length, 0);
+    return Buffer.concat([count, ...aces]);
+  };
+  // What an NFSv4 server shows for a 0755 directory: the mode as three entries.
+  const trivial = [ace(ALLOW, 0, FULL, 'OWNER@'), ace(ALLOW, 0, RX, 'GROUP@'), ace(ALLOW, 0, RX, 'EVERYONE@')];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-nfs4-'));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const stat = fs.statSync(dir);
+  const accounts = (() => {
+    const files = { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group'), nsswitch: path.join(dir, 'nsswitch.conf') };
+    fs.writeFileSync(files.passwd, `me:x:${stat.uid}:${stat.gid}::/:/bin/sh\nother:x:${stat.uid + 1000}:${stat.gid + 1000}::/:/bin/sh\n`);
+    fs.writeFileSync(files.group, `mine:x:${stat.gid}:\n`);
+    fs.writeFileSync(files.nsswitch, 'passwd: files\ngroup: files\n');
+    return files;
+  })();
+  const judge = (value: Buffer, mode = 0o40755, groupLine?: string) => {
+    if (groupLine !== undefined) fs.writeFileSync(accounts.group, `${groupLine}\n`);
+    const parsed: DirectoryAcl = { kind: 'nfs4', aces: parseNfs4Acl(value) };
+    try {
+      return directoryWritersProblem({ uid: stat.uid, gid: stat.gid, mode }, '/mnt/nfs/project', stat.uid, { acl: parsed, accounts, platform: 'linux' });
+    } finally {
+      fs.writeFileSync(accounts.group, `mine:x:${stat.gid}:\n`);
+    }
+  };
+
+  it('parses entries and their padded principals', () => {
+    assert.deepEqual(parseNfs4Acl(acl(ace(ALLOW, NFS4_ACE_FLAG.IDENTIFIER_GROUP, 0x6, 'staff@example.com'), ace(DENY, 0, 0x2, 'OWNER@'))), [
+      { type: ALLOW, flag: 0x40, mask: 0x6, who: 'staff@example.com' },
+      { type: DENY, flag: 0, mask: 0x2, who: 'OWNER@' },
+    ]);
+  });
+
+  it('refuses what it cannot read rather than guess', () => {
+    assert.throws(() => parseNfs4Acl(Buffer.alloc(2)), /ends inside an entry/);
+    assert.throws(() => parseNfs4Acl(acl(ace(ALLOW, 0, 1, 'OWNER@')).subarray(0, 22)), /ends inside an entry/);
+    assert.throws(() => parseNfs4Acl(Buffer.concat([acl(ace(ALLOW, 0, 1, 'OWNER@')), Buffer.alloc(4)])), /4 bytes after its last entry/);
+    const many = Buffer.alloc(8);
+    many.writeUInt32BE(1000, 0);
+    assert.throws(() => parseNfs4Acl(many), /claims 1000 entries in 8 bytes/);
+  });
+
+  it('an ACL that only repeats the mode bits passes', () => {
+    assert.equal(judge(acl(...trivial)), undefined);
+  });
+
+  it('an entry giving another principal write or delete is refused, naming it', () => {
+    assert.match(
+      judge(acl(...trivial, ace(ALLOW, 0, 0x2 | 0x4 | 0x40, 'bob@example.com'))) ?? '',
+      /\/mnt\/nfs\/project is writable by principal bob@example.com through its NFSv4 ACL entry allowing bob@example.com access mask 0x46, which this server cannot map to local users; .*\(fix: remove the entry with nfs4_setfacl -x \(nfs4_getfacl \/mnt\/nfs\/project lists it\)\)/,
+    );
+    assert.match(judge(acl(...trivial, ace(ALLOW, NFS4_ACE_FLAG.IDENTIFIER_GROUP, 0x10000, 'team@example.com'))) ?? '', /writable by group team@example.com /);
+    assert.match(judge(acl(ace(ALLOW, 0, FULL, 'OWNER@'), ace(ALLOW, 0, RX | 0x40, 'EVERYONE@'))) ?? '', /writable by every user through its NFSv4 ACL entry allowing EVERYONE@/);
+    // Write to the ACL or the owner is a way to the rest.
+    assert.match(judge(acl(...trivial, ace(ALLOW, 0, 0x40000, 'AUTHENTICATED@'))) ?? '', /writable by principal AUTHENTICATED@/);
+  });
+
+  it('GROUP@ with write is judged like the owning group', () => {
+    const groupWrite = acl(ace(ALLOW, 0, FULL, 'OWNER@'), ace(ALLOW, 0, FULL, 'GROUP@'), ace(ALLOW, 0, RX, 'EVERYONE@'));
+    assert.equal(judge(groupWrite, 0o40755), undefined, 'a group with no other member');
+    assert.match(judge(groupWrite, 0o40755, `mine:x:${stat.gid}:other`) ?? '', /writable by group mine through its NFSv4 ACL entry allowing GROUP@ .*whose members include other/);
+  });
+
+  it('deny, inherit-only and read-only entries give no write', () => {
+    assert.equal(judge(acl(...trivial, ace(DENY, 0, FULL, 'bob@example.com'))), undefined);
+    assert.equal(judge(acl(...trivial, ace(ALLOW, NFS4_ACE_FLAG.INHERIT_ONLY | 0x3, FULL, 'bob@example.com'))), undefined);
+    assert.equal(judge(acl(...trivial, ace(ALLOW, 0, RX, 'bob@example.com'))), undefined);
+  });
+});
+
+describe('a file system with no ACL this server can read', () => {
+  const skip = namespaceSkip();
+  it('is named by symbi check, and judged by its mode bits', { skip: skip ? `skipped: ${skip}` : false }, () => {
+    // ramfs has no extended attributes at all: both ACL attributes answer EOPNOTSUPP, as a CIFS or FUSE mount's do.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-no-acl-'));
+    try {
+      const setup = `mount -t ramfs none '${dir}' && chmod 755 '${dir}' && mkdir '${dir}/agents' && echo 'agent assistant {}' > '${dir}/agents/assistant.symbi'`;
+      const check = spawnSync('unshare', ['-m', 'sh', '-c', `${setup} && exec "$0" "$@"`, process.execPath, symbiBin, 'check', '--project', dir], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
+      });
+      assert.match(check.stdout, new RegExp(`ok +ownership: ${dir} and every directory above it can be changed only by this user and root`), check.stdout + check.stderr);
+      assert.match(
+        check.stdout,
+        new RegExp(`warn +ownership: ${dir}: its file system \\(ramfs\\) exposes neither a POSIX nor an NFSv4 ACL \\(EOPNOTSUPP\\), so only its mode bits were read; an ACL the file server applies`),
+      );
+      assert.equal(check.stdout.match(/exposes neither/g)?.length, 1, 'only the ramfs level is named');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+

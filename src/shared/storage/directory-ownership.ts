@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PinnedDirectory } from '../confinement/index.js';
-import { ACL_PERM, ACL_TAG, readDirectoryAcl, removeAclCommand, type DirectoryAcl, type PosixAclEntry } from './directory-acl.js';
+import { ACL_PERM, ACL_TAG, NFS4_ACE_FLAG, NFS4_ACE_TYPE, NFS4_WRITE_MASK, readDirectoryAcl, removeAclCommand, type DirectoryAcl, type PosixAclEntry } from './directory-acl.js';
 import { localGroup, membersOutOfReach, unreadAccountFiles, userNameOf, type AccountFiles } from './local-accounts.js';
 
 // Who may rename what the project holds. The policy files and the audit
@@ -126,6 +126,26 @@ export function directoryWritersProblem(stat: DirectoryStatus, shown: string, se
       if (problem !== undefined) problems.push(problem);
     }
   }
+  if (acl.kind === 'nfs4') {
+    // Deny entries take nothing away here (an allow entry before them may still grant), and
+    // inherit-only entries apply to what is created inside, not to this directory.
+    for (const ace of acl.aces) {
+      if (ace.type !== NFS4_ACE_TYPE.ALLOW || (ace.flag & NFS4_ACE_FLAG.INHERIT_ONLY) !== 0 || (ace.mask & NFS4_WRITE_MASK) === 0) continue;
+      const how = `through its NFSv4 ACL entry allowing ${ace.who} access mask 0x${ace.mask.toString(16)}`;
+      const fix = `remove the entry with nfs4_setfacl -x (nfs4_getfacl ${shown} lists it)`;
+      if (ace.who === 'OWNER@') continue;
+      if (ace.who === 'GROUP@') {
+        if ((stat.mode & GROUP_WRITE) !== 0) continue; // judged above from the mode bits
+        const problem = groupProblem(stat.gid, how, fix);
+        if (problem !== undefined) problems.push(problem);
+      } else if (ace.who === 'EVERYONE@') {
+        problems.push(`${shown} is writable by every user ${how}; ${CONSEQUENCE} (fix: ${fix})`);
+      } else {
+        const kind = (ace.flag & NFS4_ACE_FLAG.IDENTIFIER_GROUP) !== 0 ? 'group' : 'principal';
+        problems.push(`${shown} is writable by ${kind} ${ace.who} ${how}, which this server cannot map to local users; ${CONSEQUENCE} (fix: ${fix})`);
+      }
+    }
+  }
   return problems.length === 0 ? undefined : problems.join('; ');
 }
 
@@ -176,11 +196,13 @@ function holdingDirectories(project: PinnedDirectory): { statuses: fs.BigIntStat
   }
 }
 
-/** What the walk found: the problem (undefined when none), and the account files it needed but could not read. */
+/** What the walk found: the problem (undefined when none), and what it could not read. */
 export interface ProjectDirectoriesCheck {
   problem: string | undefined;
   /** E.g. "/etc/gshadow (EACCES)": files that exist but could not be read while a group's members were judged. */
   unread: string[];
+  /** E.g. "/mnt/share: its file system (cifs) exposes neither a POSIX nor an NFSv4 ACL ...": levels judged by their mode bits alone. */
+  aclsUnread: string[];
 }
 
 /**
@@ -195,11 +217,12 @@ export function projectDirectoriesProblem(project: PinnedDirectory, accounts?: A
 /** projectDirectoriesProblem, with the account files a group's judgement needed but could not read (for `symbi check`). */
 export function checkProjectDirectories(project: PinnedDirectory, accounts?: AccountFiles): ProjectDirectoriesCheck {
   const groupsJudged = new Set<number>();
-  const problem = walkProblem(project, groupsJudged, accounts);
-  return { problem, unread: groupsJudged.size > 0 ? unreadAccountFiles(accounts) : [] };
+  const aclsUnread: string[] = [];
+  const problem = walkProblem(project, groupsJudged, aclsUnread, accounts);
+  return { problem, unread: groupsJudged.size > 0 ? unreadAccountFiles(accounts) : [], aclsUnread };
 }
 
-function walkProblem(project: PinnedDirectory, groupsJudged: Set<number>, accounts?: AccountFiles): string | undefined {
+function walkProblem(project: PinnedDirectory, groupsJudged: Set<number>, aclsUnread: string[], accounts?: AccountFiles): string | undefined {
   const serverUid = process.getuid?.();
   if (serverUid === undefined || !project.access.available) return undefined;
   const problems: string[] = [];
@@ -229,6 +252,7 @@ function walkProblem(project: PinnedDirectory, groupsJudged: Set<number>, accoun
       problems.push(moved(shown));
       break;
     }
+    if (acl.kind === 'unreadable') aclsUnread.push(`${shown}: ${acl.why}`);
     const problem = directoryWritersProblem({ uid: Number(stat.uid), gid: Number(stat.gid), mode: Number(stat.mode) }, shown, serverUid, { acl, accounts, groupsJudged });
     if (problem !== undefined) problems.push(problem);
   }
