@@ -21,12 +21,11 @@ import { repoRoot } from './support/server-entry.js';
 // The race is run twice. At the key store, RACERS real processes
 // (support/key-store-racer.ts) each open a fresh project's storage as a
 // server's startup does, at the same moment, KEY_STORE_ROUNDS times: cheap
-// enough for many rounds (before the fix, a 0-byte read showed within a few
-// dozen). Then whole servers: SERVERS real `symbi mcp` processes per round,
-// SERVER_ROUNDS rounds, each in a fresh project; every server answers one
-// invoke_agent, and all report one public key, the one in the key file.
-// (Twenty rounds of eight servers took 42 s on a shared two-core machine, so
-// the server rounds are fewer and the key store carries the count.)
+// enough for many rounds, which the race needs to show. Then whole servers:
+// SERVERS real `symbi mcp` processes per round, SERVER_ROUNDS rounds, each in
+// a fresh project; every server answers one invoke_agent, and all report one
+// public key, the one in the key file. Whole servers cost seconds a round, so
+// they run fewer rounds and the key store carries the count.
 
 const RACERS = 8;
 const KEY_STORE_ROUNDS = 500;
@@ -138,36 +137,39 @@ describe(`${SERVERS} servers started together in a project without .symbiont/`, 
 
   it('a start removes temporary keys a crash left, and never takes one for the key', async () => {
     const project = makeProject(FILES);
-    const governed = path.join(project, '.symbiont', 'governed');
-    fs.mkdirSync(governed, { recursive: true, mode: 0o700 });
-    fs.chmodSync(path.dirname(governed), 0o700);
-    // A server that crashed after writing part of a new key, before linking it: no key yet.
-    fs.writeFileSync(path.join(governed, 'audit-signing.key.new-4242-0123456789ab'), Buffer.alloc(7), { mode: 0o600 });
-    let server = await startServer(project, { env: providerEnv(endpoint.url) });
-    let key: string;
     try {
-      const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'hello' });
-      assert.equal(result.isError, undefined, `${textOf(result)}\n${server.stderr()}`);
-      key = auditOf(result).audit.public_key;
-      assert.equal(key, projectPublicKey(project));
+      const governed = path.join(project, '.symbiont', 'governed');
+      fs.mkdirSync(governed, { recursive: true, mode: 0o700 });
+      fs.chmodSync(path.dirname(governed), 0o700);
+      // A server that crashed after writing part of a new key, before linking it: no key yet.
+      fs.writeFileSync(path.join(governed, 'audit-signing.key.new-4242-0123456789ab'), Buffer.alloc(7), { mode: 0o600 });
+      let server = await startServer(project, { env: providerEnv(endpoint.url) });
+      let key: string;
+      try {
+        const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'hello' });
+        assert.equal(result.isError, undefined, `${textOf(result)}\n${server.stderr()}`);
+        key = auditOf(result).audit.public_key;
+        assert.equal(key, projectPublicKey(project));
+      } finally {
+        await server.close();
+      }
+      assert.deepEqual(fs.readdirSync(governed).filter((name) => name.startsWith('audit-signing.key.')), []);
+      // A server that crashed between linking its key and removing the temporary name: the key has two names.
+      const leftover = path.join(governed, 'audit-signing.key.new-4243-ba9876543210');
+      fs.linkSync(path.join(governed, 'audit-signing.key'), leftover);
+      server = await startServer(project, { env: providerEnv(endpoint.url) });
+      try {
+        const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'hello again' });
+        assert.equal(result.isError, undefined, `${textOf(result)}\n${server.stderr()}`);
+        assert.equal(auditOf(result).audit.public_key, key, 'the same key');
+      } finally {
+        await server.close();
+      }
+      assert.equal(fs.existsSync(leftover), false, 'the second name is removed');
+      assert.equal(fs.statSync(path.join(governed, 'audit-signing.key')).nlink, 1);
     } finally {
-      await server.close();
+      removeProject(project);
     }
-    assert.deepEqual(fs.readdirSync(governed).filter((name) => name.startsWith('audit-signing.key.')), []);
-    // A server that crashed between linking its key and removing the temporary name: the key has two names.
-    const leftover = path.join(governed, 'audit-signing.key.new-4243-ba9876543210');
-    fs.linkSync(path.join(governed, 'audit-signing.key'), leftover);
-    server = await startServer(project, { env: providerEnv(endpoint.url) });
-    try {
-      const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'hello again' });
-      assert.equal(result.isError, undefined, `${textOf(result)}\n${server.stderr()}`);
-      assert.equal(auditOf(result).audit.public_key, key, 'the same key');
-    } finally {
-      await server.close();
-    }
-    assert.equal(fs.existsSync(leftover), false, 'the second name is removed');
-    assert.equal(fs.statSync(path.join(governed, 'audit-signing.key')).nlink, 1);
-    removeProject(project);
   });
 
   it('a second name that is not a temporary key is still refused', async () => {
