@@ -34,6 +34,12 @@ export interface DescriptorRoute {
   mkdirAt(dirFd: number, name: string, mode: number): void;
   /** renameat(dirFd, from, dirFd, to): within one directory. Throws an errno error. */
   renameAt(dirFd: number, from: string, to: string): void;
+  /**
+   * linkat(dirFd, from, dirFd, to, 0): a second name for the file `from` (a symlink there is
+   * linked, never followed); fails with EEXIST if `to` exists (any kind of entry), so of
+   * several processes linking to one name exactly one succeeds. Throws an errno error.
+   */
+  linkAt(dirFd: number, from: string, to: string): void;
   /** unlinkat(dirFd, name, 0): a file, never a directory. Throws an errno error. */
   unlinkAt(dirFd: number, name: string): void;
   /** Lists the directory open as `dirFd` (its own offset is left alone), reading at most `max` entries. */

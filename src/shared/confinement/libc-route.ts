@@ -7,7 +7,7 @@ import { F_GETFD, F_GETFL, openFlags, type OverridableConstant } from './open-fl
 
 // The routes that call the process's own libc through koffi (a C FFI that ships
 // prebuilt binaries, so nothing is compiled on the user's machine), the way a C
-// program would: openat, mkdirat, renameat, unlinkat, and fdopendir/readdir to
+// program would: openat, mkdirat, renameat, linkat, unlinkat, and fdopendir/readdir to
 // list a directory from its descriptor. koffi.load(null) is the running
 // process's own C library on Linux, macOS and FreeBSD.
 //
@@ -159,7 +159,7 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
   const readdirFn = libc.func(layout.readdir, 'void *', ['void *']);
   const closedir = libc.func('int closedir(void *)');
   const syscall = options.openat2 ? libc.func('long syscall(long, ...)') : undefined;
-  const linkat = platform === 'linux' ? libc.func('int linkat(int, const char *, int, const char *, int)') : undefined;
+  const linkat = libc.func('int linkat(int, const char *, int, const char *, int)');
   const cloexec = flags.O_CLOEXEC;
   const directoryFlags = flags.O_RDONLY | flags.O_DIRECTORY | cloexec;
 
@@ -190,6 +190,10 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
     },
     renameAt(dirFd, from, to) {
       check(renameat(dirFd, from, dirFd, to), 'renameat');
+    },
+    linkAt(dirFd, from, to) {
+      // Flags 0: a symlink at `from` is linked itself, never followed (linkat(2), POSIX).
+      check(linkat(dirFd, from, dirFd, to, 0), 'linkat');
     },
     unlinkAt(dirFd, name) {
       check(unlinkat(dirFd, name, 0), 'unlinkat');
@@ -236,7 +240,7 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
       }
     },
   };
-  if (linkat !== undefined) {
+  if (platform === 'linux') {
     const unnamedFlags = O_TMPFILE_WITHOUT_DIRECTORY | flags.O_DIRECTORY | flags.O_WRONLY | flags.O_APPEND | cloexec;
     route.openUnnamedFile = (dirFd, mode) => openatCall(dirFd, '.', unnamedFlags, mode, 'openat(O_TMPFILE)');
     route.nameUnnamedFile = (fd, dirFd, name) => {

@@ -19,6 +19,8 @@ export function createProcRoute(flags: OpenFlags): DescriptorRoute {
     openAt: (dirFd, name, flags, mode) => fs.openSync(procPath(dirFd, name), flags, mode),
     mkdirAt: (dirFd, name, mode) => fs.mkdirSync(procPath(dirFd, name), { mode }),
     renameAt: (dirFd, from, to) => fs.renameSync(procPath(dirFd, from), procPath(dirFd, to)),
+    // link(2) follows no symlink at its last component; /proc/self/fd/<dirfd> is only the directory.
+    linkAt: (dirFd, from, to) => fs.linkSync(procPath(dirFd, from), procPath(dirFd, to)),
     unlinkAt: (dirFd, name) => fs.unlinkSync(procPath(dirFd, name)),
     list(dirFd, max): DirectoryListing {
       const dir = fs.opendirSync(procPath(dirFd), { encoding: 'buffer' as BufferEncoding, bufferSize: 64 });

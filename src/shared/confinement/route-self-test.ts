@@ -153,10 +153,23 @@ function checkListing(route: DescriptorRoute, listFd: number, listPath: string, 
   if (!route.list(listFd, 2).truncated) throw new SelfTestFailure('a listing stops at its limit', 'it did not report more entries');
 }
 
-/** Throws unless `shown` has exactly the permission bits `asked` under the umask. */
-function expectMode(check: string, shown: string, stat: fs.Stats, asked: number, umask: number): void {
+const S_ISGID = 0o2000;
+
+/**
+ * The mode bits a created entry is compared on: a directory made inside a setgid
+ * directory inherits S_ISGID whatever mode was asked (mkdir(2), BSD group
+ * semantics), and that bit grants nobody access, so a TMPDIR inside a setgid
+ * folder is no wrong mode.
+ */
+function comparedModeBits(stat: fs.Stats, parent: fs.Stats): number {
+  const inherited = stat.isDirectory() && (parent.mode & S_ISGID) !== 0 ? S_ISGID : 0;
+  return stat.mode & 0o7777 & ~inherited;
+}
+
+/** Throws unless `shown` has exactly the permission bits `asked` under the umask (an inherited setgid bit aside). */
+function expectMode(check: string, shown: string, stat: fs.Stats, parent: fs.Stats, asked: number, umask: number): void {
   const expected = asked & ~umask & 0o7777;
-  const got = stat.mode & 0o7777;
+  const got = comparedModeBits(stat, parent);
   if (got !== expected) throw new SelfTestFailure(check, `${shown} has mode ${got.toString(8).padStart(4, '0')}, expected ${expected.toString(8).padStart(4, '0')} (${asked.toString(8).padStart(4, '0')} under umask ${umask.toString(8).padStart(4, '0')})`);
 }
 
@@ -168,7 +181,7 @@ function checkStorageCalls(route: DescriptorRoute, root: string, rootFd: number)
     route.mkdirAt(rootFd, 'made', 0o700);
     const madeDir = fs.lstatSync(path.join(root, 'made'));
     if (!madeDir.isDirectory()) throw new SelfTestFailure(check, 'mkdirat did not make a directory');
-    expectMode(check, 'the created directory', madeDir, 0o700, umask);
+    expectMode(check, 'the created directory', madeDir, fs.fstatSync(rootFd), 0o700, umask);
     const madeFd = route.openAt(rootFd, 'made', f.O_RDONLY | f.O_DIRECTORY | f.O_NOFOLLOW);
     try {
       const fd = route.openAt(madeFd, 'new', f.O_WRONLY | f.O_CREAT | f.O_EXCL | f.O_NOFOLLOW, 0o600);
@@ -176,7 +189,7 @@ function checkStorageCalls(route: DescriptorRoute, root: string, rootFd: number)
       fs.closeSync(fd);
       const made = fs.lstatSync(path.join(root, 'made', 'new'));
       if (!made.isFile()) throw new SelfTestFailure(check, 'the created file is not a regular file');
-      expectMode(check, 'the created file', made, 0o600, umask);
+      expectMode(check, 'the created file', made, fs.fstatSync(madeFd), 0o600, umask);
       route.renameAt(madeFd, 'new', 'renamed');
       if (fs.readFileSync(path.join(root, 'made', 'renamed'), 'utf8') !== CONTENT || fs.existsSync(path.join(root, 'made', 'new'))) {
         throw new SelfTestFailure(check, 'rename did not move the file');

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PinnedDirectory } from '../confinement/index.js';
-import { ACL_PERM, ACL_TAG, readDirectoryAcl, removeAclCommand, type DirectoryAcl, type PosixAclEntry } from './directory-acl.js';
-import { localGroup, membersOutOfReach, userNameOf, type AccountFiles } from './local-accounts.js';
+import { ACL_PERM, ACL_TAG, NFS4_ACE_FLAG, NFS4_ACE_TYPE, NFS4_WRITE_MASK, readDirectoryAcl, removeAclCommand, type DirectoryAcl, type PosixAclEntry } from './directory-acl.js';
+import { localGroup, membersOutOfReach, unreadAccountFiles, userNameOf, type AccountFiles } from './local-accounts.js';
 
 // Who may rename what the project holds. The policy files and the audit
 // storage are checked themselves (policy-file-modes.ts, private-directory.ts),
@@ -26,6 +26,8 @@ const GROUP_WRITE = 0o020;
 const OTHER_WRITE = 0o002;
 const STICKY = 0o1000;
 const CONSEQUENCE = 'another user could rename policies/ or .symbiont/ beneath it';
+/** staff, the primary group macOS gives every local user (dscl . -read /Users/NAME PrimaryGroupID). */
+const MACOS_STAFF_GID = 20;
 
 /** What the writer check reads of a directory's status. */
 export type DirectoryStatus = Pick<fs.Stats, 'uid' | 'gid' | 'mode'>;
@@ -35,6 +37,12 @@ export interface WriterCheckOptions {
   acl?: DirectoryAcl;
   /** The account files (tests only). */
   accounts?: AccountFiles;
+  /** The platform whose rules apply (tests only; process.platform otherwise). */
+  platform?: string;
+  /** The server user's primary gid (tests only; process.getgid() otherwise). */
+  serverGid?: number;
+  /** Each gid whose members the check had to judge is added here (so a caller can say what it could not read). */
+  groupsJudged?: Set<number>;
 }
 
 function permText(perm: number): string {
@@ -47,7 +55,7 @@ function permText(perm: number): string {
  * and the fix, joined on one line; undefined when none can.
  */
 export function directoryWritersProblem(stat: DirectoryStatus, shown: string, serverUid: number, options: WriterCheckOptions = {}): string | undefined {
-  const { acl = { kind: 'none' }, accounts } = options;
+  const { acl = { kind: 'none' }, accounts, platform = process.platform, serverGid = process.getgid?.(), groupsJudged } = options;
   const trusted = (uid: number | undefined) => uid === serverUid || uid === ROOT_UID;
   if (!trusted(stat.uid)) {
     const owner = userNameOf(stat.uid, accounts);
@@ -65,12 +73,22 @@ export function directoryWritersProblem(stat: DirectoryStatus, shown: string, se
 
   /** Why group `gid`, writing `how`, may include someone besides the server's user and root; undefined when it cannot. */
   const groupProblem = (gid: number, how: string, fix: string): string | undefined => {
+    groupsJudged?.add(gid);
+    if (platform === 'darwin') {
+      if (gid === serverGid && gid !== MACOS_STAFF_GID) return undefined;
+      const name = localGroup(gid, accounts)?.name ?? String(gid);
+      const whose = gid === MACOS_STAFF_GID ? 'the primary group of every local user' : "not the server user's own primary group";
+      return `${shown} is writable by group ${name} ${how}, ${whose}; macOS keeps group members in Open Directory, which this server does not query, so members besides the server's user cannot be ruled out; ${CONSEQUENCE} (fix: ${fix})`;
+    }
     const group = localGroup(gid, accounts);
     if (group === undefined) {
       return `${shown} is writable by group ${gid} ${how}, which /etc/group does not list, so its members cannot be checked; ${CONSEQUENCE} (fix: ${fix})`;
     }
     const others = group.members.filter((member) => !trusted(member.uid)).map((member) => (member.via ? `${member.name} (${member.via})` : member.name));
     if (others.length > 0) return `${shown} is writable by group ${group.name} ${how}, whose members include ${others.join(', ')}; ${CONSEQUENCE} (fix: ${fix})`;
+    if (group.passwordIn !== undefined) {
+      return `${shown} is writable by group ${group.name} ${how}, which has a password in ${group.passwordIn}, so whoever knows it can join with newgrp; ${CONSEQUENCE} (fix: ${fix}, or gpasswd -r ${group.name})`;
+    }
     const outOfReach = membersOutOfReach(accounts);
     if (outOfReach !== undefined) {
       return `${shown} is writable by group ${group.name} ${how}, and ${outOfReach}, so members besides the server's user cannot be ruled out; ${CONSEQUENCE} (fix: ${fix})`;
@@ -106,6 +124,26 @@ export function directoryWritersProblem(stat: DirectoryStatus, shown: string, se
       const shownGroup = localGroup(entry.id, accounts)?.name ?? String(entry.id);
       const problem = groupProblem(entry.id, `through its ACL entry group:${shownGroup}:${permText(entry.perm)}${maskText}`, `setfacl -x g:${shownGroup} ${shown}`);
       if (problem !== undefined) problems.push(problem);
+    }
+  }
+  if (acl.kind === 'nfs4') {
+    // Deny entries take nothing away here (an allow entry before them may still grant), and
+    // inherit-only entries apply to what is created inside, not to this directory.
+    for (const ace of acl.aces) {
+      if (ace.type !== NFS4_ACE_TYPE.ALLOW || (ace.flag & NFS4_ACE_FLAG.INHERIT_ONLY) !== 0 || (ace.mask & NFS4_WRITE_MASK) === 0) continue;
+      const how = `through its NFSv4 ACL entry allowing ${ace.who} access mask 0x${ace.mask.toString(16)}`;
+      const fix = `remove the entry with nfs4_setfacl -x (nfs4_getfacl ${shown} lists it)`;
+      if (ace.who === 'OWNER@') continue;
+      if (ace.who === 'GROUP@') {
+        if ((stat.mode & GROUP_WRITE) !== 0) continue; // judged above from the mode bits
+        const problem = groupProblem(stat.gid, how, fix);
+        if (problem !== undefined) problems.push(problem);
+      } else if (ace.who === 'EVERYONE@') {
+        problems.push(`${shown} is writable by every user ${how}; ${CONSEQUENCE} (fix: ${fix})`);
+      } else {
+        const kind = (ace.flag & NFS4_ACE_FLAG.IDENTIFIER_GROUP) !== 0 ? 'group' : 'principal';
+        problems.push(`${shown} is writable by ${kind} ${ace.who} ${how}, which this server cannot map to local users; ${CONSEQUENCE} (fix: ${fix})`);
+      }
     }
   }
   return problems.length === 0 ? undefined : problems.join('; ');
@@ -158,12 +196,33 @@ function holdingDirectories(project: PinnedDirectory): { statuses: fs.BigIntStat
   }
 }
 
+/** What the walk found: the problem (undefined when none), and what it could not read. */
+export interface ProjectDirectoriesCheck {
+  problem: string | undefined;
+  /** E.g. "/etc/gshadow (EACCES)": files that exist but could not be read while a group's members were judged. */
+  unread: string[];
+  /** E.g. "/mnt/share: its file system (cifs) exposes neither a POSIX nor an NFSv4 ACL ...": levels judged by their mode bits alone. */
+  aclsUnread: string[];
+}
+
 /**
  * Why the project cannot be trusted to keep its policies and audit storage in
  * place: the problems of the project root and each directory above it, joined
  * on one line; undefined when there are none (or no uids, off POSIX).
  */
 export function projectDirectoriesProblem(project: PinnedDirectory, accounts?: AccountFiles): string | undefined {
+  return checkProjectDirectories(project, accounts).problem;
+}
+
+/** projectDirectoriesProblem, with the account files a group's judgement needed but could not read (for `symbi check`). */
+export function checkProjectDirectories(project: PinnedDirectory, accounts?: AccountFiles): ProjectDirectoriesCheck {
+  const groupsJudged = new Set<number>();
+  const aclsUnread: string[] = [];
+  const problem = walkProblem(project, groupsJudged, aclsUnread, accounts);
+  return { problem, unread: groupsJudged.size > 0 ? unreadAccountFiles(accounts) : [], aclsUnread };
+}
+
+function walkProblem(project: PinnedDirectory, groupsJudged: Set<number>, aclsUnread: string[], accounts?: AccountFiles): string | undefined {
   const serverUid = process.getuid?.();
   if (serverUid === undefined || !project.access.available) return undefined;
   const problems: string[] = [];
@@ -193,7 +252,8 @@ export function projectDirectoriesProblem(project: PinnedDirectory, accounts?: A
       problems.push(moved(shown));
       break;
     }
-    const problem = directoryWritersProblem({ uid: Number(stat.uid), gid: Number(stat.gid), mode: Number(stat.mode) }, shown, serverUid, { acl, accounts });
+    if (acl.kind === 'unreadable') aclsUnread.push(`${shown}: ${acl.why}`);
+    const problem = directoryWritersProblem({ uid: Number(stat.uid), gid: Number(stat.gid), mode: Number(stat.mode) }, shown, serverUid, { acl, accounts, groupsJudged });
     if (problem !== undefined) problems.push(problem);
   }
   if (unreachable !== undefined) problems.push(unreachable);

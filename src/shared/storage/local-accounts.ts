@@ -4,12 +4,19 @@ import path from 'node:path';
 // Who can act through a group: every name the /etc/group lines with its gid
 // list (`groupadd -o` makes several lines share one gid, and the kernel only
 // sees the number, so each line's members are members), plus every user whose
-// primary group it is in /etc/passwd. Node.js has no getgrgid, and NSS could
-// not list a group's members completely anyway (getgrgid stops at the first
-// source that knows the gid; a directory service adds members per user), so
-// only the local files are read, and membersOutOfReach says when the system
-// takes users or groups from elsewhere too: a caller then cannot rule out
-// other members.
+// primary group it is in /etc/passwd, plus the members and administrators
+// /etc/gshadow gives those groups' names (newgrp and sg take members from
+// there, and an administrator can add any with gpasswd). Gids are numbers, as
+// glibc reads them: strtoul in base 10 (bminor/glibc nss/fgetgrent_r.c at
+// b121fdc552f3, nss/nss_files/files-parse.c at cc4d6614b592), so a line
+// spelling 01004 is gid 1004.
+// Node.js has no getgrgid, and NSS could not list a group's members completely
+// anyway (getgrgid stops at the first source that knows the gid; a directory
+// service adds members per user), so only the local files are read, and
+// membersOutOfReach says when the system takes users or groups from elsewhere
+// too: a caller then cannot rule out other members. /etc/gshadow is readable
+// by root only on most systems; when it exists but cannot be read,
+// unreadAccountFiles says so for `symbi check`.
 
 /** One user who belongs to a group; `uid` is undefined when /etc/passwd does not list the name. */
 export interface GroupMember {
@@ -23,6 +30,8 @@ export interface GroupMember {
 export interface LocalGroup {
   name: string;
   members: GroupMember[];
+  /** The shadow group file that gives the group a password anyone who knows it can join with (newgrp), if any. */
+  passwordIn?: string;
 }
 
 /** Where the account files live; tests and the defaults only. */
@@ -30,9 +39,11 @@ export interface AccountFiles {
   passwd: string;
   group: string;
   nsswitch: string;
+  /** The shadow group file; none is read when absent (tests that do not need one). */
+  gshadow?: string;
 }
 
-const SYSTEM_ACCOUNT_FILES: AccountFiles = { passwd: '/etc/passwd', group: '/etc/group', nsswitch: '/etc/nsswitch.conf' };
+const SYSTEM_ACCOUNT_FILES: AccountFiles = { passwd: '/etc/passwd', group: '/etc/group', nsswitch: '/etc/nsswitch.conf', gshadow: '/etc/gshadow' };
 
 // nss-systemd(8): besides root and nobody, it serves records from static
 // drop-ins in these directories and from the Varlink services in
@@ -58,35 +69,111 @@ function readLines(file: string): string[] {
   }
 }
 
+/**
+ * A uid or gid field as glibc's files backend reads it (INT_FIELD in base 10, strtou32):
+ * strtoul's leading blanks and "+",
+ * then decimal digits, leading zeros allowed, up to the colon; a value past 32 bits
+ * becomes 0xffffffff, which is no real id. Undefined when glibc would skip the line.
+ */
+function idField(field: string | undefined): number | undefined {
+  const digits = field === undefined ? null : /^[ \t\n\v\f\r]*\+?(\d+)$/.exec(field);
+  if (digits === null) return undefined;
+  const id = Number(digits[1]);
+  return id <= 0xffffffff ? id : 0xffffffff;
+}
+
 function passwdEntries(file: string): PasswdEntry[] {
   const entries: PasswdEntry[] = [];
   for (const line of readLines(file)) {
-    const [name, , uid, gid] = line.split(':');
-    if (!name || uid === undefined || gid === undefined || !/^\d+$/.test(uid) || !/^\d+$/.test(gid)) continue;
-    entries.push({ name, uid: Number(uid), gid: Number(gid) });
+    const [name, , uidField, gidField] = line.split(':');
+    const uid = idField(uidField);
+    const gid = idField(gidField);
+    if (!name || uid === undefined || gid === undefined) continue;
+    entries.push({ name, uid, gid });
   }
   return entries;
 }
 
-/** The members of group `gid` (listed on any of its lines, and primary), or undefined when /etc/group does not list the gid. */
+/** An /etc/gshadow line: group name, password, administrators, members. */
+interface GshadowEntry {
+  name: string;
+  password: string;
+  admins: string[];
+  members: string[];
+}
+
+function nameList(field: string | undefined): string[] {
+  return (field ?? '')
+    .split(',')
+    .map((m) => m.trim())
+    .filter((m) => m !== '');
+}
+
+function gshadowEntries(file: string | undefined): GshadowEntry[] {
+  if (file === undefined) return [];
+  const entries: GshadowEntry[] = [];
+  for (const line of readLines(file)) {
+    const [name, password = '', admins, members] = line.split(':');
+    if (!name || name.startsWith('+') || name.startsWith('-')) continue;
+    entries.push({ name, password, admins: nameList(admins), members: nameList(members) });
+  }
+  return entries;
+}
+
+/**
+ * A group password newgrp accepts from a user who knows it: not empty (an empty one
+ * admits members only: check_perms in shadow-maint/shadow src/newgrp.c, commit
+ * 38a50366bc80) and not locked ("!" or "*" never matches a crypt).
+ */
+function joinablePassword(password: string): boolean {
+  return password !== '' && !password.startsWith('!') && !password.startsWith('*');
+}
+
+/** The members of group `gid` (listed on any of its lines, in /etc/gshadow, and primary), or undefined when /etc/group does not list the gid. */
 export function localGroup(gid: number, files: AccountFiles = SYSTEM_ACCOUNT_FILES): LocalGroup | undefined {
   const lines = readLines(files.group)
     .map((line) => line.split(':'))
-    .filter((fields) => fields[2] === String(gid));
+    .filter((fields) => idField(fields[2]) === gid);
   if (lines.length === 0) return undefined;
   const users = passwdEntries(files.passwd);
   const uidOf = (member: string) => users.find((u) => u.name === member)?.uid;
   const firstName = lines[0]![0] || String(gid);
   const members = new Map<string, GroupMember>();
+  const add = (member: string, via: string | undefined) => {
+    if (!members.has(member)) members.set(member, { name: member, uid: uidOf(member), ...(via === undefined ? {} : { via }) });
+  };
   lines.forEach(([lineName = '', , , list = ''], index) => {
-    for (const member of list.split(',').map((m) => m.trim())) {
-      if (member === '' || members.has(member)) continue;
-      const via = index === 0 ? undefined : `through a second /etc/group line for gid ${gid}, "${lineName}"`;
-      members.set(member, { name: member, uid: uidOf(member), ...(via === undefined ? {} : { via }) });
-    }
+    const via = index === 0 ? undefined : `through a second /etc/group line for gid ${gid}, "${lineName}"`;
+    for (const member of nameList(list)) add(member, via);
   });
-  for (const user of users) if (user.gid === gid && !members.has(user.name)) members.set(user.name, { name: user.name, uid: user.uid });
-  return { name: firstName, members: [...members.values()] };
+  const names = new Set(lines.map(([lineName = '']) => lineName));
+  let passwordOf: string | undefined;
+  for (const entry of gshadowEntries(files.gshadow)) {
+    if (!names.has(entry.name)) continue;
+    for (const member of entry.members) add(member, `listed for "${entry.name}" in ${files.gshadow} only, so newgrp or sg lets them in`);
+    for (const admin of entry.admins) add(admin, `an administrator of "${entry.name}" in ${files.gshadow}, who can add members with gpasswd`);
+    if (joinablePassword(entry.password)) passwordOf ??= entry.name;
+  }
+  for (const user of users) if (user.gid === gid) add(user.name, undefined);
+  return { name: firstName, members: [...members.values()], ...(passwordOf === undefined ? {} : { passwordIn: `${files.gshadow}` }) };
+}
+
+/**
+ * The account files that exist but could not be read, each with the errno
+ * (`/etc/gshadow (EACCES)`): members listed only there are not seen.
+ */
+export function unreadAccountFiles(files: AccountFiles = SYSTEM_ACCOUNT_FILES): string[] {
+  const unread: string[] = [];
+  for (const file of [files.passwd, files.group, files.gshadow]) {
+    if (file === undefined) continue;
+    try {
+      fs.readFileSync(file);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      if (code !== 'ENOENT') unread.push(`${file} (${code})`);
+    }
+  }
+  return unread;
 }
 
 /** The login name of `uid` in /etc/passwd, for messages; undefined when it is not listed. */

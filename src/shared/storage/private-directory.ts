@@ -14,6 +14,19 @@ export class UnsafeStorageError extends Error {
 }
 
 const PRIVATE_DIRECTORY_MODE = 0o700;
+const GROUP_OR_OTHER_ACCESS = 0o077;
+
+/**
+ * The one mode rule of the private storage (its directories, the signing key, the journals'
+ * folder): no group or other permission bit. Only those bits are looked at: a setgid bit,
+ * which every directory made inside a setgid folder inherits (mkdir(2)), grants nobody
+ * access. Returns the clause a refusal gives, or undefined when the mode is private.
+ */
+export function privateModeProblem(mode: number, expected: number): string | undefined {
+  if ((mode & GROUP_OR_OTHER_ACCESS) === 0) return undefined;
+  const octal = (bits: number) => bits.toString(8).padStart(4, '0');
+  return `mode ${octal(mode & 0o777)} grants group or other access; expected ${octal(expected)}`;
+}
 
 /** Refuses `fd` unless it is a directory owned by this user with no group or other permission bits. */
 export function checkPrivateDirectory(fd: number, shown: string): void {
@@ -23,11 +36,8 @@ export function checkPrivateDirectory(fd: number, shown: string): void {
   if (uid !== undefined && stat.uid !== uid) {
     throw new UnsafeStorageError(`${shown}: unsafe storage: owned by uid ${stat.uid}, not by the server's uid ${uid}`);
   }
-  if ((stat.mode & 0o077) !== 0) {
-    throw new UnsafeStorageError(
-      `${shown}: unsafe storage: mode ${(stat.mode & 0o777).toString(8).padStart(4, '0')} grants group or other access; expected 0700`,
-    );
-  }
+  const modeProblem = privateModeProblem(stat.mode, PRIVATE_DIRECTORY_MODE);
+  if (modeProblem !== undefined) throw new UnsafeStorageError(`${shown}: unsafe storage: ${modeProblem}`);
 }
 
 /**

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { type DescriptorRoute, entryIdentityAt, fileFlags, hardLinkProblem } from '../confinement/index.js';
-import { UnsafeStorageError } from './private-directory.js';
+import { privateModeProblem, UnsafeStorageError } from './private-directory.js';
 import { ED25519_SEED_BYTES, signingKeyFromSeed, type ProjectSigningKey } from '../signing/signing-key.js';
 import { describeStorageFailure } from './storage-failure.js';
 
@@ -42,14 +42,50 @@ function errno(err: unknown): string {
   return (err as NodeJS.ErrnoException).code ?? 'error';
 }
 
+// A new key is written whole under a name of its own, made durable, and only
+// then linked to audit-signing.key: link(2) fails with EEXIST when the name
+// exists, so of several servers started at once in a fresh project exactly one
+// key gets the name, each loser loads the winner's key, and no reader ever sees
+// a key file shorter than a seed. The link leaves the file with two names until
+// its creator removes the temporary one; readKeyFile accepts that second name
+// (and only that one), and a start removes any left by a crash. A temporary
+// name is never read as the key.
+const NEW_KEY_PREFIX = `${SIGNING_KEY_FILE}.new-`;
+/** Enough for any governed/ folder the journal listing accepts; the names sought sit among journals. */
+const NEW_KEY_LISTING_MAX = 1_000_000;
+
+function newKeyName(): string {
+  return `${NEW_KEY_PREFIX}${process.pid}-${crypto.randomBytes(6).toString('hex')}`;
+}
+
+function syncDirectory(dirFd: number): void {
+  try {
+    fs.fsyncSync(dirFd);
+  } catch {
+    // Some file systems refuse fsync on a directory; the key file itself is synced.
+  }
+}
+
+function unlinkQuietly(route: DescriptorRoute, dirFd: number, name: string): boolean {
+  try {
+    route.unlinkAt(dirFd, name);
+    return true;
+  } catch (err) {
+    return errno(err) === 'ENOENT';
+  }
+}
+
+/**
+ * Writes a new random key under a temporary name and links it to audit-signing.key.
+ * Returns true when this call's key got the name, false when another key already had it.
+ */
 function createKeyFile(route: DescriptorRoute, dirFd: number, shown: string): boolean {
   const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = route.flags;
+  const temporary = newKeyName();
   let fd: number;
   try {
-    fd = route.openAt(dirFd, SIGNING_KEY_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, KEY_FILE_MODE);
+    fd = route.openAt(dirFd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, KEY_FILE_MODE);
   } catch (err) {
-    // Another process created it first (or a symlink sits there): load and check what is there.
-    if (errno(err) === 'EEXIST' || errno(err) === 'ELOOP' || errno(err) === 'EMLINK') return false;
     throw new UnsafeStorageError(`${shown}: cannot create the signing key: ${describeStorageFailure(err)}`);
   }
   try {
@@ -57,36 +93,66 @@ function createKeyFile(route: DescriptorRoute, dirFd: number, shown: string): bo
     const seed = crypto.randomBytes(ED25519_SEED_BYTES);
     let written = 0;
     while (written < seed.length) written += fs.writeSync(fd, seed, written, seed.length - written);
-    fs.fsyncSync(fd);
+    seed.fill(0);
+    fs.fsyncSync(fd); // the content is durable before any name can lead to it
   } catch (err) {
-    // An empty or short key file would be refused as invalid from then on, even
-    // once space returns: remove the file this call created, so a later call can create it.
-    const removed = removeCreatedKey(route, dirFd, fd);
+    const removed = unlinkQuietly(route, dirFd, temporary);
     throw new UnsafeStorageError(
-      `${shown}: cannot write the new signing key: ${describeStorageFailure(err)}${removed ? '' : '; the partial key file could not be removed'}`,
+      `${shown}: cannot write the new signing key: ${describeStorageFailure(err)}${removed ? '' : `; the partial file ${temporary} could not be removed`}`,
     );
   } finally {
     fs.closeSync(fd);
   }
+  syncDirectory(dirFd);
+  let won: boolean;
   try {
-    fs.fsyncSync(dirFd); // make the new directory entry durable too
-  } catch {
-    // Some file systems refuse fsync on a directory; the key file itself is synced.
+    route.linkAt(dirFd, temporary, SIGNING_KEY_FILE);
+    won = true;
+  } catch (err) {
+    // EEXIST: another server's key (or a symlink, refused when read) has the name.
+    // ENOENT: a server that already holds the key removed this temporary file as a leftover.
+    if (errno(err) !== 'EEXIST' && errno(err) !== 'ENOENT') {
+      unlinkQuietly(route, dirFd, temporary);
+      throw new UnsafeStorageError(`${shown}: cannot name the new signing key: ${describeStorageFailure(err)}`);
+    }
+    won = false;
   }
-  return true;
+  unlinkQuietly(route, dirFd, temporary);
+  syncDirectory(dirFd); // the key's name, and the temporary name gone
+  return won;
 }
 
-/** Unlinks the key file just created through `fd`, if the name still refers to it. */
-function removeCreatedKey(route: DescriptorRoute, dirFd: number, fd: number): boolean {
-  try {
-    const ours = fs.fstatSync(fd);
-    const named = entryIdentityAt(route, dirFd, SIGNING_KEY_FILE);
-    if (named === undefined || ours.dev !== named.dev || ours.ino !== named.ino) return false;
-    route.unlinkAt(dirFd, SIGNING_KEY_FILE);
-    return true;
-  } catch {
-    return false;
+/** The temporary names of new keys in `dirFd` (this process's, other servers', or a crash's leftovers). */
+function newKeyNames(route: DescriptorRoute, dirFd: number): string[] {
+  return route
+    .list(dirFd, NEW_KEY_LISTING_MAX)
+    .names.map((raw) => raw.toString('utf8'))
+    .filter((name) => name.startsWith(NEW_KEY_PREFIX));
+}
+
+/**
+ * True when the key file open as `fd`, seen with two links, is mid-creation: its other
+ * name is a new key's temporary name (or its creator has removed that name since).
+ */
+function isBeingNamed(route: DescriptorRoute, dirFd: number, fd: number, stat: fs.Stats): boolean {
+  if (stat.nlink !== 2) return false;
+  for (const name of newKeyNames(route, dirFd)) {
+    const identity = entryIdentityAt(route, dirFd, name);
+    if (identity !== undefined && identity.dev === stat.dev && identity.ino === stat.ino) return true;
   }
+  // The creator may have removed its temporary name while the folder was listed.
+  return fs.fstatSync(fd).nlink === 1;
+}
+
+/** Removes the temporary names new keys left behind (a crashed start, or servers that lost the race). */
+function removeNewKeyLeftovers(route: DescriptorRoute, dirFd: number): void {
+  let removed = false;
+  try {
+    for (const name of newKeyNames(route, dirFd)) removed = unlinkQuietly(route, dirFd, name) || removed;
+  } catch {
+    // A leftover is never read as the key; failing to list or remove one only costs space.
+  }
+  if (removed) syncDirectory(dirFd);
 }
 
 interface KeyFileRead {
@@ -124,12 +190,9 @@ export function readKeyFile(route: DescriptorRoute, dirFd: number, shown: string
       throw new UnsafeStorageError(`${shown}: unsafe signing key: owned by uid ${stat.uid}, not by the server's uid ${uid}`);
     }
     const linked = hardLinkProblem(stat);
-    if (linked !== undefined) throw new UnsafeStorageError(`${shown}: unsafe signing key: ${linked}`);
-    if ((stat.mode & 0o077) !== 0) {
-      throw new UnsafeStorageError(
-        `${shown}: unsafe signing key: mode ${(stat.mode & 0o777).toString(8).padStart(4, '0')} grants group or other access; expected 0600`,
-      );
-    }
+    if (linked !== undefined && !isBeingNamed(route, dirFd, fd, stat)) throw new UnsafeStorageError(`${shown}: unsafe signing key: ${linked}`);
+    const modeProblem = privateModeProblem(stat.mode, KEY_FILE_MODE);
+    if (modeProblem !== undefined) throw new UnsafeStorageError(`${shown}: unsafe signing key: ${modeProblem}`);
     // Read one byte more than a seed so an oversized file is noticed even if it grew after fstat.
     const buffer = Buffer.alloc(ED25519_SEED_BYTES + 1);
     let filled = 0;
@@ -179,13 +242,14 @@ export function loadSigningKeyFile(
 export function pinSigningKeyFile(route: DescriptorRoute, dirFd: number, shownDir: string): PinnedSigningKey {
   const shown = `${shownDir}/${SIGNING_KEY_FILE}`;
   let pinned = readAndBuild(route, dirFd, shown);
+  let created: boolean | undefined;
   if (pinned === undefined) {
-    const created = createKeyFile(route, dirFd, shown);
+    created = createKeyFile(route, dirFd, shown);
     pinned = readAndBuild(route, dirFd, shown);
     if (pinned === undefined) throw new UnsafeStorageError(`${shown}: the signing key vanished right after it was created`);
-    return { ...pinned, created };
   }
-  return pinned;
+  removeNewKeyLeftovers(route, dirFd);
+  return created === undefined ? pinned : { ...pinned, created };
 }
 
 function readAndBuild(route: DescriptorRoute, dirFd: number, shown: string): PinnedSigningKey | undefined {

@@ -4,7 +4,7 @@ import type { PinnedDirectory } from '../../shared/confinement/index.js';
 import { AGENTS_MD_GUIDANCE_MAX_CHARS, AGENTS_MD_MAX_BYTES } from '../../shared/limits.js';
 import { describeProvider, providerFromEnvironment, shownProxy, type ProviderSelection } from '../../shared/provider/provider-config.js';
 import { closeAuditStorage } from '../../shared/storage/audit-storage.js';
-import { projectDirectoriesProblem } from '../../shared/storage/directory-ownership.js';
+import { checkProjectDirectories } from '../../shared/storage/directory-ownership.js';
 import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 import { sourceStem } from '../agent-discovery.js';
 import { DslAnalysisPool } from '../dsl-analysis-pool.js';
@@ -221,10 +221,14 @@ function agentsMdSection(snapshot: StartupSnapshot, out: Lines): CheckReport['ag
 function storageSection(project: PinnedDirectory, snapshot: StartupSnapshot, storage: AuditStorageHandle | null, out: Lines): CheckReport['storage'] {
   let ownership: CheckReport['storage']['ownership'] = { checked: false, problem: null };
   if (snapshot.projectAccess.available) {
-    const problem = projectDirectoriesProblem(project);
+    const { problem, unread, aclsUnread } = checkProjectDirectories(project);
     ownership = { checked: true, problem: problem ?? null };
     if (problem === undefined) out.add('storage', 'ok', `ownership: ${project.displayPath} and every directory above it can be changed only by this user and root`);
     else out.add('storage', 'fail', `ownership: ${problem}`);
+    if (unread.length > 0) {
+      out.add('storage', 'warn', `ownership: could not read ${unread.join(', ')}, so group members and administrators listed only there (newgrp, sg, gpasswd) were not counted; \`sudo getent gshadow GROUP\` lists them`);
+    }
+    for (const level of aclsUnread) out.add('storage', 'warn', `ownership: ${level}; an ACL the file server applies (an SMB share's, a FUSE file system's) is not seen`);
   }
   const audit = snapshot.audit;
   if (!audit.ready) {
