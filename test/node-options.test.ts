@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import { withoutRefusedOptions } from '../src/supervisor/sandboxed-thread.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawStdioServer } from './support/raw-stdio.js';
 import { providerEnv } from './support/server.js';
 import { symbiBin } from './support/server-entry.js';
-import { suiteFixture } from './support/suite-fixture.js';
+import { suiteFixture, suiteScratch } from './support/suite-fixture.js';
 import { DEFAULT_ANSWER } from './support/synthetic-endpoint.js';
+import { journalsIn } from './support/journal.js';
 
 // Clients start the server as `node <flags> bin/symbi.js mcp`, or with the flags in NODE_OPTIONS.
 // Node.js refuses V8 flags in a worker thread's options (ERR_WORKER_INVALID_EXEC_ARGV), which once
@@ -30,14 +33,20 @@ interface Session {
 async function session(project: string, endpointUrl: string, nodeArgs: string[], nodeOptions?: string): Promise<Session> {
   const env = { ...providerEnv(endpointUrl), ...(nodeOptions !== undefined ? { NODE_OPTIONS: nodeOptions } : {}) };
   const server = spawnRawStdio(process.execPath, [...nodeArgs, symbiBin, 'mcp', '--project', project], env);
-  await server.send(jsonLine(INITIALIZE));
-  await server.waitFor('init', 30_000);
-  await server.send(jsonLine(INITIALIZED));
-  await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'parse_dsl', arguments: { content: 'agent a {\n  capabilities = ["x"]\n}\n' } } }));
-  await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hello' } } }));
-  await server.waitFor(1, 30_000);
-  await server.waitFor(2, 30_000);
-  return { server, code: await server.end() };
+  try {
+    await server.send(jsonLine(INITIALIZE));
+    await server.waitFor('init', 30_000);
+    await server.send(jsonLine(INITIALIZED));
+    await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'parse_dsl', arguments: { content: 'agent a {\n  capabilities = ["x"]\n}\n' } } }));
+    await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hello' } } }));
+    await server.waitFor(1, 30_000);
+    await server.waitFor(2, 30_000);
+    return { server, code: await server.end() };
+  } catch (error) {
+    // A server that died or hangs is the test's failure; it must not keep the test run waiting.
+    server.kill('SIGKILL');
+    throw error;
+  }
 }
 
 function assertAnswered({ server, code }: Session): void {
@@ -99,6 +108,58 @@ describe('node and V8 flags given to the server process', () => {
       assert.deepEqual(leftOutLines(result.server), []);
     });
   }
+});
+
+// A thread that cannot start (Node.js out of threads or memory, say): a module preloaded into the
+// server's main thread makes the Worker constructor throw for the invocation pool's threads (piscina's
+// worker module), as Node.js does then, and start the others as usual. Each invoke_agent call is
+// refused with the reason, the other tools are answered, and the process goes on and exits 0.
+const NO_INVOCATION_THREADS = `import threads from 'node:worker_threads';
+import { syncBuiltinESMExports } from 'node:module';
+if (threads.isMainThread) {
+  const RealWorker = threads.Worker;
+  threads.Worker = class extends RealWorker {
+    constructor(filename, options) {
+      if (String(filename).includes('piscina')) throw Object.assign(new Error('no thread can start here (test)'), { code: 'ERR_WORKER_INIT_FAILED' });
+      super(filename, options);
+    }
+  };
+  syncBuiltinESMExports();
+}
+`;
+
+describe('a worker thread that cannot start', () => {
+  const shared = suiteFixture(FILES);
+  const scratch = suiteScratch('symbi-no-threads-');
+
+  it('refuses each invoke_agent call with the reason, answers the other tools, and exits 0', { timeout: 60_000 }, async () => {
+    const preload = path.join(scratch(), 'no-invocation-threads.mjs');
+    fs.writeFileSync(preload, NO_INVOCATION_THREADS);
+    const server = spawnRawStdio(process.execPath, ['--import', preload, symbiBin, 'mcp', '--project', shared.project], providerEnv(shared.endpoint.url));
+    try {
+      await server.send(jsonLine(INITIALIZE));
+      await server.waitFor('init', 30_000);
+      await server.send(jsonLine(INITIALIZED));
+      const call = (id: number, name: string, args: Record<string, unknown>) => jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+      await server.send(call(1, 'invoke_agent', { agent: 'assistant', prompt: 'hello' }) + call(2, 'parse_dsl', { content: 'agent a {\n}\n' }) + call(3, 'invoke_agent', { agent: 'assistant', prompt: 'again' }));
+      const answers = new Map<number, { isError?: boolean; text: string }>();
+      for (const id of [1, 2, 3]) {
+        const answer = (await server.waitFor(id, 30_000)) as { result?: { isError?: boolean; content: Array<{ text: string }> } };
+        answers.set(id, { isError: answer.result?.isError, text: answer.result?.content[0]?.text ?? JSON.stringify(answer) });
+      }
+      for (const id of [1, 3]) {
+        assert.equal(answers.get(id)!.isError, true, answers.get(id)!.text);
+        assert.equal(answers.get(id)!.text, 'invoke_agent refused: no worker thread could start: no thread can start here (test); the call was not started');
+      }
+      assert.equal(answers.get(2)!.isError, undefined, answers.get(2)!.text);
+      assert.match(server.stderr(), /warn invoke\.refused: invoke_agent refused: no worker thread could start/);
+      assert.equal(await server.end(), 0, server.stderr());
+      assert.deepEqual(journalsIn(shared.project), [], 'no run started, so no journal');
+    } finally {
+      // Ended already when the test passed; a failed one must not leave it running.
+      server.kill('SIGKILL');
+    }
+  });
 });
 
 describe('the options left out of a thread, from the error Node.js gives', () => {
