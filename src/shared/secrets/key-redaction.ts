@@ -52,7 +52,7 @@ function readEscape(text: string, i: number): { length: number; char: string | u
   return { length: j - i, char: undefined };
 }
 
-function skeletonOf(text: string, withPositions: boolean): Skeleton {
+function skeletonOf(text: string, withPositions: boolean, percent = true): Skeleton {
   const chars: string[] = [];
   const starts: number[] = [];
   const ends: number[] = [];
@@ -62,7 +62,7 @@ function skeletonOf(text: string, withPositions: boolean): Skeleton {
     let length: number;
     if (text.charCodeAt(i) === 0x5c) {
       ({ char, length } = readEscape(text, i));
-    } else if (text.charCodeAt(i) === 0x25 && PERCENT_ESCAPE.test(text.slice(i, i + 3))) {
+    } else if (percent && text.charCodeAt(i) === 0x25 && PERCENT_ESCAPE.test(text.slice(i, i + 3))) {
       char = String.fromCharCode(parseInt(text.slice(i + 1, i + 3), 16));
       length = 3;
     } else {
@@ -104,9 +104,10 @@ function fold(text: string): string {
  * same escapes read, the same separators dropped, case folded. Used to decide whether there is
  * anything to find before the positions are worked out character by character.
  */
-function flatten(text: string): string {
-  const unescaped = text.replace(ESCAPE, (_m, u?: string, x?: string, letter?: string, percent?: string) => {
-    const code = u ?? x ?? percent;
+function flatten(text: string, percent = true): string {
+  const unescaped = text.replace(ESCAPE, (m: string, u?: string, x?: string, letter?: string, byte?: string) => {
+    if (byte !== undefined && !percent) return m;
+    const code = u ?? x ?? byte;
     return code !== undefined ? String.fromCharCode(parseInt(code, 16)) : letter !== undefined ? ' ' : '';
   });
   return fold(unescaped).replace(SEPARATORS, '').toLowerCase();
@@ -153,7 +154,7 @@ function needlesOf(secret: string): string[] {
   if (found === undefined) {
     const own = flatten(secret);
     // An encoding too short to be told from ordinary text (a short secret's base64 core) is left out.
-    const encoded = encodedSpellings(secret).map(flatten).filter((needle) => needle.length >= SECRET_MIN_CHARS);
+    const encoded = encodedSpellings(secret).map((spelling) => flatten(spelling)).filter((needle) => needle.length >= SECRET_MIN_CHARS);
     found = [...new Set([own, ...encoded].filter((needle) => needle.length > 0))];
     if (needleCache.size < 64) needleCache.set(secret, found);
   }
@@ -173,8 +174,17 @@ function needles(secrets: readonly string[]): string[] {
 /** Original-text ranges holding one of `secrets`, however split, escaped or cased (and key fragments at the edges when asked). */
 function secretRanges(text: string, secrets: readonly string[], atEdges: boolean): [number, number][] {
   const keys = needles(secrets);
-  if (keys.length === 0 || !mayHold(flatten(text), keys, atEdges)) return [];
-  const skeleton = skeletonOf(text, true);
+  if (keys.length === 0) return [];
+  const ranges = rangesOf(text, keys, atEdges, true);
+  // A "%" just before a key that starts with two hex digits would be read as an escape and hide the
+  // key's first character; the text is looked at again as it is, with no percent escape read.
+  return text.includes('%') ? [...ranges, ...rangesOf(text, keys, atEdges, false)] : ranges;
+}
+
+/** secretRanges for one reading of percent escapes. */
+function rangesOf(text: string, keys: readonly string[], atEdges: boolean, percent: boolean): [number, number][] {
+  if (!mayHold(flatten(text, percent), keys, atEdges)) return [];
+  const skeleton = skeletonOf(text, true, percent);
   const { chars } = skeleton;
   const starts = skeleton.starts as number[];
   const ends = skeleton.ends as number[];
