@@ -304,3 +304,37 @@ describe('a client that floods malformed lines without reading the answers', () 
     }
   });
 });
+
+// MCP 2025-03-26 is the one revision whose receivers must accept JSON-RPC batches; the server does
+// not process batches, so it does not offer that revision: a client asking for it is answered
+// 2024-11-05 (which has no batches), and a batch is refused with one -32600 under every revision
+// the server does negotiate.
+describe('the MCP revision with batches is not negotiated', () => {
+  let revisionProject: string;
+  before(() => {
+    revisionProject = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n' });
+  });
+  after(() => removeProject(revisionProject));
+
+  const answered: Record<string, string> = { '2025-03-26': '2024-11-05', '2024-11-05': '2024-11-05', '2025-06-18': '2025-06-18', '2025-11-25': '2025-11-25' };
+  for (const [requested, expected] of Object.entries(answered)) {
+    it(`initialize asking for ${requested} is answered ${expected}; a batch then gets one -32600 and the session goes on`, async () => {
+      const raw = spawnRawServer(revisionProject);
+      try {
+        await raw.send(jsonLine({ ...INITIALIZE, params: { ...INITIALIZE.params, protocolVersion: requested } }));
+        const init = (await raw.waitFor('init')) as { result: { protocolVersion: string; serverInfo: { name: string } } };
+        assert.equal(init.result.protocolVersion, expected);
+        assert.equal(init.result.serverInfo.name, 'symbi-mcp');
+        await raw.send(jsonLine(INITIALIZED));
+        await raw.send(jsonLine([{ jsonrpc: '2.0', id: 31, method: 'ping' }, { jsonrpc: '2.0', id: 32, method: 'tools/list' }]));
+        await raw.send(jsonLine({ jsonrpc: '2.0', id: 33, method: 'ping' }));
+        await raw.waitFor(33);
+        const answers = raw.messages().filter((m) => m.id !== 'init' && m.id !== 33);
+        assertError(answers, { id: null, code: -32600 }, `a batch under ${expected}`);
+        assert.equal(raw.messages().some((m) => m.id === 31 || m.id === 32), false, 'nothing in the refused batch ran');
+      } finally {
+        await raw.end();
+      }
+    });
+  }
+});

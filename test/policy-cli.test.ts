@@ -40,11 +40,15 @@ function writeCases(dir: string, name: string, body: unknown): string {
   return file;
 }
 
-test("the example policies' cases pass against the quick start's agents", () => {
-  const files = fs.readdirSync(path.join(repoRoot, 'policies', 'tests')).filter((f) => f.endsWith('.json')).map((f) => path.join('policies', 'tests', f));
+test("the example policies' cases pass against the quick start's agents, copied into the project as docs/cedar-policies.md says", () => {
+  const files = fs.readdirSync(path.join(repoRoot, 'policies', 'tests')).filter((f) => f.endsWith('.json'));
   assert.ok(files.length >= 3);
-  const r = symbi(['policy', 'test', '--project', 'examples/quickstart', ...files]);
+  // The paths in a case file name files of the project, so the examples and their cases go into it.
+  const dir = copyQuickstart();
+  for (const folder of ['examples', 'tests']) fs.cpSync(path.join(repoRoot, 'policies', folder), path.join(dir, 'policies', folder), { recursive: true });
+  const r = symbi(['policy', 'test', '--project', dir]);
   assert.equal(r.code, 0, r.stdout + r.stderr);
+  for (const file of files) assert.match(r.stdout, new RegExp(`^policies/tests/${file.replace('.', '\\.')} \\(`, 'm'), file);
   assert.match(r.stdout, /^\d+ cases: (\d+) passed, 0 failed$/m);
   assert.doesNotMatch(r.stdout, /FAIL/);
   assert.match(r.stdout, /permitted by restrict-by-capability \(policies\/examples\/restrict-by-capability\.cedar:6\)/);
@@ -115,7 +119,7 @@ test('a malformed case file: one line naming the file, the case and the field, e
     ['named.json', { cases: [{ name: 'ok' , agent: 'assistant', response: 'x', expect: 'allow' }, { name: 'two', agent: 'assistant', expect: 'deny' }] }, /named\.json: case 2 \("two"\): give exactly one of "response" .* and "response_file"/],
     ['extra.json', { cases: [{ agent: 'assistant', response: 'x', expect: 'deny', decision: 'deny' }] }, /extra\.json: case 1: unknown field "decision"; allowed: /],
     ['finish.json', { cases: [{ agent: 'assistant', response: 'x', expect: 'deny', finish_reason: 'stop' }] }, /finish\.json: case 1: field "finish_reason" must be one of complete, truncated, /],
-    ['file.json', { cases: [{ agent: 'assistant', response_file: 'missing.txt', expect: 'deny' }] }, /file\.json: case 1: field "response_file" names missing\.txt, which cannot be read \(ENOENT\)/],
+    ['file.json', { cases: [{ agent: 'assistant', response_file: 'missing.txt', expect: 'deny' }] }, /file\.json: case 1: field "response_file" names missing\.txt, which cannot be read: missing\.txt: no such file in the project$/m],
     ['top.json', [], /top\.json: expected a JSON object \{"cases": \[\.\.\.\]\}/],
     ['json.json', '{"cases": [', /json\.json: not valid JSON/],
   ];
@@ -127,6 +131,72 @@ test('a malformed case file: one line naming the file, the case and the field, e
     assert.equal(r.stderr.split('\n').length, 2, `${name}: one line`);
     assert.equal(r.stdout, '', `${name}: no case ran`);
   }
+});
+
+// A case file may come from anywhere (a pull request's, in the CI step the README recommends), and
+// Cedar's determining policies are printed: a path in it that reached outside the project could read
+// the environment or the signing key out through the decisions. Each such path is refused, with one
+// line naming the case, the field and what is allowed, before any case runs and with nothing read.
+describe('the paths in a case file name files of the project only', () => {
+  const KEY = 'sk-policy-case-key-never-shown-0123456789';
+  const refusedPaths = ['/proc/self/environ', '../../../../etc/passwd', 'policies/tests/../../../outside.txt', '.symbiont/governed/audit-signing.key', 'agents/.env', 'policies\\tests\\a.txt'];
+
+  const run = (dir: string, cases: string): Run => {
+    const r = spawnSync(process.execPath, [symbiBin, 'policy', 'test', '--project', dir, cases], { encoding: 'utf8', env: { ...serverEnv(), OPENAI_API_KEY: KEY }, cwd: repoRoot, timeout: 60_000 });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  };
+  const assertRefused = (r: Run, field: string, expected: RegExp, what: string): void => {
+    assert.equal(r.code, 2, `${what}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, expected, what);
+    assert.equal(r.stderr.split('\n').length, 2, `${what}: one line: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`field "${field}" `), what);
+    assert.equal(r.stdout, '', `${what}: no case ran`);
+    assert.ok(!r.stderr.includes(KEY) && !r.stdout.includes(KEY), `${what}: the key is never shown`);
+  };
+
+  for (const refused of refusedPaths) {
+    test(`response_file ${JSON.stringify(refused)}: refused, naming the case, the field and what is allowed`, () => {
+      const dir = copyQuickstart();
+      const cases = writeCases(dir, 'policies/tests/escape.json', { cases: [{ name: 'escape', agent: 'assistant', response_file: refused, expect: 'deny' }] });
+      const r = run(dir, cases);
+      assertRefused(r, 'response_file', /escape\.json: case 1 \("escape"\): field "response_file" names ".*", which is refused \(.+\); allowed: a path relative to the project folder/, refused);
+    });
+
+    test(`policies ${JSON.stringify(refused)}: refused, naming the field and what is allowed`, () => {
+      const dir = copyQuickstart();
+      const cases = writeCases(dir, 'policies/tests/escape.json', { policies: [refused], cases: [{ agent: 'assistant', response: 'x', expect: 'deny' }] });
+      assertRefused(run(dir, cases), 'policies', /escape\.json: field "policies" names ".*", which is refused \(.+\); allowed: a path relative to the project folder/, refused);
+    });
+  }
+
+  test('the default cases in policies/tests/ are held to the same rules', () => {
+    const dir = copyQuickstart();
+    writeCases(dir, 'policies/tests/zz-escape.json', { cases: [{ name: 'environ', agent: 'assistant', response_file: '/proc/self/environ', expect: 'deny' }] });
+    const r = spawnSync(process.execPath, [symbiBin, 'policy', 'test', '--project', dir], { encoding: 'utf8', env: { ...serverEnv(), OPENAI_API_KEY: KEY }, timeout: 60_000 });
+    assertRefused({ code: r.status, stdout: r.stdout, stderr: r.stderr }, 'response_file', /^symbi policy test: policies\/tests\/zz-escape\.json: case 1 \("environ"\): field "response_file" names "\/proc\/self\/environ", which is refused \(absolute paths are not allowed\)/, 'default cases');
+  });
+
+  test('a symlink in the project to a file outside it is not followed', () => {
+    const dir = copyQuickstart();
+    fs.mkdirSync(path.join(dir, 'policies', 'tests', 'answers'), { recursive: true });
+    fs.symlinkSync('/proc/self/environ', path.join(dir, 'policies', 'tests', 'answers', 'env.txt'));
+    const cases = writeCases(dir, 'policies/tests/link.json', { cases: [{ agent: 'assistant', response_file: 'policies/tests/answers/env.txt', expect: 'deny' }] });
+    assertRefused(run(dir, cases), 'response_file', /link\.json: case 1: field "response_file" names policies\/tests\/answers\/env\.txt, which cannot be read: .*symlink/, 'symlink');
+  });
+
+  test('a response_file and policies inside the project are read, relative to the project folder', () => {
+    const dir = copyQuickstart();
+    fs.mkdirSync(path.join(dir, 'policies', 'tests', 'answers'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'policies', 'tests', 'answers', 'secret.txt'), 'Here is the secret.');
+    const cases = writeCases(dir, 'policies/tests/inside.json', {
+      policies: ['policies/mcp-server/respond.cedar'],
+      cases: [{ name: 'from a file', agent: 'assistant', response_file: 'policies/tests/answers/secret.txt', expect: 'deny', determining: ['forbid-secret-content'] }],
+    });
+    const r = run(dir, cases);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /inside\.json \(policies\/mcp-server\/respond\.cedar\):/);
+    assert.match(r.stdout, /^ {2}pass {2}"from a file": deny, as expected: forbidden by forbid-secret-content/m);
+  });
 });
 
 test('no policies/tests/ and no files named: a usage error naming the folder', () => {

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
+import { completionBody, type ModeContext } from '../src/demo/synthetic-endpoint.js';
 import { suiteFixture } from './support/suite-fixture.js';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { auditOf, providerEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
 import { readJournal } from './support/journal.js';
 
@@ -90,4 +92,89 @@ describe('the provider key never leaves the server', () => {
       await server.close();
     }
   });
+});
+
+// A provider or a proxy that echoes the key encoded (issue 45): the Authorization header in base64
+// or base64url, the key in hex, percent-encoded, in full-width letters, or reversed. Each form is
+// echoed by a real HTTP endpoint, from the header the server sent, in an answer (which must be
+// withheld) and in a 401 error body (whose words reach standard error, redacted).
+
+const ENCODINGS: Record<string, (key: string) => string> = {
+  base64: (key) => Buffer.from(key).toString('base64'),
+  base64url: (key) => Buffer.from(key).toString('base64url'),
+  'bearer-base64': (key) => Buffer.from(`Bearer ${key}`).toString('base64'),
+  'bearer-base64url': (key) => Buffer.from(`Authorization: Bearer ${key}`).toString('base64url'),
+  hex: (key) => Buffer.from(key).toString('hex').toUpperCase(),
+  percent: (key) => [...Buffer.from(key)].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join(''),
+  fullwidth: (key) => [...key].map((c) => String.fromCharCode(c.charCodeAt(0) - 0x21 + 0xff01)).join(''),
+  reversed: (key) => [...key].reverse().join(''),
+};
+
+/** The encoded forms of KEY that `text` still shows: the middle 16 characters of each (the edges of a base64 form also hold their neighbours' bits). */
+function encodedTraces(text: string): string[] {
+  return Object.entries(ENCODINGS).flatMap(([name, encode]) => {
+    const encoded = encode(KEY);
+    const middle = encoded.slice(Math.floor(encoded.length / 2) - 8, Math.floor(encoded.length / 2) + 8);
+    return text.includes(middle) ? [name] : [];
+  });
+}
+
+/** The key the server sent, from its Authorization header, as the provider would echo it. */
+function sentKey(c: ModeContext): string {
+  return String(c.record.headers.authorization ?? '').replace(/^Bearer /, '');
+}
+
+const ENCODED_MODES = {
+  'echo-encoded': (c: ModeContext): 'answered' => {
+    const text = `Your credentials, encoded: ${ENCODINGS[c.arg ?? 'base64']!(sentKey(c))} (as sent).`;
+    c.send(200, JSON.stringify(completionBody(c.record.format, c.record.id, c.model, c.prompt, text, false)));
+    return 'answered';
+  },
+  'key-error-encoded': (c: ModeContext): 'answered' => {
+    const message = `Incorrect API key provided: ${ENCODINGS[c.arg ?? 'base64']!(sentKey(c))}. You can find your key in your account settings.`;
+    c.send(401, JSON.stringify({ error: { message, type: 'invalid_request_error', code: 'invalid_api_key' } }));
+    return 'answered';
+  },
+};
+
+describe('the provider key never leaves the server, encoded', () => {
+  let endpoint: SyntheticEndpoint;
+  let project: string;
+  const shared = suiteFixture(FILES);
+  before(async () => {
+    endpoint = await startSyntheticEndpoint({ modes: ENCODED_MODES });
+    project = shared.project;
+  });
+  after(async () => {
+    await endpoint.close();
+  });
+
+  it('finds the encodings in this test (each differs from the key, so only the encoded rule can catch it)', () => {
+    for (const [name, encode] of Object.entries(ENCODINGS)) assert.deepEqual(keyTraces(encode(KEY)).filter((t) => t === 'the whole key'), [], name);
+    assert.deepEqual(encodedTraces(Object.values(ENCODINGS).map((encode) => encode(KEY)).join(' ')), Object.keys(ENCODINGS));
+  });
+
+  for (const encoding of Object.keys(ENCODINGS)) {
+    it(`withholds an answer echoing the key ${encoding}, and keeps a 401 body with it off standard error`, async () => {
+      const server = await startServer(project, { env: env(endpoint.url) });
+      try {
+        const echoed = await server.call('invoke_agent', { agent: 'assistant', prompt: `show me [[echo-encoded:${encoding}]]` });
+        assert.equal(echoed.isError, true, textOf(echoed));
+        assert.match(textOf(echoed), /withheld/);
+        assert.match(textOf(echoed), /provider key/);
+        assert.deepEqual(encodedTraces(JSON.stringify(echoed)), []);
+        assert.deepEqual(encodedTraces(fs.readFileSync(auditOf(echoed).audit.path, 'utf8')), []);
+
+        const refused = await server.call('invoke_agent', { agent: 'assistant', prompt: `who am I [[key-error-encoded:${encoding}]]` });
+        assert.equal(refused.isError, true);
+        assert.deepEqual(encodedTraces(JSON.stringify(refused)), []);
+        const stderr = await waitForStderr(server, (text) => text.includes('Incorrect API key provided'));
+        assert.match(stderr, /Incorrect API key provided: [^\n]*\[redacted\]/, stderr);
+        await server.close();
+        assert.deepEqual(encodedTraces(server.stderr()), [], server.stderr());
+      } finally {
+        await server.close();
+      }
+    });
+  }
 });

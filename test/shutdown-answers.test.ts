@@ -101,6 +101,33 @@ describe('every request read is answered when the session ends', () => {
     }
   });
 
+  // A closing terminal sends SIGHUP to the servers an IDE's CLI started; Ctrl-C sends SIGINT.
+  for (const signal of ['SIGHUP', 'SIGINT'] as const) {
+    it(`${signal} with a call in flight at the provider: the call is answered and its journal ends with its terminal record`, async () => {
+      const project = makeProject(FILES);
+      try {
+        const server = spawnRawServer(project, { env: providerEnv(shared.endpoint.url) });
+        await server.send(jsonLine(INITIALIZE));
+        await server.waitFor('init');
+        await server.send(jsonLine(INITIALIZED));
+        const before = shared.endpoint.requests.length;
+        await server.send(invokeCall(1, `in flight at ${signal} [[hold]]`));
+        await shared.endpoint.waitForRequests(before + 1);
+        server.kill(signal);
+        assert.equal(await server.exited, 0, server.stderr());
+        const answers = answersById(server.messages()).get(1) ?? [];
+        assert.equal(answers.length, 1, server.stdout());
+        assert.equal(kindOf(answers[0]!), 'stopped run', server.stdout());
+        assert.match(server.stderr(), new RegExp(` shutdown: shutting down cause=${signal} `));
+        const journals = journalsIn(project);
+        assert.equal(journals.length, 1);
+        assertCompleteJournal(journals[0]!, projectPublicKey(project));
+      } finally {
+        removeProject(project);
+      }
+    });
+  }
+
   it('answers every call read when SIGTERM arrives while calls are being admitted, and starts none after', async () => {
     const project = makeProject(FILES);
     try {

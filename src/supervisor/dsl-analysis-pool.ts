@@ -101,7 +101,14 @@ export class DslAnalysisPool {
     if (pending === undefined) return;
     this.clearIdleTimer();
     this.running = pending;
-    const worker = this.ensureWorker();
+    let worker: Worker;
+    try {
+      worker = this.ensureWorker();
+    } catch (err) {
+      // The job is refused with the reason; the next one tries to start a thread again.
+      this.finish({ ok: false, message: `the analysis thread could not start: ${(err as Error).message}` });
+      return;
+    }
     worker.ref();
     if (this.workerReady) this.startBudget();
     worker.postMessage(pending.request);

@@ -17,12 +17,18 @@ import { describeType, quoteForMessage, toolError } from './tools/tool-arguments
 // and 5.1) and the MCP revisions the SDK negotiates:
 // - a line that is not UTF-8 JSON: -32700, id null;
 // - a batch (an array): one -32600, id null, and nothing in it runs. MCP
-//   2025-03-26 allowed batches, 2025-06-18 removed them
+//   2025-03-26 is the only revision with batches (a receiver MUST accept
+//   them); 2025-06-18 removed them
 //   (https://modelcontextprotocol.io/specification/2025-06-18/changelog), and
-//   the SDK serving this session never processed them in any revision; one
-//   clear error beats half-handling (the MCP conformance suite's
-//   json-rpc-batch-rejection scenario expects rejection too). A batch made
-//   only of notifications is logged, not answered (nothing awaits an answer);
+//   the SDK serving this session never processed them in any revision. So the
+//   server does not offer 2025-03-26: an `initialize` asking for it goes on to
+//   the SDK asking for 2024-11-05 instead (BATCHLESS_REVISION), which the
+//   server then answers, as MCP's version negotiation lets a server answer a
+//   revision it does not support with one it does; every revision the server
+//   does negotiate leaves batches out, and one clear error beats half-handling
+//   (the MCP conformance suite's json-rpc-batch-rejection scenario expects
+//   rejection too). A batch made only of notifications is logged, not
+//   answered (nothing awaits an answer);
 // - a value that is not a valid request: -32600, with the request's id when it
 //   is a valid MCP id (a string or an integer within +-(2^53-1)), else null;
 // - invalid params of a method the SDK knows: -32602, one line;
@@ -45,8 +51,8 @@ import { describeType, quoteForMessage, toolError } from './tools/tool-arguments
 export type JsonRpcId = string | number;
 
 export type IncomingVerdict =
-  /** A well-formed message: hand the line to the SDK (without a leading byte-order mark). */
-  | { kind: 'forward' }
+  /** A well-formed message: hand the line to the SDK (without a leading byte-order mark), or `line` instead when given. */
+  | { kind: 'forward'; line?: string }
   /** Answer with this message (an error, or an isError tool result); `reason` is for the operator log. */
   | { kind: 'answer'; message: Record<string, unknown>; reason: string }
   /** Nothing to answer (a notification or a client response that is malformed); log `reason`. */
@@ -221,7 +227,7 @@ function judgeRequest(message: Record<string, unknown>): IncomingVerdict {
 
 function judgeBatch(batch: unknown[]): IncomingVerdict {
   const onlyNotifications = batch.length > 0 && batch.every((m) => isPlainObject(m) && !('id' in m) && typeof m.method === 'string');
-  const what = 'JSON-RPC batches are not supported (MCP 2025-06-18 removed batching); send each message on its own line';
+  const what = 'JSON-RPC batches are not supported (MCP 2025-06-18 removed batching, and the server does not offer 2025-03-26); send each message on its own line';
   if (onlyNotifications) return { kind: 'ignore', reason: `a batch of ${batch.length} notifications (not answered): ${what}` };
   return { kind: 'answer', message: errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: ${what}`), reason: `answered -32600: a batch of ${batch.length} messages` };
 }
@@ -256,7 +262,20 @@ export function judgeIncomingLine(line: Uint8Array): IncomingVerdict {
   }
   if (!('method' in value) && ('result' in value || 'error' in value)) return judgeClientResponse(value);
   if (typeof value.method === 'string' && !('id' in value)) return judgeNotification(value, value.method);
-  return judgeRequest(value);
+  const verdict = judgeRequest(value);
+  return verdict.kind === 'forward' && value.method === 'initialize' ? withoutBatchRevision(value) : verdict;
+}
+
+/** The MCP revision whose receivers must accept JSON-RPC batches, which this server does not offer (see above). */
+export const BATCH_REVISION = '2025-03-26';
+/** The revision offered instead: the one before it, which every client of 2025-03-26 knows, and which has no batches. */
+export const BATCHLESS_REVISION = '2024-11-05';
+
+/** A valid `initialize`, asking for BATCHLESS_REVISION where it asked for BATCH_REVISION. */
+function withoutBatchRevision(request: Record<string, unknown>): IncomingVerdict {
+  const params = request.params as Record<string, unknown>;
+  if (params.protocolVersion !== BATCH_REVISION) return { kind: 'forward' };
+  return { kind: 'forward', line: `${JSON.stringify({ ...request, params: { ...params, protocolVersion: BATCHLESS_REVISION } })}\n` };
 }
 
 /** The answer to a line dropped for its length: its id cannot be read, so the error carries null. */

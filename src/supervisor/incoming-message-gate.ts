@@ -54,7 +54,7 @@ export class IncomingMessageGate extends Transform {
     const verdict = judgeIncomingLine(line);
     switch (verdict.kind) {
       case 'forward':
-        this.push(withoutByteOrderMark(line));
+        this.push(verdict.line !== undefined ? Buffer.from(verdict.line) : withoutByteOrderMark(line));
         return true;
       case 'answer':
         this.events.report(verdict.reason);

@@ -31,6 +31,7 @@ export const LOG_EVENTS = [
   'audit.key_changed',
   'schemapin.warning',
   'worker.stdout',
+  'worker.node_options',
   'stderr.other',
   'project.changed',
   'project.moved',

@@ -75,6 +75,8 @@ export class RunOwnerTable {
   start(task: Omit<InvokeTask, 'port' | 'handover'>, hooks: RunHooks = {}): RunOwner {
     // Callers check `closed` first, in the same synchronous step; this is the backstop.
     if (this.closedReason !== undefined) throw new Error(`no run may start: ${this.closedReason}`);
+    // Before anything of the run exists: a pool whose thread cannot start refuses the run (the caller says why).
+    const pool = this.pool();
     const { port1: ownerPort, port2: workerPort } = new MessageChannel();
     const handover = new JournalHandover();
     let cancelAt: number | undefined;
@@ -116,8 +118,15 @@ export class RunOwnerTable {
       settleClaimed = resolve;
     });
 
-    const workerRun = this.pool()
-      .run({ ...task, port: workerPort, handover: handover.buffer } satisfies InvokeTask, { transferList: [workerPort] })
+    // piscina starts a further thread inside run(): a thread that cannot start fails this run, below, like a lost one.
+    const handOver = (): Promise<InvokeOutcome> => {
+      try {
+        return pool.run({ ...task, port: workerPort, handover: handover.buffer } satisfies InvokeTask, { transferList: [workerPort] }) as Promise<InvokeOutcome>;
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    };
+    const workerRun = handOver()
       .then(async (outcome: InvokeOutcome) => {
         drainNotices();
         return (await claimedOutcome()) ?? outcome;

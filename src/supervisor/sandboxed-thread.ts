@@ -50,25 +50,97 @@ export type SandboxedPoolOptions = Omit<PiscinaOptions, 'env' | 'execArgv' | 're
 
 const THREAD_SANDBOX_MODULE = new URL('../worker/thread-sandbox.js', import.meta.url);
 
-/** Starts one worker thread running `entry`, with `data` as what the entry reads from workerData's `task`. */
+/**
+ * Starts one worker thread running `entry`, with `data` as what the entry reads from workerData's `task`.
+ * Throws when the thread cannot start; the caller refuses the work that needed it.
+ */
 export function startSandboxedThread(entry: URL, sandbox: ThreadSandbox, data?: unknown): Worker {
-  const worker = new Worker(entry, sandboxOptions(sandbox, data));
+  const worker = withThreadNodeOptions(sandbox.log, (execArgv) => new Worker(entry, sandboxOptions(sandbox, data, execArgv)));
   sayCapturedOutput(worker, sandbox);
   return worker;
 }
 
-/** Starts a piscina pool whose every thread is sandboxed; `data` is what each thread reads from workerData's `task`. */
+/**
+ * Starts a piscina pool whose every thread is sandboxed; `data` is what each thread reads from workerData's `task`.
+ * Throws when its first thread cannot start; the caller refuses the work that needed it.
+ */
 export function startSandboxedPool(options: SandboxedPoolOptions, sandbox: ThreadSandbox, data?: unknown): PiscinaPool {
   // Required on first use so that startup (the initialize answer) does not load piscina.
   const { Piscina } = createRequire(import.meta.url)('piscina') as typeof import('piscina');
-  const pool = new Piscina({ ...options, ...sandboxOptions(sandbox, data) });
+  // piscina starts the pool's first thread in its constructor, so a refused option throws here.
+  const pool = withThreadNodeOptions(sandbox.log, (execArgv) => new Piscina({ ...options, ...sandboxOptions(sandbox, data, execArgv) }));
   sayCapturedOutput(pool, sandbox);
   return pool;
 }
 
-function sandboxOptions(sandbox: ThreadSandbox, data: unknown) {
+function sandboxOptions(sandbox: ThreadSandbox, data: unknown, execArgv: string[]) {
   const workerData: SandboxedThreadData<unknown> = { sandbox: { redact: [...(sandbox.redact ?? [])] }, task: data };
-  return { env: {}, execArgv: threadExecArgv(process.execArgv), resourceLimits: sandbox.resourceLimits, workerData };
+  return { env: {}, execArgv, resourceLimits: sandbox.resourceLimits, workerData };
+}
+
+// A client may start the server as `node --max-old-space-size=4096 bin/symbi.js mcp` (or with
+// --expose-gc, --stack-size=..., --jitless, ...). Node.js refuses V8 flags and process-wide
+// options in a thread's execArgv: the Worker constructor throws ERR_WORKER_INVALID_EXEC_ARGV,
+// naming them, before any thread exists. Which options Node.js takes for threads differs between
+// its versions and is not exposed, so the first thread is started with all of the process's
+// options and, when Node.js refuses some, again without those it named; the options that worked
+// are kept for every later thread, and the ones left out are said once on standard error. V8
+// flags still apply to the whole process (V8 reads them once); the threads' heap and stack are
+// set by their resource limits.
+
+/** The node options every thread starts with, once the first thread has started with them. */
+let acceptedThreadOptions: string[] | undefined;
+
+/** Runs `start` with the node options a thread can take; see above. */
+function withThreadNodeOptions<T>(log: OperatorLog, start: (execArgv: string[]) => T): T {
+  if (acceptedThreadOptions !== undefined) return start(acceptedThreadOptions);
+  const wanted = threadExecArgv(process.execArgv);
+  let started: T;
+  try {
+    started = start(wanted);
+    acceptedThreadOptions = wanted;
+    return started;
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw err;
+    const { kept, leftOut } = withoutRefusedOptions(wanted, (err as Error).message);
+    started = start(kept);
+    acceptedThreadOptions = kept;
+    log.warn(`node options left out of the worker threads (Node.js does not take them for a thread; V8 flags still apply to the whole process): ${leftOut.join(' ')}`, {
+      event: 'worker.node_options',
+      left_out: leftOut.join(' '),
+    });
+    return started;
+  }
+}
+
+/** The sandbox's own options at the head of every thread's (threadExecArgv), which Node.js takes on every supported line. */
+const SANDBOX_OPTION_COUNT = 3;
+
+/**
+ * `argv` without the options Node.js named in its ERR_WORKER_INVALID_EXEC_ARGV `message`
+ * ("Initiated Worker with invalid execArgv flags: --a=1, --b"), each with its separate value if it
+ * has one. When the message names none of them (a Node.js that words it otherwise), every option
+ * of the process is left out, so the thread still starts.
+ */
+export function withoutRefusedOptions(argv: readonly string[], message: string): { kept: string[]; leftOut: string[] } {
+  const named = new Set((/invalid execArgv flags: (.*)$/s.exec(message)?.[1] ?? '').split(', ').filter((name) => name.length > 0));
+  const own = argv.slice(0, SANDBOX_OPTION_COUNT);
+  const rest = argv.slice(SANDBOX_OPTION_COUNT);
+  if (!rest.some((arg) => named.has(arg))) return { kept: own, leftOut: rest };
+  const kept = [...own];
+  const leftOut: string[] = [];
+  for (let i = 0; i < rest.length; i += 1) {
+    const arg = rest[i]!;
+    if (!named.has(arg)) {
+      kept.push(arg);
+      continue;
+    }
+    leftOut.push(arg);
+    // In execArgv, an element that is not an option is the value of the option before it (`--title x`).
+    const next = rest[i + 1];
+    if (!arg.includes('=') && next !== undefined && !next.startsWith('-')) leftOut.push(rest[(i += 1)]!);
+  }
+  return { kept, leftOut };
 }
 
 /** What a thread wrote to its standard output (worker-stdout.ts), said on standard error instead. */

@@ -2,8 +2,10 @@ import pTimeout from 'p-timeout';
 import type { RunOwnerTable } from './run-owners.js';
 import type { OperatorLog } from './operator-log.js';
 
-// The client closing standard input (or the pipe breaking), SIGINT and SIGTERM
-// all end the process through the same steps: stop admitting (no more input is
+// The client closing standard input (or the pipe breaking), SIGINT, SIGTERM and
+// SIGHUP all end the process through the same steps (SIGHUP is what a closing
+// terminal sends the servers an IDE's CLI started; its default action would end
+// the process with answers owed and runs without their terminal record): stop admitting (no more input is
 // read; a request among the lines already read is answered at once that the
 // server is stopping), start no run and cancel every live one, wait (bounded)
 // until every request read has its answer (the session's request ledger,
@@ -18,6 +20,12 @@ import type { OperatorLog } from './operator-log.js';
 // project's CI, docs/architecture.md). An ending event loop disposes of the isolate first, which
 // releases such a job. Whatever would still hold the loop open is cut off after EXIT_FALLBACK_MS
 // by process.exit, as before.
+
+/**
+ * The terminating signals besides SIGINT (which has its own handler, for the second Ctrl-C) that
+ * end the session through the steps above; docs/running.md lists what the other signals do.
+ */
+export const ORDERLY_SIGNALS = ['SIGTERM', 'SIGHUP'] as const;
 
 /** How long the emptied event loop may take to end before process.exit ends the process. */
 export const EXIT_FALLBACK_MS = 2_000;
@@ -103,6 +111,6 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
     }
     void shutdown('SIGINT');
   });
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  for (const signal of ORDERLY_SIGNALS) process.on(signal, () => void shutdown(signal));
   return shutdown;
 }

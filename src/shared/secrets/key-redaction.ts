@@ -7,6 +7,14 @@
 // of the text with every such separator taken out, and the matching stretch of the original
 // text is replaced. Text from elsewhere (a provider's words, a library's stray line) also loses
 // anything shaped like another key, since an echoed request can carry one (sk-..., Bearer tokens).
+//
+// A provider or a proxy may also echo the key encoded: the `Authorization` header in base64 or
+// base64url (whole, so the key sits at any byte offset in it), the key in hex or percent-encoded,
+// in full-width or other compatibility forms, or reversed. Percent escapes are read like the
+// backslash escapes above, and every character is folded by NFKC (full-width "ｓｋ" is "sk"), so
+// those need nothing more; the other encodings are looked for as further spellings of the key
+// (encodedSpellings). A transform no one anticipated (a key cut into pieces and reordered,
+// encrypted, spelled out in words) no filter can find: docs/limits.md says so.
 
 export const REDACTED = '[redacted]';
 const KEY_SHAPED = /\b(sk|rk|pk)-[A-Za-z0-9_-]{8,}/g;
@@ -19,8 +27,6 @@ const BEARER_TOKEN = /\bBearer\s+\S+/gi;
 export const SECRET_MIN_CHARS = 12;
 /** A key fragment this long at a line's edge is taken for part of a key a line break split. */
 const EDGE_FRAGMENT_MAX_CHARS = 8;
-/** What splits nothing: white space, C0 and C1 controls, format characters. */
-const SEPARATOR = /^[\s\p{Cc}\p{Cf}]$/u;
 
 interface Skeleton {
   /** The text without separators, lower-cased where that keeps the length. */
@@ -46,7 +52,7 @@ function readEscape(text: string, i: number): { length: number; char: string | u
   return { length: j - i, char: undefined };
 }
 
-function skeletonOf(text: string, withPositions: boolean): Skeleton {
+function skeletonOf(text: string, withPositions: boolean, percent = true): Skeleton {
   const chars: string[] = [];
   const starts: number[] = [];
   const ends: number[] = [];
@@ -56,13 +62,18 @@ function skeletonOf(text: string, withPositions: boolean): Skeleton {
     let length: number;
     if (text.charCodeAt(i) === 0x5c) {
       ({ char, length } = readEscape(text, i));
+    } else if (percent && text.charCodeAt(i) === 0x25 && PERCENT_ESCAPE.test(text.slice(i, i + 3))) {
+      char = String.fromCharCode(parseInt(text.slice(i + 1, i + 3), 16));
+      length = 3;
     } else {
       char = String.fromCodePoint(text.codePointAt(i) as number);
       length = char.length;
     }
-    if (char !== undefined && !SEPARATOR.test(char)) {
-      const lower = char.toLowerCase();
-      const kept = lower.length === char.length ? lower : char;
+    // NFKC may spell one character as several ("ﬁ" is "fi"), each of which is kept or dropped alone.
+    const folded = char === undefined ? '' : fold(char).replace(SEPARATORS, '');
+    if (folded.length > 0) {
+      const lower = folded.toLowerCase();
+      const kept = lower.length === folded.length ? lower : folded;
       chars.push(kept);
       if (withPositions) {
         for (let k = 0; k < kept.length; k += 1) {
@@ -76,20 +87,30 @@ function skeletonOf(text: string, withPositions: boolean): Skeleton {
   return withPositions ? { chars: chars.join(''), starts, ends } : { chars: chars.join('') };
 }
 
-const ESCAPE = /\\+(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|([nrtfvb0]))|\\+/g;
+const ESCAPE = /\\+(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|([nrtfvb0]))|\\+|%([0-9a-fA-F]{2})/g;
+/** What splits nothing: white space, C0 and C1 controls, format characters. */
 const SEPARATORS = /[\s\p{Cc}\p{Cf}]+/gu;
+/** A percent escape (URL encoding) of one byte, read as the character of that code. */
+const PERCENT_ESCAPE = /^%[0-9a-fA-F]{2}$/;
+const NOT_ASCII = /[\u{80}-\u{10ffff}]+/gu;
+
+/** `text` in its NFKC compatibility form, run by run of non-ASCII characters (ASCII is its own). */
+function fold(text: string): string {
+  return text.replace(NOT_ASCII, (c) => c.normalize('NFKC'));
+}
 
 /**
  * The skeleton's characters alone, by native replaces (a megabyte answer in milliseconds): the
  * same escapes read, the same separators dropped, case folded. Used to decide whether there is
  * anything to find before the positions are worked out character by character.
  */
-function flatten(text: string): string {
-  return text
-    .replace(ESCAPE, (_m, u?: string, x?: string, letter?: string) =>
-      u !== undefined ? String.fromCharCode(parseInt(u, 16)) : x !== undefined ? String.fromCharCode(parseInt(x, 16)) : letter !== undefined ? ' ' : '')
-    .replace(SEPARATORS, '')
-    .toLowerCase();
+function flatten(text: string, percent = true): string {
+  const unescaped = text.replace(ESCAPE, (m: string, u?: string, x?: string, letter?: string, byte?: string) => {
+    if (byte !== undefined && !percent) return m;
+    const code = u ?? x ?? byte;
+    return code !== undefined ? String.fromCharCode(parseInt(code, 16)) : letter !== undefined ? ' ' : '';
+  });
+  return fold(unescaped).replace(SEPARATORS, '').toLowerCase();
 }
 
 /** Whether the flattened text holds a key, or (with `atEdges`) a key fragment at its start or end. */
@@ -103,13 +124,49 @@ function mayHold(flat: string, keys: readonly string[], atEdges: boolean): boole
   return false;
 }
 
-/** The secrets worth looking for loosely, as the skeleton spells them, longest first (a key holding another is replaced whole). */
+/**
+ * The stretch of the base64 of `bytes`, at byte offset `offset` in a longer text (an
+ * `Authorization: Basic` or `Bearer` header encoded whole), that does not depend on what
+ * surrounds it: the characters whose six bits all come from `bytes`.
+ */
+function base64Core(bytes: Buffer, offset: 0 | 1 | 2, alphabet: 'base64' | 'base64url'): string {
+  const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString(alphabet);
+  const first = Math.ceil((offset * 8) / 6);
+  const last = Math.floor(((offset + bytes.length) * 8) / 6);
+  return encoded.slice(first, last);
+}
+
+/** Further spellings of `secret` a provider or proxy may echo: base64 and base64url at each alignment, hex, reversed. */
+function encodedSpellings(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const spellings = [bytes.toString('hex'), [...secret].reverse().join('')];
+  for (const alphabet of ['base64', 'base64url'] as const) {
+    for (const offset of [0, 1, 2] as const) spellings.push(base64Core(bytes, offset, alphabet));
+  }
+  return spellings;
+}
+
+/** Each secret's needles, worked out once per secret (the log redacts every line with the same few). */
+const needleCache = new Map<string, string[]>();
+
+function needlesOf(secret: string): string[] {
+  let found = needleCache.get(secret);
+  if (found === undefined) {
+    const own = flatten(secret);
+    // An encoding too short to be told from ordinary text (a short secret's base64 core) is left out.
+    const encoded = encodedSpellings(secret).map((spelling) => flatten(spelling)).filter((needle) => needle.length >= SECRET_MIN_CHARS);
+    found = [...new Set([own, ...encoded].filter((needle) => needle.length > 0))];
+    if (needleCache.size < 64) needleCache.set(secret, found);
+  }
+  return found;
+}
+
+/** The secrets worth looking for loosely, as the skeleton spells them, with their encodings; longest first (a key holding another is replaced whole). */
 function needles(secrets: readonly string[]): string[] {
   const out = new Set<string>();
   for (const secret of secrets) {
     if (secret.length < SECRET_MIN_CHARS) continue;
-    const needle = flatten(secret);
-    if (needle.length > 0) out.add(needle);
+    for (const needle of needlesOf(secret)) out.add(needle);
   }
   return [...out].sort((a, b) => b.length - a.length);
 }
@@ -117,8 +174,17 @@ function needles(secrets: readonly string[]): string[] {
 /** Original-text ranges holding one of `secrets`, however split, escaped or cased (and key fragments at the edges when asked). */
 function secretRanges(text: string, secrets: readonly string[], atEdges: boolean): [number, number][] {
   const keys = needles(secrets);
-  if (keys.length === 0 || !mayHold(flatten(text), keys, atEdges)) return [];
-  const skeleton = skeletonOf(text, true);
+  if (keys.length === 0) return [];
+  const ranges = rangesOf(text, keys, atEdges, true);
+  // A "%" just before a key that starts with two hex digits would be read as an escape and hide the
+  // key's first character; the text is looked at again as it is, with no percent escape read.
+  return text.includes('%') ? [...ranges, ...rangesOf(text, keys, atEdges, false)] : ranges;
+}
+
+/** secretRanges for one reading of percent escapes. */
+function rangesOf(text: string, keys: readonly string[], atEdges: boolean, percent: boolean): [number, number][] {
+  if (!mayHold(flatten(text, percent), keys, atEdges)) return [];
+  const skeleton = skeletonOf(text, true, percent);
   const { chars } = skeleton;
   const starts = skeleton.starts as number[];
   const ends = skeleton.ends as number[];
@@ -186,25 +252,38 @@ export function redactKeys(text: string, secrets: readonly string[], options: Re
 }
 
 /** What may stand between two characters of a key: separators, and escapes of them. */
-const LOOSE_GAP = String.raw`(?:[\s\p{Cc}\p{Cf}]|\\+(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[nrtfvb0])|\\+)*`;
+const LOOSE_GAP = String.raw`(?:[\s\p{Cc}\p{Cf}]|\\+(?:u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[nrtfvb0])|\\+|%(?:0[0-9a-fA-F]|1[0-9a-fA-F]|20|7[fF]))*`;
 
 /** `key` as one regular expression that lets separators and escapes in between and ignores case. */
 function looseKeyPattern(key: string): RegExp {
   const chars = [...key].map((c) => {
-    const hex = (c.codePointAt(0) as number).toString(16).padStart(4, '0');
-    // The character by its code point (no escaping to get wrong), or a \uXXXX escape of it.
-    return `(?:\\u{${hex}}|\\\\+u${hex})`;
+    const code = c.codePointAt(0) as number;
+    const hex = code.toString(16).padStart(4, '0');
+    // The character by its code point (no escaping to get wrong), a \uXXXX escape or a percent escape of it,
+    // or its full-width form (NFKC folds U+FF01..U+FF5E onto ASCII "!".."~").
+    const forms = [`\\u{${hex}}`, `\\\\+u${hex}`];
+    if (code < 0x80) forms.push(`%${hex.slice(2)}`);
+    if (code >= 0x21 && code <= 0x7e) forms.push(`\\u{${(code - 0x21 + 0xff01).toString(16)}}`);
+    return `(?:${forms.join('|')})`;
   });
   return new RegExp(chars.join(LOOSE_GAP), 'iu');
 }
 
 /**
- * Whether `text` holds one of `secrets` (of at least SECRET_MIN_CHARS), however split, escaped or
- * cased: one regular-expression search per key, so a megabyte answer costs milliseconds.
+ * Whether `text` holds one of `secrets` (of at least SECRET_MIN_CHARS), however split, escaped,
+ * encoded or cased: one regular-expression search per needle, so a megabyte answer costs
+ * milliseconds, then, where percent escapes or non-ASCII characters could hide one otherwise, a
+ * search of the folded text.
  */
 export function containsSecret(text: string, secrets: readonly string[]): boolean {
-  return needles(secrets).some((key) => looseKeyPattern(key).test(text));
+  const keys = needles(secrets);
+  if (keys.some((key) => looseKeyPattern(key).test(text))) return true;
+  // The folded text costs more to make (tens of ms a megabyte); only percent escapes and non-ASCII
+  // characters can hold a spelling the expressions above miss (a mix of forms, a ligature).
+  return keys.length > 0 && MAY_NEED_FOLDING.test(text) && mayHold(flatten(text), keys, false);
 }
+
+const MAY_NEED_FOLDING = /[%\u0080-\uffff]/;
 
 /** The key variables a provider can be configured with (provider-config.ts reads one of them). */
 const KEY_VARIABLES = ['OPENAI_API_KEY', 'OPENROUTER_API_KEY', 'ANTHROPIC_API_KEY'];

@@ -87,6 +87,9 @@ function outputFlushed(stdout: NodeJS.WriteStream): Promise<void> {
  * (on the stderr stream, which captureStandardError takes over once the log exists).
  */
 function keepConsoleOffStdout(): void {
+  // Under node --frozen-intrinsics console is frozen: assigning to it would throw and end the
+  // process; its methods stay Node.js's own (docs/running.md, Node options, says what that leaves).
+  if (Object.isFrozen(console)) return;
   const toStderr = (...args: unknown[]): void => {
     process.stderr.write(`${args.map(String).join(' ')}\n`);
   };

@@ -91,7 +91,7 @@ function defaultCaseFiles(project: PinnedDirectory): CaseFile[] {
     } catch (error) {
       throw new CaseFileError(error instanceof Error ? error.message : `${shown}: cannot be read`);
     }
-    return parseCaseFile(shown, text, path.join(project.displayPath, ...CASES_DIRECTORY));
+    return parseCaseFile(shown, text, project);
   });
 }
 
@@ -150,7 +150,7 @@ export function runPolicyTest(options: { project: string; files: string[] }): vo
   }
   let files: CaseFile[];
   try {
-    files = options.files.length > 0 ? options.files.map((file) => readCaseFile(file)) : defaultCaseFiles(project);
+    files = options.files.length > 0 ? options.files.map((file) => readCaseFile(file, project)) : defaultCaseFiles(project);
   } catch (error) {
     if (!(error instanceof CaseFileError)) throw error;
     usageError('policy test', escapeToOneLine(error.message));
@@ -161,8 +161,8 @@ export function runPolicyTest(options: { project: string; files: string[] }): vo
   let passed = 0;
   let failed = 0;
   for (const file of files) {
-    const set = file.policies !== undefined ? loadPolicySet(policyInputsFromPaths(file.policies)) : (projectSet ??= readPolicySet(project).set);
-    const source = file.policies !== undefined ? file.policies.map((p) => p.shown).join(', ') : 'the project policy set';
+    const set = file.policies !== undefined ? loadPolicySet(file.policies) : (projectSet ??= readPolicySet(project).set);
+    const source = file.policies !== undefined ? file.policies.map((p) => p.path).join(', ') : 'the project policy set';
     out.push(`${file.shown} (${source}):`);
     if (set.mode === 'deny-all') out.push(`  note  the policy set denies every response: ${set.denyReason ?? 'unusable'}`);
     const labels = policyLabels(set);

@@ -7,7 +7,7 @@ import { AGENT_NAME_MAX_BYTES, CANCELLED_INVOCATIONS_FINISHING_MAX, PROMPT_MAX_B
 import { RUN_PHASES, type InvokeOutcome, type ProviderNote } from '../../shared/worker-protocol.js';
 import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type Preflight, type PreflightInputs } from '../invoke-preflight.js';
 import type { OperatorLog } from '../operator-log.js';
-import type { RunOwnerTable } from '../run-owners.js';
+import type { RunOwner, RunOwnerTable } from '../run-owners.js';
 import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
 import type { SigningKeyGuard } from '../signing-key-guard.js';
 import type { RunStatistics } from '../run-statistics.js';
@@ -191,34 +191,41 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       const progressToken = extra._meta?.progressToken;
       const progressSent: Promise<void>[] = [];
       const startedAt = performance.now();
-      session.log.info('run started', { event: 'run.started', run_id: runId, agent: definition.declaredName, file: definition.file });
-
-      const owner = session.owners.start(
-        {
-          runId,
-          definition,
-          prompt: args.prompt,
-          reportProgress: progressToken !== undefined,
-          ...(args.system_prompt !== undefined ? { systemPrompt: args.system_prompt } : {}),
-          ...(session.guidance !== undefined ? { guidance: session.guidance } : {}),
-        },
-        {
-          onProgress: (phase) => {
-            if (progressToken === undefined) return;
-            // Progress names the phase only; model text never leaves before authorisation.
-            progressSent.push(
-              extra
-                .sendNotification({
-                  method: 'notifications/progress',
-                  params: { progressToken, progress: RUN_PHASES.indexOf(phase) + 1, total: RUN_PHASES.length, message: phase },
-                })
-                .catch(() => undefined),
-            );
+      let owner: RunOwner;
+      try {
+        owner = session.owners.start(
+          {
+            runId,
+            definition,
+            prompt: args.prompt,
+            reportProgress: progressToken !== undefined,
+            ...(args.system_prompt !== undefined ? { systemPrompt: args.system_prompt } : {}),
+            ...(session.guidance !== undefined ? { guidance: session.guidance } : {}),
           },
-          // Said when it happens, not when the run ends.
-          onProvider: (note) => logProviderNote(session.log, runId, note),
-        },
-      );
+          {
+            onProgress: (phase) => {
+              if (progressToken === undefined) return;
+              // Progress names the phase only; model text never leaves before authorisation.
+              progressSent.push(
+                extra
+                  .sendNotification({
+                    method: 'notifications/progress',
+                    params: { progressToken, progress: RUN_PHASES.indexOf(phase) + 1, total: RUN_PHASES.length, message: phase },
+                  })
+                  .catch(() => undefined),
+              );
+            },
+            // Said when it happens, not when the run ends.
+            onProvider: (note) => logProviderNote(session.log, runId, note),
+          },
+        );
+      } catch (err) {
+        // No worker thread could start (sandboxed-thread.ts): this call is refused with the reason; the server goes on.
+        const reason = `no worker thread could start: ${(err as Error).message}`;
+        session.log.warn('invoke_agent refused: no worker thread could start', { event: 'invoke.refused', agent: args.agent, reason });
+        return failure(`${reason}; the call was not started`);
+      }
+      session.log.info('run started', { event: 'run.started', run_id: runId, agent: definition.declaredName, file: definition.file });
       session.statistics?.inProgress(session.owners.size);
       const onAbort = (): void => owner.cancel('the caller cancelled the invocation');
       if (extra.signal.aborted) onAbort();
