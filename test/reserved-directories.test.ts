@@ -192,3 +192,63 @@ describe('reserved directories: .symbiont/ recorded first and always, policies/ 
     }
   });
 });
+
+describe('mounts inside the project are not descended into (overlay and tmpfs in a private mount namespace)', { skip: namespaceSkip() }, () => {
+  it('an overlay with policies/ as its lower layer, and a tmpfs, are refused; a bind mount of an ordinary folder on the same file system is read', async () => {
+    const project = makeProject(
+      {
+        'agents/good.symbi': GOOD,
+        'agents/sub/ok.symbi': GOOD,
+        'policies/respond.cedar': POLICY,
+        'policies/x.symbi': `agent leaked { } // ${MARKER}\n`,
+      },
+      'symbi-reserved-overlay-',
+    );
+    try {
+      // A lower-only overlay needs two layers: policies/ over an empty folder.
+      for (const dir of ['agents/ov', 'agents/tmp', 'agents/bound', 'agents/empty']) fs.mkdirSync(path.join(project, dir));
+      const q = (rel: string): string => `'${path.join(project, rel).replaceAll("'", "'\\''")}'`;
+      const mounts = [
+        `mount -t overlay overlay -o lowerdir=${q('policies')}:${q('agents/empty')} ${q('agents/ov')}`,
+        `mount -t tmpfs none ${q('agents/tmp')}`,
+        `printf 'agent t {\\n}\\n' > ${q('agents/tmp/t.symbi')}`,
+        `mount --bind ${q('agents/sub')} ${q('agents/bound')}`,
+      ].join(' && ');
+      const server = await startServer(project, { launcher: ['unshare', '-m', 'sh', '-c', `${mounts} && exec "$0" "$@"`] });
+      try {
+        for (const file of ['agents/ov/x.symbi', 'agents/tmp/t.symbi']) {
+          const result = await server.call('parse_dsl', { file });
+          assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
+          const dir = file.split('/').slice(0, 2).join('/');
+          assert.match(textOf(result), new RegExp(`path refused: ${dir} is on another file system than the project \\(a mount point inside it\\)`), file);
+          assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
+        }
+        const bound = await server.call('parse_dsl', { file: 'agents/bound/ok.symbi' });
+        assert.equal(bound.isError, undefined, textOf(bound));
+      } finally {
+        await server.close();
+      }
+    } finally {
+      removeProject(project);
+    }
+  });
+
+  it('an agents/ that is a mount of another file system loads no agents, and standard error says why', async () => {
+    const project = makeProject({ 'agents/good.symbi': GOOD, 'policies/respond.cedar': POLICY }, 'symbi-reserved-agents-mount-');
+    try {
+      const agents = `'${path.join(project, 'agents').replaceAll("'", "'\\''")}'`;
+      const launcher = ['unshare', '-m', 'sh', '-c', `mount -t tmpfs none ${agents} && printf 'agent t {\\n}\\n' > ${agents}/t.symbi && exec "$0" "$@"`];
+      const server = await startServer(project, { launcher });
+      try {
+        const list = await server.call('list_agents', {});
+        assert.deepEqual((list.structuredContent as { agents: unknown[] }).agents, [], textOf(list));
+        const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+        assert.match(stderr, /agents\/ cannot be opened \(other_device\), so no agents were loaded/, stderr);
+      } finally {
+        await server.close();
+      }
+    } finally {
+      removeProject(project);
+    }
+  });
+});

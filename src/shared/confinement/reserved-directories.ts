@@ -48,6 +48,8 @@ function identity(stat: fs.Stats): string {
 /** The reserved directories of one pinned project, by device and inode. */
 export class ReservedDirectories {
   private readonly byIdentity = new Map<string, string>();
+  /** The project root's device, known once record() has run: directories on another one are refused. */
+  private rootDevice: number | undefined;
 
   get size(): number {
     return this.byIdentity.size;
@@ -58,14 +60,27 @@ export class ReservedDirectories {
     return first !== undefined && RESERVED_NAMES.includes(first);
   }
 
-  /** Throws the one-line refusal when the open directory `fd` (reached as `shown`) is a reserved one; the caller closes `fd`. */
+  /**
+   * Throws the one-line refusal when the open directory `fd` (reached as `shown`) is a reserved one,
+   * or is on another device than the project root; the caller closes `fd`. A mount inside the project
+   * (an overlay, a tmpfs, another disk) reports a device and inodes of its own, so what it exposes,
+   * policies/ as an overlay's lower layer say, cannot be told by identity: it is not descended into.
+   */
   refuseReserved(fd: number, shown: string): void {
-    const reserved = this.byIdentity.get(identity(fs.fstatSync(fd)));
-    if (reserved === undefined) return;
-    const rule = reserved.startsWith('policies')
-      ? 'the policies directory is not readable through this tool'
-      : "the server's own storage (.symbiont/) is not readable through this tool";
-    throw new ConfinementError('invalid_path', `path refused: ${shown} is ${reserved}/ reached under another name; ${rule}`);
+    const stat = fs.fstatSync(fd);
+    const reserved = this.byIdentity.get(identity(stat));
+    if (reserved !== undefined) {
+      const rule = reserved.startsWith('policies')
+        ? 'the policies directory is not readable through this tool'
+        : "the server's own storage (.symbiont/) is not readable through this tool";
+      throw new ConfinementError('invalid_path', `path refused: ${shown} is ${reserved}/ reached under another name; ${rule}`);
+    }
+    if (this.rootDevice !== undefined && stat.dev !== this.rootDevice) {
+      throw new ConfinementError(
+        'other_device',
+        `path refused: ${shown} is on another file system than the project (a mount point inside it); directories mounted inside the project are not read through this tool`,
+      );
+    }
   }
 
   /**
@@ -124,5 +139,6 @@ export class ReservedDirectories {
       );
     }
     for (const [key, shown] of found) this.byIdentity.set(key, shown);
+    this.rootDevice = fs.fstatSync(rootFd).dev;
   }
 }
