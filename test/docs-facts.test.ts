@@ -78,6 +78,7 @@ const LIMIT_ROWS: Record<string, Figure[][]> = {
   'source bytes retained by discovery': [['DISCOVERY_MAX_RETAINED_BYTES']],
   'inline policy rules per selection / tokens per condition / nesting': [['INLINE_POLICY_MAX_RULES'], ['INLINE_POLICY_MAX_CONDITION_TOKENS'], ['INLINE_POLICY_MAX_NESTING']],
   'one policy file': [['POLICY_FILE_MAX_BYTES'], ['POLICY_DISCOVERY_MAX_ENTRIES']],
+  'folders below `policies/` recorded by identity at startup': [['RESERVED_POLICY_DIRECTORIES_MAX'], ['POLICY_DISCOVERY_MAX_ENTRIES']],
   '`get_agent_dsl.agent`': [['AGENT_NAME_MAX_BYTES']],
   'project-relative path': [['PROJECT_PATH_MAX_BYTES']],
   'one line on standard input': [['STDIN_LINE_MAX_BYTES']],

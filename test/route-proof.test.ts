@@ -8,6 +8,7 @@ import { makeProject, removeProject, tempDir } from './support/project.js';
 import { suiteScratch } from './support/suite-fixture.js';
 import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
 import { checkDescriptorAccess } from '../src/shared/confinement/index.js';
+import { namespaceSkip } from './support/mount-namespace.js';
 
 // An FFI route is proven in a child process before the server calls into it
 // (src/shared/confinement/route-proof.ts). These tests stand in for a wrong
@@ -42,6 +43,9 @@ int openat(int fd, const char *path, int flags, ...) {
   return real(fd, path, flags, 0644);
 }
 `,
+  // An rtld-audit library that audits nothing (LD_AUDIT): harmless, but part of what the route runs under.
+  'audit-nothing': `unsigned int la_version(unsigned int version) { return version; }
+`,
   'fcntl-getfd-fails': `#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -64,6 +68,20 @@ function preloadSkip(): string | undefined {
   const gcc = spawnSync('gcc', ['--version'], { encoding: 'utf8' });
   if (gcc.status !== 0) return 'gcc is not installed, so the preloaded stand-in libraries cannot be built (apt-get install gcc)';
   return undefined;
+}
+
+/** Why /etc cannot be overlaid in a private mount namespace here (to give one server its own /etc/ld.so.preload), or undefined. */
+function etcOverlaySkip(): string | undefined {
+  if (process.getuid?.() !== 0) return 'needs root to mount an overlay on /etc in a private mount namespace (run as root)';
+  const layer = tempDir('symbi-etc-probe-');
+  try {
+    fs.writeFileSync(path.join(layer, 'probe'), 'x');
+    const probe = spawnSync('unshare', ['-m', 'sh', '-c', `mount -t overlay overlay -o lowerdir='${layer}':/etc /etc && test -f /etc/probe`], { encoding: 'utf8' });
+    if (probe.status !== 0) return `an overlay on /etc in a private mount namespace is not possible here: ${(probe.stderr || probe.error?.message || '').trim()}`;
+    return undefined;
+  } finally {
+    removeProject(layer);
+  }
 }
 
 const PROJECT = {
@@ -128,6 +146,73 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
     } finally {
       await server.close();
     }
+  });
+
+  it('a remembered proof is not reused once /etc/ld.so.preload names a crashing fdopendir (an overlay on /etc in a private mount namespace)', { skip: etcOverlaySkip() }, async () => {
+    const cache = proofCache();
+    const first = await serve({ SYMBI_CONFINEMENT_ROUTE: 'libc' }, cache);
+    try {
+      const stderr = await waitForStderr(first, (t) => t.includes('serving MCP'));
+      assert.match(stderr, /confinement route libc .*; proven in a child process \(\d+ ms\), remembered(;|$)/m, stderr);
+    } finally {
+      await first.close();
+    }
+    // The real /etc is never touched: an overlay whose top layer holds only ld.so.preload, seen by the server alone.
+    const layer = tempDir('symbi-etc-layer-');
+    try {
+      fs.writeFileSync(path.join(layer, 'ld.so.preload'), `${lib('crash-fdopendir')}\n`);
+      const server = await startServer(project, {
+        env: { ...serverEnv(), TMPDIR: serverTmp(), XDG_CACHE_HOME: cache, SYMBI_CONFINEMENT_ROUTE: 'libc' },
+        launcher: ['unshare', '-m', 'sh', '-c', `mount -t overlay overlay -o lowerdir='${layer}':/etc /etc && exec "$0" "$@"`],
+      });
+      try {
+        const list = await server.call('list_agents', {});
+        assert.equal(list.isError, true, textOf(list));
+        assert.match(textOf(list), /route libc crashed in its proof in a child process \(SIGSEGV\)/);
+        const inline = await server.call('parse_dsl', { content: 'agent inline {}\n' });
+        assert.equal(inline.isError, undefined, textOf(inline));
+      } finally {
+        await server.close();
+      }
+    } finally {
+      removeProject(layer);
+    }
+    assert.ok(!fs.existsSync('/etc/ld.so.preload') || !fs.readFileSync('/etc/ld.so.preload', 'utf8').includes('crash-fdopendir'), 'the real /etc is untouched');
+  });
+
+  it('a remembered proof is not reused under LD_AUDIT', async () => {
+    const cache = proofCache();
+    const line = async (extra: Record<string, string>): Promise<string> => {
+      const server = await serve({ SYMBI_CONFINEMENT_ROUTE: 'libc', ...extra }, cache);
+      try {
+        const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+        return stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
+      } finally {
+        await server.close();
+      }
+    };
+    assert.match(await line({}), /proven in a child process \(\d+ ms\), remembered(;|$)/);
+    assert.match(await line({}), /its child-process proof is remembered for this system/);
+    assert.match(await line({ LD_AUDIT: lib('audit-nothing') }), /proven in a child process \(\d+ ms\), remembered(;|$)/);
+  });
+
+  it('without /proc/self/maps (a tmpfs over /proc in a private mount namespace) the proof is made at every start and never remembered', { skip: namespaceSkip() }, async () => {
+    const cache = proofCache();
+    for (let start = 0; start < 2; start++) {
+      const server = await startServer(project, {
+        env: { ...serverEnv(), TMPDIR: serverTmp(), XDG_CACHE_HOME: cache, SYMBI_CONFINEMENT_ROUTE: 'libc' },
+        launcher: ['unshare', '-m', 'sh', '-c', 'mount -t tmpfs none /proc && exec "$0" "$@"'],
+      });
+      try {
+        const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+        const line = stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
+        assert.match(line, /confinement route libc .*; proven in a child process \(\d+ ms\)/, `start ${start + 1}: ${line}`);
+        assert.doesNotMatch(line, /remembered/, `start ${start + 1}: ${line}`);
+      } finally {
+        await server.close();
+      }
+    }
+    assert.ok(!fs.existsSync(path.join(cache, 'symbi-mcp', 'route-proofs.json')), 'nothing was written to the cache');
   });
 
   it('a hanging fdopendir is cut off at the deadline and refuses the route', async () => {

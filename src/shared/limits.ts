@@ -36,6 +36,8 @@ export const DSL_MAX_NESTING = 256;
 
 // Entries inspected in each policy directory; past it the policy set is unreadable (deny-all).
 export const POLICY_DISCOVERY_MAX_ENTRIES = 1024;
+// Folders below policies/ recorded by identity at startup (reserved-directories.ts); more and the server does not start.
+export const RESERVED_POLICY_DIRECTORIES_MAX = 256;
 // Longest agent name accepted by the agent tools (a filename stem; longer names cannot exist).
 export const AGENT_NAME_MAX_BYTES = 255;
 // Longest line read from standard input; a longer line is discarded without buffering it.

@@ -13,6 +13,7 @@ export * from './path-rules.js';
 export * from './pinned-directory.js';
 export * from './routes.js';
 export { checkDescriptorAccess } from './route-choice.js';
+export { ReservedDirectoriesError } from './reserved-directories.js';
 export { proveRouteHere, ROUTE_PROOF_COMMAND } from './route-proof.js';
 export { loadKoffi } from './libc-route.js';
 export type { DescriptorRoute, DirectoryListing, RouteName } from './descriptor-route.js';

@@ -14,6 +14,8 @@ export type ConfinementCode =
   | 'too_large'
   | 'not_utf8'
   | 'io'
+  /** A directory on another device than the project root: a mount inside the project (reserved-directories.ts). */
+  | 'other_device'
   /** Descriptor-relative access does not work on this system (route-choice.ts). */
   | 'unavailable';
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -7,9 +8,15 @@ import type { RouteName } from './descriptor-route.js';
 
 // Remembers which FFI routes passed their proof in a child process
 // (route-proof.ts), so a start on an unchanged system skips the child. A proof
-// holds for one combination of this package's version, the Node.js version,
-// koffi's version, platform, architecture, the C library and any preloaded
-// libraries; when any of these changes, the route is proven again.
+// holds for one combination of everything that decides how the route behaves:
+// this package's version, the Node.js version, koffi's version, platform,
+// architecture, the kernel release, the libraries the process runs on (on
+// Linux every shared library mapped into it, libc included, by path, device,
+// inode, size and times, which covers libraries preloaded by any means), the
+// contents of /etc/ld.so.preload and the LD_PRELOAD, LD_AUDIT and
+// DYLD_INSERT_LIBRARIES variables. When any of these changes, the route is
+// proven again; when one cannot be read, nothing is remembered and the route is
+// proven at every start.
 //
 // The file lives in the user's cache directory ($XDG_CACHE_HOME, else
 // ~/.cache, then symbi-mcp/route-proofs.json). Another user who could write it
@@ -22,25 +29,27 @@ const FORMAT = 1;
 /** Entries kept: one per route and system combination, and one per project file system probed (the oldest go first). */
 const MAX_ENTRIES = 64;
 
-/** What a proof depends on, as one string; undefined when the C library cannot be told (then nothing is remembered). */
+/** What a proof depends on, as one string; undefined when any of it cannot be told (then nothing is remembered). */
 export function proofKey(route: RouteName, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const libc = libcIdentity();
-  if (libc === undefined) return undefined;
-  return JSON.stringify({
+  const system = systemIdentity();
+  if (system === undefined) return undefined;
+  const inputs = JSON.stringify({
     route,
     symbi: packageVersion,
     node: process.version,
     koffi: koffiVersion(),
     platform: process.platform,
     arch: process.arch,
-    libc,
+    ...system,
     preload: [env.LD_PRELOAD ?? '', env.DYLD_INSERT_LIBRARIES ?? ''],
+    audit: env.LD_AUDIT ?? '',
   });
+  // Kept as a digest: the inputs (a dozen library identities) are too long to keep 64 of in the cache.
+  return `${route} sha256:${createHash('sha256').update(inputs).digest('hex')}`;
 }
 
 // Both are fixed for the life of the process: worked out once.
 let koffiVersionSeen: string | undefined;
-let libcSeen: { value: string | undefined } | undefined;
 
 function koffiVersion(): string {
   return (koffiVersionSeen ??= readKoffiVersion());
@@ -65,31 +74,84 @@ function readKoffiVersion(): string {
 }
 
 /**
- * The C library this process runs on. Linux: the libc (or musl loader) file
- * mapped into the process, with its size and change time, so an upgrade in
- * place is a new library. macOS and FreeBSD: the kernel release, which moves
- * with the system's libc. Where none can be told, the proof is not remembered.
+ * The system under the route, worked out once per process. Linux: the kernel
+ * release, /etc/ld.so.preload's contents (the dynamic loader reads it for every
+ * program, whatever the environment says) and every shared library mapped into
+ * this process, which is what the route calls through: the libc (or musl
+ * loader) and anything preloaded or audited into it. macOS and FreeBSD: the
+ * kernel release, which moves with the system's libc. Undefined when any part
+ * cannot be read or no C library is found: a proof that cannot be tied to its
+ * inputs is not remembered.
  */
-function libcIdentity(): string | undefined {
-  return (libcSeen ??= { value: readLibcIdentity() }).value;
+function systemIdentity(): SystemIdentity | undefined {
+  return (systemSeen ??= { value: readSystemIdentity() }).value;
 }
 
-function readLibcIdentity(): string | undefined {
-  if (process.platform !== 'linux') return `${os.type()} ${os.release()}`;
+interface SystemIdentity {
+  kernel: string;
+  ldSoPreload?: string;
+  libraries?: string[];
+}
+
+let systemSeen: { value: SystemIdentity | undefined } | undefined;
+
+/** Where the Linux dynamic loader reads its system-wide preload list. */
+const LD_SO_PRELOAD = '/etc/ld.so.preload';
+/** The C library's file among the mapped ones (glibc, or musl whose loader is its libc). */
+const LIBC_FILE = /\/(?:libc\.so\.6|libc-[\d.]+\.so|ld-musl-[^/]+\.so\.1|libc\.musl-[^/]+\.so\.1)$/;
+/** A shared library's file name (libfoo.so, libfoo.so.1.2); koffi's own .node addon is named by koffi's version. */
+const SHARED_LIBRARY = /\.so(?:\.[\d.]+)?$/;
+
+function readSystemIdentity(): SystemIdentity | undefined {
+  const kernel = `${os.type()} ${os.release()}`;
+  if (process.platform !== 'linux') return { kernel };
+  const ldSoPreload = readLdSoPreload();
+  const libraries = mappedLibraries();
+  if (ldSoPreload === undefined || libraries === undefined) return undefined;
+  return { kernel, ldSoPreload, libraries };
+}
+
+/** "absent", or the SHA-256 of /etc/ld.so.preload; undefined when it exists but cannot be read. */
+function readLdSoPreload(): string | undefined {
+  try {
+    return 'sha256:' + createHash('sha256').update(fs.readFileSync(LD_SO_PRELOAD)).digest('hex');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'absent' : undefined;
+  }
+}
+
+/**
+ * Every shared library mapped into this process, sorted, each as "path dev:inode size mtime ctime"
+ * from /proc/self/maps and a stat of the file, so a library replaced or upgraded in place is
+ * another input. Undefined when the maps cannot be read, no C library is among them, or a
+ * mapped library cannot be looked at (replaced since it was mapped, say).
+ */
+function mappedLibraries(): string[] | undefined {
   let maps: string;
   try {
     maps = fs.readFileSync('/proc/self/maps', 'utf8');
   } catch {
     return undefined;
   }
-  const file = /\s(\/\S*\/(?:libc\.so\.6|libc-[\d.]+\.so|ld-musl-[^/\s]+\.so\.1|libc\.musl-[^/\s]+\.so\.1))$/m.exec(maps)?.[1];
-  if (file === undefined) return undefined;
-  try {
-    const stat = fs.statSync(file);
-    return `${file} ${stat.size} ${stat.ctimeMs}`;
-  } catch {
-    return undefined;
+  const files = new Map<string, string>();
+  for (const line of maps.split('\n')) {
+    // address perms offset dev inode path: the path is the rest of the line and may hold spaces.
+    const match = /^\S+\s+\S+\s+\S+\s+(\S+)\s+(\d+)\s+(\/.*)$/.exec(line);
+    if (match === null) continue;
+    const [, dev, inode, file] = match as unknown as [string, string, string, string];
+    if (SHARED_LIBRARY.test(file) || LIBC_FILE.test(file) || file.endsWith(' (deleted)')) files.set(file, `${dev}:${inode}`);
   }
+  if (![...files.keys()].some((file) => LIBC_FILE.test(file))) return undefined;
+  const libraries: string[] = [];
+  for (const [file, mapped] of files) {
+    try {
+      const stat = fs.statSync(file);
+      libraries.push(`${file} ${mapped} ${stat.size} ${stat.mtimeMs} ${stat.ctimeMs}`);
+    } catch {
+      return undefined;
+    }
+  }
+  return libraries.sort();
 }
 
 /** $XDG_CACHE_HOME/symbi-mcp (an absolute XDG_CACHE_HOME only, as the XDG spec says), else ~/.cache/symbi-mcp. */
@@ -170,7 +232,7 @@ export interface ProbeMemory {
 /**
  * The probes on the project's file system (route-self-test.ts) remembered in
  * the same trusted cache, per route, system (as proofKey) and file system; undefined
- * when nothing can be remembered (the C library cannot be told).
+ * when nothing can be remembered (the system cannot be told: see systemIdentity).
  */
 export function projectProbeMemory(route: RouteName, env: NodeJS.ProcessEnv): ProbeMemory | undefined {
   const base = proofKey(route, env);

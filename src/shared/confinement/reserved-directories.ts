@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { DescriptorRoute } from './descriptor-route.js';
-import { ConfinementError } from './path-rules.js';
+import { POLICY_DISCOVERY_MAX_ENTRIES, RESERVED_POLICY_DIRECTORIES_MAX } from '../limits.js';
+import { ConfinementError, decodeUtf8Strict } from './path-rules.js';
 
 // policies/ and .symbiont/ are refused by their spelling in path-rules.ts, but
 // a spelling is not what a directory is: on a case-insensitive volume (APFS and
@@ -16,11 +17,29 @@ import { ConfinementError } from './path-rules.js';
 /** The top-level names reserved to the server. */
 export const RESERVED_NAMES: readonly string[] = ['policies', '.symbiont'];
 
-/** How deep below policies/ the startup look goes (.symbiont/ holds journals: only its own folders are looked at). */
-const DEPTH_BY_NAME: Readonly<Record<string, number>> = { policies: 8, '.symbiont': 1 };
-/** Bounds on the startup look, so a huge tree cannot stall a start. */
-const MAX_DIRECTORIES = 256;
-const MAX_ENTRIES_PER_DIRECTORY = 1024;
+/**
+ * The startup look, one walk each, `.symbiont/` first: `.symbiont/` holds journals, so only the
+ * folders directly in it are recorded, always and outside the budget; policies/ is recorded whole,
+ * with no depth bound, within RESERVED_POLICY_DIRECTORIES_MAX folders. A tree past the budget, a
+ * folder with more entries than can be listed, or a folder that cannot be listed would leave a
+ * partial set, so the server refuses to start instead (ReservedDirectoriesError).
+ */
+const WALKS: ReadonlyArray<{ name: string; depth: number; budgeted: boolean }> = [
+  { name: '.symbiont', depth: 1, budgeted: false },
+  { name: 'policies', depth: Number.POSITIVE_INFINITY, budgeted: true },
+];
+/** Past the budget the walk goes on counting (not recording) up to this many folders, to say how many there are. */
+const COUNT_CEILING = RESERVED_POLICY_DIRECTORIES_MAX * 16;
+/** What an openAt of a listed name may say when it is no directory to reserve (absent, a file, a symlink). */
+const NOT_A_DIRECTORY = new Set(['ENOENT', 'ENOTDIR', 'ELOOP', 'EMLINK']);
+
+/** The reserved directories cannot all be recorded: the server must not start (one line, naming the limit or the folder). */
+export class ReservedDirectoriesError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReservedDirectoriesError';
+  }
+}
 
 function identity(stat: fs.Stats): string {
   return `${stat.dev}:${stat.ino}`;
@@ -29,6 +48,8 @@ function identity(stat: fs.Stats): string {
 /** The reserved directories of one pinned project, by device and inode. */
 export class ReservedDirectories {
   private readonly byIdentity = new Map<string, string>();
+  /** The project root's device, known once record() has run: directories on another one are refused. */
+  private rootDevice: number | undefined;
 
   get size(): number {
     return this.byIdentity.size;
@@ -39,14 +60,27 @@ export class ReservedDirectories {
     return first !== undefined && RESERVED_NAMES.includes(first);
   }
 
-  /** Throws the one-line refusal when the open directory `fd` (reached as `shown`) is a reserved one; the caller closes `fd`. */
+  /**
+   * Throws the one-line refusal when the open directory `fd` (reached as `shown`) is a reserved one,
+   * or is on another device than the project root; the caller closes `fd`. A mount inside the project
+   * (an overlay, a tmpfs, another disk) reports a device and inodes of its own, so what it exposes,
+   * policies/ as an overlay's lower layer say, cannot be told by identity: it is not descended into.
+   */
   refuseReserved(fd: number, shown: string): void {
-    const reserved = this.byIdentity.get(identity(fs.fstatSync(fd)));
-    if (reserved === undefined) return;
-    const rule = reserved.startsWith('policies')
-      ? 'the policies directory is not readable through this tool'
-      : "the server's own storage (.symbiont/) is not readable through this tool";
-    throw new ConfinementError('invalid_path', `path refused: ${shown} is ${reserved}/ reached under another name; ${rule}`);
+    const stat = fs.fstatSync(fd);
+    const reserved = this.byIdentity.get(identity(stat));
+    if (reserved !== undefined) {
+      const rule = reserved.startsWith('policies')
+        ? 'the policies directory is not readable through this tool'
+        : "the server's own storage (.symbiont/) is not readable through this tool";
+      throw new ConfinementError('invalid_path', `path refused: ${shown} is ${reserved}/ reached under another name; ${rule}`);
+    }
+    if (this.rootDevice !== undefined && stat.dev !== this.rootDevice) {
+      throw new ConfinementError(
+        'other_device',
+        `path refused: ${shown} is on another file system than the project (a mount point inside it); directories mounted inside the project are not read through this tool`,
+      );
+    }
   }
 
   /**
@@ -57,27 +91,54 @@ export class ReservedDirectories {
   record(route: DescriptorRoute, rootFd: number): void {
     const f = route.flags;
     const directoryFlags = f.O_RDONLY | f.O_DIRECTORY | f.O_NOFOLLOW;
-    let budget = MAX_DIRECTORIES;
-    const visit = (parentFd: number, name: string, shown: string, depth: number): void => {
-      if (budget <= 0) return;
+    // Built apart and swapped in whole: a refused look leaves no partial set behind.
+    const found = new Map<string, string>();
+    let counted = 0;
+    const visit = (parentFd: number, name: string, shown: string, depth: number, budgeted: boolean): void => {
+      if (budgeted && counted >= COUNT_CEILING) return;
       let fd: number;
       try {
         fd = route.openAt(parentFd, name, directoryFlags);
-      } catch {
-        return; // absent, a file or a symlink: nothing reachable to reserve
+      } catch (err) {
+        if (NOT_A_DIRECTORY.has((err as NodeJS.ErrnoException).code ?? '')) return;
+        throw new ReservedDirectoriesError(`${shown}/ cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'}), so it cannot be reserved`);
       }
-      budget--;
       try {
-        this.byIdentity.set(identity(fs.fstatSync(fd)), shown);
+        // policies/ itself is not counted: the limit is on the folders below it.
+        if (budgeted && shown !== name) counted++;
+        if (!budgeted || counted <= RESERVED_POLICY_DIRECTORIES_MAX) found.set(identity(fs.fstatSync(fd)), shown);
         if (depth <= 0) return;
-        const listed = route.list(fd, MAX_ENTRIES_PER_DIRECTORY);
-        for (const raw of listed.names) visit(fd, raw.toString('utf8'), `${shown}/${raw.toString('utf8')}`, depth - 1);
-      } catch {
-        // A listing that fails leaves what was recorded so far.
+        let listed;
+        try {
+          listed = route.list(fd, POLICY_DISCOVERY_MAX_ENTRIES);
+        } catch (err) {
+          throw new ReservedDirectoriesError(`${shown}/ cannot be listed (${(err as NodeJS.ErrnoException).code ?? 'error'}), so what is below it cannot be reserved`);
+        }
+        if (listed.truncated) {
+          throw new ReservedDirectoriesError(`${shown}/ has more than ${POLICY_DISCOVERY_MAX_ENTRIES} entries; at most ${POLICY_DISCOVERY_MAX_ENTRIES} are listed to reserve what is in it`);
+        }
+        for (const raw of listed.names) {
+          let entry: string;
+          try {
+            entry = decodeUtf8Strict(raw, 'entry');
+          } catch {
+            // Decoded loosely it would name another file, and the folder it names would go unrecorded.
+            throw new ReservedDirectoriesError(`${shown}/ holds a name that is not valid UTF-8, so what it names cannot be reserved`);
+          }
+          visit(fd, entry, `${shown}/${entry}`, depth - 1, budgeted);
+        }
       } finally {
         fs.closeSync(fd);
       }
     };
-    for (const name of RESERVED_NAMES) visit(rootFd, name, name, DEPTH_BY_NAME[name] ?? 0);
+    for (const walk of WALKS) visit(rootFd, walk.name, walk.name, walk.depth, walk.budgeted);
+    if (counted > RESERVED_POLICY_DIRECTORIES_MAX) {
+      const count = counted >= COUNT_CEILING ? `at least ${COUNT_CEILING}` : String(counted);
+      throw new ReservedDirectoriesError(
+        `policies/ holds ${count} folders; at most ${RESERVED_POLICY_DIRECTORIES_MAX} can be recorded to keep them unreachable under other names, so the server does not start`,
+      );
+    }
+    for (const [key, shown] of found) this.byIdentity.set(key, shown);
+    this.rootDevice = fs.fstatSync(rootFd).dev;
   }
 }

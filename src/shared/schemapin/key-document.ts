@@ -10,7 +10,7 @@ import { SchemaPinCheckError } from './schemapin-errors.js';
 
 export interface PublicKeyDocument {
   key: KeyObject;
-  /** "sha256:" + lowercase hex SHA-256 of the key's SPKI DER. */
+  /** "sha256:" + lowercase hex SHA-256 of the key's canonical (uncompressed-point) SPKI DER. */
   fingerprint: string;
   /** Normalised (lowercase) revoked fingerprints listed by the document. */
   revokedKeys: string[];
@@ -21,8 +21,31 @@ const FINGERPRINT = /^sha256:[0-9a-f]{64}$/;
 const REVOKED_KEYS_MAX = 1024;
 const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
 
+// The DER prefix of a P-256 SPKI with an uncompressed point (RFC 5480: id-ecPublicKey, prime256v1,
+// a 66-byte BIT STRING whose content starts 0x04), followed by the 64 bytes of X and Y.
+const P256_UNCOMPRESSED_SPKI_PREFIX = Buffer.from('3059301306072a8648ce3d020106082a8648ce3d03010703420004', 'hex');
+const P256_UNCOMPRESSED_SPKI_LENGTH = P256_UNCOMPRESSED_SPKI_PREFIX.length + 64;
+
+/**
+ * The key in its one canonical form: the same P-256 point re-imported from its coordinates, so that
+ * a compressed (0x02/0x03) or hybrid (0x06/0x07) SPKI and the uncompressed one are one key object
+ * whose SPKI export is the uncompressed form. OpenSSL exports a key in the encoding it was given,
+ * so without this one key would have as many fingerprints as encodings (a revoked key listed by its
+ * standard fingerprint would verify when served compressed). Throws when the export is not the
+ * uncompressed P-256 form, which the caller reports.
+ */
+export function canonicalP256Key(key: KeyObject): KeyObject {
+  const canonical = createPublicKey({ key: key.export({ format: 'jwk' }), format: 'jwk' });
+  const der = canonical.export({ type: 'spki', format: 'der' });
+  if (der.length !== P256_UNCOMPRESSED_SPKI_LENGTH || !der.subarray(0, P256_UNCOMPRESSED_SPKI_PREFIX.length).equals(P256_UNCOMPRESSED_SPKI_PREFIX)) {
+    throw new Error('the key does not export as an uncompressed P-256 SubjectPublicKeyInfo');
+  }
+  return canonical;
+}
+
+/** Fingerprint of a key: over its canonical uncompressed SPKI DER, never over the encoding served. */
 export function spkiFingerprint(key: KeyObject): string {
-  return 'sha256:' + createHash('sha256').update(key.export({ type: 'spki', format: 'der' })).digest('hex');
+  return 'sha256:' + createHash('sha256').update(canonicalP256Key(key).export({ type: 'spki', format: 'der' })).digest('hex');
 }
 
 export function parseKeyDocument(body: Buffer): PublicKeyDocument {
@@ -118,5 +141,11 @@ function parsePem(text: string, where: string): { key: KeyObject; fingerprint: s
   if (curve !== 'prime256v1') {
     throw new SchemaPinCheckError(`${where} is an EC key on curve ${curve ?? 'unknown'}; SchemaPin keys use P-256 (prime256v1)`);
   }
-  return { key, fingerprint: spkiFingerprint(key) };
+  let canonical: KeyObject;
+  try {
+    canonical = canonicalP256Key(key);
+  } catch {
+    throw new SchemaPinCheckError(`${where} is a P-256 key that cannot be put in its canonical uncompressed form`);
+  }
+  return { key: canonical, fingerprint: spkiFingerprint(canonical) };
 }

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { type PinnedDirectory, pinProject } from '../../shared/confinement/index.js';
+import { type PinnedDirectory, pinProject, ReservedDirectoriesError } from '../../shared/confinement/index.js';
 
 // The `--project DIR` option of the commands that serve or examine a project
 // (`symbi mcp`, `symbi check`, `symbi policy`): one rule for what it accepts and
@@ -21,6 +21,8 @@ export function pinProjectOption(dir: string, command: string): PinnedDirectory 
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const shown = path.resolve(dir);
+    // policies/ or .symbiont/ could not all be recorded by identity (reserved-directories.ts): never serve with part of them.
+    if (err instanceof ReservedDirectoriesError) usageError(command, `--project ${shown}: ${err.message}`);
     if (code === 'ENOTDIR') usageError(command, `--project ${shown}: is not a directory`);
     if (code === 'ENOENT') usageError(command, `--project ${shown}: no such directory`);
     if (code === 'EACCES') usageError(command, `--project ${shown}: permission denied`);

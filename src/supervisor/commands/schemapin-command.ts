@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { KiB, SCHEMA_MAX_BYTES } from '../../shared/limits.js';
-import { PinnedDirectory, pinProject } from '../../shared/confinement/index.js';
+import { PinnedDirectory, pinProject, ReservedDirectoriesError } from '../../shared/confinement/index.js';
 import { insecureWarning, schemapinInsecureFromEnv } from '../../shared/schemapin/insecure-mode.js';
 import { normalisePinHost, pinHostOf } from '../../shared/schemapin/pin-host.js';
 import { PinStore } from '../../shared/schemapin/pin-store.js';
@@ -57,6 +57,7 @@ function pinProjectFlag(dir: string): PinnedDirectory {
   try {
     return pinProject(dir);
   } catch (err) {
+    if (err instanceof ReservedDirectoriesError) throw new SchemaPinInputError(`project directory ${dir}: ${err.message}`);
     throw new SchemaPinInputError(`project directory ${dir}: cannot be opened (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
 }
