@@ -120,7 +120,7 @@ test('audit list: runs newest first with agent, outcome and verification, plus t
     await new Promise((resolve) => setTimeout(resolve, 5)); // distinct start timestamps for the ordering check
   }
   // A tampered journal shows as not verifying.
-  const tampered = path.join(storage.governedPath, `${runs[0]}.jsonl`);
+  const tampered = path.join(storage.governedPath, `${agent}.${runs[0]}.jsonl`);
   const bytes = fs.readFileSync(tampered);
   bytes[bytes.indexOf('declared')] = 'D'.charCodeAt(0);
   fs.writeFileSync(tampered, bytes);

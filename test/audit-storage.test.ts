@@ -185,7 +185,7 @@ test('a reserved journal file becomes the run journal: exclusive name, mode 0600
   assert.equal(stat.nlink, 1);
   assert.equal(stat.mode & 0o777, 0o600);
   assert.equal(inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex).exitCode, 0);
-  assert.deepEqual(fs.readdirSync(governed).sort(), [...before, `${runId}.jsonl`].sort());
+  assert.deepEqual(fs.readdirSync(governed).sort(), [...before, `${AGENT_ID}.${runId}.jsonl`].sort());
 });
 
 test('a reserved journal file never takes a name that exists: a planted symlink or file stays as it was', async (t) => {
@@ -195,17 +195,17 @@ test('a reserved journal file never takes a name that exists: a planted symlink 
   const outside = path.join(freshProject(t), 'target.txt');
   fs.writeFileSync(outside, 'outside\n');
   const symlinked = crypto.randomUUID();
-  fs.symlinkSync(outside, path.join(governed, `${symlinked}.jsonl`));
+  fs.symlinkSync(outside, path.join(governed, `${AGENT_ID}.${symlinked}.jsonl`));
   const planted = crypto.randomUUID();
-  fs.writeFileSync(path.join(governed, `${planted}.jsonl`), 'planted\n', { mode: 0o600 });
+  fs.writeFileSync(path.join(governed, `${AGENT_ID}.${planted}.jsonl`), 'planted\n', { mode: 0o600 });
   for (const runId of [symlinked, planted]) {
     const reserved = reserveJournalFile(storage);
     await assert.rejects(JournalWriter.create(storage, runId, AGENT_ID, { reservedFd: reserved }), JournalExistsError);
     if (reserved !== undefined) assert.equal(isOpen(reserved), false, 'the reserved file is closed, leaving no name behind');
   }
   assert.equal(fs.readFileSync(outside, 'utf8'), 'outside\n');
-  assert.ok(fs.lstatSync(path.join(governed, `${symlinked}.jsonl`)).isSymbolicLink());
-  assert.equal(fs.readFileSync(path.join(governed, `${planted}.jsonl`), 'utf8'), 'planted\n');
+  assert.ok(fs.lstatSync(path.join(governed, `${AGENT_ID}.${symlinked}.jsonl`)).isSymbolicLink());
+  assert.equal(fs.readFileSync(path.join(governed, `${AGENT_ID}.${planted}.jsonl`), 'utf8'), 'planted\n');
   assert.equal(fs.statSync(outside).nlink, 1);
 });
 

@@ -87,8 +87,9 @@ const LIMIT_ROWS: Record<string, Figure[][]> = {
   'cancelled `invoke_agent` calls whose runs are still being finished': [['CANCELLED_INVOCATIONS_FINISHING_MAX']],
   '`verify_schema.schema` / key URL / fetched key body': [['SCHEMA_MAX_BYTES'], ['SCHEMA_KEY_URL_MAX_BYTES'], ['SCHEMA_KEY_BODY_MAX_BYTES'], ['SCHEMA_KEY_FETCH_TIMEOUT_MS']],
   'journal line / journal file read by the verifier': [['JOURNAL_LINE_MAX_BYTES'], ['JOURNAL_FILE_MAX_BYTES']],
+  "an answer's text, as JSON, in the journal": [['ANSWER_IN_JOURNAL_MAX_BYTES'], [{ label: 'the room left for the other fields', read: () => limits.JOURNAL_LINE_MAX_BYTES - limits.ANSWER_IN_JOURNAL_MAX_BYTES }]],
   'SchemaPin pin store (`.symbiont/schemapin/pins.json`)': [['SCHEMAPIN_PINS_MAX_BYTES']],
-  'tracked operations (provider calls) classified by one `audit inspect`': [['JOURNAL_TRACKED_OPERATIONS_MAX']],
+  'tracked operations (provider calls and token reservations) classified by one `audit inspect`': [['JOURNAL_TRACKED_OPERATIONS_MAX']],
 };
 
 // Constants of limits.ts that are units, or documented elsewhere (checked below).

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
 import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
-import { inspect, journalsIn, projectPublicKey } from './support/journal.js';
+import { inspect, journalsIn, projectPublicKey, runIdOf } from './support/journal.js';
 
 // invoke_agent on a real full file system mounted as .symbiont/governed: a
 // size-limited tmpfs and a loop-mounted ext2 image with 1 KiB blocks. Whatever
@@ -132,7 +132,7 @@ function assertEveryJournalVerifies(project: string): Map<string, number> {
   const key = projectPublicKey(project);
   const statuses = new Map<string, number>();
   for (const file of journalsOnDisk(project)) {
-    const { status, report } = inspect(file, path.basename(file, '.jsonl'), key);
+    const { status, report } = inspect(file, runIdOf(file), key);
     assert.ok(status === 0 || status === 2, `${path.basename(file)} (${fs.statSync(file).size} bytes) must verify, got exit ${status}: ${JSON.stringify(report)}`);
     statuses.set(file, status);
   }

@@ -7,7 +7,9 @@ import { canonicalHash } from '../src/shared/canonical-json.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
 import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
-import { eventNames, inspect, journalsIn, projectPublicKey, readJournal } from './support/journal.js';
+import { eventNames, inspect, journalsIn, projectPublicKey, readJournal, runIdOf } from './support/journal.js';
+import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
+import { readAsSymbiont } from './support/symbiont-reader.js';
 
 const AGENTS = {
   'agents/assistant.symbi': 'metadata { version = "1.0" }\n\nagent assistant {\n  capabilities = ["answer"]\n}\n',
@@ -45,11 +47,12 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
         const records = readJournal(journal);
         const last = records[records.length - 1]!.payload.entry.event;
         const body = req.body as { model: string; messages: unknown[]; max_tokens: number };
-        const computed = canonicalHash({
-          conversation: body.messages,
-          options: { provider: 'openai', model: body.model, max_tokens: body.max_tokens },
-        }).hash;
-        const runId = path.basename(journal, '.jsonl');
+        // Symbiont's Conversation and InferenceOptions, as an auditor holding the request rebuilds them.
+        const computed = `sha256:${canonicalHash({
+          conversation: { messages: body.messages },
+          options: { max_tokens: body.max_tokens, model: body.model, response_format: { type: 'text' } },
+        }).hash}`;
+        const runId = runIdOf(journal);
         const { status } = inspect(journal, runId, projectPublicKey(project));
         observedAtRequest.push({
           names: eventNames(records),
@@ -69,7 +72,7 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     removeProject(project);
   });
 
-  it('returns the text, the audit reference and six durable records in order', async () => {
+  it("returns the text, the audit reference and Symbiont's fourteen durable records in order", async () => {
     const before = endpoint.requests.length;
     const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } });
     assert.equal(result.isError, undefined);
@@ -78,28 +81,28 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     assert.equal(ref.agent_id, responsePrincipal('assistant'));
     assert.equal(ref.audit.public_key, projectPublicKey(project));
     assert.ok(path.isAbsolute(ref.audit.path));
-    assert.equal(path.basename(ref.audit.path), `${ref.audit.run_id}.jsonl`);
+    // Named as Symbiont's run_audit.rs names journals.
+    assert.equal(path.basename(ref.audit.path), `${ref.agent_id}.${ref.audit.run_id}.jsonl`);
     const records = readJournal(ref.audit.path);
-    assert.deepEqual(eventNames(records), [
-      'Started',
-      'DirectInferenceRequested',
-      'DirectInferenceResponseReceived',
-      'DirectInferenceFinished',
-      'PolicyEvaluated',
-      'Terminated',
-    ]);
-    assert.equal(records[5]!.payload.entry.event.Terminated!.reason, 'Completed');
-    const started = records[0]!.payload.entry.event.Started as { execution_context: { agent_definition: Record<string, unknown> } };
+    assert.deepEqual(readAsSymbiont(ref.audit.path), [...ROUTE_SEQUENCES.permitted]);
+    const terminated = records[13]!.payload.entry.event.Terminated as { reason: unknown; iterations: number };
+    assert.equal(terminated.reason, 'Completed');
+    assert.equal(terminated.iterations, 1);
+    const started = records[0]!.payload.entry.event.Started as { agent_id: string; config: Record<string, unknown>; execution_context: { agent_definition: Record<string, unknown> } };
+    assert.equal(started.agent_id, responsePrincipal('assistant'));
+    assert.equal(started.config.max_iterations, 1);
+    assert.equal(started.config.max_output_tokens, 4096);
     assert.equal(started.execution_context.agent_definition.name, 'assistant');
     assert.equal(started.execution_context.agent_definition.mode, 'text_response');
     assert.equal(started.execution_context.agent_definition.surface, 'mcp-server');
-    assert.equal(started.execution_context.agent_definition.source_hash, canonicalHash(AGENTS['agents/assistant.symbi']).hash);
-    // The journal holds hashes, never the text.
-    assert.ok(!fs.readFileSync(ref.audit.path, 'utf8').includes('Hello from the synthetic endpoint'));
+    assert.equal(started.execution_context.agent_definition.source_hash, `sha256:${canonicalHash(AGENTS['agents/assistant.symbi']).hash}`);
+    // The journal holds the answer's text (ReasoningComplete's Respond action), never the prompt.
+    const reasoning = records[7]!.payload.entry.event.ReasoningComplete as { actions: unknown[] };
+    assert.deepEqual(reasoning.actions, [{ Respond: { content: 'Hello from the synthetic endpoint.' } }]);
     assert.ok(!fs.readFileSync(ref.audit.path, 'utf8').includes('Say hello'));
     // Seen from inside the endpoint, before it answered.
     const seen = observedAtRequest[observedAtRequest.length - 1]!;
-    assert.deepEqual(seen.names, ['Started', 'DirectInferenceRequested']);
+    assert.deepEqual(seen.names, ['Started', 'BudgetOpened', 'BudgetReservationStarted', 'DirectInferenceRequested']);
     assert.equal(seen.requestHash, seen.computedHash);
     assert.equal(seen.inspectStatus, 2, 'a prefix ending with a requested call needs reconciliation');
     assert.equal(endpoint.requests.length, before + 1);
@@ -183,17 +186,30 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     assert.equal(result.isError, undefined, textOf(result));
   });
 
-  // The effect column: a response received and recorded is `result_recorded` (exit 0 even though the
-  // text is withheld); a call that ended in an error is `unknown` and needs reconciliation (exit 2).
-  // A 500 is retried twice, each attempt its own provider call.
-  for (const [label, prompt, pattern, effect, calls] of [
-    ['a Cedar forbid on the response content', 'tell me [[secret]]', /Cedar policy denied/, 'result_recorded', 1],
-    ['a proposed tool call', 'use a tool [[tool-call]]', /tool call/, 'result_recorded', 1],
-    ['an oversize answer', 'big [[oversize]]', /4194304|limit|too large|oversize/i, 'unknown', 1],
-    ['an HTTP 500', 'fail [[http500]]', /500/, 'unknown', 3],
-    ['malformed JSON', 'garble [[malformed]]', /malformed|JSON/i, 'unknown', 1],
+  // The effect column, one entry per provider call and per token reservation (Symbiont's effects
+  // rows): a response received and recorded is `result_recorded` (exit 0 even though the text is
+  // withheld); a call that ended in an error or without a finish is `unknown` and needs
+  // reconciliation (exit 2); a settled reservation is `result_recorded`. A 500 is retried twice,
+  // each attempt its own reservation and provider call. A withheld answer ends MaxIterations, as
+  // Symbiont's route ends a denied one; a failed call ends in an Error.
+  const PERMITTED_EFFECTS = ['result_recorded', 'result_recorded'];
+  const FAILED_CALL_EFFECTS = ['result_recorded', 'unknown'];
+  for (const [label, prompt, pattern, effects, sequence, reason] of [
+    ['a Cedar forbid on the response content', 'tell me [[secret]]', /Cedar policy denied/, PERMITTED_EFFECTS, ROUTE_SEQUENCES.denied, 'MaxIterations'],
+    ['a proposed tool call', 'use a tool [[tool-call]]', /tool call/, PERMITTED_EFFECTS, ROUTE_SEQUENCES.denied, 'MaxIterations'],
+    // The body is refused while it is read, so the call failed at the provider (its finish is an error).
+    ['an oversize answer', 'big [[oversize]]', /4194304|limit|too large|oversize/i, FAILED_CALL_EFFECTS, ROUTE_SEQUENCES.providerFailed, 'Error'],
+    [
+      'an HTTP 500',
+      'fail [[http500]]',
+      /500/,
+      [...FAILED_CALL_EFFECTS, ...FAILED_CALL_EFFECTS, ...FAILED_CALL_EFFECTS],
+      [...ROUTE_SEQUENCES.providerFailed.slice(0, 6), 'BudgetReservationStarted', 'DirectInferenceRequested', 'DirectInferenceFinished', 'BudgetReservationFinished', ...ROUTE_SEQUENCES.providerFailed.slice(2)],
+      'Error',
+    ],
+    ['malformed JSON', 'garble [[malformed]]', /malformed|JSON/i, FAILED_CALL_EFFECTS, ROUTE_SEQUENCES.providerFailed, 'Error'],
   ] as const) {
-    it(`withholds the text for ${label} and ends the journal with an Error`, async () => {
+    it(`withholds the text for ${label} and ends the journal as Symbiont's route does`, async () => {
       const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt } });
       assert.equal(result.isError, true);
       assert.match(textOf(result), pattern);
@@ -201,12 +217,14 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
       const ref = auditOf(result);
       assert.equal(ref.agent_id, responsePrincipal('assistant'));
       const records = readJournal(ref.audit.path);
-      const terminal = records[records.length - 1]!.payload.entry.event.Terminated as { reason: { Error?: { message: string } } };
-      assert.ok(terminal.reason.Error, 'terminal Error');
+      assert.deepEqual(readAsSymbiont(ref.audit.path), [...sequence]);
+      const terminal = records[records.length - 1]!.payload.entry.event.Terminated as { reason: string | { Error?: { message: string } } };
+      assert.equal(typeof terminal.reason === 'string' ? terminal.reason : Object.keys(terminal.reason)[0], reason);
+      assert.ok(!fs.readFileSync(ref.audit.path, 'utf8').includes('sk-test-not-a-real-key'), 'no key in the journal');
       const { status, report } = inspect(ref.audit.path, ref.audit.run_id, ref.audit.public_key);
-      assert.equal(status, effect === 'unknown' ? 2 : 0, JSON.stringify(report));
+      assert.equal(status, effects.includes('unknown') ? 2 : 0, JSON.stringify(report));
       assert.equal(report.journal_complete, true);
-      assert.deepEqual((report.effects as { outcome: string }[]).map((e) => e.outcome), Array(calls).fill(effect));
+      assert.deepEqual((report.effects as { outcome: string }[]).map((e) => e.outcome), effects);
     });
   }
 
@@ -216,7 +234,8 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     assert.match(textOf(result), /deadline of 1 s/);
     const ref = auditOf(result);
     const records = readJournal(ref.audit.path);
-    assert.deepEqual(eventNames(records), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
+    assert.deepEqual(eventNames(records), [...ROUTE_SEQUENCES.deadline]);
+    assert.equal((records.at(-1)!.payload.entry.event.Terminated as { reason: unknown }).reason, 'Timeout');
     const { status, report } = inspect(ref.audit.path, ref.audit.run_id, ref.audit.public_key);
     assert.equal(status, 2, 'the abandoned request is an unknown effect');
     assert.equal(report.journal_complete, true);
@@ -318,9 +337,10 @@ describe('journal files made ahead of their runs', () => {
       }
       assert.equal(new Set(runIds).size, 10);
       const governed = path.join(project, '.symbiont', 'governed');
-      assert.deepEqual(fs.readdirSync(governed).sort(), ['audit-signing.key', ...runIds.map((id) => `${id}.jsonl`)].sort());
+      const agentId = responsePrincipal('assistant');
+      assert.deepEqual(fs.readdirSync(governed).sort(), ['audit-signing.key', ...runIds.map((id) => `${agentId}.${id}.jsonl`)].sort());
       for (const runId of runIds) {
-        const journal = path.join(governed, `${runId}.jsonl`);
+        const journal = path.join(governed, `${agentId}.${runId}.jsonl`);
         const stat = fs.lstatSync(journal);
         assert.ok(stat.isFile() && stat.nlink === 1 && (stat.mode & 0o777) === 0o600, `${runId}: a private regular file with one link`);
         assert.equal(inspect(journal, runId, projectPublicKey(project)).status, 0, `${runId}: complete and verified`);

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { suiteFixture } from './support/suite-fixture.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv, type RunningServer, startServer } from './support/server.js';
-import { assertCompleteJournal, eventNames, inspect, journalsIn, projectPublicKey, readJournal } from './support/journal.js';
+import { assertCompleteJournal, eventNames, inspect, journalsIn, projectPublicKey, readJournal, runIdOf } from './support/journal.js';
+import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
+import { readAsSymbiont } from './support/symbiont-reader.js';
 import { jsonLine, spawnInitializedServer } from './support/raw-stdio.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -63,17 +64,19 @@ describe('cancellation over stdio', () => {
       c.abort('stop');
     });
     assert.match(JSON.stringify(terminal.reason), /Error.*cancelled/);
-    assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
+    // As Symbiont's route ends a call cancelled in flight: no finish, no settlement.
+    assert.deepEqual(readAsSymbiont(journal), [...ROUTE_SEQUENCES.cancelledDuringCall]);
     const request = endpoint.requests[seen]!;
     await waitFor('the endpoint to see the connection close', () => (request.closedEarly ? true : undefined));
     await waitFor('no open provider connections', () => (endpoint.openConnections() === 0 ? true : undefined));
     // Complete, but the request had left: its effect is unknown and needs reconciliation.
-    const runId = path.basename(journal, '.jsonl');
+    const runId = runIdOf(journal);
     const { status, report } = inspect(journal, runId, projectPublicKey(project));
     assert.equal(status, 2, JSON.stringify(report));
     assert.equal(report.journal_complete, true);
     assert.equal(report.requires_reconciliation, true);
-    assert.deepEqual((report.effects as { outcome: string }[]).map((e) => e.outcome), ['unknown']);
+    // The reservation and the call, both unknown.
+    assert.deepEqual((report.effects as { outcome: string }[]).map((e) => e.outcome), ['unknown', 'unknown']);
   });
 
   it('cancels while the response body is being read', async () => {
@@ -84,10 +87,11 @@ describe('cancellation over stdio', () => {
       c.abort('stop');
     });
     assert.match(JSON.stringify(terminal.reason), /cancelled/);
-    assert.ok(eventNames(readJournal(journal)).includes('DirectInferenceFinished'));
+    // The call had not finished when the cancel came: no finish is recorded.
+    assert.deepEqual(readAsSymbiont(journal), [...ROUTE_SEQUENCES.cancelledDuringCall]);
     const request = endpoint.requests[seen]!;
     await waitFor('the endpoint to see the connection close', () => (request.closedEarly ? true : undefined));
-    assert.equal(inspect(journal, path.basename(journal, '.jsonl'), projectPublicKey(project)).status, 2);
+    assert.equal(inspect(journal, runIdOf(journal), projectPublicKey(project)).status, 2);
   });
 
   it('cancels while the journal opens (cancel sent right after the call)', async () => {
@@ -270,7 +274,8 @@ describe('shutdown and process loss', () => {
       assert.equal(crashed.result?.isError, true);
       assert.match(crashed.result.content[0]!.text, /worker running this invocation failed/);
       const audit = crashed.result.structuredContent!.audit;
-      assert.deepEqual(eventNames(readJournal(audit.path)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
+      // Ended by the run's owner as a stopped run: the budget (the reservation now uncertain), then Terminated.
+      assert.deepEqual(eventNames(readJournal(audit.path)), [...ROUTE_SEQUENCES.cancelledDuringCall]);
       assert.equal(assertCompleteJournal(audit.path, projectPublicKey(project)), 2, 'the request had left: its effect is unknown');
       await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'after the crash' } } }));
       const next = await resultOf(2);
@@ -312,13 +317,13 @@ describe('shutdown and process loss', () => {
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       const [journal] = journalsIn(project);
       assert.ok(journal !== undefined);
-      assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested']);
+      assert.deepEqual(eventNames(readJournal(journal)), ROUTE_SEQUENCES.cancelledDuringCall.slice(0, 4));
 
       await server.send(jsonLine({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'test' } }));
       const line = await waitFor('the cancellation line', () => server.stderr().split('\n').find((l) => l.includes('run cancelled')));
       assert.match(line, /terminal_durable=true/);
-      // Written by the owner, exactly as the worker would have: the open call's finish and the terminal record, one sync.
-      assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
+      // Written by the owner, exactly as the worker would have: the budget and the terminal record, one sync.
+      assert.deepEqual(eventNames(readJournal(journal)), [...ROUTE_SEQUENCES.cancelledDuringCall]);
       assert.deepEqual(terminalOf(journal)?.reason, { Error: { message: 'the caller cancelled the invocation' } });
       assert.equal(assertCompleteJournal(journal, projectPublicKey(project)), 2, 'the request record was durable: its effect is unknown');
       await waitFor('the run ended line', () => (/run ended .*outcome=cancelled reason=cancelled/.test(server.stderr()) ? true : undefined));
@@ -352,7 +357,7 @@ describe('shutdown and process loss', () => {
         return lines.length >= ids.length ? lines : undefined;
       });
       assert.ok(cancelled.every((l) => l.includes('terminal_durable=true')), cancelled.join('\n'));
-      const ownerFinished = journalsIn(project).filter((f) => eventNames(readJournal(f)).join() === 'Started,Terminated');
+      const ownerFinished = journalsIn(project).filter((f) => eventNames(readJournal(f)).join() === ROUTE_SEQUENCES.cancelledBeforeCall.join());
       assert.ok(ownerFinished.length >= 1, 'at least one run was finished by its owner');
       const key = projectPublicKey(project);
       for (const file of ownerFinished) {
@@ -381,8 +386,8 @@ describe('shutdown and process loss', () => {
       await server.exited;
       const [journal] = journalsIn(project);
       assert.ok(journal);
-      assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested']);
-      const { status, report } = inspect(journal, path.basename(journal, '.jsonl'), projectPublicKey(project));
+      assert.deepEqual(readAsSymbiont(journal), ROUTE_SEQUENCES.cancelledDuringCall.slice(0, 4));
+      const { status, report } = inspect(journal, runIdOf(journal), projectPublicKey(project));
       assert.equal(status, 2, JSON.stringify(report));
     } finally {
       removeProject(project);

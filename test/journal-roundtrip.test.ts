@@ -106,7 +106,7 @@ test('journal round trip: Node.js crypto, tweetnacl, openssl and symbi audit ins
   const project = pinProject(dir);
   const { runId, file, publicKey } = await writeRun(project, 'Completed');
 
-  assert.equal(file, path.join(fs.realpathSync(dir), '.symbiont', 'governed', `${runId}.jsonl`));
+  assert.equal(file, path.join(fs.realpathSync(dir), '.symbiont', 'governed', `${AGENT}.${runId}.jsonl`));
   assert.equal(fs.statSync(file).mode & 0o777, 0o600);
   const keyFile = path.join(dir, '.symbiont', 'governed', 'audit-signing.key');
   const seed = fs.readFileSync(keyFile);

@@ -87,7 +87,7 @@ test('record order: Started first, Terminated only through appendTerminal and la
   await assert.rejects(writer.append({ Terminated: { reason: 'Completed' } }), /written with appendTerminal/);
   await assert.rejects(writer.append({ A: {}, B: {} }), /exactly one key/);
   await assert.rejects(writer.append({ A: 'text' }), /must be an object/);
-  await assert.rejects(writer.appendTerminal('Done' as 'Completed'), /"Completed" or \{ Error/);
+  await assert.rejects(writer.appendTerminal('Done' as 'Completed'), /"Completed", \{ Error/);
   await writer.appendTerminal('Completed');
   await assert.rejects(writer.append({ PolicyEvaluated: {} }), /already has its Terminated record/);
   await assert.rejects(writer.appendTerminal('Completed'), /already has its Terminated record/);
@@ -106,7 +106,7 @@ test('journals are created exclusively, mode 0600, never through a symlink, name
 
   const planted = crypto.randomUUID();
   const target = path.join(dir, 'target.txt');
-  fs.symlinkSync(target, path.join(dir, '.symbiont', 'governed', `${planted}.jsonl`));
+  fs.symlinkSync(target, path.join(dir, '.symbiont', 'governed', `${AGENT}.${planted}.jsonl`));
   await assert.rejects(JournalWriter.create(storage, planted, AGENT), JournalWriteError);
   assert.equal(fs.existsSync(target), false, 'nothing was created through the symlink');
 
@@ -153,7 +153,8 @@ test('resume continues a verified chain left by a writer that is gone, and refus
   await first.append({ DirectInferenceRequested: { call_id: 'c1' } });
   await first.close(); // the worker died here
 
-  await assert.rejects(JournalWriter.resume(storage, runId, responsePrincipal('other')), /records principal .* not resumed/);
+  // A journal's name carries its principal (Symbiont's <agent_id>.<run_id>.jsonl): another principal finds none.
+  await assert.rejects(JournalWriter.resume(storage, runId, responsePrincipal('other')), /there is no journal to resume/);
   const resumed = await JournalWriter.resume(storage, runId, AGENT);
   assert.equal(resumed.records, 2);
   await resumed.append({ DirectInferenceFinished: { call_id: 'c1', reason: { Error: { message: 'worker died' } } } });
@@ -204,8 +205,8 @@ test('resume refuses a journal that does not begin with Started', async (t) => {
     entry: { sequence: 0, timestamp: new Date().toISOString(), agent_id: AGENT, iteration: 1, event: { PolicyEvaluated: {} } },
   });
   const line = `{"payload":${payload},"signature":"${crypto.sign(null, Buffer.from(payload), key).toString('base64')}"}\n`;
-  fs.writeFileSync(path.join(storage.governedPath, `${runId}.jsonl`), line, { mode: 0o600 });
-  assert.equal(inspectJournal(path.join(storage.governedPath, `${runId}.jsonl`), runId, storage.signingKey.publicKeyHex).exitCode, 2);
+  fs.writeFileSync(path.join(storage.governedPath, `${AGENT}.${runId}.jsonl`), line, { mode: 0o600 });
+  assert.equal(inspectJournal(path.join(storage.governedPath, `${AGENT}.${runId}.jsonl`), runId, storage.signingKey.publicKeyHex).exitCode, 2);
   await assert.rejects(JournalWriter.resume(storage, runId, AGENT), /does not begin with a Started record; not resumed/);
 });
 
@@ -327,7 +328,7 @@ test('turns: a run waiting for the disk has no journal yet; it names one once a 
   const { storage } = setup(t);
   const holders = await holdEveryTurn(t, storage);
   const runId = crypto.randomUUID();
-  const expected = path.join(path.dirname(holders[0]!.path), `${runId}.jsonl`);
+  const expected = path.join(path.dirname(holders[0]!.path), `${AGENT}.${runId}.jsonl`);
   let named = false;
   const waiting = JournalWriter.create(storage, runId, AGENT, { stopSignal: new AbortController().signal }).then((writer) => {
     named = true;
@@ -385,7 +386,7 @@ test('turns: a stopped run does not wait, and a run stopped while it waits goes 
   await late.appendTerminal({ Error: { message: 'the caller cancelled the invocation' } }, [{ DirectInferenceFinished: { call_id: 'c1' } }], { urgent: true });
   for (const writer of [early, late]) {
     await writer.close();
-    const { report } = inspectJournal(writer.path, path.basename(writer.path, '.jsonl'), storage.signingKey.publicKeyHex);
+    const { report } = inspectJournal(writer.path, writer.runId, storage.signingKey.publicKeyHex);
     assert.notEqual(report.verdict, 'failed');
     assert.equal(report.journal_complete, true);
   }
@@ -409,7 +410,7 @@ test('turns: a run stopped while it waits makes every sync in its own thread, it
   await poolBusy;
   assert.deepEqual(events.slice(0, 2), ['first records durable', 'terminal record durable'], 'no sync of the stopped run waited for the pool');
   await writer.close();
-  assert.equal(inspectJournal(writer.path, path.basename(writer.path, '.jsonl'), storage.signingKey.publicKeyHex).report.journal_complete, true);
+  assert.equal(inspectJournal(writer.path, writer.runId, storage.signingKey.publicKeyHex).report.journal_complete, true);
 });
 
 test('handover: a journal whose writer wrote Terminated, or whose file it no longer trusts, is never taken', async (t) => {

@@ -6,6 +6,7 @@ import { SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '.
 import { makeProject, removeProject } from './support/project.js';
 import { auditOf, providerEnv, startServer, textOf } from './support/server.js';
 import { eventNames, inspect, journalsIn, readJournal } from './support/journal.js';
+import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
 
 // A forbid that Cedar cannot evaluate must never release the text it was
 // written to withhold. Cedar skips a policy whose evaluation errors, so a set
@@ -94,7 +95,7 @@ describe('a forbid policy whose evaluation errors only for some responses', () =
     assert.equal(result.isError, undefined, textOf(result));
     assert.equal(textOf(result), 'Hello from the synthetic endpoint.');
     const records = readJournal(auditOf(result).audit.path);
-    const evaluated = records[4]!.payload.entry.event.PolicyEvaluated as { decision: string; errors: string[] };
+    const evaluated = records[8]!.payload.entry.event.PolicyEvaluated as { decision: string; errors: string[] };
     assert.equal(evaluated.decision, 'allow');
     assert.deepEqual(evaluated.errors, []);
   });
@@ -107,15 +108,16 @@ describe('a forbid policy whose evaluation errors only for some responses', () =
     assert.match(text, /Cedar policy denied the response: .*policies\/mcp-server\/forbid\.cedar#0.*overflow/);
     const ref = auditOf(result);
     const records = readJournal(ref.audit.path);
-    assert.deepEqual(eventNames(records).slice(-2), ['PolicyEvaluated', 'Terminated']);
-    const evaluated = records[4]!.payload.entry.event.PolicyEvaluated as { decision: string; errors: string[]; determining_policies: string[]; denied_count: number };
+    assert.deepEqual(eventNames(records), [...ROUTE_SEQUENCES.denied]);
+    const evaluated = records[8]!.payload.entry.event.PolicyEvaluated as { decision: string; errors: string[]; determining_policies: string[]; denied_count: number; denied_calls: { reason: string }[] };
     assert.equal(evaluated.decision, 'deny');
     assert.equal(evaluated.denied_count, 1);
     assert.deepEqual(evaluated.determining_policies, ['policies/mcp-server/forbid.cedar#0']);
     assert.equal(evaluated.errors.length, 1);
     assert.match(evaluated.errors[0]!, /^policies\/mcp-server\/forbid\.cedar#0: .*overflow/);
-    const terminal = records[5]!.payload.entry.event.Terminated as { reason: { Error?: { message: string } } };
-    assert.match(terminal.reason.Error?.message ?? '', /overflow/);
+    // The denial's reason is the denied action's; the run ends as Symbiont's route ends a denied one.
+    assert.match(evaluated.denied_calls[0]!.reason, /overflow/);
+    assert.equal((records[13]!.payload.entry.event.Terminated as { reason: unknown }).reason, 'MaxIterations');
     assert.equal(inspect(ref.audit.path, ref.audit.run_id, ref.audit.public_key).status, 0);
   });
 });

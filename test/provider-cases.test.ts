@@ -7,6 +7,7 @@ import { repoRoot } from './support/server-entry.js';
 import { makeProject, removeProject } from './support/project.js';
 import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
 import { eventNames, inspect, type JournalRecord, journalsIn, readJournal } from './support/journal.js';
+import { readAsSymbiont } from './support/symbiont-reader.js';
 
 // Every provider case the OpenAI, OpenRouter and Anthropic documentation describes, served by the
 // synthetic endpoint in the matching wire format and driven through invoke_agent over stdio. For each:
@@ -23,10 +24,16 @@ const AGENTS = {
 };
 
 const KEY = 'sk-provider-cases-key-0123456789';
-const CALL = ['DirectInferenceRequested', 'DirectInferenceFinished'];
-const ANSWERED_CALL = ['DirectInferenceRequested', 'DirectInferenceResponseReceived', 'DirectInferenceFinished'];
-const withheld = (...calls: string[][]): string[] => ['Started', ...calls.flat(), 'Terminated'];
-const completed = (...calls: string[][]): string[] => ['Started', ...calls.flat(), 'PolicyEvaluated', 'Terminated'];
+// Symbiont's route, call by call (test/support/symbiont-route.ts): a failed call is its reservation,
+// its request, an error finish and a settlement with no usage; an answered call has its response too.
+const OPENING = ['Started', 'BudgetOpened'];
+const CALL = ['BudgetReservationStarted', 'DirectInferenceRequested', 'DirectInferenceFinished', 'BudgetReservationFinished'];
+const ANSWERED_CALL = ['BudgetReservationStarted', 'DirectInferenceRequested', 'DirectInferenceResponseReceived', 'DirectInferenceFinished', 'BudgetReservationFinished'];
+const STEP = ['ReasoningComplete', 'PolicyEvaluated', 'ToolsDispatched', 'ToolBatchCompleted', 'ObservationsCollected'];
+const ENDING = ['BudgetUpdated', 'Terminated'];
+/** Withheld: after an answered call, the finish rule denies the step's action (MaxIterations); after a failed one, the run ends in an Error. */
+const withheld = (...calls: string[][]): string[] => [...OPENING, ...calls.flat(), ...(calls.at(-1) === ANSWERED_CALL ? STEP : []), ...ENDING];
+const completed = (...calls: string[][]): string[] => [...OPENING, ...calls.flat(), ...STEP, ...ENDING];
 
 /** Every identifier the synthetic endpoint sends: request ids and error types or codes. */
 const PROVIDER_IDENTIFIERS = /req_synthetic_|gen-synthetic-|_error\b|rate_limit|model_not_found|unsupported_parameter/;
@@ -58,7 +65,7 @@ async function invokeCase(server: RunningServer, directive: string, expected: Ex
   assert.ok(ref?.audit?.path, `an audit reference: ${shown}`);
   const journalBytes = fs.readFileSync(ref.audit.path, 'utf8');
   const records = readJournal(ref.audit.path);
-  assert.deepEqual(eventNames(records), expected.events, shown);
+  assert.deepEqual(readAsSymbiont(ref.audit.path), expected.events, shown);
 
   if (expected.error === undefined) {
     assert.equal(result.isError, undefined, shown);
@@ -67,16 +74,21 @@ async function invokeCase(server: RunningServer, directive: string, expected: Ex
   } else {
     assert.equal(result.isError, true);
     assert.match(shown, expected.error);
-    const reason = terminalReason(records) as { Error?: { message: string } };
-    assert.match(reason.Error?.message ?? '', expected.error);
+    const reason = terminalReason(records) as 'MaxIterations' | { Error?: { message: string } };
+    if (reason === 'MaxIterations') {
+      // A withheld answer: the finish rule's reason is the step's denial, as Symbiont records a denied action.
+      const decision = records.map(eventOf).find((e) => e.PolicyEvaluated !== undefined)!.PolicyEvaluated as { denied_calls: { reason: string }[] };
+      assert.match(decision.denied_calls[0]!.reason, expected.error);
+    } else assert.match(reason.Error?.message ?? '', expected.error);
   }
   // The provider's identifiers (error types, request ids) are its own text: kept for the journal, never the caller.
   assert.doesNotMatch(shown, PROVIDER_IDENTIFIERS, 'no provider identifier in the result');
-  // No model text, no provider error text, no prompt: not in the result, not in the journal.
+  // No model text, no provider error text, no prompt in the result; the journal keeps the model's
+  // text (the step's action, docs/audit.md) but never the provider's error words, the prompt or the key.
   for (const leak of [PARTIAL_MODEL_TEXT, PROVIDER_ERROR_TEXT, 'secret you asked', text, KEY]) {
     assert.ok(!shown.includes(leak), `the result carries "${leak}": ${shown}`);
-    assert.ok(!journalBytes.includes(leak), `the journal carries "${leak}"`);
   }
+  for (const leak of [PROVIDER_ERROR_TEXT, text, KEY]) assert.ok(!journalBytes.includes(leak), `the journal carries "${leak}"`);
   // Errored runs may need reconciliation (exit 2) by the verifier's rules; never a verification failure.
   const { status, report } = inspect(ref.audit.path, ref.audit.run_id, ref.audit.public_key);
   assert.ok(status === 0 || status === 2, `inspect exit ${status}: ${JSON.stringify(report)}`);
@@ -132,7 +144,7 @@ describe('provider cases over stdio', () => {
   describe('OpenAI Chat Completions and OpenRouter', () => {
     it('finish_reason "length" with partial text is withheld as truncated', async () => {
       const { records } = await invokeCase(openai, '[[finish:length]]', { events: withheld(ANSWERED_CALL), error: /cut off at the output token limit.*"length"/ });
-      assert.equal(finishes(records)[0]!.finish_reason, 'truncated');
+      assert.equal(finishes(records)[0]!.finish_reason, 'max_tokens');
       assert.equal(finishes(records)[0]!.provider_finish_reason, 'length');
     });
 
@@ -146,7 +158,7 @@ describe('provider cases over stdio', () => {
 
     it('message.refusal with content null is withheld as refused, the refusal text never returned', async () => {
       const { records } = await invokeCase(openai, '[[refusal]]', { events: withheld(ANSWERED_CALL), error: /refused to answer/ });
-      assert.equal(finishes(records)[0]!.finish_reason, 'refused');
+      assert.equal(finishes(records)[0]!.finish_reason, 'refusal');
     });
 
     it('a refusal content part is withheld as refused', async () => {
@@ -169,14 +181,14 @@ describe('provider cases over stdio', () => {
 
     it('a local server that gives no finish reason is treated as complete and released', async () => {
       const { records } = await invokeCase(openai, '[[finish:none]]', { events: completed(ANSWERED_CALL) });
-      assert.equal(finishes(records)[0]!.finish_reason, 'complete');
+      assert.equal(finishes(records)[0]!.finish_reason, 'stop');
       assert.equal(finishes(records)[0]!.provider_finish_reason, null);
     });
 
     it('an unrecognised finish reason is withheld as unknown; its text reaches standard error only', async () => {
       const { records, text } = await invokeCase(openai, `[[finish:${SPEAKING_FINISH}]]`, { events: withheld(ANSWERED_CALL), error: /no finish reason this server recognises/ });
       assert.ok(!text.includes('launch-code'), text);
-      assert.equal(finishes(records)[0]!.finish_reason, 'unknown');
+      assert.equal(finishes(records)[0]!.finish_reason, null, 'Symbiont has no name for an unknown finish');
       assert.equal(finishes(records)[0]!.provider_finish_reason, null);
       assert.ok(!JSON.stringify(records).includes('launch-code'), 'the journal does not carry the provider-chosen finish reason');
       await stderrMatching(openai, new RegExp(`unrecognised finish reason \\\\?"${SPEAKING_FINISH}\\\\?"`));
@@ -298,7 +310,7 @@ describe('provider cases over stdio', () => {
 
     it('stop_reason "refusal" is withheld as refused', async () => {
       const { records } = await invokeCase(anthropic, '[[refusal]]', { events: withheld(ANSWERED_CALL), error: /refused to answer.*"refusal"/ });
-      assert.equal(finishes(records)[0]!.finish_reason, 'refused');
+      assert.equal(finishes(records)[0]!.finish_reason, 'refusal');
     });
 
     it('stop_reason "tool_use" is withheld', async () => {
@@ -439,9 +451,9 @@ describe('a retry is its own call, requested durably before it is sent', () => {
   it('each attempt finds its own DirectInferenceRequested durable, after the previous attempt finished', async () => {
     await invokeCase(server, '[[http:code=502,times=2,retry_after_ms=1]]', { events: completed(CALL, CALL, ANSWERED_CALL) });
     assert.deepEqual(seenAtRequest, [
-      ['Started', 'DirectInferenceRequested'],
-      ['Started', ...CALL, 'DirectInferenceRequested'],
-      ['Started', ...CALL, ...CALL, 'DirectInferenceRequested'],
+      [...OPENING, ...CALL.slice(0, 2)],
+      [...OPENING, ...CALL, ...CALL.slice(0, 2)],
+      [...OPENING, ...CALL, ...CALL, ...CALL.slice(0, 2)],
     ]);
   });
 });

@@ -18,6 +18,7 @@ import { performInvocation } from '../src/worker/invocation.js';
 import type { WorkerResources } from '../src/worker/worker-resources.js';
 import { makeProject, removeProject } from './support/project.js';
 import { eventNames, inspect, projectPublicKey, readJournal } from './support/journal.js';
+import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
 
 // A run cancelled before its worker started it is finalised by its owner.
 // Creating the journal is the claim; these tests put the owner and the worker
@@ -92,8 +93,8 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
       assert.equal(endpoint.requests.length, requestsBefore, 'no provider request was sent');
 
       const records = readJournal(journal);
-      assert.deepEqual(eventNames(records), ['Started', 'Terminated']);
-      assert.deepEqual(records[1]!.payload.entry.event.Terminated, { reason: { Error: { message: CANCEL } } });
+      assert.deepEqual(eventNames(records), [...ROUTE_SEQUENCES.cancelledBeforeCall]);
+      assert.deepEqual((records[3]!.payload.entry.event.Terminated as { reason: unknown }).reason, { Error: { message: CANCEL } });
       assert.equal(inspect(journal, runId, projectPublicKey(project)).status, 0);
     } finally {
       ownerPort.close();
@@ -106,12 +107,12 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
     const { port1: ownerPort, port2: workerPort } = new MessageChannel();
     try {
       const running = performInvocation({ runId, definition: definition(), prompt: 'wait [[hold]]', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) }, resources);
-      const journal = path.join(project, '.symbiont', 'governed', `${runId}.jsonl`);
+      const journal = path.join(project, '.symbiont', 'governed', `${responsePrincipal('assistant')}.${runId}.jsonl`);
       // The request is on its way once the endpoint holds it.
       for (let i = 0; i < 500 && !endpoint.requests.some((r) => r.rawBody.includes('wait [[hold]]') && !r.answered && !r.closedEarly); i++) {
         await new Promise((r) => setTimeout(r, 10));
       }
-      assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested']);
+      assert.deepEqual(eventNames(readJournal(journal)), ROUTE_SEQUENCES.cancelledDuringCall.slice(0, 4));
 
       ownerPort.postMessage({ type: 'cancel', reason: CANCEL });
       const claim = await finaliseUnstartedRun(pinned, pinnedKey, runId, definition(), CANCEL);
@@ -119,7 +120,7 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
 
       const outcome = await running;
       assert.ok(!outcome.ok && outcome.cancelled && outcome.terminalDurable, 'the worker writes the terminal record');
-      assert.deepEqual(eventNames(readJournal(journal)), ['Started', 'DirectInferenceRequested', 'DirectInferenceFinished', 'Terminated']);
+      assert.deepEqual(eventNames(readJournal(journal)), [...ROUTE_SEQUENCES.cancelledDuringCall]);
       // Complete; the cancelled request is an unknown effect, so it needs reconciliation.
       assert.equal(inspect(journal, runId, projectPublicKey(project)).status, 2);
     } finally {
@@ -139,7 +140,7 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
       const outcome = await performInvocation({ runId, definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) }, resources);
       assert.ok(!outcome.ok && outcome.audit === undefined, JSON.stringify(outcome));
       assert.match(outcome.message, /audit-signing\.key was replaced by another file after startup/);
-      for (const dir of [governed, `${governed}.startup`]) assert.equal(fs.existsSync(path.join(dir, `${runId}.jsonl`)), false, `no journal in ${dir}`);
+      for (const dir of [governed, `${governed}.startup`]) assert.equal(fs.existsSync(path.join(dir, `${responsePrincipal('assistant')}.${runId}.jsonl`)), false, `no journal in ${dir}`);
       assert.equal(endpoint.requests.length, requestsBefore, 'no provider request was sent');
     } finally {
       ownerPort.close();
@@ -170,7 +171,7 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
   it('with the key file replaced after startup, the owner claims nothing and the worker refuses before any journal or request', async () => {
     const runId = randomUUID();
     const keyPath = path.join(project, '.symbiont', 'governed', 'audit-signing.key');
-    const journal = path.join(project, '.symbiont', 'governed', `${runId}.jsonl`);
+    const journal = path.join(project, '.symbiont', 'governed', `${responsePrincipal('assistant')}.${runId}.jsonl`);
     const { port1: ownerPort, port2: workerPort } = new MessageChannel();
     const requestsBefore = endpoint.requests.length;
     // The startup file is moved aside (keeping its inode for the tests after this one) and another key takes its place.

@@ -170,7 +170,7 @@ async function invocationFlood(): Promise<Record<string, number>> {
     const publicKey = signingKeyFromSeed(seed).publicKeyHex;
     const governed = path.join(project, '.symbiont', 'governed');
     const journals = fs.readdirSync(governed).filter((n) => n.endsWith('.jsonl'));
-    const complete = journals.filter((n) => inspectJournal(path.join(governed, n), n.replace(/\.jsonl$/, ''), publicKey).report.journal_complete).length;
+    const complete = journals.filter((n) => inspectJournal(path.join(governed, n), n.replace(/\.jsonl$/, '').split('.').at(-1)!, publicKey).report.journal_complete).length;
     say(`shutdown (exit ${code}) in ${shutdownSeconds.toFixed(1)} s: ${complete} of ${journals.length} journals complete; ${other - 1} other answers`);
     return {
       invoke_calls: invokeCalls,

@@ -384,15 +384,18 @@ const governed = path.join(project, '.symbiont', 'governed');
 const keyFile = path.join(governed, 'audit-signing.key');
 const publicKey = fs.existsSync(keyFile) ? signingKeyFromSeed(fs.readFileSync(keyFile)).publicKeyHex : '';
 const journalsOnDisk = fs.existsSync(governed) ? fs.readdirSync(governed).filter((f) => f.endsWith('.jsonl')) : [];
-const runIds = new Set([...runOutcome.keys(), ...journalsOnDisk.map((f) => f.replace(/\.jsonl$/, ''))]);
+// Journals are named <agent_id>.<run_id>.jsonl.
+const journalOf = new Map(journalsOnDisk.map((f) => [f.replace(/\.jsonl$/, '').split('.').at(-1)!, f]));
+const runIds = new Set([...runOutcome.keys(), ...journalOf.keys()]);
 let verifiedComplete = 0;
 let verifiedNeedsReconciliation = 0;
 const failing: string[] = [];
 const missing: string[] = [];
 const byExit = new Map<string, number>();
 for (const runId of runIds) {
-  const file = path.join(governed, `${runId}.jsonl`);
-  if (!fs.existsSync(file)) {
+  const name = journalOf.get(runId);
+  const file = path.join(governed, name ?? `${runId}.jsonl`);
+  if (name === undefined || !fs.existsSync(file)) {
     missing.push(runId);
     continue;
   }
@@ -407,7 +410,7 @@ for (const runId of runIds) {
 // The same verdicts from the command itself, run with the Node binary under test, for a few journals.
 let cliDisagreements = 0;
 for (const runId of [...runIds].filter((id) => !missing.includes(id)).slice(0, options.cliChecks)) {
-  const file = path.join(governed, `${runId}.jsonl`);
+  const file = path.join(governed, journalOf.get(runId)!);
   const cli = spawnSync(options.node, [symbiBin, 'audit', 'inspect', file, '--run-id', runId, '--public-key', publicKey], { encoding: 'utf8' });
   if (cli.status !== inspectJournal(file, runId, publicKey).exitCode) cliDisagreements += 1;
 }

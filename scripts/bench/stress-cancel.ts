@@ -161,7 +161,7 @@ async function stressRow(endpoint: SyntheticEndpoint, concurrency: number, maxIn
   let verified = 0;
   const found = journalFiles().length;
   for (const file of journalFiles()) {
-    const { report, exitCode } = inspectJournal(path.join(governed, file), file.replace(/\.jsonl$/, ''), publicKey);
+    const { report, exitCode } = inspectJournal(path.join(governed, file), file.replace(/\.jsonl$/, '').split('.').at(-1)!, publicKey);
     if (report.journal_complete) complete += 1;
     // A complete journal that exits 2 counts: a cancelled provider call is an unknown effect to reconcile, not a loss.
     if (exitCode !== 1 && report.journal_complete) verified += 1;

@@ -452,7 +452,7 @@ export async function runDemo(start: DemoStart): Promise<number> {
     const outcome = await slow;
     const cancelledJournal = await waitFor('the cancelled run’s journal', () => journals(project).find((f) => !known.has(f)));
     await waitFor('the terminal record of the cancelled run', () => (lastEventName(cancelledJournal) === 'Terminated' ? true : undefined));
-    const cancelledRunId = path.basename(cancelledJournal, '.jsonl');
+    const cancelledRunId = path.basename(cancelledJournal, '.jsonl').split('.').at(-1) ?? '';
     field('client', `the call was ${outcome}`);
     field('run id', cancelledRunId);
     field('journal', `${cancelledJournal} ${dim('(ends with its Terminated record)')}`);

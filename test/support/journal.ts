@@ -5,6 +5,7 @@ import path from 'node:path';
 import nacl from 'tweetnacl';
 import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
 import { symbiBin } from './server-entry.js';
+import { readAsSymbiont } from './symbiont-reader.js';
 
 // Reading a test project's signed journals: their records, the project's
 // public key, and `symbi audit inspect`'s verdict on them.
@@ -58,6 +59,11 @@ export function inspect(journal: string, runId: string, publicKey: string): { st
   return { status: result.status ?? -1, report };
 }
 
+/** The run id a journal's name carries: `<run_id>.jsonl`, or Symbiont's `<agent_id>.<run_id>.jsonl`. */
+export function runIdOf(file: string): string {
+  return path.basename(file, '.jsonl').split('.').at(-1)!;
+}
+
 /** The public key derived independently (tweetnacl) from the project's key file. */
 export function projectPublicKey(project: string): string {
   const seed = fs.readFileSync(path.join(project, '.symbiont', 'governed', 'audit-signing.key'));
@@ -71,7 +77,9 @@ export function projectPublicKey(project: string): string {
  * as Symbiont's inspect reports it; otherwise it exits 0. Returns the exit code.
  */
 export function assertCompleteJournal(file: string, key: string): number {
-  const { exitCode, report } = inspectJournal(file, path.basename(file, '.jsonl'), key);
+  // Every record also deserializes under Symbiont's own types (symbiont-reader.ts).
+  readAsSymbiont(file);
+  const { exitCode, report } = inspectJournal(file, runIdOf(file), key);
   assert.equal(report.journal_complete, true, `${file}: ${JSON.stringify(report)}`);
   const unknown = report.effects.some((effect) => effect.outcome === 'unknown');
   assert.equal(exitCode, unknown ? 2 : 0, `${file}: ${JSON.stringify(report)}`);

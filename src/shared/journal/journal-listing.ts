@@ -40,7 +40,8 @@ export interface RunListing {
 /** Entries of .symbiont/governed/ one listing reads; a project with more runs lists the first ones and says so. */
 const JOURNAL_LISTING_MAX_ENTRIES = 1_000_000;
 
-const JOURNAL_NAME = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/;
+// `<agent_id>.<run_id>.jsonl` as Symbiont names journals, or `<run_id>.jsonl` as earlier versions of this server did.
+const JOURNAL_NAME = /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.)?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/;
 
 /** Lists the project's runs, newest first. Read-only: creates nothing. Throws UnsafeStorageError when the storage cannot be opened. */
 export function listRuns(project: PinnedDirectory): RunListing {

@@ -245,7 +245,7 @@ export class JournalWriter {
   ) {}
 
   /**
-   * Creates `<runId>.jsonl` exclusively (mode 0600, no symlink followed) in the governed
+   * Creates `<agentId>.<runId>.jsonl` exclusively (mode 0600, no symlink followed) in the governed
    * directory. Given `reservedFd`, an unnamed file made ahead of the run
    * (reserveJournalFile), it names that file instead of creating one, and closes it
    * if it cannot (then `usedReservedFile` is false and the journal is created anew).
@@ -720,7 +720,8 @@ function directorySyncFailure(err: unknown): string | undefined {
 function journalName(storage: AuditStorage, runId: string, agentId: string): { name: string; shown: string } {
   if (!isCanonicalUuid(runId)) throw new JournalWriteError(`run id ${JSON.stringify(String(runId)).slice(0, 80)} is not a lowercase UUID`);
   if (!isCanonicalUuid(agentId)) throw new JournalWriteError(`agent id ${JSON.stringify(String(agentId)).slice(0, 80)} is not a lowercase UUID`);
-  const name = `${runId}${JOURNAL_FILE_SUFFIX}`;
+  // As Symbiont's run_audit.rs names a run's journal: <agent_id>.<run_id>.jsonl.
+  const name = `${agentId}.${runId}${JOURNAL_FILE_SUFFIX}`;
   return { name, shown: `${storage.governedPath}/${name}` };
 }
 
