@@ -165,11 +165,27 @@ export async function performInvocation(
       };
     };
     throwIfStopped();
-    const first = nextCall();
+    // The budget follows the records: a group that cannot be made durable leaves it as it was,
+    // so the run's end records what the journal holds.
+    const durably = async (build: () => RunRecord[]): Promise<void> => {
+      const restore = records.budget.checkpoint();
+      const open = call;
+      try {
+        await writer!.appendAll(build());
+      } catch (err) {
+        restore();
+        call = open;
+        throw err;
+      }
+    };
+    let first: ReturnType<typeof nextCall> | undefined;
     // Started, BudgetOpened, the reservation and DirectInferenceRequested share one write and one
     // sync: the protocol needs the request record durable before the request leaves, and what
     // Symbiont writes before it ahead of it in the chain.
-    await writer.appendAll([...records.opening(), ...first.records]);
+    await durably(() => {
+      first = nextCall();
+      return [...records.opening(), ...first.records];
+    });
     openingRecorded = true;
     progress('journal_opened');
     progress('request_sent');
@@ -177,7 +193,7 @@ export async function performInvocation(
 
     let response: TypedInferenceResponse;
     try {
-      response = await inferWithRetries(provider, first.request, stopSignal, () => deadlineAt - performance.now(), {
+      response = await inferWithRetries(provider, first!.request, stopSignal, () => deadlineAt - performance.now(), {
         attemptFailed: (failure: ProviderError) => {
           const failed = call!;
           failedFinish = records.failedCall(failed.reservation, failed.callId, failure.message, failure.journalFields());
@@ -191,11 +207,14 @@ export async function performInvocation(
         // Each retry is its own provider call, with its own reservation: its request record is
         // durable before it is sent, in the same sync as the failed attempt's finish.
         beforeRetry: async () => {
-          const next = nextCall();
-          await writer!.appendAll([...(failedFinish ?? []), ...next.records]);
+          let next: ReturnType<typeof nextCall> | undefined;
+          await durably(() => {
+            next = nextCall();
+            return [...(failedFinish ?? []), ...next.records];
+          });
           failedFinish = undefined;
           throwIfStopped();
-          return next.request;
+          return next!.request;
         },
       }, providerNotes);
     } catch (err) {
@@ -213,19 +232,22 @@ export async function performInvocation(
       );
     }
     // The response records and the reservation's settlement are durable (one write, one sync) before the policy runs.
-    const received = records.response(answered.reservation, {
-      callId: answered.callId,
-      responseDigest: responseDigest.digest,
-      responseBytes: responseDigest.bytes,
-      finishReason: typedResponse.finish_reason,
-      providerFinishReason: response.provider_finish_reason,
-      usage: typedResponse.usage,
+    let received: ReturnType<RunRecords['response']> | undefined;
+    await durably(() => {
+      received = records.response(answered.reservation, {
+        callId: answered.callId,
+        responseDigest: responseDigest.digest,
+        responseBytes: responseDigest.bytes,
+        finishReason: typedResponse.finish_reason,
+        providerFinishReason: response.provider_finish_reason,
+        usage: typedResponse.usage,
+      });
+      return received.records;
     });
-    await writer.appendAll(received.records);
     call = undefined;
     progress('response_received');
     throwIfStopped();
-    if (received.outcome === 'exceeded') {
+    if (received!.outcome === 'exceeded') {
       throw new RunStopped('the provider reported more tokens than the call reserved, so the response was withheld', { reason: 'usage_exceeded' });
     }
 

@@ -549,8 +549,9 @@ function formatOf(name: string, fields: unknown): RecordFormat {
 function iterationProblem(format: RecordFormat, name: string, fields: Record<string, unknown>, iteration: unknown): string | undefined {
   if (format === LEGACY_FORMAT) return iteration === 1 ? undefined : 'iteration is not 1';
   if (iteration !== 0 && iteration !== 1) return 'iteration is neither 0 nor 1 (the route runs one iteration)';
-  const expected = ENTRY_ITERATION_ZERO.has(name) ? 0 : name.startsWith('DirectInference') ? 1 : name === TERMINATED_EVENT ? fields.iterations : fields.iteration;
-  if (expected !== undefined && expected !== iteration) return `iteration is ${iteration}, but a ${name} record of this run has iteration ${String(expected)}`;
+  // The event's own iteration fields were checked against their declaration already: integers.
+  const expected = (ENTRY_ITERATION_ZERO.has(name) ? 0 : name.startsWith('DirectInference') ? 1 : name === TERMINATED_EVENT ? fields.iterations : fields.iteration) as number | undefined;
+  if (expected !== undefined && expected !== iteration) return `iteration is ${iteration}, but a ${name} record of this run has iteration ${expected}`;
   return undefined;
 }
 

@@ -152,7 +152,7 @@ function isRunRecord(record: WriterRecord): record is RunRecord {
 
 /** The record's event and its entry's iteration. */
 function entryParts(record: WriterRecord): { iteration: number; event: Record<string, unknown> } {
-  return isRunRecord(record) ? { iteration: record.iteration, event: record.event as unknown as Record<string, unknown> } : { iteration: 1, event: record };
+  return isRunRecord(record) ? { iteration: record.iteration, event: record.event } : { iteration: 1, event: record };
 }
 
 /** A Terminated record with its Error message cut to TERMINAL_MESSAGE_MAX_CHARS. */
@@ -437,8 +437,8 @@ export class JournalWriter {
     if (terminal === 'Completed') last = { [TERMINATED_EVENT]: { reason: 'Completed' } };
     else if (terminal !== null && typeof terminal === 'object' && 'Error' in terminal && typeof terminal.Error?.message === 'string') {
       last = { [TERMINATED_EVENT]: { reason: { Error: { message: terminal.Error.message.slice(0, TERMINAL_MESSAGE_MAX_CHARS) } } } };
-    } else if (terminal !== null && typeof terminal === 'object' && isRunRecord(terminal as WriterRecord)) {
-      last = boundedTerminal(terminal as RunRecord);
+    } else if (terminal !== null && typeof terminal === 'object' && isRunRecord(terminal)) {
+      last = boundedTerminal(terminal);
     } else {
       throw new JournalWriteError('a terminal reason is "Completed", { Error: { message: string } } or a Terminated record');
     }

@@ -143,6 +143,16 @@ export class RunBudget {
     this.open.clear();
   }
 
+  /** The budget's state, to go back to when the records that changed it could not be made durable. */
+  checkpoint(): () => void {
+    const saved = { usage: this.usage, reserved: this.reserved, uncertain: this.uncertain, exceeded: this.exceeded, open: new Map(this.open) };
+    return () => {
+      Object.assign(this, { usage: saved.usage, reserved: saved.reserved, uncertain: saved.uncertain, exceeded: saved.exceeded });
+      this.open.clear();
+      for (const [id, reservation] of saved.open) this.open.set(id, reservation);
+    };
+  }
+
   snapshot(): BudgetSnapshot {
     return {
       root_id: this.rootId,
