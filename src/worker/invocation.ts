@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
-import { canonicalHash } from '../shared/canonical-json.js';
 import { digestJson, type HashedRequest, type Reservation, type RunAudit, type RunRecord, RunRecords, symbiontHash } from '../shared/journal/run-records.js';
 import type { EventFields, ProposedAction, TerminationReason } from '../shared/journal/journal-records.js';
 import { symbiontResponse } from './symbiont-response.js';
@@ -139,7 +138,8 @@ export async function performInvocation(
     const conversation = buildConversation(task);
     const { provider } = resources;
     // Symbiont's input reservation: the request's bytes, a bound on its tokens, plus a margin.
-    const inputTokens = RunRecords.inputTokens(canonicalHash(hashedRequest(conversation, provider.model, provider.maxOutputTokens)).bytes);
+    const fullRequest = digestJson(hashedRequest(conversation, provider.model, provider.maxOutputTokens));
+    const inputTokens = RunRecords.inputTokens(fullRequest.bytes);
     records = new RunRecords(definition, startedAtMs, RunRecords.tokenLimit(inputTokens, provider.maxOutputTokens, MAX_RETRIES + 1));
     // One provider call: its tokens reserved and its request record built; the request it sends is the one hashed.
     const nextCall = (): { request: TypedInferenceRequest; records: RunRecord[] } => {
@@ -151,8 +151,8 @@ export async function performInvocation(
           'MaxTokens',
         );
       }
-      const hashed = hashedRequest(conversation, provider.model, reservation.output);
-      const digest = digestJson(hashed);
+      // Usually the budget allows every output token asked for, and the request is the one already hashed.
+      const digest = reservation.output === provider.maxOutputTokens ? fullRequest : digestJson(hashedRequest(conversation, provider.model, reservation.output));
       if (digest.bytes > TYPED_REQUEST_MAX_BYTES) {
         throw new RunStopped(`the typed inference request is ${digest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`, { reason: 'request_too_large' });
       }
