@@ -56,6 +56,9 @@ export function inspect(journal: string, runId: string, publicKey: string): { st
   } catch {
     report = { unparsed: result.stdout, stderr: result.stderr };
   }
+  // A journal `audit inspect` verifies as Symbiont's format must also deserialize under Symbiont's
+  // own types, read by the independent reader (symbiont-reader.ts), whatever the test looks at next.
+  if (result.status !== 1 && report.record_format === 'symbiont-response-route' && report.unverified_tail_bytes === 0) readAsSymbiont(journal);
   return { status: result.status ?? -1, report };
 }
 
