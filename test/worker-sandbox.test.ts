@@ -77,8 +77,16 @@ const REFUSED = [
   'createWriteStream(/dev/stdout)',
   'copyFileSync(file, /dev/stdout)',
   'closeSync(1)',
+  'new net.Socket({ fd: 1 })',
+  'net.Socket({ fd: 0 })',
+  'new tty.WriteStream(1)',
+  'spawnSync inherit',
+  'execSync with stdout 1',
+  'spawn inherit',
+  'fork default stdio',
+  'named import net.Socket({ fd: 1 })',
 ];
-const escaped = (text: string) => text.replace(/[().<>/]/g, '\\$&');
+const escaped = (text: string) => text.replace(/[().<>/{}]/g, '\\$&');
 
 /** The answer to request `id`; every complete line on standard output so far must parse as JSON. */
 async function result(server: RawStdioServer, id: number): Promise<RpcMessage> {

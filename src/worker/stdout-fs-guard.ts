@@ -19,8 +19,8 @@ import tty from 'node:tty';
 //   with an EPERM error.
 //
 // Not covered, so not to be relied on: native addons, WebAssembly under
-// node:wasi (its default stdout is descriptor 1), child processes started
-// with inherited standard streams, and process.binding('fs').
+// node:wasi (its default stdout is descriptor 1) and process.binding('fs').
+// Sockets, terminal streams and child processes: stdout-handle-guard.ts.
 
 /** Where diverted writes go: the worker-output capture. */
 export type CaptureWrite = (chunk: unknown, encoding?: BufferEncoding) => void;

@@ -1,6 +1,7 @@
 import { parentPort } from 'node:worker_threads';
 import { WORKER_OUTPUT_MESSAGE, type WorkerOutputMessage } from '../shared/worker-protocol.js';
 import { guardStandardOutputInFs } from './stdout-fs-guard.js';
+import { guardStandardOutputHandles } from './stdout-handle-guard.js';
 import { redactKeys } from '../shared/secrets/key-redaction.js';
 import { lineSink, takeOverStream } from '../shared/text/stream-lines.js';
 
@@ -15,7 +16,9 @@ import { lineSink, takeOverStream } from '../shared/text/stream-lines.js';
 //   its low-level _write/_writev are replaced, so every write reaches the
 //   sink below whichever reference to the stream the writer holds;
 // - descriptor 1 through fs, by number or by any path that names it
-//   (stdout-fs-guard.ts, which also lists what stays uncovered).
+//   (stdout-fs-guard.ts, which also lists what stays uncovered);
+// - a socket or terminal stream on descriptor 0 or 1, and a child process
+//   that would inherit either (stdout-handle-guard.ts): refused.
 //
 // What is caught goes, a line at a time, to the supervisor, which says it on
 // standard error marked as coming from a worker. A chatty library cannot flood
@@ -66,4 +69,5 @@ export function takeStandardOutput(redact: readonly string[]): void {
   secrets = redact.filter((v) => v.length > 0);
   takeOverStream(process.stdout, capture);
   guardStandardOutputInFs(capture);
+  guardStandardOutputHandles();
 }
