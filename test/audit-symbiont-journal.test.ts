@@ -204,3 +204,22 @@ test("docs/audit.md's table of outcomes lists the records test/support/symbiont-
   assert.deepEqual(rowOf('cancelled during the provider call'), [...ROUTE_SEQUENCES.cancelledDuringCall]);
   assert.deepEqual(rowOf('cancelled before the provider call'), [...ROUTE_SEQUENCES.cancelledBeforeCall]);
 });
+
+// Journals the previous version of this server wrote (commit b780a1b, six records, plain hex hashes),
+// with the key that signed them: they keep verifying, with the same verdicts, reported as the older format.
+const OLD_JOURNALS = path.join(import.meta.dirname, 'fixtures', 'journals-0.1');
+for (const [label, expectedStatus] of [
+  ['permitted', 0],
+  ['denied', 0],
+  ['provider-500', 2],
+] as const) {
+  test(`a journal of the 0.1 format (${label}) still verifies, as the older format`, () => {
+    const name = fs.readdirSync(OLD_JOURNALS).find((n) => n.startsWith(`${label}.`))!;
+    const runId = name.replace(/\.jsonl$/, '').split('.').at(-1)!;
+    const key = fs.readFileSync(path.join(OLD_JOURNALS, 'public-key'), 'utf8').trim();
+    const { status, report } = inspect(path.join(OLD_JOURNALS, name), runId, key);
+    assert.equal(status, expectedStatus, JSON.stringify(report));
+    assert.equal(report.record_format, 'symbi-mcp-0.1');
+    assert.equal(report.journal_complete, true);
+  });
+}
