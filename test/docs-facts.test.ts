@@ -80,6 +80,7 @@ const LIMIT_ROWS: Record<string, Figure[][]> = {
   'one policy file': [['POLICY_FILE_MAX_BYTES'], ['POLICY_DISCOVERY_MAX_ENTRIES']],
   'folders below `policies/` recorded by identity at startup': [['RESERVED_POLICY_DIRECTORIES_MAX'], ['POLICY_DISCOVERY_MAX_ENTRIES']],
   '`get_agent_dsl.agent`': [['AGENT_NAME_MAX_BYTES']],
+  'declared agent name (`agent NAME { ... }`)': [['AGENT_DECLARED_NAME_MAX_BYTES']],
   'project-relative path': [['PROJECT_PATH_MAX_BYTES']],
   'one line on standard input': [['STDIN_LINE_MAX_BYTES']],
   'answers waiting unread on standard output': [['STDOUT_BACKLOG_MAX_BYTES']],

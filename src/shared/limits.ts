@@ -40,6 +40,9 @@ export const POLICY_DISCOVERY_MAX_ENTRIES = 1024;
 export const RESERVED_POLICY_DIRECTORIES_MAX = 256;
 // Longest agent name accepted by the agent tools (a filename stem; longer names cannot exist).
 export const AGENT_NAME_MAX_BYTES = 255;
+// Longest declared agent name (`agent NAME { ... }`); a longer one is refused at startup, since the name
+// reaches every journal, policy request and `audit list` row.
+export const AGENT_DECLARED_NAME_MAX_BYTES = 255;
 // Longest line read from standard input; a longer line is discarded without buffering it.
 export const STDIN_LINE_MAX_BYTES = 8 * MiB;
 // Answers waiting unread on standard output; above it the server reads no more input until the client reads.

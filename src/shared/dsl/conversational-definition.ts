@@ -1,6 +1,6 @@
 import { responsePrincipal } from '../agent-identity.js';
 import { canonicalHash } from '../canonical-json.js';
-import { DSL_FILE_MAX_BYTES, RESPONSE_DEADLINE_MS } from '../limits.js';
+import { AGENT_DECLARED_NAME_MAX_BYTES, DSL_FILE_MAX_BYTES, RESPONSE_DEADLINE_MS } from '../limits.js';
 import type { AgentDecl, Expr, PolicyDecl, WithBlock } from './ast.js';
 import { checkInlinePolicies } from './inline-policy-check.js';
 import { timeoutSeconds } from './durations.js';
@@ -139,6 +139,10 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
       return refuse(`declares agent \`${entry.stem}\` more than once (at ${named[0]!.line}:${named[0]!.column} and ${named[1]!.line}:${named[1]!.column})`);
     }
     agent = named[0]!;
+  }
+  const nameBytes = Buffer.byteLength(agent.name, 'utf8');
+  if (nameBytes > AGENT_DECLARED_NAME_MAX_BYTES) {
+    return refuse(`the agent declared at ${agent.line}:${agent.column} has a name of ${nameBytes} bytes; the limit is ${AGENT_DECLARED_NAME_MAX_BYTES} bytes (UTF-8)`);
   }
   const who = `agent \`${shownName(agent.name)}\``;
 

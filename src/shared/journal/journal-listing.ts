@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import { ConfinementError, type DescriptorRoute, fileFlags, type PinnedDirectory } from '../confinement/index.js';
 import { checkPrivateDirectory, UnsafeStorageError } from '../storage/private-directory.js';
 import { GOVERNED_COMPONENTS, governedDisplayPath } from '../storage/audit-storage.js';
-import { describeTerminalReason, JOURNAL_FILE_SUFFIX } from './journal-format.js';
-import { inspectJournal, type InspectVerdict } from './journal-verifier.js';
+import { describeTerminalReason, JOURNAL_FILE_SUFFIX, type TerminalReason } from './journal-format.js';
+import { inspectJournal, type InspectVerdict, type RecordFormatName } from './journal-verifier.js';
 import { loadSigningKeyFile } from '../storage/signing-key-store.js';
 
 // Summarises the runs recorded in a project's .symbiont/governed/, verifying
@@ -23,7 +23,14 @@ export interface RunSummary {
   started_at: string | null;
   last_event: string | null;
   outcome: string;
+  /** The Terminated record's reason as signed (any of Symbiont's TerminationReason values), null without one or when not checked. */
+  terminal_reason: TerminalReason | null;
+  /** `audit inspect`'s verdict with the project key: complete, requires_reconciliation or failed; not_checked without a key. */
   verdict: InspectVerdict | 'not_checked';
+  /** True on every run the verifier says needs reconciliation, whatever its outcome; null when not checked. */
+  requires_reconciliation: boolean | null;
+  /** `symbiont-response-route`, or `symbi-mcp-0.1` for a journal written by an earlier version; null when unknown. */
+  record_format: RecordFormatName | null;
   /** True when every complete record verifies with the project key (complete or awaiting reconciliation). */
   verifies: boolean;
   error: string | null;
@@ -91,12 +98,13 @@ export function listRuns(project: PinnedDirectory): RunListing {
 function summarise(route: DescriptorRoute, dirFd: number, governedPath: string, name: string, runId: string, publicKey: string | null): RunSummary {
   const path = `${governedPath}/${name}`;
   if (publicKey === null) {
-    return { run_id: runId, path, agent: null, agent_id: null, started_at: null, last_event: null, outcome: 'unknown (no key)', verdict: 'not_checked', verifies: false, error: null };
+    return { run_id: runId, path, agent: null, agent_id: null, started_at: null, last_event: null, outcome: 'unknown (no key)', terminal_reason: null, verdict: 'not_checked',
+      requires_reconciliation: null, record_format: null, verifies: false, error: null };
   }
   const { report, exitCode } = inspectJournal(path, runId, publicKey, { open: () => route.openAt(dirFd, name, fileFlags(route)) });
   let outcome: string;
   if (exitCode === 1) outcome = 'verification failed';
-  else if (report.terminal_reason === 'Completed') outcome = report.requires_reconciliation ? 'completed (needs reconciliation)' : 'completed';
+  // Whether the run needs reconciliation is its verdict, shown for every outcome, not only Completed ones.
   else if (report.terminal_reason !== null) outcome = describeTerminalReason(report.terminal_reason).replace(/\s+/g, ' ').slice(0, 67);
   else outcome = 'incomplete (no Terminated record)';
   return {
@@ -107,7 +115,10 @@ function summarise(route: DescriptorRoute, dirFd: number, governedPath: string, 
     started_at: report.started_at,
     last_event: report.last_event,
     outcome,
+    terminal_reason: exitCode === 1 ? null : report.terminal_reason,
     verdict: report.verdict,
+    requires_reconciliation: report.verdict === 'failed' ? null : report.requires_reconciliation,
+    record_format: report.record_format,
     verifies: exitCode !== 1,
     error: report.error ? report.error.message : null,
   };

@@ -4,7 +4,7 @@ import { PinnedDirectory, pinProject } from '../../shared/confinement/index.js';
 import { isCanonicalUuid } from '../../shared/journal/journal-format.js';
 import { isPublicKeyHex, publicKeyHexProblem } from '../../shared/signing/signing-key.js';
 import { inspectJournal } from '../../shared/journal/journal-verifier.js';
-import { listRuns, type RunListing } from '../../shared/journal/journal-listing.js';
+import { listRuns, type RunListing, type RunSummary } from '../../shared/journal/journal-listing.js';
 import { JOURNAL_FILE_MAX_BYTES } from '../../shared/limits.js';
 import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 
@@ -17,7 +17,7 @@ import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 
 const INSPECT_USAGE =
   'usage: symbi audit inspect JOURNAL --run-id UUID --public-key HEX [--cross-check] [--max-bytes N] [--time-limit SECONDS]';
-const LIST_USAGE = 'usage: symbi audit list [--project DIR] [--json]';
+const LIST_USAGE = 'usage: symbi audit list [--project DIR] [--needs-attention] [--json]';
 
 /** On a terminal, a verification that has run this long starts saying how far it is. */
 const PROGRESS_AFTER_MS = 2000;
@@ -101,8 +101,29 @@ function runInspect(journal: string | undefined, flags: InspectFlags): void {
   process.exitCode = exitCode;
 }
 
-function formatTable(listing: RunListing): string {
-  const header = ['RUN ID', 'AGENT', 'STARTED', 'LAST EVENT', 'OUTCOME', 'VERIFIES'];
+/**
+ * Widest cell of `audit list`'s table, in characters: a run id is 36, a timestamp 24, and an agent
+ * name or outcome beyond this is cut with an ellipsis (--json keeps the whole string), so one journal
+ * with a huge name cannot widen every row.
+ */
+const LIST_CELL_MAX_CHARS = 48;
+
+const VERDICT_SHOWN: Record<RunSummary['verdict'], string> = {
+  complete: 'complete',
+  requires_reconciliation: 'requires reconciliation',
+  failed: 'failed',
+  not_checked: 'not checked (no key)',
+};
+
+/** One table cell: escaped for the terminal, then cut to LIST_CELL_MAX_CHARS code points. */
+function cell(text: string): string {
+  // Escaping only lengthens the text, so a slice of twice the width is enough to escape and cut.
+  const shown = [...escapeToOneLine(text.slice(0, LIST_CELL_MAX_CHARS * 2))];
+  return shown.length > LIST_CELL_MAX_CHARS || text.length > LIST_CELL_MAX_CHARS * 2 ? `${shown.slice(0, LIST_CELL_MAX_CHARS - 1).join('')}…` : shown.join('');
+}
+
+function formatTable(listing: RunListing, needsAttention: boolean): string {
+  const header = ['RUN ID', 'AGENT', 'STARTED', 'LAST EVENT', 'OUTCOME', 'FORMAT', 'VERIFIES', 'VERDICT'];
   const rows = listing.runs.map((run) =>
     [
       run.run_id,
@@ -110,20 +131,32 @@ function formatTable(listing: RunListing): string {
       run.started_at ?? '-',
       run.last_event ?? '-',
       run.outcome,
+      run.record_format ?? '-',
       run.verdict === 'not_checked' ? 'no key' : run.verifies ? 'yes' : 'no',
-    ].map(escapeToOneLine),
+      VERDICT_SHOWN[run.verdict],
+    ].map(cell),
   );
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const render = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
-  const lines = [`Runs in ${escapeToOneLine(listing.governed_path)} (newest first)`];
+  // A loop, not Math.max(...rows): a spread of a million rows would overflow the stack.
+  const widths = header.map((h) => [...h].length);
+  for (const row of rows) row.forEach((c, i) => (widths[i] = Math.max(widths[i]!, [...c].length)));
+  const render = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat(widths[i]! - [...c].length))).join('  ');
+  const lines = [`Runs in ${escapeToOneLine(listing.governed_path)} (newest first${needsAttention ? ', only those needing attention' : ''})`];
   if (listing.public_key) lines.push(`Project key: ${listing.public_key}`);
-  if (rows.length === 0) lines.push('No runs recorded.');
+  if (rows.length === 0) lines.push(needsAttention ? 'No run needs attention.' : 'No runs recorded.');
   else lines.push(render(header), ...rows.map(render));
+  const flagged = listing.runs.filter((run) => run.requires_reconciliation === true).length;
+  if (flagged > 0) lines.push('', `${flagged} run(s) require reconciliation: symbi audit inspect JOURNAL --run-id UUID --public-key HEX says why.`);
   lines.push('', listing.note);
   return `${lines.join('\n')}\n`;
 }
 
-function runList(flags: { project?: string; json?: boolean }): void {
+interface ListFlags {
+  project?: string;
+  json?: boolean;
+  needsAttention?: boolean;
+}
+
+function runList(flags: ListFlags): void {
   let project: PinnedDirectory;
   const dir = flags.project ?? process.cwd();
   try {
@@ -140,7 +173,10 @@ function runList(flags: { project?: string; json?: boolean }): void {
     return;
   }
   for (const warning of listing.warnings) say(`warning: ${warning}`);
-  process.stdout.write(flags.json ? `${JSON.stringify(listing, null, 2)}\n` : formatTable(listing));
+  const needsAttention = flags.needsAttention === true;
+  // Needing attention: any verdict but complete (reconciliation, a failed verification, or no key to check with).
+  if (needsAttention) listing.runs = listing.runs.filter((run) => run.verdict !== 'complete');
+  process.stdout.write(flags.json ? `${JSON.stringify(listing, null, 2)}\n` : formatTable(listing, needsAttention));
 }
 
 export function registerAuditCommand(program: Command): void {
@@ -162,7 +198,8 @@ export function registerAuditCommand(program: Command): void {
     .command('list')
     .description("Table of the project's runs, newest first, checked with the project key")
     .option('--project <dir>', 'project directory (default: the current directory)')
-    .option('--json', 'print JSON instead of a table')
+    .option('--needs-attention', 'only the runs whose verdict is not complete (reconciliation needed, verification failed, or no key)')
+    .option('--json', 'print JSON instead of a table (the same fields, whole strings)')
     .showHelpAfterError(LIST_USAGE)
-    .action((flags: { project?: string; json?: boolean }) => runList(flags));
+    .action((flags: ListFlags) => runList(flags));
 }
