@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { LOG_EVENTS } from '../src/supervisor/log-events.js';
@@ -40,6 +41,7 @@ describe('standard error: named events, documented', () => {
   for (const format of ['text', 'json'] as const) {
     it(`a mixed session writes only documented events, each with its time and level (--log-format ${format})`, async () => {
       const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url), args: ['--log-format', format] });
+      const pid = server.pid();
       const call = (prompt: string, agent = 'assistant') => server.call('invoke_agent', { agent, prompt });
       const answered = await call('Say hello');
       assert.equal(answered.isError, undefined, textOf(answered));
@@ -71,8 +73,27 @@ describe('standard error: named events, documented', () => {
       const ended = lines.filter((l) => l.event === 'run.ended');
       const reasons = ended.map((l) => l.fields.reason);
       assert.deepEqual(reasons, ['completed', 'policy_denied', 'policy_denied', 'completed', 'tool_call_withheld', 'provider_http_400', 'cancelled']);
-      // A run that released no text is a warning.
-      assert.deepEqual(ended.map((l) => l.level), ['info', 'warn', 'warn', 'info', 'warn', 'warn', 'warn']);
+      // Issue 48, item 3: withheld text is a warning, a provider failure an error, the client's cancel info.
+      assert.deepEqual(ended.map((l) => l.level), ['info', 'warn', 'warn', 'info', 'warn', 'error', 'info']);
+      // The run line says what was called, how often, and where its journal is (from the project folder).
+      assert.deepEqual(ended.map((l) => String(l.fields.attempts)), ['1', '1', '1', '2', '1', '1', '1']);
+      for (const line of ended) {
+        assert.equal(line.fields.provider, 'openai');
+        assert.equal(line.fields.model, 'synthetic-model');
+        const journal = String(line.fields.journal);
+        assert.match(journal, /^\.symbiont\/governed\/[^/]+\.jsonl$/);
+        assert.ok(journal.endsWith(`.${String(line.fields.run_id)}.jsonl`), journal);
+        assert.ok(fs.statSync(path.join(shared.project, journal)).isFile(), `${journal} is on disk`);
+      }
+      // The cancel says who cancelled, on both its lines.
+      assert.equal(ended[6]!.fields.cancelled_by, 'client');
+      assert.deepEqual(lines.filter((l) => l.event === 'run.cancelled').map((l) => l.fields.by), ['client']);
+      assert.ok(!ended.slice(0, 6).some((l) => 'cancelled_by' in l.fields), 'only the cancelled run names a canceller');
+      if (format === 'json') {
+        // pino's own fields: the server's pid and host on every line (two servers in one collector).
+        const objects = server.stderr().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+        assert.ok(objects.every((o) => o.pid === pid && o.hostname === os.hostname() && typeof o.level === 'number'));
+      }
       // A deny names the determining policy by its @id, else by file:line.
       assert.deepEqual(ended[1]!.fields.policies, ['forbid-secret-content']);
       assert.deepEqual(ended[2]!.fields.policies, ['policies/forbid-tool.cedar:3']);

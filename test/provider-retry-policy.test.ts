@@ -85,8 +85,9 @@ describe('reading provider answers', () => {
   });
 
   it('the provider message kept for standard error is capped and has keys redacted', () => {
-    const text = `bad key sk-${'a'.repeat(40)} and Bearer abc.def plus ours OURKEY ${'x'.repeat(500)}`;
-    const shown = safeExcerpt(text, 'OURKEY');
+    // Our key at REDACTED_KEY_MIN_CHARS (10) characters: a shorter one is a dummy, left as text (key-redaction.ts).
+    const text = `bad key sk-${'a'.repeat(40)} and Bearer abc.def plus ours OURKEY1234 ${'x'.repeat(500)}`;
+    const shown = safeExcerpt(text, 'OURKEY1234');
     assert.ok(shown.length <= 203);
     assert.ok(!shown.includes('aaaaaaaa') && !shown.includes('abc.def') && !shown.includes('OURKEY'));
   });

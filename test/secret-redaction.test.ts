@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { completionBody, type ModeContext } from '../src/demo/synthetic-endpoint.js';
 import { suiteFixture } from './support/suite-fixture.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { auditOf, providerEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
 import { readJournal } from './support/journal.js';
+import { repoRoot } from './support/server-entry.js';
+import { REDACTED_KEY_MIN_CHARS } from '../src/shared/secrets/key-redaction.js';
 
 // The server's secrets never leave it (issue 31, item 4): the configured provider key reaches
 // neither standard error (however a provider error or a library split, escaped or re-cased it)
@@ -177,4 +180,60 @@ describe('the provider key never leaves the server, encoded', () => {
       }
     });
   }
+});
+
+// Keys too short to be secrets (issue 48, item 3): the dummies local endpoints accept ("x",
+// "ollama", "lm-studio") are left as text on standard error, said once at startup, and an answer
+// holding one is released; from REDACTED_KEY_MIN_CHARS on, a key is replaced as before.
+
+describe('keys too short to be secrets', () => {
+  const shared = suiteFixture(FILES);
+
+  for (const dummy of ['x', 'ollama', 'lm-studio']) {
+    it(`a key "${dummy}" is left as text on standard error, said once, and an answer holding it is released`, async () => {
+      const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url, { OPENAI_API_KEY: dummy }) });
+      try {
+        // The provider echoes the prompt, which holds the key, in its error: said on standard error as it is.
+        const echoed = await server.call('invoke_agent', { agent: 'assistant', prompt: `tell ${dummy} [[http:code=400,echo]]` });
+        assert.equal(echoed.isError, true, textOf(echoed));
+        // A provider echoing its Authorization header: the dummy key in the answer is no secret to withhold.
+        const answer = await server.call('invoke_agent', { agent: 'assistant', prompt: 'show me [[echo-auth]]' });
+        assert.equal(answer.isError, undefined, textOf(answer));
+        assert.match(textOf(answer), new RegExp(`Bearer ${dummy}\\b`));
+        await server.close();
+        const stderr = server.stderr();
+        assert.doesNotMatch(stderr, /\[redacted\]/, stderr);
+        assert.match(stderr, new RegExp(`provider said .*you sent: tell ${dummy} `), stderr);
+        assert.match(stderr, /max_invocations=512/, 'ordinary text keeps its letters');
+        const notices = stderr.split('\n').filter((l) => l.includes(' startup.short_key: '));
+        assert.equal(notices.length, 1, stderr);
+        assert.match(notices[0]!, new RegExp(`a configured key is shorter than ${REDACTED_KEY_MIN_CHARS} characters: taken for a local endpoint's dummy key`));
+      } finally {
+        await server.close();
+      }
+    });
+  }
+
+  it(`a key of ${REDACTED_KEY_MIN_CHARS} characters is still replaced where it appears as it is, and no notice is given`, async () => {
+    const key = 'Abcdefghij'.slice(0, REDACTED_KEY_MIN_CHARS);
+    assert.equal(key.length, REDACTED_KEY_MIN_CHARS);
+    const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url, { OPENAI_API_KEY: key }), args: ['--log-format', 'json'] });
+    try {
+      assert.equal((await server.call('invoke_agent', { agent: 'assistant', prompt: `tell ${key} [[http:code=400,echo]]` })).isError, true);
+      await server.close();
+      const stderr = server.stderr();
+      assert.ok(!stderr.includes(key), stderr);
+      assert.match(stderr, /you sent: tell \[redacted\] /, stderr);
+      assert.ok(!stderr.includes('startup.short_key'), stderr);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('the documented minimum is the one the code uses', () => {
+    for (const doc of ['running.md', 'limits.md']) {
+      const text = fs.readFileSync(path.join(repoRoot, 'docs', doc), 'utf8').replace(/\s+/g, ' ');
+      assert.ok(text.includes(`shorter than ${REDACTED_KEY_MIN_CHARS} characters`), `docs/${doc} states the minimum`);
+    }
+  });
 });

@@ -105,10 +105,10 @@ describe('symbi mcp raw stdio', () => {
       assert.equal(await server.end(), 0);
       const lines = server.stderr().split('\n').filter((l) => l.length > 0);
       assert.ok(lines.length >= 5);
-      const records = lines.map((l) => JSON.parse(l) as { level: string; msg: string; event?: string; public_key?: string });
+      const records = lines.map((l) => JSON.parse(l) as { level: number; msg: string; event?: string; public_key?: string });
       assert.ok(records.some((r) => r.event === 'startup.project'));
       assert.ok(records.some((r) => r.event === 'startup.audit' && /^[0-9a-f]{64}$/.test(r.public_key ?? '')));
-      assert.ok(records.every((r) => typeof r.level === 'string' && typeof r.msg === 'string'));
+      assert.ok(records.every((r) => typeof r.level === 'number' && typeof r.msg === 'string'));
     } finally {
       await server.end();
       removeProject(project);

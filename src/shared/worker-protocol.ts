@@ -78,7 +78,10 @@ export interface CancelMessage {
 export type WorkerNotice =
   | { type: 'progress'; phase: RunPhase }
   | { type: 'journal'; path: string; publicKey: string }
-  | { type: 'provider'; note: ProviderNote };
+  | { type: 'provider'; note: ProviderNote }
+  /** For the operator's `run.ended`: an attempt's request is being sent; a transient failure is not tried again, and why. */
+  | { type: 'attempt'; attempt: number }
+  | { type: 'not_retried'; why: string };
 
 export type ProviderNote =
   | { kind: 'retry'; attempt: number; nextAttempt: number; status: number | null; failure: string; waitMs: number }

@@ -4,6 +4,7 @@
 // that table, and this list against it.
 
 export const LOG_EVENTS = [
+  'startup.short_key',
   'startup.project',
   'startup.project_access',
   'startup.confinement_route',

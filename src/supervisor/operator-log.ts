@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import type { Logger, pino as PinoFactory } from 'pino';
 import { escapeToOneLine } from '../shared/text/one-line-text.js';
-import { redactKeys, redactSecrets } from '../shared/secrets/key-redaction.js';
+import { REDACTED_KEY_MIN_CHARS, redactKeys, redactSecrets, shortKeysLeftAsText } from '../shared/secrets/key-redaction.js';
 import { lineSink, takeOverStream } from '../shared/text/stream-lines.js';
 import type { LogEvent } from './log-events.js';
 
@@ -94,8 +95,10 @@ function jsonLog(write: (line: string) => void, secrets: readonly string[]): Ope
   // pino is loaded only for the JSON format, so text logging does not pay for it at startup.
   const pino = createRequire(import.meta.url)('pino') as typeof PinoFactory;
   // Written synchronously (through the one writer) so nothing is lost when the process exits right after.
+  // pino's own numeric levels (30 info, 40 warn, 50 error) and its `pid` and `hostname`, so pino's
+  // tools filter by level (pino-pretty --minimumLevel warn) and a collector tells two servers apart.
   const logger: Logger = pino(
-    { base: { component: 'symbi-mcp' }, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
+    { base: { pid: process.pid, hostname: os.hostname(), component: 'symbi-mcp' }, timestamp: pino.stdTimeFunctions.isoTime },
     { write },
   );
   const log = (level: LogLevel, rawMessage: string, rawFields: LogFields): void => {
@@ -118,7 +121,17 @@ function jsonLog(write: (line: string) => void, secrets: readonly string[]): Ope
 export function createOperatorLog(format: LogFormat, secrets: readonly string[] = []): OperatorLog {
   const kept = secrets.filter((s) => s.length > 0);
   const write = stderrWriter(kept);
-  return format === 'json' ? jsonLog(write, kept) : textLog(write, kept);
+  const log = format === 'json' ? jsonLog(write, kept) : textLog(write, kept);
+  // Said once, by the log that makes the exception, so no one wonders why a dummy key shows.
+  const short = shortKeysLeftAsText(kept);
+  if (short > 0) {
+    log.info(`${short === 1 ? 'a configured key is' : `${short} configured keys are`} shorter than ${REDACTED_KEY_MIN_CHARS} characters: taken for a local endpoint's dummy key (x, ollama, lm-studio), left as text on standard error and not looked for in answers`, {
+      event: 'startup.short_key',
+      keys: short,
+      min_chars: REDACTED_KEY_MIN_CHARS,
+    });
+  }
+  return log;
 }
 
 /** Captured lines said; then one notice, then nothing more (a chatty library cannot flood the log). */

@@ -23,15 +23,29 @@ export interface TerminalRecovery {
 /** Claims and finalises a run whose worker has not created its journal yet (see unstarted-run-finaliser.ts). */
 export type UnstartedRunFinaliser = (runId: string, definition: RunDefinition, message: string) => Promise<ClaimOutcome>;
 
+/** Who asked a run to stop: the MCP client (a cancellation), or the server's shutdown. */
+export type CancelSource = 'client' | 'shutdown';
+
+/** What the worker told of the provider calls, for the operator's `run.ended`. */
+export interface AttemptReport {
+  /** Provider attempts sent (0 when the run stopped before its first). */
+  attempts: number;
+  /** Why a failure that could have been tried again was not, if one was not. */
+  notRetried?: string;
+}
+
 export interface RunOwner {
   readonly runId: string;
   readonly agent: string;
   readonly startedAt: number;
   /** Settles once the run's terminal record is durable or definitively failed. Never rejects. */
   readonly done: Promise<InvokeOutcome>;
-  cancel(reason: string): void;
+  cancel(reason: string, by: CancelSource): void;
   /** When cancel() was first called (performance.now()), if it was. */
   cancelRequestedAt(): number | undefined;
+  /** Who called cancel() first, if anyone did. */
+  cancelledBy(): CancelSource | undefined;
+  attemptReport(): AttemptReport;
 }
 
 export class RunOwnerTable {
@@ -69,7 +83,7 @@ export class RunOwnerTable {
   /** No run starts from now on, and every live run is cancelled with `reason`. */
   close(reason: string): void {
     this.closedReason ??= reason;
-    this.cancelAll(reason);
+    this.cancelAll(reason, 'shutdown');
   }
 
   start(task: Omit<InvokeTask, 'port' | 'handover'>, hooks: RunHooks = {}): RunOwner {
@@ -81,6 +95,8 @@ export class RunOwnerTable {
     const handover = new JournalHandover();
     let cancelAt: number | undefined;
     let cancelReason = '';
+    let cancelSource: CancelSource | undefined;
+    const attempts: AttemptReport = { attempts: 0 };
     let journal: AuditReference | undefined;
     let claim: Promise<ClaimOutcome> | undefined;
 
@@ -88,6 +104,8 @@ export class RunOwnerTable {
       if (notice.type === 'journal') journal = { run_id: task.runId, path: notice.path, public_key: notice.publicKey };
       if (notice.type === 'progress') hooks.onProgress?.(notice.phase);
       if (notice.type === 'provider') hooks.onProvider?.(notice.note);
+      if (notice.type === 'attempt') attempts.attempts = notice.attempt;
+      if (notice.type === 'not_retried') attempts.notRetried = notice.why;
     };
     ownerPort.on('message', onNotice);
     // The task's result travels on piscina's channel, not this port, so notices
@@ -155,10 +173,11 @@ export class RunOwnerTable {
       agent: task.definition.declaredName,
       startedAt: performance.now(),
       done,
-      cancel: (reason: string) => {
+      cancel: (reason: string, by: CancelSource) => {
         if (cancelAt !== undefined || !this.runs.has(task.runId)) return;
         cancelAt = performance.now();
         cancelReason = reason;
+        cancelSource = by;
         this.cancelledRuns += 1;
         try {
           ownerPort.postMessage({ type: 'cancel', reason });
@@ -186,13 +205,16 @@ export class RunOwnerTable {
         }
       },
       cancelRequestedAt: () => cancelAt,
+      cancelledBy: () => cancelSource,
+      // Notices still queued when the run settled were taken before `done` resolved (drainNotices).
+      attemptReport: () => ({ ...attempts }),
     };
     this.runs.set(task.runId, owner);
     return owner;
   }
 
-  cancelAll(reason: string): void {
-    for (const owner of this.runs.values()) owner.cancel(reason);
+  cancelAll(reason: string, by: CancelSource): void {
+    for (const owner of this.runs.values()) owner.cancel(reason, by);
   }
 
   /** Waits for every live run to settle, up to `timeoutMs`. */

@@ -3,7 +3,7 @@ import type { ProviderConfig } from '../shared/provider/provider-config.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
 import { callProvider } from './providers/provider-call.js';
 import { ProviderError } from './providers/provider-error.js';
-import { decideRetry, MAX_RETRIES, otherTokenLimitParameter } from './providers/retry-policy.js';
+import { decideRetry, isRetryable, MAX_RETRIES, otherTokenLimitParameter } from './providers/retry-policy.js';
 
 // The provider call of one run, tried again on a transient failure (retry-policy.ts says which and
 // when). Each attempt is its own provider call in the journal: the run's journal code is told when an
@@ -21,6 +21,10 @@ export interface AttemptJournal {
   beforeRetry(): Promise<TypedInferenceRequest>;
   /** A retry is decided, before its wait: the operator hears of it now, not when the run ends. */
   retrying?(retry: { attempt: number; failure: ProviderError; waitMs: number }): void;
+  /** Attempt `attempt` is about to be sent (the operator's count of attempts). */
+  sending?(attempt: number): void;
+  /** A failure that could have been tried again was not: why (the operator's `run.ended`). */
+  notRetried?(why: string): void;
 }
 
 /** The last attempt's failure, with what the caller should be told about the attempts. */
@@ -49,6 +53,7 @@ export async function inferWithRetries(
   let attemptRequest = request;
   let limitSwitched = false;
   for (let attempt = 1; ; attempt += 1) {
+    journal.sending?.(attempt);
     try {
       return await callProvider(config, attemptRequest, signal, operatorNotes);
     } catch (error) {
@@ -71,7 +76,10 @@ export async function inferWithRetries(
         continue;
       }
       const decision = decideRetry(error, attempt - 1, msLeft());
-      if (!decision.retry) throw new AttemptsFailed(error, attempt, decision.why);
+      if (!decision.retry) {
+        if (isRetryable(error)) journal.notRetried?.(decision.why ?? `the ${MAX_RETRIES} retries allowed were made`);
+        throw new AttemptsFailed(error, attempt, decision.why);
+      }
       journal.retrying?.({ attempt, failure: error, waitMs: decision.waitMs });
       // A cancel or the deadline during the wait ends it at once (the delay rejects on abort).
       await delay(signal, decision.waitMs);

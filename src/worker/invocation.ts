@@ -204,6 +204,8 @@ export async function performInvocation(
         retrying: ({ attempt, failure, waitMs }) => {
           notify({ type: 'provider', note: { kind: 'retry', attempt, nextAttempt: attempt + 1, status: failure.status ?? null, failure: failure.kind, waitMs } });
         },
+        sending: (attempt) => notify({ type: 'attempt', attempt }),
+        notRetried: (why) => notify({ type: 'not_retried', why }),
         // Each retry is its own provider call, with its own reservation: its request record is
         // durable before it is sent, in the same sync as the failed attempt's finish.
         beforeRetry: async () => {

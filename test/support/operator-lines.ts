@@ -14,6 +14,9 @@ export interface OperatorLine {
   fields: Record<string, unknown>;
 }
 
+/** pino's numeric levels the server writes, by the names the text format uses. */
+export const JSON_LEVELS: Record<number, string> = { 30: 'info', 40: 'warn', 50: 'error' };
+
 const TEXT_LINE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) symbi mcp: (info|warn|error) ([a-z_.]+): (.*)$/;
 
 /** Every line of `stderr` in `format`; asserts each has the documented shape. */
@@ -24,7 +27,10 @@ export function parseOperatorLines(stderr: string, format: 'text' | 'json'): Ope
     .map((raw) => {
       if (format === 'json') {
         const o = JSON.parse(raw) as Record<string, unknown>;
-        return { time: String(o.time), level: String(o.level), event: String(o.event), text: String(o.msg), fields: o };
+        // pino's numeric levels, read as the text format's names.
+        const level = JSON_LEVELS[o.level as number];
+        assert.ok(level !== undefined, `a pino numeric level (30, 40 or 50): ${raw}`);
+        return { time: String(o.time), level, event: String(o.event), text: String(o.msg), fields: o };
       }
       const m = TEXT_LINE.exec(raw);
       assert.ok(m, `a text line of the documented shape: ${raw}`);

@@ -22,9 +22,22 @@ const BEARER_TOKEN = /\bBearer\s+\S+/gi;
 /**
  * Keys shorter than this are placeholders (local servers take "ollama", "none", "x"): looking
  * for them loosely would withhold ordinary answers, so they are replaced only where they appear
- * verbatim on standard error. Every provider's real keys are far longer.
+ * verbatim on standard error, and an answer holding one is not withheld. Every provider's real
+ * keys are far longer.
  */
 export const SECRET_MIN_CHARS = 12;
+/**
+ * Keys shorter than this are not secrets at all but the dummies local endpoints accept ("x",
+ * "none", "ollama", "lm-studio" and "sk-no-key" at 9): replacing them even verbatim cuts ordinary
+ * words out of every line ("Linux x64"), so they are left as text. The operator hears so once, at
+ * startup (shortKeysLeftAsText).
+ */
+export const REDACTED_KEY_MIN_CHARS = 10;
+
+/** How many of `secrets` are too short to be redacted (REDACTED_KEY_MIN_CHARS): they stay as text on standard error. */
+export function shortKeysLeftAsText(secrets: readonly string[]): number {
+  return secrets.filter((s) => s.length > 0 && s.length < REDACTED_KEY_MIN_CHARS).length;
+}
 /** A key fragment this long at a line's edge is taken for part of a key a line break split. */
 const EDGE_FRAGMENT_MAX_CHARS = 8;
 
@@ -237,11 +250,11 @@ export interface RedactionOptions {
   atEdges?: boolean;
 }
 
-/** `text` with each of `secrets` replaced by "[redacted]", however split, escaped or cased (short placeholders verbatim only). */
+/** `text` with each of `secrets` replaced by "[redacted]", however split, escaped or cased (short placeholders verbatim only, dummies not at all). */
 export function redactSecrets(text: string, secrets: readonly string[], options: RedactionOptions = {}): string {
   let cleaned = replaceRanges(text, secretRanges(text, secrets, options.atEdges === true));
   for (const secret of secrets) {
-    if (secret.length > 0 && secret.length < SECRET_MIN_CHARS) cleaned = cleaned.split(secret).join(REDACTED);
+    if (secret.length >= REDACTED_KEY_MIN_CHARS && secret.length < SECRET_MIN_CHARS) cleaned = cleaned.split(secret).join(REDACTED);
   }
   return cleaned;
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -6,8 +7,9 @@ import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, CANCELLED_INVOCATIONS_FINISHING_MAX, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
 import { RUN_PHASES, type InvokeOutcome, type ProviderNote } from '../../shared/worker-protocol.js';
 import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type Preflight, type PreflightInputs } from '../invoke-preflight.js';
-import type { OperatorLog } from '../operator-log.js';
-import type { RunOwner, RunOwnerTable } from '../run-owners.js';
+import { GOVERNED_COMPONENTS } from '../../shared/storage/audit-storage.js';
+import type { LogLevel, OperatorLog } from '../operator-log.js';
+import type { CancelSource, RunOwner, RunOwnerTable } from '../run-owners.js';
 import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
 import type { SigningKeyGuard } from '../signing-key-guard.js';
 import type { RunStatistics } from '../run-statistics.js';
@@ -149,6 +151,25 @@ function logProviderNote(log: OperatorLog, runId: string, note: ProviderNote): v
   log.warn('provider said', { event: 'provider.message', run_id: runId, detail: note.text });
 }
 
+/**
+ * The level of a run's `run.ended` (docs/running.md): `info` when text was released or the client
+ * cancelled; `warn` when the server withheld the answer as it should (a deny, a tool call, an
+ * incomplete or oversized answer, the key in it) or its shutdown stopped the run; `error` when
+ * the provider or the server failed (an HTTP error, the network, the deadline, the journal, the thread).
+ */
+function runEndedLevel(ok: boolean, reason: string, cancelledBy: CancelSource | undefined): LogLevel {
+  if (ok) return 'info';
+  if (reason === 'cancelled') return cancelledBy === 'shutdown' ? 'warn' : 'info';
+  const withheld = ['policy_denied', 'tool_call_withheld', 'provider_key_in_answer', 'request_too_large', 'response_too_large'];
+  if (withheld.includes(reason) || reason.startsWith('finish_')) return 'warn';
+  return 'error';
+}
+
+/** A journal's path as the operator finds it from the project folder (the audit reference's is absolute). */
+function journalInProject(journalPath: string): string {
+  return path.posix.join(...GOVERNED_COMPONENTS, path.basename(journalPath));
+}
+
 /** Registers invoke_agent: preflight, then one governed run per call through the run owner table. */
 export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentSession): void {
   const capacity = capacityGuard(session);
@@ -186,7 +207,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       }
       // Shutdown began while this call was admitted: it is answered, and starts nothing.
       if (session.owners.closed !== undefined) return failure(`${session.owners.closed}; the call was not started`);
-      const { definition } = preflight;
+      const { definition, provider } = preflight;
       const runId = randomUUID();
       const progressToken = extra._meta?.progressToken;
       const progressSent: Promise<void>[] = [];
@@ -227,7 +248,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       }
       session.log.info('run started', { event: 'run.started', run_id: runId, agent: definition.declaredName, file: definition.file });
       session.statistics?.inProgress(session.owners.size);
-      const onAbort = (): void => owner.cancel('the caller cancelled the invocation');
+      const onAbort = (): void => owner.cancel('the caller cancelled the invocation', 'client');
       if (extra.signal.aborted) onAbort();
       else extra.signal.addEventListener('abort', onAbort, { once: true });
 
@@ -244,9 +265,10 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         const durableAt = outcome.terminalDurableAt ?? performance.timeOrigin + performance.now();
         // A cancel that came after the answer was recorded changes nothing: the line says so
         // rather than "cancelled" before a run.ended that says "completed".
-        session.log.info(outcome.ok ? 'cancel requested after the answer was recorded; the answer stands' : 'run cancelled', {
+        session.log.info(outcome.ok ? 'cancel requested after the answer was recorded; the answer stands' : `run cancelled by the ${owner.cancelledBy() === 'shutdown' ? "server's shutdown" : 'client'}`, {
           event: 'run.cancelled',
           run_id: runId,
+          by: owner.cancelledBy(),
           terminal_durable: outcome.ok || outcome.terminalDurable,
           cancel_to_terminal_ms: Number(Math.max(0, durableAt - (performance.timeOrigin + cancelAt)).toFixed(1)),
         });
@@ -257,15 +279,23 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         session.log.warn('Cedar policy denied the response', { event: 'policy.denied', run_id: runId, agent: definition.declaredName, policies: end.policies ?? [] });
       }
       session.statistics?.runEnded(outcomeName, end.reason, durationMs);
-      // A run that released no text is the operator's concern: a warning with its reason.
-      session.log.write(outcome.ok ? 'info' : 'warn', 'run ended', {
+      const attempts = owner.attemptReport();
+      const cancelledBy = outcome.ok ? undefined : owner.cancelledBy();
+      // What an operator acts on in one line: why, where the journal is, what was called and how often.
+      session.log.write(runEndedLevel(outcome.ok, end.reason, cancelledBy), 'run ended', {
         event: 'run.ended',
         run_id: runId,
         agent: definition.declaredName,
         outcome: outcomeName,
         reason: end.reason,
         ...(end.policies !== undefined ? { policies: end.policies } : {}),
+        ...(end.reason === 'cancelled' && cancelledBy !== undefined ? { cancelled_by: cancelledBy } : {}),
+        ...(attempts.notRetried !== undefined ? { not_retried: attempts.notRetried } : {}),
         duration_ms: durationMs,
+        journal: outcome.audit === undefined ? null : journalInProject(outcome.audit.path),
+        attempts: attempts.attempts,
+        provider: provider.kind,
+        model: provider.model,
       });
 
       if (outcome.ok) {
@@ -273,7 +303,8 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         return { content: [{ type: 'text' as const, text: outcome.text }], structuredContent };
       }
       if (!outcome.terminalDurable && outcome.audit !== undefined) {
-        session.log.warn('run ended without a durable terminal record', { event: 'run.unfinalised', run_id: runId });
+        // The server failed to finish its own record: an error, whatever ended the run.
+        session.log.error('run ended without a durable terminal record', { event: 'run.unfinalised', run_id: runId });
       }
       return failure(outcome.message, definition.principal, outcome);
     }, (err) => session.log.error(`invoke_agent: internal error: ${(err as Error)?.message ?? String(err)}`, { event: 'tool.internal_error' })),
