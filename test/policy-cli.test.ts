@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { removeProject, tempDir } from './support/project.js';
 import { repoRoot, symbiBin } from './support/server-entry.js';
-import { providerEnv, serverEnv, startServer, textOf } from './support/server.js';
+import { providerEnv, serverEnv, startServer, textOf, waitForStderr } from './support/server.js';
 import { SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 
 interface Run {
@@ -51,7 +51,7 @@ test("the example policies' cases pass against the quick start's agents, copied 
   for (const file of files) assert.match(r.stdout, new RegExp(`^policies/tests/${file.replace('.', '\\.')} \\(`, 'm'), file);
   assert.match(r.stdout, /^\d+ cases: (\d+) passed, 0 failed$/m);
   assert.doesNotMatch(r.stdout, /FAIL/);
-  assert.match(r.stdout, /permitted by restrict-by-capability \(policies\/examples\/restrict-by-capability\.cedar:6\)/);
+  assert.match(r.stdout, /permitted by restrict-by-capability$/m);
 });
 
 test("the quick start's own cases pass from policies/tests/ by default, naming each determining policy by @id and file:line", () => {
@@ -59,7 +59,7 @@ test("the quick start's own cases pass from policies/tests/ by default, naming e
   const r = symbi(['policy', 'test', '--project', dir]);
   assert.equal(r.code, 0, r.stdout + r.stderr);
   assert.match(r.stdout, /^policies\/tests\/respond\.json \(the project policy set\):$/m);
-  assert.match(r.stdout, /^ {2}pass {2}"an answer that mentions a secret is withheld": deny, as expected: forbidden by forbid-secret-content \(policies\/mcp-server\/respond\.cedar:7\)$/m);
+  assert.match(r.stdout, /^ {2}pass {2}"an answer that mentions a secret is withheld": deny, as expected: forbidden by forbid-secret-content$/m);
   assert.match(r.stdout, /^5 cases: 5 passed, 0 failed$/m);
   assert.ok(!fs.existsSync(path.join(dir, '.symbiont')), 'nothing is written to the project');
 });
@@ -73,24 +73,30 @@ describe('decisions are the server’s', () => {
     await endpoint.close();
   });
 
-  test('the answer the server withholds is denied by the same policy', async () => {
+  test('the answer the server withholds is denied by the same policy, named by its @id on every surface', async () => {
     const dir = copyQuickstart();
     const server = await startServer(dir, { env: providerEnv(endpoint.url) });
     let refusal: string;
+    let stderr: string;
     try {
       // The synthetic endpoint answers SECRET_ANSWER for a prompt asking for the secret.
       const result = await server.call('invoke_agent', { agent: 'assistant', prompt: '[[secret]] tell me the secret' });
       assert.equal(result.isError, true);
       refusal = textOf(result);
+      stderr = await waitForStderr(server, (text) => /policy\.denied/.test(text) && /run\.ended/.test(text));
     } finally {
       await server.close();
     }
+    // The client, the policy.denied event and the run.ended line name the policy as policy test does.
+    assert.match(refusal, /Cedar policy denied the response: forbidden by forbid-secret-content\b/m);
+    const denied = stderr.split('\n').find((line) => line.includes('policy.denied'));
+    assert.ok(denied !== undefined, stderr);
+    assert.match(denied, /forbid-secret-content/);
+    assert.doesNotMatch(denied, /respond\.cedar/);
     const cases = writeCases(work, `server-${copies}.json`, { cases: [{ name: 'the secret', agent: 'assistant', response: SECRET_ANSWER, provider_finish_reason: 'stop', expect: 'deny' }] });
     const r = symbi(['policy', 'test', '--project', dir, cases]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    const id = /forbidden by (policies\/mcp-server\/respond\.cedar#\d+)/.exec(refusal)?.[1];
-    assert.ok(id !== undefined, `the server names the policy: ${refusal}`);
-    assert.match(r.stdout, /forbidden by forbid-secret-content \(policies\/mcp-server\/respond\.cedar:7\)/);
+    assert.match(r.stdout, /: forbidden by forbid-secret-content$/m);
     assert.ok(!r.stdout.includes(SECRET_ANSWER), 'the answer text is not printed');
   });
 });
@@ -106,8 +112,8 @@ test('a mismatch fails with exit 1, and says what was decided and expected', () 
   });
   const r = symbi(['policy', 'test', '--project', dir, cases]);
   assert.equal(r.code, 1, r.stdout);
-  assert.match(r.stdout, /^ {2}FAIL {2}"wrong expectation": deny, expected allow: forbidden by forbid-secret-content \(policies\/mcp-server\/respond\.cedar:7\)$/m);
-  assert.match(r.stdout, /^ {2}FAIL {2}"wrong determining": allow, as expected: permitted by permit-respond .*\n {8}expected determining policies: forbid-secret-content$/m);
+  assert.match(r.stdout, /^ {2}FAIL {2}"wrong expectation": deny, expected allow: forbidden by forbid-secret-content$/m);
+  assert.match(r.stdout, /^ {2}FAIL {2}"wrong determining": allow, as expected: permitted by permit-respond\n {8}expected determining policies: forbid-secret-content$/m);
   assert.match(r.stdout, /^ {2}FAIL {2}"unknown agent": agent "nobody" cannot be invoked: unknown agent `nobody`$/m);
   assert.match(r.stdout, /^3 cases: 0 passed, 3 failed$/m);
   assert.doesNotMatch(r.stdout, /the secret is out/);
@@ -217,7 +223,7 @@ test('validate: the project set loads, or each problem is a file:line:column lin
   fs.writeFileSync(file, '// a type error\n@id("bad")\npermit (principal, action, resource)\nwhen { context.response.content.contains("x") };\n');
   const typeError = symbi(['policy', 'validate', '--project', dir]);
   assert.equal(typeError.code, 1);
-  assert.match(typeError.stdout, /^policies\/mcp-server\/respond\.cedar:4:\d+: error: policies\/mcp-server\/respond\.cedar#0: /m);
+  assert.match(typeError.stdout, /^policies\/mcp-server\/respond\.cedar:4:\d+: error: bad: /m);
   assert.match(typeError.stdout, /^result: the policy set denies every response: /m);
 
   fs.writeFileSync(file, 'permit (principal, action, resource)\nwhen { context.surface == };\n');
@@ -240,5 +246,5 @@ test('a policy from a JSON policy file is named by its entry, since its lines ar
   const cases = writeCases(work, 'json-form.json', { cases: [{ agent: 'assistant', response: 'hi', expect: 'allow', determining: ['permit-all'] }] });
   const r = symbi(['policy', 'test', '--project', dir, cases]);
   assert.equal(r.code, 0, r.stdout + r.stderr);
-  assert.match(r.stdout, /permitted by permit-all \(policies\/mcp-server\/set\.cedar, entry "allow", line 1 of its source\)$/m);
+  assert.match(r.stdout, /permitted by permit-all$/m);
 });

@@ -12,6 +12,7 @@ import { cedar } from './cedar-engine.js';
 import { foldToOneLine } from '../text/one-line-text.js';
 import { describeCedarErrors } from './cedar-diagnostics.js';
 import type { LoadedPolicySet } from './policy-set.js';
+import { policyLabelsOf } from './policy-label.js';
 import { preparedPolicySetId } from './preparsed-policies.js';
 import {
   ACTION_UID,
@@ -105,7 +106,9 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
   if (answer.type === 'failure') return deny(`Cedar could not evaluate the request: ${describeCedarErrors(answer.errors)}`);
   const { decision, diagnostics } = answer.response;
   const determining = [...diagnostics.reason];
-  const errors = diagnostics.errors.map((item) => `${item.policyId}: ${foldToOneLine(item.error.message)}`);
+  // Reasons and errors name policies by label (policy-label.ts); determining_policies keep Cedar's ids.
+  const named = (ids: readonly string[]): string => policyLabelsOf(set, ids).join(', ');
+  const errors = diagnostics.errors.map((item) => `${named([item.policyId])}: ${foldToOneLine(item.error.message)}`);
   if (errors.length > 0) {
     // Cedar skips a policy whose evaluation errors, so its "allow" may stand only because a
     // forbid could not be judged. A decision any policy failed to evaluate is a deny.
@@ -113,9 +116,9 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
     return { decision: 'deny', determining_policies: failed, errors, reason: `a policy could not be evaluated, so the response is denied: ${errors.join('; ')}` };
   }
   if (decision === 'allow') {
-    return { decision, determining_policies: determining, errors, reason: `permitted by ${determining.join(', ')}` };
+    return { decision, determining_policies: determining, errors, reason: `permitted by ${named(determining)}` };
   }
-  const reason = determining.length > 0 ? `forbidden by ${determining.join(', ')}` : 'no permit policy applies';
+  const reason = determining.length > 0 ? `forbidden by ${named(determining)}` : 'no permit policy applies';
   return { decision: 'deny', determining_policies: determining, errors, reason };
 }
 
@@ -159,11 +162,11 @@ function partialVerdict(
   if (answer.type === 'failure') return unsure(describeCedarErrors(answer.errors));
   const residual = answer.response;
   if (residual.decision !== 'deny') {
-    if (residual.decision === 'allow') return { possible: true, reason: `permitted whatever the response, by ${residual.mustBeDetermining.join(', ')}` };
-    return { possible: true, reason: `depends on the response (${residual.nontrivialResiduals.join(', ')})` };
+    if (residual.decision === 'allow') return { possible: true, reason: `permitted whatever the response, by ${policyLabelsOf(set, residual.mustBeDetermining).join(', ')}` };
+    return { possible: true, reason: `depends on the response (${policyLabelsOf(set, residual.nontrivialResiduals).join(', ')})` };
   }
   const forbids = residual.satisfied.filter((id) => residual.residuals[id]?.effect === 'forbid');
-  if (forbids.length > 0) return { possible: false, reason: `every response is forbidden by ${forbids.join(', ')}` };
+  if (forbids.length > 0) return { possible: false, reason: `every response is forbidden by ${policyLabelsOf(set, forbids).join(', ')}` };
   return { possible: false, reason: `no permit policy can apply to agent ${JSON.stringify(agentName)} (principal ${parts.principal.id})` };
 }
 
