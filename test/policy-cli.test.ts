@@ -248,3 +248,118 @@ test('a policy from a JSON policy file is named by its entry, since its lines ar
   assert.equal(r.code, 0, r.stdout + r.stderr);
   assert.match(r.stdout, /permitted by permit-all$/m);
 });
+
+describe('policy tests a CI reads', () => {
+  test('--json prints one JSON document with every case, its decision and the determining policies by label', () => {
+    const dir = copyQuickstart();
+    const r = symbi(['policy', 'test', '--project', dir, '--json']);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const doc = JSON.parse(r.stdout) as { passed: number; failed: number; total: number; policy_set_error: unknown; cases: { name: string; agent: string; declared_name: string | null; decision: string; passed: boolean; determining: string[] }[] };
+    assert.equal(doc.total, 5);
+    assert.equal(doc.passed, 5);
+    assert.equal(doc.failed, 0);
+    assert.equal(doc.policy_set_error, null);
+    const secret = doc.cases.find((c) => c.name === 'an answer that mentions a secret is withheld');
+    assert.deepEqual(secret?.determining, ['forbid-secret-content']);
+    assert.equal(secret?.decision, 'deny');
+    // The alias "helper" runs as its declared name, which is what a policy sees.
+    assert.equal(doc.cases.find((c) => c.agent === 'helper')?.declared_name, 'concierge');
+  });
+
+  test('--case runs one case; an unknown name is a usage error listing the cases', () => {
+    const dir = copyQuickstart();
+    const one = symbi(['policy', 'test', '--project', dir, '--case', 'an answer that mentions a secret is withheld']);
+    assert.equal(one.code, 0, one.stdout + one.stderr);
+    assert.match(one.stdout, /^1 case: 1 passed, 0 failed$/m);
+    assert.equal(one.stdout.match(/^ {2}pass /gm)?.length, 1);
+    const none = symbi(['policy', 'test', '--project', dir, '--case', 'no such case']);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /^symbi policy test: no case is named "no such case"; the cases are "a plain answer from assistant is released", /);
+    assert.equal(none.stderr.split('\n').filter(Boolean).length, 1);
+  });
+
+  test('--show-request prints the Cedar request a case builds, without the response text', () => {
+    const dir = copyQuickstart();
+    const cases = writeCases(work, 'show.json', { cases: [{ name: 'alias', agent: 'helper', response: 'a private answer', expect: 'allow' }] });
+    const r = symbi(['policy', 'test', '--project', dir, '--show-request', cases]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /^ {8}note: agent "helper" runs as its declared name "concierge"; policies see context\.agent\.name == "concierge", never the alias$/m);
+    const line = /^ {8}request: (.*)$/m.exec(r.stdout)?.[1];
+    assert.ok(line !== undefined, r.stdout);
+    const request = JSON.parse(line) as { principal: { type: string; id: string }; action: unknown; context: { agent: { name: string }; response: { bytes: number } }; entities: unknown[] };
+    assert.equal(request.principal.type, 'Agent');
+    assert.match(request.principal.id, /^[0-9a-f-]{36}$/);
+    assert.deepEqual(request.action, { type: 'Action', id: 'respond' });
+    assert.equal(request.context.agent.name, 'concierge');
+    assert.equal(request.context.response.bytes, Buffer.byteLength('a private answer'));
+    assert.ok(!r.stdout.includes('a private answer'), 'the response text is not printed');
+    const json = JSON.parse(symbi(['policy', 'test', '--project', dir, '--show-request', '--json', cases]).stdout) as { cases: { request: { principal: { id: string } } }[] };
+    assert.equal(json.cases[0]?.request.principal.id, request.principal.id);
+  });
+
+  test('--junit writes JUnit XML that parses, with a failure element for a failing case', (t) => {
+    const python = spawnSync('python3', ['--version']);
+    if (python.status !== 0) {
+      t.skip('python3 (the XML parser this test uses) is not installed');
+      return;
+    }
+    const dir = copyQuickstart();
+    const cases = writeCases(work, 'junit.json', {
+      cases: [
+        { name: 'passes <&> "quoted"', agent: 'assistant', response: 'fine', expect: 'allow' },
+        { name: 'fails', agent: 'assistant', response: 'the secret', expect: 'allow' },
+      ],
+    });
+    const report = path.join(work, `junit-${copies}.xml`);
+    const r = symbi(['policy', 'test', '--project', dir, '--junit', report, cases]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    const parsed = spawnSync('python3', ['-c', `import json, sys, xml.etree.ElementTree as E
+root = E.parse(sys.argv[1]).getroot()
+print(json.dumps({"tag": root.tag, "tests": root.get("tests"), "failures": root.get("failures"),
+  "cases": [[c.get("name"), [f.get("message") for f in c.findall("failure")]] for c in root.iter("testcase")]}))`, report], { encoding: 'utf8' });
+    assert.equal(parsed.status, 0, parsed.stderr);
+    const doc = JSON.parse(parsed.stdout) as { tag: string; tests: string; failures: string; cases: [string, string[]][] };
+    assert.equal(doc.tag, 'testsuites');
+    assert.equal(doc.tests, '2');
+    assert.equal(doc.failures, '1');
+    assert.deepEqual(doc.cases[0], ['passes <&> "quoted"', []]);
+    assert.equal(doc.cases[1]?.[0], 'fails');
+    assert.match(doc.cases[1]?.[1][0] ?? '', /^deny, expected allow: forbidden by forbid-secret-content$/);
+  });
+
+  test('a broken policy set is reported once and no case runs, in text, --json and --junit', () => {
+    const dir = copyQuickstart();
+    fs.writeFileSync(path.join(dir, 'policies', 'mcp-server', 'respond.cedar'), '@id("typo")\npermit (principal, action, resource)\nwhen { context.respnse.bytes > 0 };\n');
+    const text = symbi(['policy', 'test', '--project', dir]);
+    assert.equal(text.code, 1);
+    assert.equal(text.stdout, '');
+    const lines = text.stderr.split('\n').filter(Boolean);
+    assert.equal(lines.length, 1, text.stderr);
+    assert.match(lines[0]!, /^symbi policy test: the policy set \(the project policy set\) used by policies\/tests\/respond\.json denies every response, so no case was run: .*typo: /);
+    const json = symbi(['policy', 'test', '--project', dir, '--json']);
+    assert.equal(json.code, 1);
+    const doc = JSON.parse(json.stdout) as { total: number; cases: unknown[]; policy_set_error: { message: string } };
+    assert.equal(doc.total, 0);
+    assert.deepEqual(doc.cases, []);
+    assert.match(doc.policy_set_error.message, /typo: /);
+    const report = path.join(work, `broken-${copies}.xml`);
+    symbi(['policy', 'test', '--project', dir, '--junit', report]);
+    const xmlText = fs.readFileSync(report, 'utf8');
+    assert.equal(xmlText.match(/<failure /g)?.length, 1);
+  });
+
+  test('validate and check name a failing policy by its @id, and check fails the file that holds it', () => {
+    const dir = copyQuickstart();
+    fs.writeFileSync(path.join(dir, 'policies', 'mcp-server', 'respond.cedar'), '@id("typo")\npermit (principal, action, resource)\nwhen { context.respnse.bytes > 0 };\n');
+    const validate = symbi(['policy', 'validate', '--project', dir]);
+    assert.match(validate.stdout, /^policies\/mcp-server\/respond\.cedar:3:\d+: error: typo: /m);
+    assert.doesNotMatch(validate.stdout, /cedar#\d/);
+    const check = symbi(['check', '--project', dir, '--json']);
+    assert.doesNotMatch(check.stdout, /cedar#\d/);
+    const doc = JSON.parse(check.stdout) as { policy: { notices: string[]; deny_reason: string } };
+    assert.ok(doc.policy.notices.includes('policies/mcp-server/respond.cedar: rejected: 1 policy fails validation against the respond schema'), doc.policy.notices.join('\n'));
+    assert.match(doc.policy.deny_reason, /typo: /);
+    const textCheck = symbi(['check', '--project', dir]);
+    assert.doesNotMatch(textCheck.stdout + textCheck.stderr, /ok.*respond\.cedar: loaded/);
+  });
+});

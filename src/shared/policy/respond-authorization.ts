@@ -106,14 +106,16 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
   if (answer.type === 'failure') return deny(`Cedar could not evaluate the request: ${describeCedarErrors(answer.errors)}`);
   const { decision, diagnostics } = answer.response;
   const determining = [...diagnostics.reason];
-  // Reasons and errors name policies by label (policy-label.ts); determining_policies keep Cedar's ids.
+  // The reason, which the client and stderr read, names policies by label (policy-label.ts);
+  // determining_policies and errors keep Cedar's ids, as the journal records them.
   const named = (ids: readonly string[]): string => policyLabelsOf(set, ids).join(', ');
-  const errors = diagnostics.errors.map((item) => `${named([item.policyId])}: ${foldToOneLine(item.error.message)}`);
+  const errors = diagnostics.errors.map((item) => `${item.policyId}: ${foldToOneLine(item.error.message)}`);
   if (errors.length > 0) {
+    const shown = diagnostics.errors.map((item) => `${named([item.policyId])}: ${foldToOneLine(item.error.message)}`);
     // Cedar skips a policy whose evaluation errors, so its "allow" may stand only because a
     // forbid could not be judged. A decision any policy failed to evaluate is a deny.
     const failed = [...new Set(diagnostics.errors.map((item) => item.policyId))];
-    return { decision: 'deny', determining_policies: failed, errors, reason: `a policy could not be evaluated, so the response is denied: ${errors.join('; ')}` };
+    return { decision: 'deny', determining_policies: failed, errors, reason: `a policy could not be evaluated, so the response is denied: ${shown.join('; ')}` };
   }
   if (decision === 'allow') {
     return { decision, determining_policies: determining, errors, reason: `permitted by ${named(determining)}` };
