@@ -363,3 +363,30 @@ print(json.dumps({"tag": root.tag, "tests": root.get("tests"), "failures": root.
     assert.doesNotMatch(textCheck.stdout + textCheck.stderr, /ok.*respond\.cedar: loaded/);
   });
 });
+
+test("docs/cedar-policies.md's two ways to target one agent hold for the alias's declared name, and the alias never matches", () => {
+  const dir = copyQuickstart();
+  const docs = fs.readFileSync(path.join(repoRoot, 'docs', 'cedar-policies.md'), 'utf8');
+  const section = docs.slice(docs.indexOf('## Targeting one agent'));
+  const example = /```cedar\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(example !== undefined, 'the section has a Cedar example');
+  // The documented principal is the one the server gives concierge (helper's declared name).
+  const shown = symbi(['policy', 'test', '--project', dir, '--case', 'helper answers as concierge and is released', '--show-request', '--json']);
+  const principal = (JSON.parse(shown.stdout) as { cases: { request: { principal: { id: string } } }[] }).cases[0]?.request.principal.id;
+  assert.ok(principal !== undefined && example.includes(`Agent::"${principal}"`), `the documented UUID is concierge's: ${principal}`);
+  fs.writeFileSync(path.join(dir, 'policies', 'targeted.cedar'), example);
+  fs.writeFileSync(path.join(dir, 'policies', 'alias.cedar'), '@id("by-alias")\nforbid (principal, action, resource) when { context.agent.name == "helper" };\n');
+  const long = 'x'.repeat(3000);
+  const cases = writeCases(work, 'targeted.json', {
+    policies: ['policies/targeted.cedar', 'policies/alias.cedar'],
+    cases: [
+      { name: 'concierge, short', agent: 'helper', response: 'hello', expect: 'allow', determining: ['concierge-by-principal'] },
+      { name: 'concierge, long', agent: 'helper', response: long, expect: 'deny', determining: ['concierge-only-greets'] },
+      { name: 'another agent', agent: 'assistant', response: 'hello', expect: 'deny', determining: [] },
+    ],
+  });
+  const r = symbi(['policy', 'test', '--project', dir, cases]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.doesNotMatch(r.stdout, /by-alias/);
+  assert.equal(r.stdout.match(/note: agent "helper" runs as its declared name "concierge"/g)?.length, 2);
+});
