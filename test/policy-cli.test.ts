@@ -390,3 +390,11 @@ test("docs/cedar-policies.md's two ways to target one agent hold for the alias's
   assert.doesNotMatch(r.stdout, /by-alias/);
   assert.equal(r.stdout.match(/note: agent "helper" runs as its declared name "concierge"/g)?.length, 2);
 });
+
+test('--junit to a path that cannot be written: one line saying so, exit 1, and the results still printed', () => {
+  const dir = copyQuickstart();
+  const r = symbi(['policy', 'test', '--project', dir, '--junit', work]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^symbi policy test: --junit .* cannot be written \(EISDIR\); allowed: a writable file path\n$/);
+  assert.match(r.stdout, /^5 cases: 5 passed, 0 failed$/m);
+});

@@ -260,10 +260,11 @@ export function runPolicyTest(options: PolicyTestOptions): void {
   const passed = reports.filter((r) => r.passed).length;
   const failed = reports.length - passed;
   out.push(`${reports.length} ${reports.length === 1 ? 'case' : 'cases'}: ${passed} passed, ${failed} failed`);
-  if (options.junit !== undefined) writeJunit(options.junit, reports, null);
+  const written = options.junit === undefined || writeJunit(options.junit, reports, null);
   if (options.json === true) process.stdout.write(`${JSON.stringify({ passed, failed, total: reports.length, policy_set_error: null, cases: reports }, null, 2)}\n`);
   else process.stdout.write(`${out.map((line) => escapeToOneLine(line)).join('\n')}\n`);
-  process.exitCode = failed === 0 ? 0 : 1;
+  // A CI that asked for a report and got none must not read the run as passed.
+  process.exitCode = failed === 0 && written ? 0 : 1;
 }
 
 /** The run stops at a policy set that denies everything: one report, in every format asked for. */
@@ -277,7 +278,8 @@ function brokenSet(options: PolicyTestOptions, caseFile: string, source: string,
 }
 
 /** JUnit XML (the Ant schema CI systems read): one testsuite per case file, one testcase per case. */
-function writeJunit(file: string, reports: readonly CaseReport[], setError: string | null): void {
+/** Writes the report; false (with one line on stderr) when FILE cannot be written. */
+function writeJunit(file: string, reports: readonly CaseReport[], setError: string | null): boolean {
   const suites = new Map<string, CaseReport[]>();
   for (const report of reports) suites.set(report.file, [...(suites.get(report.file) ?? []), report]);
   const failures = reports.filter((r) => !r.passed).length + (setError === null ? 0 : 1);
@@ -296,9 +298,10 @@ function writeJunit(file: string, reports: readonly CaseReport[], setError: stri
   lines.push('</testsuites>');
   try {
     fs.writeFileSync(path.resolve(file), `${lines.join('\n')}\n`);
+    return true;
   } catch (error) {
     process.stderr.write(`symbi policy test: --junit ${escapeToOneLine(file)} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'}); allowed: a writable file path\n`);
-    process.exitCode = 1;
+    return false;
   }
 }
 
