@@ -81,11 +81,11 @@ describe('authorizeRespond', () => {
       { path: 'policies/mcp-server/forbid.cedar', text: example('forbid-secret-content.cedar') },
     ]);
     const allowed = authorizeRespond(set, request('Here is a summary of the file.'));
-    assert.deepEqual(allowed, { decision: 'allow', determining_policies: ['policies/permit.cedar#0'], errors: [], reason: 'permitted by policies/permit.cedar#0' });
+    assert.deepEqual(allowed, { decision: 'allow', determining_policies: ['policies/permit.cedar#0'], errors: [], reason: 'permitted by permit-respond' });
     const denied = authorizeRespond(set, request('The password is in the secret vault.'));
     assert.equal(denied.decision, 'deny');
     assert.deepEqual(denied.determining_policies, ['policies/mcp-server/forbid.cedar#0']);
-    assert.match(denied.reason, /forbidden by policies\/mcp-server\/forbid\.cedar#0/);
+    assert.match(denied.reason, /forbidden by forbid-secret-content$/);
   });
 
   it('the decision follows the content exactly (property: denied iff the text contains "secret")', () => {
@@ -204,7 +204,7 @@ describe('canPermitSomeResponse (Cedar partial evaluation, response unknown)', (
 
   it('a forbid on everything: impossible, naming the forbid', () => {
     const verdict = canPermitSomeResponse(load(PERMIT, 'forbid(principal, action, resource);'), before());
-    assert.deepEqual(verdict, { possible: false, reason: 'every response is forbidden by policies/p1.cedar#0' });
+    assert.deepEqual(verdict, { possible: false, reason: 'every response is forbidden by policies/p1.cedar:1' });
   });
 
   it('no permit policy at all (only content forbids): impossible', () => {

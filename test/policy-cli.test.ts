@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { removeProject, tempDir } from './support/project.js';
 import { repoRoot, symbiBin } from './support/server-entry.js';
-import { providerEnv, serverEnv, startServer, textOf } from './support/server.js';
+import { providerEnv, serverEnv, startServer, textOf, waitForStderr } from './support/server.js';
 import { SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 
 interface Run {
@@ -51,7 +51,7 @@ test("the example policies' cases pass against the quick start's agents, copied 
   for (const file of files) assert.match(r.stdout, new RegExp(`^policies/tests/${file.replace('.', '\\.')} \\(`, 'm'), file);
   assert.match(r.stdout, /^\d+ cases: (\d+) passed, 0 failed$/m);
   assert.doesNotMatch(r.stdout, /FAIL/);
-  assert.match(r.stdout, /permitted by restrict-by-capability \(policies\/examples\/restrict-by-capability\.cedar:6\)/);
+  assert.match(r.stdout, /permitted by restrict-by-capability$/m);
 });
 
 test("the quick start's own cases pass from policies/tests/ by default, naming each determining policy by @id and file:line", () => {
@@ -59,7 +59,7 @@ test("the quick start's own cases pass from policies/tests/ by default, naming e
   const r = symbi(['policy', 'test', '--project', dir]);
   assert.equal(r.code, 0, r.stdout + r.stderr);
   assert.match(r.stdout, /^policies\/tests\/respond\.json \(the project policy set\):$/m);
-  assert.match(r.stdout, /^ {2}pass {2}"an answer that mentions a secret is withheld": deny, as expected: forbidden by forbid-secret-content \(policies\/mcp-server\/respond\.cedar:7\)$/m);
+  assert.match(r.stdout, /^ {2}pass {2}"an answer that mentions a secret is withheld": deny, as expected: forbidden by forbid-secret-content$/m);
   assert.match(r.stdout, /^5 cases: 5 passed, 0 failed$/m);
   assert.ok(!fs.existsSync(path.join(dir, '.symbiont')), 'nothing is written to the project');
 });
@@ -73,24 +73,30 @@ describe('decisions are the server’s', () => {
     await endpoint.close();
   });
 
-  test('the answer the server withholds is denied by the same policy', async () => {
+  test('the answer the server withholds is denied by the same policy, named by its @id on every surface', async () => {
     const dir = copyQuickstart();
     const server = await startServer(dir, { env: providerEnv(endpoint.url) });
     let refusal: string;
+    let stderr: string;
     try {
       // The synthetic endpoint answers SECRET_ANSWER for a prompt asking for the secret.
       const result = await server.call('invoke_agent', { agent: 'assistant', prompt: '[[secret]] tell me the secret' });
       assert.equal(result.isError, true);
       refusal = textOf(result);
+      stderr = await waitForStderr(server, (text) => /policy\.denied/.test(text) && /run\.ended/.test(text));
     } finally {
       await server.close();
     }
+    // The client, the policy.denied event and the run.ended line name the policy as policy test does.
+    assert.match(refusal, /Cedar policy denied the response: forbidden by forbid-secret-content\b/m);
+    const denied = stderr.split('\n').find((line) => line.includes('policy.denied'));
+    assert.ok(denied !== undefined, stderr);
+    assert.match(denied, /forbid-secret-content/);
+    assert.doesNotMatch(denied, /respond\.cedar/);
     const cases = writeCases(work, `server-${copies}.json`, { cases: [{ name: 'the secret', agent: 'assistant', response: SECRET_ANSWER, provider_finish_reason: 'stop', expect: 'deny' }] });
     const r = symbi(['policy', 'test', '--project', dir, cases]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    const id = /forbidden by (policies\/mcp-server\/respond\.cedar#\d+)/.exec(refusal)?.[1];
-    assert.ok(id !== undefined, `the server names the policy: ${refusal}`);
-    assert.match(r.stdout, /forbidden by forbid-secret-content \(policies\/mcp-server\/respond\.cedar:7\)/);
+    assert.match(r.stdout, /: forbidden by forbid-secret-content$/m);
     assert.ok(!r.stdout.includes(SECRET_ANSWER), 'the answer text is not printed');
   });
 });
@@ -106,8 +112,8 @@ test('a mismatch fails with exit 1, and says what was decided and expected', () 
   });
   const r = symbi(['policy', 'test', '--project', dir, cases]);
   assert.equal(r.code, 1, r.stdout);
-  assert.match(r.stdout, /^ {2}FAIL {2}"wrong expectation": deny, expected allow: forbidden by forbid-secret-content \(policies\/mcp-server\/respond\.cedar:7\)$/m);
-  assert.match(r.stdout, /^ {2}FAIL {2}"wrong determining": allow, as expected: permitted by permit-respond .*\n {8}expected determining policies: forbid-secret-content$/m);
+  assert.match(r.stdout, /^ {2}FAIL {2}"wrong expectation": deny, expected allow: forbidden by forbid-secret-content$/m);
+  assert.match(r.stdout, /^ {2}FAIL {2}"wrong determining": allow, as expected: permitted by permit-respond\n {8}expected determining policies: forbid-secret-content$/m);
   assert.match(r.stdout, /^ {2}FAIL {2}"unknown agent": agent "nobody" cannot be invoked: unknown agent `nobody`$/m);
   assert.match(r.stdout, /^3 cases: 0 passed, 3 failed$/m);
   assert.doesNotMatch(r.stdout, /the secret is out/);
@@ -217,7 +223,7 @@ test('validate: the project set loads, or each problem is a file:line:column lin
   fs.writeFileSync(file, '// a type error\n@id("bad")\npermit (principal, action, resource)\nwhen { context.response.content.contains("x") };\n');
   const typeError = symbi(['policy', 'validate', '--project', dir]);
   assert.equal(typeError.code, 1);
-  assert.match(typeError.stdout, /^policies\/mcp-server\/respond\.cedar:4:\d+: error: policies\/mcp-server\/respond\.cedar#0: /m);
+  assert.match(typeError.stdout, /^policies\/mcp-server\/respond\.cedar:4:\d+: error: bad: /m);
   assert.match(typeError.stdout, /^result: the policy set denies every response: /m);
 
   fs.writeFileSync(file, 'permit (principal, action, resource)\nwhen { context.surface == };\n');
@@ -240,5 +246,155 @@ test('a policy from a JSON policy file is named by its entry, since its lines ar
   const cases = writeCases(work, 'json-form.json', { cases: [{ agent: 'assistant', response: 'hi', expect: 'allow', determining: ['permit-all'] }] });
   const r = symbi(['policy', 'test', '--project', dir, cases]);
   assert.equal(r.code, 0, r.stdout + r.stderr);
-  assert.match(r.stdout, /permitted by permit-all \(policies\/mcp-server\/set\.cedar, entry "allow", line 1 of its source\)$/m);
+  assert.match(r.stdout, /permitted by permit-all$/m);
+});
+
+describe('policy tests a CI reads', () => {
+  test('--json prints one JSON document with every case, its decision and the determining policies by label', () => {
+    const dir = copyQuickstart();
+    const r = symbi(['policy', 'test', '--project', dir, '--json']);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const doc = JSON.parse(r.stdout) as { passed: number; failed: number; total: number; policy_set_error: unknown; cases: { name: string; agent: string; declared_name: string | null; decision: string; passed: boolean; determining: string[] }[] };
+    assert.equal(doc.total, 5);
+    assert.equal(doc.passed, 5);
+    assert.equal(doc.failed, 0);
+    assert.equal(doc.policy_set_error, null);
+    const secret = doc.cases.find((c) => c.name === 'an answer that mentions a secret is withheld');
+    assert.deepEqual(secret?.determining, ['forbid-secret-content']);
+    assert.equal(secret?.decision, 'deny');
+    // The alias "helper" runs as its declared name, which is what a policy sees.
+    assert.equal(doc.cases.find((c) => c.agent === 'helper')?.declared_name, 'concierge');
+  });
+
+  test('--case runs one case; an unknown name is a usage error listing the cases', () => {
+    const dir = copyQuickstart();
+    const one = symbi(['policy', 'test', '--project', dir, '--case', 'an answer that mentions a secret is withheld']);
+    assert.equal(one.code, 0, one.stdout + one.stderr);
+    assert.match(one.stdout, /^1 case: 1 passed, 0 failed$/m);
+    assert.equal(one.stdout.match(/^ {2}pass /gm)?.length, 1);
+    const none = symbi(['policy', 'test', '--project', dir, '--case', 'no such case']);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /^symbi policy test: no case is named "no such case"; the cases are "a plain answer from assistant is released", /);
+    assert.equal(none.stderr.split('\n').filter(Boolean).length, 1);
+  });
+
+  test('--show-request prints the Cedar request a case builds, without the response text', () => {
+    const dir = copyQuickstart();
+    const cases = writeCases(work, 'show.json', { cases: [{ name: 'alias', agent: 'helper', response: 'a private answer', expect: 'allow' }] });
+    const r = symbi(['policy', 'test', '--project', dir, '--show-request', cases]);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /^ {8}note: agent "helper" runs as its declared name "concierge"; policies see context\.agent\.name == "concierge", never the alias$/m);
+    const line = /^ {8}request: (.*)$/m.exec(r.stdout)?.[1];
+    assert.ok(line !== undefined, r.stdout);
+    const request = JSON.parse(line) as { principal: { type: string; id: string }; action: unknown; context: { agent: { name: string }; response: { bytes: number } }; entities: unknown[] };
+    assert.equal(request.principal.type, 'Agent');
+    assert.match(request.principal.id, /^[0-9a-f-]{36}$/);
+    assert.deepEqual(request.action, { type: 'Action', id: 'respond' });
+    assert.equal(request.context.agent.name, 'concierge');
+    assert.equal(request.context.response.bytes, Buffer.byteLength('a private answer'));
+    assert.ok(!r.stdout.includes('a private answer'), 'the response text is not printed');
+    const json = JSON.parse(symbi(['policy', 'test', '--project', dir, '--show-request', '--json', cases]).stdout) as { cases: { request: { principal: { id: string } } }[] };
+    assert.equal(json.cases[0]?.request.principal.id, request.principal.id);
+  });
+
+  test('--junit writes JUnit XML that parses, with a failure element for a failing case', (t) => {
+    const python = spawnSync('python3', ['--version']);
+    if (python.status !== 0) {
+      t.skip('python3 (the XML parser this test uses) is not installed');
+      return;
+    }
+    const dir = copyQuickstart();
+    const cases = writeCases(work, 'junit.json', {
+      cases: [
+        { name: 'passes <&> "quoted"', agent: 'assistant', response: 'fine', expect: 'allow' },
+        { name: 'fails', agent: 'assistant', response: 'the secret', expect: 'allow' },
+      ],
+    });
+    const report = path.join(work, `junit-${copies}.xml`);
+    const r = symbi(['policy', 'test', '--project', dir, '--junit', report, cases]);
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    const parsed = spawnSync('python3', ['-c', `import json, sys, xml.etree.ElementTree as E
+root = E.parse(sys.argv[1]).getroot()
+print(json.dumps({"tag": root.tag, "tests": root.get("tests"), "failures": root.get("failures"),
+  "cases": [[c.get("name"), [f.get("message") for f in c.findall("failure")]] for c in root.iter("testcase")]}))`, report], { encoding: 'utf8' });
+    assert.equal(parsed.status, 0, parsed.stderr);
+    const doc = JSON.parse(parsed.stdout) as { tag: string; tests: string; failures: string; cases: [string, string[]][] };
+    assert.equal(doc.tag, 'testsuites');
+    assert.equal(doc.tests, '2');
+    assert.equal(doc.failures, '1');
+    assert.deepEqual(doc.cases[0], ['passes <&> "quoted"', []]);
+    assert.equal(doc.cases[1]?.[0], 'fails');
+    assert.match(doc.cases[1]?.[1][0] ?? '', /^deny, expected allow: forbidden by forbid-secret-content$/);
+  });
+
+  test('a broken policy set is reported once and no case runs, in text, --json and --junit', () => {
+    const dir = copyQuickstart();
+    fs.writeFileSync(path.join(dir, 'policies', 'mcp-server', 'respond.cedar'), '@id("typo")\npermit (principal, action, resource)\nwhen { context.respnse.bytes > 0 };\n');
+    const text = symbi(['policy', 'test', '--project', dir]);
+    assert.equal(text.code, 1);
+    assert.equal(text.stdout, '');
+    const lines = text.stderr.split('\n').filter(Boolean);
+    assert.equal(lines.length, 1, text.stderr);
+    assert.match(lines[0]!, /^symbi policy test: the policy set \(the project policy set\) used by policies\/tests\/respond\.json denies every response, so no case was run: .*typo: /);
+    const json = symbi(['policy', 'test', '--project', dir, '--json']);
+    assert.equal(json.code, 1);
+    const doc = JSON.parse(json.stdout) as { total: number; cases: unknown[]; policy_set_error: { message: string } };
+    assert.equal(doc.total, 0);
+    assert.deepEqual(doc.cases, []);
+    assert.match(doc.policy_set_error.message, /typo: /);
+    const report = path.join(work, `broken-${copies}.xml`);
+    symbi(['policy', 'test', '--project', dir, '--junit', report]);
+    const xmlText = fs.readFileSync(report, 'utf8');
+    assert.equal(xmlText.match(/<failure /g)?.length, 1);
+  });
+
+  test('validate and check name a failing policy by its @id, and check fails the file that holds it', () => {
+    const dir = copyQuickstart();
+    fs.writeFileSync(path.join(dir, 'policies', 'mcp-server', 'respond.cedar'), '@id("typo")\npermit (principal, action, resource)\nwhen { context.respnse.bytes > 0 };\n');
+    const validate = symbi(['policy', 'validate', '--project', dir]);
+    assert.match(validate.stdout, /^policies\/mcp-server\/respond\.cedar:3:\d+: error: typo: /m);
+    assert.doesNotMatch(validate.stdout, /cedar#\d/);
+    const check = symbi(['check', '--project', dir, '--json']);
+    assert.doesNotMatch(check.stdout, /cedar#\d/);
+    const doc = JSON.parse(check.stdout) as { policy: { notices: string[]; deny_reason: string } };
+    assert.ok(doc.policy.notices.includes('policies/mcp-server/respond.cedar: rejected: 1 policy fails validation against the respond schema'), doc.policy.notices.join('\n'));
+    assert.match(doc.policy.deny_reason, /typo: /);
+    const textCheck = symbi(['check', '--project', dir]);
+    assert.doesNotMatch(textCheck.stdout + textCheck.stderr, /ok.*respond\.cedar: loaded/);
+  });
+});
+
+test("docs/cedar-policies.md's two ways to target one agent hold for the alias's declared name, and the alias never matches", () => {
+  const dir = copyQuickstart();
+  const docs = fs.readFileSync(path.join(repoRoot, 'docs', 'cedar-policies.md'), 'utf8');
+  const section = docs.slice(docs.indexOf('## Targeting one agent'));
+  const example = /```cedar\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(example !== undefined, 'the section has a Cedar example');
+  // The documented principal is the one the server gives concierge (helper's declared name).
+  const shown = symbi(['policy', 'test', '--project', dir, '--case', 'helper answers as concierge and is released', '--show-request', '--json']);
+  const principal = (JSON.parse(shown.stdout) as { cases: { request: { principal: { id: string } } }[] }).cases[0]?.request.principal.id;
+  assert.ok(principal !== undefined && example.includes(`Agent::"${principal}"`), `the documented UUID is concierge's: ${principal}`);
+  fs.writeFileSync(path.join(dir, 'policies', 'targeted.cedar'), example);
+  fs.writeFileSync(path.join(dir, 'policies', 'alias.cedar'), '@id("by-alias")\nforbid (principal, action, resource) when { context.agent.name == "helper" };\n');
+  const long = 'x'.repeat(3000);
+  const cases = writeCases(work, 'targeted.json', {
+    policies: ['policies/targeted.cedar', 'policies/alias.cedar'],
+    cases: [
+      { name: 'concierge, short', agent: 'helper', response: 'hello', expect: 'allow', determining: ['concierge-by-principal'] },
+      { name: 'concierge, long', agent: 'helper', response: long, expect: 'deny', determining: ['concierge-only-greets'] },
+      { name: 'another agent', agent: 'assistant', response: 'hello', expect: 'deny', determining: [] },
+    ],
+  });
+  const r = symbi(['policy', 'test', '--project', dir, cases]);
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.doesNotMatch(r.stdout, /by-alias/);
+  assert.equal(r.stdout.match(/note: agent "helper" runs as its declared name "concierge"/g)?.length, 2);
+});
+
+test('--junit to a path that cannot be written: one line saying so, exit 1, and the results still printed', () => {
+  const dir = copyQuickstart();
+  const r = symbi(['policy', 'test', '--project', dir, '--junit', work]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^symbi policy test: --junit .* cannot be written \(EISDIR\); allowed: a writable file path\n$/);
+  assert.match(r.stdout, /^5 cases: 5 passed, 0 failed$/m);
 });

@@ -51,14 +51,14 @@ describe('a forbid policy that fails validation against the respond schema', () 
         const text = textOf(result);
         assert.ok(!text.includes(SECRET_ANSWER), 'the answer is withheld');
         assert.match(text, /denies every response/);
-        assert.match(text, /policies\/mcp-server\/forbid\.cedar#0/);
+        assert.match(text, /policies\/mcp-server\/forbid\.cedar:1: /);
         assert.match(text, why);
         assert.equal(endpoint.requests.length, sent, 'refused before the provider was called');
         assert.deepEqual(journalsIn(project).length, 0);
         const stderr = server.stderr();
         const line = stderr.split('\n').find((l) => l.includes('denies every response'));
         assert.ok(line, stderr);
-        assert.match(line, /policies\/mcp-server\/forbid\.cedar#0: line 1, column \d+: /);
+        assert.match(line, /policies\/mcp-server\/forbid\.cedar:1: line 1, column \d+: /);
         assert.match(line, why);
       } finally {
         await server.close();
@@ -105,7 +105,7 @@ describe('a forbid policy whose evaluation errors only for some responses', () =
     assert.equal(result.isError, true);
     const text = textOf(result);
     assert.ok(!text.includes('secret you asked for'), 'the answer is withheld');
-    assert.match(text, /Cedar policy denied the response: .*policies\/mcp-server\/forbid\.cedar#0.*overflow/);
+    assert.match(text, /Cedar policy denied the response: .*weigh-secrets: .*overflow/);
     const ref = auditOf(result);
     const records = readJournal(ref.audit.path);
     assert.deepEqual(eventNames(records), [...ROUTE_SEQUENCES.denied]);

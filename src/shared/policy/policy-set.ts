@@ -4,8 +4,7 @@
 // schema, and deny-all when any file or policy is not.
 import { foldToOneLine } from '../text/one-line-text.js';
 import { parsePolicyFile, type ParsedPolicy } from './policy-file-parse.js';
-import { lineColumnOfByteOffset } from './cedar-statements.js';
-import { policyLabel } from './policy-label.js';
+import { policyLabel, policyStartLine } from './policy-label.js';
 import { validateRespondPolicies, type PolicyDiagnostic } from './respond-validation.js';
 
 export type { PolicyDiagnostic } from './respond-validation.js';
@@ -59,6 +58,8 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
   };
   const parsed: ParsedPolicy[] = [];
   const ids = new Set<string>();
+  /** Where each loaded file's notice is, so a file whose policy breaks the set is marked rejected. */
+  const loadedNotice = new Map<string, { index: number; path: string }>();
   for (const file of files) {
     const path = shownPath(file.path);
     const problem = fileProblem(file);
@@ -79,6 +80,7 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
     for (const policy of result.policies) ids.add(policy.id);
     parsed.push(...result.policies);
     const skipped = result.inactiveEntries > 0 ? `, skipped ${result.inactiveEntries} inactive ${plural(result.inactiveEntries, 'entry', 'entries')}` : '';
+    loadedNotice.set(String(file.path), { index: notices.length, path });
     notices.push(`${path}: loaded ${result.policies.length} ${plural(result.policies.length, 'policy', 'policies')}${skipped}`);
   }
 
@@ -98,6 +100,11 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
   // policy: the set is malformed (see respond-validation.ts).
   const findings = validateRespondPolicies(parsed);
   if (findings.errors.length > 0) {
+    // The file holding a policy that fails is the file that breaks the set: its notice says so.
+    for (const [file, { index, path }] of loadedNotice) {
+      const count = findings.diagnostics.filter((d) => d.severity === 'error' && d.file === file).length;
+      if (count > 0) notices[index] = `${path}: rejected: ${count} ${plural(count, 'policy fails', 'policies fail')} validation against the respond schema`;
+    }
     return freeze({
       mode: 'deny-all',
       policies: [],
@@ -110,7 +117,7 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
   return freeze({
     mode: 'configured',
     policies: parsed.map((policy) => {
-      const line = lineColumnOfByteOffset(policy.origin.source, policy.origin.byteBase).line;
+      const line = policyStartLine(policy);
       return { id: policy.id, file: policy.file, text: policy.text, line, label: policyLabel(policy, line) };
     }),
     notices,

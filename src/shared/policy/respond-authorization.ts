@@ -12,6 +12,7 @@ import { cedar } from './cedar-engine.js';
 import { foldToOneLine } from '../text/one-line-text.js';
 import { describeCedarErrors } from './cedar-diagnostics.js';
 import type { LoadedPolicySet } from './policy-set.js';
+import { policyLabelsOf } from './policy-label.js';
 import { preparedPolicySetId } from './preparsed-policies.js';
 import {
   ACTION_UID,
@@ -105,17 +106,21 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
   if (answer.type === 'failure') return deny(`Cedar could not evaluate the request: ${describeCedarErrors(answer.errors)}`);
   const { decision, diagnostics } = answer.response;
   const determining = [...diagnostics.reason];
+  // The reason, which the client and stderr read, names policies by label (policy-label.ts);
+  // determining_policies and errors keep Cedar's ids, as the journal records them.
+  const named = (ids: readonly string[]): string => policyLabelsOf(set, ids).join(', ');
   const errors = diagnostics.errors.map((item) => `${item.policyId}: ${foldToOneLine(item.error.message)}`);
   if (errors.length > 0) {
+    const shown = diagnostics.errors.map((item) => `${named([item.policyId])}: ${foldToOneLine(item.error.message)}`);
     // Cedar skips a policy whose evaluation errors, so its "allow" may stand only because a
     // forbid could not be judged. A decision any policy failed to evaluate is a deny.
     const failed = [...new Set(diagnostics.errors.map((item) => item.policyId))];
-    return { decision: 'deny', determining_policies: failed, errors, reason: `a policy could not be evaluated, so the response is denied: ${errors.join('; ')}` };
+    return { decision: 'deny', determining_policies: failed, errors, reason: `a policy could not be evaluated, so the response is denied: ${shown.join('; ')}` };
   }
   if (decision === 'allow') {
-    return { decision, determining_policies: determining, errors, reason: `permitted by ${determining.join(', ')}` };
+    return { decision, determining_policies: determining, errors, reason: `permitted by ${named(determining)}` };
   }
-  const reason = determining.length > 0 ? `forbidden by ${determining.join(', ')}` : 'no permit policy applies';
+  const reason = determining.length > 0 ? `forbidden by ${named(determining)}` : 'no permit policy applies';
   return { decision: 'deny', determining_policies: determining, errors, reason };
 }
 
@@ -159,11 +164,11 @@ function partialVerdict(
   if (answer.type === 'failure') return unsure(describeCedarErrors(answer.errors));
   const residual = answer.response;
   if (residual.decision !== 'deny') {
-    if (residual.decision === 'allow') return { possible: true, reason: `permitted whatever the response, by ${residual.mustBeDetermining.join(', ')}` };
-    return { possible: true, reason: `depends on the response (${residual.nontrivialResiduals.join(', ')})` };
+    if (residual.decision === 'allow') return { possible: true, reason: `permitted whatever the response, by ${policyLabelsOf(set, residual.mustBeDetermining).join(', ')}` };
+    return { possible: true, reason: `depends on the response (${policyLabelsOf(set, residual.nontrivialResiduals).join(', ')})` };
   }
   const forbids = residual.satisfied.filter((id) => residual.residuals[id]?.effect === 'forbid');
-  if (forbids.length > 0) return { possible: false, reason: `every response is forbidden by ${forbids.join(', ')}` };
+  if (forbids.length > 0) return { possible: false, reason: `every response is forbidden by ${policyLabelsOf(set, forbids).join(', ')}` };
   return { possible: false, reason: `no permit policy can apply to agent ${JSON.stringify(agentName)} (principal ${parts.principal.id})` };
 }
 

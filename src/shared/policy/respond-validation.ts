@@ -12,6 +12,7 @@ import { cedar, type DetailedError } from './cedar-engine.js';
 import { foldToOneLine } from '../text/one-line-text.js';
 import { cedarErrorPosition, describeCedarErrors } from './cedar-diagnostics.js';
 import type { ParsedPolicy } from './policy-file-parse.js';
+import { policyLabel } from './policy-label.js';
 import { RESPOND_SCHEMA_TEXT } from './respond-schema.js';
 
 export interface SchemaFindings {
@@ -34,6 +35,9 @@ export interface PolicyDiagnostic {
 
 export function validateRespondPolicies(policies: readonly ParsedPolicy[]): SchemaFindings {
   const byId = new Map(policies.map((policy) => [policy.id, policy]));
+  // Findings name a policy as every other surface does (policy-label.ts).
+  const labels = new Map(policies.map((policy) => [policy.id, policyLabel(policy)]));
+  const named = (policyId: string): string => labels.get(policyId) ?? policyId;
   const staticPolicies: Record<string, string> = {};
   for (const policy of policies) staticPolicies[policy.id] = policy.text;
   let answer;
@@ -50,12 +54,12 @@ export function validateRespondPolicies(policies: readonly ParsedPolicy[]): Sche
     const { source, byteBase, label } = policy.origin;
     // Cedar repeats the policy id inside the message; the line already starts with it.
     const message = { ...error, message: error.message.replace(/^for policy `[^`]*`, /, '') };
-    return `${policy.id}: ${label}${describeCedarErrors([message], source, byteBase)}`;
+    return `${named(policy.id)}: ${label}${describeCedarErrors([message], source, byteBase)}`;
   };
   const diagnostics: PolicyDiagnostic[] = [];
   const diagnose = (severity: PolicyDiagnostic['severity'], policyId: string, error: DetailedError, note = ''): void => {
     const policy = byId.get(policyId);
-    const message = `${policyId}: ${describeCedarErrors([{ ...error, message: error.message.replace(/^for policy `[^`]*`, /, '') }])}${note}`;
+    const message = `${named(policyId)}: ${describeCedarErrors([{ ...error, message: error.message.replace(/^for policy `[^`]*`, /, '') }])}${note}`;
     // Positions inside a JSON entry's source are not positions in the file.
     const position = policy !== undefined && policy.origin.label === '' ? cedarErrorPosition([error], policy.origin.source, policy.origin.byteBase) : undefined;
     diagnostics.push({ severity, file: policy?.file ?? policyId, line: position?.line ?? null, column: position?.column ?? null, message: foldToOneLine(message) });

@@ -80,7 +80,7 @@ export interface CheckReport {
     mode: 'default-permit' | 'configured' | 'deny-all';
     files: string[];
     notices: string[];
-    policies: { id: string; file: string; line: number | null }[];
+    policies: { id: string; label: string; file: string; line: number | null }[];
     warnings: string[];
     deny_reason: string | null;
   };
@@ -190,7 +190,7 @@ function policySection(snapshot: StartupSnapshot, out: Lines): CheckReport['poli
     mode: set.mode,
     files: [...snapshot.policy.files],
     notices: [...set.notices],
-    policies: set.policies.map((p) => ({ id: p.id, file: p.file, line: p.line ?? null })),
+    policies: set.policies.map((p) => ({ id: p.id, label: p.label, file: p.file, line: p.line ?? null })),
     warnings: [...set.warnings],
     deny_reason: set.denyReason ?? null,
   };
