@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,7 +10,7 @@ import { RunStatistics } from '../src/supervisor/run-statistics.js';
 import { parseOperatorLines, type OperatorLine } from './support/operator-lines.js';
 import { suiteFixture } from './support/suite-fixture.js';
 import { providerEnv, startServer, textOf, type RunningServer } from './support/server.js';
-import { repoRoot } from './support/server-entry.js';
+import { repoRoot, symbiBin } from './support/server-entry.js';
 import { waitFor } from './support/wait-for.js';
 
 // The periodic summary (issue 34, item 2; docs/running.md, "The summary"): with --summary-interval 1s
@@ -132,6 +133,18 @@ describe('the periodic summary (--summary-interval 1s)', { concurrency: true }, 
       [['shutdown', 0]],
       'only the shutdown summary, with no runs',
     );
+  });
+
+  it('refuses an interval in seconds out of range or not whole with one line saying what is allowed, exit 2', () => {
+    for (const value of ['604801s', '1.5s', 's', '-1s']) {
+      const run = spawnSync(process.execPath, [symbiBin, 'mcp', '--summary-interval', value], { encoding: 'utf8', input: '' });
+      assert.equal(run.status, 2, value);
+      assert.equal(run.stdout, '');
+      assert.equal(
+        run.stderr,
+        `symbi mcp: --summary-interval ${JSON.stringify(value)} is not valid; use a whole number of seconds from 0 (none) to 604800 followed by s, such as 30s\n`,
+      );
+    }
   });
 
   // The rule behind the two tests above, past the first interval: a summary only when a run ended since the last one.
