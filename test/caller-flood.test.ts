@@ -7,6 +7,7 @@ import { makeProject, removeProject } from './support/project.js';
 import { providerEnv, serverCommand, serverEnv } from './support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage } from './support/raw-stdio.js';
+import { waitFor } from './support/wait-for.js';
 
 // A caller cannot exhaust the server's memory, through the real stdio of the
 // built server: a client that stops reading standard output stalls its own
@@ -67,7 +68,8 @@ describe('a client that does not read standard output', () => {
     const project = makeProject({ 'agents/big.symbi': source });
     const { command, args } = serverCommand(project);
     const child = spawn(command, args, { env: serverEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
-    child.stderr.resume();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     child.stdin.on('error', () => undefined);
     try {
       const initialized = new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
@@ -75,7 +77,8 @@ describe('a client that does not read standard output', () => {
       await initialized;
       child.stdout.pause();
       child.stdin.write(jsonLine(INITIALIZED));
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // The startup analysis of the big source is done once the serving line is out: only the requests below grow the server now.
+      await waitFor('the serving line', () => (stderr.includes('serving MCP on standard input/output') ? true : undefined));
       const before = rssKiB(child.pid!, 'VmRSS');
       // Each request earns an answer of twice the source (text and structuredContent): about 1 MiB.
       let requests = '';
@@ -83,7 +86,8 @@ describe('a client that does not read standard output', () => {
         requests += jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get_agent_dsl', arguments: { agent: 'big' } } });
       }
       child.stdin.write(requests);
-      // Long enough for an unbounded server to have answered everything into its own memory.
+      // Long enough for an unbounded server to have answered everything into its own memory. A fixed
+      // wait on purpose: what is checked is that memory does NOT grow, and an absence has no event to wait for.
       await new Promise((resolve) => setTimeout(resolve, 3000));
       const growthMiB = (rssKiB(child.pid!, 'VmHWM') - before) / 1024;
       assert.ok(growthMiB < 64, `peak RSS grew by ${growthMiB.toFixed(1)} MiB while ${DSL_CALLS} answers of about 1 MiB were not read`);

@@ -83,7 +83,9 @@ describe('cancellation over stdio', () => {
     const seen = endpoint.requests.length;
     const { journal, terminal } = await cancelledRun('slowly [[drip:150]]', async (c) => {
       await endpoint.waitForRequests(seen + 1);
-      await new Promise((r) => setTimeout(r, 300));
+      // A piece of the body after the first (150 ms apart): the headers have arrived and the body is being read.
+      const first = await waitFor('the first piece of the body', () => (endpoint.requests[seen]!.bytesSent > 0 ? endpoint.requests[seen]!.bytesSent : undefined));
+      await waitFor('a later piece of the body', () => (endpoint.requests[seen]!.bytesSent > first ? true : undefined));
       c.abort('stop');
     });
     assert.match(JSON.stringify(terminal.reason), /cancelled/);
@@ -297,7 +299,9 @@ describe('shutdown and process loss', () => {
       let exited = false;
       void server.exited.then(() => (exited = true));
       server.kill('SIGINT');
-      // The drain waits for a run whose worker thread no longer answers.
+      await waitFor('the shutdown to start', () => (server.stderr().includes('stopping: no new request') ? true : undefined));
+      // The drain waits for a run whose worker thread no longer answers. A fixed wait on purpose: it
+      // checks that the process does NOT exit, and an absence has no event to wait for.
       await new Promise((r) => setTimeout(r, 500));
       assert.equal(exited, false, 'the first SIGINT waits for the drain');
       server.kill('SIGINT');
@@ -349,7 +353,8 @@ describe('shutdown and process loss', () => {
       for (const id of ids) {
         await server.send(jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `queued ${id} [[hold]]` } } }));
       }
-      await new Promise((r) => setTimeout(r, 300));
+      // Each run is handed to the pool before its "run started" line: cancel once all 17 are out.
+      await waitFor('17 run started lines', () => (server.stderr().split('run started').length > ids.length + 1 ? true : undefined));
       for (const id of ids) await server.send(jsonLine({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'test' } }));
 
       const cancelled = await waitFor('16 cancellation lines', () => {

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import { makeProject, removeProject } from './support/project.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
 import { serverCommand, serverEnv, waitForStderr } from './support/server.js';
+import { waitFor } from './support/wait-for.js';
 
 // Every malformed JSON-RPC message written to the real server's standard
 // input gets its answer on standard output (JSON-RPC 2.0 sections 4.1, 5, 5.1),
@@ -265,6 +266,16 @@ describe('a client that floods malformed lines without reading the answers', () 
     const { command, args } = serverCommand(floodProject);
     const child = spawn(command, args, { env: serverEnv(), stdio: ['pipe', 'pipe', 'ignore'] });
     const rssKiB = (field: 'VmRSS' | 'VmHWM'): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
+    // The server's thread count, sampled from its start: the analysis thread's end is a drop below the most seen.
+    const threads = (): number => Number(/Threads:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
+    let mostThreads = 0;
+    const sampler = setInterval(() => {
+      try {
+        mostThreads = Math.max(mostThreads, threads());
+      } catch {
+        // The process is gone: the test fails on what it reads next.
+      }
+    }, 5);
     try {
       child.stdin.on('error', () => undefined);
       // Answer the handshake and a list_agents (which waits for the startup analysis of the agent
@@ -286,12 +297,14 @@ describe('a client that floods malformed lines without reading the answers', () 
       child.stdin.write(jsonLine({ jsonrpc: '2.0', id: 'agents', method: 'tools/call', params: { name: 'list_agents', arguments: {} } }));
       await settled;
       child.stdout.pause();
-      await new Promise((r) => setTimeout(r, 1500));
+      await waitFor('the analysis thread to end', () => (threads() < mostThreads ? true : undefined));
       const before = rssKiB('VmRSS');
       // Each 2-byte line earns a ~90-byte answer: 4 MB of input asks for ~180 MB of output.
       const garbage = Buffer.from('x\n'.repeat(10_000));
       for (let i = 0; i < 200; i++) child.stdin.write(garbage);
       let peak = before;
+      // Sampled for a fixed time on purpose: what is checked is that memory does NOT grow while the
+      // answers stay unread, and an absence has no event to wait for.
       for (let waited = 0; waited < 4000; waited += 100) {
         await new Promise((r) => setTimeout(r, 100));
         peak = Math.max(peak, rssKiB('VmRSS'));
@@ -299,6 +312,7 @@ describe('a client that floods malformed lines without reading the answers', () 
       const growthMiB = (peak - before) / 1024;
       assert.ok(growthMiB < 25, `peak RSS grew by ${growthMiB.toFixed(1)} MiB while the answers were not read`);
     } finally {
+      clearInterval(sampler);
       child.kill('SIGKILL');
       removeProject(floodProject);
     }

@@ -133,8 +133,9 @@ describe('no key at startup', () => {
     fs.chmodSync(path.join(project, '.symbiont', 'governed'), 0o770);
     const server = await startServer(project, { env: providerEnv(endpoint.url) });
     try {
-      // Past the moment the worker pool would have been warmed up after the handshake.
-      await new Promise((r) => setTimeout(r, 600));
+      // Past the moment the worker pool would have been warmed up: the warm-up runs at the handshake,
+      // before the startup summary's last line.
+      await waitFor('the serving line', () => (server.stderr().includes('serving MCP on standard input/output') ? true : undefined));
       for (let i = 0; i < 2; i += 1) {
         const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hello' } });
         assert.equal((result as { isError?: boolean }).isError, true);

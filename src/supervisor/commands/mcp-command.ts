@@ -24,6 +24,7 @@ const SHUTDOWN_GRACE_MS_MAX = 600_000;
 const MAX_INVOCATIONS_MAX = 65_536;
 /** A week: a longer interval is no summary at all. */
 const SUMMARY_INTERVAL_MAX_MINUTES = 10_080;
+const SUMMARY_INTERVAL_MAX_SECONDS = SUMMARY_INTERVAL_MAX_MINUTES * 60;
 /** By default a summary every hour while runs happen; a shorter stdio session sees only the shutdown one. */
 const SUMMARY_INTERVAL_DEFAULT_MINUTES = 60;
 /** How often shutdown looks whether standard output has taken every answer. */
@@ -36,8 +37,8 @@ export interface McpCommandOptions {
   logFormat: LogFormat;
   shutdownGraceMs: number;
   maxInvocations: number;
-  /** Minutes between summaries while runs happen; 0 for none (the shutdown summary is always written). */
-  summaryIntervalMinutes: number;
+  /** Milliseconds between summaries while runs happen; 0 for none (the shutdown summary is always written). */
+  summaryIntervalMs: number;
 }
 
 function usageError(message: string): never {
@@ -63,11 +64,19 @@ function parseMaxInvocations(value: string): number {
   return Number(value);
 }
 
+/** Minutes (`5`), or seconds with an `s` suffix (`30s`): seconds let a test or a short session see the interval summary. */
 function parseSummaryInterval(value: string): number {
+  if (value.endsWith('s')) {
+    const seconds = value.slice(0, -1);
+    if (!/^\d{1,6}$/.test(seconds) || Number(seconds) > SUMMARY_INTERVAL_MAX_SECONDS) {
+      usageError(`--summary-interval ${JSON.stringify(value)} is not valid; use a whole number of seconds from 0 (none) to ${SUMMARY_INTERVAL_MAX_SECONDS} followed by s, such as 30s`);
+    }
+    return Number(seconds) * 1000;
+  }
   if (!/^\d{1,5}$/.test(value) || Number(value) > SUMMARY_INTERVAL_MAX_MINUTES) {
     usageError(`--summary-interval ${JSON.stringify(value)} is not valid; use a whole number of minutes from 0 (none) to ${SUMMARY_INTERVAL_MAX_MINUTES}`);
   }
-  return Number(value);
+  return Number(value) * 60_000;
 }
 
 /** Settles once `stdout` holds no unwritten answers (or can take no more). */
@@ -117,10 +126,10 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const statistics = new RunStatistics(options.maxInvocations);
   runtime.session.statistics = statistics;
   const intervalSummaries =
-    options.summaryIntervalMinutes > 0
+    options.summaryIntervalMs > 0
       ? setInterval(() => {
           if (statistics.changedSinceSummary()) statistics.writeSummary(log, 'interval');
-        }, options.summaryIntervalMinutes * 60_000).unref()
+        }, options.summaryIntervalMs).unref()
       : undefined;
   let shutdown: Shutdown | undefined;
   // The summary (which parses every agent source) comes once the client has
@@ -185,7 +194,7 @@ export function registerMcpCommand(program: Command): void {
       new Option('--max-invocations <n>', 'invoke_agent calls in progress at once that their callers still wait on; more are refused at once as "at capacity"').default(String(INVOCATIONS_MAX_DEFAULT)),
     )
     .addOption(
-      new Option('--summary-interval <minutes>', 'minutes between summaries on standard error while runs happen (0: only at shutdown)').default(String(SUMMARY_INTERVAL_DEFAULT_MINUTES)),
+      new Option('--summary-interval <minutes>', 'minutes between summaries on standard error while runs happen, or seconds with an s suffix such as 30s (0: only at shutdown)').default(String(SUMMARY_INTERVAL_DEFAULT_MINUTES)),
     )
     .exitOverride((err: CommanderError) => {
       // Commander's own usage errors (unknown option, missing value) share the usage exit code.
@@ -197,7 +206,7 @@ export function registerMcpCommand(program: Command): void {
         logFormat: parseLogFormat(raw.logFormat),
         shutdownGraceMs: parseGrace(raw.shutdownGraceMs),
         maxInvocations: parseMaxInvocations(raw.maxInvocations),
-        summaryIntervalMinutes: parseSummaryInterval(raw.summaryInterval),
+        summaryIntervalMs: parseSummaryInterval(raw.summaryInterval),
       });
     });
 }
