@@ -76,19 +76,17 @@ export const ENTRY_FIELDS: readonly string[] = ['sequence', 'timestamp', 'agent_
 
 const USAGE: Rule = nullable({ object: { input_tokens: nullable('uint'), output_tokens: nullable('uint') } });
 
-// The fields ProviderError.journalFields() keeps about a failed provider call.
-const PROVIDER_ERROR: Rule = {
-  object: {
-    kind: 'string',
-    status: nullable('uint'),
-    error_type: nullable('string'),
-    error_param: nullable('string'),
-    request_id: nullable('string'),
-    retry_after_ms: nullable('uint'),
-    body_sha256: nullable('hex64'),
-    body_bytes: nullable('uint'),
-  },
-};
+/** What this server keeps about a failed provider call (ProviderError.journalFields()), in both formats. */
+export const PROVIDER_ERROR = obj({
+  kind: 'string',
+  status: nullable('uint'),
+  error_type: nullable('string'),
+  error_param: nullable('string'),
+  request_id: nullable('string'),
+  retry_after_ms: nullable('uint'),
+  body_sha256: nullable('hex64'),
+  body_bytes: nullable('uint'),
+});
 
 /** Every event this server wrote before it wrote Symbiont's records (journal format `symbi-mcp-0.1`), and the fields of each. */
 export const LEGACY_EVENT_FIELDS: Readonly<Record<string, Fields>> = {

@@ -1,4 +1,4 @@
-import { arrayOf, type Fields, type InferFields, literal, nullable, obj, type RecordFormat, variants } from './journal-record-rules.js';
+import { arrayOf, type Fields, type InferFields, literal, nullable, obj, PROVIDER_ERROR, type RecordFormat, variants } from './journal-record-rules.js';
 
 // Symbiont's journal records, declared once. Each declaration is the variant of Symbiont's
 // `LoopEvent` (or the type inside it) with the fields its serde derive requires, and the optional
@@ -123,18 +123,6 @@ const EXECUTION_CONTEXT = obj(
     response_destination: 'json',
   },
 );
-
-/** What this server keeps about a failed provider call (ours; ProviderError.journalFields()). */
-export const PROVIDER_ERROR = obj({
-  kind: 'string',
-  status: nullable('uint'),
-  error_type: nullable('string'),
-  error_param: nullable('string'),
-  request_id: nullable('string'),
-  retry_after_ms: nullable('uint'),
-  body_sha256: nullable('hex64'),
-  body_bytes: nullable('uint'),
-});
 
 /** The `LoopEvent` variants of Symbiont's registered-response route, in the order a permitted run writes them. */
 export const RECORDS = {
