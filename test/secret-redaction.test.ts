@@ -7,6 +7,8 @@ import { suiteFixture } from './support/suite-fixture.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { auditOf, providerEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
 import { readJournal } from './support/journal.js';
+import { readAsSymbiont } from './support/symbiont-reader.js';
+import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
 import { repoRoot } from './support/server-entry.js';
 import { REDACTED_KEY_MIN_CHARS } from '../src/shared/secrets/key-redaction.js';
 
@@ -72,6 +74,8 @@ describe('the provider key never leaves the server', () => {
         const journal = auditOf(result).audit.path;
         assert.deepEqual(keyTraces(fs.readFileSync(journal, 'utf8')), []);
         const records = readJournal(journal);
+        // Ended after the settlement, before the reasoning step's records: the answer is never written.
+        assert.deepEqual(readAsSymbiont(journal), [...ROUTE_SEQUENCES.keyInAnswer]);
         const terminal = records[records.length - 1]!.payload.entry.event.Terminated as { reason: { Error?: { message: string } } };
         assert.match(terminal.reason.Error?.message ?? '', /provider key/);
         await server.close();
