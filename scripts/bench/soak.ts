@@ -28,6 +28,16 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
 import { signingKeyFromSeed } from '../../src/shared/signing/signing-key.js';
 import { DEFAULT_ANSWER, startSyntheticEndpoint } from '../../test/support/synthetic-endpoint.js';
+import { readAsSymbiont } from '../../test/support/symbiont-reader.js';
+
+function symbiontReaderProblem(file: string): string | undefined {
+  try {
+    readAsSymbiont(file);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
@@ -401,6 +411,12 @@ for (const runId of runIds) {
   }
   const { exitCode, report } = inspectJournal(file, runId, publicKey);
   const outcome = runOutcome.get(runId) ?? 'not logged';
+  // Every journal also deserializes under Symbiont's own types (test/support/symbiont-reader.ts).
+  const unread = symbiontReaderProblem(file);
+  if (unread !== undefined) {
+    failing.push(`${runId} (${outcome}, Symbiont's types refuse it: ${unread})`);
+    continue;
+  }
   byExit.set(`${outcome}:${exitCode}`, (byExit.get(`${outcome}:${exitCode}`) ?? 0) + 1);
   if (exitCode === 0) verifiedComplete += 1;
   else if (exitCode === 2 && outcome !== 'completed') verifiedNeedsReconciliation += 1;
