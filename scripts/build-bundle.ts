@@ -155,6 +155,22 @@ const abortControllerXModules: Plugin = {
   },
 };
 
+/**
+ * Node.js's http and https modules are loaded as CommonJS in the bundle (src/shared/node-http.ts says
+ * why: Node.js 22 builds node:http's ES module facade by reading its lazy WebSocket getter, which
+ * needs WebAssembly, and under `node --jitless` that import throws). Bundled libraries (the proxy
+ * agents) import them as ES modules; this plugin turns each such import into a require.
+ */
+const nodeHttpAsCommonJs: Plugin = {
+  name: 'node-http-as-commonjs',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?https?$/ }, (args) =>
+      args.namespace === 'node-http-cjs' ? undefined : { path: args.path.replace(/^node:/, ''), namespace: 'node-http-cjs' },
+    );
+    b.onLoad({ filter: /.*/, namespace: 'node-http-cjs' }, (args) => ({ contents: `module.exports = require('node:${args.path}');`, loader: 'js' }));
+  },
+};
+
 const common = {
   absWorkingDir: repoRoot,
   outbase: 'src',
@@ -164,7 +180,7 @@ const common = {
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  plugins: [lazyRequires, abortControllerXModules],
+  plugins: [lazyRequires, abortControllerXModules, nodeHttpAsCommonJs],
   // A bundled CommonJS library's require() of a Node.js built-in needs a real require in ESM output.
   banner: { js: "import { createRequire as __symbiCreateRequire } from 'node:module'; const require = __symbiCreateRequire(import.meta.url);" },
   legalComments: 'none',
@@ -196,7 +212,7 @@ async function main(): Promise<void> {
     ...common,
     entryPoints: [...WORKER_ENTRIES, ...WORKER_TEST_ONLY].map((entry) => path.join('src', entry)),
     external: installedExternals,
-    plugins: [lazyRequires, abortControllerXModules, testOnlyBeside],
+    plugins: [lazyRequires, abortControllerXModules, nodeHttpAsCommonJs, testOnlyBeside],
   });
   const metafile: Metafile = { inputs: { ...cli.metafile.inputs, ...workers.metafile.inputs }, outputs: { ...cli.metafile.outputs, ...workers.metafile.outputs } };
   const packages = bundledPackages(metafile);

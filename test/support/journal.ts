@@ -21,10 +21,11 @@ export interface JournalRecord {
   };
 }
 
-/** Every record of a journal file, in order. */
+/** Every complete record of a journal file, in order (a line still being written, with no newline yet, is not one). */
 export function readJournal(file: string): JournalRecord[] {
   const text = fs.readFileSync(file, 'utf8');
   return text
+    .slice(0, text.lastIndexOf('\n') + 1)
     .split('\n')
     .filter((l) => l.length > 0)
     .map((line) => ({ line, payload: JSON.parse(line).payload }));

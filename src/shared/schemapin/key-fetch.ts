@@ -1,6 +1,6 @@
 import dns from 'node:dns';
-import http from 'node:http';
-import https from 'node:https';
+import type { ClientRequest } from 'node:http';
+import { http, https } from '../node-http.js';
 import { abortable, isAbortError } from 'abort-controller-x';
 import net, { type LookupFunction } from 'node:net';
 import { SCHEMA_KEY_BODY_MAX_BYTES, SCHEMA_KEY_FETCH_TIMEOUT_MS, SCHEMA_KEY_URL_MAX_BYTES } from '../limits.js';
@@ -138,7 +138,7 @@ function request(
 ): Promise<Buffer> {
   return new Promise<Buffer>((resolvePromise, rejectPromise) => {
     let settled = false;
-    let req: http.ClientRequest | undefined;
+    let req: ClientRequest | undefined;
     const fail = (message: string) => {
       if (settled) return;
       settled = true;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import https from 'node:https';
+import type { Agent, IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { http, https } from '../../shared/node-http.js';
 import { isIP } from 'node:net';
 import tls, { type PeerCertificate } from 'node:tls';
 import { shortIdentifier } from '../../shared/provider/finish-reasons.js';
@@ -201,13 +201,13 @@ const directAgents = {
   http: new http.Agent({ keepAlive: true, scheduling: 'lifo' }),
   https: new https.Agent({ keepAlive: true, scheduling: 'lifo' }),
 };
-const proxyAgents = new Map<string, http.Agent>();
+const proxyAgents = new Map<string, Agent>();
 
-function directAgent(target: URL): http.Agent {
+function directAgent(target: URL): Agent {
   return target.protocol === 'https:' ? directAgents.https : directAgents.http;
 }
 
-async function proxyAgent(target: URL, proxy: ProxySetting): Promise<http.Agent> {
+async function proxyAgent(target: URL, proxy: ProxySetting): Promise<Agent> {
   const key = `${target.protocol} ${proxy.url}`;
   let agent = proxyAgents.get(key);
   if (agent === undefined) {
@@ -237,7 +237,7 @@ interface SentRequest {
   close: () => void;
 }
 
-function sendRequest(target: URL, post: JsonPost, agent: http.Agent, body: Buffer, signal: AbortSignal): Promise<SentRequest> {
+function sendRequest(target: URL, post: JsonPost, agent: Agent, body: Buffer, signal: AbortSignal): Promise<SentRequest> {
   return new Promise<SentRequest>((resolve, reject) => {
     // An abort while the proxy agent loaded would never reach the listener below.
     if (signal.aborted) {
