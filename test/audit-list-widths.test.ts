@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { AGENT_DECLARED_NAME_MAX_BYTES } from '../src/shared/limits.js';
-import { craftJournal, runEvents, seedKey } from './support/crafted-journal.js';
+import { craftedProject, craftJournal, runEvents } from './support/crafted-journal.js';
 import { makeProject, removeProject } from './support/project.js';
 import { startServer, waitForStderr } from './support/server.js';
 import { symbiBin } from './support/server-entry.js';
@@ -20,14 +19,7 @@ const JOURNALS = 700;
 const HUGE_NAME = 'n'.repeat(1_000_000);
 
 test('700 journals, one naming an agent of 1,000,000 characters: the table is bounded, --json keeps the name', (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'audit-list-widths-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const governed = path.join(dir, '.symbiont', 'governed');
-  fs.mkdirSync(governed, { recursive: true, mode: 0o700 });
-  fs.chmodSync(path.join(dir, '.symbiont'), 0o700);
-  const seed = crypto.randomBytes(32);
-  fs.writeFileSync(path.join(governed, 'audit-signing.key'), seed, { mode: 0o600 });
-  const { sign } = seedKey(seed);
+  const { dir, governed, sign } = craftedProject(t, 'audit-list-widths-');
   const huge = crypto.randomUUID();
   fs.writeFileSync(path.join(governed, `${huge}.jsonl`), craftJournal(huge, runEvents(HUGE_NAME), sign), { mode: 0o600 });
   const ordinary = runEvents('declared');

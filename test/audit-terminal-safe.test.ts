@@ -2,10 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { craftJournal, runEvents, seedKey } from './support/crafted-journal.js';
+import { craftedProject, craftJournal, runEvents } from './support/crafted-journal.js';
 import { symbiBin } from './support/server-entry.js';
 
 // `symbi audit list` shows names and texts that come from the project folder
@@ -23,14 +22,7 @@ const AGENT_NAME = `evil${CLEAR_SCREEN}\u202edrow`;
 const ERROR_TEXT = `boom\u001b]0;owned\u0007 \u009b31m\u2066x`;
 
 function projectWithHostileNames(t: { after(fn: () => void): void }): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'audit-terminal-safe-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const governed = path.join(dir, '.symbiont', 'governed');
-  fs.mkdirSync(governed, { recursive: true, mode: 0o700 });
-  fs.chmodSync(path.join(dir, '.symbiont'), 0o700);
-  const seed = crypto.randomBytes(32);
-  fs.writeFileSync(path.join(governed, 'audit-signing.key'), seed, { mode: 0o600 });
-  const { sign } = seedKey(seed);
+  const { dir, governed, sign } = craftedProject(t, 'audit-terminal-safe-');
   const named = crypto.randomUUID();
   fs.writeFileSync(path.join(governed, `${named}.jsonl`), craftJournal(named, runEvents(AGENT_NAME), sign));
   const failed = crypto.randomUUID();

@@ -1,4 +1,7 @@
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 // Journals written byte by byte and signed with Node.js crypto, independent of
 // the writer and the verifier under test, so a test can craft exactly the
@@ -57,4 +60,20 @@ export function craftJournal(
     previous = crypto.createHash('sha256').update(line).digest('hex');
   });
   return Buffer.concat(lines);
+}
+
+/**
+ * A temporary project whose private .symbiont/governed/ holds a fresh signing key, removed after the
+ * test: where crafted journals go for `symbi audit list`. Returns the folder, the governed folder and
+ * the key's signer.
+ */
+export function craftedProject(t: { after(fn: () => void): void }, prefix: string): { dir: string; governed: string; sign: Signer } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const governed = path.join(dir, '.symbiont', 'governed');
+  fs.mkdirSync(governed, { recursive: true, mode: 0o700 });
+  fs.chmodSync(path.join(dir, '.symbiont'), 0o700);
+  const seed = crypto.randomBytes(32);
+  fs.writeFileSync(path.join(governed, 'audit-signing.key'), seed, { mode: 0o600 });
+  return { dir, governed, sign: seedKey(seed).sign };
 }
