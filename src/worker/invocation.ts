@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
-import { digestJson, type HashedRequest, type Reservation, type RunAudit, type RunRecord, RunRecords, symbiontHash } from '../shared/journal/run-records.js';
+import { digestJson, type HashedRequest, type Reservation, type RunRecord, RunRecords, symbiontHash } from '../shared/journal/run-records.js';
 import type { EventFields, ProposedAction, TerminationReason } from '../shared/journal/journal-records.js';
 import { symbiontResponse } from './symbiont-response.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
@@ -128,8 +128,8 @@ export async function performInvocation(
       if (err instanceof JournalExistsError && reason !== undefined) return { ok: false, message: reason, terminalDurable: false, cancelled: true, end: { reason: 'cancelled' } };
       throw err;
     }
-    audit = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
-    const runAudit: RunAudit = { run_id: audit.run_id, path: audit.path, public_key: audit.public_key };
+    const reference: AuditReference = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
+    audit = reference;
     notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
     // The deadline covers the whole invocation after the journal opens.
     const deadlineAt = performance.now() + definition.timeoutMs;
@@ -161,7 +161,7 @@ export async function performInvocation(
       const request: TypedInferenceRequest = { conversation, options: { provider: provider.kind, model: provider.model, max_tokens: reservation.output } };
       return {
         request,
-        records: records.request(reservation, { callId, provider: provider.kind, model: provider.model, requestDigest: digest.digest, requestBytes: digest.bytes }, runAudit),
+        records: records.request(reservation, { callId, provider: provider.kind, model: provider.model, requestDigest: digest.digest, requestBytes: digest.bytes }, reference),
       };
     };
     throwIfStopped();

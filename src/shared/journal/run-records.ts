@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { canonicalJson, sha256Hex } from '../canonical-json.js';
-import type { RunDefinition } from '../worker-protocol.js';
+import type { AuditReference, RunDefinition } from '../worker-protocol.js';
 import {
   type BudgetSnapshot,
   type Duration,
@@ -167,13 +167,6 @@ export class RunBudget {
   }
 }
 
-/** Where a run's journal is, as Symbiont's `RunAuditReference` names it. */
-export interface RunAudit {
-  run_id: string;
-  path: string;
-  public_key: string;
-}
-
 /** The typed request as Symbiont hashes it: `Conversation` and `InferenceOptions` (docs/audit.md, "Hashes"). */
 export interface HashedRequest {
   conversation: { messages: { role: 'system' | 'user'; content: string }[] };
@@ -265,7 +258,8 @@ export class RunRecords {
   request(
     reservation: Reservation,
     call: { callId: string; provider: string; model: string; requestDigest: string; requestBytes: number },
-    audit: RunAudit,
+    /** Symbiont's `RunAuditReference` has the same three fields. */
+    audit: AuditReference,
   ): RunRecord[] {
     const { definition } = this;
     return [
