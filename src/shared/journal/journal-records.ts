@@ -11,13 +11,13 @@ import { arrayOf, type Fields, type InferFields, literal, nullable, obj, PROVIDE
 // unknown fields (LoopEvent variants and the free-form maps), never in a `deny_unknown_fields` type.
 
 /** `std::time::Duration` as serde writes it. */
-export const DURATION = obj({ secs: 'uint', nanos: 'uint' });
+const DURATION = obj({ secs: 'uint', nanos: 'uint' });
 
 /** inference.rs `Usage`. */
-export const USAGE = obj({ prompt_tokens: 'uint', completion_tokens: 'uint', total_tokens: 'uint' });
+const USAGE = obj({ prompt_tokens: 'uint', completion_tokens: 'uint', total_tokens: 'uint' });
 
 /** loop_types.rs `TerminationReason`. */
-export const TERMINATION_REASON = variants({
+const TERMINATION_REASON = variants({
   Completed: null,
   MaxIterations: null,
   MaxTokens: null,
@@ -28,7 +28,7 @@ export const TERMINATION_REASON = variants({
 });
 
 /** inference.rs `FinishReason` (`rename_all = "snake_case"`). */
-export const FINISH_REASON = literal('stop', 'tool_calls', 'max_tokens', 'content_filter', 'refusal');
+const FINISH_REASON = literal('stop', 'tool_calls', 'max_tokens', 'content_filter', 'refusal');
 
 /** loop_types.rs `RecoveryStrategy`. */
 const RECOVERY_STRATEGY = variants({
@@ -41,7 +41,7 @@ const RECOVERY_STRATEGY = variants({
 });
 
 /** loop_types.rs `LoopConfig` (`shared_budget` is `#[serde(skip)]`; the orga-adaptive fields are skipped when unset). */
-export const LOOP_CONFIG = obj(
+const LOOP_CONFIG = obj(
   {
     max_iterations: 'uint',
     max_total_tokens: 'uint',
@@ -69,7 +69,7 @@ const RUN_AUDIT_REFERENCE = obj({ run_id: 'uuid', path: 'string', public_key: 'h
 const SCOPE_IDENTITY = obj({ scope: 'uint', parent: nullable('uint'), limit: 'uint' });
 
 /** budget/journal.rs `InferenceReservation` (deny_unknown_fields: nothing of ours goes here). */
-export const INFERENCE_RESERVATION = obj({
+const INFERENCE_RESERVATION = obj({
   id: 'uuid',
   root_id: 'uuid',
   ancestors: arrayOf(SCOPE_IDENTITY),
@@ -85,7 +85,7 @@ export const INFERENCE_RESERVATION = obj({
 });
 
 /** budget.rs `BudgetSnapshot`. */
-export const BUDGET_SNAPSHOT = obj({
+const BUDGET_SNAPSHOT = obj({
   root_id: 'uuid',
   scope: 'uint',
   limit: 'uint',
@@ -97,7 +97,7 @@ export const BUDGET_SNAPSHOT = obj({
 });
 
 /** loop_types.rs `ProposedAction`. */
-export const PROPOSED_ACTION = variants({
+const PROPOSED_ACTION = variants({
   ToolCall: { call_id: 'string', name: 'string', arguments: 'string' },
   Delegate: { call_id: 'string', target: 'string', message: 'string' },
   Respond: { content: 'string' },
