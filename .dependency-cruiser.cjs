@@ -1,4 +1,18 @@
 // The house rules for imports, checked by `npm run lint:imports` (part of `npm test`).
+// The supervisor's rooms, lowest first: a room imports only the rooms below it, so a reader knows
+// which way every import goes, and cli.ts (the only module at the top level) starts a command.
+const SUPERVISOR_ROOMS = ['operator', 'threads', 'startup', 'runs', 'tools', 'session', 'commands'];
+const roomRules = SUPERVISOR_ROOMS.map((room, index) => {
+  const below = SUPERVISOR_ROOMS.slice(0, index);
+  return {
+    name: `supervisor-${room}-imports-below`,
+    severity: 'error',
+    comment: `src/supervisor/${room}/ imports only ${below.length === 0 ? 'no other supervisor room' : `the rooms below it (${below.join(', ')})`}: the rooms are layered ${SUPERVISOR_ROOMS.join(' < ')}.`,
+    from: { path: `^src/supervisor/${room}/` },
+    to: { path: '^src/supervisor/', pathNot: [`^src/supervisor/${room}/`, ...below.map((name) => `^src/supervisor/${name}/`)] },
+  };
+});
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -44,6 +58,14 @@ module.exports = {
       from: { path: '^src/' },
       to: { path: '^(test|scripts)/' },
     },
+    {
+      name: 'supervisor-top-is-entry-points',
+      severity: 'error',
+      comment: 'The top of src/supervisor/ holds only entry points (cli.ts); everything else lives in a room.',
+      from: { path: '^src/' },
+      to: { path: '^src/supervisor/[^/]+$', pathNot: '^src/supervisor/cli\\.ts$' },
+    },
+    ...roomRules,
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

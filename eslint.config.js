@@ -8,12 +8,12 @@ import tseslint from 'typescript-eslint';
 const threadRules = [
   {
     selector: 'NewExpression[callee.name=/^(Worker|Piscina)$/], NewExpression[callee.property.name=/^(Worker|Piscina)$/]',
-    message: 'Start worker threads with startSandboxedThread or startSandboxedPool (supervisor/sandboxed-thread.ts), which apply the whole sandbox.',
+    message: 'Start worker threads with startSandboxedThread or startSandboxedPool (supervisor/threads/sandboxed-thread.ts), which apply the whole sandbox.',
   },
 ];
 
 const stdoutMessage =
-  'Standard output belongs to the MCP transport (supervisor/mcp-session.ts) and the CLI commands; write operator messages through the OperatorLog (supervisor/operator-log.ts).';
+  'Standard output belongs to the MCP transport (supervisor/session/mcp-session.ts) and the CLI commands; write operator messages through the OperatorLog (supervisor/operator/operator-log.ts).';
 
 const stdoutRules = [
   {
@@ -100,7 +100,7 @@ export default tseslint.config(
   },
   {
     // The thread factory: the one file that starts threads; standard output stays forbidden in it.
-    files: ['src/supervisor/sandboxed-thread.ts'],
+    files: ['src/supervisor/threads/sandboxed-thread.ts'],
     rules: { 'no-restricted-syntax': ['error', ...stdoutRules] },
   },
 );

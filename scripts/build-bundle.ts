@@ -6,9 +6,9 @@
 // Those stay ordinary imports, resolved from node_modules at run time.
 //
 // bundle/ mirrors src/: each entry lands at bundle/<folder>/<name>.js and every shared chunk in
-// bundle/chunks/, all two levels below the package root, so a module's `new URL('../worker/x.js',
-// import.meta.url)` and package-version.ts's `../../package.json` resolve the same from src/, dist/
-// and bundle/. The command line is split into chunks: its dynamic imports (the sub-commands, the
+// bundle/chunks/, all two levels below the package root, so shared/worker-modules.ts's
+// `new URL('../worker/x.js', import.meta.url)` and package-version.ts's `../../package.json` resolve
+// the same from src/, dist/ and bundle/. The command line is split into chunks: its dynamic imports (the sub-commands, the
 // demo) load only when reached. Each worker thread's module is bundled whole, in one file, so that
 // it runs exactly when the thread loads it (thread-sandbox.ts, every thread's first module, must take
 // standard output over before anything else runs; in a split bundle shared chunks would run first);
@@ -32,8 +32,8 @@ const CLI_ENTRY = 'supervisor/cli.ts';
 
 /**
  * Each worker thread's module, relative to src/ (piscina loads a worker by URL, so a worker is an
- * entry of its own, never a chunk). A new worker entry is one more line here, referenced from a
- * module directly in src/<folder>/ as `new URL('../worker/<name>.js', import.meta.url)`.
+ * entry of its own, never a chunk). A new worker entry is one more line here and one URL in
+ * src/shared/worker-modules.ts.
  */
 export const WORKER_ENTRIES = ['worker/thread-sandbox.ts', 'worker/invoke-task.ts', 'worker/dsl-analysis-task.ts'];
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as limits from '../src/shared/limits.js';
-import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/invocation-pool.js';
+import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/threads/invocation-pool.js';
 import { MAX_RETRIES, RETRYABLE_HTTP_STATUSES } from '../src/worker/providers/retry-policy.js';
 
 // Where the documentation restates a number the code defines (a limit, a heap
@@ -66,7 +66,7 @@ const LIMIT_ROWS: Record<string, Figure[][]> = {
   'one DSL file, or inline DSL given to `parse_dsl`': [['DSL_FILE_MAX_BYTES']],
   'analysis of one DSL text (`parse_dsl`, each agent source at startup)': [
     ['DSL_ANALYSIS_BUDGET_MS'],
-    [{ label: 'the analysis thread heap (dsl-analysis-pool.ts)', read: () => limits.MiB * Number(/maxOldGenerationSizeMb: (\d+)/.exec(fs.readFileSync(path.join(repoRoot, 'src', 'supervisor', 'dsl-analysis-pool.ts'), 'utf8'))?.[1]) }],
+    [{ label: 'the analysis thread heap (dsl-analysis-pool.ts)', read: () => limits.MiB * Number(/maxOldGenerationSizeMb: (\d+)/.exec(fs.readFileSync(path.join(repoRoot, 'src', 'supervisor', 'threads', 'dsl-analysis-pool.ts'), 'utf8'))?.[1]) }],
   ],
   '`parse_dsl` report': [['DSL_REPORT_MAX_BYTES']],
   '`parse_dsl` texts waiting for analysis': [['DSL_ANALYSIS_QUEUE_MAX']],
@@ -126,10 +126,10 @@ describe('documented facts match the constants in src', () => {
     const { maxOldGenerationSizeMb: old, maxYoungGenerationSizeMb: young, stackSizeMb: stack } = WORKER_RESOURCE_LIMITS;
     assertSays('docs/architecture.md', `\`resourceLimits\` of ${written(old)} MiB old generation, ${young} MiB young generation and a ${stack} MiB stack`);
     assertSays('docs/development.md', `each worker thread has a ${young} MiB young generation`);
-    const tasks = sourceConstant('src/supervisor/invocation-pool.ts', 'TASKS_PER_WORKER');
+    const tasks = sourceConstant('src/supervisor/threads/invocation-pool.ts', 'TASKS_PER_WORKER');
     assertSays('docs/architecture.md', `each thread carries up to ${tasks} runs at once`);
     assertSays('docs/architecture.md', `| ${tasks} concurrent runs, small requests |`);
-    const pool = fs.readFileSync(path.join(repoRoot, 'src', 'supervisor', 'invocation-pool.ts'), 'utf8');
+    const pool = fs.readFileSync(path.join(repoRoot, 'src', 'supervisor', 'threads', 'invocation-pool.ts'), 'utf8');
     const most = Number(/Math\.min\((\d+), availableParallelism\(\)\)/.exec(pool)?.[1]);
     assert.ok(most > 0, 'invocation-pool.ts caps the thread count');
     assertSays('docs/architecture.md', `up to one thread per available CPU, at most ${most},`);
@@ -164,9 +164,9 @@ describe('documented facts match the constants in src', () => {
 
   it('standard error: the startup summary, malformed-message warnings and worker output', () => {
     assertSays('docs/running.md', `(or after ${sourceConstant('src/supervisor/commands/mcp-command.ts', 'HANDSHAKE_WAIT_MS')} ms)`);
-    assertSays('docs/running.md', `Long agent lists are cut after ${sourceConstant('src/supervisor/startup-summary.ts', 'SUMMARY_MAX_LISTED')}`);
-    const first = sourceConstant('src/supervisor/mcp-session.ts', 'MALFORMED_LOG_FIRST');
-    const every = sourceConstant('src/supervisor/mcp-session.ts', 'MALFORMED_LOG_EVERY');
+    assertSays('docs/running.md', `Long agent lists are cut after ${sourceConstant('src/supervisor/startup/startup-summary.ts', 'SUMMARY_MAX_LISTED')}`);
+    const first = sourceConstant('src/supervisor/session/mcp-session.ts', 'MALFORMED_LOG_FIRST');
+    const every = sourceConstant('src/supervisor/session/mcp-session.ts', 'MALFORMED_LOG_EVERY');
     assertSays('docs/running.md', `(the first ${first} one by one, then every ${written(every)}th)`);
     assertSays('docs/running.md', `| a line longer than ${limits.STDIN_LINE_MAX_BYTES / limits.MiB} MiB |`);
     const lineChars = sourceConstant('src/worker/worker-stdout.ts', 'WORKER_OUTPUT_LINE_MAX_CHARS');

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DSL_ANALYSIS_QUEUE_MAX, DSL_FILE_MAX_BYTES } from '../src/shared/limits.js';
-import { createOperatorLog } from '../src/supervisor/operator-log.js';
+import { createOperatorLog } from '../src/supervisor/operator/operator-log.js';
 import { hostileInputs } from './support/hostile-dsl-inputs.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
 import { makeProject, removeProject } from './support/project.js';
@@ -143,7 +143,7 @@ describe('hostile agent sources at startup', { timeout: 600_000 }, () => {
 
 describe('the DSL analysis thread', { timeout: 120_000 }, () => {
   it('ends a text over its budget with one line, keeps the event loop free meanwhile, and starts a fresh thread for the next text', async () => {
-    const { DslAnalysisPool } = (await import(new URL('../dist/supervisor/dsl-analysis-pool.js', import.meta.url).href)) as typeof import('../src/supervisor/dsl-analysis-pool.js');
+    const { DslAnalysisPool } = (await import(new URL('../dist/supervisor/threads/dsl-analysis-pool.js', import.meta.url).href)) as typeof import('../src/supervisor/threads/dsl-analysis-pool.js');
     const pool = new DslAnalysisPool({ log: createOperatorLog('text'), budgetMs: 50 });
     try {
       let ticks = 0;
@@ -161,7 +161,7 @@ describe('the DSL analysis thread', { timeout: 120_000 }, () => {
   });
 
   it(`holds at most ${DSL_ANALYSIS_QUEUE_MAX} waiting parse_dsl texts, and says it is busy past that`, async () => {
-    const { DslAnalysisPool } = (await import(new URL('../dist/supervisor/dsl-analysis-pool.js', import.meta.url).href)) as typeof import('../src/supervisor/dsl-analysis-pool.js');
+    const { DslAnalysisPool } = (await import(new URL('../dist/supervisor/threads/dsl-analysis-pool.js', import.meta.url).href)) as typeof import('../src/supervisor/threads/dsl-analysis-pool.js');
     const pool = new DslAnalysisPool({ log: createOperatorLog('text') });
     try {
       const running = pool.run({ kind: 'report', text: GOOD, source: 'running' });

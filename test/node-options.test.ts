@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { withoutRefusedOptions } from '../src/supervisor/sandboxed-thread.js';
+import { withoutRefusedOptions } from '../src/supervisor/threads/sandboxed-thread.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawStdioServer } from './support/raw-stdio.js';
 import { providerEnv } from './support/server.js';
 import { symbiBin } from './support/server-entry.js';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { LOG_EVENTS } from '../src/supervisor/log-events.js';
+import { LOG_EVENTS } from '../src/supervisor/operator/log-events.js';
 import { suiteFixture } from './support/suite-fixture.js';
 import { providerEnv, startServer, textOf } from './support/server.js';
 import { repoRoot } from './support/server-entry.js';

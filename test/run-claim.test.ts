@@ -13,7 +13,7 @@ import type { PinnedSigningKey } from '../src/shared/storage/signing-key-store.j
 import { PinnedDirectory, pinProject } from '../src/shared/confinement/index.js';
 import { loadPolicySet } from '../src/shared/policy/policy-set.js';
 import type { RunDefinition } from '../src/shared/worker-protocol.js';
-import { finaliseUnstartedRun } from '../src/supervisor/unstarted-run-finaliser.js';
+import { finaliseUnstartedRun } from '../src/supervisor/runs/unstarted-run-finaliser.js';
 import { performInvocation } from '../src/worker/invocation.js';
 import type { WorkerResources } from '../src/worker/worker-resources.js';
 import { makeProject, removeProject } from './support/project.js';

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/invocation-pool.js';
-import { threadExecArgv } from '../src/supervisor/sandboxed-thread.js';
+import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/threads/invocation-pool.js';
+import { threadExecArgv } from '../src/supervisor/threads/sandboxed-thread.js';
 import { makeProject, removeProject } from './support/project.js';
 import { suiteFixture } from './support/suite-fixture.js';
 import { providerEnv } from './support/server.js';
@@ -269,8 +269,8 @@ describe('sandboxed worker threads', () => {
 });
 
 describe('one way to start a thread', () => {
-  // Every thread gets the whole sandbox because every thread is made by src/supervisor/sandboxed-thread.ts.
-  const FACTORY = 'src/supervisor/sandboxed-thread.ts';
+  // Every thread gets the whole sandbox because every thread is made by src/supervisor/threads/sandboxed-thread.ts.
+  const FACTORY = 'src/supervisor/threads/sandboxed-thread.ts';
   // `new Worker(`, `new Piscina(`, `new worker_threads.Worker<...>(`, across line breaks and comments-free spacing.
   const THREAD_CONSTRUCTION = /\bnew\s+(?:[\w$]+\s*\.\s*)*(Worker|Piscina)\s*[(<]/g;
   const repoRoot = fileURLToPath(new URL('..', import.meta.url));

@@ -1,5 +1,5 @@
 // How much heap a worker thread needs at the specification's limits, to size
-// WORKER_RESOURCE_LIMITS (src/supervisor/invocation-pool.ts).
+// WORKER_RESOURCE_LIMITS (src/supervisor/threads/invocation-pool.ts).
 //
 // Usage: npm run build; node --expose-gc --import tsx scripts/bench/measure-worker-memory.ts [--check] [--only=0,2]
 //
@@ -58,7 +58,7 @@ async function main(): Promise<void> {
     process.stderr.write('run with node --expose-gc --import tsx scripts/bench/measure-worker-memory.ts\n');
     process.exit(2);
   }
-  const { WORKER_RESOURCE_LIMITS } = await import('../../src/supervisor/invocation-pool.js');
+  const { WORKER_RESOURCE_LIMITS } = await import('../../src/supervisor/threads/invocation-pool.js');
   // A fresh endpoint for each scenario: a keep-alive socket left from the one
   // before could be closed by the server just as it is reused.
   const warmUp = await startSyntheticEndpoint();

@@ -142,7 +142,7 @@ export function isWorkerOutput(message: unknown): message is WorkerOutputMessage
 }
 
 /**
- * What every worker thread receives as its workerData (supervisor/sandboxed-thread.ts): the
+ * What every worker thread receives as its workerData (supervisor/threads/sandboxed-thread.ts): the
  * sandbox's settings, read by the thread's first module (worker/thread-sandbox.ts), and the data
  * its task module works with.
  */

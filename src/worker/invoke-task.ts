@@ -13,7 +13,7 @@ import { reserveNextJournalFile } from './journal-reserve.js';
 // What a worker holds is exactly its boot data (worker-protocol.ts): the pinned
 // directory, the policy set, the provider configuration and the startup key;
 // its process.env is empty and its standard output is not the MCP channel
-// (the thread sandbox, supervisor/sandboxed-thread.ts).
+// (the thread sandbox, supervisor/threads/sandboxed-thread.ts).
 const boot = (workerData as SandboxedThreadData<WorkerBootData>).task;
 const resources: WorkerResources = {
   project: PinnedDirectory.fromDescriptor(boot.projectFd, boot.projectPath, boot.confinementRoute),

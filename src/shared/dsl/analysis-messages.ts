@@ -2,7 +2,7 @@ import type { RegistryEntry, Selection } from './conversational-definition.js';
 import type { AgentSummary } from './source-summary.js';
 
 // What crosses between the supervisor and the DSL analysis thread
-// (src/supervisor/dsl-analysis-pool.ts, src/worker/dsl-analysis-task.ts).
+// (src/supervisor/threads/dsl-analysis-pool.ts, src/worker/dsl-analysis-task.ts).
 
 export type AnalysisJob =
   /** The parse_dsl report of one text, as the JSON text of the answer. */

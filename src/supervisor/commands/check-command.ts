@@ -6,13 +6,13 @@ import { describeProvider, providerFromEnvironment, shownProxy, type ProviderSel
 import { closeAuditStorage } from '../../shared/storage/audit-storage.js';
 import { checkProjectDirectories } from '../../shared/storage/directory-ownership.js';
 import { escapeToOneLine } from '../../shared/text/one-line-text.js';
-import { sourceStem } from '../agent-discovery.js';
-import { DslAnalysisPool } from '../dsl-analysis-pool.js';
-import { createOperatorLog } from '../operator-log.js';
-import { agentPreflight } from '../invoke-preflight.js';
-import { analyseSources, type SourceAnalysis } from '../source-analysis.js';
-import { takeStartupSnapshot, type AuditStorageHandle, type StartupSnapshot } from '../startup-snapshot.js';
-import { probeProvider, type OnlineOutcome } from '../provider-probe.js';
+import { sourceStem } from '../startup/agent-discovery.js';
+import { DslAnalysisPool } from '../threads/dsl-analysis-pool.js';
+import { createOperatorLog } from '../operator/operator-log.js';
+import { agentPreflight } from '../runs/invoke-preflight.js';
+import { analyseSources, type SourceAnalysis } from '../startup/source-analysis.js';
+import { takeStartupSnapshot, type AuditStorageHandle, type StartupSnapshot } from '../startup/startup-snapshot.js';
+import { probeProvider, type OnlineOutcome } from './provider-probe.js';
 import { pinProjectOption, USAGE_EXIT } from './project-option.js';
 
 // `symbi check`: what `symbi mcp` decides at startup, as a report and an exit

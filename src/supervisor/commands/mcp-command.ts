@@ -1,20 +1,20 @@
 import { Command, CommanderError, Option } from 'commander';
 import { INVOCATIONS_MAX_DEFAULT, SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
 import { pinProjectOption, usageError as commandUsageError, USAGE_EXIT } from './project-option.js';
-import { captureStandardError, createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator-log.js';
+import { captureStandardError, createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator/operator-log.js';
 import { configuredSecrets } from '../../shared/secrets/key-redaction.js';
-import { takeStartupSnapshot } from '../startup-snapshot.js';
-import { DslAnalysisPool } from '../dsl-analysis-pool.js';
-import { analyseSources, type SourceAnalysis } from '../source-analysis.js';
-import { writeProjectSummary, writeProviderSummary, writeStartupSummary } from '../startup-summary.js';
-import { startMcpSession } from '../mcp-session.js';
-import type { SessionContext } from '../session-context.js';
-import { createInvokeAgentBackend } from '../invoke-agent-backend.js';
-import { preferSmallHeaps } from '../heap-footprint.js';
-import { installShutdown, type Shutdown } from '../shutdown.js';
+import { takeStartupSnapshot } from '../startup/startup-snapshot.js';
+import { DslAnalysisPool } from '../threads/dsl-analysis-pool.js';
+import { analyseSources, type SourceAnalysis } from '../startup/source-analysis.js';
+import { writeProjectSummary, writeProviderSummary, writeStartupSummary } from '../startup/startup-summary.js';
+import { startMcpSession } from '../session/mcp-session.js';
+import type { SessionContext } from '../startup/session-context.js';
+import { createInvokeAgentBackend } from '../session/invoke-agent-backend.js';
+import { preferSmallHeaps } from '../threads/heap-footprint.js';
+import { installShutdown, type Shutdown } from '../session/shutdown.js';
 import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
-import { RunStatistics } from '../run-statistics.js';
-import { watchProjectChanges } from '../project-change-watch.js';
+import { RunStatistics } from '../runs/run-statistics.js';
+import { watchProjectChanges } from '../startup/project-change-watch.js';
 
 // `symbi mcp`: pin the project, take the startup snapshot, print the summary
 // on standard error and serve MCP on stdio until standard input ends.

@@ -10,9 +10,9 @@ import { authorizeRespond } from '../../shared/policy/respond-authorization.js';
 import { ACTION_UID, RESOURCE_UID, cedarRequestParts, cedarResponse, respondRequestFor, respondResponseContext, type RespondRequest } from '../../shared/policy/respond-request.js';
 import { finishWithheld } from '../../shared/provider/finish-reasons.js';
 import { escapeToOneLine } from '../../shared/text/one-line-text.js';
-import { agentPreflight } from '../invoke-preflight.js';
-import { discoverAgentSources } from '../agent-discovery.js';
-import { readPolicySet, registryOf } from '../startup-snapshot.js';
+import { agentPreflight } from '../runs/invoke-preflight.js';
+import { discoverAgentSources } from '../startup/agent-discovery.js';
+import { readPolicySet, registryOf } from '../startup/startup-snapshot.js';
 import { CaseFileError, parseCaseFile, readCaseFile, type CaseFile, type PolicyCase } from './policy-cases.js';
 import { pinProjectOption, usageError, USAGE_EXIT } from './project-option.js';
 

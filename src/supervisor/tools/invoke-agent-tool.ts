@@ -6,13 +6,13 @@ import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sd
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, CANCELLED_INVOCATIONS_FINISHING_MAX, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
 import { RUN_PHASES, type InvokeOutcome, type ProviderNote } from '../../shared/worker-protocol.js';
-import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type Preflight, type PreflightInputs } from '../invoke-preflight.js';
+import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type Preflight, type PreflightInputs } from '../runs/invoke-preflight.js';
 import { GOVERNED_COMPONENTS } from '../../shared/storage/audit-storage.js';
-import type { LogLevel, OperatorLog } from '../operator-log.js';
-import type { CancelSource, RunOwner, RunOwnerTable } from '../run-owners.js';
+import type { LogLevel, OperatorLog } from '../operator/operator-log.js';
+import type { CancelSource, RunOwner, RunOwnerTable } from '../runs/run-owners.js';
 import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
-import type { SigningKeyGuard } from '../signing-key-guard.js';
-import type { RunStatistics } from '../run-statistics.js';
+import type { SigningKeyGuard } from '../runs/signing-key-guard.js';
+import type { RunStatistics } from '../runs/run-statistics.js';
 
 export interface InvokeAgentSession extends PreflightInputs {
   owners: RunOwnerTable;

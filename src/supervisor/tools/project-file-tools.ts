@@ -4,9 +4,9 @@ import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, AGENTS_MD_MAX_BYTES, DSL_FILE_MAX_BYTES } from '../../shared/limits.js';
 import { ConfinementError, projectFilesUnavailable, projectPathComponents } from '../../shared/confinement/index.js';
 import { parseReportSchema } from '../../shared/dsl/parse-report-schema.js';
-import { sourceStem } from '../agent-discovery.js';
-import { noAgentsFolderMessage } from '../nearest-project.js';
-import type { SessionContext } from '../session-context.js';
+import { sourceStem } from '../startup/agent-discovery.js';
+import { noAgentsFolderMessage } from '../startup/nearest-project.js';
+import type { SessionContext } from '../startup/session-context.js';
 import {
   ToolArgumentError,
   advertisedInputSchema,

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import type { Logger, pino as PinoFactory } from 'pino';
-import { escapeToOneLine } from '../shared/text/one-line-text.js';
-import { REDACTED_KEY_MIN_CHARS, redactKeys, redactSecrets, shortKeysLeftAsText } from '../shared/secrets/key-redaction.js';
-import { lineSink, takeOverStream } from '../shared/text/stream-lines.js';
+import { escapeToOneLine } from '../../shared/text/one-line-text.js';
+import { REDACTED_KEY_MIN_CHARS, redactKeys, redactSecrets, shortKeysLeftAsText } from '../../shared/secrets/key-redaction.js';
+import { lineSink, takeOverStream } from '../../shared/text/stream-lines.js';
 import type { LogEvent } from './log-events.js';
 
 // Everything the server says to an operator goes to standard error, and only

@@ -1,9 +1,10 @@
 import { availableParallelism } from 'node:os';
 import type { Piscina as PiscinaPool } from 'piscina';
-import { isWorkerBooted, WORKER_IDLE_TIMEOUT_MS, type WorkerBootData } from '../shared/worker-protocol.js';
+import { isWorkerBooted, WORKER_IDLE_TIMEOUT_MS, type WorkerBootData } from '../../shared/worker-protocol.js';
 import { returnFreedMemoryToSystem } from './heap-footprint.js';
-import type { OperatorLog } from './operator-log.js';
+import type { OperatorLog } from '../operator/operator-log.js';
 import { startSandboxedPool, THREAD_LOADING_WAIT_MS, type PiscinaOptions } from './sandboxed-thread.js';
+import { INVOKE_TASK_MODULE } from '../../shared/worker-modules.js';
 
 type PiscinaLoadBalancer = NonNullable<PiscinaOptions['loadBalancer']>;
 
@@ -44,7 +45,7 @@ export function createInvocationPool(boot: WorkerBootData, log: OperatorLog): Pi
   // the boot data, so the sandbox's empty environment takes nothing a run needs.
   const pool = startSandboxedPool(
     {
-      filename: new URL('../worker/invoke-task.js', import.meta.url).href,
+      filename: INVOKE_TASK_MODULE.href,
       minThreads: 1,
       maxThreads: threads,
       loadBalancer: spreadBeforeSharing(threads),

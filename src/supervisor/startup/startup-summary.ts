@@ -1,9 +1,9 @@
-import { projectFilesUnavailable } from '../shared/confinement/index.js';
-import { describeProvider, type ProviderSelection } from '../shared/provider/provider-config.js';
-import type { OperatorLog } from './operator-log.js';
+import { projectFilesUnavailable } from '../../shared/confinement/index.js';
+import { describeProvider, type ProviderSelection } from '../../shared/provider/provider-config.js';
+import type { OperatorLog } from '../operator/operator-log.js';
 import { noAgentsFolderMessage } from './nearest-project.js';
-import { shownName } from '../shared/dsl/shown-name.js';
-import type { AgentSummary } from '../shared/dsl/source-summary.js';
+import { shownName } from '../../shared/dsl/shown-name.js';
+import type { AgentSummary } from '../../shared/dsl/source-summary.js';
 import type { SourceAnalysis } from './source-analysis.js';
 import type { StartupSnapshot } from './startup-snapshot.js';
 

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
-import { POLICY_DISCOVERY_MAX_ENTRIES, POLICY_FILE_MAX_BYTES } from '../shared/limits.js';
-import { ConfinementError, decodeUtf8Strict, PinnedDirectory, readTextFileAt } from '../shared/confinement/index.js';
-import { projectDirectoriesProblem } from '../shared/storage/directory-ownership.js';
-import { policyModeProblem } from '../shared/policy/policy-file-modes.js';
-import type { PolicyFileInput } from '../shared/policy/policy-set.js';
+import { POLICY_DISCOVERY_MAX_ENTRIES, POLICY_FILE_MAX_BYTES } from '../../shared/limits.js';
+import { ConfinementError, decodeUtf8Strict, PinnedDirectory, readTextFileAt } from '../../shared/confinement/index.js';
+import { projectDirectoriesProblem } from '../../shared/storage/directory-ownership.js';
+import { policyModeProblem } from '../../shared/policy/policy-file-modes.js';
+import type { PolicyFileInput } from '../../shared/policy/policy-set.js';
 
 // Collects the Cedar policy files in the order the policy loader expects:
 // policies/*.cedar sorted by name, then policies/mcp-server/*.cedar sorted.

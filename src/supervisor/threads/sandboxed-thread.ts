@@ -3,8 +3,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 import type { Piscina as PiscinaPool } from 'piscina';
-import { isWorkerOutput, type SandboxedThreadData } from '../shared/worker-protocol.js';
-import type { OperatorLog } from './operator-log.js';
+import { isWorkerOutput, type SandboxedThreadData } from '../../shared/worker-protocol.js';
+import type { OperatorLog } from '../operator/operator-log.js';
+import { THREAD_SANDBOX_MODULE } from '../../shared/worker-modules.js';
 
 // Every worker thread the server starts is made here, so that each one, of
 // every kind, gets the whole sandbox and a new kind cannot forget part of it
@@ -48,7 +49,6 @@ export const THREAD_LOADING_WAIT_MS = 5_000;
 /** What a pool's caller chooses; the sandbox sets the rest. */
 export type SandboxedPoolOptions = Omit<PiscinaOptions, 'env' | 'execArgv' | 'resourceLimits' | 'workerData'>;
 
-const THREAD_SANDBOX_MODULE = new URL('../worker/thread-sandbox.js', import.meta.url);
 
 /**
  * Starts one worker thread running `entry`, with `data` as what the entry reads from workerData's `task`.

@@ -1,6 +1,6 @@
-import type { PinnedDirectory } from '../shared/confinement/index.js';
-import type { OperatorLog } from './operator-log.js';
-import type { DslAnalysisPool } from './dsl-analysis-pool.js';
+import type { PinnedDirectory } from '../../shared/confinement/index.js';
+import type { OperatorLog } from '../operator/operator-log.js';
+import type { DslAnalysisPool } from '../threads/dsl-analysis-pool.js';
 import type { SourceAnalysis } from './source-analysis.js';
 import type { AuditStorageHandle, StartupSnapshot } from './startup-snapshot.js';
 

@@ -1,16 +1,16 @@
 import type { Piscina } from 'piscina';
-import { compiledCedarModule } from '../shared/policy/cedar-engine.js';
-import { preparePolicySet } from '../shared/policy/respond-authorization.js';
-import { providerFromEnvironment } from '../shared/provider/provider-config.js';
-import { createInvocationPool, stopInvocationPool } from './invocation-pool.js';
-import { preflightInvocation, prepareSelection } from './invoke-preflight.js';
-import { projectLocationCheck } from './project-location-check.js';
-import { RunOwnerTable } from './run-owners.js';
-import type { SessionContext } from './session-context.js';
-import { createSigningKeyGuard } from './signing-key-guard.js';
-import { recoverTerminalRecord } from './terminal-recovery.js';
-import { finaliseUnstartedRun, loadJournalWriter } from './unstarted-run-finaliser.js';
-import type { InvokeAgentSession } from './tools/invoke-agent-tool.js';
+import { compiledCedarModule } from '../../shared/policy/cedar-engine.js';
+import { preparePolicySet } from '../../shared/policy/respond-authorization.js';
+import { providerFromEnvironment } from '../../shared/provider/provider-config.js';
+import { createInvocationPool, stopInvocationPool } from '../threads/invocation-pool.js';
+import { preflightInvocation, prepareSelection } from '../runs/invoke-preflight.js';
+import { projectLocationCheck } from '../runs/project-location-check.js';
+import { RunOwnerTable } from '../runs/run-owners.js';
+import type { SessionContext } from '../startup/session-context.js';
+import { createSigningKeyGuard } from '../runs/signing-key-guard.js';
+import { recoverTerminalRecord } from '../runs/terminal-recovery.js';
+import { finaliseUnstartedRun, loadJournalWriter } from '../runs/unstarted-run-finaliser.js';
+import type { InvokeAgentSession } from '../tools/invoke-agent-tool.js';
 
 // Everything invoke_agent needs besides the MCP server: the provider chosen
 // from the environment at startup, the worker pool (started once the client has

@@ -1,12 +1,12 @@
-import { selectConversationalDefinition, type RegistryEntry, type SelectedDefinition, type Selection } from '../shared/dsl/conversational-definition.js';
-import { canPermitSomeResponse, type PermitPossibility } from '../shared/policy/respond-authorization.js';
-import { respondRequestWithoutResponse } from '../shared/policy/respond-request.js';
-import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
-import type { ProviderConfig } from '../shared/provider/provider-config.js';
-import type { RunDefinition } from '../shared/worker-protocol.js';
-import { type DescriptorAccess, projectFilesUnavailable } from '../shared/confinement/index.js';
-import { escapeToOneLine } from '../shared/text/one-line-text.js';
-import type { AgentSummary } from './startup-snapshot.js';
+import { selectConversationalDefinition, type RegistryEntry, type SelectedDefinition, type Selection } from '../../shared/dsl/conversational-definition.js';
+import { canPermitSomeResponse, type PermitPossibility } from '../../shared/policy/respond-authorization.js';
+import { respondRequestWithoutResponse } from '../../shared/policy/respond-request.js';
+import type { LoadedPolicySet } from '../../shared/policy/policy-set.js';
+import type { ProviderConfig } from '../../shared/provider/provider-config.js';
+import type { RunDefinition } from '../../shared/worker-protocol.js';
+import { type DescriptorAccess, projectFilesUnavailable } from '../../shared/confinement/index.js';
+import { escapeToOneLine } from '../../shared/text/one-line-text.js';
+import type { AgentSummary } from '../startup/startup-snapshot.js';
 import type { ProjectLocation } from './project-location-check.js';
 
 // Every refusal here happens before a journal exists, so it carries no audit reference.

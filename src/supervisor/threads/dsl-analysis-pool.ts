@@ -1,9 +1,10 @@
 import type { Worker } from 'node:worker_threads';
 import pTimeout from 'p-timeout';
-import { ANALYSIS_THREAD_READY, type AnalysisJob, type AnalysisRequest, type AnalysisResponse, type AnalysisValue } from '../shared/dsl/analysis-messages.js';
-import { DSL_ANALYSIS_BUDGET_MS, DSL_ANALYSIS_QUEUE_MAX } from '../shared/limits.js';
-import type { OperatorLog } from './operator-log.js';
+import { ANALYSIS_THREAD_READY, type AnalysisJob, type AnalysisRequest, type AnalysisResponse, type AnalysisValue } from '../../shared/dsl/analysis-messages.js';
+import { DSL_ANALYSIS_BUDGET_MS, DSL_ANALYSIS_QUEUE_MAX } from '../../shared/limits.js';
+import type { OperatorLog } from '../operator/operator-log.js';
 import { startSandboxedThread, THREAD_LOADING_WAIT_MS } from './sandboxed-thread.js';
+import { DSL_ANALYSIS_TASK_MODULE } from '../../shared/worker-modules.js';
 
 // One thread that analyses DSL text (parse_dsl reports, the startup summaries
 // of agent sources) so that the supervisor's event loop keeps answering every
@@ -27,9 +28,8 @@ export const DSL_ANALYSIS_IDLE_MS = 500;
 // thread ends with ERR_WORKER_OUT_OF_MEMORY and the text is refused.
 const ANALYSIS_RESOURCE_LIMITS = { maxOldGenerationSizeMb: 512, stackSizeMb: 4 } as const;
 
-// The built thread module: tests that use this pool import it from dist/ (a
-// worker thread does not inherit tsx's loader on every supported Node.js).
-const TASK_MODULE = new URL('../worker/dsl-analysis-task.js', import.meta.url);
+// Tests that use this pool import it from dist/: a worker thread does not
+// inherit tsx's loader on every supported Node.js.
 
 export type AnalysisOutcome<T> = { ok: true; value: T } | { ok: false; message: string };
 
@@ -116,7 +116,7 @@ export class DslAnalysisPool {
 
   private ensureWorker(): Worker {
     if (this.worker !== null) return this.worker;
-    const worker = startSandboxedThread(TASK_MODULE, { kind: 'analysis', resourceLimits: ANALYSIS_RESOURCE_LIMITS, log: this.log });
+    const worker = startSandboxedThread(DSL_ANALYSIS_TASK_MODULE, { kind: 'analysis', resourceLimits: ANALYSIS_RESOURCE_LIMITS, log: this.log });
     let loaded: () => void = () => undefined;
     const done = new Promise<void>((resolve) => (loaded = resolve));
     worker.on('message', (response: AnalysisResponse | typeof ANALYSIS_THREAD_READY) => {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import { ConfinementError, decodeUtf8Strict, type DescriptorRoute, PinnedDirectory, readTextFileAt } from '../shared/confinement/index.js';
-import { DISCOVERY_MAX_ENTRIES, DISCOVERY_MAX_RETAINED_BYTES, DSL_FILE_MAX_BYTES } from '../shared/limits.js';
+import { ConfinementError, decodeUtf8Strict, type DescriptorRoute, PinnedDirectory, readTextFileAt } from '../../shared/confinement/index.js';
+import { DISCOVERY_MAX_ENTRIES, DISCOVERY_MAX_RETAINED_BYTES, DSL_FILE_MAX_BYTES } from '../../shared/limits.js';
 
 // Source discovery: the agent sources in agents/ (not recursive) read once at
 // startup through the pinned directory. Every file left out is recorded with

@@ -1,10 +1,10 @@
-import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
-import type { JournalWriter } from '../shared/journal/journal-writer.js';
-import { signingKeyFileChange } from '../shared/storage/signing-key-change.js';
-import type { PinnedSigningKey } from '../shared/storage/signing-key-store.js';
-import type { PinnedDirectory } from '../shared/confinement/index.js';
-import type { AuditReference, DurableAt, RunDefinition } from '../shared/worker-protocol.js';
-import { RunRecords } from '../shared/journal/run-records.js';
+import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../../shared/storage/audit-storage.js';
+import type { JournalWriter } from '../../shared/journal/journal-writer.js';
+import { signingKeyFileChange } from '../../shared/storage/signing-key-change.js';
+import type { PinnedSigningKey } from '../../shared/storage/signing-key-store.js';
+import type { PinnedDirectory } from '../../shared/confinement/index.js';
+import type { AuditReference, DurableAt, RunDefinition } from '../../shared/worker-protocol.js';
+import { RunRecords } from '../../shared/journal/run-records.js';
 
 export interface FinalisedRun {
   audit: AuditReference;
@@ -14,14 +14,14 @@ export interface FinalisedRun {
 /** Whether the owner created the run's journal, and if so whether its terminal record is durable. */
 export type ClaimOutcome = { claimed: false } | { claimed: true; finalised: FinalisedRun | undefined };
 
-let journalWriterModule: Promise<typeof import('../shared/journal/journal-writer.js')> | undefined;
+let journalWriterModule: Promise<typeof import('../../shared/journal/journal-writer.js')> | undefined;
 
 /**
  * Loads the journal writer into the supervisor thread. Called once the session
  * is up, so startup does not pay for it and the first early cancel does not wait for it.
  */
-export function loadJournalWriter(): Promise<typeof import('../shared/journal/journal-writer.js')> {
-  journalWriterModule ??= import('../shared/journal/journal-writer.js');
+export function loadJournalWriter(): Promise<typeof import('../../shared/journal/journal-writer.js')> {
+  journalWriterModule ??= import('../../shared/journal/journal-writer.js');
   return journalWriterModule;
 }
 

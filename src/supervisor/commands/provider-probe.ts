@@ -1,7 +1,7 @@
-import type { ProviderConfig } from '../shared/provider/provider-config.js';
-import type { FinishReason } from '../shared/provider/finish-reasons.js';
-import { callProvider } from '../worker/providers/provider-call.js';
-import { ProviderError } from '../worker/providers/provider-error.js';
+import type { ProviderConfig } from '../../shared/provider/provider-config.js';
+import type { FinishReason } from '../../shared/provider/finish-reasons.js';
+import { callProvider } from '../../worker/providers/provider-call.js';
+import { ProviderError } from '../../worker/providers/provider-error.js';
 
 // `symbi check --online`: one real request to the configured provider, through
 // the provider call a run makes (one attempt, no retry), reporting how it went:

@@ -8,7 +8,7 @@ import {
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
-import { describeType, quoteForMessage, toolError } from './tools/tool-arguments.js';
+import { describeType, quoteForMessage, toolError } from '../tools/tool-arguments.js';
 
 // Judges one line from standard input before the SDK sees it. The SDK drops
 // whatever its message schema rejects with no answer, so the client would wait

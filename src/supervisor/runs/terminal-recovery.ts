@@ -1,8 +1,8 @@
-import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
-import type { JournalWriter } from '../shared/journal/journal-writer.js';
-import type { ProjectSigningKey } from '../shared/signing/signing-key.js';
-import type { PinnedDirectory } from '../shared/confinement/index.js';
-import { bareTerminal, RunBudget, runEnding } from '../shared/journal/run-records.js';
+import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../../shared/storage/audit-storage.js';
+import type { JournalWriter } from '../../shared/journal/journal-writer.js';
+import type { ProjectSigningKey } from '../../shared/signing/signing-key.js';
+import type { PinnedDirectory } from '../../shared/confinement/index.js';
+import { bareTerminal, RunBudget, runEnding } from '../../shared/journal/run-records.js';
 
 /**
  * When a worker task dies before writing its terminal record, or the owner took a cancelled
@@ -22,7 +22,7 @@ export async function recoverTerminalRecord(
   try {
     storage = openRunAuditStorage(project, signingKey);
     // Only a crashed worker needs this path; the writer and verifier load then.
-    const { JournalWriter } = await import('../shared/journal/journal-writer.js');
+    const { JournalWriter } = await import('../../shared/journal/journal-writer.js');
     writer = await JournalWriter.resume(storage, runId, principal);
     const reason = { Error: { message } };
     const resumed = writer.resumed;

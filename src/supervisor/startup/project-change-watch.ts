@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import { decodeUtf8Strict, fileFlags, type PinnedDirectory } from '../shared/confinement/index.js';
-import type { OperatorLog } from './operator-log.js';
+import { decodeUtf8Strict, fileFlags, type PinnedDirectory } from '../../shared/confinement/index.js';
+import type { OperatorLog } from '../operator/operator-log.js';
 
 // The server keeps the startup snapshot until it restarts (the specification's rule): an agent
 // file, AGENTS.md or a policy file edited meanwhile changes nothing. So that the disk and the

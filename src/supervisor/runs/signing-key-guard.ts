@@ -1,6 +1,6 @@
-import type { InvokeOutcome } from '../shared/worker-protocol.js';
-import type { OperatorLog } from './operator-log.js';
-import type { AuditSnapshot, AuditStorageHandle } from './startup-snapshot.js';
+import type { InvokeOutcome } from '../../shared/worker-protocol.js';
+import type { OperatorLog } from '../operator/operator-log.js';
+import type { AuditSnapshot, AuditStorageHandle } from '../startup/startup-snapshot.js';
 
 // The supervisor's side of the signing key rule (signing-key-change.ts): it
 // refuses every invocation when no key could be loaded at startup, and tells

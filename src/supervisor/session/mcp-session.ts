@@ -1,16 +1,16 @@
 import type { Readable, Writable } from 'node:stream';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { MiB, STDIN_LINE_MAX_BYTES, STDOUT_BACKLOG_MAX_BYTES } from '../shared/limits.js';
-import { packageVersion } from '../shared/package-version.js';
-import type { SessionContext } from './session-context.js';
+import { MiB, STDIN_LINE_MAX_BYTES, STDOUT_BACKLOG_MAX_BYTES } from '../../shared/limits.js';
+import { packageVersion } from '../../shared/package-version.js';
+import type { SessionContext } from '../startup/session-context.js';
 import { StdinLineLimiter } from './stdin-line-limiter.js';
 import { IncomingMessageGate } from './incoming-message-gate.js';
 import { overlongLineAnswer } from './incoming-message-check.js';
 import { RequestLedger } from './request-ledger.js';
 import type { RequestsRead } from './shutdown.js';
-import { registerProjectFileTools } from './tools/project-file-tools.js';
-import { registerVerifySchemaTool } from './tools/verify-schema-tool.js';
+import { registerProjectFileTools } from '../tools/project-file-tools.js';
+import { registerVerifySchemaTool } from '../tools/verify-schema-tool.js';
 
 // One MCP session over stdio: the SDK server with every tool registered,
 // reading standard input through the line limiter and the message gate

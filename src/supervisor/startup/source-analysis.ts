@@ -1,7 +1,7 @@
-import type { RegistryEntry } from '../shared/dsl/conversational-definition.js';
-import type { AgentSummary } from '../shared/dsl/source-summary.js';
+import type { RegistryEntry } from '../../shared/dsl/conversational-definition.js';
+import type { AgentSummary } from '../../shared/dsl/source-summary.js';
 import type { SkippedSource } from './agent-discovery.js';
-import type { DslAnalysisPool } from './dsl-analysis-pool.js';
+import type { DslAnalysisPool } from '../threads/dsl-analysis-pool.js';
 import type { StartupSnapshot } from './startup-snapshot.js';
 
 // The startup analysis of the agent sources: each file is parsed and checked

@@ -1,9 +1,9 @@
-import { AGENTS_MD_MAX_BYTES } from '../shared/limits.js';
-import { ConfinementError, type DescriptorAccess, PinnedDirectory } from '../shared/confinement/index.js';
-import { extractAgentsMdGuidance, type AgentsMdGuidance } from '../shared/agents-md.js';
-import type { RegistryEntry } from '../shared/dsl/conversational-definition.js';
-import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../shared/policy/policy-set.js';
-import { openAuditStorage } from '../shared/storage/audit-storage.js';
+import { AGENTS_MD_MAX_BYTES } from '../../shared/limits.js';
+import { ConfinementError, type DescriptorAccess, PinnedDirectory } from '../../shared/confinement/index.js';
+import { extractAgentsMdGuidance, type AgentsMdGuidance } from '../../shared/agents-md.js';
+import type { RegistryEntry } from '../../shared/dsl/conversational-definition.js';
+import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../../shared/policy/policy-set.js';
+import { openAuditStorage } from '../../shared/storage/audit-storage.js';
 import { discoverAgentSources, type DiscoveryResult, type SkippedSource } from './agent-discovery.js';
 import { collectPolicyFiles } from './policy-file-discovery.js';
 
@@ -12,7 +12,7 @@ import { collectPolicyFiles } from './policy-file-discovery.js';
 // invoked until restart. It is plain data (no descriptors wrapped in classes,
 // no functions) so pieces of it can be posted to worker threads.
 
-export type { AgentSummary } from '../shared/dsl/source-summary.js';
+export type { AgentSummary } from '../../shared/dsl/source-summary.js';
 
 export type AgentsMdSnapshot =
   | { present: true; bytes: number; text: string; guidance: AgentsMdGuidance | null }

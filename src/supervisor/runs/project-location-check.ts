@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import { escapeToOneLine } from '../shared/text/one-line-text.js';
-import type { OperatorLog } from './operator-log.js';
+import { escapeToOneLine } from '../../shared/text/one-line-text.js';
+import type { OperatorLog } from '../operator/operator-log.js';
 
 // An invocation hands back an audit reference whose `path` is built from the
 // project's path at startup, while its journal is written through the project

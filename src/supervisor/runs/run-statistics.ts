@@ -1,4 +1,4 @@
-import type { OperatorLog } from './operator-log.js';
+import type { OperatorLog } from '../operator/operator-log.js';
 
 // What an operator reads at a glance (docs/running.md, "The summary"): runs by
 // outcome and reason, p50/p99 duration, the capacity high-water mark, refusals

@@ -1,6 +1,6 @@
 import pTimeout from 'p-timeout';
-import type { RunOwnerTable } from './run-owners.js';
-import type { OperatorLog } from './operator-log.js';
+import type { RunOwnerTable } from '../runs/run-owners.js';
+import type { OperatorLog } from '../operator/operator-log.js';
 
 // The client closing standard input (or the pipe breaking), SIGINT, SIGTERM and
 // SIGHUP all end the process through the same steps (SIGHUP is what a closing

@@ -4,7 +4,7 @@
 // started after it (with small young generations). Its effect on the soak's peak RSS and call
 // rate is in docs/benchmarks.md.
 import v8 from 'node:v8';
-import { loadKoffi } from '../shared/confinement/index.js';
+import { loadKoffi } from '../../shared/confinement/index.js';
 
 /** Asks V8 to favour a small heap over allocation speed, process-wide; call before the worker threads start. */
 export function preferSmallHeaps(): void {

@@ -1,8 +1,8 @@
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import pTimeout from 'p-timeout';
 import type { Piscina } from 'piscina';
-import { JournalHandover } from '../shared/journal/journal-handover.js';
-import type { AuditReference, InvokeOutcome, InvokeTask, ProviderNote, RunDefinition, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
+import { JournalHandover } from '../../shared/journal/journal-handover.js';
+import type { AuditReference, InvokeOutcome, InvokeTask, ProviderNote, RunDefinition, RunPhase, WorkerNotice } from '../../shared/worker-protocol.js';
 import type { ClaimOutcome } from './unstarted-run-finaliser.js';
 
 // The run owner table: one entry per live invocation, kept until that run's
