@@ -25,7 +25,7 @@ function row(kind: ProviderKind): string {
   const limit = p.tokenLimit.chosen
     ? `${code(defaultTokenLimitParameter(kind, p.defaultBaseUrl))} at the default URL`
     : `${code('max_tokens')}, always`;
-  return `| ${p.title} | ${code(kind)} | ${set} | ${optional} | ${WIRE_FORMATS[p.wire].title} | ${limit} |`;
+  return `| ${p.title} | ${code(kind)} | ${set} | ${optional} | [${WIRE_FORMATS[p.wire].title}](${WIRE_FORMATS[p.wire].reference}) | ${limit} |`;
 }
 
 /** The section of docs/providers.md written from the declarations, markers included. */
