@@ -1,18 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  DEFAULT_ANTHROPIC_BASE_URL,
-  DEFAULT_ANTHROPIC_MODEL,
-  DEFAULT_OPENAI_BASE_URL,
-  DEFAULT_OPENAI_MODEL,
-  DEFAULT_OPENROUTER_BASE_URL,
-  DEFAULT_OPENROUTER_MODEL,
   bypassesProxy,
   describeProvider,
   PROVIDER_ENVIRONMENT_VARIABLES,
   providerFromEnvironment,
   type ProviderConfig,
 } from '../src/shared/provider/provider-config.js';
+import { PROVIDERS } from '../src/shared/provider/provider-kinds.js';
 
 function selected(env: NodeJS.ProcessEnv): ProviderConfig {
   const result = providerFromEnvironment(env);
@@ -43,9 +38,9 @@ describe('provider selection from the environment', () => {
   it('OpenAI key alone: default base URL and model', () => {
     assert.deepEqual(selected({ OPENAI_API_KEY: 'sk-one' }), {
       kind: 'openai',
-      baseUrl: DEFAULT_OPENAI_BASE_URL,
+      baseUrl: PROVIDERS.openai.defaultBaseUrl,
       baseUrlVariable: 'OPENAI_BASE_URL',
-      model: DEFAULT_OPENAI_MODEL,
+      model: PROVIDERS.openai.defaultModel,
       modelVariable: 'CHAT_MODEL',
       apiKey: 'sk-one',
       keyVariable: 'OPENAI_API_KEY',
@@ -73,9 +68,9 @@ describe('provider selection from the environment', () => {
   it('OpenRouter key alone: its base URL and default model, with overrides', () => {
     assert.deepEqual(selected({ OPENROUTER_API_KEY: 'or-key' }), {
       kind: 'openrouter',
-      baseUrl: DEFAULT_OPENROUTER_BASE_URL,
+      baseUrl: PROVIDERS.openrouter.defaultBaseUrl,
       baseUrlVariable: 'OPENROUTER_BASE_URL',
-      model: DEFAULT_OPENROUTER_MODEL,
+      model: PROVIDERS.openrouter.defaultModel,
       modelVariable: 'CHAT_MODEL',
       apiKey: 'or-key',
       keyVariable: 'OPENROUTER_API_KEY',
@@ -91,9 +86,9 @@ describe('provider selection from the environment', () => {
   it('Anthropic key alone: ANTHROPIC_MODEL before CHAT_MODEL before the default', () => {
     assert.deepEqual(selected({ ANTHROPIC_API_KEY: 'ak' }), {
       kind: 'anthropic',
-      baseUrl: DEFAULT_ANTHROPIC_BASE_URL,
+      baseUrl: PROVIDERS.anthropic.defaultBaseUrl,
       baseUrlVariable: 'ANTHROPIC_BASE_URL',
-      model: DEFAULT_ANTHROPIC_MODEL,
+      model: PROVIDERS.anthropic.defaultModel,
       modelVariable: 'ANTHROPIC_MODEL',
       apiKey: 'ak',
       keyVariable: 'ANTHROPIC_API_KEY',
@@ -158,19 +153,19 @@ describe('provider selection from the environment', () => {
   it('describeProvider names the wire format, base URL and model, never the key', () => {
     const key = 'sk-very-secret-key-123';
     const openai = describeProvider(selected({ OPENAI_API_KEY: key, OPENAI_BASE_URL: 'http://127.0.0.1:4000/v1' }));
-    assert.equal(openai, `openai-compatible http://127.0.0.1:4000/v1 model ${DEFAULT_OPENAI_MODEL}`);
+    assert.equal(openai, `openai-compatible http://127.0.0.1:4000/v1 model ${PROVIDERS.openai.defaultModel}`);
     assert.ok(!openai.includes(key));
-    assert.equal(describeProvider(selected({ OPENAI_BASE_URL: 'http://127.0.0.1:4000/v1' })), `openai-compatible http://127.0.0.1:4000/v1 model ${DEFAULT_OPENAI_MODEL} (no key)`);
-    assert.equal(describeProvider(selected({ ANTHROPIC_API_KEY: key })), `anthropic-messages ${DEFAULT_ANTHROPIC_BASE_URL} model ${DEFAULT_ANTHROPIC_MODEL}`);
-    assert.equal(describeProvider(selected({ OPENROUTER_API_KEY: key })), `openrouter ${DEFAULT_OPENROUTER_BASE_URL} model ${DEFAULT_OPENROUTER_MODEL}`);
+    assert.equal(describeProvider(selected({ OPENAI_BASE_URL: 'http://127.0.0.1:4000/v1' })), `openai-compatible http://127.0.0.1:4000/v1 model ${PROVIDERS.openai.defaultModel} (no key)`);
+    assert.equal(describeProvider(selected({ ANTHROPIC_API_KEY: key })), `anthropic-messages ${PROVIDERS.anthropic.defaultBaseUrl} model ${PROVIDERS.anthropic.defaultModel}`);
+    assert.equal(describeProvider(selected({ OPENROUTER_API_KEY: key })), `openrouter ${PROVIDERS.openrouter.defaultBaseUrl} model ${PROVIDERS.openrouter.defaultModel}`);
   });
 });
 
 describe('defaults, output limit, token-limit parameter, Azure and proxies', () => {
   it('defaults are models the providers list as current (checked 2026-11-30), not the retiring ones', () => {
-    assert.equal(DEFAULT_OPENAI_MODEL, 'gpt-5.4-mini');
-    assert.equal(DEFAULT_OPENROUTER_MODEL, 'openai/gpt-5.4-mini');
-    assert.equal(DEFAULT_ANTHROPIC_MODEL, 'claude-sonnet-4-6');
+    assert.equal(PROVIDERS.openai.defaultModel, 'gpt-5.4-mini');
+    assert.equal(PROVIDERS.openrouter.defaultModel, 'openai/gpt-5.4-mini');
+    assert.equal(PROVIDERS.anthropic.defaultModel, 'claude-sonnet-4-6');
   });
 
   it('max_completion_tokens for OpenAI and Azure OpenAI, max_tokens for every other compatible server', () => {

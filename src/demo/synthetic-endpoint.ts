@@ -22,6 +22,7 @@
 
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { WireFormat } from '../shared/provider/provider-kinds.js';
 
 export const DEFAULT_ANSWER = 'Hello from the synthetic endpoint.';
 export const SECRET_ANSWER = 'Here is the secret you asked for: the launch code is 0000.';
@@ -30,8 +31,6 @@ const MAX_WAIT_MS = 600_000;
 const REQUEST_BODY_MAX_BYTES = 8 * 1024 * 1024;
 /** The modes this module answers itself; `delay` and `hold` wait first, then answer the fixed text. */
 const OWN_MODES = ['fixed', 'echo', 'delay', 'hold', 'secret'];
-
-export type WireFormat = 'openai' | 'anthropic';
 
 export interface ReceivedRequest {
   id: number;
@@ -160,44 +159,67 @@ function requestModel(body: unknown): string {
   return typeof model === 'string' ? model : 'synthetic-model';
 }
 
+/** How the endpoint speaks one wire format: which POST paths it answers, and a complete answer. */
+interface WireSimulation {
+  /** Any POST path ending so is answered in this wire format. */
+  pathSuffix: string;
+  /** A complete answer with the given text (or a proposed tool call). */
+  completion(id: number, model: string, prompt: string, text: string, withToolCall: boolean): unknown;
+}
+
+// One simulation per wire format: a wire format the endpoint cannot speak does not compile.
+const WIRE_SIMULATIONS = {
+  'openai-chat': {
+    pathSuffix: '/chat/completions',
+    completion: (id, model, prompt, text, withToolCall) => {
+      const message: Record<string, unknown> = { role: 'assistant', content: withToolCall ? null : text };
+      if (withToolCall) {
+        message.tool_calls = [
+          {
+            id: `call_synthetic_${id}`,
+            type: 'function',
+            function: { name: SYNTHETIC_TOOL_NAME, arguments: JSON.stringify({ command: 'ls -la' }) },
+          },
+        ];
+      }
+      const completionTokens = approximateTokens(text);
+      const promptTokens = approximateTokens(prompt);
+      return {
+        id: `chatcmpl-synthetic-${id}`,
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model,
+        choices: [{ index: 0, message, logprobs: null, finish_reason: withToolCall ? 'tool_calls' : 'stop' }],
+        usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
+      };
+    },
+  },
+  'anthropic-messages': {
+    pathSuffix: '/messages',
+    completion: (id, model, prompt, text, withToolCall) => {
+      const content: unknown[] = [{ type: 'text', text }];
+      if (withToolCall) {
+        content.push({ type: 'tool_use', id: `toolu_synthetic_${id}`, name: SYNTHETIC_TOOL_NAME, input: { command: 'ls -la' } });
+      }
+      return {
+        id: `msg_synthetic_${id}`,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content,
+        stop_reason: withToolCall ? 'tool_use' : 'end_turn',
+        stop_sequence: null,
+        usage: { input_tokens: approximateTokens(prompt), output_tokens: approximateTokens(text) },
+      };
+    },
+  },
+} satisfies Record<WireFormat, WireSimulation>;
+
+const WIRE_FORMAT_NAMES = Object.keys(WIRE_SIMULATIONS) as WireFormat[];
+
 /** A complete answer in the wire format, with the given text (or a proposed tool call). */
 export function completionBody(format: WireFormat, id: number, model: string, prompt: string, text: string, withToolCall: boolean): unknown {
-  if (format === 'anthropic') {
-    const content: unknown[] = [{ type: 'text', text }];
-    if (withToolCall) {
-      content.push({ type: 'tool_use', id: `toolu_synthetic_${id}`, name: SYNTHETIC_TOOL_NAME, input: { command: 'ls -la' } });
-    }
-    return {
-      id: `msg_synthetic_${id}`,
-      type: 'message',
-      role: 'assistant',
-      model,
-      content,
-      stop_reason: withToolCall ? 'tool_use' : 'end_turn',
-      stop_sequence: null,
-      usage: { input_tokens: approximateTokens(prompt), output_tokens: approximateTokens(text) },
-    };
-  }
-  const message: Record<string, unknown> = { role: 'assistant', content: withToolCall ? null : text };
-  if (withToolCall) {
-    message.tool_calls = [
-      {
-        id: `call_synthetic_${id}`,
-        type: 'function',
-        function: { name: SYNTHETIC_TOOL_NAME, arguments: JSON.stringify({ command: 'ls -la' }) },
-      },
-    ];
-  }
-  const completionTokens = approximateTokens(text);
-  const promptTokens = approximateTokens(prompt);
-  return {
-    id: `chatcmpl-synthetic-${id}`,
-    object: 'chat.completion',
-    created: Math.floor(Date.now() / 1000),
-    model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: withToolCall ? 'tool_calls' : 'stop' }],
-    usage: { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens },
-  };
+  return WIRE_SIMULATIONS[format].completion(id, model, prompt, text, withToolCall);
 }
 
 /** Waits ms milliseconds, or less when `cancelled` resolves first. */
@@ -328,15 +350,12 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
       control(req, res, path);
       return;
     }
-    const format: WireFormat | undefined =
-      req.method !== 'POST' ? undefined
-      : path.endsWith('/chat/completions') ? 'openai'
-      : path.endsWith('/messages') ? 'anthropic'
-      : undefined;
+    const format = req.method === 'POST' ? WIRE_FORMAT_NAMES.find((wire) => path.endsWith(WIRE_SIMULATIONS[wire].pathSuffix)) : undefined;
     if (format === undefined) {
       req.resume();
       res.writeHead(404, { 'Content-Type': 'application/json', Connection: 'close' });
-      res.end(JSON.stringify({ error: { message: `no such endpoint: ${req.method} ${path} (allowed: POST .../chat/completions, POST .../messages)` } }));
+      const allowed = WIRE_FORMAT_NAMES.map((wire) => `POST ...${WIRE_SIMULATIONS[wire].pathSuffix}`).join(', ');
+      res.end(JSON.stringify({ error: { message: `no such endpoint: ${req.method} ${path} (allowed: ${allowed})` } }));
       return;
     }
 

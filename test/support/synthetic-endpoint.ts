@@ -46,8 +46,8 @@ import {
   type ReceivedRequest,
   type SyntheticEndpoint,
   type SyntheticEndpointOptions,
-  type WireFormat,
 } from '../../src/demo/synthetic-endpoint.js';
+import type { WireFormat } from '../../src/shared/provider/provider-kinds.js';
 
 export { DEFAULT_ANSWER, SECRET_ANSWER, SYNTHETIC_TOOL_NAME, type ReceivedRequest, type SyntheticEndpoint, type SyntheticEndpointOptions } from '../../src/demo/synthetic-endpoint.js';
 
@@ -71,44 +71,92 @@ function directiveOptions(arg: string | undefined): Map<string, string> {
   return options;
 }
 
+/** The provider cases in one wire format, as its documentation shows them. */
+interface WireCases {
+  /** A complete answer whose finish value is `reason` (null: left out, or null where the field is required). */
+  withFinish(body: Record<string, unknown>, reason: string | null): unknown;
+  /** A refused answer: OpenAI's message.refusal (or a refusal content part), Anthropic's stop_reason "refusal". */
+  refusal(body: Record<string, unknown>, asPart: boolean): unknown;
+  /** The wire format's error object for an HTTP status. */
+  error(status: number, message: string, id: number): unknown;
+  /** The header its answers carry a request id in. */
+  requestIdHeader: string;
+  /** An error reported inside an HTTP 200 answer (choice-error, error-in-200). */
+  errorIn200(c: ModeContext): void;
+  /** Whether a reasoning model behind this wire format refuses the body's output-limit field. */
+  refusesLimitField(body: Record<string, unknown>): boolean;
+}
+
+// One set of cases per wire format: a wire format the endpoint cannot simulate does not compile.
+const WIRE_CASES = {
+  'openai-chat': {
+    withFinish: (body, reason) => {
+      const choice = (body.choices as Record<string, unknown>[])[0]!;
+      if (reason === null) delete choice.finish_reason;
+      else choice.finish_reason = reason;
+      return body;
+    },
+    refusal: (body, asPart) => {
+      const choice = (body.choices as Record<string, unknown>[])[0]!;
+      choice.message = asPart
+        ? { role: 'assistant', content: [{ type: 'refusal', refusal: PARTIAL_MODEL_TEXT }], refusal: null }
+        : { role: 'assistant', content: null, refusal: PARTIAL_MODEL_TEXT };
+      return body;
+    },
+    error: (status, message) => {
+      const code = status === 404 ? 'model_not_found' : status === 429 ? 'rate_limit_exceeded' : null;
+      const type = status >= 500 ? 'server_error' : 'invalid_request_error';
+      return { error: { message, type, param: null, code } };
+    },
+    requestIdHeader: 'x-request-id',
+    errorIn200: (c) => {
+      // OpenRouter's shapes: a top-level error object, or a choice that failed mid-generation.
+      const error = { code: 502, message: PROVIDER_ERROR_TEXT, metadata: { provider_name: 'synthetic' } };
+      const body =
+        c.mode === 'error-in-200'
+          ? { error }
+          : { ...(completionBody('openai-chat', c.record.id, c.model, c.prompt, '', false) as object), choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'error', error }] };
+      c.send(200, JSON.stringify(body), { [requestIdHeader(c.record)]: `gen-synthetic-${c.record.id}` });
+    },
+    refusesLimitField: (body) => 'max_tokens' in body,
+  },
+  'anthropic-messages': {
+    withFinish: (body, reason) => ({ ...body, stop_reason: reason }),
+    refusal: (body) => ({ ...body, stop_reason: 'refusal' }),
+    error: (status, message, id) => {
+      const type =
+        status === 429 ? 'rate_limit_error'
+        : status === 529 ? 'overloaded_error'
+        : status === 404 ? 'not_found_error'
+        : status === 401 ? 'authentication_error'
+        : status >= 500 ? 'api_error'
+        : 'invalid_request_error';
+      return { type: 'error', error: { type, message }, request_id: `req_synthetic_${id}` };
+    },
+    requestIdHeader: 'request-id',
+    errorIn200: (c) => {
+      c.send(200, JSON.stringify(WIRE_CASES['anthropic-messages'].error(c.mode === 'choice-error' ? 500 : 529, PROVIDER_ERROR_TEXT, c.record.id)));
+    },
+    // Anthropic's output limit is always max_tokens.
+    refusesLimitField: () => false,
+  },
+} satisfies Record<WireFormat, WireCases>;
+
 function finishBody(format: WireFormat, id: number, model: string, arg: string | undefined, fixedAnswer: string): unknown {
   const [value, flag] = (arg ?? 'length').split(',') as [string, string | undefined];
   const complete = COMPLETE_FINISH_VALUES.has(value);
   const text = complete ? fixedAnswer : flag === 'empty' ? '' : PARTIAL_MODEL_TEXT;
   const body = completionBody(format, id, model, '', text, false) as Record<string, unknown>;
-  const reason = value === 'none' ? null : value;
-  if (format === 'anthropic') return { ...body, stop_reason: reason };
-  const choice = (body.choices as Record<string, unknown>[])[0]!;
-  if (reason === null) delete choice.finish_reason;
-  else choice.finish_reason = reason;
-  return body;
+  return WIRE_CASES[format].withFinish(body, value === 'none' ? null : value);
 }
 
 function refusalBody(format: WireFormat, id: number, model: string, asPart: boolean): unknown {
-  const body = completionBody(format, id, model, '', PARTIAL_MODEL_TEXT, false) as Record<string, unknown>;
-  if (format === 'anthropic') return { ...body, stop_reason: 'refusal' };
-  const choice = (body.choices as Record<string, unknown>[])[0]!;
-  choice.message = asPart
-    ? { role: 'assistant', content: [{ type: 'refusal', refusal: PARTIAL_MODEL_TEXT }], refusal: null }
-    : { role: 'assistant', content: null, refusal: PARTIAL_MODEL_TEXT };
-  return body;
+  return WIRE_CASES[format].refusal(completionBody(format, id, model, '', PARTIAL_MODEL_TEXT, false) as Record<string, unknown>, asPart);
 }
 
 /** The wire format's error object: OpenAI {error: {message, type, code}}, Anthropic {type: "error", error, request_id}. */
 function errorBody(format: WireFormat, status: number, message: string, id: number): unknown {
-  if (format === 'anthropic') {
-    const type =
-      status === 429 ? 'rate_limit_error'
-      : status === 529 ? 'overloaded_error'
-      : status === 404 ? 'not_found_error'
-      : status === 401 ? 'authentication_error'
-      : status >= 500 ? 'api_error'
-      : 'invalid_request_error';
-    return { type: 'error', error: { type, message }, request_id: `req_synthetic_${id}` };
-  }
-  const code = status === 404 ? 'model_not_found' : status === 429 ? 'rate_limit_exceeded' : null;
-  const type = status >= 500 ? 'server_error' : 'invalid_request_error';
-  return { error: { message, type, param: null, code } };
+  return WIRE_CASES[format].error(status, message, id);
 }
 
 /** The key the request carried: the Bearer token of Authorization, or x-api-key. */
@@ -126,7 +174,7 @@ function splitByNewline(key: string): string {
 }
 
 function requestIdHeader(record: ReceivedRequest): string {
-  return record.format === 'anthropic' ? 'request-id' : 'x-request-id';
+  return WIRE_CASES[record.format].requestIdHeader;
 }
 
 /** A valid completion whose text fills `size` bytes; no Content-Length, so only a running cap can stop it. */
@@ -178,16 +226,7 @@ async function sendDrip(c: ModeContext, text: string, pauseMs: number): Promise<
 }
 
 const providerError: ModeHandler = (c) => {
-  if (c.record.format === 'anthropic') {
-    c.send(200, JSON.stringify(errorBody('anthropic', c.mode === 'choice-error' ? 500 : 529, PROVIDER_ERROR_TEXT, c.record.id)));
-    return 'answered';
-  }
-  const error = { code: 502, message: PROVIDER_ERROR_TEXT, metadata: { provider_name: 'synthetic' } };
-  const body =
-    c.mode === 'error-in-200'
-      ? { error }
-      : { ...(completionBody('openai', c.record.id, c.model, c.prompt, '', false) as object), choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'error', error }] };
-  c.send(200, JSON.stringify(body), { [requestIdHeader(c.record)]: `gen-synthetic-${c.record.id}` });
+  WIRE_CASES[c.record.format].errorIn200(c);
   return 'answered';
 };
 
@@ -230,7 +269,7 @@ export const TEST_MODES: Readonly<Record<string, ModeHandler>> = {
   },
   'reasoning-model': (c) => {
     const body = c.record.body as Record<string, unknown>;
-    if (c.record.format === 'anthropic' || !('max_tokens' in body)) return 'normal';
+    if (!WIRE_CASES[c.record.format].refusesLimitField(body)) return 'normal';
     const error = {
       message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
       type: 'invalid_request_error',

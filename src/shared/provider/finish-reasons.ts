@@ -18,14 +18,13 @@
 // A value the table does not name is `unknown`; the provider's own spelling of it goes to standard
 // error only (normalizeFinish), since a provider can put any text there.
 
+import type { WireFormat } from './provider-kinds.js';
+
 export type FinishReason = 'complete' | 'truncated' | 'refused' | 'filtered' | 'tool_use' | 'error' | 'unknown';
 
 export const FINISH_REASONS: readonly FinishReason[] = ['complete', 'truncated', 'refused', 'filtered', 'tool_use', 'error', 'unknown'];
 
-export type WireFormat = 'openai-chat' | 'anthropic-messages';
-
-interface FinishRow {
-  wire: WireFormat;
+interface FinishMapping {
   /** The provider's value; null stands for a missing or null field. */
   raw: string | null;
   finish: FinishReason;
@@ -33,24 +32,38 @@ interface FinishRow {
   explanation: string;
 }
 
+interface FinishRow extends FinishMapping {
+  wire: WireFormat;
+}
+
 const CUT_AT_OUTPUT_LIMIT = 'the answer was cut off at the output token limit';
 
-export const FINISH_TABLE: readonly FinishRow[] = [
-  { wire: 'openai-chat', raw: 'stop', finish: 'complete', explanation: 'the model finished its answer' },
-  { wire: 'openai-chat', raw: null, finish: 'complete', explanation: 'the server gave no finish reason (a local server); treated as finished' },
-  { wire: 'openai-chat', raw: 'length', finish: 'truncated', explanation: `${CUT_AT_OUTPUT_LIMIT} (a reasoning model may have spent it all on thinking)` },
-  { wire: 'openai-chat', raw: 'content_filter', finish: 'filtered', explanation: "the provider's content filter withheld or cut the answer" },
-  { wire: 'openai-chat', raw: 'tool_calls', finish: 'tool_use', explanation: 'the model proposed a tool call' },
-  { wire: 'openai-chat', raw: 'function_call', finish: 'tool_use', explanation: 'the model proposed a function call' },
-  { wire: 'openai-chat', raw: 'error', finish: 'error', explanation: 'the provider reported an error while generating the answer' },
-  { wire: 'anthropic-messages', raw: 'end_turn', finish: 'complete', explanation: 'the model finished its answer' },
-  { wire: 'anthropic-messages', raw: 'stop_sequence', finish: 'complete', explanation: 'the model reached a stop sequence' },
-  { wire: 'anthropic-messages', raw: 'max_tokens', finish: 'truncated', explanation: CUT_AT_OUTPUT_LIMIT },
-  { wire: 'anthropic-messages', raw: 'model_context_window_exceeded', finish: 'truncated', explanation: "the answer was cut off at the model's context window" },
-  { wire: 'anthropic-messages', raw: 'pause_turn', finish: 'truncated', explanation: 'the provider paused the turn before the answer was finished' },
-  { wire: 'anthropic-messages', raw: 'refusal', finish: 'refused', explanation: 'the model refused to answer' },
-  { wire: 'anthropic-messages', raw: 'tool_use', finish: 'tool_use', explanation: 'the model proposed a tool call' },
-];
+// One list per wire format: a wire format without its list does not compile.
+const FINISH_MAPS = {
+  'openai-chat': [
+    { raw: 'stop', finish: 'complete', explanation: 'the model finished its answer' },
+    { raw: null, finish: 'complete', explanation: 'the server gave no finish reason (a local server); treated as finished' },
+    { raw: 'length', finish: 'truncated', explanation: `${CUT_AT_OUTPUT_LIMIT} (a reasoning model may have spent it all on thinking)` },
+    { raw: 'content_filter', finish: 'filtered', explanation: "the provider's content filter withheld or cut the answer" },
+    { raw: 'tool_calls', finish: 'tool_use', explanation: 'the model proposed a tool call' },
+    { raw: 'function_call', finish: 'tool_use', explanation: 'the model proposed a function call' },
+    { raw: 'error', finish: 'error', explanation: 'the provider reported an error while generating the answer' },
+  ],
+  'anthropic-messages': [
+    { raw: 'end_turn', finish: 'complete', explanation: 'the model finished its answer' },
+    { raw: 'stop_sequence', finish: 'complete', explanation: 'the model reached a stop sequence' },
+    { raw: 'max_tokens', finish: 'truncated', explanation: CUT_AT_OUTPUT_LIMIT },
+    { raw: 'model_context_window_exceeded', finish: 'truncated', explanation: "the answer was cut off at the model's context window" },
+    { raw: 'pause_turn', finish: 'truncated', explanation: 'the provider paused the turn before the answer was finished' },
+    { raw: 'refusal', finish: 'refused', explanation: 'the model refused to answer' },
+    { raw: 'tool_use', finish: 'tool_use', explanation: 'the model proposed a tool call' },
+  ],
+} satisfies Record<WireFormat, readonly FinishMapping[]>;
+
+/** Every wire format's rows, in one list. */
+export const FINISH_TABLE: readonly FinishRow[] = (Object.keys(FINISH_MAPS) as WireFormat[]).flatMap((wire) =>
+  FINISH_MAPS[wire].map((mapping: FinishMapping) => ({ wire, ...mapping })),
+);
 
 const SHORT_IDENTIFIER = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 

@@ -1,5 +1,5 @@
 import type { FinishReason } from './finish-reasons.js';
-import type { ProviderKind } from './provider-config.js';
+import type { ProviderKind } from './provider-kinds.js';
 
 // The typed request and response that the journal hashes (as canonical JSON) and the providers translate.
 

@@ -1,31 +1,23 @@
 // Which model provider the server talks to, read once from the environment. This is the one place
-// that reads provider variables: PROVIDER_ENVIRONMENT_VARIABLES lists every name it reads, so the
-// rest of the server can hand a worker exactly those and nothing else.
+// that reads provider variables: PROVIDER_ENVIRONMENT_VARIABLES lists every name it reads. What
+// differs by provider (its variables, defaults and output-limit field) is declared once in
+// provider-kinds.ts; this module applies the rules below to those declarations.
 //
 // Selection rules:
-// - SYMBI_PROVIDER=openai|openrouter|anthropic picks one explicitly; its key must then be present
-//   (for openai, OPENAI_BASE_URL alone is enough, see below).
-// - Otherwise the first configured provider in the order OpenAI, OpenRouter, Anthropic wins.
+// - SYMBI_PROVIDER=<kind> picks one explicitly; its key must then be present (for a provider whose
+//   base URL alone configures it, as OpenAI's does, that is enough, see below).
+// - Otherwise the first configured provider in the table's order wins.
 // - OPENAI_BASE_URL without OPENAI_API_KEY configures the OpenAI-compatible provider with no
 //   Authorization header: local servers (Ollama, vLLM, LM Studio) need no key, and setting a base URL
 //   is an explicit choice of endpoint.
 // - Empty or blank variables count as unset.
-//
-// Default models (checked 2026-11-30 against the providers' model and deprecation pages):
-// gpt-5.4-mini for OpenAI (gpt-4o-mini is reported to shut down early in 2027, and
-// https://platform.openai.com/docs/deprecations names gpt-5.4-mini as the substitute for the mini
-// models it retires), openai/gpt-5.4-mini for
-// OpenRouter, claude-sonnet-4-6 for Anthropic (claude-sonnet-4-5 is deprecated and retires at the end
-// of November 2026 per https://platform.claude.com/docs/en/about-claude/model-deprecations).
-// Anthropic reads ANTHROPIC_MODEL, then CHAT_MODEL.
+// - A provider with several model variables (Anthropic: ANTHROPIC_MODEL, then CHAT_MODEL) reads the
+//   first one set.
 //
 // Output limit: the specification caps a response at 4,096 tokens; SYMBI_MAX_OUTPUT_TOKENS may lower
 // it (a vLLM server with a short context rejects a request asking for more than it can hold), never
-// raise it. The OpenAI wire format names the limit `max_completion_tokens` on OpenAI's own API and on
-// Azure OpenAI, where `max_tokens` is deprecated and refused by reasoning models (o-series, gpt-5
-// family; https://platform.openai.com/docs/api-reference/chat/create), and `max_tokens` on every
-// other OpenAI-compatible server (Ollama, vLLM, LM Studio, OpenRouter), which may not know the new
-// name. SYMBI_TOKEN_LIMIT_PARAMETER overrides the choice.
+// raise it. Where the provider's field name is chosen per endpoint (provider-kinds.ts),
+// SYMBI_TOKEN_LIMIT_PARAMETER overrides the default.
 //
 // Proxies: https_proxy / HTTPS_PROXY for an https base URL, http_proxy / HTTP_PROXY for an http one
 // (lower case first, as curl reads them), unless no_proxy / NO_PROXY names the host. Resolved once
@@ -33,13 +25,15 @@
 // Keys and proxy credentials never appear in any message this module produces.
 
 import { MAX_OUTPUT_TOKENS } from '../limits.js';
-
-export type ProviderKind = 'openai' | 'openrouter' | 'anthropic';
-
-/** The request field that carries the output limit on the OpenAI wire format. */
-export type TokenLimitParameter = 'max_tokens' | 'max_completion_tokens';
-
-export const TOKEN_LIMIT_PARAMETERS: readonly TokenLimitParameter[] = ['max_tokens', 'max_completion_tokens'];
+import {
+  defaultTokenLimitParameter,
+  isAzureHost,
+  PROVIDER_KINDS,
+  PROVIDERS,
+  TOKEN_LIMIT_PARAMETERS,
+  type ProviderKind,
+  type TokenLimitParameter,
+} from './provider-kinds.js';
 
 export interface ProxySetting {
   /** http(s) URL of the proxy; may hold credentials, so it is never shown (see shownProxy). */
@@ -61,26 +55,17 @@ export interface ProviderConfig {
   modelVariable: string;
   /** Output tokens asked for: MAX_OUTPUT_TOKENS unless SYMBI_MAX_OUTPUT_TOKENS lowers it. */
   maxOutputTokens: number;
-  /** OpenAI wire format only; Anthropic always sends max_tokens. */
+  /** Sent only by a provider whose field name is chosen per endpoint (provider-kinds.ts); the others always send max_tokens. */
   tokenLimitParameter: TokenLimitParameter;
   proxy: ProxySetting | null;
 }
 
 export type ProviderSelection = { ok: true; config: ProviderConfig } | { ok: false; message: string };
 
-export const PROVIDER_KINDS: readonly ProviderKind[] = ['openai', 'openrouter', 'anthropic'];
-
 /** Every environment variable this module reads, and nothing else does for the provider. */
 export const PROVIDER_ENVIRONMENT_VARIABLES: readonly string[] = [
   'SYMBI_PROVIDER',
-  'OPENAI_API_KEY',
-  'OPENAI_BASE_URL',
-  'CHAT_MODEL',
-  'OPENROUTER_API_KEY',
-  'OPENROUTER_BASE_URL',
-  'ANTHROPIC_API_KEY',
-  'ANTHROPIC_BASE_URL',
-  'ANTHROPIC_MODEL',
+  ...new Set(PROVIDER_KINDS.flatMap((kind) => [PROVIDERS[kind].keyVariable, PROVIDERS[kind].baseUrlVariable, ...PROVIDERS[kind].modelVariables])),
   'SYMBI_MAX_OUTPUT_TOKENS',
   'SYMBI_TOKEN_LIMIT_PARAMETER',
   'https_proxy',
@@ -90,13 +75,6 @@ export const PROVIDER_ENVIRONMENT_VARIABLES: readonly string[] = [
   'no_proxy',
   'NO_PROXY',
 ];
-
-export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
-export const DEFAULT_OPENROUTER_BASE_URL = 'https://openrouter.ai/api/v1';
-export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
-export const DEFAULT_OPENAI_MODEL = 'gpt-5.4-mini';
-export const DEFAULT_OPENROUTER_MODEL = 'openai/gpt-5.4-mini';
-export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-6';
 
 // Generous bounds that no real key or model name approaches; they keep hostile values out of headers and logs.
 const API_KEY_MAX_CHARS = 4096;
@@ -129,21 +107,13 @@ function checkModel(name: string, model: string): string {
   }
   // eslint-disable-next-line no-control-regex -- matching control characters is the point
   if (/[\u0000-\u001f\u007f]/.test(model)) {
-    throw new SelectionError(`${name} contains control characters (allowed: a plain model name such as ${DEFAULT_OPENAI_MODEL})`);
+    throw new SelectionError(`${name} contains control characters (allowed: a plain model name such as ${PROVIDERS.openai.defaultModel})`);
   }
   return model;
 }
 
-// Azure OpenAI and Azure AI Foundry hosts. Their v1 API (https://RESOURCE.openai.azure.com/openai/v1,
-// Bearer key, deployment name as the model) speaks the OpenAI wire format without api-version; the
-// older per-deployment URLs need an api-version query and a different path shape.
-// https://learn.microsoft.com/azure/ai-foundry/openai/api-version-lifecycle
-const AZURE_HOST_SUFFIXES = ['.openai.azure.com', '.cognitiveservices.azure.com', '.services.ai.azure.com'];
-
-function isAzureHost(hostname: string): boolean {
-  return AZURE_HOST_SUFFIXES.some((suffix) => hostname.endsWith(suffix));
-}
-
+// Azure's older per-deployment URLs need an api-version query and a different path shape than its
+// v1 API (provider-kinds.ts), which is the one this server speaks.
 function checkAzureRoute(name: string, url: URL): void {
   if (!isAzureHost(url.hostname)) return;
   const v1 = `${url.origin}/openai/v1`;
@@ -165,7 +135,7 @@ function checkBaseUrl(name: string, value: string): string {
   try {
     url = new URL(value);
   } catch {
-    throw new SelectionError(`${name} is not a valid URL (allowed: an http:// or https:// URL such as ${DEFAULT_OPENAI_BASE_URL})`);
+    throw new SelectionError(`${name} is not a valid URL (allowed: an http:// or https:// URL such as ${PROVIDERS.openai.defaultBaseUrl})`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new SelectionError(`${name} uses ${url.protocol.replace(/:$/, '')} (allowed: http or https)`);
@@ -190,13 +160,6 @@ function maxOutputTokens(env: NodeJS.ProcessEnv): number {
     );
   }
   return Number(value);
-}
-
-/** OpenAI's own API and Azure OpenAI take max_completion_tokens; other compatible servers take max_tokens. */
-export function defaultTokenLimitParameter(kind: ProviderKind, baseUrl: string): TokenLimitParameter {
-  if (kind !== 'openai') return 'max_tokens';
-  const host = new URL(baseUrl).hostname;
-  return host === 'api.openai.com' || isAzureHost(host) ? 'max_completion_tokens' : 'max_tokens';
 }
 
 function tokenLimitParameter(env: NodeJS.ProcessEnv, kind: ProviderKind, baseUrl: string): TokenLimitParameter {
@@ -280,11 +243,11 @@ function completeConfig(env: NodeJS.ProcessEnv, choice: ProviderChoice): Provide
 
 /** A complete configuration from the essentials, as the environment with no optional variables would give. */
 export function providerConfigFor(choice: Pick<ProviderConfig, 'kind' | 'baseUrl' | 'model' | 'apiKey'> & Partial<ProviderConfig>): ProviderConfig {
-  const keyVariable = choice.kind === 'openai' ? 'OPENAI_API_KEY' : choice.kind === 'openrouter' ? 'OPENROUTER_API_KEY' : 'ANTHROPIC_API_KEY';
+  const declared = PROVIDERS[choice.kind];
   return {
-    keyVariable,
-    baseUrlVariable: keyVariable.replace('_API_KEY', '_BASE_URL'),
-    modelVariable: choice.kind === 'anthropic' ? 'ANTHROPIC_MODEL' : 'CHAT_MODEL',
+    keyVariable: declared.keyVariable,
+    baseUrlVariable: declared.baseUrlVariable,
+    modelVariable: declared.modelVariables[0],
     maxOutputTokens: MAX_OUTPUT_TOKENS,
     tokenLimitParameter: defaultTokenLimitParameter(choice.kind, choice.baseUrl),
     proxy: null,
@@ -292,76 +255,53 @@ export function providerConfigFor(choice: Pick<ProviderConfig, 'kind' | 'baseUrl
   };
 }
 
-function openAiConfig(env: NodeJS.ProcessEnv): ProviderConfig {
-  const key = read(env, 'OPENAI_API_KEY');
-  return completeConfig(env, {
-    kind: 'openai',
-    baseUrl: checkBaseUrl('OPENAI_BASE_URL', read(env, 'OPENAI_BASE_URL') ?? DEFAULT_OPENAI_BASE_URL),
-    baseUrlVariable: 'OPENAI_BASE_URL',
-    model: checkModel('CHAT_MODEL', read(env, 'CHAT_MODEL') ?? DEFAULT_OPENAI_MODEL),
-    modelVariable: 'CHAT_MODEL',
-    apiKey: key === undefined ? '' : checkKey('OPENAI_API_KEY', key),
-    keyVariable: 'OPENAI_API_KEY',
-  });
+/** Whether the environment configures this provider: its key is set, or its base URL where that alone is enough. */
+function isConfigured(env: NodeJS.ProcessEnv, kind: ProviderKind): boolean {
+  const declared = PROVIDERS[kind];
+  return read(env, declared.keyVariable) !== undefined || (declared.keylessWithBaseUrl && read(env, declared.baseUrlVariable) !== undefined);
 }
 
-function openRouterConfig(env: NodeJS.ProcessEnv, key: string): ProviderConfig {
-  return completeConfig(env, {
-    kind: 'openrouter',
-    baseUrl: checkBaseUrl('OPENROUTER_BASE_URL', read(env, 'OPENROUTER_BASE_URL') ?? DEFAULT_OPENROUTER_BASE_URL),
-    baseUrlVariable: 'OPENROUTER_BASE_URL',
-    model: checkModel('CHAT_MODEL', read(env, 'CHAT_MODEL') ?? DEFAULT_OPENROUTER_MODEL),
-    modelVariable: 'CHAT_MODEL',
-    apiKey: checkKey('OPENROUTER_API_KEY', key),
-    keyVariable: 'OPENROUTER_API_KEY',
-  });
+/** What configures a provider, for a line saying it is not configured: "OPENROUTER_API_KEY", "OPENAI_API_KEY or OPENAI_BASE_URL". */
+function configuredBy(kind: ProviderKind, joiner: 'or' | 'nor'): string {
+  const declared = PROVIDERS[kind];
+  return declared.keylessWithBaseUrl ? `${declared.keyVariable} ${joiner} ${declared.baseUrlVariable}` : declared.keyVariable;
 }
 
-function anthropicConfig(env: NodeJS.ProcessEnv, key: string): ProviderConfig {
-  const modelVariable = read(env, 'ANTHROPIC_MODEL') !== undefined || read(env, 'CHAT_MODEL') === undefined ? 'ANTHROPIC_MODEL' : 'CHAT_MODEL';
+function configFor(env: NodeJS.ProcessEnv, kind: ProviderKind): ProviderConfig {
+  const declared = PROVIDERS[kind];
+  const key = read(env, declared.keyVariable);
+  const modelVariable = declared.modelVariables.find((name) => read(env, name) !== undefined) ?? declared.modelVariables[0];
   return completeConfig(env, {
-    kind: 'anthropic',
-    baseUrl: checkBaseUrl('ANTHROPIC_BASE_URL', read(env, 'ANTHROPIC_BASE_URL') ?? DEFAULT_ANTHROPIC_BASE_URL),
-    baseUrlVariable: 'ANTHROPIC_BASE_URL',
-    model: checkModel(modelVariable, read(env, modelVariable) ?? DEFAULT_ANTHROPIC_MODEL),
+    kind,
+    baseUrl: checkBaseUrl(declared.baseUrlVariable, read(env, declared.baseUrlVariable) ?? declared.defaultBaseUrl),
+    baseUrlVariable: declared.baseUrlVariable,
+    model: checkModel(modelVariable, read(env, modelVariable) ?? declared.defaultModel),
     modelVariable,
-    apiKey: checkKey('ANTHROPIC_API_KEY', key),
-    keyVariable: 'ANTHROPIC_API_KEY',
+    apiKey: key === undefined ? '' : checkKey(declared.keyVariable, key),
+    keyVariable: declared.keyVariable,
   });
 }
 
 function select(env: NodeJS.ProcessEnv): ProviderConfig {
   const explicit = read(env, 'SYMBI_PROVIDER');
-  const openAiConfigured = read(env, 'OPENAI_API_KEY') !== undefined || read(env, 'OPENAI_BASE_URL') !== undefined;
-  const openRouterKey = read(env, 'OPENROUTER_API_KEY');
-  const anthropicKey = read(env, 'ANTHROPIC_API_KEY');
-
   if (explicit !== undefined) {
-    const kind = explicit.toLowerCase();
-    if (kind === 'openai') {
-      if (!openAiConfigured) {
-        throw new SelectionError('SYMBI_PROVIDER=openai but neither OPENAI_API_KEY nor OPENAI_BASE_URL is set');
-      }
-      return openAiConfig(env);
+    const kind = PROVIDER_KINDS.find((k) => k === explicit.toLowerCase());
+    if (kind === undefined) {
+      const shown = explicit.length > 40 || !/^[\x20-\x7e]+$/.test(explicit) ? 'an unrecognised value' : `"${explicit}"`;
+      throw new SelectionError(`SYMBI_PROVIDER is ${shown} (allowed: ${PROVIDER_KINDS.join(', ')})`);
     }
-    if (kind === 'openrouter') {
-      if (openRouterKey === undefined) throw new SelectionError('SYMBI_PROVIDER=openrouter but OPENROUTER_API_KEY is not set');
-      return openRouterConfig(env, openRouterKey);
+    if (!isConfigured(env, kind)) {
+      const missing = PROVIDERS[kind].keylessWithBaseUrl ? `neither ${configuredBy(kind, 'nor')} is set` : `${configuredBy(kind, 'or')} is not set`;
+      throw new SelectionError(`SYMBI_PROVIDER=${kind} but ${missing}`);
     }
-    if (kind === 'anthropic') {
-      if (anthropicKey === undefined) throw new SelectionError('SYMBI_PROVIDER=anthropic but ANTHROPIC_API_KEY is not set');
-      return anthropicConfig(env, anthropicKey);
-    }
-    const shown = explicit.length > 40 || !/^[\x20-\x7e]+$/.test(explicit) ? 'an unrecognised value' : `"${explicit}"`;
-    throw new SelectionError(`SYMBI_PROVIDER is ${shown} (allowed: ${PROVIDER_KINDS.join(', ')})`);
+    return configFor(env, kind);
   }
 
-  if (openAiConfigured) return openAiConfig(env);
-  if (openRouterKey !== undefined) return openRouterConfig(env, openRouterKey);
-  if (anthropicKey !== undefined) return anthropicConfig(env, anthropicKey);
-  throw new SelectionError(
-    'no model provider is configured (set OPENAI_API_KEY or OPENAI_BASE_URL, OPENROUTER_API_KEY, or ANTHROPIC_API_KEY; SYMBI_PROVIDER picks one)',
-  );
+  const kind = PROVIDER_KINDS.find((k) => isConfigured(env, k));
+  if (kind !== undefined) return configFor(env, kind);
+  const choices = PROVIDER_KINDS.map((k) => configuredBy(k, 'or'));
+  const listed = choices.length > 1 ? `${choices.slice(0, -1).join(', ')}, or ${choices.at(-1)}` : choices.join('');
+  throw new SelectionError(`no model provider is configured (set ${listed}; SYMBI_PROVIDER picks one)`);
 }
 
 /** Chooses the provider from the environment, or says in one line why none can be used. */
@@ -374,15 +314,9 @@ export function providerFromEnvironment(env: NodeJS.ProcessEnv): ProviderSelecti
   }
 }
 
-const WIRE_NAMES: Record<ProviderKind, string> = {
-  openai: 'openai-compatible',
-  openrouter: 'openrouter',
-  anthropic: 'anthropic-messages',
-};
-
 /** One line for operators, e.g. "openai-compatible http://127.0.0.1:4000/v1 model gpt-5.4-mini". Never the key. */
 export function describeProvider(config: ProviderConfig): string {
   const keyNote = config.apiKey === '' ? ' (no key)' : '';
   const proxyNote = config.proxy === null ? '' : ` via proxy ${shownProxy(config.proxy)} (${config.proxy.variable})`;
-  return `${WIRE_NAMES[config.kind]} ${config.baseUrl} model ${config.model}${keyNote}${proxyNote}`;
+  return `${PROVIDERS[config.kind].shownAs} ${config.baseUrl} model ${config.model}${keyNote}${proxyNote}`;
 }

@@ -16,6 +16,8 @@
 // (encodedSpellings). A transform no one anticipated (a key cut into pieces and reordered,
 // encrypted, spelled out in words) no filter can find: docs/limits.md says so.
 
+import { KEY_VARIABLES } from '../provider/provider-kinds.js';
+
 export const REDACTED = '[redacted]';
 const KEY_SHAPED = /\b(sk|rk|pk)-[A-Za-z0-9_-]{8,}/g;
 const BEARER_TOKEN = /\bBearer\s+\S+/gi;
@@ -297,9 +299,6 @@ export function containsSecret(text: string, secrets: readonly string[]): boolea
 }
 
 const MAY_NEED_FOLDING = /[%\u0080-\uffff]/;
-
-/** The key variables a provider can be configured with (provider-config.ts reads one of them). */
-const KEY_VARIABLES = ['OPENAI_API_KEY', 'OPENROUTER_API_KEY', 'ANTHROPIC_API_KEY'];
 
 /**
  * The secrets configured in `env`: every provider key variable that is set (whichever provider

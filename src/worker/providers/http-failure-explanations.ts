@@ -1,11 +1,13 @@
 import type { ProviderConfig } from '../../shared/provider/provider-config.js';
+import { PROVIDERS } from '../../shared/provider/provider-kinds.js';
 
 // Our own words for each HTTP failure a provider can answer with. The provider's error text is never
 // used here: it can carry model output or an echo of the prompt, which must not reach the caller or
 // the journal unjudged. Statuses as documented by OpenAI
 // (https://platform.openai.com/docs/guides/error-codes), Anthropic
 // (https://platform.claude.com/docs/en/api/errors) and OpenRouter
-// (https://openrouter.ai/docs/api-reference/errors).
+// (https://openrouter.ai/docs/api-reference/errors). What differs by provider (its output-limit field,
+// the shape of its base URL) comes from its declaration in provider-kinds.ts.
 
 type Explainer = (config: ProviderConfig) => string;
 
@@ -13,15 +15,14 @@ const model = (config: ProviderConfig): string => `"${config.model}" (set by ${c
 
 const EXPLANATIONS: Record<number, Explainer> = {
   400: (c) =>
-    c.kind === 'anthropic'
-      ? `the provider refused the request as invalid (check the model ${model(c)})`
-      : `the provider refused the request as invalid (check the model ${model(c)} and the output limit field, sent as ${c.tokenLimitParameter}; SYMBI_TOKEN_LIMIT_PARAMETER changes it)`,
+    PROVIDERS[c.kind].tokenLimit.chosen
+      ? `the provider refused the request as invalid (check the model ${model(c)} and the output limit field, sent as ${c.tokenLimitParameter}; SYMBI_TOKEN_LIMIT_PARAMETER changes it)`
+      : `the provider refused the request as invalid (check the model ${model(c)})`,
   401: (c) => (c.apiKey === '' ? `the provider wants a key and none was sent (set ${c.keyVariable})` : `the key in ${c.keyVariable} was refused`),
   402: (c) => `the account behind ${c.keyVariable} has insufficient credit`,
   403: (c) => `the key in ${c.keyVariable} may not use this model or endpoint, or the input was refused`,
   404: (c) =>
-    `model or URL not found: the model ${model(c)} does not exist there, or ${c.baseUrlVariable} is wrong ` +
-    (c.kind === 'anthropic' ? '(it is the origin, such as https://api.anthropic.com, without /v1)' : '(an OpenAI-compatible base URL usually ends in /v1)'),
+    `model or URL not found: the model ${model(c)} does not exist there, or ${c.baseUrlVariable} is wrong (${PROVIDERS[c.kind].baseUrlShape})`,
   408: () => 'the provider timed out waiting for the request',
   413: () => 'the request is larger than the provider accepts',
   422: () => 'the provider could not process the request',

@@ -1,5 +1,6 @@
 import { normalizeFinish, type FinishReason } from '../../shared/provider/finish-reasons.js';
-import type { ProviderConfig, TokenLimitParameter } from '../../shared/provider/provider-config.js';
+import type { ProviderConfig } from '../../shared/provider/provider-config.js';
+import type { TokenLimitParameter } from '../../shared/provider/provider-kinds.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared/provider/inference-types.js';
 import { explainHttpStatus } from './http-failure-explanations.js';
 import { ProviderError } from './provider-error.js';
@@ -102,7 +103,7 @@ export function parseOpenAiChatResponse(json: unknown, context: AnswerContext = 
 }
 
 /** One POST to the endpoint and its answer as the typed response; provider-chosen text for the operator goes to `operatorNotes`. */
-export async function callOpenAiCompatible(
+export async function callOpenAiChat(
   config: ProviderConfig,
   request: TypedInferenceRequest,
   signal: AbortSignal,

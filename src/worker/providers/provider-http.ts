@@ -7,6 +7,7 @@ import { shortIdentifier } from '../../shared/provider/finish-reasons.js';
 import { TYPED_RESPONSE_MAX_BYTES } from '../../shared/limits.js';
 import { packageVersion } from '../../shared/package-version.js';
 import type { ProxySetting } from '../../shared/provider/provider-config.js';
+import { REQUEST_ID_HEADERS } from '../../shared/provider/provider-kinds.js';
 import { redactKeys } from '../../shared/secrets/key-redaction.js';
 import { readCappedBody } from './capped-body.js';
 import { ProviderError, type ProviderErrorDetails } from './provider-error.js';
@@ -85,9 +86,9 @@ export function retryAfterMs(headers: IncomingHttpHeaders, now = Date.now()): nu
   return Number.isNaN(date) ? undefined : Math.min(RETRY_AFTER_MAX_MS, Math.max(0, date - now));
 }
 
-/** The request id a provider sends: x-request-id (OpenAI, OpenRouter), request-id (Anthropic), apim-request-id (Azure). */
+/** The request id a provider sends, in the first of the headers the providers declare (provider-kinds.ts) that holds one. */
 export function requestIdOf(headers: IncomingHttpHeaders): string | null {
-  for (const name of ['x-request-id', 'request-id', 'apim-request-id']) {
+  for (const name of REQUEST_ID_HEADERS) {
     const id = shortIdentifier(headerValue(headers, name));
     if (id !== null) return id;
   }

@@ -1,4 +1,4 @@
-import type { TokenLimitParameter } from '../../shared/provider/provider-config.js';
+import type { TokenLimitParameter } from '../../shared/provider/provider-kinds.js';
 import { ProviderError } from './provider-error.js';
 
 // Which provider failures are tried again, and after how long. One list, one place.
