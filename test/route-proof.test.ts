@@ -7,8 +7,8 @@ import path from 'node:path';
 import { makeProject, removeProject, tempDir } from './support/project.js';
 import { suiteScratch } from './support/suite-fixture.js';
 import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
-import { checkDescriptorAccess } from '../src/shared/confinement/index.js';
 import { namespaceSkip } from './support/mount-namespace.js';
+import { routeSkip } from './support/route-required.js';
 
 // An FFI route is proven in a child process before the server calls into it
 // (src/shared/confinement/route-proof.ts). These tests stand in for a wrong
@@ -326,8 +326,7 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
 });
 
 describe('a passed proof is remembered in the user cache directory, and only a private cache is trusted', () => {
-  const libc = checkDescriptorAccess({ SYMBI_CONFINEMENT_ROUTE: 'libc' });
-  const skip = libc.available ? undefined : `the libc route is not available here: ${libc.reason}`;
+  const skip = routeSkip('libc');
   let project: string;
 
   before(() => {
