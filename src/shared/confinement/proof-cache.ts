@@ -16,7 +16,8 @@ import type { RouteName } from './descriptor-route.js';
 // contents of /etc/ld.so.preload and the LD_PRELOAD, LD_AUDIT and
 // DYLD_INSERT_LIBRARIES variables. When any of these changes, the route is
 // proven again; when one cannot be read, nothing is remembered and the route is
-// proven at every start.
+// proven at every start. The ACL reader's proof is keyed the same way: its
+// calls go into the same C library, under the same preloads.
 //
 // The file lives in the user's cache directory ($XDG_CACHE_HOME, else
 // ~/.cache, then symbi-mcp/route-proofs.json). Another user who could write it
