@@ -18,6 +18,12 @@ import { repoRoot } from './support/server-entry.js';
 // macos-12, macos-11, ubuntu-20.04, ubuntu-18.04, windows-2019 (GitHub
 // changelog, runner image deprecation notices). A workflow naming one is refused.
 
+// FreeBSD releases past their end of life (freebsd.org/security, and the release
+// engineering schedule of 2024-07; docs/platform-support.md): a VM of one of them
+// tests a system nobody should run. 14.2 ended in September 2025, 14.3 in June 2026,
+// 15.0 in September 2026.
+const ENDED_FREEBSD_RELEASES = ['13.0', '13.1', '13.2', '13.3', '13.4', '13.5', '14.0', '14.1', '14.2', '14.3', '15.0'];
+
 const CURRENT_GITHUB_LABELS = ['ubuntu-24.04', 'ubuntu-24.04-arm', 'macos-15', 'macos-15-intel'];
 const RETIRED_GITHUB_LABELS = ['macos-13', 'macos-12', 'macos-11', 'macos-10.15', 'ubuntu-20.04', 'ubuntu-18.04', 'windows-2019'];
 
@@ -64,6 +70,22 @@ describe('the GitHub Actions workflow', () => {
     assert.deepEqual([...new Set(runnerLabels(text))].sort(), [...CURRENT_GITHUB_LABELS].sort(), 'the runners the jobs use');
     assert.match(text, /vmactions\/freebsd-vm@v1/);
     assert.match(text, /node: \[20, 22, 24\]/);
-    assert.equal(text.match(/^\s*(run: )?(sudo env "PATH=\$PATH" )?npm test$/gm)?.length, 3, 'npm test in each job: Linux, macOS, FreeBSD');
+    const runs = text.match(/^\s*(run: )?(sudo env "PATH=\$PATH" )?(SYMBI_TEST_REQUIRED_ROUTES=\S+ )?npm test$/gm) ?? [];
+    assert.equal(runs.length, 3, 'npm test in each job: Linux, macOS, FreeBSD');
+  });
+
+  it('fails the job when a route the platform must have fails, instead of skipping its suites', () => {
+    const text = fs.readFileSync(path.join(workflows, 'ci.yml'), 'utf8');
+    const required = [...text.matchAll(/^.*\bSYMBI_TEST_REQUIRED_ROUTES=(\S+) npm test$/gm)].map(([, routes]) => routes!.split(','));
+    assert.equal(required.length, 3, 'every npm test names the routes it requires');
+    // Linux has all three routes; macOS and FreeBSD have the libc walk only.
+    assert.deepEqual(required.map((routes) => [...routes].sort()), [['libc', 'openat2', 'proc'], ['libc'], ['libc']]);
+  });
+
+  it('runs FreeBSD on a release that is still supported', () => {
+    const text = fs.readFileSync(path.join(workflows, 'ci.yml'), 'utf8');
+    const releases = [...text.matchAll(/^\s*release:\s*"?([\d.]+)"?\s*$/gm)].map(([, release]) => release!);
+    assert.ok(releases.length > 0, 'the FreeBSD job names its release');
+    assert.deepEqual(releases.filter((release) => ENDED_FREEBSD_RELEASES.includes(release)), [], `FreeBSD ${releases.join(', ')}`);
   });
 });

@@ -2,15 +2,16 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { ROUTE_NAMES, type RouteName } from '../src/shared/confinement/descriptor-route.js';
-import { checkDescriptorAccess } from '../src/shared/confinement/index.js';
 import { repoRoot } from './support/server-entry.js';
 import { namespaceSkip } from './support/mount-namespace.js';
+import { routeSkip } from './support/route-required.js';
 
 // The confinement attacks, the symlink-swap race and the storage attacks, run
 // once per route with SYMBI_CONFINEMENT_ROUTE forcing it (the servers those
 // suites start inherit it; test/support/server.ts serverEnv). The fail-closed
 // tests per route are in descriptor-access.test.ts. A route this machine
-// cannot prove is skipped by name, with the self-test's reason.
+// cannot prove is skipped by name, with the self-test's reason, unless
+// SYMBI_TEST_REQUIRED_ROUTES names it (test/support/route-required.ts).
 
 const SUITES = ['test/confinement-attacks.test.ts', 'test/confinement-race.test.ts', 'test/audit-storage.test.ts'];
 const RACE_READS = '1500';
@@ -35,8 +36,7 @@ function runSuites(route: RouteName, withoutProc: boolean): void {
 
 describe('confinement suites once per route', () => {
   for (const route of ROUTE_NAMES) {
-    const access = checkDescriptorAccess({ SYMBI_CONFINEMENT_ROUTE: route });
-    const skip = access.available ? undefined : `route ${route} is not available on this machine: ${access.reason}`;
+    const skip = routeSkip(route);
     it(`route ${route}: attacks, race (${RACE_READS} reads) and storage attacks pass`, { skip }, () => runSuites(route, false));
   }
 });
@@ -46,8 +46,7 @@ describe('confinement suites once per route', () => {
 // not need /proc must refuse every attack there too.
 describe('confinement suites without /proc', { skip: namespaceSkip() }, () => {
   for (const route of ROUTE_NAMES.filter((name) => name !== 'proc')) {
-    const access = checkDescriptorAccess({ SYMBI_CONFINEMENT_ROUTE: route });
-    const skip = access.available ? undefined : `route ${route} is not available on this machine: ${access.reason}`;
+    const skip = routeSkip(route);
     it(`route ${route} with no /proc: attacks, race (${RACE_READS} reads) and storage attacks pass`, { skip }, () => runSuites(route, true));
   }
 });

@@ -4,11 +4,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
-import { checkDescriptorAccess, platformLabel } from '../src/shared/confinement/index.js';
+import { platformLabel } from '../src/shared/confinement/index.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv, type RunningServer, startServer, textOf, waitForStderr } from './support/server.js';
 import { inspect } from './support/journal.js';
 import { namespaceSkip } from './support/mount-namespace.js';
+import { routeSkip } from './support/route-required.js';
 
 // Project file confinement where /proc is missing or lies, made real: the
 // server runs in its own mount namespace with an empty tmpfs (or a forgery)
@@ -138,21 +139,37 @@ describe('without /proc (tmpfs over /proc in a private mount namespace)', { skip
 });
 
 // Each wrong constant breaks one thing the self-test proves; the route must then not serve.
+// What a wrong struct dirent offset reads depends on the platform's layout (the offsets are
+// in src/shared/confinement/libc-route.ts):
+// - glibc and musl: d_ino 0, d_off 8, d_reclen 16, d_type 18, d_name 19; no d_namlen.
+// - macOS with 64-bit inodes (xnu bsd/sys/dirent.h, __DARWIN_STRUCT_DIRENTRY, at
+//   apple-oss-distributions/xnu 8d741a5de7ff4191bf97d57b9f54c2f6d4a15585): d_ino u64 0,
+//   d_seekoff u64 8, d_reclen u16 16, d_namlen u16 18, d_type u8 20, d_name[1024] 21.
+// - FreeBSD 12 and later: d_fileno 0, d_off 8, d_reclen 16, d_type 18, d_pad0 19,
+//   d_namlen u16 20, d_pad1 22, d_name 24.
+const NAMLEN_DIFFERS = /a listing matches fs\.readdirSync byte for byte: EIO: readdir returned a record out of bounds \(d_namlen \d+ differs from the name's \d+ bytes\)/;
+const WRONG_NAME_OFFSET: RegExp =
+  process.platform === 'linux'
+    ? // Offset 20 is the name's second byte: names come back without their first.
+      /a listing matches fs\.readdirSync byte for byte: got /
+    : // macOS: offset 20 is d_type, read as the name's first byte, one more than d_namlen says.
+      // FreeBSD: offset 20 is d_namlen itself, a one-byte "name" that matches only where d_namlen is 1 (".." is not).
+      NAMLEN_DIFFERS;
 const WRONG_CONSTANTS: readonly [string, RegExp][] = [
   ['{"O_NOFOLLOW":0}', /a symlink as leaf is refused: was not refused/],
   ['{"O_DIRECTORY":0}', /a file opened as a directory is refused: was not refused/],
   ['{"O_NONBLOCK":0}', /the descriptor is non-blocking: O_NONBLOCK is not set/],
   ['{"O_CLOEXEC":0}', /the descriptor is close-on-exec: FD_CLOEXEC is not set/],
-  ['{"DIRENT_NAME_OFFSET":20}', /a listing matches fs\.readdirSync byte for byte: got /],
-  // On Linux offset 18 holds d_type and the name's first byte: far more than any record's length.
+  ['{"DIRENT_NAME_OFFSET":20}', WRONG_NAME_OFFSET],
+  // Offset 18 holds d_type and the name's first byte on Linux (far more than a record's length), d_namlen on
+  // macOS and d_type with a zero pad byte on FreeBSD (both less than the name's offset).
   ['{"DIRENT_RECLEN_OFFSET":18}', /a listing matches fs\.readdirSync byte for byte: EIO: readdir returned a record out of bounds \(d_reclen \d+ is outside/],
-  // Linux has no d_namlen: reading d_reclen as one never matches a name's length.
-  ['{"DIRENT_NAMLEN_OFFSET":16}', /a listing matches fs\.readdirSync byte for byte: EIO: readdir returned a record out of bounds \(d_namlen \d+ differs from the name's \d+ bytes\)/],
+  // Offset 16 is d_reclen everywhere: read as d_namlen, it never matches a name's length.
+  ['{"DIRENT_NAMLEN_OFFSET":16}', NAMLEN_DIFFERS],
 ];
 
 describe('the startup self-test refuses a route built on wrong constants', () => {
-  const libc = checkDescriptorAccess({ SYMBI_CONFINEMENT_ROUTE: 'libc' });
-  const skip = libc.available ? undefined : `the libc route is not available here: ${libc.reason}`;
+  const skip = routeSkip('libc');
   let project: string;
   let endpoint: SyntheticEndpoint;
 

@@ -7,8 +7,8 @@ import path from 'node:path';
 import { makeProject, removeProject, tempDir } from './support/project.js';
 import { suiteScratch } from './support/suite-fixture.js';
 import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
-import { checkDescriptorAccess } from '../src/shared/confinement/index.js';
 import { namespaceSkip } from './support/mount-namespace.js';
+import { routeSkip } from './support/route-required.js';
 
 // An FFI route is proven in a child process before the server calls into it
 // (src/shared/confinement/route-proof.ts). These tests stand in for a wrong
@@ -16,6 +16,9 @@ import { namespaceSkip } from './support/mount-namespace.js';
 // preloaded into the server (LD_PRELOAD), built here with gcc: a fdopendir that
 // crashes or hangs, an openat or mkdirat that ignores the mode it is given, an
 // fcntl that fails. Each must cost only that route, named on standard error.
+// The ACL reader (src/shared/storage/directory-acl.ts) is proven the same way:
+// an lgetxattr that crashes, or fails with no errno, costs the ownership check
+// (the project's directories are refused with the reason), never the server.
 
 const PRELOADS: Record<string, string> = {
   'crash-fdopendir': `#include <dirent.h>
@@ -59,6 +62,24 @@ int fcntl(int fd, int cmd, ...) {
   if (cmd == F_GETFD) { errno = EBADF; return -1; }
   int (*real)(int, int, ...) = (int (*)(int, int, ...))dlsym(RTLD_NEXT, "fcntl");
   return real(fd, cmd, arg);
+}
+`,
+  // The ACL reader's one C call on Linux (src/shared/storage/directory-acl.ts), crashing.
+  'crash-lgetxattr': `#include <signal.h>
+#include <sys/types.h>
+ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size) {
+  (void)path; (void)name; (void)value; (void)size;
+  raise(SIGSEGV);
+  return -1;
+}
+`,
+  // The same call failing without saying why (errno 0), as if errno were read after something else ran.
+  'lgetxattr-loses-errno': `#include <errno.h>
+#include <sys/types.h>
+ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size) {
+  (void)path; (void)name; (void)value; (void)size;
+  errno = 0;
+  return -1;
 }
 `,
 };
@@ -230,6 +251,61 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
     }
   });
 
+  /**
+   * The startup.audit line of a server whose project directories were refused: the storage is unusable
+   * and the policy set denies every response, while the file tools keep answering.
+   */
+  async function ownershipRefusal(server: RunningServer): Promise<string> {
+    const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+    assert.match(stderr, /policy set denies every response: project directories: /, stderr);
+    const list = await server.call('list_agents', {});
+    assert.equal(list.isError, undefined, textOf(list));
+    return stderr.split('\n').find((l) => l.includes('audit storage unusable')) ?? stderr;
+  }
+
+  const ACL_CRASHED = /cannot be checked for other writers: the ACL reader crashed in its proof in a child process \(SIGSEGV\), so it is not called in the server;.*\(fix: start the server without any library preloaded into it that replaces these C calls/;
+
+  it('a crashing lgetxattr costs the ownership check, not the server: the project is refused with the reason, and the server answers', async () => {
+    const server = await serve({ LD_PRELOAD: lib('crash-lgetxattr') });
+    try {
+      const audit = await ownershipRefusal(server);
+      assert.match(audit, ACL_CRASHED, audit);
+      // The confinement routes never call lgetxattr: they are proven and serve as usual.
+      assert.match(server.stderr(), /project files: confinement route (openat2|libc) /);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a remembered ACL proof is not reused once LD_PRELOAD names a crashing lgetxattr', async () => {
+    const cache = proofCache();
+    const first = await serve({}, cache);
+    try {
+      await waitForStderr(first, (t) => t.includes('serving MCP'));
+    } finally {
+      await first.close();
+    }
+    const remembered = JSON.parse(fs.readFileSync(path.join(cache, 'symbi-mcp', 'route-proofs.json'), 'utf8')) as { proofs: string[] };
+    assert.ok(remembered.proofs.some((p) => p.startsWith('acl sha256:')), JSON.stringify(remembered.proofs));
+    const server = await serve({ LD_PRELOAD: lib('crash-lgetxattr') }, cache);
+    try {
+      const audit = await ownershipRefusal(server);
+      assert.match(audit, ACL_CRASHED, audit);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an lgetxattr that fails with no errno fails the ACL proof on the errno check, and the project is refused with it', async () => {
+    const server = await serve({ LD_PRELOAD: lib('lgetxattr-loses-errno') });
+    try {
+      const audit = await ownershipRefusal(server);
+      assert.match(audit, /the ACL reader failed its self-test: a path through a file fails with ENOTDIR, read right after the call: read as .*errno 0/, audit);
+    } finally {
+      await server.close();
+    }
+  });
+
   const wrongCalls: Array<[string, RegExp]> = [
     ['mkdirat-ignores-mode', /route libc failed its self-test: the storage calls create, rename and remove: the created directory has mode 0755, expected 0700/],
     ['openat-ignores-mode', /route libc failed its self-test: the storage calls create, rename and remove: the created file has mode 0644, expected 0600/],
@@ -250,8 +326,7 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
 });
 
 describe('a passed proof is remembered in the user cache directory, and only a private cache is trusted', () => {
-  const libc = checkDescriptorAccess({ SYMBI_CONFINEMENT_ROUTE: 'libc' });
-  const skip = libc.available ? undefined : `the libc route is not available here: ${libc.reason}`;
+  const skip = routeSkip('libc');
   let project: string;
 
   before(() => {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { packageVersion } from '../package-version.js';
 import type { RouteName } from './descriptor-route.js';
 
-// Remembers which FFI routes passed their proof in a child process
+// Remembers which FFI routes (and the ACL reader) passed their proof in a child process
 // (route-proof.ts), so a start on an unchanged system skips the child. A proof
 // holds for one combination of everything that decides how the route behaves:
 // this package's version, the Node.js version, koffi's version, platform,
@@ -16,7 +16,8 @@ import type { RouteName } from './descriptor-route.js';
 // contents of /etc/ld.so.preload and the LD_PRELOAD, LD_AUDIT and
 // DYLD_INSERT_LIBRARIES variables. When any of these changes, the route is
 // proven again; when one cannot be read, nothing is remembered and the route is
-// proven at every start.
+// proven at every start. The ACL reader's proof is keyed the same way: its
+// calls go into the same C library, under the same preloads.
 //
 // The file lives in the user's cache directory ($XDG_CACHE_HOME, else
 // ~/.cache, then symbi-mcp/route-proofs.json). Another user who could write it
@@ -29,8 +30,11 @@ const FORMAT = 1;
 /** Entries kept: one per route and system combination, and one per project file system probed (the oldest go first). */
 const MAX_ENTRIES = 64;
 
+/** What a child proves (route-proof.ts): a confinement route, or `acl`, the ACL reader's calls (storage/directory-acl.ts). */
+export type ProofSubject = RouteName | 'acl';
+
 /** What a proof depends on, as one string; undefined when any of it cannot be told (then nothing is remembered). */
-export function proofKey(route: RouteName, env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function proofKey(route: ProofSubject, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const system = systemIdentity();
   if (system === undefined) return undefined;
   const inputs = JSON.stringify({

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { packageRootUrl } from '../package-version.js';
 import type { RouteName } from './descriptor-route.js';
 import { testConstantOverrides, type OverridableConstant } from './open-flags.js';
-import { proofCacheDirectory, proofKey, readProofCache, rememberProof } from './proof-cache.js';
+import { proofCacheDirectory, proofKey, readProofCache, rememberProof, type ProofSubject } from './proof-cache.js';
 import { selfTestRoute } from './route-self-test.js';
 import { routeByName } from './routes.js';
 
@@ -17,6 +17,9 @@ import { routeByName } from './routes.js';
 // hang past the deadline, or a failed check refuses the route in the server,
 // which never calls into it; the next route is tried. A passed proof is
 // remembered (proof-cache.ts), so an unchanged system pays for the child once.
+// The ACL reader (storage/directory-acl.ts) calls C functions the same way and
+// is proven the same way, as the subject `acl`; the command that runs the
+// child (supervisor/commands/route-proof-command.ts) knows how to prove each.
 
 /** The hidden sub-command the child runs. */
 export const ROUTE_PROOF_COMMAND = 'route-proof';
@@ -47,7 +50,7 @@ function lastLine(text: string): string {
   return (lines[lines.length - 1] ?? '').slice(0, 300);
 }
 
-function runChild(name: RouteName, env: NodeJS.ProcessEnv, deadlineMs: number): ChildProof {
+function runChild(name: ProofSubject, env: NodeJS.ProcessEnv, deadlineMs: number): ChildProof {
   const entry = fileURLToPath(new URL('bin/symbi.js', packageRootUrl));
   const started = performance.now();
   const run = spawnSync(process.execPath, [entry, ROUTE_PROOF_COMMAND, name], {
@@ -77,11 +80,11 @@ function runChild(name: RouteName, env: NodeJS.ProcessEnv, deadlineMs: number): 
 }
 
 /**
- * Proves the FFI route `name` in a child process, unless this system's proof
- * is remembered. With test-only constant overrides the cache is neither read
- * nor written: a bent route is always proven afresh.
+ * Proves the FFI route (or the ACL reader) `name` in a child process, unless
+ * this system's proof is remembered. With test-only constant overrides the
+ * cache is neither read nor written: a bent route is always proven afresh.
  */
-export function proveInChild(name: RouteName, env: NodeJS.ProcessEnv, overrides: Partial<Record<OverridableConstant, number>>): ChildProof {
+export function proveInChild(name: ProofSubject, env: NodeJS.ProcessEnv, overrides: Partial<Record<OverridableConstant, number>>): ChildProof {
   const bent = Object.keys(overrides).length > 0;
   const key = bent ? undefined : proofKey(name, env);
   const dir = proofCacheDirectory(env);

@@ -1,7 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import type Koffi from 'koffi';
-import { errnoError, loadKoffi } from '../confinement/index.js';
+import { errnoError, loadKoffi, proveInChild } from '../confinement/index.js';
 
 // A directory's extended ACL, as the kernel would apply it, read by path. The
 // mode bits alone hide writers: with a POSIX ACL, `setfacl -m u:bob:rwx DIR`
@@ -37,6 +39,12 @@ import { errnoError, loadKoffi } from '../confinement/index.js';
 //   not use that kind. acl_is_trivial_np says whether an ACL only repeats the
 //   mode bits; any other ACL is distrusted, not interpreted.
 // An ACL that cannot be read is distrusted, with the reason.
+//
+// These calls are proven in a child process before the server makes them
+// (ACL_PROOF_SUBJECT, proveAclReaderHere), as the confinement routes are, and
+// each call's errno is read right after it returns: out-parameters are caller
+// buffers passed as plain pointers, never koffi `_Out_` arguments, which koffi
+// converts back after the C function returns and before koffi.errno() runs.
 
 /** One entry of a Linux POSIX access ACL. */
 export interface PosixAclEntry {
@@ -63,9 +71,9 @@ const FILE_SYSTEM_NAMES: ReadonlyMap<number, string> = new Map([
 ]);
 
 /** The file system's name for messages ("cifs"), or its statfs type in hex. */
-function fileSystemName(path: string): string {
+function fileSystemName(dir: string): string {
   try {
-    const type = fs.statfsSync(path).type;
+    const type = fs.statfsSync(dir).type;
     return FILE_SYSTEM_NAMES.get(type) ?? `type 0x${type.toString(16)}`;
   } catch {
     return 'type unknown';
@@ -112,8 +120,8 @@ export type DirectoryAcl =
   | { kind: 'nfs4'; aces: Nfs4Ace[] }
   /** A file system that exposes no ACL this server can read: the mode bits are all it sees, and `why` says so. */
   | { kind: 'unreadable'; why: string }
-  /** An ACL this server cannot read or does not interpret: the directory is distrusted for `why`. */
-  | { kind: 'distrusted'; why: string };
+  /** An ACL this server cannot read or does not interpret: the directory is distrusted for `why` (`errno`: the error a failed call gave). */
+  | { kind: 'distrusted'; why: string; errno?: string };
 
 /** Parses a `system.posix_acl_access` value; throws an Error saying what is malformed. */
 export function parsePosixAcl(value: Uint8Array): PosixAclEntry[] {
@@ -163,18 +171,43 @@ export function removeAclCommand(platform: string): string {
 
 type AclReader = (path: string) => DirectoryAcl;
 
+/** The subject under which the ACL reader is proven in a child process (confinement/route-proof.ts). */
+export const ACL_PROOF_SUBJECT = 'acl';
+
 let reader: AclReader | string | undefined;
+
+/**
+ * The reader, built once per process after its calls passed their proof in a
+ * child process (remembered per system, as a route's proof is): a wrong
+ * signature on an unseen system, or a C library that crashes in these calls,
+ * costs the child, never the server. Otherwise the reason nothing can be read.
+ */
+function aclReader(): AclReader | string {
+  if (reader === undefined) {
+    const proof = proveInChild(ACL_PROOF_SUBJECT, process.env, {});
+    if (!proof.ok) {
+      reader = `the ACL reader ${proof.reason}`;
+    } else {
+      try {
+        reader = createReader(loadKoffi(), process.platform);
+      } catch (err) {
+        reader = `this system's ACL interface cannot be called (${(err as Error).message})`;
+      }
+    }
+  }
+  return reader;
+}
+
+/** Why no directory's ACL can be read in this process (its reader was refused), or undefined when the reader is usable. */
+export function aclReaderProblem(): string | undefined {
+  const current = aclReader();
+  return typeof current === 'string' ? current : undefined;
+}
 
 /** The extended ACL of the directory at `path` (never following a symlink at its last component). */
 export function readDirectoryAcl(path: string): DirectoryAcl {
-  if (reader === undefined) {
-    try {
-      reader = createReader(loadKoffi(), process.platform);
-    } catch (err) {
-      reader = `this system's ACL interface cannot be called (${(err as Error).message})`;
-    }
-  }
-  return typeof reader === 'string' ? { kind: 'distrusted', why: `its ACL cannot be read: ${reader}` } : reader(path);
+  const current = aclReader();
+  return typeof current === 'string' ? { kind: 'distrusted', why: `its ACL cannot be read: ${current}` } : current(path);
 }
 
 /** The errno's name (EACCES), as Node's own errors give it. */
@@ -182,29 +215,35 @@ function errnoName(errno: number): string {
   return errnoError(errno, 'acl').code ?? `errno ${errno}`;
 }
 
+/** The directory is distrusted because a call failed with `code`. */
+function failedCall(code: number, what = 'its ACL'): DirectoryAcl {
+  const name = errnoName(code);
+  return { kind: 'distrusted', why: `${what} cannot be read (${name})`, errno: name };
+}
+
 function createReader(koffi: typeof Koffi, platform: string): AclReader {
   const libc = koffi.load(null);
   const errno = os.constants.errno;
+  // Every `koffi.errno()` below is the first thing after the call that failed: nothing else calls into C in between.
   switch (platform) {
     case 'linux': {
       const lgetxattr = libc.func('long lgetxattr(const char *, const char *, void *, size_t)');
       const unsupported = new Set([errno.ENOTSUP, errno.EOPNOTSUPP]);
       /** The attribute's value, or the errno that refused it; a value that grew between the two calls is read again. */
-      const readAttribute = (path: string, name: string): Buffer | number => {
+      const readAttribute = (dir: string, name: string): Buffer | number => {
         for (let attempt = 0; attempt < 3; attempt++) {
-          const size = Number(lgetxattr(path, name, null, 0));
+          const size = Number(lgetxattr(dir, name, null, 0));
           if (size < 0) return koffi.errno();
           const value = Buffer.alloc(Math.min(size, XATTR_SIZE_MAX));
-          const read = Number(lgetxattr(path, name, value, value.length));
+          const read = Number(lgetxattr(dir, name, value, value.length));
           if (read >= 0) return value.subarray(0, read);
           const code = koffi.errno();
           if (code !== errno.ERANGE) return code;
         }
         return errno.ERANGE;
       };
-      const unreadableHere = (code: number): DirectoryAcl => ({ kind: 'distrusted', why: `its ACL cannot be read (${errnoName(code)})` });
-      return (path) => {
-        const posix = readAttribute(path, POSIX_ACL_XATTR);
+      return (dir) => {
+        const posix = readAttribute(dir, POSIX_ACL_XATTR);
         if (typeof posix !== 'number') {
           try {
             return { kind: 'posix', entries: parsePosixAcl(posix) };
@@ -213,9 +252,9 @@ function createReader(koffi: typeof Koffi, platform: string): AclReader {
           }
         }
         if (posix === errno.ENODATA) return { kind: 'none' };
-        if (!unsupported.has(posix)) return unreadableHere(posix);
+        if (!unsupported.has(posix)) return failedCall(posix);
         // No POSIX ACLs on this file system: an NFSv4 mount keeps its ACL in another attribute.
-        const nfs4 = readAttribute(path, NFS4_ACL_XATTR);
+        const nfs4 = readAttribute(dir, NFS4_ACL_XATTR);
         if (typeof nfs4 !== 'number') {
           try {
             return { kind: 'nfs4', aces: parseNfs4Acl(nfs4) };
@@ -224,30 +263,32 @@ function createReader(koffi: typeof Koffi, platform: string): AclReader {
           }
         }
         if (nfs4 === errno.ENODATA) return { kind: 'none' };
-        if (!unsupported.has(nfs4)) return unreadableHere(nfs4);
-        return { kind: 'unreadable', why: `its file system (${fileSystemName(path)}) exposes neither a POSIX nor an NFSv4 ACL (EOPNOTSUPP), so only its mode bits were read` };
+        if (!unsupported.has(nfs4)) return failedCall(nfs4);
+        return { kind: 'unreadable', why: `its file system (${fileSystemName(dir)}) exposes neither a POSIX nor an NFSv4 ACL (EOPNOTSUPP), so only its mode bits were read` };
       };
     }
     case 'darwin': {
       const getLink = libc.func('void *acl_get_link_np(const char *, int)');
-      const getEntry = libc.func('int acl_get_entry(void *, int, _Out_ void **)');
-      const getTag = libc.func('int acl_get_tag_type(void *, _Out_ int *)');
+      // acl_entry_t * and acl_tag_t * are caller buffers (see the top of this file).
+      const getEntry = libc.func('int acl_get_entry(void *, int, void *)');
+      const getTag = libc.func('int acl_get_tag_type(void *, void *)');
       const free = libc.func('int acl_free(void *)');
-      return (path) => {
-        const acl = getLink(path, DARWIN_ACL_TYPE_EXTENDED) as unknown;
+      return (dir) => {
+        const acl = getLink(dir, DARWIN_ACL_TYPE_EXTENDED) as unknown;
         if (acl === null) {
           const code = koffi.errno();
-          return code === errno.ENOENT ? { kind: 'none' } : { kind: 'distrusted', why: `its ACL cannot be read (${errnoName(code)})` };
+          return code === errno.ENOENT ? { kind: 'none' } : failedCall(code);
         }
         try {
-          const entry: [unknown] = [null];
-          const tag: [number] = [0];
+          // acl_entry_t is a pointer: 8 bytes on the 64-bit systems served (libc-route.ts refuses others).
+          const entry = Buffer.alloc(8);
+          const tag = new Int32Array(1);
           for (let which = DARWIN_ACL_FIRST_ENTRY; ; which = DARWIN_ACL_NEXT_ENTRY) {
             if (getEntry(acl, which, entry) !== 0) {
               const code = koffi.errno();
-              return code === errno.EINVAL ? { kind: 'none' } : { kind: 'distrusted', why: `its ACL cannot be read (${errnoName(code)})` };
+              return code === errno.EINVAL ? { kind: 'none' } : failedCall(code);
             }
-            if (getTag(entry[0], tag) !== 0) return { kind: 'distrusted', why: `an entry of its ACL cannot be read (${errnoName(koffi.errno())})` };
+            if (getTag(koffi.decode(entry, 'void *'), tag) !== 0) return failedCall(koffi.errno(), 'an entry of its ACL');
             if (tag[0] === DARWIN_ACL_EXTENDED_ALLOW) {
               return { kind: 'distrusted', why: 'its ACL has an allow entry (ls -led shows it), and this server does not interpret macOS ACL permissions' };
             }
@@ -259,20 +300,21 @@ function createReader(koffi: typeof Koffi, platform: string): AclReader {
     }
     case 'freebsd': {
       const getLink = libc.func('void *acl_get_link_np(const char *, int)');
-      const isTrivial = libc.func('int acl_is_trivial_np(void *, _Out_ int *)');
+      // int * is a caller buffer (see the top of this file).
+      const isTrivial = libc.func('int acl_is_trivial_np(void *, void *)');
       const free = libc.func('int acl_free(void *)');
       const notThisKind = new Set([errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP]);
-      return (path) => {
+      return (dir) => {
         for (const type of [FREEBSD_ACL_TYPE_NFS4, FREEBSD_ACL_TYPE_ACCESS]) {
-          const acl = getLink(path, type) as unknown;
+          const acl = getLink(dir, type) as unknown;
           if (acl === null) {
             const code = koffi.errno();
             if (notThisKind.has(code)) continue;
-            return { kind: 'distrusted', why: `its ACL cannot be read (${errnoName(code)})` };
+            return failedCall(code);
           }
           try {
-            const trivial: [number] = [0];
-            if (isTrivial(acl, trivial) !== 0) return { kind: 'distrusted', why: `its ACL cannot be read (${errnoName(koffi.errno())})` };
+            const trivial = new Int32Array(1);
+            if (isTrivial(acl, trivial) !== 0) return failedCall(koffi.errno());
             if (trivial[0] === 0) {
               return { kind: 'distrusted', why: 'it has an extended ACL (getfacl shows it), and this server does not interpret FreeBSD ACL entries' };
             }
@@ -285,5 +327,98 @@ function createReader(koffi: typeof Koffi, platform: string): AclReader {
     }
     default:
       throw new Error(`no ACL interface is known for ${platform}`);
+  }
+}
+
+/** A POSIX access ACL that gives uid 65534 (nobody) r-x: what the proof on Linux sets on its scratch directory. */
+function proofPosixAcl(): Buffer {
+  const entries: Array<[number, number, number]> = [
+    [ACL_TAG.USER_OBJ, 7, 0xffffffff],
+    [ACL_TAG.USER, 5, 65534],
+    [ACL_TAG.GROUP_OBJ, 5, 0xffffffff],
+    [ACL_TAG.MASK, 5, 0xffffffff],
+    [ACL_TAG.OTHER, 0, 0xffffffff],
+  ];
+  const value = Buffer.alloc(POSIX_ACL_HEADER_BYTES + entries.length * POSIX_ACL_ENTRY_BYTES);
+  value.writeUInt32LE(POSIX_ACL_XATTR_VERSION, 0);
+  entries.forEach(([tag, perm, id], i) => {
+    const at = POSIX_ACL_HEADER_BYTES + i * POSIX_ACL_ENTRY_BYTES;
+    value.writeUInt16LE(tag, at);
+    value.writeUInt16LE(perm, at + 2);
+    value.writeUInt32LE(id, at + 4);
+  });
+  return value;
+}
+
+/**
+ * Gives the scratch directory an ACL entry with the system's own means, so the
+ * reader's calls on an ACL that has entries run too: Linux, lsetxattr (the one
+ * call only the proof makes) with an entry for nobody; macOS, chmod +a with a
+ * deny entry. What the entry is expected to read as, or undefined where none
+ * could be set (a file system without ACLs; FreeBSD, whose UFS needs them
+ * mounted in and whose ZFS gives every directory a trivial NFSv4 ACL already).
+ */
+function giveScratchAnEntry(koffi: typeof Koffi, dir: string): ((acl: DirectoryAcl) => boolean) | undefined {
+  if (process.platform === 'linux') {
+    const lsetxattr = koffi.load(null).func('int lsetxattr(const char *, const char *, void *, size_t, int)');
+    const value = proofPosixAcl();
+    if (lsetxattr(dir, POSIX_ACL_XATTR, value, value.length, 0) !== 0) return undefined;
+    return (acl) => acl.kind === 'posix' && acl.entries.some((e) => e.tag === ACL_TAG.USER && e.id === 65534 && e.perm === 5);
+  }
+  if (process.platform === 'darwin') {
+    const set = spawnSync('/bin/chmod', ['+a', 'everyone deny delete', dir], { stdio: 'ignore' });
+    if (set.status !== 0) return undefined;
+    // A deny entry grants nothing: the walk over the entries ends (EINVAL) with no allow entry found.
+    return (acl) => acl.kind === 'none';
+  }
+  return undefined;
+}
+
+/**
+ * In the proving child (`symbi route-proof acl`): builds the reader and runs
+ * each of its calls on a private scratch directory under the temporary
+ * directory: a path through a regular file, which must fail with ENOTDIR, so
+ * errno is known to be read from the call that set it; the directory as
+ * created (any answer but a failed call passes); the same with an ACL entry
+ * given to it where the system allows (it must read back as set). Says how it went.
+ */
+export function proveAclReaderHere(): { ok: true } | { ok: false; reason: string } {
+  let koffi: typeof Koffi;
+  let read: AclReader;
+  try {
+    koffi = loadKoffi();
+    read = createReader(koffi, process.platform);
+  } catch (err) {
+    return { ok: false, reason: `cannot be used: ${(err as Error).message}` };
+  }
+  const failed = (check: string, detail: string) => ({ ok: false as const, reason: `failed its self-test: ${check}: ${detail}` });
+  let root: string;
+  try {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-acl-proof-'));
+    fs.writeFileSync(path.join(root, 'file'), '');
+  } catch (err) {
+    return failed('a scratch directory can be set up', `${os.tmpdir()}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    const through = read(path.join(root, 'file', 'x'));
+    if (through.kind !== 'distrusted' || through.errno !== 'ENOTDIR') {
+      return failed('a path through a file fails with ENOTDIR, read right after the call', `read as ${JSON.stringify(through)}`);
+    }
+    const fresh = read(root);
+    if (fresh.kind === 'distrusted' && fresh.errno !== undefined) return failed('a new directory is read', fresh.why);
+    const expected = giveScratchAnEntry(koffi, root);
+    if (expected !== undefined) {
+      const withEntry = read(root);
+      if (!expected(withEntry)) return failed('a directory given an ACL entry reads as set', `read as ${JSON.stringify(withEntry)}`);
+    }
+    return { ok: true };
+  } finally {
+    // Plain unlink and rmdir: a recursive removal may call libc's fdopendir, which this child is not here to prove.
+    try {
+      fs.unlinkSync(path.join(root, 'file'));
+      fs.rmdirSync(root);
+    } catch {
+      // Best effort: a scratch folder left in the temporary directory costs only its space.
+    }
   }
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PinnedDirectory } from '../confinement/index.js';
-import { ACL_PERM, ACL_TAG, NFS4_ACE_FLAG, NFS4_ACE_TYPE, NFS4_WRITE_MASK, readDirectoryAcl, removeAclCommand, type DirectoryAcl, type PosixAclEntry } from './directory-acl.js';
+import { ACL_PERM, ACL_TAG, aclReaderProblem, NFS4_ACE_FLAG, NFS4_ACE_TYPE, NFS4_WRITE_MASK, readDirectoryAcl, removeAclCommand, type DirectoryAcl, type PosixAclEntry } from './directory-acl.js';
 import { localGroup, membersOutOfReach, unreadAccountFiles, userNameOf, type AccountFiles } from './local-accounts.js';
 
 // Who may rename what the project holds. The policy files and the audit
@@ -225,6 +225,11 @@ export function checkProjectDirectories(project: PinnedDirectory, accounts?: Acc
 function walkProblem(project: PinnedDirectory, groupsJudged: Set<number>, aclsUnread: string[], accounts?: AccountFiles): string | undefined {
   const serverUid = process.getuid?.();
   if (serverUid === undefined || !project.access.available) return undefined;
+  // Without the ACL reader no level can be judged: one problem says so, rather than one per level.
+  const noReader = aclReaderProblem();
+  if (noReader !== undefined) {
+    return `${project.displayPath} and the directories above it cannot be checked for other writers: ${noReader}; ${CONSEQUENCE} (fix: start the server without any library preloaded into it that replaces these C calls (LD_PRELOAD, /etc/ld.so.preload); if there is none, report this line with the system's name and version)`;
+  }
   const problems: string[] = [];
   // The directories checked are the ones that hold the pinned descriptor now
   // (its ".." chain), whatever its path says. An ACL can only be read by path
