@@ -69,15 +69,6 @@ export function decodePoint(encoding: Uint8Array): { x: bigint; y: bigint } | nu
   return { x, y };
 }
 
-/** Adds two points with the complete twisted Edwards addition law (a = -1). */
-export function addPoints(p1: { x: bigint; y: bigint }, p2: { x: bigint; y: bigint }): { x: bigint; y: bigint } {
-  const t = mod(D * p1.x * p2.x * p1.y * p2.y);
-  return {
-    x: mod((p1.x * p2.y + p1.y * p2.x) * inverse(1n + t)),
-    y: mod((p1.y * p2.y + p1.x * p2.x) * inverse(1n - t)),
-  };
-}
-
 /** Why `raw` (32 bytes) is not an acceptable Ed25519 public key, or undefined when it is. */
 export function ed25519PublicKeyProblem(raw: Uint8Array): string | undefined {
   if (raw.length !== 32) return `an Ed25519 public key is 32 bytes, not ${raw.length}`;
