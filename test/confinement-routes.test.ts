@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { ROUTE_NAMES, type RouteName } from '../src/shared/confinement/descriptor-route.js';
-import { checkDescriptorAccess } from '../src/shared/confinement/index.js';
+import { checkDescriptorAccess } from '../src/shared/confinement/route-choice.js';
 import { repoRoot } from './support/server-entry.js';
 import { namespaceSkip } from './support/mount-namespace.js';
 

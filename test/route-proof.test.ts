@@ -7,7 +7,7 @@ import path from 'node:path';
 import { makeProject, removeProject, tempDir } from './support/project.js';
 import { suiteScratch } from './support/suite-fixture.js';
 import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
-import { checkDescriptorAccess } from '../src/shared/confinement/index.js';
+import { checkDescriptorAccess } from '../src/shared/confinement/route-choice.js';
 import { namespaceSkip } from './support/mount-namespace.js';
 
 // An FFI route is proven in a child process before the server calls into it
