@@ -55,7 +55,7 @@ export const TEST_CONSTANTS_ENV = 'SYMBI_CONFINEMENT_TEST_CONSTANTS';
  * d_namlen offset on Linux, which has none, makes one up), and how long a
  * route's proof in a child process may take (route-proof.ts).
  */
-export const OVERRIDABLE_CONSTANTS = [
+const OVERRIDABLE_CONSTANTS = [
   'O_DIRECTORY',
   'O_NOFOLLOW',
   'O_NONBLOCK',

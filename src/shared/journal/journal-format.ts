@@ -6,7 +6,7 @@
 export const JOURNAL_FORMAT_VERSION = 2;
 export const LINE_PREFIX = Buffer.from('{"payload":', 'utf8');
 export const SIGNATURE_KEY = Buffer.from(',"signature":"', 'utf8');
-export const LINE_END = Buffer.from('"}\n', 'utf8');
+const LINE_END = Buffer.from('"}\n', 'utf8');
 export const NEWLINE = 0x0a;
 export const GENESIS_PREVIOUS_HASH = '0'.repeat(64);
 export const JOURNAL_FILE_SUFFIX = '.jsonl';

@@ -11,7 +11,7 @@ import { loadSigningKeyFile } from '../storage/signing-key-store.js';
 // trustworthy as the project folder: whoever can write the project can
 // replace both, so the listing says so and points to an independent key.
 
-export const INDEPENDENT_KEY_NOTE =
+const INDEPENDENT_KEY_NOTE =
   'Note: "verifies" uses the key stored in this project. Whoever can write the project can also replace that key, ' +
   'so evidence needs a public key recorded elsewhere: symbi audit inspect JOURNAL --run-id UUID --public-key HEX.';
 

@@ -89,7 +89,7 @@ export const PROVIDER_ERROR = obj({
 });
 
 /** Every event this server wrote before it wrote Symbiont's records (journal format `symbi-mcp-0.1`), and the fields of each. */
-export const LEGACY_EVENT_FIELDS: Readonly<Record<string, Fields>> = {
+const LEGACY_EVENT_FIELDS: Readonly<Record<string, Fields>> = {
   Started: {
     execution_context: {
       object: {

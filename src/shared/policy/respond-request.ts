@@ -95,7 +95,7 @@ export class InvalidRespondRequest extends Error {}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export const PRINCIPAL_TYPE = 'Agent';
+const PRINCIPAL_TYPE = 'Agent';
 export const ACTION_UID = { type: 'Action', id: 'respond' } as const;
 export const RESOURCE_UID = { type: 'Resource', id: 'default' } as const;
 

@@ -34,7 +34,7 @@ const P256_UNCOMPRESSED_SPKI_LENGTH = P256_UNCOMPRESSED_SPKI_PREFIX.length + 64;
  * standard fingerprint would verify when served compressed). Throws when the export is not the
  * uncompressed P-256 form, which the caller reports.
  */
-export function canonicalP256Key(key: KeyObject): KeyObject {
+function canonicalP256Key(key: KeyObject): KeyObject {
   const canonical = createPublicKey({ key: key.export({ format: 'jwk' }), format: 'jwk' });
   const der = canonical.export({ type: 'spki', format: 'der' });
   if (der.length !== P256_UNCOMPRESSED_SPKI_LENGTH || !der.subarray(0, P256_UNCOMPRESSED_SPKI_PREFIX.length).equals(P256_UNCOMPRESSED_SPKI_PREFIX)) {
@@ -44,7 +44,7 @@ export function canonicalP256Key(key: KeyObject): KeyObject {
 }
 
 /** Fingerprint of a key: over its canonical uncompressed SPKI DER, never over the encoding served. */
-export function spkiFingerprint(key: KeyObject): string {
+function spkiFingerprint(key: KeyObject): string {
   return 'sha256:' + createHash('sha256').update(canonicalP256Key(key).export({ type: 'spki', format: 'der' })).digest('hex');
 }
 

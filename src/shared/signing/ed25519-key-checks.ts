@@ -46,12 +46,12 @@ function encodedY(encoding: Uint8Array): bigint {
 }
 
 /** True when the 32-byte encoding spells a point of small order, canonical or not (the sign bit is ignored). */
-export function isSmallOrderEncoding(encoding: Uint8Array): boolean {
+function isSmallOrderEncoding(encoding: Uint8Array): boolean {
   return SMALL_ORDER_Y.has(encodedY(encoding));
 }
 
 /** Decodes a point as RFC 8032 section 5.1.3 does; null when the encoding is not canonical or not on the curve. */
-export function decodePoint(encoding: Uint8Array): { x: bigint; y: bigint } | null {
+function decodePoint(encoding: Uint8Array): { x: bigint; y: bigint } | null {
   if (encoding.length !== 32) return null;
   const y = encodedY(encoding);
   const xSign = (encoding[31]! >> 7) & 1;

@@ -35,7 +35,7 @@ export interface PinnedSigningKey {
   created?: boolean;
 }
 
-export const SIGNING_KEY_FILE = 'audit-signing.key';
+const SIGNING_KEY_FILE = 'audit-signing.key';
 const KEY_FILE_MODE = 0o600;
 
 function errno(err: unknown): string {

@@ -94,7 +94,7 @@ function describeId(value: unknown): string {
 }
 
 /** Whether `value` is an id MCP accepts: a string, or an integer within ±(2^53-1). */
-export function isValidId(value: unknown): value is JsonRpcId {
+function isValidId(value: unknown): value is JsonRpcId {
   return typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
 }
 
@@ -267,9 +267,9 @@ export function judgeIncomingLine(line: Uint8Array): IncomingVerdict {
 }
 
 /** The MCP revision whose receivers must accept JSON-RPC batches, which this server does not offer (see above). */
-export const BATCH_REVISION = '2025-03-26';
+const BATCH_REVISION = '2025-03-26';
 /** The revision offered instead: the one before it, which every client of 2025-03-26 knows, and which has no batches. */
-export const BATCHLESS_REVISION = '2024-11-05';
+const BATCHLESS_REVISION = '2024-11-05';
 
 /** A valid `initialize`, asking for BATCHLESS_REVISION where it asked for BATCH_REVISION. */
 function withoutBatchRevision(request: Record<string, unknown>): IncomingVerdict {
