@@ -1,4 +1,5 @@
 import { jsonPathText } from '../text/strict-json.js';
+import { isRecord } from '../json-value.js';
 
 // The rules a journal record is held to, field by field, as one small declaration language: a
 // format's records are declared once with it (journal-records.ts for Symbiont's, below for this
@@ -162,10 +163,6 @@ export function journalNumberProblem(lexeme: string): string | undefined {
   return undefined;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
@@ -230,15 +227,15 @@ function ruleProblem(value: unknown, rule: Rule, path: (string | number)[], how:
       if (typeof value === 'string') {
         return Object.hasOwn(rule.variants, value) && rule.variants[value] === null ? undefined : `${at} is not one of the variants ${names.join(', ')}`;
       }
-      if (!isObject(value) || Object.keys(value).length !== 1) return `${at} is not one of the variants ${names.join(', ')}`;
+      if (!isRecord(value) || Object.keys(value).length !== 1) return `${at} is not one of the variants ${names.join(', ')}`;
       const name = Object.keys(value)[0]!;
       const fields = Object.hasOwn(rule.variants, name) ? rule.variants[name] : undefined;
       if (fields === undefined || fields === null) return `${at} is not one of the variants ${names.join(', ')}`;
       const inner = value[name];
-      if (!isObject(inner)) return `${jsonPathText([...path, name])} is ${describe(inner)}, not an object`;
+      if (!isRecord(inner)) return `${jsonPathText([...path, name])} is ${describe(inner)}, not an object`;
       return fieldsProblem(inner, fields, {}, [...path, name], { requireFields: true });
     }
-    if (!isObject(value)) return `${at} is ${describe(value)}, not an object`;
+    if (!isRecord(value)) return `${at} is ${describe(value)}, not an object`;
     return fieldsProblem(value, rule.object, rule.optional ?? {}, path, how);
   }
   switch (rule) {
@@ -260,7 +257,7 @@ function ruleProblem(value: unknown, rule: Rule, path: (string | number)[], how:
       return typeof value === 'string' && UUID.test(value) ? undefined : `${at} is not a lowercase UUID`;
     case 'terminal_reason':
       if (value === 'Completed') return undefined;
-      if (isObject(value) && Object.keys(value).length === 1 && isObject(value.Error)) {
+      if (isRecord(value) && Object.keys(value).length === 1 && isRecord(value.Error)) {
         const error = value.Error;
         if (Object.keys(error).length === 1 && typeof error.message === 'string') return undefined;
       }

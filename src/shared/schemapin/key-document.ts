@@ -1,6 +1,7 @@
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import { parseStrictJson, StrictJsonError } from '../text/strict-json.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
+import { isRecord } from '../json-value.js';
 
 // The body served at a public_key_url: either a PEM public key or a JSON key
 // document ({"public_key_pem": ..., "revoked_keys": ["sha256:<hex>", ...]}, the
@@ -77,10 +78,10 @@ function parseJsonDocument(text: string): PublicKeyDocument {
     if (err instanceof StrictJsonError && err.kind === 'ambiguous') throw new SchemaPinCheckError(`the key document is ambiguous: ${err.message}`);
     throw new SchemaPinCheckError('the key URL returned malformed JSON; expected {"public_key_pem": "...", "revoked_keys": [...]}');
   }
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
+  if (!isRecord(doc)) {
     throw new SchemaPinCheckError('the key document is not a JSON object; expected {"public_key_pem": "..."}');
   }
-  const record = doc as Record<string, unknown>;
+  const record = doc;
   if (typeof record.public_key_pem !== 'string') {
     throw new SchemaPinCheckError('the key document has no "public_key_pem" string');
   }

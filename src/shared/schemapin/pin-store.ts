@@ -6,6 +6,7 @@ import { ConfinementError, type PinnedDirectory, readTextFileAt } from '../confi
 import { openPrivateDirectory, UnsafeStorageError } from '../storage/private-directory.js';
 import { normalisePinHost } from './pin-host.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
+import { isRecord } from '../json-value.js';
 
 // Trust on first use: the first key fingerprint seen for a key host is written
 // to .symbiont/schemapin/pins.json and every later key from that host must
@@ -155,11 +156,11 @@ function parsePins(text: string, shown: string): Map<string, PinEntry> {
   } catch {
     damaged('not JSON');
   }
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) damaged('not a JSON object');
+  if (!isRecord(doc)) damaged('not a JSON object');
   const record = doc as Record<string, unknown>;
   if (record.version !== 1) damaged(`version ${JSON.stringify(record.version)}; expected 1`);
   const pins = record.pins;
-  if (pins === null || typeof pins !== 'object' || Array.isArray(pins)) damaged('"pins" is not an object');
+  if (!isRecord(pins)) damaged('"pins" is not an object');
   const result = new Map<string, PinEntry>();
   for (const [host, entry] of Object.entries(pins as Record<string, unknown>)) {
     const e = entry as Record<string, unknown> | null;
