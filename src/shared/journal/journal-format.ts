@@ -27,13 +27,6 @@ export type TerminalReason =
   | { PolicyDenial: { reason: string } }
   | { Error: { message: string } };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** Lowercase canonical UUID text (the form run ids and principals take in journals). */
-export function isCanonicalUuid(text: unknown): text is string {
-  return typeof text === 'string' && UUID.test(text);
-}
-
 /** Assembles one journal line from the exact payload bytes and their signature. */
 export function encodeRecordLine(payload: Uint8Array, signature: Uint8Array): Buffer {
   const sig = Buffer.from(signature).toString('base64');

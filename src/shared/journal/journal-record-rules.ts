@@ -1,5 +1,6 @@
 import { jsonPathText } from '../text/strict-json.js';
 import { isRecord } from '../json-value.js';
+import { isCanonicalUuid } from '../text/uuid.js';
 
 // The rules a journal record is held to, field by field, as one small declaration language: a
 // format's records are declared once with it (journal-records.ts for Symbiont's, below for this
@@ -143,7 +144,6 @@ const LEGACY_EVENT_FIELDS: Readonly<Record<string, Fields>> = {
 
 const HEX64 = /^[0-9a-f]{64}$/;
 const SHA256 = /^sha256:[0-9a-f]{64}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const PLAIN_INTEGER = /^(?:0|[1-9][0-9]*)$/;
 // A fraction as serde_json writes an f32 widened to f64 (LoopConfig.temperature: 0.30000001192092896).
 const PLAIN_FRACTION = /^(?:0|[1-9][0-9]{0,5})\.[0-9]{0,16}[1-9]$/;
@@ -254,7 +254,7 @@ function ruleProblem(value: unknown, rule: Rule, path: (string | number)[], how:
     case 'sha256':
       return typeof value === 'string' && SHA256.test(value) ? undefined : `${at} is not "sha256:" and 64 lowercase hexadecimal characters`;
     case 'uuid':
-      return typeof value === 'string' && UUID.test(value) ? undefined : `${at} is not a lowercase UUID`;
+      return isCanonicalUuid(value) ? undefined : `${at} is not a lowercase UUID`;
     case 'terminal_reason':
       if (value === 'Completed') return undefined;
       if (isRecord(value) && Object.keys(value).length === 1 && isRecord(value.Error)) {

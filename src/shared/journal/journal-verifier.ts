@@ -6,7 +6,6 @@ import { decodeUtf8Strict } from '../confinement/index.js';
 import {
   FINISHED_EVENT,
   GENESIS_PREVIOUS_HASH,
-  isCanonicalUuid,
   JOURNAL_FORMAT_VERSION,
   NEWLINE,
   REQUESTED_EVENT,
@@ -16,6 +15,7 @@ import {
   type TerminalReason,
 } from './journal-format.js';
 import { readJournalFile, JournalFileRefusal } from './journal-file-reader.js';
+import { isCanonicalUuid } from '../text/uuid.js';
 import { cutRecordLine } from './journal-line.js';
 import { publicKeyFromHex, publicKeyHexProblem, verifyWithNodeCrypto } from '../signing/signing-key.js';
 import { ed25519SignatureProblem } from '../signing/ed25519-key-checks.js';

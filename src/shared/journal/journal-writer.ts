@@ -6,7 +6,6 @@ import type { AuditStorage } from '../storage/audit-storage.js';
 import {
   encodeRecordLine,
   GENESIS_PREVIOUS_HASH,
-  isCanonicalUuid,
   JOURNAL_FILE_SUFFIX,
   JOURNAL_FORMAT_VERSION,
   STARTED_EVENT,
@@ -14,6 +13,7 @@ import {
   type TerminalReason,
 } from './journal-format.js';
 import { inspectJournalBytes } from './journal-verifier.js';
+import { isCanonicalUuid } from '../text/uuid.js';
 import { describeStorageFailure } from '../storage/storage-failure.js';
 import type { JournalHandover } from './journal-handover.js';
 import { journalTurns, type ReleaseTurn } from './journal-turns.js';
