@@ -142,8 +142,14 @@ const LEGACY_EVENT_FIELDS: Readonly<Record<string, Fields>> = {
   Terminated: { reason: 'terminal_reason' },
 };
 
-const HEX64 = /^[0-9a-f]{64}$/;
 const SHA256 = /^sha256:[0-9a-f]{64}$/;
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/** 64 lowercase hexadecimal characters: a SHA-256 digest or an Ed25519 key as the journal writes them. */
+export function isHex64(value: unknown): value is string {
+  return typeof value === 'string' && HEX64.test(value);
+}
+
 const PLAIN_INTEGER = /^(?:0|[1-9][0-9]*)$/;
 // A fraction as serde_json writes an f32 widened to f64 (LoopConfig.temperature: 0.30000001192092896).
 const PLAIN_FRACTION = /^(?:0|[1-9][0-9]{0,5})\.[0-9]{0,16}[1-9]$/;
@@ -250,7 +256,7 @@ function ruleProblem(value: unknown, rule: Rule, path: (string | number)[], how:
     case 'bool':
       return typeof value === 'boolean' ? undefined : `${at} is ${describe(value)}, not true or false`;
     case 'hex64':
-      return typeof value === 'string' && HEX64.test(value) ? undefined : `${at} is not 64 lowercase hexadecimal characters`;
+      return isHex64(value) ? undefined : `${at} is not 64 lowercase hexadecimal characters`;
     case 'sha256':
       return typeof value === 'string' && SHA256.test(value) ? undefined : `${at} is not "sha256:" and 64 lowercase hexadecimal characters`;
     case 'uuid':

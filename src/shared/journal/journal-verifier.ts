@@ -20,7 +20,7 @@ import { cutRecordLine } from './journal-line.js';
 import { publicKeyFromHex, publicKeyHexProblem, verifyWithNodeCrypto } from '../signing/signing-key.js';
 import { ed25519SignatureProblem } from '../signing/ed25519-key-checks.js';
 import { parseStrictJson, StrictJsonError } from '../text/strict-json.js';
-import { ENTRY_FIELDS, eventProblem, journalNumberProblem, LEGACY_FORMAT, PAYLOAD_FIELDS, type RecordFormat, unknownKeyProblem } from './journal-record-rules.js';
+import { ENTRY_FIELDS, eventProblem, isHex64, journalNumberProblem, LEGACY_FORMAT, PAYLOAD_FIELDS, type RecordFormat, unknownKeyProblem } from './journal-record-rules.js';
 import { ENTRY_ITERATION_ZERO, RECORDS, SYMBIONT_FORMAT } from './journal-records.js';
 import { RunBudget, type SettlementOutcome } from './run-records.js';
 import { isRecord } from '../json-value.js';
@@ -129,7 +129,6 @@ const CROSS_CHECK_WARM_UP = 2;
 // The writer's payloads nest six levels deep; a little room, and no more.
 const PAYLOAD_MAX_DEPTH = 16;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
-const HEX64 = /^[0-9a-f]{64}$/;
 
 class LineFailure extends Error {
   constructor(
@@ -382,7 +381,7 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
       const other = isCanonicalUuid(payload.run_id) ? ` ${payload.run_id}` : '';
       throw new LineFailure(lineNumber, `${at}: other run: the record belongs to run${other}, not ${report.run_id}`);
     }
-    if (typeof payload.previous_hash !== 'string' || !HEX64.test(payload.previous_hash)) {
+    if (!isHex64(payload.previous_hash)) {
       throw new LineFailure(lineNumber, `${at}: malformed line: previous_hash is not 64 lowercase hex characters`);
     }
     if (payload.previous_hash !== previousHash) {

@@ -1,4 +1,5 @@
-import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { sha256Hex } from '../canonical-json.js';
 import { parseStrictJson, StrictJsonError } from '../text/strict-json.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
 import { isRecord } from '../json-value.js';
@@ -18,6 +19,11 @@ export interface PublicKeyDocument {
 }
 
 const FINGERPRINT = /^sha256:[0-9a-f]{64}$/;
+
+/** A key fingerprint as SchemaPin writes it: "sha256:" and 64 lowercase hexadecimal digits. */
+export function isKeyFingerprint(text: string): boolean {
+  return FINGERPRINT.test(text);
+}
 // More revoked entries than this is not a key document anyone maintains by hand.
 const REVOKED_KEYS_MAX = 1024;
 const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
@@ -46,7 +52,7 @@ function canonicalP256Key(key: KeyObject): KeyObject {
 
 /** Fingerprint of a key: over its canonical uncompressed SPKI DER, never over the encoding served. */
 function spkiFingerprint(key: KeyObject): string {
-  return 'sha256:' + createHash('sha256').update(canonicalP256Key(key).export({ type: 'spki', format: 'der' })).digest('hex');
+  return 'sha256:' + sha256Hex(canonicalP256Key(key).export({ type: 'spki', format: 'der' }));
 }
 
 export function parseKeyDocument(body: Buffer): PublicKeyDocument {
@@ -97,7 +103,7 @@ function parseRevoked(value: unknown): string[] {
   }
   return value.map((entry, i) => {
     const normalised = typeof entry === 'string' ? entry.trim().toLowerCase() : '';
-    if (!FINGERPRINT.test(normalised)) {
+    if (!isKeyFingerprint(normalised)) {
       // A revocation list we cannot read must not be ignored: that would un-revoke keys.
       throw new SchemaPinCheckError(`the key document's revoked_keys[${i}] is not a "sha256:<64 hex digits>" fingerprint`);
     }

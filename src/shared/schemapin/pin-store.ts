@@ -6,6 +6,7 @@ import { ConfinementError, type PinnedDirectory, readTextFileAt } from '../confi
 import { openPrivateDirectory, UnsafeStorageError } from '../storage/private-directory.js';
 import { normalisePinHost } from './pin-host.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
+import { isKeyFingerprint } from './key-document.js';
 import { isRecord } from '../json-value.js';
 
 // Trust on first use: the first key fingerprint seen for a key host is written
@@ -31,7 +32,6 @@ export type PinOutcome =
 
 const PINS_FILE = 'pins.json';
 const STORE_COMPONENTS = ['.symbiont', 'schemapin'] as const;
-const FINGERPRINT = /^sha256:[0-9a-f]{64}$/;
 
 export class PinStore {
   constructor(private readonly project: PinnedDirectory) {}
@@ -164,7 +164,7 @@ function parsePins(text: string, shown: string): Map<string, PinEntry> {
   const result = new Map<string, PinEntry>();
   for (const [host, entry] of Object.entries(pins as Record<string, unknown>)) {
     const e = entry as Record<string, unknown> | null;
-    if (e === null || typeof e !== 'object' || typeof e.fingerprint !== 'string' || !FINGERPRINT.test(e.fingerprint) || typeof e.first_seen !== 'string') {
+    if (e === null || typeof e !== 'object' || typeof e.fingerprint !== 'string' || !isKeyFingerprint(e.fingerprint) || typeof e.first_seen !== 'string') {
       damaged(`the pin for ${JSON.stringify(host)} needs a "sha256:<hex>" fingerprint and a first_seen time`);
     }
     const pin = { fingerprint: e!.fingerprint as string, first_seen: e!.first_seen as string };
