@@ -8,6 +8,7 @@ import { normalisePinHost } from './pin-host.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
 import { isKeyFingerprint } from './key-document.js';
 import { isRecord } from '../json-value.js';
+import { fileModeText } from '../text/file-mode.js';
 
 // Trust on first use: the first key fingerprint seen for a key host is written
 // to .symbiont/schemapin/pins.json and every later key from that host must
@@ -107,7 +108,7 @@ export class PinStore {
       const uid = process.getuid?.();
       if ((uid !== undefined && file.stat.uid !== uid) || (file.stat.mode & 0o077) !== 0) {
         throw new SchemaPinCheckError(
-          `pin store refused: ${shown} must be owned by this user with mode 0600 (it is ${(file.stat.mode & 0o777).toString(8).padStart(4, '0')}, uid ${file.stat.uid})`,
+          `pin store refused: ${shown} must be owned by this user with mode 0600 (it is ${fileModeText(file.stat.mode & 0o777)}, uid ${file.stat.uid})`,
         );
       }
       text = file.text;
