@@ -13,11 +13,12 @@
 //   Claude Code  `claude mcp list` says Connected, once the folder is trusted and the project's
 //                server approved (the settings written here are what those two clicks save).
 //   Codex        `codex app-server`'s mcpServerStatus/list starts the server and lists its tools; the
-//                README's `printenv OPENAI_API_KEY | codex login --with-api-key` line signs in (with a
-//                stand-in key: nothing checks a key before a request).
-// The dialog answers and screen texts the README quotes for Claude Code and Codex are looked up in the
-// pinned clients' native binaries, which hold their interface strings as text: a client update that
-// renames "Yes, I trust this folder" fails here. (Which answer is highlighted, and the order of the
+//                `printenv OPENAI_API_KEY | codex login --with-api-key` line of docs/clients.md signs
+//                in (with a stand-in key: nothing checks a key before a request).
+// The dialog answers and screen texts docs/clients.md (the first start in each client, linked from the
+// README) quotes for Claude Code and Codex are looked up in the pinned clients' native binaries, which
+// hold their interface strings as text: a client update that renames "Yes, I trust this folder" fails
+// here. (Which answer is highlighted, and the order of the
 // dialogs, were seen in a terminal and are not checked.)
 //
 // Usage: node --import tsx test/client-snippets.ts [--only claude,gemini,codex] [--tarball FILE] [--keep]
@@ -37,10 +38,12 @@ const clientsDir = path.join(repoRoot, '.ci', 'cache', 'clients');
 const clientBin = path.join(clientsDir, 'node_modules', '.bin');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const PROJECT_PLACEHOLDER = '/abs/path/to/project';
+/** The first start in each client, which the README's client sections link to. */
+const CLIENTS_DOC = path.join(repoRoot, 'docs', 'clients.md');
 /** The tools every client must see, by name. */
 const TOOLS = ['get_agent_dsl', 'get_agents_md', 'invoke_agent', 'list_agents', 'parse_dsl', 'verify_schema'];
 const CLIENT_TIMEOUT_MS = 180_000;
-/** What the README's Claude Code steps quote from Claude Code's folder-trust and project-server dialogs. */
+/** What docs/clients.md's Claude Code steps quote from Claude Code's folder-trust and project-server dialogs. */
 const CLAUDE_QUOTES = [
   'Quick safety check: Is this a project you created or one you trust?',
   'No, exit',
@@ -54,7 +57,7 @@ const CLAUDE_QUOTES = [
   'No MCP servers configured',
   'No MCP servers loaded',
 ];
-/** What the README's Codex CLI steps quote from Codex's sign-in and trust screens and from /mcp. */
+/** What docs/clients.md's Codex CLI steps quote from Codex's sign-in and trust screens and from /mcp. */
 const CODEX_QUOTES = [
   'Choose how you want to use Codex.',
   'Sign in with ChatGPT',
@@ -176,33 +179,33 @@ function readmeSnippet(command: string): string {
   throw new Error(`README.md has no sh block with a "${command} ... symbi-mcp mcp" line`);
 }
 
-/** The first line of a README sh block that starts with `prefix`, whatever follows. */
-function readmeLine(prefix: string): string {
-  const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
-  for (const block of readme.matchAll(/^```(?:sh|bash)\n([\s\S]*?)^```/gm)) {
+/** The first line of a docs/clients.md sh block that starts with `prefix`, whatever follows. */
+function clientsDocLine(prefix: string): string {
+  const doc = fs.readFileSync(CLIENTS_DOC, 'utf8');
+  for (const block of doc.matchAll(/^```(?:sh|bash)\n([\s\S]*?)^```/gm)) {
     const line = block[1]!.split('\n').find((l) => l.startsWith(prefix));
     if (line !== undefined) return line;
   }
-  throw new Error(`README.md has no sh block with a line starting "${prefix}"`);
+  throw new Error(`docs/clients.md has no sh block with a line starting "${prefix}"`);
 }
 
-/** The README's `### heading` section, its line breaks and indentation read as single spaces. */
-function readmeSection(heading: string): string {
-  const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
-  const start = readme.indexOf(`\n### ${heading}\n`);
-  if (start < 0) throw new Error(`README.md has no "### ${heading}" section`);
-  const end = readme.indexOf('\n### ', start + 1);
-  return readme.slice(start, end < 0 ? undefined : end).replace(/\s+/g, ' ');
+/** The `## heading` section of docs/clients.md, its line breaks and indentation read as single spaces. */
+function clientsDocSection(heading: string): string {
+  const doc = fs.readFileSync(CLIENTS_DOC, 'utf8');
+  const start = doc.indexOf(`\n## ${heading}\n`);
+  if (start < 0) throw new Error(`docs/clients.md has no "## ${heading}" section`);
+  const end = doc.indexOf('\n## ', start + 1);
+  return doc.slice(start, end < 0 ? undefined : end).replace(/\s+/g, ' ');
 }
 
 /**
- * Checks that the README section quotes each string and that the client's native binary holds it: the
- * strings of the dialogs the README walks through, as the pinned client shows them.
+ * Checks that the docs/clients.md section quotes each string and that the client's native binary holds
+ * it: the strings of the dialogs the page walks through, as the pinned client shows them.
  */
 function checkQuoted(client: string, heading: string, binaries: string[], quotes: string[]): void {
-  const section = readmeSection(heading);
+  const section = clientsDocSection(heading);
   const unquoted = quotes.filter((quote) => !section.includes(quote));
-  if (unquoted.length > 0) throw new Error(`README.md's ### ${heading} no longer quotes ${unquoted.map((q) => `"${q}"`).join(', ')}; update the list here with it`);
+  if (unquoted.length > 0) throw new Error(`docs/clients.md's ## ${heading} no longer quotes ${unquoted.map((q) => `"${q}"`).join(', ')}; update the list here with it`);
   const existing = binaries.filter((file) => fs.existsSync(file));
   if (existing.length === 0) throw new Error(`${client}: no native binary found among ${binaries.join(', ')}`);
   let missing = quotes;
@@ -210,7 +213,7 @@ function checkQuoted(client: string, heading: string, binaries: string[], quotes
     const contents = fs.readFileSync(file);
     missing = missing.filter((quote) => !contents.includes(quote));
   }
-  if (missing.length > 0) throw new Error(`the pinned ${client} does not show ${missing.map((q) => `"${q}"`).join(', ')} (searched ${existing.join(', ')}); README.md's ### ${heading} quotes it`);
+  if (missing.length > 0) throw new Error(`the pinned ${client} does not show ${missing.map((q) => `"${q}"`).join(', ')} (searched ${existing.join(', ')}); docs/clients.md's ## ${heading} quotes it`);
 }
 
 /** The native binaries of a client installed in .ci/cache/clients: the bin's target and the platform packages' executables. */
@@ -280,7 +283,7 @@ function runSnippet(s: Scratch, snippet: string): void {
 
 function checkGemini(s: Scratch): string {
   runSnippet(s, readmeSnippet('gemini mcp add'));
-  // What the README says a user sees before trusting the folder.
+  // What docs/clients.md says a user sees before trusting the folder.
   const untrusted = run(s, clientBin + '/gemini', ['mcp', 'list'], 'gemini mcp list');
   if (!/symbi.*Disabled/.test(untrusted)) throw new Error(`before the folder is trusted, gemini mcp list should show symbi as Disabled:\n${untrusted}`);
   // The user's "Trust folder" answer (or /permissions) is saved in ~/.gemini/trustedFolders.json.
@@ -294,11 +297,11 @@ function checkGemini(s: Scratch): string {
 
 function checkClaude(s: Scratch): string {
   runSnippet(s, readmeSnippet('claude mcp add'));
-  // What the README says a user sees before the approval.
+  // What docs/clients.md says a user sees before the approval.
   const pending = run(s, clientBin + '/claude', ['mcp', 'list'], 'claude mcp list');
   if (!/symbi.*Pending approval/.test(pending)) throw new Error(`before the approval, claude mcp list should show symbi as Pending approval:\n${pending}`);
   checkQuoted('Claude Code', 'Claude Code', claudeBinaries(), CLAUDE_QUOTES);
-  // The two clicks the README describes: "Yes, I trust this folder" (saved in ~/.claude.json) and
+  // The two clicks docs/clients.md describes: "Yes, I trust this folder" (saved in ~/.claude.json) and
   // approving the project's .mcp.json server (saved in .claude/settings.local.json).
   const stateFile = path.join(s.home, '.claude.json');
   const state = fs.existsSync(stateFile) ? (JSON.parse(fs.readFileSync(stateFile, 'utf8')) as Record<string, unknown>) : {};
@@ -354,14 +357,14 @@ async function checkCodex(s: Scratch): Promise<string> {
   } finally {
     child.kill();
   }
-  // The sign-in the README gives before /mcp, run literally with a stand-in key (codex login stores
+  // The sign-in docs/clients.md gives before /mcp, run literally with a stand-in key (codex login stores
   // it without asking OpenAI; "Authentication is checked when you send a request").
   const signedIn = { ...s, env: { ...s.env, OPENAI_API_KEY: 'sk-client-snippets-stand-in' } };
-  runSnippet(signedIn, readmeLine('printenv OPENAI_API_KEY | codex login'));
+  runSnippet(signedIn, clientsDocLine('printenv OPENAI_API_KEY | codex login'));
   const status = run(s, clientBin + '/codex', ['login', 'status'], 'codex login status');
-  if (!/API key configured/.test(status)) throw new Error(`after the README's codex login line, codex login status should say "API key configured":\n${status}`);
+  if (!/API key configured/.test(status)) throw new Error(`after docs/clients.md's codex login line, codex login status should say "API key configured":\n${status}`);
   checkQuoted('Codex', 'Codex CLI', codexBinaries(), CODEX_QUOTES);
-  return `${seen}; signed in by the README's codex login line`;
+  return `${seen}; signed in by docs/clients.md's codex login line`;
 }
 
 async function main(): Promise<number> {

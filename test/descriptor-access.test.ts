@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
-import { platformLabel } from '../src/shared/confinement/index.js';
+import { platformLabel } from '../src/shared/confinement/routes.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv, type RunningServer, startServer, textOf, waitForStderr } from './support/server.js';
 import { inspect } from './support/journal.js';

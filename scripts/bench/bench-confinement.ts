@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ROUTE_NAMES } from '../../src/shared/confinement/descriptor-route.js';
-import { checkDescriptorAccess, pinProject } from '../../src/shared/confinement/index.js';
+import { pinProject } from '../../src/shared/confinement/index.js';
+import { checkDescriptorAccess } from '../../src/shared/confinement/route-choice.js';
 import { DSL_FILE_MAX_BYTES, DISCOVERY_MAX_ENTRIES } from '../../src/shared/limits.js';
 
 const readsArg = process.argv.indexOf('--reads');

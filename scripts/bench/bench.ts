@@ -25,20 +25,14 @@ const CHILD_TIMEOUT_MS = 20 * 60_000;
 const DOC_PATH = path.join(repoRoot, 'docs', 'benchmarks.md');
 const KEEP_MARKER = '<!-- Everything below this line is hand-written; npm run bench keeps it. -->';
 const README_PATH = path.join(repoRoot, 'README.md');
-/** The README's table lies between these lines; npm run bench rewrites it from the same run as docs/benchmarks.md. */
-const README_TABLE_START = '<!-- npm run bench writes the table below; do not edit it -->';
-const README_TABLE_END = '<!-- end of the table npm run bench writes -->';
-/** The rows the README shows (by the start of their figure): what governance costs a user, each beside its peer. */
-const README_FIGURES = [
-  'invoke_agent round trip',
-  'first invoke_agent of a session',
-  'invoke_agent throughput',
-  '256 concurrent calls to a 1 s endpoint',
-  'stress-cancel: cancel to terminal record',
-  'RSS after startup and initialize',
-  'soak: server RSS',
-  'npm install of the packed package',
-];
+/**
+ * The README's headline figures lie between these lines; npm run bench rewrites them from the same run as
+ * docs/benchmarks.md, which holds the whole table.
+ */
+const README_FIGURES_START = '<!-- npm run bench writes the figures below; do not edit them -->';
+const README_FIGURES_END = '<!-- end of the figures npm run bench writes -->';
+/** The rows the README shows (by the start of their figure), in this order: what governance costs a user, each beside its peer. */
+const README_FIGURES = ['invoke_agent round trip', 'RSS after startup and initialize', 'npm install of the packed package'];
 
 type Json = Record<string, unknown>;
 
@@ -572,7 +566,7 @@ async function main(): Promise<number> {
   if (selected.length === BENCHMARKS.length) {
     writeDocument(machine, rows, sections, minutes);
     process.stderr.write(`bench: wrote ${path.relative(repoRoot, DOC_PATH)}\n`);
-    if (writeReadmeTable(machine, rows)) process.stderr.write(`bench: wrote the table in ${path.relative(repoRoot, README_PATH)}\n`);
+    if (writeReadmeFigures(machine, rows)) process.stderr.write(`bench: wrote the headline figures in ${path.relative(repoRoot, README_PATH)}\n`);
   } else {
     process.stderr.write('bench: a partial run (--only) does not rewrite docs/benchmarks.md\n');
   }
@@ -603,18 +597,19 @@ function writeDocument(machine: string[], rows: Row[], sections: string[], minut
   fs.writeFileSync(DOC_PATH, doc.endsWith('\n') ? doc : `${doc}\n`);
 }
 
-/** Rewrites the README's figures table (README_FIGURES) between its two marker lines; false when the markers are missing. */
-function writeReadmeTable(machine: string[], rows: Row[]): boolean {
+/** Rewrites the README's headline figures (README_FIGURES) between its two marker lines; false when the markers are missing. */
+function writeReadmeFigures(machine: string[], rows: Row[]): boolean {
   const readme = fs.readFileSync(README_PATH, 'utf8');
-  const start = readme.indexOf(README_TABLE_START);
-  const end = readme.indexOf(README_TABLE_END);
+  const start = readme.indexOf(README_FIGURES_START);
+  const end = readme.indexOf(README_FIGURES_END);
   if (start < 0 || end < start) {
-    process.stderr.write('bench: README.md has no table markers; its table was not written\n');
+    process.stderr.write('bench: README.md has no figure markers; its headline figures were not written\n');
     return false;
   }
-  const shown = rows.filter((r) => README_FIGURES.some((prefix) => r.figure.startsWith(prefix)));
-  const table = [README_TABLE_START, '', ...machine.map((l) => `${l}  `), '', markdownTable(shown), '', ''].join('\n');
-  fs.writeFileSync(README_PATH, readme.slice(0, start) + table + readme.slice(end));
+  const shown = README_FIGURES.flatMap((prefix) => rows.filter((r) => r.figure.startsWith(prefix)));
+  const lines = shown.map((r) => `- ${r.figure}: **${r.measured}**${r.peer === '' ? '' : `; ${r.peer}`}`);
+  const block = [README_FIGURES_START, '', ...lines, '', `${machine.join('; ')}.`, '', ''].join('\n');
+  fs.writeFileSync(README_PATH, readme.slice(0, start) + block + readme.slice(end));
   return true;
 }
 

@@ -4,8 +4,8 @@ import { AGENTS_MD_GUIDANCE_MAX_CHARS } from './limits.js';
 // section is guidance for inference; the rest of the file is for people and is
 // never sent to a model.
 
-export const AGENTS_MD_START_MARKER = '<!-- agents-md:auto-start -->';
-export const AGENTS_MD_END_MARKER = '<!-- agents-md:auto-end -->';
+const AGENTS_MD_START_MARKER = '<!-- agents-md:auto-start -->';
+const AGENTS_MD_END_MARKER = '<!-- agents-md:auto-end -->';
 
 export interface AgentsMdGuidance {
   /** The generated section, at most AGENTS_MD_GUIDANCE_MAX_CHARS code points including the cut mark. */
@@ -16,7 +16,7 @@ export interface AgentsMdGuidance {
   originalChars: number;
 }
 
-export const GUIDANCE_CUT_MARK = '\n[guidance cut: the generated section exceeds 2,000 characters]';
+const GUIDANCE_CUT_MARK = '\n[guidance cut: the generated section exceeds 2,000 characters]';
 
 function markerLineIndex(lines: readonly string[], marker: string, from: number): number {
   for (let i = from; i < lines.length; i++) {

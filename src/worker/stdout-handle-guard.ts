@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import net from 'node:net';
 import tty from 'node:tty';
+import { isRecord } from '../shared/json-value.js';
 
 // Keeps the other JavaScript routes to the MCP channel out of a worker thread's reach, beside the
 // `fs` routes (stdout-fs-guard.ts): a socket or a terminal stream opened on descriptor 1 (or 0, the
@@ -72,7 +73,7 @@ function optionsArgument(args: unknown[]): Record<string, unknown> | undefined {
   // (command[, args][, options]): the options are the last plain object.
   for (let i = args.length - 1; i >= 0; i -= 1) {
     const arg = args[i];
-    if (arg !== null && typeof arg === 'object' && !Array.isArray(arg)) return arg as Record<string, unknown>;
+    if (isRecord(arg)) return arg;
   }
   return undefined;
 }

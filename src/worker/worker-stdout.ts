@@ -25,9 +25,9 @@ import { lineSink, takeOverStream } from '../shared/text/stream-lines.js';
 // the operator's log: lines are cut, and each thread has a budget.
 
 /** Characters of one line shown on standard error (the rest is cut, marked). */
-export const WORKER_OUTPUT_LINE_MAX_CHARS = 500;
+const WORKER_OUTPUT_LINE_MAX_CHARS = 500;
 /** Lines each worker thread may send; then one notice, then nothing more from that thread. */
-export const WORKER_OUTPUT_LINES_PER_THREAD = 100;
+const WORKER_OUTPUT_LINES_PER_THREAD = 100;
 
 let secrets: string[] = [];
 let sent = 0;

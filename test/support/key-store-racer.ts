@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
-import { checkDescriptorAccess, PinnedDirectory } from '../../src/shared/confinement/index.js';
+import { PinnedDirectory } from '../../src/shared/confinement/index.js';
+import { checkDescriptorAccess } from '../../src/shared/confinement/route-choice.js';
 import { closeAuditStorage, openAuditStorage } from '../../src/shared/storage/audit-storage.js';
 
 // One racer of test/signing-key-race.test.ts: a real process that proves its

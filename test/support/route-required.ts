@@ -1,4 +1,6 @@
-import { checkDescriptorAccess, ROUTE_NAMES, type RouteName } from '../../src/shared/confinement/index.js';
+import { checkDescriptorAccess } from '../../src/shared/confinement/route-choice.js';
+import { ROUTE_NAMES } from '../../src/shared/confinement/descriptor-route.js';
+import type { RouteName } from '../../src/shared/confinement/index.js';
 
 // A test that needs one confinement route skips, with the reason, where that
 // route cannot be proven: openat2 and /proc exist only on Linux. Where a route

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { isRecord } from '../json-value.js';
 
 // The open(2) flags every confinement route uses. Node.js builds fs.constants
 // from the platform's own headers, so those values are taken from there (on
@@ -55,7 +56,7 @@ export const TEST_CONSTANTS_ENV = 'SYMBI_CONFINEMENT_TEST_CONSTANTS';
  * d_namlen offset on Linux, which has none, makes one up), and how long a
  * route's proof in a child process may take (route-proof.ts).
  */
-export const OVERRIDABLE_CONSTANTS = [
+const OVERRIDABLE_CONSTANTS = [
   'O_DIRECTORY',
   'O_NOFOLLOW',
   'O_NONBLOCK',
@@ -77,7 +78,7 @@ export function testConstantOverrides(env: NodeJS.ProcessEnv = process.env): Par
   } catch {
     throw new Error(`${TEST_CONSTANTS_ENV} is not JSON; expected an object such as {"O_NOFOLLOW":0}`);
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error(`${TEST_CONSTANTS_ENV} must be a JSON object`);
+  if (!isRecord(parsed)) throw new Error(`${TEST_CONSTANTS_ENV} must be a JSON object`);
   const out: Partial<Record<OverridableConstant, number>> = {};
   for (const [key, value] of Object.entries(parsed)) {
     if (!(OVERRIDABLE_CONSTANTS as readonly string[]).includes(key) || !Number.isInteger(value)) {

@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { packageVersion } from '../package-version.js';
+import { sha256Hex } from '../canonical-json.js';
 import type { RouteName } from './descriptor-route.js';
 
 // Remembers which FFI routes (and the ACL reader) passed their proof in a child process
@@ -49,7 +49,7 @@ export function proofKey(route: ProofSubject, env: NodeJS.ProcessEnv = process.e
     audit: env.LD_AUDIT ?? '',
   });
   // Kept as a digest: the inputs (a dozen library identities) are too long to keep 64 of in the cache.
-  return `${route} sha256:${createHash('sha256').update(inputs).digest('hex')}`;
+  return `${route} sha256:${sha256Hex(inputs)}`;
 }
 
 // Both are fixed for the life of the process: worked out once.
@@ -118,7 +118,7 @@ function readSystemIdentity(): SystemIdentity | undefined {
 /** "absent", or the SHA-256 of /etc/ld.so.preload; undefined when it exists but cannot be read. */
 function readLdSoPreload(): string | undefined {
   try {
-    return 'sha256:' + createHash('sha256').update(fs.readFileSync(LD_SO_PRELOAD)).digest('hex');
+    return 'sha256:' + sha256Hex(fs.readFileSync(LD_SO_PRELOAD));
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'absent' : undefined;
   }

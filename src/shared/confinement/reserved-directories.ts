@@ -15,7 +15,7 @@ import { ConfinementError, decodeUtf8Strict } from './path-rules.js';
 // by the path rules (the policy loader and the storage use them on purpose).
 
 /** The top-level names reserved to the server. */
-export const RESERVED_NAMES: readonly string[] = ['policies', '.symbiont'];
+const RESERVED_NAMES: readonly string[] = ['policies', '.symbiont'];
 
 /**
  * The startup look, one walk each, `.symbiont/` first: `.symbiont/` holds journals, so only the

@@ -7,6 +7,7 @@ import type { DescriptorRoute, DirectoryListing } from './descriptor-route.js';
 import { descriptorFlagsThroughLibc } from './libc-route.js';
 import type { ProbeMemory } from './proof-cache.js';
 import { FD_CLOEXEC, openFlags } from './open-flags.js';
+import { fileModeText } from '../text/file-mode.js';
 
 // Before a route serves, it proves itself in a private scratch directory with
 // the same code the file tools use: a nested file opens and its descriptor is
@@ -170,7 +171,7 @@ function comparedModeBits(stat: fs.Stats, parent: fs.Stats): number {
 function expectMode(check: string, shown: string, stat: fs.Stats, parent: fs.Stats, asked: number, umask: number): void {
   const expected = asked & ~umask & 0o7777;
   const got = comparedModeBits(stat, parent);
-  if (got !== expected) throw new SelfTestFailure(check, `${shown} has mode ${got.toString(8).padStart(4, '0')}, expected ${expected.toString(8).padStart(4, '0')} (${asked.toString(8).padStart(4, '0')} under umask ${umask.toString(8).padStart(4, '0')})`);
+  if (got !== expected) throw new SelfTestFailure(check, `${shown} has mode ${fileModeText(got)}, expected ${fileModeText(expected)} (${fileModeText(asked)} under umask ${fileModeText(umask)})`);
 }
 
 function checkStorageCalls(route: DescriptorRoute, root: string, rootFd: number): void {

@@ -9,7 +9,7 @@ import { z } from 'zod';
 const line = z.number().int().min(1);
 
 /** One place in the text and what is wrong there. */
-export const diagnosticSchema = z.object({ line, column: z.number().int().min(1), message: z.string() });
+const diagnosticSchema = z.object({ line, column: z.number().int().min(1), message: z.string() });
 
 const jsonObject = z.record(z.string(), z.json());
 

@@ -27,8 +27,6 @@ import type { SyntaxDiagnostic } from './tokens.js';
 // extract_with_blocks): the same defaults, the same conversions and the same
 // errors, which are listed in `extraction_errors`.
 
-export type { JsonValue } from './json-values.js';
-
 // The report's shape is declared once, as the zod schemas parse_dsl advertises
 // as its outputSchema; only their types are imported, so `symbi dsl` loads no zod.
 export type ParseReport = z.infer<typeof parseReportSchema>;
@@ -156,7 +154,7 @@ function reportPolicy(policy: PolicyDecl, scope: string, src: string): ReportPol
   };
 }
 
-export function withAttributes(block: WithBlock, src: string): { [key: string]: JsonValue } {
+function withAttributes(block: WithBlock, src: string): { [key: string]: JsonValue } {
   const out: { [key: string]: JsonValue } = {};
   for (const attr of block.attributes) defineKey(out, attr.key, exprToJson(attr.value, src));
   return out;

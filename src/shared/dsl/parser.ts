@@ -1148,7 +1148,7 @@ function endsWithElseBlock(statement: IfStatement): boolean {
  * `\"`, `\\`, `\n`, `\t`, `\r` and `\uXXXX` are decoded, and any other escape
  * (`\d` in a pattern, `\$`) is kept as written, backslash included.
  */
-export function decodeString(raw: string): string {
+function decodeString(raw: string): string {
   const body = raw.slice(1, -1);
   if (!body.includes('\\')) return body;
   return body.replace(/\\(u[0-9a-fA-F]{4}|.)/gs, (whole, escaped: string) => {

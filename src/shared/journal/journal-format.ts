@@ -6,7 +6,7 @@
 export const JOURNAL_FORMAT_VERSION = 2;
 export const LINE_PREFIX = Buffer.from('{"payload":', 'utf8');
 export const SIGNATURE_KEY = Buffer.from(',"signature":"', 'utf8');
-export const LINE_END = Buffer.from('"}\n', 'utf8');
+const LINE_END = Buffer.from('"}\n', 'utf8');
 export const NEWLINE = 0x0a;
 export const GENESIS_PREVIOUS_HASH = '0'.repeat(64);
 export const JOURNAL_FILE_SUFFIX = '.jsonl';
@@ -26,13 +26,6 @@ export type TerminalReason =
   | 'UnconfirmedEffects'
   | { PolicyDenial: { reason: string } }
   | { Error: { message: string } };
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** Lowercase canonical UUID text (the form run ids and principals take in journals). */
-export function isCanonicalUuid(text: unknown): text is string {
-  return typeof text === 'string' && UUID.test(text);
-}
 
 /** Assembles one journal line from the exact payload bytes and their signature. */
 export function encodeRecordLine(payload: Uint8Array, signature: Uint8Array): Buffer {

@@ -5,13 +5,14 @@ import { GOVERNED_COMPONENTS, governedDisplayPath } from '../storage/audit-stora
 import { describeTerminalReason, JOURNAL_FILE_SUFFIX, type TerminalReason } from './journal-format.js';
 import { inspectJournal, type InspectVerdict, type RecordFormatName } from './journal-verifier.js';
 import { loadSigningKeyFile } from '../storage/signing-key-store.js';
+import { CANONICAL_UUID_PATTERN } from '../text/uuid.js';
 
 // Summarises the runs recorded in a project's .symbiont/governed/, verifying
 // each journal with the key found next to them. That key is only as
 // trustworthy as the project folder: whoever can write the project can
 // replace both, so the listing says so and points to an independent key.
 
-export const INDEPENDENT_KEY_NOTE =
+const INDEPENDENT_KEY_NOTE =
   'Note: "verifies" uses the key stored in this project. Whoever can write the project can also replace that key, ' +
   'so evidence needs a public key recorded elsewhere: symbi audit inspect JOURNAL --run-id UUID --public-key HEX.';
 
@@ -48,7 +49,7 @@ export interface RunListing {
 const JOURNAL_LISTING_MAX_ENTRIES = 1_000_000;
 
 // `<agent_id>.<run_id>.jsonl` as Symbiont names journals, or `<run_id>.jsonl` as earlier versions of this server did.
-const JOURNAL_NAME = /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.)?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/;
+const JOURNAL_NAME = new RegExp(`^(?:${CANONICAL_UUID_PATTERN}\\.)?(${CANONICAL_UUID_PATTERN})\\.jsonl$`);
 
 /** Lists the project's runs, newest first. Read-only: creates nothing. Throws UnsafeStorageError when the storage cannot be opened. */
 export function listRuns(project: PinnedDirectory): RunListing {

@@ -1,4 +1,6 @@
 import { jsonPathText } from '../text/strict-json.js';
+import { isRecord } from '../json-value.js';
+import { isCanonicalUuid } from '../text/uuid.js';
 
 // The rules a journal record is held to, field by field, as one small declaration language: a
 // format's records are declared once with it (journal-records.ts for Symbiont's, below for this
@@ -89,7 +91,7 @@ export const PROVIDER_ERROR = obj({
 });
 
 /** Every event this server wrote before it wrote Symbiont's records (journal format `symbi-mcp-0.1`), and the fields of each. */
-export const LEGACY_EVENT_FIELDS: Readonly<Record<string, Fields>> = {
+const LEGACY_EVENT_FIELDS: Readonly<Record<string, Fields>> = {
   Started: {
     execution_context: {
       object: {
@@ -140,9 +142,14 @@ export const LEGACY_EVENT_FIELDS: Readonly<Record<string, Fields>> = {
   Terminated: { reason: 'terminal_reason' },
 };
 
-const HEX64 = /^[0-9a-f]{64}$/;
 const SHA256 = /^sha256:[0-9a-f]{64}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/** 64 lowercase hexadecimal characters: a SHA-256 digest or an Ed25519 key as the journal writes them. */
+export function isHex64(value: unknown): value is string {
+  return typeof value === 'string' && HEX64.test(value);
+}
+
 const PLAIN_INTEGER = /^(?:0|[1-9][0-9]*)$/;
 // A fraction as serde_json writes an f32 widened to f64 (LoopConfig.temperature: 0.30000001192092896).
 const PLAIN_FRACTION = /^(?:0|[1-9][0-9]{0,5})\.[0-9]{0,16}[1-9]$/;
@@ -160,10 +167,6 @@ export function journalNumberProblem(lexeme: string): string | undefined {
   if (!PLAIN_INTEGER.test(lexeme)) return 'is not written as the journal writer writes numbers (a non-negative integer in plain decimal digits)';
   if (Number(lexeme) > Number.MAX_SAFE_INTEGER) return `is above ${Number.MAX_SAFE_INTEGER}, the largest integer every reader holds exactly`;
   return undefined;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function describe(value: unknown): string {
@@ -230,15 +233,15 @@ function ruleProblem(value: unknown, rule: Rule, path: (string | number)[], how:
       if (typeof value === 'string') {
         return Object.hasOwn(rule.variants, value) && rule.variants[value] === null ? undefined : `${at} is not one of the variants ${names.join(', ')}`;
       }
-      if (!isObject(value) || Object.keys(value).length !== 1) return `${at} is not one of the variants ${names.join(', ')}`;
+      if (!isRecord(value) || Object.keys(value).length !== 1) return `${at} is not one of the variants ${names.join(', ')}`;
       const name = Object.keys(value)[0]!;
       const fields = Object.hasOwn(rule.variants, name) ? rule.variants[name] : undefined;
       if (fields === undefined || fields === null) return `${at} is not one of the variants ${names.join(', ')}`;
       const inner = value[name];
-      if (!isObject(inner)) return `${jsonPathText([...path, name])} is ${describe(inner)}, not an object`;
+      if (!isRecord(inner)) return `${jsonPathText([...path, name])} is ${describe(inner)}, not an object`;
       return fieldsProblem(inner, fields, {}, [...path, name], { requireFields: true });
     }
-    if (!isObject(value)) return `${at} is ${describe(value)}, not an object`;
+    if (!isRecord(value)) return `${at} is ${describe(value)}, not an object`;
     return fieldsProblem(value, rule.object, rule.optional ?? {}, path, how);
   }
   switch (rule) {
@@ -253,14 +256,14 @@ function ruleProblem(value: unknown, rule: Rule, path: (string | number)[], how:
     case 'bool':
       return typeof value === 'boolean' ? undefined : `${at} is ${describe(value)}, not true or false`;
     case 'hex64':
-      return typeof value === 'string' && HEX64.test(value) ? undefined : `${at} is not 64 lowercase hexadecimal characters`;
+      return isHex64(value) ? undefined : `${at} is not 64 lowercase hexadecimal characters`;
     case 'sha256':
       return typeof value === 'string' && SHA256.test(value) ? undefined : `${at} is not "sha256:" and 64 lowercase hexadecimal characters`;
     case 'uuid':
-      return typeof value === 'string' && UUID.test(value) ? undefined : `${at} is not a lowercase UUID`;
+      return isCanonicalUuid(value) ? undefined : `${at} is not a lowercase UUID`;
     case 'terminal_reason':
       if (value === 'Completed') return undefined;
-      if (isObject(value) && Object.keys(value).length === 1 && isObject(value.Error)) {
+      if (isRecord(value) && Object.keys(value).length === 1 && isRecord(value.Error)) {
         const error = value.Error;
         if (Object.keys(error).length === 1 && typeof error.message === 'string') return undefined;
       }

@@ -160,7 +160,7 @@ export const RECORDS = {
 } as const satisfies Record<string, Fields>;
 
 /** Fields a record may have beyond those Symbiont requires: its `Option` and `default` fields, and ours. */
-export const OPTIONAL_FIELDS = {
+const OPTIONAL_FIELDS = {
   Started: {},
   DirectInferenceRequested: {},
   DirectInferenceFinished: {

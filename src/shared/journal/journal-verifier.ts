@@ -6,7 +6,6 @@ import { decodeUtf8Strict } from '../confinement/index.js';
 import {
   FINISHED_EVENT,
   GENESIS_PREVIOUS_HASH,
-  isCanonicalUuid,
   JOURNAL_FORMAT_VERSION,
   NEWLINE,
   REQUESTED_EVENT,
@@ -16,13 +15,15 @@ import {
   type TerminalReason,
 } from './journal-format.js';
 import { readJournalFile, JournalFileRefusal } from './journal-file-reader.js';
+import { isCanonicalUuid } from '../text/uuid.js';
 import { cutRecordLine } from './journal-line.js';
 import { publicKeyFromHex, publicKeyHexProblem, verifyWithNodeCrypto } from '../signing/signing-key.js';
 import { ed25519SignatureProblem } from '../signing/ed25519-key-checks.js';
 import { parseStrictJson, StrictJsonError } from '../text/strict-json.js';
-import { ENTRY_FIELDS, eventProblem, journalNumberProblem, LEGACY_FORMAT, PAYLOAD_FIELDS, type RecordFormat, unknownKeyProblem } from './journal-record-rules.js';
+import { ENTRY_FIELDS, eventProblem, isHex64, journalNumberProblem, LEGACY_FORMAT, PAYLOAD_FIELDS, type RecordFormat, unknownKeyProblem } from './journal-record-rules.js';
 import { ENTRY_ITERATION_ZERO, RECORDS, SYMBIONT_FORMAT } from './journal-records.js';
 import { RunBudget, type SettlementOutcome } from './run-records.js';
+import { isRecord } from '../json-value.js';
 
 // The read-only verifier behind `symbi audit inspect`. It checks every
 // complete line (signature over the exact embedded payload bytes, hash chain,
@@ -128,7 +129,6 @@ const CROSS_CHECK_WARM_UP = 2;
 // The writer's payloads nest six levels deep; a little room, and no more.
 const PAYLOAD_MAX_DEPTH = 16;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
-const HEX64 = /^[0-9a-f]{64}$/;
 
 class LineFailure extends Error {
   constructor(
@@ -137,10 +137,6 @@ class LineFailure extends Error {
   ) {
     super(message);
   }
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function flatString(value: unknown): string | null {
@@ -152,7 +148,7 @@ function terminalReasonOf(fields: Record<string, unknown>, format: RecordFormat)
   // Symbiont's reasons were checked against their declaration already (journal-records.ts).
   if (format === SYMBIONT_FORMAT) return reason as TerminalReason;
   if (reason === 'Completed') return 'Completed';
-  if (isPlainObject(reason) && Object.keys(reason).length === 1 && isPlainObject(reason.Error)) {
+  if (isRecord(reason) && Object.keys(reason).length === 1 && isRecord(reason.Error)) {
     const message = reason.Error.message;
     if (typeof message === 'string') return { Error: { message } };
   }
@@ -375,7 +371,7 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
       const why = err instanceof StrictJsonError ? err.message : 'the payload is not valid UTF-8';
       throw new LineFailure(lineNumber, `${at}: malformed line: ${why}`);
     }
-    if (!isPlainObject(payload)) throw new LineFailure(lineNumber, `${at}: malformed line: the payload is not a JSON object`);
+    if (!isRecord(payload)) throw new LineFailure(lineNumber, `${at}: malformed line: the payload is not a JSON object`);
     const payloadExtra = unknownKeyProblem(payload, PAYLOAD_FIELDS, 'the payload');
     if (payloadExtra !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${payloadExtra}`);
     if (payload.version !== JOURNAL_FORMAT_VERSION) {
@@ -385,7 +381,7 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
       const other = isCanonicalUuid(payload.run_id) ? ` ${payload.run_id}` : '';
       throw new LineFailure(lineNumber, `${at}: other run: the record belongs to run${other}, not ${report.run_id}`);
     }
-    if (typeof payload.previous_hash !== 'string' || !HEX64.test(payload.previous_hash)) {
+    if (!isHex64(payload.previous_hash)) {
       throw new LineFailure(lineNumber, `${at}: malformed line: previous_hash is not 64 lowercase hex characters`);
     }
     if (payload.previous_hash !== previousHash) {
@@ -397,7 +393,7 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
       );
     }
     const entry = payload.entry;
-    if (!isPlainObject(entry)) throw new LineFailure(lineNumber, `${at}: malformed line: entry is not an object`);
+    if (!isRecord(entry)) throw new LineFailure(lineNumber, `${at}: malformed line: entry is not an object`);
     const entryExtra = unknownKeyProblem(entry, ENTRY_FIELDS, 'entry');
     if (entryExtra !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${entryExtra}`);
     if (entry.sequence !== report.records) {
@@ -415,7 +411,7 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
       throw new LineFailure(lineNumber, `${at}: other principal: agent_id ${entry.agent_id} differs from ${report.agent_id} on line 1`);
     }
     const event = entry.event;
-    if (!isPlainObject(event) || Object.keys(event).length !== 1) {
+    if (!isRecord(event) || Object.keys(event).length !== 1) {
       throw new LineFailure(lineNumber, `${at}: malformed line: event is not an object with exactly one key`);
     }
     const name = Object.keys(event)[0]!;
@@ -425,7 +421,7 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
     report.record_format = state.format.name;
     const badEvent = eventProblem(state.format, name, fields);
     if (badEvent !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${badEvent}`);
-    if (!isPlainObject(fields)) throw new LineFailure(lineNumber, `${at}: malformed line: the fields of ${name} are not an object`);
+    if (!isRecord(fields)) throw new LineFailure(lineNumber, `${at}: malformed line: the fields of ${name} are not an object`);
     const badIteration = iterationProblem(state.format, name, fields, entry.iteration);
     if (badIteration !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${badIteration}`);
 
@@ -468,8 +464,8 @@ function checkEventOrder(
   }
   if (name === STARTED_EVENT) {
     const context = fields.execution_context;
-    const definition = isPlainObject(context) ? context.agent_definition : undefined;
-    report.agent_name = isPlainObject(definition) ? flatString(definition.name) : null;
+    const definition = isRecord(context) ? context.agent_definition : undefined;
+    report.agent_name = isRecord(definition) ? flatString(definition.name) : null;
     if (state.format === SYMBIONT_FORMAT && fields.agent_id !== report.agent_id) {
       throw new LineFailure(lineNumber, `${at}: Started.agent_id ${String(fields.agent_id)} is not the entry's agent_id ${String(report.agent_id)}`);
     }
@@ -537,7 +533,7 @@ interface FormatState {
 
 /** Symbiont's records begin with a Started that has its `config`; a journal of this server's 0.1 format does not. */
 function formatOf(name: string, fields: unknown): RecordFormat {
-  if (name === STARTED_EVENT) return isPlainObject(fields) && Object.hasOwn(fields, 'config') ? SYMBIONT_FORMAT : LEGACY_FORMAT;
+  if (name === STARTED_EVENT) return isRecord(fields) && Object.hasOwn(fields, 'config') ? SYMBIONT_FORMAT : LEGACY_FORMAT;
   return Object.hasOwn(RECORDS, name) && !Object.hasOwn(LEGACY_FORMAT.events, name) ? SYMBIONT_FORMAT : LEGACY_FORMAT;
 }
 

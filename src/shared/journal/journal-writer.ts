@@ -6,7 +6,6 @@ import type { AuditStorage } from '../storage/audit-storage.js';
 import {
   encodeRecordLine,
   GENESIS_PREVIOUS_HASH,
-  isCanonicalUuid,
   JOURNAL_FILE_SUFFIX,
   JOURNAL_FORMAT_VERSION,
   STARTED_EVENT,
@@ -14,10 +13,12 @@ import {
   type TerminalReason,
 } from './journal-format.js';
 import { inspectJournalBytes } from './journal-verifier.js';
+import { isCanonicalUuid } from '../text/uuid.js';
 import { describeStorageFailure } from '../storage/storage-failure.js';
 import type { JournalHandover } from './journal-handover.js';
 import { journalTurns, type ReleaseTurn } from './journal-turns.js';
 import type { RunBudget, RunRecord } from './run-records.js';
+import { isRecord } from '../json-value.js';
 
 // Appends signed, chained records to one run's journal. Each append is durable
 // (fdatasync) before its promise resolves, because the caller acts on that
@@ -727,14 +728,14 @@ function journalName(storage: AuditStorage, runId: string, agentId: string): { n
 
 /** Returns the event's name after checking it has the `{ Name: { ...fields } }` shape. */
 function checkEvent(event: Record<string, unknown>): string {
-  if (event === null || typeof event !== 'object' || Array.isArray(event)) {
+  if (!isRecord(event)) {
     throw new JournalWriteError('an event is an object with exactly one key, the event name');
   }
   const keys = Object.keys(event);
   if (keys.length !== 1) throw new JournalWriteError(`an event has exactly one key, the event name; got ${keys.length}`);
   const name = keys[0]!;
   const fields = event[name];
-  if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) {
+  if (!isRecord(fields)) {
     throw new JournalWriteError(`the fields of event ${name} must be an object`);
   }
   return name;

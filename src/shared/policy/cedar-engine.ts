@@ -49,11 +49,4 @@ export const cedar: CedarModule = new Proxy({} as CedarModule, {
   },
 });
 
-export type {
-  AuthorizationAnswer,
-  DetailedError,
-  EntityJson,
-  PartialAuthorizationAnswer,
-  ResidualResponse,
-  ValidationAnswer,
-} from '@cedar-policy/cedar-wasm/web';
+export type { DetailedError, EntityJson } from '@cedar-policy/cedar-wasm/web';

@@ -1,4 +1,5 @@
 import type fs from 'node:fs';
+import { fileModeText } from '../text/file-mode.js';
 
 // Who may change the policy set. A policy that another local user can rewrite
 // is no policy: it can be turned into `permit` between restarts. So a policy
@@ -15,7 +16,7 @@ const ROOT_UID = 0;
 
 /** Why this policy file or folder must not be trusted, or undefined when its owner and mode are sound. */
 export function policyModeProblem(stat: fs.Stats, serverUid: number | undefined = process.getuid?.()): string | undefined {
-  const mode = (stat.mode & 0o7777).toString(8).padStart(4, '0');
+  const mode = fileModeText(stat.mode);
   if ((stat.mode & GROUP_OR_OTHER_WRITE) !== 0) {
     const who = (stat.mode & GROUP_OR_OTHER_WRITE) === GROUP_OR_OTHER_WRITE ? 'group and others' : (stat.mode & 0o020) !== 0 ? 'its group' : 'others';
     return `is writable by ${who} (mode ${mode}); policy files and folders must be writable by their owner only (chmod go-w)`;

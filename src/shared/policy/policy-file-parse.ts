@@ -6,6 +6,7 @@ import { cedar } from './cedar-engine.js';
 import { foldToOneLine } from '../text/one-line-text.js';
 import { cedarErrorPosition, describeCedarErrors } from './cedar-diagnostics.js';
 import { byteOffsetOf, splitCedarStatements } from './cedar-statements.js';
+import { isRecord } from '../json-value.js';
 
 export interface ParsedPolicy {
   id: string;
@@ -64,10 +65,10 @@ function parseJsonForm(file: string, text: string): PolicyFileResult {
   let inactiveEntries = 0;
   entries.forEach((entry: unknown, index) => {
     const where = `entry ${index}`;
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+    if (!isRecord(entry)) {
       throw new PolicyFileError(`${where} is not an object; each entry is {"name": string, "source": string, "active": boolean}`);
     }
-    const record = entry as Record<string, unknown>;
+    const record = entry;
     const extra = Object.keys(record).filter((key) => !ENTRY_KEYS.has(key));
     if (extra.length > 0) throw new PolicyFileError(`${where} has unknown key ${JSON.stringify(extra[0])}; allowed keys: name, source, active`);
     const { name, source, active } = record;

@@ -9,7 +9,7 @@ import type { ParsedPolicy } from './policy-file-parse.js';
 // ("policies/a.cedar#0"): the record format is not ours.
 
 /** The @id annotation of `text` (one static Cedar policy), if it has one. */
-export function annotatedPolicyId(text: string): string | undefined {
+function annotatedPolicyId(text: string): string | undefined {
   try {
     const answer = cedar.policyToJson(text);
     if (answer.type !== 'success') return undefined;

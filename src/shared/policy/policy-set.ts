@@ -7,8 +7,6 @@ import { parsePolicyFile, type ParsedPolicy } from './policy-file-parse.js';
 import { policyLabel, policyStartLine } from './policy-label.js';
 import { validateRespondPolicies, type PolicyDiagnostic } from './respond-validation.js';
 
-export type { PolicyDiagnostic } from './respond-validation.js';
-
 /** A project-relative path, with its text or the reason it could not be read. */
 export interface PolicyFileInput {
   path: string;

@@ -4,6 +4,7 @@
 // cannot carry a lone surrogate).
 import { sha256Hex } from '../canonical-json.js';
 import type { EntityJson } from './cedar-engine.js';
+import { isCanonicalUuid } from '../text/uuid.js';
 
 export interface RespondAgentContext {
   name: string;
@@ -93,9 +94,7 @@ export function respondRequestFor(agent: RespondAgent, runId: string, response: 
 
 export class InvalidRespondRequest extends Error {}
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export const PRINCIPAL_TYPE = 'Agent';
+const PRINCIPAL_TYPE = 'Agent';
 export const ACTION_UID = { type: 'Action', id: 'respond' } as const;
 export const RESOURCE_UID = { type: 'Resource', id: 'default' } as const;
 
@@ -110,7 +109,7 @@ export interface CedarRequestParts {
 export function cedarRequestParts(request: RespondRequestWithoutResponse): CedarRequestParts {
   if (typeof request !== 'object' || request === null) fail('the request must be an object');
   const principal = text(request.principal, 'principal');
-  if (!UUID.test(principal)) fail('principal must be a UUID');
+  if (!isCanonicalUuid(principal)) fail('principal must be a lowercase UUID');
   const agentName = text(request.agentName, 'agentName');
   const capabilities = texts(request.capabilities, 'capabilities');
   const context = request.context;

@@ -13,7 +13,7 @@
 import v8 from 'node:v8';
 
 /** Per-function execution budget before optimising (V8's default is far lower). */
-export const CEDAR_WASM_TIERING_BUDGET = 2_000_000_000;
+const CEDAR_WASM_TIERING_BUDGET = 2_000_000_000;
 
 let applied = false;
 

@@ -2,7 +2,7 @@
 // addresses. It is read once at the boundary (tool registration, CLI start)
 // and passed down explicitly, so library code never consults the environment.
 
-export const SCHEMAPIN_INSECURE_ENV = 'SYMBIONT_SCHEMAPIN_ALLOW_INSECURE';
+const SCHEMAPIN_INSECURE_ENV = 'SYMBIONT_SCHEMAPIN_ALLOW_INSECURE';
 
 export function schemapinInsecureFromEnv(env: NodeJS.ProcessEnv): boolean {
   return env[SCHEMAPIN_INSECURE_ENV] === '1';

@@ -1,6 +1,8 @@
-import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { sha256Hex } from '../canonical-json.js';
 import { parseStrictJson, StrictJsonError } from '../text/strict-json.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
+import { isRecord } from '../json-value.js';
 
 // The body served at a public_key_url: either a PEM public key or a JSON key
 // document ({"public_key_pem": ..., "revoked_keys": ["sha256:<hex>", ...]}, the
@@ -17,6 +19,11 @@ export interface PublicKeyDocument {
 }
 
 const FINGERPRINT = /^sha256:[0-9a-f]{64}$/;
+
+/** A key fingerprint as SchemaPin writes it: "sha256:" and 64 lowercase hexadecimal digits. */
+export function isKeyFingerprint(text: string): boolean {
+  return FINGERPRINT.test(text);
+}
 // More revoked entries than this is not a key document anyone maintains by hand.
 const REVOKED_KEYS_MAX = 1024;
 const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
@@ -34,7 +41,7 @@ const P256_UNCOMPRESSED_SPKI_LENGTH = P256_UNCOMPRESSED_SPKI_PREFIX.length + 64;
  * standard fingerprint would verify when served compressed). Throws when the export is not the
  * uncompressed P-256 form, which the caller reports.
  */
-export function canonicalP256Key(key: KeyObject): KeyObject {
+function canonicalP256Key(key: KeyObject): KeyObject {
   const canonical = createPublicKey({ key: key.export({ format: 'jwk' }), format: 'jwk' });
   const der = canonical.export({ type: 'spki', format: 'der' });
   if (der.length !== P256_UNCOMPRESSED_SPKI_LENGTH || !der.subarray(0, P256_UNCOMPRESSED_SPKI_PREFIX.length).equals(P256_UNCOMPRESSED_SPKI_PREFIX)) {
@@ -44,8 +51,8 @@ export function canonicalP256Key(key: KeyObject): KeyObject {
 }
 
 /** Fingerprint of a key: over its canonical uncompressed SPKI DER, never over the encoding served. */
-export function spkiFingerprint(key: KeyObject): string {
-  return 'sha256:' + createHash('sha256').update(canonicalP256Key(key).export({ type: 'spki', format: 'der' })).digest('hex');
+function spkiFingerprint(key: KeyObject): string {
+  return 'sha256:' + sha256Hex(canonicalP256Key(key).export({ type: 'spki', format: 'der' }));
 }
 
 export function parseKeyDocument(body: Buffer): PublicKeyDocument {
@@ -77,10 +84,10 @@ function parseJsonDocument(text: string): PublicKeyDocument {
     if (err instanceof StrictJsonError && err.kind === 'ambiguous') throw new SchemaPinCheckError(`the key document is ambiguous: ${err.message}`);
     throw new SchemaPinCheckError('the key URL returned malformed JSON; expected {"public_key_pem": "...", "revoked_keys": [...]}');
   }
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
+  if (!isRecord(doc)) {
     throw new SchemaPinCheckError('the key document is not a JSON object; expected {"public_key_pem": "..."}');
   }
-  const record = doc as Record<string, unknown>;
+  const record = doc;
   if (typeof record.public_key_pem !== 'string') {
     throw new SchemaPinCheckError('the key document has no "public_key_pem" string');
   }
@@ -96,7 +103,7 @@ function parseRevoked(value: unknown): string[] {
   }
   return value.map((entry, i) => {
     const normalised = typeof entry === 'string' ? entry.trim().toLowerCase() : '';
-    if (!FINGERPRINT.test(normalised)) {
+    if (!isKeyFingerprint(normalised)) {
       // A revocation list we cannot read must not be ignored: that would un-revoke keys.
       throw new SchemaPinCheckError(`the key document's revoked_keys[${i}] is not a "sha256:<64 hex digits>" fingerprint`);
     }

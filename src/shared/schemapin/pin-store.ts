@@ -6,6 +6,9 @@ import { ConfinementError, type PinnedDirectory, readTextFileAt } from '../confi
 import { openPrivateDirectory, UnsafeStorageError } from '../storage/private-directory.js';
 import { normalisePinHost } from './pin-host.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
+import { isKeyFingerprint } from './key-document.js';
+import { isRecord } from '../json-value.js';
+import { fileModeText } from '../text/file-mode.js';
 
 // Trust on first use: the first key fingerprint seen for a key host is written
 // to .symbiont/schemapin/pins.json and every later key from that host must
@@ -30,7 +33,6 @@ export type PinOutcome =
 
 const PINS_FILE = 'pins.json';
 const STORE_COMPONENTS = ['.symbiont', 'schemapin'] as const;
-const FINGERPRINT = /^sha256:[0-9a-f]{64}$/;
 
 export class PinStore {
   constructor(private readonly project: PinnedDirectory) {}
@@ -106,7 +108,7 @@ export class PinStore {
       const uid = process.getuid?.();
       if ((uid !== undefined && file.stat.uid !== uid) || (file.stat.mode & 0o077) !== 0) {
         throw new SchemaPinCheckError(
-          `pin store refused: ${shown} must be owned by this user with mode 0600 (it is ${(file.stat.mode & 0o777).toString(8).padStart(4, '0')}, uid ${file.stat.uid})`,
+          `pin store refused: ${shown} must be owned by this user with mode 0600 (it is ${fileModeText(file.stat.mode & 0o777)}, uid ${file.stat.uid})`,
         );
       }
       text = file.text;
@@ -155,15 +157,15 @@ function parsePins(text: string, shown: string): Map<string, PinEntry> {
   } catch {
     damaged('not JSON');
   }
-  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) damaged('not a JSON object');
+  if (!isRecord(doc)) damaged('not a JSON object');
   const record = doc as Record<string, unknown>;
   if (record.version !== 1) damaged(`version ${JSON.stringify(record.version)}; expected 1`);
   const pins = record.pins;
-  if (pins === null || typeof pins !== 'object' || Array.isArray(pins)) damaged('"pins" is not an object');
+  if (!isRecord(pins)) damaged('"pins" is not an object');
   const result = new Map<string, PinEntry>();
   for (const [host, entry] of Object.entries(pins as Record<string, unknown>)) {
     const e = entry as Record<string, unknown> | null;
-    if (e === null || typeof e !== 'object' || typeof e.fingerprint !== 'string' || !FINGERPRINT.test(e.fingerprint) || typeof e.first_seen !== 'string') {
+    if (e === null || typeof e !== 'object' || typeof e.fingerprint !== 'string' || !isKeyFingerprint(e.fingerprint) || typeof e.first_seen !== 'string') {
       damaged(`the pin for ${JSON.stringify(host)} needs a "sha256:<hex>" fingerprint and a first_seen time`);
     }
     const pin = { fingerprint: e!.fingerprint as string, first_seen: e!.first_seen as string };

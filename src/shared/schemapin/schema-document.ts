@@ -2,6 +2,7 @@ import { canonicalJson, sha256Hex } from '../canonical-json.js';
 import { SCHEMA_MAX_BYTES } from '../limits.js';
 import { inexactIntegerProblem, parseStrictJson, StrictJsonError } from '../text/strict-json.js';
 import { SchemaPinInputError } from './schemapin-errors.js';
+import { isRecord } from '../json-value.js';
 
 // Turns the caller's schema text into the exact bytes a SchemaPin signature
 // covers: the canonical JSON (RFC 8785) of the schema object without its
@@ -42,10 +43,10 @@ export function prepareSchema(schemaText: string, signatureArgument?: string): P
     }
     throw new SchemaPinInputError(`schema is not valid JSON (${err.message}); expected the tool schema as JSON object text`);
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+  if (!isRecord(parsed)) {
     throw new SchemaPinInputError('schema must be a JSON object (a tool schema); got ' + (Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : `a ${typeof parsed}`));
   }
-  const { signature: fieldValue, ...unsigned } = parsed as Record<string, unknown>;
+  const { signature: fieldValue, ...unsigned } = parsed;
   const hasField = Object.prototype.hasOwnProperty.call(parsed, 'signature');
   if (hasField && typeof fieldValue !== 'string') {
     throw new SchemaPinInputError('the schema\'s top-level "signature" field must be a base64 string');

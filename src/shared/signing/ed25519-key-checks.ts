@@ -46,12 +46,12 @@ function encodedY(encoding: Uint8Array): bigint {
 }
 
 /** True when the 32-byte encoding spells a point of small order, canonical or not (the sign bit is ignored). */
-export function isSmallOrderEncoding(encoding: Uint8Array): boolean {
+function isSmallOrderEncoding(encoding: Uint8Array): boolean {
   return SMALL_ORDER_Y.has(encodedY(encoding));
 }
 
 /** Decodes a point as RFC 8032 section 5.1.3 does; null when the encoding is not canonical or not on the curve. */
-export function decodePoint(encoding: Uint8Array): { x: bigint; y: bigint } | null {
+function decodePoint(encoding: Uint8Array): { x: bigint; y: bigint } | null {
   if (encoding.length !== 32) return null;
   const y = encodedY(encoding);
   const xSign = (encoding[31]! >> 7) & 1;
@@ -67,15 +67,6 @@ export function decodePoint(encoding: Uint8Array): { x: bigint; y: bigint } | nu
   if (x === 0n && xSign === 1) return null;
   if (Number(x & 1n) !== xSign) x = P - x;
   return { x, y };
-}
-
-/** Adds two points with the complete twisted Edwards addition law (a = -1). */
-export function addPoints(p1: { x: bigint; y: bigint }, p2: { x: bigint; y: bigint }): { x: bigint; y: bigint } {
-  const t = mod(D * p1.x * p2.x * p1.y * p2.y);
-  return {
-    x: mod((p1.x * p2.y + p1.y * p2.x) * inverse(1n + t)),
-    y: mod((p1.y * p2.y + p1.x * p2.x) * inverse(1n - t)),
-  };
 }
 
 /** Why `raw` (32 bytes) is not an acceptable Ed25519 public key, or undefined when it is. */

@@ -11,7 +11,7 @@ const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'he
 const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
 export const ED25519_SEED_BYTES = 32;
-export const ED25519_PUBLIC_KEY_BYTES = 32;
+const ED25519_PUBLIC_KEY_BYTES = 32;
 export const ED25519_SIGNATURE_BYTES = 64;
 
 export interface ProjectSigningKey {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { PinnedDirectory } from '../confinement/index.js';
 import { ACL_PERM, ACL_TAG, aclReaderProblem, NFS4_ACE_FLAG, NFS4_ACE_TYPE, NFS4_WRITE_MASK, readDirectoryAcl, removeAclCommand, type DirectoryAcl, type PosixAclEntry } from './directory-acl.js';
 import { localGroup, membersOutOfReach, unreadAccountFiles, userNameOf, type AccountFiles } from './local-accounts.js';
+import { fileModeText } from '../text/file-mode.js';
 
 // Who may rename what the project holds. The policy files and the audit
 // storage are checked themselves (policy-file-modes.ts, private-directory.ts),
@@ -66,7 +67,7 @@ export function directoryWritersProblem(stat: DirectoryStatus, shown: string, se
     return `${shown} cannot be proved safe: ${acl.why}; ${CONSEQUENCE} (fix: ${removeAclCommand(process.platform)} ${shown}, or move the project)`;
   }
   if ((stat.mode & STICKY) !== 0) return undefined;
-  const mode = (stat.mode & 0o7777).toString(8).padStart(4, '0');
+  const mode = fileModeText(stat.mode);
   if ((stat.mode & OTHER_WRITE) !== 0) {
     return `${shown} is writable by every user (mode ${mode}) without the sticky bit; ${CONSEQUENCE} (fix: chmod o-w ${shown})`;
   }

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { ConfinementError, type DescriptorRoute, PinnedDirectory, projectFilesUnavailable } from '../confinement/index.js';
+import { fileModeText } from '../text/file-mode.js';
 
 // The server's own storage (.symbiont/ and what lies below it) must be private:
 // a real directory (never a symlink), owned by the server's user, with no group
@@ -24,8 +25,7 @@ const GROUP_OR_OTHER_ACCESS = 0o077;
  */
 export function privateModeProblem(mode: number, expected: number): string | undefined {
   if ((mode & GROUP_OR_OTHER_ACCESS) === 0) return undefined;
-  const octal = (bits: number) => bits.toString(8).padStart(4, '0');
-  return `mode ${octal(mode & 0o777)} grants group or other access; expected ${octal(expected)}`;
+  return `mode ${fileModeText(mode & 0o777)} grants group or other access; expected ${fileModeText(expected)}`;
 }
 
 /** Refuses `fd` unless it is a directory owned by this user with no group or other permission bits. */

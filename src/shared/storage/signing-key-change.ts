@@ -1,6 +1,7 @@
 import { UnsafeStorageError } from './private-directory.js';
 import type { DescriptorRoute } from '../confinement/index.js';
 import { readKeyFile, type PinnedSigningKey } from './signing-key-store.js';
+import { fileModeText } from '../text/file-mode.js';
 
 // The key announced at startup is the only key a `symbi mcp` process signs
 // with: it is read once, handed to the worker threads, and never read again
@@ -14,10 +15,6 @@ import { readKeyFile, type PinnedSigningKey } from './signing-key-store.js';
 // until a restart.
 
 const RESTART = 'this process signs only with the key it announced at startup; restart the server to pick up a new key';
-
-function octal(mode: number): string {
-  return (mode & 0o7777).toString(8).padStart(4, '0');
-}
 
 /** What looking at the key file needs: its identity at startup, and its path for messages. */
 export type KeyFileAtStartup = Pick<PinnedSigningKey, 'file' | 'shownPath'>;
@@ -37,7 +34,7 @@ export function signingKeyFileChange(route: DescriptorRoute, governedDirFd: numb
     const was = pinned.file;
     if (now.identity.dev !== was.dev || now.identity.ino !== was.ino) return `${shown} was replaced by another file after startup; ${RESTART}`;
     if (now.identity.sha256 !== was.sha256) return `${shown}: its content changed after startup; ${RESTART}`;
-    if (now.identity.mode !== was.mode) return `${shown}: its mode changed from ${octal(was.mode)} to ${octal(now.identity.mode)} after startup; ${RESTART}`;
+    if (now.identity.mode !== was.mode) return `${shown}: its mode changed from ${fileModeText(was.mode)} to ${fileModeText(now.identity.mode)} after startup; ${RESTART}`;
     return undefined;
   } catch (err) {
     // readKeyFile names what is unsafe (a symlink, group or other access, extra links, the wrong size).

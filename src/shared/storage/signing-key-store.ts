@@ -4,6 +4,7 @@ import { type DescriptorRoute, entryIdentityAt, fileFlags, hardLinkProblem } fro
 import { privateModeProblem, UnsafeStorageError } from './private-directory.js';
 import { ED25519_SEED_BYTES, signingKeyFromSeed, type ProjectSigningKey } from '../signing/signing-key.js';
 import { describeStorageFailure } from './storage-failure.js';
+import { sha256Hex } from '../canonical-json.js';
 
 // audit-signing.key holds the raw Ed25519 seed. Whoever can read it can forge
 // the project's journals, and whoever can swap it can make forged journals
@@ -35,7 +36,7 @@ export interface PinnedSigningKey {
   created?: boolean;
 }
 
-export const SIGNING_KEY_FILE = 'audit-signing.key';
+const SIGNING_KEY_FILE = 'audit-signing.key';
 const KEY_FILE_MODE = 0o600;
 
 function errno(err: unknown): string {
@@ -166,7 +167,7 @@ function identityOf(stat: fs.Stats, seed: Uint8Array): KeyFileIdentity {
     ino: stat.ino,
     size: stat.size,
     mode: stat.mode & 0o7777,
-    sha256: crypto.createHash('sha256').update(seed).digest('hex'),
+    sha256: sha256Hex(seed),
   };
 }
 

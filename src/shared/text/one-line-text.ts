@@ -9,7 +9,7 @@
 // come out as \uXXXX escapes. Every writer of text for people uses these.
 
 /** How much folded prose one message shows; longer text is cut with an ellipsis. */
-export const FOLDED_TEXT_MAX_CHARS = 400;
+const FOLDED_TEXT_MAX_CHARS = 400;
 
 // C0 controls, DEL, C1 controls, line and paragraph separators, and the bidirectional formatting
 // characters: ALM (U+061C), LRM and RLM (U+200E-F), LRE to RLO (U+202A-E), LRI to PDI (U+2066-9).

@@ -3,7 +3,7 @@
 // operator-log.ts), each then redacting, cutting and counting its lines.
 
 /** A line without a newline is held up to this many characters, then passed on as it is. */
-export const HELD_LINE_MAX_CHARS = 8192;
+const HELD_LINE_MAX_CHARS = 8192;
 
 /** Where a taken-over stream's writes go: the written chunk and its encoding. */
 export type WrittenChunkSink = (chunk: unknown, encoding?: BufferEncoding) => void;

@@ -9,7 +9,7 @@
 // Objects it builds have no prototype, so a "__proto__" key is plain data.
 
 /** Nesting deeper than this is refused (the journal and tool schemas are far shallower). */
-export const STRICT_JSON_MAX_DEPTH = 512;
+const STRICT_JSON_MAX_DEPTH = 512;
 
 export class StrictJsonError extends Error {
   constructor(

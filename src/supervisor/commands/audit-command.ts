@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { PinnedDirectory, pinProject } from '../../shared/confinement/index.js';
-import { isCanonicalUuid } from '../../shared/journal/journal-format.js';
+import { isCanonicalUuid } from '../../shared/text/uuid.js';
 import { isPublicKeyHex, publicKeyHexProblem } from '../../shared/signing/signing-key.js';
 import { inspectJournal } from '../../shared/journal/journal-verifier.js';
 import { listRuns, type RunListing, type RunSummary } from '../../shared/journal/journal-listing.js';

@@ -14,6 +14,7 @@ import { analyseSources, type SourceAnalysis } from '../startup/source-analysis.
 import { takeStartupSnapshot, type AuditStorageHandle, type StartupSnapshot } from '../startup/startup-snapshot.js';
 import { probeProvider, type OnlineOutcome } from './provider-probe.js';
 import { pinProjectOption, USAGE_EXIT } from './project-option.js';
+import { fileModeText } from '../../shared/text/file-mode.js';
 
 // `symbi check`: what `symbi mcp` decides at startup, as a report and an exit
 // status, for a project's CI and for a newcomer before connecting a client.
@@ -108,10 +109,6 @@ export interface CheckReport {
     online: OnlineOutcome | null;
   };
   lines: CheckLine[];
-}
-
-function octal(mode: number): string {
-  return (mode & 0o7777).toString(8).padStart(4, '0');
 }
 
 class Lines {
@@ -240,7 +237,7 @@ function storageSection(project: PinnedDirectory, snapshot: StartupSnapshot, sto
   if (storage !== null) {
     const pinned = storage.pinnedKey;
     const created = pinned.created === true;
-    const mode = octal(pinned.file.mode);
+    const mode = fileModeText(pinned.file.mode);
     signingKey = { path: pinned.shownPath, created, mode, public_key: audit.publicKeyHex };
     const state = created ? 'created now, as symbi mcp would at its first start' : 'present';
     out.add('storage', 'ok', `signing key ${pinned.shownPath}: ${state}, mode ${mode}, pinned by the server at startup; public key ${audit.publicKeyHex}`);

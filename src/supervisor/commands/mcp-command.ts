@@ -121,7 +121,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const dslAnalysis = new DslAnalysisPool({ log });
   let sources: Promise<SourceAnalysis> | undefined;
   const sourceAnalysis = (): Promise<SourceAnalysis> => (sources ??= analyseSources(snapshot, dslAnalysis));
-  const context: SessionContext = { project, snapshot, log, auditStorage, shutdownGraceMs: options.shutdownGraceMs, dslAnalysis, sourceAnalysis };
+  const context: SessionContext = { project, snapshot, log, auditStorage, dslAnalysis, sourceAnalysis };
   const runtime = createInvokeAgentBackend(context, options.maxInvocations);
   const statistics = new RunStatistics(options.maxInvocations);
   runtime.session.statistics = statistics;

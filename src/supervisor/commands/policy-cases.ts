@@ -4,6 +4,7 @@ import { ConfinementError, type PinnedDirectory } from '../../shared/confinement
 import { FINISH_REASONS, type FinishReason } from '../../shared/provider/finish-reasons.js';
 import { POLICY_FILE_MAX_BYTES, TYPED_RESPONSE_MAX_BYTES } from '../../shared/limits.js';
 import type { PolicyFileInput } from '../../shared/policy/policy-set.js';
+import { isRecord } from '../../shared/json-value.js';
 
 // The case files of `symbi policy test` (docs/cedar-policies.md, "Testing
 // policies"): read and checked here, so that a malformed file is refused with
@@ -81,8 +82,8 @@ export function parseCaseFile(shown: string, text: string, project: PinnedDirect
   } catch (error) {
     fail(`${shown}: not valid JSON (${(error as Error).message}); a case file is {"cases": [...]}`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) fail(`${shown}: expected a JSON object {"cases": [...]}, optionally with "policies"`);
-  const top = parsed as Record<string, unknown>;
+  if (!isRecord(parsed)) fail(`${shown}: expected a JSON object {"cases": [...]}, optionally with "policies"`);
+  const top = parsed;
   const extra = Object.keys(top).find((key) => !FILE_KEYS.has(key));
   if (extra !== undefined) fail(`${shown}: unknown key ${JSON.stringify(extra)}; allowed: cases, policies`);
   const file: CaseFile = { shown, cases: [] };
@@ -108,8 +109,8 @@ export function parseCaseFile(shown: string, text: string, project: PinnedDirect
 function parseCase(shown: string, raw: unknown, index: number, project: PinnedDirectory): PolicyCase {
   let where = `${shown}: case ${index + 1}`;
   const bad: (field: string, allowed: string) => never = (field, allowed) => fail(`${where}: field "${field}" ${allowed}`);
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail(`${where}: not an object; a case is {"agent", "response" or "response_file", "expect", ...}`);
-  const c = raw as Record<string, unknown>;
+  if (!isRecord(raw)) fail(`${where}: not an object; a case is {"agent", "response" or "response_file", "expect", ...}`);
+  const c = raw;
   if (c.name !== undefined) {
     if (typeof c.name !== 'string' || c.name.trim() === '') bad('name', 'must be a non-empty string');
     where += ` (${JSON.stringify(c.name)})`;

@@ -135,7 +135,7 @@ export function createOperatorLog(format: LogFormat, secrets: readonly string[] 
 }
 
 /** Captured lines said; then one notice, then nothing more (a chatty library cannot flood the log). */
-export const CAPTURED_STDERR_LINES_MAX = 1000;
+const CAPTURED_STDERR_LINES_MAX = 1000;
 /** Characters of one captured line shown (the rest is cut, marked). */
 const CAPTURED_LINE_MAX_CHARS = 500;
 

@@ -9,6 +9,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { z } from 'zod';
 import { describeType, quoteForMessage, toolError } from '../tools/tool-arguments.js';
+import { isRecord } from '../../shared/json-value.js';
 
 // Judges one line from standard input before the SDK sees it. The SDK drops
 // whatever its message schema rejects with no answer, so the client would wait
@@ -82,10 +83,6 @@ function methodSchemas(union: { options: readonly z.ZodType[] }): Map<string, z.
 const REQUEST_SCHEMAS = methodSchemas(ClientRequestSchema);
 const NOTIFICATION_SCHEMAS = methodSchemas(ClientNotificationSchema);
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 // A number is safe to show (it cannot hold a prompt) and says why it was refused: 1.5, 1e+300.
 function describeId(value: unknown): string {
   if (typeof value !== 'number') return describeType(value);
@@ -94,7 +91,7 @@ function describeId(value: unknown): string {
 }
 
 /** Whether `value` is an id MCP accepts: a string, or an integer within ±(2^53-1). */
-export function isValidId(value: unknown): value is JsonRpcId {
+function isValidId(value: unknown): value is JsonRpcId {
   return typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value));
 }
 
@@ -118,10 +115,10 @@ function firstIssue(error: z.ZodError): string {
 function envelopeParamsProblem(message: Record<string, unknown>): string | null {
   if (!('params' in message)) return null;
   const params = message.params;
-  if (!isPlainObject(params)) return `"params" must be an object, got ${describeType(params)}`;
+  if (!isRecord(params)) return `"params" must be an object, got ${describeType(params)}`;
   if (!('_meta' in params)) return null;
   const meta = params._meta;
-  if (!isPlainObject(meta)) return `"params._meta" must be an object, got ${describeType(meta)}`;
+  if (!isRecord(meta)) return `"params._meta" must be an object, got ${describeType(meta)}`;
   if ('progressToken' in meta && !isValidId(meta.progressToken)) {
     return `"params._meta.progressToken" must be ${VALID_ID}, got ${describeId(meta.progressToken)}`;
   }
@@ -142,7 +139,7 @@ function toolArgumentsProblem(params: Record<string, unknown>): string | null {
   if (typeof params.name !== 'string' || !('arguments' in params) || params.arguments === undefined) return null;
   const tool = toolLabel(params.name);
   const args = params.arguments;
-  if (!isPlainObject(args)) return `${tool}: arguments must be an object, got ${describeType(args)}; give the arguments as a JSON object (tools/list shows each tool's fields)`;
+  if (!isRecord(args)) return `${tool}: arguments must be an object, got ${describeType(args)}; give the arguments as a JSON object (tools/list shows each tool's fields)`;
   // JSON.parse makes "__proto__" an own key, but the SDK copies arguments into a
   // new object, where assigning "__proto__" sets the prototype and the key
   // vanishes; it must be refused here. "constructor" and "prototype" survive the
@@ -226,7 +223,7 @@ function judgeRequest(message: Record<string, unknown>): IncomingVerdict {
 }
 
 function judgeBatch(batch: unknown[]): IncomingVerdict {
-  const onlyNotifications = batch.length > 0 && batch.every((m) => isPlainObject(m) && !('id' in m) && typeof m.method === 'string');
+  const onlyNotifications = batch.length > 0 && batch.every((m) => isRecord(m) && !('id' in m) && typeof m.method === 'string');
   const what = 'JSON-RPC batches are not supported (MCP 2025-06-18 removed batching, and the server does not offer 2025-03-26); send each message on its own line';
   if (onlyNotifications) return { kind: 'ignore', reason: `a batch of ${batch.length} notifications (not answered): ${what}` };
   return { kind: 'answer', message: errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: ${what}`), reason: `answered -32600: a batch of ${batch.length} messages` };
@@ -256,7 +253,7 @@ export function judgeIncomingLine(line: Uint8Array): IncomingVerdict {
     return { kind: 'answer', message: errorMessage(null, ErrorCode.ParseError, 'Parse error: the line is not valid JSON'), reason: 'answered -32700: not valid JSON' };
   }
   if (Array.isArray(value)) return judgeBatch(value);
-  if (!isPlainObject(value)) {
+  if (!isRecord(value)) {
     const what = `a message must be a JSON object, got ${describeType(value)}`;
     return { kind: 'answer', message: errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: ${what}`), reason: `answered -32600: ${what}` };
   }
@@ -267,9 +264,9 @@ export function judgeIncomingLine(line: Uint8Array): IncomingVerdict {
 }
 
 /** The MCP revision whose receivers must accept JSON-RPC batches, which this server does not offer (see above). */
-export const BATCH_REVISION = '2025-03-26';
+const BATCH_REVISION = '2025-03-26';
 /** The revision offered instead: the one before it, which every client of 2025-03-26 knows, and which has no batches. */
-export const BATCHLESS_REVISION = '2024-11-05';
+const BATCHLESS_REVISION = '2024-11-05';
 
 /** A valid `initialize`, asking for BATCHLESS_REVISION where it asked for BATCH_REVISION. */
 function withoutBatchRevision(request: Record<string, unknown>): IncomingVerdict {

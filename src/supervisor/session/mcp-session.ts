@@ -20,8 +20,8 @@ import { registerVerifySchemaTool } from '../tools/verify-schema-tool.js';
 // returned requests (which shutdown drains) and closeSession(), which the
 // process shutdown logic calls (and which runs by itself when standard input ends).
 
-export const SERVER_NAME = 'symbi-mcp';
-export const SERVER_VERSION = packageVersion;
+const SERVER_NAME = 'symbi-mcp';
+const SERVER_VERSION = packageVersion;
 // Log the first few malformed messages one by one, then only every Nth, so a flood of garbage cannot flood stderr.
 const MALFORMED_LOG_FIRST = 100;
 const MALFORMED_LOG_EVERY = 1000;
@@ -30,7 +30,7 @@ const MALFORMED_LOG_EVERY = 1000;
  * The fixed words an SDK error starts with, cut before the first quote, colon or
  * bracket: the SDK and JSON.parse append or quote the client's bytes after them.
  */
-export function sdkErrorWords(err: Error): string {
+function sdkErrorWords(err: Error): string {
   const words = err.message.split(/[:'"`[{(]/, 1)[0]!.trim().slice(0, 120);
   return words === '' ? err.name : words;
 }
@@ -65,7 +65,7 @@ export interface McpSession {
 }
 
 /** The SDK server with every tool of this session registered (invoke_agent only when `options` brings it). */
-export function createMcpServer(context: SessionContext, options: SessionOptions = {}): McpServer {
+function createMcpServer(context: SessionContext, options: SessionOptions = {}): McpServer {
   const server = new McpServer(
     { name: SERVER_NAME, version: SERVER_VERSION },
     {

@@ -12,7 +12,7 @@ import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextp
 // at once with an error saying so, and never reaches a handler.
 
 /** JSON-RPC 2.0 leaves -32000 to -32099 to the server; this one says the server is stopping. */
-export const SERVER_STOPPING_CODE = -32000;
+const SERVER_STOPPING_CODE = -32000;
 
 type Message = JSONRPCMessage & { id?: RequestId; method?: string; params?: { requestId?: RequestId } };
 

@@ -25,10 +25,10 @@ import type { OperatorLog } from '../operator/operator-log.js';
  * The terminating signals besides SIGINT (which has its own handler, for the second Ctrl-C) that
  * end the session through the steps above; docs/running.md lists what the other signals do.
  */
-export const ORDERLY_SIGNALS = ['SIGTERM', 'SIGHUP'] as const;
+const ORDERLY_SIGNALS = ['SIGTERM', 'SIGHUP'] as const;
 
 /** How long the emptied event loop may take to end before process.exit ends the process. */
-export const EXIT_FALLBACK_MS = 2_000;
+const EXIT_FALLBACK_MS = 2_000;
 
 /** The requests a session has read, as shutdown drains them (the session's RequestLedger). */
 export interface RequestsRead {

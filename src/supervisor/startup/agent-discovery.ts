@@ -6,7 +6,7 @@ import { DISCOVERY_MAX_ENTRIES, DISCOVERY_MAX_RETAINED_BYTES, DSL_FILE_MAX_BYTES
 // startup through the pinned directory. Every file left out is recorded with
 // the reason so the operator can see it on standard error.
 
-export const AGENTS_DIRECTORY = 'agents';
+const AGENTS_DIRECTORY = 'agents';
 const SOURCE_EXTENSIONS = ['.symbi', '.dsl'] as const;
 
 /** Structurally the DSL module's RegistryEntry: stem, project-relative file, full text. */

@@ -28,7 +28,7 @@ function exists(p: string): boolean {
 }
 
 /** The nearest folder above `dir` with an agents/ directory, and the last folder looked at. */
-export function nearestProjectAbove(dir: string, home = process.env.HOME): { project?: string; lookedUpTo: string } {
+function nearestProjectAbove(dir: string, home = process.env.HOME): { project?: string; lookedUpTo: string } {
   const homeDir = home !== undefined && home !== '' ? path.resolve(home) : undefined;
   let current = path.resolve(dir);
   // Already at a bound: nothing above is looked at.

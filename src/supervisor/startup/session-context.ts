@@ -13,7 +13,6 @@ export interface SessionContext {
   readonly snapshot: StartupSnapshot;
   readonly log: OperatorLog;
   readonly auditStorage: AuditStorageHandle | null;
-  readonly shutdownGraceMs: number;
   /** The thread parse_dsl and the startup analysis run DSL text in (dsl-analysis-pool.ts). */
   readonly dslAnalysis: DslAnalysisPool;
   /** The startup analysis of the agent sources, run once on first use. */

@@ -12,7 +12,7 @@ import type { StartupSnapshot } from './startup-snapshot.js';
 // how the policy set loaded, and the audit public key to record. Long lists
 // are cut so the summary stays readable at a glance; list_agents has them all.
 
-export const SUMMARY_MAX_LISTED = 50;
+const SUMMARY_MAX_LISTED = 50;
 
 function agentName(a: AgentSummary): string {
   if (a.declared_name) return shownName(a.declared_name);

@@ -22,7 +22,7 @@ import { DSL_ANALYSIS_TASK_MODULE } from '../../shared/worker-modules.js';
 // thread, it is started by the thread factory (sandboxed-thread.ts).
 
 /** How long the thread stays up with nothing to do. */
-export const DSL_ANALYSIS_IDLE_MS = 500;
+const DSL_ANALYSIS_IDLE_MS = 500;
 
 // A hostile text cannot take the server's memory with it: past this heap the
 // thread ends with ERR_WORKER_OUT_OF_MEMORY and the text is refused.

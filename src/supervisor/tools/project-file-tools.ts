@@ -24,7 +24,7 @@ import {
 
 const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
 const CANDIDATES_SHOWN = 20;
-export const AGENTS_MD_RESOURCE_URI = 'file:///AGENTS.md';
+const AGENTS_MD_RESOURCE_URI = 'file:///AGENTS.md';
 const INLINE_SOURCE = '<inline>';
 
 /** The refusal every file tool gives when project files cannot be read at all (confinement/route-choice.ts). */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { KiB } from '../../shared/limits.js';
 import { escapeToOneLine } from '../../shared/text/one-line-text.js';
+import { isRecord } from '../../shared/json-value.js';
 
 // Tool arguments are checked inside the handlers rather than by the SDK's
 // zod validation: the SDK reports zod failures as multi-line text, and every
@@ -114,8 +115,8 @@ export function quoteForMessage(value: string, max = 80): string {
 export function argumentObject(tool: string, raw: unknown, allowed: readonly string[]): Record<string, unknown> {
   // Absent arguments are an empty object; null is refused like any other non-object.
   if (raw === undefined) return {};
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ToolArgumentError(`${tool}: arguments must be an object, got ${describeType(raw)}`);
-  const args = raw as Record<string, unknown>;
+  if (!isRecord(raw)) throw new ToolArgumentError(`${tool}: arguments must be an object, got ${describeType(raw)}`);
+  const args = raw;
   for (const key of Object.keys(args)) {
     if (!allowed.includes(key)) {
       const takes = allowed.length === 0 ? 'takes no arguments' : `takes only ${allowed.map((a) => `"${a}"`).join(', ')}`;

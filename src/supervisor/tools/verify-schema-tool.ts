@@ -7,6 +7,7 @@ import { SchemaPinInputError } from '../../shared/schemapin/schemapin-errors.js'
 import { insecureWarning, schemapinInsecureFromEnv } from '../../shared/schemapin/insecure-mode.js';
 import { verificationReportSchema } from '../../shared/schemapin/verification-report-schema.js';
 import type { VerifySchemaInput } from '../../shared/schemapin/verify-schema.js';
+import { isRecord } from '../../shared/json-value.js';
 
 // The verify_schema MCP tool. Unusable arguments (wrong type, over a limit,
 // not JSON, not a URL) are MCP tool errors with one line of text. A
@@ -72,10 +73,10 @@ function toolError(message: string): CallToolResult {
 }
 
 function readArguments(raw: unknown): VerifySchemaInput {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+  if (!isRecord(raw)) {
     throw new SchemaPinInputError('arguments must be an object with "schema", "public_key_url" and optionally "signature"');
   }
-  const args = raw as Record<string, unknown>;
+  const args = raw;
   for (const key of Object.keys(args)) {
     if (!(ARGUMENTS as readonly string[]).includes(key)) {
       throw new SchemaPinInputError(`unknown argument ${JSON.stringify(key.slice(0, 40))}; verify_schema takes only "schema", "public_key_url" and "signature"`);
