@@ -34,9 +34,9 @@ class RunStopped extends Error {
   }
 }
 
-/** The operator's reason for a provider failure: provider_http_<status>, or provider_<kind>. */
+/** A provider failure's end: its kind, and the HTTP status when it has one. */
 function providerEnd(failure: ProviderError): RunEnd {
-  return { reason: failure.kind === 'http' && failure.status !== undefined ? `provider_http_${failure.status}` : `provider_${failure.kind}` };
+  return { kind: 'provider_failed', failure: failure.kind, ...(failure.status !== undefined ? { status: failure.status } : {}) };
 }
 
 /**
@@ -73,7 +73,7 @@ export async function performInvocation(
   let deadlineTimer: NodeJS.Timeout | undefined;
   const stopReason = (): string =>
     cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
-  const stoppedEnd = (): RunEnd => ({ reason: cancellation.reason() !== undefined ? 'cancelled' : 'deadline' });
+  const stoppedEnd = (): RunEnd => ({ kind: cancellation.reason() !== undefined ? 'cancelled' : 'deadline' });
   // The owner may end a cancelled run's journal itself, between two of this thread's writes.
   const handover = new JournalHandover(task.handover);
   const throwIfStopped = (): void => {
@@ -82,7 +82,7 @@ export async function performInvocation(
     if (handover.taken) {
       // The owner posted the cancel before it took the journal: the cancel is on the port by now.
       pollCancellations();
-      throw new RunStopped(stopReason(), { reason: 'cancelled' });
+      throw new RunStopped(stopReason(), { kind: 'cancelled' });
     }
   };
   const startedAtMs = Date.now();
@@ -114,7 +114,7 @@ export async function performInvocation(
     // looked at in the very directory the journal would be created in.
     const keyFileChange = signingKeyFileChange(storage.route, storage.governedDirFd, resources.signingKeyFile);
     if (keyFileChange !== undefined) {
-      return { ok: false, message: keyFileChange, terminalDurable: false, cancelled: cancellation.reason() !== undefined, keyFileChange, end: { reason: 'key_file_changed' } };
+      return { ok: false, message: keyFileChange, terminalDurable: false, cancelled: cancellation.reason() !== undefined, keyFileChange, end: { kind: 'key_file_changed' } };
     }
     try {
       const reservedFd = takeReservedJournalFile();
@@ -125,7 +125,7 @@ export async function performInvocation(
       // and creating the journal is the owner's claim: nothing is left to write here.
       pollCancellations();
       const reason = cancellation.reason();
-      if (err instanceof JournalExistsError && reason !== undefined) return { ok: false, message: reason, terminalDurable: false, cancelled: true, end: { reason: 'cancelled' } };
+      if (err instanceof JournalExistsError && reason !== undefined) return { ok: false, message: reason, terminalDurable: false, cancelled: true, end: { kind: 'cancelled' } };
       throw err;
     }
     const reference: AuditReference = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
@@ -147,14 +147,14 @@ export async function performInvocation(
       if (reservation === undefined) {
         throw new RunStopped(
           `the request needs ${inputTokens} input tokens of the run's ${records.budget.limit}-token budget and leaves none for an answer`,
-          { reason: 'request_too_large' },
+          { kind: 'request_too_large' },
           'MaxTokens',
         );
       }
       // Usually the budget allows every output token asked for, and the request is the one already hashed.
       const digest = reservation.output === provider.maxOutputTokens ? fullRequest : digestJson(hashedRequest(conversation, provider.model, reservation.output));
       if (digest.bytes > TYPED_REQUEST_MAX_BYTES) {
-        throw new RunStopped(`the typed inference request is ${digest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`, { reason: 'request_too_large' });
+        throw new RunStopped(`the typed inference request is ${digest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`, { kind: 'request_too_large' });
       }
       const callId = randomUUID();
       call = { callId, reservation };
@@ -230,7 +230,7 @@ export async function performInvocation(
     if (responseDigest.bytes > TYPED_RESPONSE_MAX_BYTES || Buffer.byteLength(JSON.stringify(response.content), 'utf8') > ANSWER_IN_JOURNAL_MAX_BYTES) {
       throw new RunStopped(
         `the typed inference response is ${responseDigest.bytes} bytes; the limit is ${TYPED_RESPONSE_MAX_BYTES} bytes, and ${ANSWER_IN_JOURNAL_MAX_BYTES} bytes for the answer's text, which the journal records`,
-        { reason: 'response_too_large' },
+        { kind: 'response_too_large' },
       );
     }
     // The response records and the reservation's settlement are durable (one write, one sync) before the policy runs.
@@ -250,14 +250,14 @@ export async function performInvocation(
     progress('response_received');
     throwIfStopped();
     if (received!.outcome === 'exceeded') {
-      throw new RunStopped('the provider reported more tokens than the call reserved, so the response was withheld', { reason: 'usage_exceeded' });
+      throw new RunStopped('the provider reported more tokens than the call reserved, so the response was withheld', { kind: 'usage_exceeded' });
     }
 
     // The server's secrets never leave it, not even into the journal: an answer holding the
     // provider key (a provider that echoes the request's headers) is withheld whole, however the
     // key is split or cased in it.
     if (containsSecret(response.content, [provider.apiKey])) {
-      throw new RunStopped('the answer contains the configured provider key, so it was withheld', { reason: 'provider_key_in_answer' });
+      throw new RunStopped('the answer contains the configured provider key, so it was withheld', { kind: 'provider_key_in_answer' });
     }
 
     const responseContext = respondResponseContext(response.content, response.finish_reason, response.provider_finish_reason);
@@ -272,7 +272,7 @@ export async function performInvocation(
       decided = {
         fields: { iteration: 1, action_count: actions.length, denied_count: actions.length, approved_calls: [], denied_calls: actions.map((action) => ({ action, reason: why })), denied_by: 'finish_rule', decision: 'deny', ...judged },
         failure: why,
-        end: { reason: 'tool_call_withheld' },
+        end: { kind: 'tool_call_withheld' },
       };
     } else {
       const respond: ProposedAction = { Respond: { content: response.content } };
@@ -282,7 +282,7 @@ export async function performInvocation(
         decided = {
           fields: { iteration: 1, action_count: 1, denied_count: 1, approved_calls: [], denied_calls: [{ action: respond, reason: withheld }], denied_by: 'finish_rule', decision: 'deny', ...judged },
           failure: withheld,
-          end: { reason: `finish_${response.finish_reason}` },
+          end: { kind: 'finish_withheld', finish: response.finish_reason },
         };
       } else {
         const respondRequest = respondRequestFor(definition, task.runId, responseContext);
@@ -302,7 +302,7 @@ export async function performInvocation(
             ...judged,
           },
           failure: allowed ? undefined : `Cedar policy denied the response: ${decision.reason}`,
-          end: allowed ? { reason: 'completed' } : { reason: 'policy_denied', policies: policyLabels(resources.policySet, decision.determining_policies) },
+          end: allowed ? { kind: 'completed' } : { kind: 'policy_denied', policies: policyLabels(resources.policySet, decision.determining_policies) },
         };
       }
     }
@@ -353,8 +353,8 @@ export async function performInvocation(
     const end: RunEnd =
       err instanceof RunStopped ? err.end
       : stopSignal.aborted ? stoppedEnd()
-      : writer === undefined || !openingRecorded ? { reason: 'journal_failed' }
-      : { reason: 'internal_error' };
+      : writer === undefined || !openingRecorded ? { kind: 'journal_failed' }
+      : { kind: 'internal_error' };
     const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined, end };
     if (terminalDurable) result.terminalDurableAt = epochNow();
     // A journal whose first records never became durable was removed by its writer: the run has no reference.
