@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
-import { digestJson, type HashedRequest, type Reservation, type RunRecord, RunRecords, symbiontHash } from '../shared/journal/run-records.js';
+import { digestJson, type HashedRequest, type RunRecord, RunRecords, symbiontHash } from '../shared/journal/run-records.js';
 import type { EventFields, ProposedAction, TerminationReason } from '../shared/journal/journal-records.js';
 import { symbiontResponse } from './symbiont-response.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
@@ -21,6 +21,7 @@ import type { ProviderError } from './providers/provider-error.js';
 import { listenForCancellation, pollCancellations } from './run-cancellation.js';
 import { stopReservingJournalFiles, takeReservedJournalFile } from './journal-reserve.js';
 import type { WorkerResources } from './worker-resources.js';
+import { RunState, type CallRecords } from './run-state.js';
 
 /** A failure that ends the run with an `Error` terminal record and withholds any text; `end` says why to the operator. */
 class RunStopped extends Error {
@@ -86,16 +87,9 @@ export async function performInvocation(
     }
   };
   const startedAtMs = Date.now();
-  // The budget's size depends on the request; until it is known (a run stopped before), Symbiont's.
-  let records = new RunRecords(definition, startedAtMs);
-
+  // The run's journal state (run-state.ts): what is durable, and so what its end still writes.
+  const run = new RunState(new RunRecords(definition, startedAtMs));
   let storage: AuditStorage | undefined;
-  let writer: JournalWriter | undefined;
-  let audit: AuditReference | undefined;
-  // The provider call in progress and its token reservation, until its finish is recorded.
-  let call: { callId: string; reservation: Reservation } | undefined;
-  // A failed attempt's finish and settlement, held until the next records (a retry's request, or the end) share their sync.
-  let failedFinish: RunRecord[] | undefined;
   // The provider's own error words: standard error only (at once), never the result or the journal.
   const providerNotes = {
     push: (...notes: string[]): number => {
@@ -103,8 +97,6 @@ export async function performInvocation(
       return 0;
     },
   };
-  let openingRecorded = false;
-  let terminalWritten = false;
 
   try {
     // Even a run cancelled before it started gets its journal: every accepted run
@@ -116,6 +108,7 @@ export async function performInvocation(
     if (keyFileChange !== undefined) {
       return { ok: false, message: keyFileChange, terminalDurable: false, cancelled: cancellation.reason() !== undefined, keyFileChange, end: { kind: 'key_file_changed' } };
     }
+    let writer: JournalWriter;
     try {
       const reservedFd = takeReservedJournalFile();
       writer = await JournalWriter.create(storage, task.runId, definition.principal, { reservedFd, syncInThread: resources.journalSyncInThread, handover, stopSignal });
@@ -128,8 +121,8 @@ export async function performInvocation(
       if (err instanceof JournalExistsError && reason !== undefined) return { ok: false, message: reason, terminalDurable: false, cancelled: true, end: { kind: 'cancelled' } };
       throw err;
     }
-    const reference: AuditReference = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
-    audit = reference;
+    const audit: AuditReference = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
+    run.journalCreated(writer, audit);
     notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
     // The deadline covers the whole invocation after the journal opens.
     const deadlineAt = performance.now() + definition.timeoutMs;
@@ -140,9 +133,10 @@ export async function performInvocation(
     // Symbiont's input reservation: the request's bytes, a bound on its tokens, plus a margin.
     const fullRequest = digestJson(hashedRequest(conversation, provider.model, provider.maxOutputTokens));
     const inputTokens = RunRecords.inputTokens(fullRequest.bytes);
-    records = new RunRecords(definition, startedAtMs, RunRecords.tokenLimit(inputTokens, provider.maxOutputTokens, MAX_RETRIES + 1));
+    run.budgetSized(new RunRecords(definition, startedAtMs, RunRecords.tokenLimit(inputTokens, provider.maxOutputTokens, MAX_RETRIES + 1)));
     // One provider call: its tokens reserved and its request record built; the request it sends is the one hashed.
-    const nextCall = (): { request: TypedInferenceRequest; records: RunRecord[] } => {
+    const nextCall = (): CallRecords & { request: TypedInferenceRequest } => {
+      const { records } = run;
       const reservation = records.reserve(inputTokens, provider.maxOutputTokens);
       if (reservation === undefined) {
         throw new RunStopped(
@@ -157,47 +151,24 @@ export async function performInvocation(
         throw new RunStopped(`the typed inference request is ${digest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`, { kind: 'request_too_large' });
       }
       const callId = randomUUID();
-      call = { callId, reservation };
       const request: TypedInferenceRequest = { conversation, options: { provider: provider.kind, model: provider.model, max_tokens: reservation.output } };
       return {
         request,
-        records: records.request(reservation, { callId, provider: provider.kind, model: provider.model, requestDigest: digest.digest, requestBytes: digest.bytes }, reference),
+        call: { callId, reservation },
+        records: records.request(reservation, { callId, provider: provider.kind, model: provider.model, requestDigest: digest.digest, requestBytes: digest.bytes }, audit),
       };
     };
     throwIfStopped();
-    // The budget follows the records: a group that cannot be made durable leaves it as it was,
-    // so the run's end records what the journal holds.
-    const durably = async (build: () => RunRecord[]): Promise<void> => {
-      const restore = records.budget.checkpoint();
-      const open = call;
-      try {
-        await writer!.appendAll(build());
-      } catch (err) {
-        restore();
-        call = open;
-        throw err;
-      }
-    };
-    let first: ReturnType<typeof nextCall> | undefined;
-    // Started, BudgetOpened, the reservation and DirectInferenceRequested share one write and one
-    // sync: the protocol needs the request record durable before the request leaves, and what
-    // Symbiont writes before it ahead of it in the chain.
-    await durably(() => {
-      first = nextCall();
-      return [...records.opening(), ...first.records];
-    });
-    openingRecorded = true;
+    const first = await run.firstRequest(nextCall);
     progress('journal_opened');
     progress('request_sent');
     throwIfStopped();
 
     let response: TypedInferenceResponse;
     try {
-      response = await inferWithRetries(provider, first!.request, stopSignal, () => deadlineAt - performance.now(), {
+      response = await inferWithRetries(provider, first.request, stopSignal, () => deadlineAt - performance.now(), {
         attemptFailed: (failure: ProviderError) => {
-          const failed = call!;
-          failedFinish = records.failedCall(failed.reservation, failed.callId, failure.message, failure.journalFields());
-          call = undefined;
+          run.attemptFailed(failure.message, failure.journalFields());
           // Only this thread can write that finish, with the retry's request or the terminal record.
           handover.hold();
         },
@@ -206,17 +177,10 @@ export async function performInvocation(
         },
         sending: (attempt) => notify({ type: 'attempt', attempt }),
         notRetried: (why) => notify({ type: 'not_retried', why }),
-        // Each retry is its own provider call, with its own reservation: its request record is
-        // durable before it is sent, in the same sync as the failed attempt's finish.
         beforeRetry: async () => {
-          let next: ReturnType<typeof nextCall> | undefined;
-          await durably(() => {
-            next = nextCall();
-            return [...(failedFinish ?? []), ...next.records];
-          });
-          failedFinish = undefined;
+          const next = await run.retryRequest(nextCall);
           throwIfStopped();
-          return next!.request;
+          return next.request;
         },
       }, providerNotes);
     } catch (err) {
@@ -224,7 +188,6 @@ export async function performInvocation(
       if (err instanceof AttemptsFailed) throw new RunStopped(err.message, providerEnd(err.failure));
       throw err;
     }
-    const answered = call!;
     const typedResponse = symbiontResponse(response);
     const responseDigest = digestJson(typedResponse);
     if (responseDigest.bytes > TYPED_RESPONSE_MAX_BYTES || Buffer.byteLength(JSON.stringify(response.content), 'utf8') > ANSWER_IN_JOURNAL_MAX_BYTES) {
@@ -233,23 +196,19 @@ export async function performInvocation(
         { kind: 'response_too_large' },
       );
     }
-    // The response records and the reservation's settlement are durable (one write, one sync) before the policy runs.
-    let received: ReturnType<RunRecords['response']> | undefined;
-    await durably(() => {
-      received = records.response(answered.reservation, {
+    const settlement = await run.responseReceived((answered) =>
+      run.records.response(answered.reservation, {
         callId: answered.callId,
         responseDigest: responseDigest.digest,
         responseBytes: responseDigest.bytes,
         finishReason: typedResponse.finish_reason,
         providerFinishReason: response.provider_finish_reason,
         usage: typedResponse.usage,
-      });
-      return received.records;
-    });
-    call = undefined;
+      }),
+    );
     progress('response_received');
     throwIfStopped();
-    if (received!.outcome === 'exceeded') {
+    if (settlement === 'exceeded') {
       throw new RunStopped('the provider reported more tokens than the call reserved, so the response was withheld', { kind: 'usage_exceeded' });
     }
 
@@ -260,6 +219,7 @@ export async function performInvocation(
       throw new RunStopped('the answer contains the configured provider key, so it was withheld', { kind: 'provider_key_in_answer' });
     }
 
+    const { records } = run;
     const responseContext = respondResponseContext(response.content, response.finish_reason, response.provider_finish_reason);
     const judged = { response_hash: symbiontHash(responseContext.sha256), response_bytes: responseContext.bytes };
     let reasoning: RunRecord;
@@ -313,10 +273,8 @@ export async function performInvocation(
     const failure = stopped ? stopReason() : decided.failure;
     const end: RunEnd = stopped ? stoppedEnd() : decided.end;
     const reason: TerminationReason = stopped ? stoppedTermination(cancellation.reason(), stopReason()) : decided.failure === undefined ? 'Completed' : 'MaxIterations';
-    const [budgetUpdated, terminated] = records.ending(reason, stopped ? 0 : 1);
     // The decision and the terminal record become durable together, before any text leaves.
-    await writer.appendTerminal(terminated, [reasoning, ...records.decision(decided.fields, !stopped), budgetUpdated], { urgent: stopped });
-    terminalWritten = true;
+    await run.decided(reasoning, decided.fields, reason, stopped);
     const terminalDurableAt = epochNow();
     progress('policy_evaluated');
     if (failure !== undefined) {
@@ -325,46 +283,32 @@ export async function performInvocation(
     return { ok: true, text: response.content, audit, terminalDurableAt, end };
   } catch (err) {
     const message = describeFailure(err);
+    // The state the failure left says what is still missing before the terminal record (run-state.ts).
+    const state = run.name;
     let terminalDurable = false;
-    if (writer !== undefined && !terminalWritten) {
-      // The records still missing before the terminal ones (Started and BudgetOpened, a failed
-      // attempt's finish, the open call's settlement) share their sync; if they cannot be written
-      // (a tampered file), the terminal record is tried alone. As in Symbiont's route, a call
-      // stopped by a cancel keeps no finish and no settlement (its effect is unknown), and one
-      // stopped by the deadline or an error is settled with no usage.
+    if (state !== 'no_journal' && state !== 'ended') {
       const cancelled = stopSignal.aborted && cancellation.reason() !== undefined;
-      const preceding: RunRecord[] = [
-        ...(openingRecorded ? [] : records.opening()),
-        ...(failedFinish ?? []),
-        ...(call !== undefined && openingRecorded && !cancelled ? [records.settleUnknown(call.reservation)] : []),
-      ];
       const reason: TerminationReason =
         err instanceof RunStopped && err.termination !== undefined ? err.termination
         : stopSignal.aborted ? stoppedTermination(cancellation.reason(), message)
         : { Error: { message } };
-      const [budgetUpdated, terminated] = records.ending(reason, 0);
-      // A failed or stopped run's end is what a cancel waits for: synced at once (journal-writer.ts).
-      const urgent = { urgent: true };
-      terminalDurable = await writer.appendTerminal(terminated, [...preceding, budgetUpdated], urgent).then(
-        () => true,
-        () => (openingRecorded ? writer!.appendTerminal(terminated, [], urgent).then(() => true, () => false) : false),
-      );
+      terminalDurable = await run.failed(reason, cancelled);
     }
     const end: RunEnd =
       err instanceof RunStopped ? err.end
       : stopSignal.aborted ? stoppedEnd()
-      : writer === undefined || !openingRecorded ? { kind: 'journal_failed' }
+      : state === 'no_journal' || state === 'journal_open' ? { kind: 'journal_failed' }
       : { kind: 'internal_error' };
     const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined, end };
     if (terminalDurable) result.terminalDurableAt = epochNow();
     // A journal whose first records never became durable was removed by its writer: the run has no reference.
-    if (audit !== undefined && writer?.journalRemoved !== true) result.audit = audit;
+    if (run.audit !== undefined && run.writer?.journalRemoved !== true) result.audit = run.audit;
     return result;
   } finally {
     clearTimeout(deadlineTimer);
     cancellation.signal.removeEventListener('abort', stopOnCancel);
     cancellation.dispose();
-    if (writer !== undefined) await writer.close().catch(() => undefined);
+    await run.writer?.close().catch(() => undefined);
     if (storage !== undefined) closeAuditStorage(storage);
   }
 }
