@@ -159,6 +159,7 @@ export async function performInvocation(
       };
     };
     throwIfStopped();
+    // The first durable point: the request record (with the opening records, one sync) before the request leaves.
     const first = await run.firstRequest(nextCall);
     progress('journal_opened');
     progress('request_sent');
@@ -196,6 +197,7 @@ export async function performInvocation(
         { kind: 'response_too_large' },
       );
     }
+    // The second: the response's hashes and the settlement (one sync) before the policy runs.
     const settlement = await run.responseReceived((answered) =>
       run.records.response(answered.reservation, {
         callId: answered.callId,
@@ -273,7 +275,7 @@ export async function performInvocation(
     const failure = stopped ? stopReason() : decided.failure;
     const end: RunEnd = stopped ? stoppedEnd() : decided.end;
     const reason: TerminationReason = stopped ? stoppedTermination(cancellation.reason(), stopReason()) : decided.failure === undefined ? 'Completed' : 'MaxIterations';
-    // The decision and the terminal record become durable together, before any text leaves.
+    // The third: the decision and the terminal record, durable together before any text leaves.
     await run.decided(reasoning, decided.fields, reason, stopped);
     const terminalDurableAt = epochNow();
     progress('policy_evaluated');
