@@ -15,8 +15,17 @@ import type { AuditReference } from '../shared/worker-protocol.js';
 //   response_durable  the response records are durable             nothing more
 //   ended             the terminal record is durable               (nothing is written any more)
 //
-// Each transition is one write and one sync; a write that fails leaves the state, and the
-// budget, as they were, so the run's end records what the journal holds.
+// Transitions (the methods below); each that writes is one write and one sync:
+//   no_journal       -> journal_open      journalCreated    nothing yet (the file exists)
+//   journal_open     -> request_durable   firstRequest      Started, BudgetOpened, the reservation, DirectInferenceRequested
+//   request_durable  -> attempt_failed    attemptFailed     nothing yet: the finish waits for the next write
+//   attempt_failed   -> request_durable   retryRequest      the failed call's finish and settlement, the retry's reservation and request
+//   request_durable  -> response_durable  responseReceived  DirectInferenceResponseReceived, DirectInferenceFinished, the settlement
+//   response_durable -> ended             decided           ReasoningComplete, PolicyEvaluated (and the dispatch records), BudgetUpdated, Terminated
+//   any other        -> ended             failed            what the state still lacks (above), BudgetUpdated, Terminated
+//
+// A write that fails leaves the state, and the budget, as they were, so the run's end records
+// what the journal holds.
 
 export type RunStateName = 'no_journal' | 'journal_open' | 'request_durable' | 'attempt_failed' | 'response_durable' | 'ended';
 
