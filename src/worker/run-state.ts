@@ -22,7 +22,7 @@ import type { AuditReference } from '../shared/worker-protocol.js';
 //   attempt_failed   -> request_durable   retryRequest      the failed call's finish and settlement, the retry's reservation and request
 //   request_durable  -> response_durable  responseReceived  DirectInferenceResponseReceived, DirectInferenceFinished, the settlement
 //   response_durable -> ended             decided           ReasoningComplete, PolicyEvaluated (and the dispatch records), BudgetUpdated, Terminated
-//   any other        -> ended             failed            what the state still lacks (above), BudgetUpdated, Terminated
+//   any of the four between -> ended      failed            what the state still lacks (above), BudgetUpdated, Terminated
 //
 // A write that fails leaves the state, and the budget, as they were, so the run's end records
 // what the journal holds.
