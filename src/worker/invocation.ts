@@ -11,7 +11,7 @@ import { ANSWER_IN_JOURNAL_MAX_BYTES, TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MA
 import { authorizeRespond } from '../shared/policy/respond-authorization.js';
 import { respondRequestFor, respondResponseContext } from '../shared/policy/respond-request.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
-import type { AuditReference, InvokeOutcome, InvokeTask, RunEnd, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
+import type { AuditReference, InvokeOutcome, InvokeTask, RunDefinition, RunEnd, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
 import { containsSecret } from '../shared/secrets/key-redaction.js';
 import { buildConversation } from './conversation.js';
 import { AttemptsFailed, inferWithRetries } from './inference-attempts.js';
@@ -221,62 +221,16 @@ export async function performInvocation(
       throw new RunStopped('the answer contains the configured provider key, so it was withheld', { kind: 'provider_key_in_answer' });
     }
 
-    const { records } = run;
-    const responseContext = respondResponseContext(response.content, response.finish_reason, response.provider_finish_reason);
-    const judged = { response_hash: symbiontHash(responseContext.sha256), response_bytes: responseContext.bytes };
-    let reasoning: RunRecord;
-    let decided: { fields: EventFields<'PolicyEvaluated'>; failure: string | undefined; end: RunEnd };
-    if (response.tool_calls.length > 0) {
-      // The step proposed tool calls, which this route never runs: each is denied, as Symbiont's route denies them.
-      const actions = typedResponse.tool_calls.map((toolCall): ProposedAction => ({ ToolCall: { call_id: toolCall.id, name: toolCall.name, arguments: toolCall.arguments } }));
-      reasoning = records.reasoning(actions, typedResponse.usage);
-      const why = `the model proposed ${response.tool_calls.length} tool call(s); this route runs no tools, so the response was withheld`;
-      decided = {
-        fields: { iteration: 1, action_count: actions.length, denied_count: actions.length, approved_calls: [], denied_calls: actions.map((action) => ({ action, reason: why })), denied_by: 'finish_rule', decision: 'deny', ...judged },
-        failure: why,
-        end: { kind: 'tool_call_withheld' },
-      };
-    } else {
-      const respond: ProposedAction = { Respond: { content: response.content } };
-      reasoning = records.reasoning([respond], typedResponse.usage);
-      const withheld = finishWithheld(response.finish_reason, response.provider_finish_reason);
-      if (withheld !== undefined) {
-        decided = {
-          fields: { iteration: 1, action_count: 1, denied_count: 1, approved_calls: [], denied_calls: [{ action: respond, reason: withheld }], denied_by: 'finish_rule', decision: 'deny', ...judged },
-          failure: withheld,
-          end: { kind: 'finish_withheld', finish: response.finish_reason },
-        };
-      } else {
-        const respondRequest = respondRequestFor(definition, task.runId, responseContext);
-        const decision = authorizeRespond(resources.policySet, respondRequest);
-        const allowed = decision.decision === 'allow';
-        decided = {
-          fields: {
-            iteration: 1,
-            action_count: 1,
-            denied_count: allowed ? 0 : 1,
-            approved_calls: allowed ? [{ action: respond, fingerprint: digestJson({ action: respond }).digest }] : [],
-            denied_calls: allowed ? [] : [{ action: respond, reason: `Cedar policy denied the response: ${decision.reason}` }],
-            ...(allowed ? {} : { denied_by: 'cedar' as const }),
-            decision: allowed ? 'allow' : 'deny',
-            determining_policies: decision.determining_policies,
-            errors: decision.errors,
-            ...judged,
-          },
-          failure: allowed ? undefined : `Cedar policy denied the response: ${decision.reason}`,
-          end: allowed ? { kind: 'completed' } : { kind: 'policy_denied', policies: policyLabels(resources.policySet, decision.determining_policies) },
-        };
-      }
-    }
+    const step = decideStep(run.records, response, typedResponse, definition, task.runId, resources.policySet);
     // A cancel that arrived while the policy ran still wins over its decision: the step's records
     // stay, and the run ends as a stopped run does, with nothing dispatched.
     pollCancellations();
     const stopped = stopSignal.aborted;
-    const failure = stopped ? stopReason() : decided.failure;
-    const end: RunEnd = stopped ? stoppedEnd() : decided.end;
-    const reason: TerminationReason = stopped ? stoppedTermination(cancellation.reason(), stopReason()) : decided.failure === undefined ? 'Completed' : 'MaxIterations';
+    const failure = stopped ? stopReason() : step.failure;
+    const end: RunEnd = stopped ? stoppedEnd() : step.end;
+    const reason: TerminationReason = stopped ? stoppedTermination(cancellation.reason(), stopReason()) : step.failure === undefined ? 'Completed' : 'MaxIterations';
     // The third: the decision and the terminal record, durable together before any text leaves.
-    await run.decided(reasoning, decided.fields, reason, stopped);
+    await run.decided(step.reasoning, step.fields, reason, stopped);
     const terminalDurableAt = epochNow();
     progress('policy_evaluated');
     if (failure !== undefined) {
@@ -313,6 +267,71 @@ export async function performInvocation(
     await run.writer?.close().catch(() => undefined);
     if (storage !== undefined) closeAuditStorage(storage);
   }
+}
+
+/** The step's decision on the answer: the reasoning record, the PolicyEvaluated fields, and the run's failure and end when the answer is withheld. */
+interface StepDecision {
+  reasoning: RunRecord;
+  fields: EventFields<'PolicyEvaluated'>;
+  failure: string | undefined;
+  end: RunEnd;
+}
+
+/**
+ * Decides the step on the exact answer: proposed tool calls are denied (this route runs none), an
+ * answer that is not complete is withheld by the finish rule, and Cedar decides the rest.
+ */
+function decideStep(
+  records: RunRecords,
+  response: TypedInferenceResponse,
+  typedResponse: ReturnType<typeof symbiontResponse>,
+  definition: RunDefinition,
+  runId: string,
+  policySet: LoadedPolicySet,
+): StepDecision {
+  const responseContext = respondResponseContext(response.content, response.finish_reason, response.provider_finish_reason);
+  const judged = { response_hash: symbiontHash(responseContext.sha256), response_bytes: responseContext.bytes };
+  if (response.tool_calls.length > 0) {
+    // The step proposed tool calls, which this route never runs: each is denied, as Symbiont's route denies them.
+    const actions = typedResponse.tool_calls.map((toolCall): ProposedAction => ({ ToolCall: { call_id: toolCall.id, name: toolCall.name, arguments: toolCall.arguments } }));
+    const why = `the model proposed ${response.tool_calls.length} tool call(s); this route runs no tools, so the response was withheld`;
+    return {
+      reasoning: records.reasoning(actions, typedResponse.usage),
+      fields: { iteration: 1, action_count: actions.length, denied_count: actions.length, approved_calls: [], denied_calls: actions.map((action) => ({ action, reason: why })), denied_by: 'finish_rule', decision: 'deny', ...judged },
+      failure: why,
+      end: { kind: 'tool_call_withheld' },
+    };
+  }
+  const respond: ProposedAction = { Respond: { content: response.content } };
+  const reasoning = records.reasoning([respond], typedResponse.usage);
+  const withheld = finishWithheld(response.finish_reason, response.provider_finish_reason);
+  if (withheld !== undefined) {
+    return {
+      reasoning,
+      fields: { iteration: 1, action_count: 1, denied_count: 1, approved_calls: [], denied_calls: [{ action: respond, reason: withheld }], denied_by: 'finish_rule', decision: 'deny', ...judged },
+      failure: withheld,
+      end: { kind: 'finish_withheld', finish: response.finish_reason },
+    };
+  }
+  const decision = authorizeRespond(policySet, respondRequestFor(definition, runId, responseContext));
+  const allowed = decision.decision === 'allow';
+  return {
+    reasoning,
+    fields: {
+      iteration: 1,
+      action_count: 1,
+      denied_count: allowed ? 0 : 1,
+      approved_calls: allowed ? [{ action: respond, fingerprint: digestJson({ action: respond }).digest }] : [],
+      denied_calls: allowed ? [] : [{ action: respond, reason: `Cedar policy denied the response: ${decision.reason}` }],
+      ...(allowed ? {} : { denied_by: 'cedar' as const }),
+      decision: allowed ? 'allow' : 'deny',
+      determining_policies: decision.determining_policies,
+      errors: decision.errors,
+      ...judged,
+    },
+    failure: allowed ? undefined : `Cedar policy denied the response: ${decision.reason}`,
+    end: allowed ? { kind: 'completed' } : { kind: 'policy_denied', policies: policyLabels(policySet, decision.determining_policies) },
+  };
 }
 
 /** How Symbiont ends a stopped run: `Timeout` at the deadline, an `Error` for a cancel. */
