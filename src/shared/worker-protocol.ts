@@ -3,6 +3,7 @@ import type { RouteName } from './confinement/index.js';
 import type { KeyFileAtStartup } from './storage/signing-key-change.js';
 import type { LoadedPolicySet } from './policy/policy-set.js';
 import type { ProviderConfig } from './provider/provider-config.js';
+import type { FinishReason } from './provider/finish-reasons.js';
 
 // Everything that crosses the supervisor/worker thread boundary for one run.
 
@@ -87,17 +88,31 @@ export type ProviderNote =
   | { kind: 'retry'; attempt: number; nextAttempt: number; status: number | null; failure: string; waitMs: number }
   | { kind: 'message'; text: string };
 
+/** How a provider call failed: a ProviderError's kind (worker/invocation.ts assigns one here, so the compiler refuses a kind this list lacks). */
+export type ProviderFailureKind = 'http' | 'provider' | 'malformed' | 'oversize' | 'network' | 'aborted';
+
 /**
- * Why a run ended, for the operator's `run.ended` line (docs/running.md lists the reasons):
- * `completed`, `policy_denied` (with the determining policies by @id, else file:line),
- * `tool_call_withheld`, `finish_<reason>`, `provider_key_in_answer`, `provider_http_<status>`,
- * `provider_<kind>`, `cancelled`, `deadline`, `request_too_large`, `response_too_large`,
- * `key_file_changed`, `journal_failed`, `worker_failed`.
+ * Why a run ended, as a value: the supervisor turns it into the operator's words in one place
+ * (supervisor/runs/run-end.ts; docs/running.md lists the reasons). `policy_denied` carries the
+ * determining policies by @id, else file:line; `finish_withheld` the neutral finish reason of an
+ * answer that was not complete; `provider_failed` the failure's kind and, for `http`, its status.
  */
-export interface RunEnd {
-  reason: string;
-  policies?: string[];
-}
+export type RunEnd =
+  | { kind: 'completed' }
+  | { kind: 'policy_denied'; policies: string[] }
+  | { kind: 'tool_call_withheld' }
+  | { kind: 'finish_withheld'; finish: FinishReason }
+  | { kind: 'provider_key_in_answer' }
+  | { kind: 'provider_failed'; failure: ProviderFailureKind; status?: number }
+  | { kind: 'usage_exceeded' }
+  | { kind: 'cancelled' }
+  | { kind: 'deadline' }
+  | { kind: 'request_too_large' }
+  | { kind: 'response_too_large' }
+  | { kind: 'key_file_changed' }
+  | { kind: 'journal_failed' }
+  | { kind: 'internal_error' }
+  | { kind: 'worker_failed' };
 
 export interface AuditReference {
   run_id: string;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
-import { digestJson, type HashedRequest, type Reservation, type RunRecord, RunRecords, symbiontHash } from '../shared/journal/run-records.js';
+import { digestJson, type HashedRequest, type RunRecord, RunRecords, symbiontHash } from '../shared/journal/run-records.js';
 import type { EventFields, ProposedAction, TerminationReason } from '../shared/journal/journal-records.js';
 import { symbiontResponse } from './symbiont-response.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
@@ -11,7 +11,7 @@ import { ANSWER_IN_JOURNAL_MAX_BYTES, TYPED_REQUEST_MAX_BYTES, TYPED_RESPONSE_MA
 import { authorizeRespond } from '../shared/policy/respond-authorization.js';
 import { respondRequestFor, respondResponseContext } from '../shared/policy/respond-request.js';
 import type { LoadedPolicySet } from '../shared/policy/policy-set.js';
-import type { AuditReference, InvokeOutcome, InvokeTask, RunEnd, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
+import type { AuditReference, InvokeOutcome, InvokeTask, RunDefinition, RunEnd, RunPhase, WorkerNotice } from '../shared/worker-protocol.js';
 import { containsSecret } from '../shared/secrets/key-redaction.js';
 import { buildConversation } from './conversation.js';
 import { AttemptsFailed, inferWithRetries } from './inference-attempts.js';
@@ -21,6 +21,7 @@ import type { ProviderError } from './providers/provider-error.js';
 import { listenForCancellation, pollCancellations } from './run-cancellation.js';
 import { stopReservingJournalFiles, takeReservedJournalFile } from './journal-reserve.js';
 import type { WorkerResources } from './worker-resources.js';
+import { RunState, type CallRecords } from './run-state.js';
 
 /** A failure that ends the run with an `Error` terminal record and withholds any text; `end` says why to the operator. */
 class RunStopped extends Error {
@@ -34,9 +35,9 @@ class RunStopped extends Error {
   }
 }
 
-/** The operator's reason for a provider failure: provider_http_<status>, or provider_<kind>. */
+/** A provider failure's end: its kind, and the HTTP status when it has one. */
 function providerEnd(failure: ProviderError): RunEnd {
-  return { reason: failure.kind === 'http' && failure.status !== undefined ? `provider_http_${failure.status}` : `provider_${failure.kind}` };
+  return { kind: 'provider_failed', failure: failure.kind, ...(failure.status !== undefined ? { status: failure.status } : {}) };
 }
 
 /**
@@ -73,7 +74,7 @@ export async function performInvocation(
   let deadlineTimer: NodeJS.Timeout | undefined;
   const stopReason = (): string =>
     cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
-  const stoppedEnd = (): RunEnd => ({ reason: cancellation.reason() !== undefined ? 'cancelled' : 'deadline' });
+  const stoppedEnd = (): RunEnd => ({ kind: cancellation.reason() !== undefined ? 'cancelled' : 'deadline' });
   // The owner may end a cancelled run's journal itself, between two of this thread's writes.
   const handover = new JournalHandover(task.handover);
   const throwIfStopped = (): void => {
@@ -82,20 +83,13 @@ export async function performInvocation(
     if (handover.taken) {
       // The owner posted the cancel before it took the journal: the cancel is on the port by now.
       pollCancellations();
-      throw new RunStopped(stopReason(), { reason: 'cancelled' });
+      throw new RunStopped(stopReason(), { kind: 'cancelled' });
     }
   };
   const startedAtMs = Date.now();
-  // The budget's size depends on the request; until it is known (a run stopped before), Symbiont's.
-  let records = new RunRecords(definition, startedAtMs);
-
+  // The run's journal state (run-state.ts): what is durable, and so what its end still writes.
+  const run = new RunState(new RunRecords(definition, startedAtMs));
   let storage: AuditStorage | undefined;
-  let writer: JournalWriter | undefined;
-  let audit: AuditReference | undefined;
-  // The provider call in progress and its token reservation, until its finish is recorded.
-  let call: { callId: string; reservation: Reservation } | undefined;
-  // A failed attempt's finish and settlement, held until the next records (a retry's request, or the end) share their sync.
-  let failedFinish: RunRecord[] | undefined;
   // The provider's own error words: standard error only (at once), never the result or the journal.
   const providerNotes = {
     push: (...notes: string[]): number => {
@@ -103,8 +97,6 @@ export async function performInvocation(
       return 0;
     },
   };
-  let openingRecorded = false;
-  let terminalWritten = false;
 
   try {
     // Even a run cancelled before it started gets its journal: every accepted run
@@ -114,8 +106,9 @@ export async function performInvocation(
     // looked at in the very directory the journal would be created in.
     const keyFileChange = signingKeyFileChange(storage.route, storage.governedDirFd, resources.signingKeyFile);
     if (keyFileChange !== undefined) {
-      return { ok: false, message: keyFileChange, terminalDurable: false, cancelled: cancellation.reason() !== undefined, keyFileChange, end: { reason: 'key_file_changed' } };
+      return { ok: false, message: keyFileChange, terminalDurable: false, cancelled: cancellation.reason() !== undefined, keyFileChange, end: { kind: 'key_file_changed' } };
     }
+    let writer: JournalWriter;
     try {
       const reservedFd = takeReservedJournalFile();
       writer = await JournalWriter.create(storage, task.runId, definition.principal, { reservedFd, syncInThread: resources.journalSyncInThread, handover, stopSignal });
@@ -125,11 +118,11 @@ export async function performInvocation(
       // and creating the journal is the owner's claim: nothing is left to write here.
       pollCancellations();
       const reason = cancellation.reason();
-      if (err instanceof JournalExistsError && reason !== undefined) return { ok: false, message: reason, terminalDurable: false, cancelled: true, end: { reason: 'cancelled' } };
+      if (err instanceof JournalExistsError && reason !== undefined) return { ok: false, message: reason, terminalDurable: false, cancelled: true, end: { kind: 'cancelled' } };
       throw err;
     }
-    const reference: AuditReference = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
-    audit = reference;
+    const audit: AuditReference = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
+    run.journalCreated(writer, audit);
     notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
     // The deadline covers the whole invocation after the journal opens.
     const deadlineAt = performance.now() + definition.timeoutMs;
@@ -140,64 +133,43 @@ export async function performInvocation(
     // Symbiont's input reservation: the request's bytes, a bound on its tokens, plus a margin.
     const fullRequest = digestJson(hashedRequest(conversation, provider.model, provider.maxOutputTokens));
     const inputTokens = RunRecords.inputTokens(fullRequest.bytes);
-    records = new RunRecords(definition, startedAtMs, RunRecords.tokenLimit(inputTokens, provider.maxOutputTokens, MAX_RETRIES + 1));
+    run.budgetSized(new RunRecords(definition, startedAtMs, RunRecords.tokenLimit(inputTokens, provider.maxOutputTokens, MAX_RETRIES + 1)));
     // One provider call: its tokens reserved and its request record built; the request it sends is the one hashed.
-    const nextCall = (): { request: TypedInferenceRequest; records: RunRecord[] } => {
+    const nextCall = (): CallRecords & { request: TypedInferenceRequest } => {
+      const { records } = run;
       const reservation = records.reserve(inputTokens, provider.maxOutputTokens);
       if (reservation === undefined) {
         throw new RunStopped(
           `the request needs ${inputTokens} input tokens of the run's ${records.budget.limit}-token budget and leaves none for an answer`,
-          { reason: 'request_too_large' },
+          { kind: 'request_too_large' },
           'MaxTokens',
         );
       }
       // Usually the budget allows every output token asked for, and the request is the one already hashed.
       const digest = reservation.output === provider.maxOutputTokens ? fullRequest : digestJson(hashedRequest(conversation, provider.model, reservation.output));
       if (digest.bytes > TYPED_REQUEST_MAX_BYTES) {
-        throw new RunStopped(`the typed inference request is ${digest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`, { reason: 'request_too_large' });
+        throw new RunStopped(`the typed inference request is ${digest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`, { kind: 'request_too_large' });
       }
       const callId = randomUUID();
-      call = { callId, reservation };
       const request: TypedInferenceRequest = { conversation, options: { provider: provider.kind, model: provider.model, max_tokens: reservation.output } };
       return {
         request,
-        records: records.request(reservation, { callId, provider: provider.kind, model: provider.model, requestDigest: digest.digest, requestBytes: digest.bytes }, reference),
+        call: { callId, reservation },
+        records: records.request(reservation, { callId, provider: provider.kind, model: provider.model, requestDigest: digest.digest, requestBytes: digest.bytes }, audit),
       };
     };
     throwIfStopped();
-    // The budget follows the records: a group that cannot be made durable leaves it as it was,
-    // so the run's end records what the journal holds.
-    const durably = async (build: () => RunRecord[]): Promise<void> => {
-      const restore = records.budget.checkpoint();
-      const open = call;
-      try {
-        await writer!.appendAll(build());
-      } catch (err) {
-        restore();
-        call = open;
-        throw err;
-      }
-    };
-    let first: ReturnType<typeof nextCall> | undefined;
-    // Started, BudgetOpened, the reservation and DirectInferenceRequested share one write and one
-    // sync: the protocol needs the request record durable before the request leaves, and what
-    // Symbiont writes before it ahead of it in the chain.
-    await durably(() => {
-      first = nextCall();
-      return [...records.opening(), ...first.records];
-    });
-    openingRecorded = true;
+    // The first durable point: the request record (with the opening records, one sync) before the request leaves.
+    const first = await run.firstRequest(nextCall);
     progress('journal_opened');
     progress('request_sent');
     throwIfStopped();
 
     let response: TypedInferenceResponse;
     try {
-      response = await inferWithRetries(provider, first!.request, stopSignal, () => deadlineAt - performance.now(), {
+      response = await inferWithRetries(provider, first.request, stopSignal, () => deadlineAt - performance.now(), {
         attemptFailed: (failure: ProviderError) => {
-          const failed = call!;
-          failedFinish = records.failedCall(failed.reservation, failed.callId, failure.message, failure.journalFields());
-          call = undefined;
+          run.attemptFailed(failure.message, failure.journalFields());
           // Only this thread can write that finish, with the retry's request or the terminal record.
           handover.hold();
         },
@@ -206,17 +178,10 @@ export async function performInvocation(
         },
         sending: (attempt) => notify({ type: 'attempt', attempt }),
         notRetried: (why) => notify({ type: 'not_retried', why }),
-        // Each retry is its own provider call, with its own reservation: its request record is
-        // durable before it is sent, in the same sync as the failed attempt's finish.
         beforeRetry: async () => {
-          let next: ReturnType<typeof nextCall> | undefined;
-          await durably(() => {
-            next = nextCall();
-            return [...(failedFinish ?? []), ...next.records];
-          });
-          failedFinish = undefined;
+          const next = await run.retryRequest(nextCall);
           throwIfStopped();
-          return next!.request;
+          return next.request;
         },
       }, providerNotes);
     } catch (err) {
@@ -224,99 +189,48 @@ export async function performInvocation(
       if (err instanceof AttemptsFailed) throw new RunStopped(err.message, providerEnd(err.failure));
       throw err;
     }
-    const answered = call!;
     const typedResponse = symbiontResponse(response);
     const responseDigest = digestJson(typedResponse);
     if (responseDigest.bytes > TYPED_RESPONSE_MAX_BYTES || Buffer.byteLength(JSON.stringify(response.content), 'utf8') > ANSWER_IN_JOURNAL_MAX_BYTES) {
       throw new RunStopped(
         `the typed inference response is ${responseDigest.bytes} bytes; the limit is ${TYPED_RESPONSE_MAX_BYTES} bytes, and ${ANSWER_IN_JOURNAL_MAX_BYTES} bytes for the answer's text, which the journal records`,
-        { reason: 'response_too_large' },
+        { kind: 'response_too_large' },
       );
     }
-    // The response records and the reservation's settlement are durable (one write, one sync) before the policy runs.
-    let received: ReturnType<RunRecords['response']> | undefined;
-    await durably(() => {
-      received = records.response(answered.reservation, {
+    // The second: the response's hashes and the settlement (one sync) before the policy runs.
+    const settlement = await run.responseReceived((answered) =>
+      run.records.response(answered.reservation, {
         callId: answered.callId,
         responseDigest: responseDigest.digest,
         responseBytes: responseDigest.bytes,
         finishReason: typedResponse.finish_reason,
         providerFinishReason: response.provider_finish_reason,
         usage: typedResponse.usage,
-      });
-      return received.records;
-    });
-    call = undefined;
+      }),
+    );
     progress('response_received');
     throwIfStopped();
-    if (received!.outcome === 'exceeded') {
-      throw new RunStopped('the provider reported more tokens than the call reserved, so the response was withheld', { reason: 'usage_exceeded' });
+    if (settlement === 'exceeded') {
+      throw new RunStopped('the provider reported more tokens than the call reserved, so the response was withheld', { kind: 'usage_exceeded' });
     }
 
     // The server's secrets never leave it, not even into the journal: an answer holding the
     // provider key (a provider that echoes the request's headers) is withheld whole, however the
     // key is split or cased in it.
     if (containsSecret(response.content, [provider.apiKey])) {
-      throw new RunStopped('the answer contains the configured provider key, so it was withheld', { reason: 'provider_key_in_answer' });
+      throw new RunStopped('the answer contains the configured provider key, so it was withheld', { kind: 'provider_key_in_answer' });
     }
 
-    const responseContext = respondResponseContext(response.content, response.finish_reason, response.provider_finish_reason);
-    const judged = { response_hash: symbiontHash(responseContext.sha256), response_bytes: responseContext.bytes };
-    let reasoning: RunRecord;
-    let decided: { fields: EventFields<'PolicyEvaluated'>; failure: string | undefined; end: RunEnd };
-    if (response.tool_calls.length > 0) {
-      // The step proposed tool calls, which this route never runs: each is denied, as Symbiont's route denies them.
-      const actions = typedResponse.tool_calls.map((toolCall): ProposedAction => ({ ToolCall: { call_id: toolCall.id, name: toolCall.name, arguments: toolCall.arguments } }));
-      reasoning = records.reasoning(actions, typedResponse.usage);
-      const why = `the model proposed ${response.tool_calls.length} tool call(s); this route runs no tools, so the response was withheld`;
-      decided = {
-        fields: { iteration: 1, action_count: actions.length, denied_count: actions.length, approved_calls: [], denied_calls: actions.map((action) => ({ action, reason: why })), denied_by: 'finish_rule', decision: 'deny', ...judged },
-        failure: why,
-        end: { reason: 'tool_call_withheld' },
-      };
-    } else {
-      const respond: ProposedAction = { Respond: { content: response.content } };
-      reasoning = records.reasoning([respond], typedResponse.usage);
-      const withheld = finishWithheld(response.finish_reason, response.provider_finish_reason);
-      if (withheld !== undefined) {
-        decided = {
-          fields: { iteration: 1, action_count: 1, denied_count: 1, approved_calls: [], denied_calls: [{ action: respond, reason: withheld }], denied_by: 'finish_rule', decision: 'deny', ...judged },
-          failure: withheld,
-          end: { reason: `finish_${response.finish_reason}` },
-        };
-      } else {
-        const respondRequest = respondRequestFor(definition, task.runId, responseContext);
-        const decision = authorizeRespond(resources.policySet, respondRequest);
-        const allowed = decision.decision === 'allow';
-        decided = {
-          fields: {
-            iteration: 1,
-            action_count: 1,
-            denied_count: allowed ? 0 : 1,
-            approved_calls: allowed ? [{ action: respond, fingerprint: digestJson({ action: respond }).digest }] : [],
-            denied_calls: allowed ? [] : [{ action: respond, reason: `Cedar policy denied the response: ${decision.reason}` }],
-            ...(allowed ? {} : { denied_by: 'cedar' as const }),
-            decision: allowed ? 'allow' : 'deny',
-            determining_policies: decision.determining_policies,
-            errors: decision.errors,
-            ...judged,
-          },
-          failure: allowed ? undefined : `Cedar policy denied the response: ${decision.reason}`,
-          end: allowed ? { reason: 'completed' } : { reason: 'policy_denied', policies: policyLabels(resources.policySet, decision.determining_policies) },
-        };
-      }
-    }
+    const step = decideStep(run.records, response, typedResponse, definition, task.runId, resources.policySet);
     // A cancel that arrived while the policy ran still wins over its decision: the step's records
     // stay, and the run ends as a stopped run does, with nothing dispatched.
     pollCancellations();
     const stopped = stopSignal.aborted;
-    const failure = stopped ? stopReason() : decided.failure;
-    const end: RunEnd = stopped ? stoppedEnd() : decided.end;
-    const reason: TerminationReason = stopped ? stoppedTermination(cancellation.reason(), stopReason()) : decided.failure === undefined ? 'Completed' : 'MaxIterations';
-    const [budgetUpdated, terminated] = records.ending(reason, stopped ? 0 : 1);
-    // The decision and the terminal record become durable together, before any text leaves.
-    await writer.appendTerminal(terminated, [reasoning, ...records.decision(decided.fields, !stopped), budgetUpdated], { urgent: stopped });
-    terminalWritten = true;
+    const failure = stopped ? stopReason() : step.failure;
+    const end: RunEnd = stopped ? stoppedEnd() : step.end;
+    const reason: TerminationReason = stopped ? stoppedTermination(cancellation.reason(), stopReason()) : step.failure === undefined ? 'Completed' : 'MaxIterations';
+    // The third: the decision and the terminal record, durable together before any text leaves.
+    await run.decided(step.reasoning, step.fields, reason, stopped);
     const terminalDurableAt = epochNow();
     progress('policy_evaluated');
     if (failure !== undefined) {
@@ -325,48 +239,99 @@ export async function performInvocation(
     return { ok: true, text: response.content, audit, terminalDurableAt, end };
   } catch (err) {
     const message = describeFailure(err);
+    // The state the failure left says what is still missing before the terminal record (run-state.ts).
+    const state = run.name;
     let terminalDurable = false;
-    if (writer !== undefined && !terminalWritten) {
-      // The records still missing before the terminal ones (Started and BudgetOpened, a failed
-      // attempt's finish, the open call's settlement) share their sync; if they cannot be written
-      // (a tampered file), the terminal record is tried alone. As in Symbiont's route, a call
-      // stopped by a cancel keeps no finish and no settlement (its effect is unknown), and one
-      // stopped by the deadline or an error is settled with no usage.
+    if (state !== 'no_journal' && state !== 'ended') {
       const cancelled = stopSignal.aborted && cancellation.reason() !== undefined;
-      const preceding: RunRecord[] = [
-        ...(openingRecorded ? [] : records.opening()),
-        ...(failedFinish ?? []),
-        ...(call !== undefined && openingRecorded && !cancelled ? [records.settleUnknown(call.reservation)] : []),
-      ];
       const reason: TerminationReason =
         err instanceof RunStopped && err.termination !== undefined ? err.termination
         : stopSignal.aborted ? stoppedTermination(cancellation.reason(), message)
         : { Error: { message } };
-      const [budgetUpdated, terminated] = records.ending(reason, 0);
-      // A failed or stopped run's end is what a cancel waits for: synced at once (journal-writer.ts).
-      const urgent = { urgent: true };
-      terminalDurable = await writer.appendTerminal(terminated, [...preceding, budgetUpdated], urgent).then(
-        () => true,
-        () => (openingRecorded ? writer!.appendTerminal(terminated, [], urgent).then(() => true, () => false) : false),
-      );
+      terminalDurable = await run.failed(reason, cancelled);
     }
     const end: RunEnd =
       err instanceof RunStopped ? err.end
       : stopSignal.aborted ? stoppedEnd()
-      : writer === undefined || !openingRecorded ? { reason: 'journal_failed' }
-      : { reason: 'internal_error' };
+      : state === 'no_journal' || state === 'journal_open' ? { kind: 'journal_failed' }
+      : { kind: 'internal_error' };
     const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined, end };
     if (terminalDurable) result.terminalDurableAt = epochNow();
     // A journal whose first records never became durable was removed by its writer: the run has no reference.
-    if (audit !== undefined && writer?.journalRemoved !== true) result.audit = audit;
+    if (run.audit !== undefined && run.writer?.journalRemoved !== true) result.audit = run.audit;
     return result;
   } finally {
     clearTimeout(deadlineTimer);
     cancellation.signal.removeEventListener('abort', stopOnCancel);
     cancellation.dispose();
-    if (writer !== undefined) await writer.close().catch(() => undefined);
+    await run.writer?.close().catch(() => undefined);
     if (storage !== undefined) closeAuditStorage(storage);
   }
+}
+
+/** The step's decision on the answer: the reasoning record, the PolicyEvaluated fields, and the run's failure and end when the answer is withheld. */
+interface StepDecision {
+  reasoning: RunRecord;
+  fields: EventFields<'PolicyEvaluated'>;
+  failure: string | undefined;
+  end: RunEnd;
+}
+
+/**
+ * Decides the step on the exact answer: proposed tool calls are denied (this route runs none), an
+ * answer that is not complete is withheld by the finish rule, and Cedar decides the rest.
+ */
+function decideStep(
+  records: RunRecords,
+  response: TypedInferenceResponse,
+  typedResponse: ReturnType<typeof symbiontResponse>,
+  definition: RunDefinition,
+  runId: string,
+  policySet: LoadedPolicySet,
+): StepDecision {
+  const responseContext = respondResponseContext(response.content, response.finish_reason, response.provider_finish_reason);
+  const judged = { response_hash: symbiontHash(responseContext.sha256), response_bytes: responseContext.bytes };
+  if (response.tool_calls.length > 0) {
+    // The step proposed tool calls, which this route never runs: each is denied, as Symbiont's route denies them.
+    const actions = typedResponse.tool_calls.map((toolCall): ProposedAction => ({ ToolCall: { call_id: toolCall.id, name: toolCall.name, arguments: toolCall.arguments } }));
+    const why = `the model proposed ${response.tool_calls.length} tool call(s); this route runs no tools, so the response was withheld`;
+    return {
+      reasoning: records.reasoning(actions, typedResponse.usage),
+      fields: { iteration: 1, action_count: actions.length, denied_count: actions.length, approved_calls: [], denied_calls: actions.map((action) => ({ action, reason: why })), denied_by: 'finish_rule', decision: 'deny', ...judged },
+      failure: why,
+      end: { kind: 'tool_call_withheld' },
+    };
+  }
+  const respond: ProposedAction = { Respond: { content: response.content } };
+  const reasoning = records.reasoning([respond], typedResponse.usage);
+  const withheld = finishWithheld(response.finish_reason, response.provider_finish_reason);
+  if (withheld !== undefined) {
+    return {
+      reasoning,
+      fields: { iteration: 1, action_count: 1, denied_count: 1, approved_calls: [], denied_calls: [{ action: respond, reason: withheld }], denied_by: 'finish_rule', decision: 'deny', ...judged },
+      failure: withheld,
+      end: { kind: 'finish_withheld', finish: response.finish_reason },
+    };
+  }
+  const decision = authorizeRespond(policySet, respondRequestFor(definition, runId, responseContext));
+  const allowed = decision.decision === 'allow';
+  return {
+    reasoning,
+    fields: {
+      iteration: 1,
+      action_count: 1,
+      denied_count: allowed ? 0 : 1,
+      approved_calls: allowed ? [{ action: respond, fingerprint: digestJson({ action: respond }).digest }] : [],
+      denied_calls: allowed ? [] : [{ action: respond, reason: `Cedar policy denied the response: ${decision.reason}` }],
+      ...(allowed ? {} : { denied_by: 'cedar' as const }),
+      decision: allowed ? 'allow' : 'deny',
+      determining_policies: decision.determining_policies,
+      errors: decision.errors,
+      ...judged,
+    },
+    failure: allowed ? undefined : `Cedar policy denied the response: ${decision.reason}`,
+    end: allowed ? { kind: 'completed' } : { kind: 'policy_denied', policies: policyLabels(policySet, decision.determining_policies) },
+  };
 }
 
 /** How Symbiont ends a stopped run: `Timeout` at the deadline, an `Error` for a cancel. */

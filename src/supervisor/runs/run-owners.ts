@@ -1,4 +1,4 @@
-import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import pTimeout from 'p-timeout';
 import type { Piscina } from 'piscina';
 import { JournalHandover } from '../../shared/journal/journal-handover.js';
@@ -91,124 +91,15 @@ export class RunOwnerTable {
     if (this.closedReason !== undefined) throw new Error(`no run may start: ${this.closedReason}`);
     // Before anything of the run exists: a pool whose thread cannot start refuses the run (the caller says why).
     const pool = this.pool();
-    const { port1: ownerPort, port2: workerPort } = new MessageChannel();
-    const handover = new JournalHandover();
-    let cancelAt: number | undefined;
-    let cancelReason = '';
-    let cancelSource: CancelSource | undefined;
-    const attempts: AttemptReport = { attempts: 0 };
-    let journal: AuditReference | undefined;
-    let claim: Promise<ClaimOutcome> | undefined;
-
-    const onNotice = (notice: WorkerNotice): void => {
-      if (notice.type === 'journal') journal = { run_id: task.runId, path: notice.path, public_key: notice.publicKey };
-      if (notice.type === 'progress') hooks.onProgress?.(notice.phase);
-      if (notice.type === 'provider') hooks.onProvider?.(notice.note);
-      if (notice.type === 'attempt') attempts.attempts = notice.attempt;
-      if (notice.type === 'not_retried') attempts.notRetried = notice.why;
-    };
-    ownerPort.on('message', onNotice);
-    // The task's result travels on piscina's channel, not this port, so notices
-    // the worker posted before returning may still be queued: take them first.
-    const drainNotices = (): void => {
-      for (let queued = receiveMessageOnPort(ownerPort); queued !== undefined; queued = receiveMessageOnPort(ownerPort)) {
-        onNotice(queued.message as WorkerNotice);
-      }
-    };
-
-    // When this owner claimed the run (cancelled before its worker started it),
-    // the owner's own records are the run's outcome, whatever the worker reports.
-    const claimedOutcome = async (): Promise<InvokeOutcome | undefined> => {
-      const claimed = await claim;
-      if (claimed === undefined || !claimed.claimed) return undefined;
-      const outcome: InvokeOutcome = { ok: false, message: cancelReason, terminalDurable: claimed.finalised !== undefined, cancelled: true };
-      if (claimed.finalised !== undefined) {
-        outcome.audit = claimed.finalised.audit;
-        outcome.terminalDurableAt = claimed.finalised.terminalDurableAt;
-      }
-      return outcome;
-    };
-
-    // A claimed run is over once the owner's terminal record is durable; the
-    // worker, whenever it picks the task up, finds the journal taken and writes nothing.
-    let settleClaimed: (outcome: InvokeOutcome) => void = () => undefined;
-    const claimedRun = new Promise<InvokeOutcome>((resolve) => {
-      settleClaimed = resolve;
-    });
-
-    // piscina starts a further thread inside run(): a thread that cannot start fails this run, below, like a lost one.
-    const handOver = (): Promise<InvokeOutcome> => {
-      try {
-        return pool.run({ ...task, port: workerPort, handover: handover.buffer } satisfies InvokeTask, { transferList: [workerPort] }) as Promise<InvokeOutcome>;
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    };
-    const workerRun = handOver()
-      .then(async (outcome: InvokeOutcome) => {
-        drainNotices();
-        return (await claimedOutcome()) ?? outcome;
-      })
-      .catch(async (err: unknown): Promise<InvokeOutcome> => {
-        drainNotices();
-        const claimed = await claimedOutcome();
-        if (claimed !== undefined) return claimed;
-        // The worker task itself failed (a crash, not a run failure): finish
-        // the audit from here so the journal still ends with a terminal record.
-        const message = `the worker running this invocation failed: ${(err as Error)?.message ?? String(err)}`;
-        if (journal === undefined) return { ok: false, message, terminalDurable: false, cancelled: cancelAt !== undefined };
-        const durable = await this.recoverTerminal(task.runId, task.definition.principal, message).catch(() => false);
-        const outcome: InvokeOutcome = { ok: false, message, audit: journal, terminalDurable: durable, cancelled: cancelAt !== undefined };
-        if (durable) outcome.terminalDurableAt = performance.timeOrigin + performance.now();
-        return outcome;
-      });
-    const done = Promise.race([claimedRun, workerRun]).finally(() => {
-      ownerPort.close();
-      this.runs.delete(task.runId);
-      if (cancelAt !== undefined) this.cancelledRuns -= 1;
-    });
-
-    const owner: RunOwner = {
-      runId: task.runId,
-      agent: task.definition.declaredName,
-      startedAt: performance.now(),
-      done,
-      cancel: (reason: string, by: CancelSource) => {
-        if (cancelAt !== undefined || !this.runs.has(task.runId)) return;
-        cancelAt = performance.now();
-        cancelReason = reason;
-        cancelSource = by;
+    const owner = new OwnedRun(task, hooks, pool, this.recoverTerminal, this.finaliseUnstarted, {
+      cancelled: () => {
         this.cancelledRuns += 1;
-        try {
-          ownerPort.postMessage({ type: 'cancel', reason });
-        } catch {
-          // The port closes when the run ends; a late cancel has nothing left to stop.
-          return;
-        }
-        // Posted first, so a worker that loses the claim finds the cancel waiting.
-        drainNotices();
-        if (journal === undefined) {
-          claim = this.finaliseUnstarted(task.runId, task.definition, reason).catch((): ClaimOutcome => ({ claimed: false }));
-        } else if (handover.take()) {
-          // Between two of the worker's writes: the owner ends the run now, rather than when the
-          // worker's thread, busy with other runs, reaches the cancel (journal-handover.ts).
-          const audit = journal;
-          claim = this.recoverTerminal(task.runId, task.definition.principal, reason).then(
-            (durable): ClaimOutcome => ({ claimed: true, finalised: durable ? { audit, terminalDurableAt: performance.timeOrigin + performance.now() } : undefined }),
-            (): ClaimOutcome => ({ claimed: true, finalised: undefined }),
-          );
-        }
-        if (claim !== undefined) {
-          void claimedOutcome().then((outcome) => {
-            if (outcome !== undefined) settleClaimed(outcome);
-          });
-        }
       },
-      cancelRequestedAt: () => cancelAt,
-      cancelledBy: () => cancelSource,
-      // Notices still queued when the run settled were taken before `done` resolved (drainNotices).
-      attemptReport: () => ({ ...attempts }),
-    };
+      settled: (wasCancelled) => {
+        this.runs.delete(task.runId);
+        if (wasCancelled) this.cancelledRuns -= 1;
+      },
+    });
     this.runs.set(task.runId, owner);
     return owner;
   }
@@ -233,5 +124,165 @@ export class RunOwnerTable {
     if (timeoutMs > 0) await pTimeout(settled, { milliseconds: timeoutMs, fallback: () => undefined });
     else await new Promise<void>((resolve) => setImmediate(resolve));
     return { finalised, notFinalised: pending.length - finalised };
+  }
+}
+
+/** What a run tells its table: its cancel was requested; it settled (and whether it had been cancelled). */
+interface TableEntry {
+  cancelled(): void;
+  settled(wasCancelled: boolean): void;
+}
+
+/**
+ * One live run, as its owner knows it. Its state, all in the fields below: whether the worker said
+ * it created the journal (`journal`); whether a cancel was requested, and by whom (`cancelRequest`);
+ * whether the owner itself claimed the run at that cancel (`claim`: it finalised an unstarted run,
+ * or took an open journal between two of the worker's writes), in which case the owner's records
+ * are the run's outcome; and whether the run has settled (`settled`).
+ */
+class OwnedRun implements RunOwner {
+  readonly runId: string;
+  readonly agent: string;
+  readonly startedAt: number;
+  readonly done: Promise<InvokeOutcome>;
+
+  /** The run's journal, once the worker said it created it: a cancel then takes it rather than claiming the run. */
+  private journal: AuditReference | undefined;
+  /** The cancel, once requested: when (performance.now()), why and by whom. */
+  private cancelRequest: { at: number; reason: string; by: CancelSource } | undefined;
+  /** The owner's claim on the run, made at the cancel when the owner could end the run itself. */
+  private claim: Promise<ClaimOutcome> | undefined;
+  private settled = false;
+  private readonly attempts: AttemptReport = { attempts: 0 };
+
+  private readonly ownerPort: MessagePort;
+  private readonly handover = new JournalHandover();
+  // A claimed run is over once the owner's terminal record is durable; the
+  // worker, whenever it picks the task up, finds the journal taken and writes nothing.
+  private settleClaimed: (outcome: InvokeOutcome) => void = () => undefined;
+
+  constructor(
+    private readonly task: Omit<InvokeTask, 'port' | 'handover'>,
+    private readonly hooks: RunHooks,
+    pool: Piscina,
+    private readonly recoverTerminal: TerminalRecovery,
+    private readonly finaliseUnstarted: UnstartedRunFinaliser,
+    private readonly table: TableEntry,
+  ) {
+    this.runId = task.runId;
+    this.agent = task.definition.declaredName;
+    const { port1: ownerPort, port2: workerPort } = new MessageChannel();
+    this.ownerPort = ownerPort;
+    ownerPort.on('message', (notice: WorkerNotice) => this.onNotice(notice));
+    const claimedRun = new Promise<InvokeOutcome>((resolve) => {
+      this.settleClaimed = resolve;
+    });
+
+    // piscina starts a further thread inside run(): a thread that cannot start fails this run, below, like a lost one.
+    const handOver = (): Promise<InvokeOutcome> => {
+      try {
+        return pool.run({ ...task, port: workerPort, handover: this.handover.buffer } satisfies InvokeTask, { transferList: [workerPort] }) as Promise<InvokeOutcome>;
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    };
+    const workerRun = handOver()
+      .then(async (outcome: InvokeOutcome) => {
+        this.drainNotices();
+        return (await this.claimedOutcome()) ?? outcome;
+      })
+      .catch(async (err: unknown): Promise<InvokeOutcome> => {
+        this.drainNotices();
+        const claimed = await this.claimedOutcome();
+        if (claimed !== undefined) return claimed;
+        // The worker task itself failed (a crash, not a run failure): finish
+        // the audit from here so the journal still ends with a terminal record.
+        const message = `the worker running this invocation failed: ${(err as Error)?.message ?? String(err)}`;
+        const { journal } = this;
+        if (journal === undefined) return { ok: false, message, terminalDurable: false, cancelled: this.cancelRequest !== undefined };
+        const durable = await this.recoverTerminal(task.runId, task.definition.principal, message).catch(() => false);
+        const outcome: InvokeOutcome = { ok: false, message, audit: journal, terminalDurable: durable, cancelled: this.cancelRequest !== undefined };
+        if (durable) outcome.terminalDurableAt = performance.timeOrigin + performance.now();
+        return outcome;
+      });
+    this.done = Promise.race([claimedRun, workerRun]).finally(() => {
+      ownerPort.close();
+      this.settled = true;
+      this.table.settled(this.cancelRequest !== undefined);
+    });
+    this.startedAt = performance.now();
+  }
+
+  cancel(reason: string, by: CancelSource): void {
+    if (this.cancelRequest !== undefined || this.settled) return;
+    this.cancelRequest = { at: performance.now(), reason, by };
+    this.table.cancelled();
+    try {
+      this.ownerPort.postMessage({ type: 'cancel', reason });
+    } catch {
+      // The port closes when the run ends; a late cancel has nothing left to stop.
+      return;
+    }
+    // Posted first, so a worker that loses the claim finds the cancel waiting.
+    this.drainNotices();
+    const { task } = this;
+    if (this.journal === undefined) {
+      this.claim = this.finaliseUnstarted(task.runId, task.definition, reason).catch((): ClaimOutcome => ({ claimed: false }));
+    } else if (this.handover.take()) {
+      // Between two of the worker's writes: the owner ends the run now, rather than when the
+      // worker's thread, busy with other runs, reaches the cancel (journal-handover.ts).
+      const audit = this.journal;
+      this.claim = this.recoverTerminal(task.runId, task.definition.principal, reason).then(
+        (durable): ClaimOutcome => ({ claimed: true, finalised: durable ? { audit, terminalDurableAt: performance.timeOrigin + performance.now() } : undefined }),
+        (): ClaimOutcome => ({ claimed: true, finalised: undefined }),
+      );
+    }
+    if (this.claim !== undefined) {
+      void this.claimedOutcome().then((outcome) => {
+        if (outcome !== undefined) this.settleClaimed(outcome);
+      });
+    }
+  }
+
+  cancelRequestedAt(): number | undefined {
+    return this.cancelRequest?.at;
+  }
+
+  cancelledBy(): CancelSource | undefined {
+    return this.cancelRequest?.by;
+  }
+
+  // Notices still queued when the run settled were taken before `done` resolved (drainNotices).
+  attemptReport(): AttemptReport {
+    return { ...this.attempts };
+  }
+
+  private onNotice(notice: WorkerNotice): void {
+    if (notice.type === 'journal') this.journal = { run_id: this.task.runId, path: notice.path, public_key: notice.publicKey };
+    if (notice.type === 'progress') this.hooks.onProgress?.(notice.phase);
+    if (notice.type === 'provider') this.hooks.onProvider?.(notice.note);
+    if (notice.type === 'attempt') this.attempts.attempts = notice.attempt;
+    if (notice.type === 'not_retried') this.attempts.notRetried = notice.why;
+  }
+
+  // The task's result travels on piscina's channel, not this port, so notices
+  // the worker posted before returning may still be queued: take them first.
+  private drainNotices(): void {
+    for (let queued = receiveMessageOnPort(this.ownerPort); queued !== undefined; queued = receiveMessageOnPort(this.ownerPort)) {
+      this.onNotice(queued.message as WorkerNotice);
+    }
+  }
+
+  // When this owner claimed the run (cancelled before its worker started it),
+  // the owner's own records are the run's outcome, whatever the worker reports.
+  private async claimedOutcome(): Promise<InvokeOutcome | undefined> {
+    const claimed = await this.claim;
+    if (claimed === undefined || !claimed.claimed) return undefined;
+    const outcome: InvokeOutcome = { ok: false, message: this.cancelRequest?.reason ?? '', terminalDurable: claimed.finalised !== undefined, cancelled: true };
+    if (claimed.finalised !== undefined) {
+      outcome.audit = claimed.finalised.audit;
+      outcome.terminalDurableAt = claimed.finalised.terminalDurableAt;
+    }
+    return outcome;
   }
 }

@@ -8,11 +8,12 @@ import { AGENT_NAME_MAX_BYTES, CANCELLED_INVOCATIONS_FINISHING_MAX, PROMPT_MAX_B
 import { RUN_PHASES, type InvokeOutcome, type ProviderNote } from '../../shared/worker-protocol.js';
 import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type Preflight, type PreflightInputs } from '../runs/invoke-preflight.js';
 import { GOVERNED_COMPONENTS } from '../../shared/storage/audit-storage.js';
-import type { LogLevel, OperatorLog } from '../operator/operator-log.js';
-import type { CancelSource, RunOwner, RunOwnerTable } from '../runs/run-owners.js';
+import type { OperatorLog } from '../operator/operator-log.js';
+import type { RunOwner, RunOwnerTable } from '../runs/run-owners.js';
 import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
 import type { SigningKeyGuard } from '../runs/signing-key-guard.js';
 import type { RunStatistics } from '../runs/run-statistics.js';
+import { runEndLevel, runEndOf, runEndOutcome, runEndReason } from '../runs/run-end.js';
 
 export interface InvokeAgentSession extends PreflightInputs {
   owners: RunOwnerTable;
@@ -151,20 +152,6 @@ function logProviderNote(log: OperatorLog, runId: string, note: ProviderNote): v
   log.warn('provider said', { event: 'provider.message', run_id: runId, detail: note.text });
 }
 
-/**
- * The level of a run's `run.ended` (docs/running.md): `info` when text was released or the client
- * cancelled; `warn` when the server withheld the answer as it should (a deny, a tool call, an
- * incomplete or oversized answer, the key in it) or its shutdown stopped the run; `error` when
- * the provider or the server failed (an HTTP error, the network, the deadline, the journal, the thread).
- */
-function runEndedLevel(ok: boolean, reason: string, cancelledBy: CancelSource | undefined): LogLevel {
-  if (ok) return 'info';
-  if (reason === 'cancelled') return cancelledBy === 'shutdown' ? 'warn' : 'info';
-  const withheld = ['policy_denied', 'tool_call_withheld', 'provider_key_in_answer', 'request_too_large', 'response_too_large'];
-  if (withheld.includes(reason) || reason.startsWith('finish_')) return 'warn';
-  return 'error';
-}
-
 /** A journal's path as the operator finds it from the project folder (the audit reference's is absolute). */
 function journalInProject(journalPath: string): string {
   return path.posix.join(...GOVERNED_COMPONENTS, path.basename(journalPath));
@@ -273,23 +260,24 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
           cancel_to_terminal_ms: Number(Math.max(0, durableAt - (performance.timeOrigin + cancelAt)).toFixed(1)),
         });
       }
-      const end = outcome.end ?? { reason: outcome.ok ? 'completed' : outcome.cancelled ? 'cancelled' : 'worker_failed' };
-      const outcomeName = outcome.ok ? 'completed' : outcome.cancelled ? 'cancelled' : end.reason === 'policy_denied' ? 'denied' : 'error';
-      if (end.reason === 'policy_denied') {
-        session.log.warn('Cedar policy denied the response', { event: 'policy.denied', run_id: runId, agent: definition.declaredName, policies: end.policies ?? [] });
+      const end = runEndOf(outcome);
+      const reason = runEndReason(end);
+      const outcomeName = runEndOutcome(outcome, end);
+      if (end.kind === 'policy_denied') {
+        session.log.warn('Cedar policy denied the response', { event: 'policy.denied', run_id: runId, agent: definition.declaredName, policies: end.policies });
       }
-      session.statistics?.runEnded(outcomeName, end.reason, durationMs);
+      session.statistics?.runEnded(outcomeName, reason, durationMs);
       const attempts = owner.attemptReport();
       const cancelledBy = outcome.ok ? undefined : owner.cancelledBy();
       // What an operator acts on in one line: why, where the journal is, what was called and how often.
-      session.log.write(runEndedLevel(outcome.ok, end.reason, cancelledBy), 'run ended', {
+      session.log.write(runEndLevel(outcome.ok, end, cancelledBy), 'run ended', {
         event: 'run.ended',
         run_id: runId,
         agent: definition.declaredName,
         outcome: outcomeName,
-        reason: end.reason,
-        ...(end.policies !== undefined ? { policies: end.policies } : {}),
-        ...(end.reason === 'cancelled' && cancelledBy !== undefined ? { cancelled_by: cancelledBy } : {}),
+        reason,
+        ...(end.kind === 'policy_denied' ? { policies: end.policies } : {}),
+        ...(end.kind === 'cancelled' && cancelledBy !== undefined ? { cancelled_by: cancelledBy } : {}),
         ...(attempts.notRetried !== undefined ? { not_retried: attempts.notRetried } : {}),
         duration_ms: durationMs,
         journal: outcome.audit === undefined ? null : journalInProject(outcome.audit.path),
