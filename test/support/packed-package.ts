@@ -11,7 +11,7 @@ import { repoRoot } from './server-entry.js';
 // `npm install <tarball>` into a folder that has never seen the repository.
 //
 // Packing and installing take several seconds, and several test files need the
-// package (package-install, readme-snippets; .ci/run's installed-package run),
+// package (e2e/package-install, e2e/readme-snippets; .ci/run's installed-package run),
 // each in its own process. So the installed package is kept in a cache folder
 // under the temporary directory, named after the tarball's own hash, which
 // `npm pack --dry-run` reports without writing anything: one tarball and one
@@ -23,9 +23,10 @@ import { repoRoot } from './server-entry.js';
 // is made.
 //
 // The pack runs with --ignore-scripts: `prepack` would rebuild dist/ in place
-// while other test files run the server from it. `npm test` builds first, so
-// the tarball holds the same dist/ the rest of the suite tests;
-// package-install.test.ts checks that `prepack` is the build step.
+// while other test files run the server from it. The suites run after a build
+// (`npm test`, then `npm run test:e2e`), so the tarball holds the same dist/
+// the rest of the suite tests;
+// e2e/package-install.test.ts checks that `prepack` is the build step.
 //
 // Run directly (`node --import tsx test/support/packed-package.ts`), it prints
 // the folder, for .ci/run.
