@@ -147,12 +147,17 @@ const ENCODED_MODES = {
 describe('the provider key never leaves the server, encoded', () => {
   let endpoint: SyntheticEndpoint;
   let project: string;
+  // One server for every encoding: each case is two invoke_agent calls of its own, and its
+  // standard error is read from where the case began.
+  let server: RunningServer;
   const shared = suiteFixture(FILES);
   before(async () => {
     endpoint = await startSyntheticEndpoint({ modes: ENCODED_MODES });
     project = shared.project;
+    server = await startServer(project, { env: env(endpoint.url) });
   });
   after(async () => {
+    await server?.close();
     await endpoint.close();
   });
 
@@ -163,27 +168,27 @@ describe('the provider key never leaves the server, encoded', () => {
 
   for (const encoding of Object.keys(ENCODINGS)) {
     it(`withholds an answer echoing the key ${encoding}, and keeps a 401 body with it off standard error`, async () => {
-      const server = await startServer(project, { env: env(endpoint.url) });
-      try {
-        const echoed = await server.call('invoke_agent', { agent: 'assistant', prompt: `show me [[echo-encoded:${encoding}]]` });
-        assert.equal(echoed.isError, true, textOf(echoed));
-        assert.match(textOf(echoed), /withheld/);
-        assert.match(textOf(echoed), /provider key/);
-        assert.deepEqual(encodedTraces(JSON.stringify(echoed)), []);
-        assert.deepEqual(encodedTraces(fs.readFileSync(auditOf(echoed).audit.path, 'utf8')), []);
+      const from = server.stderr().length;
+      const echoed = await server.call('invoke_agent', { agent: 'assistant', prompt: `show me [[echo-encoded:${encoding}]]` });
+      assert.equal(echoed.isError, true, textOf(echoed));
+      assert.match(textOf(echoed), /withheld/);
+      assert.match(textOf(echoed), /provider key/);
+      assert.deepEqual(encodedTraces(JSON.stringify(echoed)), []);
+      assert.deepEqual(encodedTraces(fs.readFileSync(auditOf(echoed).audit.path, 'utf8')), []);
 
-        const refused = await server.call('invoke_agent', { agent: 'assistant', prompt: `who am I [[key-error-encoded:${encoding}]]` });
-        assert.equal(refused.isError, true);
-        assert.deepEqual(encodedTraces(JSON.stringify(refused)), []);
-        const stderr = await waitForStderr(server, (text) => text.includes('Incorrect API key provided'));
-        assert.match(stderr, /Incorrect API key provided: [^\n]*\[redacted\]/, stderr);
-        await server.close();
-        assert.deepEqual(encodedTraces(server.stderr()), [], server.stderr());
-      } finally {
-        await server.close();
-      }
+      const refused = await server.call('invoke_agent', { agent: 'assistant', prompt: `who am I [[key-error-encoded:${encoding}]]` });
+      assert.equal(refused.isError, true);
+      assert.deepEqual(encodedTraces(JSON.stringify(refused)), []);
+      const stderr = (await waitForStderr(server, (text) => text.slice(from).includes('Incorrect API key provided'))).slice(from);
+      assert.match(stderr, /Incorrect API key provided: [^\n]*\[redacted\]/, stderr);
+      assert.deepEqual(encodedTraces(stderr), [], stderr);
     });
   }
+
+  it('keeps every encoded form off standard error to the end of the server that met them all', async () => {
+    await server.close();
+    assert.deepEqual(encodedTraces(server.stderr()), [], server.stderr());
+  });
 });
 
 // Keys too short to be secrets (issue 48, item 3): the dummies local endpoints accept ("x",

@@ -21,14 +21,16 @@ import { repoRoot } from './support/server-entry.js';
 // The race is run twice. At the key store, RACERS real processes
 // (support/key-store-racer.ts) each open a fresh project's storage as a
 // server's startup does, at the same moment, KEY_STORE_ROUNDS times: cheap
-// enough for many rounds, which the race needs to show. Then whole servers:
+// enough for many rounds, which the race needs to show (200 rounds give 1,400
+// processes that find a key another made, where 1 server in 120 once failed;
+// each round costs about 20 ms of processor time). Then whole servers:
 // SERVERS real `symbi mcp` processes per round, SERVER_ROUNDS rounds, each in
 // a fresh project; every server answers one invoke_agent, and all report one
 // public key, the one in the key file. Whole servers cost seconds a round, so
 // they run fewer rounds and the key store carries the count.
 
 const RACERS = 8;
-const KEY_STORE_ROUNDS = 500;
+const KEY_STORE_ROUNDS = 200;
 const SERVERS = 8;
 const SERVER_ROUNDS = 5;
 const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };

@@ -9,7 +9,7 @@ import { repoRoot } from './server-entry.js';
 // The MCP Inspector CLI, a client this project did not write, run as a user
 // would run it: `mcp-inspector-cli --cli <server command...> --method ...`.
 // Shared by inspector-cli.test.ts (the repository's bin) and
-// package-install.test.ts (the bin of the installed tarball).
+// e2e/package-install.test.ts (the bin of the installed tarball).
 
 function inspectorBin(): string {
   const require = createRequire(import.meta.url);

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { repoRoot } from './support/server-entry.js';
+import { repoRoot } from '../support/server-entry.js';
 
 // The first thing a new user does: clone, then `npm run demo`. The clone holds committed files only
 // (no node_modules/, no dist/), so the demo's own install and build steps run here.

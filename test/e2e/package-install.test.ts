@@ -5,9 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { inspectorJson, runInspector } from './support/inspector-cli.js';
-import { cleanEnv, installedPackage, type InstalledPackage } from './support/packed-package.js';
-import { repoRoot } from './support/server-entry.js';
+import { inspectorJson, runInspector } from '../support/inspector-cli.js';
+import { cleanEnv, installedPackage, type InstalledPackage } from '../support/packed-package.js';
+import { repoRoot } from '../support/server-entry.js';
 
 // The package a user installs: `npm pack`, then `npm install <tarball>` in a folder that has never
 // seen this repository (test/support/packed-package.ts), driven there by the MCP Inspector CLI.

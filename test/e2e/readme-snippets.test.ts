@@ -8,8 +8,8 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { parse as parseToml } from 'smol-toml';
-import { cleanEnv, installedPackage } from './support/packed-package.js';
-import { repoRoot } from './support/server-entry.js';
+import { cleanEnv, installedPackage } from '../support/packed-package.js';
+import { repoRoot } from '../support/server-entry.js';
 
 // The README's IDE configuration snippets are what people paste. Every one is parsed here the way its
 // client reads it (the `claude`, `gemini` and `codex` command lines with each CLI's option rules, the
