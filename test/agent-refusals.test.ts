@@ -1,7 +1,7 @@
 // "Would invoke_agent refuse this agent, and why" has one answer (src/supervisor/runs/agent-refusal.ts):
 // for every agent of the suite's fixtures (the DSL corpus, the quick start) and of projects crafted to
 // meet each refusal, list_agents, `symbi check --json` and invoke_agent itself, each through its real
-// interface, give the same refusal in the same words. The servers run with no model provider, so an
+// interface, give the same refusal in the same words, and the startup summary on stderr says it too. The servers run with no model provider, so an
 // agent nothing refuses meets the session's own refusal (no provider) instead of running.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -11,7 +11,7 @@ import { after, before, describe, it, test } from 'node:test';
 import type { CheckReport } from '../src/supervisor/commands/check-command.js';
 import { makeProject, removeProject } from './support/project.js';
 import { repoRoot, symbiBin } from './support/server-entry.js';
-import { serverEnv, startServer, textOf, type RunningServer } from './support/server.js';
+import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
 
 interface ListedAgent {
   stem: string;
@@ -141,6 +141,17 @@ for (const spec of PROJECTS) {
           met.add(agent.refusal!);
         }
       }
+      // The startup summary on standard error says the same of each agent.
+      const stderr = await waitForStderr(server, (text) => text.includes('serving MCP'));
+      let summarised = 0;
+      for (const agent of listed.agents) {
+        const state = agent.invocable ? 'invocable' : `not invocable: ${agent.reason}`;
+        // Words with characters the operator log escapes are left to its own tests.
+        if (!/^[\x20-\x7e]*$/.test(state)) continue;
+        assert.ok(stderr.includes(`(${agent.file}): ${state}\n`), `${agent.file}: the startup summary says ${state}`);
+        summarised += 1;
+      }
+      assert.ok(summarised > 0, 'the startup summary was compared');
       // A file left out at startup has a stem invoke_agent does not know, unless another file shares it.
       const stems = new Set(listed.agents.map((a) => a.stem));
       for (const skipped of listed.left_out) {

@@ -10,7 +10,7 @@ import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 import { sourceStem } from '../startup/agent-discovery.js';
 import { DslAnalysisPool } from '../threads/dsl-analysis-pool.js';
 import { createOperatorLog } from '../operator/operator-log.js';
-import { agentStandings, refusalText, type AgentRefusal } from '../runs/agent-refusal.js';
+import { agentStandings, refusalText, type AgentRefusal, type AgentStanding } from '../runs/agent-refusal.js';
 import { analyseSources, type SourceAnalysis } from '../startup/source-analysis.js';
 import { takeStartupSnapshot, type AuditStorageHandle, type StartupSnapshot } from '../startup/startup-snapshot.js';
 import { probeProvider, type OnlineOutcome } from './provider-probe.js';
@@ -134,7 +134,7 @@ function confinementSection(snapshot: StartupSnapshot, out: Lines): CheckReport[
   return { available: true, route: access.route.name, description: access.route.description, why: access.why, reason: null };
 }
 
-function agentsSection(snapshot: StartupSnapshot, analysis: SourceAnalysis, out: Lines): CheckReport['agents'] {
+function agentsSection(snapshot: StartupSnapshot, analysis: SourceAnalysis, standings: readonly AgentStanding[], out: Lines): CheckReport['agents'] {
   const dir = snapshot.agentsDirectory;
   const directory = dir.problem !== undefined ? 'unreadable' : dir.present ? 'present' : 'absent';
   if (dir.problem !== undefined) out.add('agents', 'warn', dir.problem);
@@ -142,7 +142,7 @@ function agentsSection(snapshot: StartupSnapshot, analysis: SourceAnalysis, out:
 
   // The verdict each agent gets is the refusal invoke_agent would give it whatever the call (agent-refusal.ts),
   // as list_agents shows it; the provider and the signing key, the same for every agent, have their own sections.
-  const list: AgentEntry[] = agentStandings({ projectAccess: snapshot.projectAccess, policySet: snapshot.policy.set }, analysis.agents).map(({ summary, refusal }) => ({
+  const list: AgentEntry[] = standings.map(({ summary, refusal }) => ({
     stem: summary.stem,
     file: summary.file,
     declared_name: summary.verdict.invocable ? summary.verdict.declaredName : null,
@@ -295,13 +295,14 @@ export async function buildCheckReport(project: PinnedDirectory, options: Pick<C
   }
   const provider = providerFromEnvironment(env);
   const online = options.online && provider.ok ? await probeProvider(provider.config) : null;
+  const standings = await agentStandings({ projectAccess: snapshot.projectAccess, policySet: snapshot.policy.set }, analysis.agents);
   const out = new Lines();
   const report: Omit<CheckReport, 'serves' | 'exit_code' | 'lines'> = {
     version: 1,
     project: snapshot.project.path,
     strict: options.strict,
     confinement: confinementSection(snapshot, out),
-    agents: agentsSection(snapshot, analysis, out),
+    agents: agentsSection(snapshot, analysis, standings, out),
     policy: policySection(snapshot, out),
     agents_md: agentsMdSection(snapshot, out),
     storage: storageSection(project, snapshot, auditStorage, out),

@@ -79,15 +79,35 @@ export function agentRefusal(inputs: AgentRefusalInputs, verdict: DefinitionVerd
 /** One analysed agent source and what invoke_agent would answer for its stem: the agent it runs as, or its refusal. */
 export type AgentStanding = { summary: AgentSummary; refusal: undefined; declaredName: string } | { summary: AgentSummary; refusal: AgentRefusal };
 
-/** agentRefusal of every agent the startup analysis found: what list_agents and `symbi check` show. */
-export function agentStandings(inputs: AgentRefusalInputs, agents: readonly AgentSummary[]): AgentStanding[] {
-  return agents.map((summary) => {
-    const dsl = summary.verdict;
-    const refusal = agentRefusal(inputs, dsl.invocable ? { ok: true, facts: dsl.facts } : { ok: false, refusal: dsl.refusal });
-    if (refusal !== undefined) return { summary, refusal };
-    // agentRefusal lets through only what the conversational check passed.
-    return { summary, refusal: undefined, declaredName: dsl.invocable ? dsl.declaredName : summary.stem };
-  });
+function standingOf(inputs: AgentRefusalInputs, summary: AgentSummary): AgentStanding {
+  const dsl = summary.verdict;
+  const refusal = agentRefusal(inputs, dsl.invocable ? { ok: true, facts: dsl.facts } : { ok: false, refusal: dsl.refusal });
+  if (refusal !== undefined) return { summary, refusal };
+  // agentRefusal lets through only what the conversational check passed.
+  return { summary, refusal: undefined, declaredName: dsl.invocable ? dsl.declaredName : summary.stem };
+}
+
+/** How long agentStandings works at a stretch before other requests are served. */
+const STANDINGS_SLICE_MS = 10;
+
+/**
+ * agentRefusal of every agent the startup analysis found: what list_agents, `symbi check` and the
+ * startup summary show. A configured policy set is asked once per agent (a partial evaluation each,
+ * which for a thousand agents adds up to seconds), so the work yields to the event loop every
+ * STANDINGS_SLICE_MS and other requests are served meanwhile; the verdicts are kept for the
+ * session (permitVerdict), so later calls cost a lookup per agent.
+ */
+export async function agentStandings(inputs: AgentRefusalInputs, agents: readonly AgentSummary[]): Promise<AgentStanding[]> {
+  const standings: AgentStanding[] = [];
+  let sliceStart = performance.now();
+  for (const summary of agents) {
+    if (performance.now() - sliceStart > STANDINGS_SLICE_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+    standings.push(standingOf(inputs, summary));
+  }
+  return standings;
 }
 
 const INVOCABLE_SHOWN = 20;

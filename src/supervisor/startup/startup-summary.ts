@@ -3,7 +3,6 @@ import { policyNoticeText } from '../../shared/policy/policy-set.js';
 import { describeProvider, type ProviderSelection } from '../../shared/provider/provider-config.js';
 import type { OperatorLog } from '../operator/operator-log.js';
 import { noAgentsFolderMessage } from './nearest-project.js';
-import { definitionRefusalText } from '../../shared/dsl/conversational-definition.js';
 import { shownName } from '../../shared/dsl/shown-name.js';
 import type { AgentSummary } from '../../shared/dsl/source-summary.js';
 import type { SourceAnalysis } from './source-analysis.js';
@@ -39,11 +38,16 @@ export function writeProjectSummary(snapshot: StartupSnapshot, log: OperatorLog)
   });
 }
 
-/** The rest of the summary, once the agent sources are analysed (after writeProjectSummary). */
-export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceAnalysis, log: OperatorLog): void {
+/**
+ * The rest of the summary, once the agent sources are analysed (after writeProjectSummary).
+ * `refusalOf` words why invoke_agent refuses an agent whatever the call, or gives undefined when
+ * it would run it: the decision list_agents shows (runs/agent-refusal.ts, a room above this one).
+ */
+export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceAnalysis, log: OperatorLog, refusalOf: (agent: AgentSummary) => string | undefined): void {
   if (!snapshot.projectAccess.available) return;
   const { agents, skipped } = analysis;
-  const invocable = agents.filter((a) => a.verdict.invocable).length;
+  const refusals = new Map(agents.map((a) => [a, refusalOf(a)]));
+  const invocable = agents.filter((a) => refusals.get(a) === undefined).length;
 
   const dir = snapshot.agentsDirectory;
   if (dir.problem) log.warn(dir.problem, { event: 'startup.agents_dir' });
@@ -55,8 +59,9 @@ export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceA
     left_out: skipped.length,
   });
   for (const a of agents.slice(0, SUMMARY_MAX_LISTED)) {
-    const state = a.verdict.invocable ? 'invocable' : `not invocable: ${definitionRefusalText(a.verdict.refusal)}`;
-    log.info(`  agent ${agentName(a)} (${a.file}): ${state}`, { event: 'startup.agent', stem: a.stem, file: a.file, invocable: a.verdict.invocable });
+    const refusal = refusals.get(a);
+    const state = refusal === undefined ? 'invocable' : `not invocable: ${refusal}`;
+    log.info(`  agent ${agentName(a)} (${a.file}): ${state}`, { event: 'startup.agent', stem: a.stem, file: a.file, invocable: refusal === undefined });
   }
   if (agents.length > SUMMARY_MAX_LISTED) {
     log.info(`  ... and ${agents.length - SUMMARY_MAX_LISTED} more agents (the list_agents tool shows all)`, { event: 'startup.agent' });

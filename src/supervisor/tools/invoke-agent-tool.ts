@@ -200,7 +200,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         const registry = await session.analysedRegistry();
         await session.prepareSelection(registry, args.agent);
         preflight = preflightInvocation(args, { ...session, registry });
-        if (!preflight.ok && preflight.refusal.kind === 'unknown_agent') registered = agentStandings(session, await session.agentVerdicts());
+        if (!preflight.ok && preflight.refusal.kind === 'unknown_agent') registered = await agentStandings(session, await session.agentVerdicts());
       } finally {
         // Synchronous from here to owners.start below, so no other call can take this place meanwhile.
         capacity.release(extra.signal);

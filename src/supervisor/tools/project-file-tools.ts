@@ -95,7 +95,7 @@ function registerListAgents(server: McpServer, context: SessionContext): void {
         const { snapshot } = context;
         const analysis = await context.sourceAnalysis();
         // What invoke_agent would answer for each stem whatever the call, as `symbi check` reports it (agent-refusal.ts).
-        const standings = agentStandings({ projectAccess: snapshot.projectAccess, policySet: snapshot.policy.set }, analysis.agents);
+        const standings = await agentStandings({ projectAccess: snapshot.projectAccess, policySet: snapshot.policy.set }, analysis.agents);
         const result: z.infer<typeof listAgentsOutput> = {
           agents: standings.map((standing) => {
             const a = standing.summary;
