@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it, test } from 'node:test';
 import type { CheckReport } from '../src/supervisor/commands/check-command.js';
+import { namespaceSkip } from './support/mount-namespace.js';
 import { makeProject, removeProject } from './support/project.js';
 import { repoRoot, symbiBin } from './support/server-entry.js';
 import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
@@ -165,6 +166,41 @@ for (const spec of PROJECTS) {
   });
 }
 
+// Without a confinement route no project file is read: check lists no agent and list_agents is refused,
+// both for the reason invoke_agent gives any name. Made real as descriptor-access.test.ts does: the
+// /proc route, forced, in a private mount namespace with an empty tmpfs over /proc.
+const NO_PROC = ['unshare', '-m', 'sh', '-c', 'mount -t tmpfs none /proc && exec "$0" "$@"'];
+
+describe('one refusal for every agent: no project access', { skip: namespaceSkip() }, () => {
+  let project: string;
+  let server: RunningServer;
+  const env = { ...serverEnv(), SYMBI_CONFINEMENT_ROUTE: 'proc' };
+
+  before(async () => {
+    project = makeProject({ 'agents/assistant.symbi': 'agent assistant {}\n' });
+    server = await startServer(project, { env, launcher: NO_PROC });
+  });
+
+  after(async () => {
+    await server?.close();
+    if (project) removeProject(project);
+  });
+
+  it('symbi check, list_agents and invoke_agent give the same reason', async () => {
+    const [command, ...args] = [...NO_PROC, process.execPath, symbiBin, 'check', '--project', project, '--json'];
+    const run = spawnSync(command, args, { encoding: 'utf8', env, timeout: 60_000 });
+    const report = JSON.parse(run.stdout) as CheckReport;
+    assert.equal(report.confinement.available, false);
+    assert.deepEqual(report.agents.list, [], 'no agent file was read');
+    const words = `project files are unavailable: ${report.confinement.reason}`;
+    assert.equal(textOf(await server.call('list_agents')), `list_agents: ${words}`);
+    assert.equal(await invokeRefusal(server, 'assistant'), `invoke_agent refused: ${words}`);
+    met.add('project_unavailable');
+  });
+});
+
 test('the projects above meet every refusal list_agents and symbi check can show, and an agent that runs', () => {
-  assert.deepEqual([...met].sort(), ['ambiguous_agent', 'not_conversational', 'policy_denies_every_response', 'runs', 'unknown_agent']);
+  const expected = ['ambiguous_agent', 'not_conversational', 'policy_denies_every_response', 'runs', 'unknown_agent'];
+  if (namespaceSkip() === undefined) expected.push('project_unavailable');
+  assert.deepEqual([...met].sort(), expected.sort());
 });
