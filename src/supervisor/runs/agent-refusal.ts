@@ -26,7 +26,7 @@ export type SessionRefusal = { kind: 'no_provider'; problem: string } | { kind: 
 export type CallRefusal =
   | { kind: 'at_capacity'; inProgress: number; maxInvocations: number }
   | { kind: 'cancelled_runs_finishing'; finishing: number; maxFinishing: number }
-  | { kind: 'project_moved'; problem: string }
+  | { kind: 'project_moved'; path: string; now: 'gone' | 'another_directory' }
   | { kind: 'shutting_down'; why: string }
   | { kind: 'no_worker_thread'; error: string };
 
@@ -156,7 +156,10 @@ export function refusalText(refusal: InvokeRefusal, registered?: readonly AgentS
     case 'cancelled_runs_finishing':
       return `the server is at capacity: ${refusal.maxFinishing} cancelled invocations are still writing their terminal records (the bound on cancelled runs being finished); retry in a moment`;
     case 'project_moved':
-      return refusal.problem;
+      return (
+        `the project moved: ${escapeToOneLine(refusal.path)} ${refusal.now === 'gone' ? 'no longer exists' : 'is now another directory'}, ` +
+        'so an audit reference would not lead to its journal; restart the server in the project folder'
+      );
     case 'shutting_down':
       return `${refusal.why}; the call was not started`;
     case 'no_worker_thread':

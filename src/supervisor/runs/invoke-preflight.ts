@@ -87,7 +87,7 @@ export function agentPreflight(name: string, inputs: AgentRefusalInputs & { regi
 export function preflightInvocation(args: InvokeArguments, inputs: PreflightInputs): Preflight {
   // A run whose audit reference would lead to no journal is not started (no journal, no provider call).
   const moved = inputs.projectAccess.available ? inputs.projectLocation.problem() : undefined;
-  if (moved !== undefined) return { ok: false, refusal: { kind: 'project_moved', problem: moved } };
+  if (moved !== undefined) return { ok: false, refusal: moved };
   const agent = agentPreflight(args.agent, inputs);
   if (!agent.ok) return agent;
   const selected = agent.definition;
