@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it, test } from 'node:test';
 import type { CheckReport } from '../src/supervisor/commands/check-command.js';
+import { AGENT_REFUSAL_KINDS } from '../src/supervisor/runs/agent-refusal.js';
 import { namespaceSkip } from './support/mount-namespace.js';
 import { makeProject, removeProject } from './support/project.js';
 import { repoRoot, symbiBin } from './support/server-entry.js';
@@ -197,6 +198,14 @@ describe('one refusal for every agent: no project access', { skip: namespaceSkip
     assert.equal(await invokeRefusal(server, 'assistant'), `invoke_agent refused: ${words}`);
     met.add('project_unavailable');
   });
+});
+
+test('docs/check.schema.json names the kinds list_agents advertises', () => {
+  const schema = JSON.parse(fs.readFileSync(path.join(repoRoot, 'docs', 'check.schema.json'), 'utf8')) as {
+    properties: { agents: { properties: { list: { items: { properties: { refusal: { enum: (string | null)[] } } } } } } };
+  };
+  const kinds = schema.properties.agents.properties.list.items.properties.refusal.enum.filter((k) => k !== null);
+  assert.deepEqual(kinds, [...AGENT_REFUSAL_KINDS]);
 });
 
 test('the projects above meet every refusal list_agents and symbi check can show, and an agent that runs', () => {

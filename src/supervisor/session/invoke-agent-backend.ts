@@ -87,7 +87,7 @@ export function createInvokeAgentBackend(context: SessionContext, maxInvocations
         return outcome.ok ? outcome.value : { ok: false, refusal: { kind: 'not_conversational', file: entry.file, problem: outcome.message }, candidates: [] };
       }),
     maxInvocations,
-    agentVerdicts: async () => (await context.sourceAnalysis()).agents,
+    analysedAgents: async () => (await context.sourceAnalysis()).agents,
   };
   // The first call of an agent selects its definition in the DSL analysis thread and works out
   // whether any answer could be permitted; both are kept for the session (invoke-preflight.ts).

@@ -32,7 +32,7 @@ export interface InvokeAgentSession extends PreflightInputs {
   /** Counts for the operator's summary (run-statistics.ts), when the command keeps them. */
   statistics?: RunStatistics;
   /** The startup analysis of every source, for naming what can be invoked when a name is unknown. */
-  agentVerdicts(): Promise<readonly AgentSummary[]>;
+  analysedAgents(): Promise<readonly AgentSummary[]>;
 }
 
 const TOOL = 'invoke_agent';
@@ -200,7 +200,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         const registry = await session.analysedRegistry();
         await session.prepareSelection(registry, args.agent);
         preflight = preflightInvocation(args, { ...session, registry });
-        if (!preflight.ok && preflight.refusal.kind === 'unknown_agent') registered = await agentStandings(session, await session.agentVerdicts());
+        if (!preflight.ok && preflight.refusal.kind === 'unknown_agent') registered = await agentStandings(session, await session.analysedAgents());
       } finally {
         // Synchronous from here to owners.start below, so no other call can take this place meanwhile.
         capacity.release(extra.signal);
