@@ -90,7 +90,7 @@ export function createInvokeAgentBackend(context: SessionContext, maxInvocations
     analysedAgents: async () => (await context.sourceAnalysis()).agents,
   };
   // The first call of an agent selects its definition in the DSL analysis thread and works out
-  // whether any answer could be permitted; both are kept for the session (invoke-preflight.ts).
+  // whether any answer could be permitted; both are kept for the session (invoke-preflight.ts, agent-refusal.ts).
   // Done here for the first few invocable agents, one after the other, right after the startup
   // analysis, while that thread is still up: otherwise the first call also pays for starting it again.
   const prepareFirstCalls = async (): Promise<void> => {
