@@ -200,6 +200,51 @@ describe('one refusal for every agent: no project access', { skip: namespaceSkip
   });
 });
 
+// A stem two files share is ambiguous; when the startup analysis leaves one of them out (too complex
+// for its budget), invoke_agent's registry holds the other alone, and list_agents must say it runs.
+// Through the built modules and a real analysis thread with a 50 ms budget, as dsl-hostile-server.test.ts.
+describe('a stem shared with a file the startup analysis leaves out', { timeout: 120_000 }, () => {
+  let project: string;
+  after(() => {
+    if (project) removeProject(project);
+  });
+
+  it('is what invoke_agent selects, and list_agents and symbi check say so', async () => {
+    const built = async <T>(module: string): Promise<T> => (await import(new URL(`../dist/${module}`, import.meta.url).href)) as T;
+    const { pinProject } = await built<typeof import('../src/shared/confinement/index.js')>('shared/confinement/index.js');
+    const { closeAuditStorage } = await built<typeof import('../src/shared/storage/audit-storage.js')>('shared/storage/audit-storage.js');
+    const { takeStartupSnapshot } = await built<typeof import('../src/supervisor/startup/startup-snapshot.js')>('supervisor/startup/startup-snapshot.js');
+    const { analyseSources } = await built<typeof import('../src/supervisor/startup/source-analysis.js')>('supervisor/startup/source-analysis.js');
+    const { DslAnalysisPool } = await built<typeof import('../src/supervisor/threads/dsl-analysis-pool.js')>('supervisor/threads/dsl-analysis-pool.js');
+    const { createOperatorLog } = await built<typeof import('../src/supervisor/operator/operator-log.js')>('supervisor/operator/operator-log.js');
+    const refusals = await built<typeof import('../src/supervisor/runs/agent-refusal.js')>('supervisor/runs/agent-refusal.js');
+    const { agentPreflight } = await built<typeof import('../src/supervisor/runs/invoke-preflight.js')>('supervisor/runs/invoke-preflight.js');
+
+    project = makeProject({ 'agents/dup.symbi': 'agent dup {}\n', 'agents/dup.dsl': `agent dup { capabilities = [a${'.b'.repeat(500_000)}] }\n` });
+    const { snapshot, auditStorage } = takeStartupSnapshot(pinProject(project, serverEnv()));
+    const pool = new DslAnalysisPool({ log: createOperatorLog('text'), budgetMs: 50 });
+    try {
+      const analysis = await analyseSources(snapshot, pool);
+      assert.deepEqual(
+        analysis.skipped.map((s) => s.file),
+        ['agents/dup.dsl'],
+      );
+      assert.match(analysis.skipped[0]!.reason, /too complex to analyse/);
+      const inputs = { projectAccess: snapshot.projectAccess, policySet: snapshot.policy.set };
+      const standings = await refusals.agentStandings(inputs, analysis.agents);
+      assert.deepEqual(
+        standings.map((s) => [s.summary.file, s.refusal === undefined ? 'runs' : refusals.refusalText(s.refusal)]),
+        [['agents/dup.symbi', 'runs']],
+      );
+      const selected = agentPreflight('dup', { ...inputs, registry: analysis.registry });
+      assert.ok(selected.ok && selected.definition.file === 'agents/dup.symbi', JSON.stringify(selected));
+    } finally {
+      await pool.close();
+      if (auditStorage !== null) closeAuditStorage(auditStorage);
+    }
+  });
+});
+
 test('docs/check.schema.json names the kinds list_agents advertises', () => {
   const schema = JSON.parse(fs.readFileSync(path.join(repoRoot, 'docs', 'check.schema.json'), 'utf8')) as {
     properties: { agents: { properties: { list: { items: { properties: { refusal: { enum: (string | null)[] } } } } } } };
