@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { selectConversationalDefinition } from '../src/shared/dsl/conversational-definition.js';
+import { definitionRefusalText, selectConversationalDefinition } from '../src/shared/dsl/conversational-definition.js';
 import { parseDslBytes } from '../src/shared/dsl/parse-report.js';
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'dsl');
@@ -29,7 +29,7 @@ function observe(name: string): unknown {
         inlinePolicies: selection.definition.inlinePolicies,
         declarationText: selection.definition.declarationText,
       }
-    : { ok: false, kind: selection.kind, message: selection.message };
+    : { ok: false, kind: selection.refusal.kind, message: definitionRefusalText(selection.refusal) };
   return { report, conversational };
 }
 

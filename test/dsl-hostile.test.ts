@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { selectConversationalDefinition } from '../src/shared/dsl/conversational-definition.js';
+import { definitionRefusalText, selectConversationalDefinition } from '../src/shared/dsl/conversational-definition.js';
 import { parseDslReport, type ParseReport } from '../src/shared/dsl/parse-report.js';
 import { summariseSource } from '../src/shared/dsl/source-summary.js';
 import { DSL_FILE_MAX_BYTES, DSL_MAX_ERRORS } from '../src/shared/limits.js';
@@ -25,7 +25,7 @@ function analyse(text: string): { report: ParseReport; verdicts: string[]; ms: n
   const summary = summariseSource({ stem: 'h', file: 'agents/h.symbi', text, bytes: Buffer.byteLength(text) }, []);
   const selection = selectConversationalDefinition([{ stem: 'h', file: 'agents/h.symbi', text }], 'h');
   JSON.stringify(report, null, 2);
-  const verdicts = [summary.reason ?? '', selection.ok ? '' : selection.message];
+  const verdicts = [summary.verdict.invocable ? '' : definitionRefusalText(summary.verdict.refusal), selection.ok ? '' : definitionRefusalText(selection.refusal)];
   return { report, verdicts, ms: performance.now() - started };
 }
 

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { selectConversationalDefinition } from '../src/shared/dsl/conversational-definition.js';
+import { definitionRefusalText, selectConversationalDefinition } from '../src/shared/dsl/conversational-definition.js';
 import { parseDslBytes, parseDslReport, type ParseReport } from '../src/shared/dsl/parse-report.js';
 import { DSL_FILE_MAX_BYTES, DSL_MAX_ERRORS } from '../src/shared/limits.js';
 
@@ -101,7 +101,7 @@ for (const [what, text] of nestings) {
     assert.ok(report.errors.some((e) => /nesting deeper than 256 levels/.test(e.message)), JSON.stringify(report.errors.slice(0, 3)));
     assertWellFormed(report, text);
     const s = selectConversationalDefinition([{ stem: 'd', file: 'agents/d.symbi', text }], 'd');
-    assert.ok(!s.ok && /syntax error/.test(s.message));
+    assert.ok(!s.ok && /syntax error/.test(definitionRefusalText(s.refusal)));
   });
 }
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { canonicalHash } from '../src/shared/canonical-json.js';
-import { conversationalVerdict, selectConversationalDefinition, type RegistryEntry } from '../src/shared/dsl/conversational-definition.js';
+import { conversationalVerdict, definitionRefusalText, selectConversationalDefinition, type RegistryEntry } from '../src/shared/dsl/conversational-definition.js';
 
 const entry = (file: string, text: string): RegistryEntry => ({ stem: file.replace(/^agents\//, '').replace(/\.(symbi|dsl)$/, ''), file, text });
 
@@ -23,7 +23,11 @@ test('a single-agent file is selected by its stem under the declared name (alias
   assert.equal(d.declarationHash, canonicalHash(d.declarationText).hash);
   assert.deepEqual(d.capabilities, ['read']);
   assert.equal(d.timeoutMs, 10_000);
-  assert.deepEqual(conversationalVerdict(registry[0]!, registry), { invocable: true, declaredName: 'real_name' });
+  const verdict = conversationalVerdict(registry[0]!, registry);
+  assert.ok(verdict.invocable);
+  assert.equal(verdict.declaredName, 'real_name');
+  // The facts a policy is asked about before inference are the selection's own.
+  assert.deepEqual(verdict.facts, { stem: d.stem, file: d.file, declaredName: d.declaredName, principal: d.principal, sourceHash: d.sourceHash, declarationHash: d.declarationHash, capabilities: d.capabilities });
   // The declared name itself is not a registry name.
   assert.equal(selectConversationalDefinition(registry, 'real_name').ok, false);
 });
@@ -49,20 +53,21 @@ test('a multi-agent file is selected by its stem, and only that declaration is c
 test('a multi-agent file without an agent named like the stem is refused, naming the agents', () => {
   const s = selectConversationalDefinition([entry('agents/crew.symbi', 'agent a {}\nagent b {}\n')], 'crew');
   assert.ok(!s.ok);
-  assert.equal(s.kind, 'refused');
-  assert.match(s.message, /`a` at 1:1, `b` at 2:1/);
-  assert.match(s.message, /none is named `crew`/);
+  assert.equal(s.refusal.kind, 'not_conversational');
+  assert.match(definitionRefusalText(s.refusal), /`a` at 1:1, `b` at 2:1/);
+  assert.match(definitionRefusalText(s.refusal), /none is named `crew`/);
 });
 
 test('foo.symbi beside foo.dsl is ambiguous, for selection and for the verdict', () => {
   const registry = [entry('agents/foo.symbi', 'agent foo {}'), entry('agents/foo.dsl', 'agent foo {}'), entry('agents/bar.symbi', 'agent bar {}')];
   const s = selectConversationalDefinition(registry, 'foo');
   assert.ok(!s.ok);
-  assert.equal(s.kind, 'ambiguous');
+  assert.equal(s.refusal.kind, 'ambiguous_agent');
   assert.deepEqual(s.candidates, ['agents/foo.dsl', 'agents/foo.symbi']);
-  assert.match(s.message, /agents\/foo\.dsl and agents\/foo\.symbi/);
+  assert.match(definitionRefusalText(s.refusal), /agents\/foo\.dsl and agents\/foo\.symbi/);
   const v = conversationalVerdict(registry[0]!, registry);
-  assert.equal(v.invocable, false);
+  assert.ok(!v.invocable);
+  assert.deepEqual(v.refusal, s.refusal);
   assert.equal(conversationalVerdict(registry[2]!, registry).invocable, true);
 });
 
@@ -70,14 +75,16 @@ test('an unknown name is named, with the registered stems as capped candidates',
   const registry = Array.from({ length: 30 }, (_, i) => entry(`agents/a${String(i).padStart(2, '0')}.symbi`, 'agent x {}'));
   const s = selectConversationalDefinition(registry, 'missing');
   assert.ok(!s.ok);
-  assert.equal(s.kind, 'unknown');
+  assert.equal(s.refusal.kind, 'unknown_agent');
   assert.equal(s.candidates.length, 20);
   // Which of them can be invoked is added by the supervisor from its startup verdicts (test/unknown-agent.test.ts).
-  assert.equal(s.message, 'unknown agent `missing`');
+  assert.equal(definitionRefusalText(s.refusal), 'unknown agent `missing`');
   const hostile = selectConversationalDefinition(registry, 'x\n'.repeat(100));
-  assert.ok(!hostile.ok && !hostile.message.includes('\n') && hostile.message.length < 400);
+  assert.ok(!hostile.ok);
+  const hostileText = definitionRefusalText(hostile.refusal);
+  assert.ok(!hostileText.includes('\n') && hostileText.length < 400);
   const empty = selectConversationalDefinition([], 'x');
-  assert.ok(!empty.ok && empty.kind === 'unknown' && empty.candidates.length === 0);
+  assert.ok(!empty.ok && empty.refusal.kind === 'unknown_agent' && empty.candidates.length === 0);
 });
 
 const refusals: [string, string, RegExp][] = [
@@ -115,12 +122,13 @@ for (const [what, text, pattern] of refusals) {
     const registry = [entry('agents/p.symbi', text)];
     const s = selectConversationalDefinition(registry, 'p');
     assert.ok(!s.ok, `${what} was accepted`);
-    assert.equal(s.kind, 'refused');
-    assert.match(s.message, pattern);
-    assert.ok(s.message.startsWith('agents/p.symbi: '));
-    assert.ok(!/[\r\n]/.test(s.message), 'one line');
+    assert.equal(s.refusal.kind, 'not_conversational');
+    const message = definitionRefusalText(s.refusal);
+    assert.match(message, pattern);
+    assert.ok(message.startsWith('agents/p.symbi: '));
+    assert.ok(!/[\r\n]/.test(message), 'one line');
     const v = conversationalVerdict(registry[0]!, registry);
-    assert.deepEqual(v, { invocable: false, reason: s.message });
+    assert.deepEqual(v, { invocable: false, refusal: s.refusal });
   });
 }
 
@@ -150,7 +158,7 @@ test('supported conditions are accepted and sibling agents do not count', () => 
   assert.equal(tighter.definition.timeoutMs, 2_000);
   // Symbiont reads timeouts with humantime or as whole seconds: a fraction is not a timeout.
   const fraction = selectConversationalDefinition([entry('agents/p.symbi', 'agent p { with timeout = 1.5 {} }')], 'p');
-  assert.ok(!fraction.ok && /not a positive duration/.test(fraction.message));
+  assert.ok(!fraction.ok && /not a positive duration/.test(definitionRefusalText(fraction.refusal)));
 });
 
 test('exactly 128 rules, 256 condition tokens and 24 levels are still accepted', () => {

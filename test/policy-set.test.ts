@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { POLICY_FILE_MAX_BYTES } from '../src/shared/limits.js';
-import { loadPolicySet } from '../src/shared/policy/policy-set.js';
+import { loadPolicySet, policyNoticeText } from '../src/shared/policy/policy-set.js';
 import { RESPOND_SCHEMA_TEXT } from '../src/shared/policy/respond-schema.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -42,7 +42,7 @@ describe('loadPolicySet modes', () => {
     const set = loadPolicySet([]);
     assert.equal(set.mode, 'default-permit');
     assert.deepEqual(set.policies, []);
-    assert.deepEqual(set.notices, ['no policy files: every response is permitted (default permission)']);
+    assert.deepEqual(set.notices.map(policyNoticeText), ['no policy files: every response is permitted (default permission)']);
     assert.equal(set.denyReason, undefined);
   });
 
@@ -62,7 +62,7 @@ describe('loadPolicySet modes', () => {
     );
     assert.equal(set.policies[0]?.text, PERMIT);
     assert.match(set.policies[1]?.text ?? '', /^@id\("second"\)\nforbid/);
-    assert.deepEqual(set.notices, ['policies/a.cedar: loaded 2 policies', 'policies/mcp-server/b.cedar: loaded 1 policy']);
+    assert.deepEqual(set.notices.map(policyNoticeText), ['policies/a.cedar: loaded 2 policies', 'policies/mcp-server/b.cedar: loaded 1 policy']);
     assert.deepEqual(set.warnings, []);
   });
 
@@ -87,7 +87,7 @@ describe('loadPolicySet modes', () => {
       set.policies.map((policy) => policy.id),
       ['policies/set.cedar#allow', 'policies/set.cedar#pair.0', 'policies/set.cedar#pair.1'],
     );
-    assert.deepEqual(set.notices, ['policies/set.cedar: loaded 3 policies, skipped 1 inactive entry']);
+    assert.deepEqual(set.notices.map(policyNoticeText), ['policies/set.cedar: loaded 3 policies, skipped 1 inactive entry']);
   });
 
   it('a leading byte order mark is tolerated', () => {
@@ -134,8 +134,13 @@ describe('loadPolicySet deny-all', () => {
     ]);
     assert.equal(set.mode, 'deny-all');
     assert.match(set.denyReason ?? '', /^policies\/mcp-server\/bad\.cedar: not valid Cedar: line 3, column 44: /);
-    assert.equal(set.notices[0], 'policies/good.cedar: loaded 1 policy');
-    assert.match(set.notices[1] ?? '', /^policies\/mcp-server\/bad\.cedar: rejected: not valid Cedar: line 3/);
+    assert.equal(policyNoticeText(set.notices[0]!), 'policies/good.cedar: loaded 1 policy');
+    assert.match(policyNoticeText(set.notices[1]!), /^policies\/mcp-server\/bad\.cedar: rejected: not valid Cedar: line 3/);
+    // A reader asks the notice's kind, not its words.
+    assert.deepEqual(
+      set.notices.map((n) => n.kind),
+      ['loaded', 'rejected'],
+    );
   });
 
   it('an unreadable file', () => {
@@ -192,8 +197,8 @@ describe('loadPolicySet deny-all', () => {
   it('a file name with a line break stays on one line in notices and the reason', () => {
     const set = loadPolicySet([{ path: 'policies/a\nb.cedar', text: 'permit(' }]);
     assert.equal(set.mode, 'deny-all');
-    for (const line of [...set.notices, set.denyReason ?? '']) assert.ok(!line.includes('\n'), line);
-    assert.match(set.notices[0] ?? '', /^"policies\/a\\nb\.cedar": rejected/);
+    for (const line of [...set.notices.map(policyNoticeText), set.denyReason ?? '']) assert.ok(!line.includes('\n'), line);
+    assert.match(policyNoticeText(set.notices[0]!), /^"policies\/a\\nb\.cedar": rejected/);
   });
 
   it('a policy template (an unlinked ?principal slot)', () => {

@@ -17,6 +17,7 @@ import { pinProject } from '../../src/shared/confinement/index.js';
 import { authorizeRespond, preparePolicySet } from '../../src/shared/policy/respond-authorization.js';
 import { providerFromEnvironment } from '../../src/shared/provider/provider-config.js';
 import type { InvokeTask, RunPhase } from '../../src/shared/worker-protocol.js';
+import { refusalText } from '../../src/supervisor/runs/agent-refusal.js';
 import { preflightInvocation } from '../../src/supervisor/runs/invoke-preflight.js';
 import { createOperatorLog } from '../../src/supervisor/operator/operator-log.js';
 import { projectLocationCheck } from '../../src/supervisor/runs/project-location-check.js';
@@ -47,8 +48,8 @@ if (!provider.ok) throw new Error(provider.message);
 // One run at a time, as on a worker thread with no other run in flight: its journal syncs in the thread.
 const resources: WorkerResources = { project, policySet: snapshot.policy.set, provider: provider.config, signingKey: auditStorage.pinnedKey.key, signingKeyFile: auditStorage.pinnedKey, journalSyncInThread: () => true };
 preparePolicySet(resources.policySet);
-const preflight = preflightInvocation({ agent: 'assistant', prompt: 'hello' }, { projectAccess: snapshot.projectAccess, projectLocation: projectLocationCheck(project.fd, project.displayPath, createOperatorLog('text')), registry: snapshot.registry, policySet: snapshot.policy.set, provider });
-if (!preflight.ok) throw new Error(preflight.message);
+const preflight = preflightInvocation({ agent: 'assistant', prompt: 'hello' }, { projectAccess: snapshot.projectAccess, projectLocation: projectLocationCheck(project.fd, project.displayPath, createOperatorLog('text')), registry: snapshot.registry, policySet: snapshot.policy.set, provider, signingKey: { unusable: undefined } });
+if (!preflight.ok) throw new Error(refusalText(preflight.refusal));
 const { definition } = preflight;
 
 /** The phases, in protocol order; each ends at a point performInvocation reports. */

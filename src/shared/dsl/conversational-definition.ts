@@ -36,11 +36,34 @@ export interface SelectedDefinition {
   inlinePolicies: { name: string; rules: number }[];
 }
 
-export type AgentVerdict = { invocable: true; declaredName: string } | { invocable: false; reason: string };
+/** What a policy is asked about a definition before inference (respond-request.ts RespondAgent): no source text. */
+export type DefinitionFacts = Pick<SelectedDefinition, 'stem' | 'file' | 'declaredName' | 'principal' | 'sourceHash' | 'declarationHash' | 'capabilities'>;
 
-export type Selection =
-  | { ok: true; definition: SelectedDefinition }
-  | { ok: false; kind: 'unknown' | 'ambiguous' | 'refused'; message: string; candidates: string[] };
+/**
+ * Why the text-response route refuses a name or a file before any policy is asked, with its data;
+ * definitionRefusalText words it. `not_conversational.problem` is the check's own sentence (which rule, where).
+ */
+export type DefinitionRefusal =
+  | { kind: 'unknown_agent'; name: string }
+  | { kind: 'ambiguous_agent'; stem: string; files: string[] }
+  | { kind: 'not_conversational'; file: string; problem: string };
+
+export type AgentVerdict = { invocable: true; declaredName: string; facts: DefinitionFacts } | { invocable: false; refusal: DefinitionRefusal };
+
+/** `candidates`: for an unknown name, the registered stems (at most CANDIDATES_SHOWN); for an ambiguous one, its files. */
+export type Selection = { ok: true; definition: SelectedDefinition } | { ok: false; refusal: DefinitionRefusal; candidates: string[] };
+
+/** The one line a refusal is shown as. */
+export function definitionRefusalText(refusal: DefinitionRefusal): string {
+  switch (refusal.kind) {
+    case 'unknown_agent':
+      return `unknown agent ${quote(refusal.name)}`;
+    case 'ambiguous_agent':
+      return `agent ${quote(refusal.stem)} is ambiguous: ${[...refusal.files].sort().join(' and ')} share that stem; rename or remove one`;
+    case 'not_conversational':
+      return `${refusal.file}: ${refusal.problem}`;
+  }
+}
 
 /** How many stems an unknown-name selection returns as candidates. */
 const CANDIDATES_SHOWN = 20;
@@ -72,10 +95,12 @@ function filesWithStem(registry: readonly RegistryEntry[], stem: string): string
 export function conversationalVerdict(entry: RegistryEntry, registry: readonly RegistryEntry[], parsed?: ParseResult): AgentVerdict {
   const sameStem = filesWithStem(registry, entry.stem);
   if (sameStem.length > 1 || (sameStem.length === 1 && sameStem[0] !== entry.file)) {
-    return { invocable: false, reason: ambiguousMessage(entry.stem, [...new Set([entry.file, ...sameStem])]) };
+    return { invocable: false, refusal: { kind: 'ambiguous_agent', stem: entry.stem, files: [...new Set([entry.file, ...sameStem])].sort() } };
   }
   const result = examine(entry, parsed);
-  return result.ok ? { invocable: true, declaredName: result.declaredName } : { invocable: false, reason: result.reason };
+  if (!result.ok) return { invocable: false, refusal: result.refusal };
+  const { stem, file, declaredName, principal, sourceHash, declarationHash, capabilities } = result.definition();
+  return { invocable: true, declaredName, facts: { stem, file, declaredName, principal, sourceHash, declarationHash, capabilities } };
 }
 
 export function selectConversationalDefinition(registry: readonly RegistryEntry[], name: string): Selection {
@@ -84,20 +109,16 @@ export function selectConversationalDefinition(registry: readonly RegistryEntry[
     // Which of the other names can be invoked is the caller's to add: it holds
     // the startup verdicts, and working them out here would parse every file.
     const shown = [...new Set(registry.map((e) => e.stem))].sort().slice(0, CANDIDATES_SHOWN);
-    return { ok: false, kind: 'unknown', message: `unknown agent ${quote(name)}`, candidates: shown };
+    return { ok: false, refusal: { kind: 'unknown_agent', name }, candidates: shown };
   }
   if (matches.length > 1) {
     const files = matches.map((e) => e.file).sort();
-    return { ok: false, kind: 'ambiguous', message: ambiguousMessage(name, files), candidates: files };
+    return { ok: false, refusal: { kind: 'ambiguous_agent', stem: name, files }, candidates: files };
   }
   const entry = matches[0]!;
   const result = examine(entry);
-  if (!result.ok) return { ok: false, kind: 'refused', message: result.reason, candidates: [] };
+  if (!result.ok) return { ok: false, refusal: result.refusal, candidates: [] };
   return { ok: true, definition: result.definition() };
-}
-
-function ambiguousMessage(stem: string, files: string[]): string {
-  return `agent ${quote(stem)} is ambiguous: ${[...files].sort().join(' and ')} share that stem; rename or remove one`;
 }
 
 /** Names are echoed in backticks when they look like names, else as a short JSON string. */
@@ -107,10 +128,10 @@ function quote(name: string): string {
   return JSON.stringify(cut);
 }
 
-type Examined = { ok: true; declaredName: string; definition: () => SelectedDefinition } | { ok: false; reason: string };
+type Examined = { ok: true; declaredName: string; definition: () => SelectedDefinition } | { ok: false; refusal: DefinitionRefusal };
 
 function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
-  const refuse = (reason: string): Examined => ({ ok: false, reason: `${entry.file}: ${reason}` });
+  const refuse = (problem: string): Examined => ({ ok: false, refusal: { kind: 'not_conversational', file: entry.file, problem } });
   const bytes = Buffer.byteLength(entry.text, 'utf8');
   if (bytes > DSL_FILE_MAX_BYTES) return refuse(`the file is ${bytes} bytes; the limit is ${DSL_FILE_MAX_BYTES} bytes`);
   const { file, errors } = parsed ?? parseDsl(entry.text);
@@ -198,7 +219,7 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
 
   return {
     ok: true,
-    // Hashing the source is left to selection: startup only needs the verdict.
+    // Built on demand: a refused file is never hashed.
     definition: () => {
       const declarationText = entry.text.slice(agent.start, agent.end);
       return {

@@ -3,8 +3,8 @@ import { buildReport } from './parse-report.js';
 import { parseDsl } from './parser.js';
 
 // What list_agents and the startup summary show for one agent source: the
-// agents it declares, whether invoke_agent can run it (and why not), and
-// whether it has schedules or channels. Computed once per file at startup,
+// agents it declares, whether its definition passes the conversational check
+// (and why not), and whether it has schedules or channels. Computed once per file at startup,
 // in the DSL analysis thread.
 
 export interface AgentSummary {
@@ -13,11 +13,11 @@ export interface AgentSummary {
   bytes: number;
   /** Names of the `agent` declarations in the file, in source order. */
   declared_agents: string[];
-  invocable: boolean;
-  /** The declared agent an invocation by this stem runs as (when invocable). */
-  declared_name?: string;
-  /** Why the file cannot be invoked (when not invocable). */
-  reason?: string;
+  /**
+   * The conversational check of the file: the declared agent it runs as, or why the text-response
+   * route refuses it. Whether a policy lets it answer is asked by the supervisor (agent-refusal.ts).
+   */
+  verdict: AgentVerdict;
   has_schedules: boolean;
   has_channels: boolean;
   syntax_errors: number;
@@ -36,22 +36,15 @@ export function summariseSource(entry: RegistryEntry & { bytes: number }, peers:
     file: entry.file,
     bytes: entry.bytes,
     declared_agents: report.agents.map((a) => a.name),
-    invocable: false,
+    verdict: { invocable: false, refusal: { kind: 'not_conversational', file: entry.file, problem: 'the conversational check failed on this file' } },
     has_schedules: report.schedules.length > 0,
     has_channels: report.channels.length > 0,
     syntax_errors: report.errors.length,
   };
-  let verdict: AgentVerdict;
   try {
-    verdict = conversationalVerdict({ stem: entry.stem, file: entry.file, text: entry.text }, peers, parsed);
+    summary.verdict = conversationalVerdict({ stem: entry.stem, file: entry.file, text: entry.text }, peers, parsed);
   } catch {
-    verdict = { invocable: false, reason: 'the conversational check failed on this file' };
-  }
-  if (verdict.invocable) {
-    summary.invocable = true;
-    summary.declared_name = verdict.declaredName;
-  } else {
-    summary.reason = verdict.reason;
+    // The refusal set above stands.
   }
   return summary;
 }

@@ -26,12 +26,21 @@ export interface LoadedPolicy {
   label: string;
 }
 
+/**
+ * What loading said of one policy file, or that no file means default permission: typed, so a
+ * reader asks its kind; policyNoticeText words it for standard error and `symbi check`.
+ */
+export type PolicyNotice =
+  | { kind: 'default_permit' }
+  | { kind: 'loaded'; file: string; policies: number; inactiveEntries: number }
+  | { kind: 'rejected'; file: string; problem: string };
+
 export interface LoadedPolicySet {
   mode: 'default-permit' | 'configured' | 'deny-all';
   /** Active Cedar policies, in file then source order; ids look like "policies/a.cedar#0". */
   policies: LoadedPolicy[];
-  /** One stderr line per file (loaded or rejected), or the default-permission line. */
-  notices: string[];
+  /** One per file (loaded or rejected), or the default permission. */
+  notices: PolicyNotice[];
   /** Schema validation findings that change no decision, e.g. a policy that can never hold. */
   warnings: string[];
   /** Present in deny-all mode: one line naming the file(s) and the problem (callers add their own lead-in). */
@@ -40,17 +49,29 @@ export interface LoadedPolicySet {
   diagnostics: PolicyDiagnostic[];
 }
 
-const DEFAULT_PERMIT_NOTICE = 'no policy files: every response is permitted (default permission)';
+/** The one line a notice is shown as; `file` is already shown as stderr shows paths (shownPath). */
+export function policyNoticeText(notice: PolicyNotice): string {
+  switch (notice.kind) {
+    case 'default_permit':
+      return 'no policy files: every response is permitted (default permission)';
+    case 'loaded': {
+      const skipped = notice.inactiveEntries > 0 ? `, skipped ${notice.inactiveEntries} inactive ${plural(notice.inactiveEntries, 'entry', 'entries')}` : '';
+      return `${notice.file}: loaded ${notice.policies} ${plural(notice.policies, 'policy', 'policies')}${skipped}`;
+    }
+    case 'rejected':
+      return `${notice.file}: rejected: ${notice.problem}`;
+  }
+}
 
 export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySet {
   if (files.length === 0) {
-    return freeze({ mode: 'default-permit', policies: [], notices: [DEFAULT_PERMIT_NOTICE], warnings: [], diagnostics: [] });
+    return freeze({ mode: 'default-permit', policies: [], notices: [{ kind: 'default_permit' }], warnings: [], diagnostics: [] });
   }
-  const notices: string[] = [];
+  const notices: PolicyNotice[] = [];
   const problems: string[] = [];
   const diagnostics: PolicyDiagnostic[] = [];
   const fileError = (path: string, message: string, position?: { line: number; column: number }): void => {
-    notices.push(`${path}: rejected: ${message}`);
+    notices.push({ kind: 'rejected', file: path, problem: message });
     problems.push(`${path}: ${message}`);
     diagnostics.push({ severity: 'error', file: path, line: position?.line ?? null, column: position?.column ?? null, message: foldToOneLine(message) });
   };
@@ -77,9 +98,8 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
     }
     for (const policy of result.policies) ids.add(policy.id);
     parsed.push(...result.policies);
-    const skipped = result.inactiveEntries > 0 ? `, skipped ${result.inactiveEntries} inactive ${plural(result.inactiveEntries, 'entry', 'entries')}` : '';
     loadedNotice.set(String(file.path), { index: notices.length, path });
-    notices.push(`${path}: loaded ${result.policies.length} ${plural(result.policies.length, 'policy', 'policies')}${skipped}`);
+    notices.push({ kind: 'loaded', file: path, policies: result.policies.length, inactiveEntries: result.inactiveEntries });
   }
 
   let denyReason: string | undefined;
@@ -101,7 +121,7 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
     // The file holding a policy that fails is the file that breaks the set: its notice says so.
     for (const [file, { index, path }] of loadedNotice) {
       const count = findings.diagnostics.filter((d) => d.severity === 'error' && d.file === file).length;
-      if (count > 0) notices[index] = `${path}: rejected: ${count} ${plural(count, 'policy fails', 'policies fail')} validation against the respond schema`;
+      if (count > 0) notices[index] = { kind: 'rejected', file: path, problem: `${count} ${plural(count, 'policy fails', 'policies fail')} validation against the respond schema` };
     }
     return freeze({
       mode: 'deny-all',
@@ -161,6 +181,7 @@ function plural(count: number, one: string, many: string): string {
 function freeze(set: LoadedPolicySet): LoadedPolicySet {
   for (const policy of set.policies) Object.freeze(policy);
   Object.freeze(set.policies);
+  for (const notice of set.notices) Object.freeze(notice);
   Object.freeze(set.notices);
   Object.freeze(set.warnings);
   for (const diagnostic of set.diagnostics) Object.freeze(diagnostic);

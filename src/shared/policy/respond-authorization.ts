@@ -7,7 +7,7 @@
 // response is, or no permit that could still hold. Any permit whose outcome depends on the
 // response stays a residual and the answer is "possible"; the exact response is judged later.
 // `context.run_id` is unknown too: before inference the run has no id yet, and with it
-// unknown the verdict depends only on the policy set and the agent (invoke-preflight.ts keeps it).
+// unknown the verdict depends only on the policy set and the agent (agent-refusal.ts keeps it).
 import { cedar } from './cedar-engine.js';
 import { foldToOneLine } from '../text/one-line-text.js';
 import { describeCedarErrors } from './cedar-diagnostics.js';

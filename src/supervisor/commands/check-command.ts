@@ -3,13 +3,14 @@ import { CommanderError, Option } from 'commander';
 import type { PinnedDirectory } from '../../shared/confinement/index.js';
 import { AGENTS_MD_GUIDANCE_MAX_CHARS, AGENTS_MD_MAX_BYTES } from '../../shared/limits.js';
 import { describeProvider, providerFromEnvironment, shownProxy, type ProviderSelection } from '../../shared/provider/provider-config.js';
+import { policyNoticeText } from '../../shared/policy/policy-set.js';
 import { closeAuditStorage } from '../../shared/storage/audit-storage.js';
 import { checkProjectDirectories } from '../../shared/storage/directory-ownership.js';
 import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 import { sourceStem } from '../startup/agent-discovery.js';
 import { DslAnalysisPool } from '../threads/dsl-analysis-pool.js';
 import { createOperatorLog } from '../operator/operator-log.js';
-import { agentPreflight } from '../runs/invoke-preflight.js';
+import { agentStandings, refusalText, type AgentRefusal, type AgentStanding } from '../runs/agent-refusal.js';
 import { analyseSources, type SourceAnalysis } from '../startup/source-analysis.js';
 import { takeStartupSnapshot, type AuditStorageHandle, type StartupSnapshot } from '../startup/startup-snapshot.js';
 import { probeProvider, type OnlineOutcome } from './provider-probe.js';
@@ -56,6 +57,8 @@ interface AgentEntry {
   file: string;
   declared_name: string | null;
   invocable: boolean;
+  /** The kind of refusal (agent-refusal.ts AgentRefusal), and its words. */
+  refusal: AgentRefusal['kind'] | null;
   reason: string | null;
 }
 
@@ -128,21 +131,22 @@ function confinementSection(snapshot: StartupSnapshot, out: Lines): CheckReport[
   return { available: true, route: access.route.name, description: access.route.description, why: access.why, reason: null };
 }
 
-function agentsSection(snapshot: StartupSnapshot, analysis: SourceAnalysis, out: Lines): CheckReport['agents'] {
+function agentsSection(snapshot: StartupSnapshot, analysis: SourceAnalysis, standings: readonly AgentStanding[], out: Lines): CheckReport['agents'] {
   const dir = snapshot.agentsDirectory;
   const directory = dir.problem !== undefined ? 'unreadable' : dir.present ? 'present' : 'absent';
   if (dir.problem !== undefined) out.add('agents', 'warn', dir.problem);
   else if (!dir.present) out.add('agents', 'warn', 'agents/ does not exist: no agents to list or invoke');
 
-  // The verdict each agent gets is the preflight invoke_agent runs on it (everything but
-  // the provider and the signing key, reported in their own sections).
-  const inputs = { projectAccess: snapshot.projectAccess, registry: analysis.registry, policySet: snapshot.policy.set };
-  const list: AgentEntry[] = analysis.agents.map((agent) => {
-    const verdict = agentPreflight(agent.stem, inputs);
-    return verdict.ok
-      ? { stem: agent.stem, file: agent.file, declared_name: verdict.definition.declaredName, invocable: true, reason: null }
-      : { stem: agent.stem, file: agent.file, declared_name: agent.declared_name ?? null, invocable: false, reason: verdict.message };
-  });
+  // The verdict each agent gets is the refusal invoke_agent would give it whatever the call (agent-refusal.ts),
+  // as list_agents shows it; the provider and the signing key, the same for every agent, have their own sections.
+  const list: AgentEntry[] = standings.map(({ summary, refusal }) => ({
+    stem: summary.stem,
+    file: summary.file,
+    declared_name: summary.verdict.invocable ? summary.verdict.declaredName : null,
+    invocable: refusal === undefined,
+    refusal: refusal?.kind ?? null,
+    reason: refusal === undefined ? null : refusalText(refusal),
+  }));
   const invocable = list.filter((a) => a.invocable).length;
   out.add('agents', invocable === 0 ? 'warn' : 'ok', `${list.length} agent ${list.length === 1 ? 'file' : 'files'}, ${invocable} invocable, ${analysis.skipped.length} left out`);
   for (const agent of list) {
@@ -175,8 +179,8 @@ function agentsSection(snapshot: StartupSnapshot, analysis: SourceAnalysis, out:
 function policySection(snapshot: StartupSnapshot, out: Lines): CheckReport['policy'] {
   const set = snapshot.policy.set;
   for (const notice of set.notices) {
-    const severity: Severity = set.mode === 'default-permit' ? 'info' : notice.includes(': rejected: ') ? 'fail' : 'ok';
-    out.add('policy', severity, notice);
+    const severity: Severity = notice.kind === 'default_permit' ? 'info' : notice.kind === 'rejected' ? 'fail' : 'ok';
+    out.add('policy', severity, policyNoticeText(notice));
   }
   for (const warning of set.warnings) out.add('policy', 'warn', warning);
   if (set.mode === 'deny-all') out.add('policy', 'fail', `the policy set denies every response: ${set.denyReason ?? 'the configured policy set is unusable'}`);
@@ -186,7 +190,7 @@ function policySection(snapshot: StartupSnapshot, out: Lines): CheckReport['poli
   return {
     mode: set.mode,
     files: [...snapshot.policy.files],
-    notices: [...set.notices],
+    notices: set.notices.map(policyNoticeText),
     policies: set.policies.map((p) => ({ id: p.id, label: p.label, file: p.file, line: p.line ?? null })),
     warnings: [...set.warnings],
     deny_reason: set.denyReason ?? null,
@@ -288,13 +292,14 @@ export async function buildCheckReport(project: PinnedDirectory, options: Pick<C
   }
   const provider = providerFromEnvironment(env);
   const online = options.online && provider.ok ? await probeProvider(provider.config) : null;
+  const standings = await agentStandings({ projectAccess: snapshot.projectAccess, policySet: snapshot.policy.set }, analysis.agents);
   const out = new Lines();
   const report: Omit<CheckReport, 'serves' | 'exit_code' | 'lines'> = {
     version: 1,
     project: snapshot.project.path,
     strict: options.strict,
     confinement: confinementSection(snapshot, out),
-    agents: agentsSection(snapshot, analysis, out),
+    agents: agentsSection(snapshot, analysis, standings, out),
     policy: policySection(snapshot, out),
     agents_md: agentsMdSection(snapshot, out),
     storage: storageSection(project, snapshot, auditStorage, out),

@@ -14,6 +14,7 @@ import { preferSmallHeaps } from '../threads/heap-footprint.js';
 import { installShutdown, type Shutdown } from '../session/shutdown.js';
 import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 import { RunStatistics } from '../runs/run-statistics.js';
+import { agentStandings, refusalText } from '../runs/agent-refusal.js';
 import { watchProjectChanges } from '../startup/project-change-watch.js';
 
 // `symbi mcp`: pin the project, take the startup snapshot, print the summary
@@ -139,8 +140,12 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   let summaryWritten: Promise<void> | undefined;
   const summaryOnce = (): Promise<void> => {
     if (summaryWritten === undefined) writeProjectSummary(snapshot, log);
-    return (summaryWritten ??= sourceAnalysis().then((analysis) => {
-      writeStartupSummary(snapshot, analysis, log);
+    return (summaryWritten ??= sourceAnalysis().then(async (analysis) => {
+      const standings = new Map((await agentStandings({ projectAccess: snapshot.projectAccess, policySet: snapshot.policy.set }, analysis.agents)).map((s) => [s.summary, s.refusal]));
+      writeStartupSummary(snapshot, analysis, log, (agent) => {
+        const refusal = standings.get(agent);
+        return refusal === undefined ? undefined : refusalText(refusal);
+      });
       writeProviderSummary(runtime.session.provider, log);
       // From here on, an edit to what the snapshot was read from is said once (project-change-watch.ts);
       // the files are looked at before "serving" is said, so no edit made after that line goes unseen.

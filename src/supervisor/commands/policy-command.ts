@@ -5,11 +5,12 @@ import { CommanderError, Option } from 'commander';
 import { ConfinementError, decodeUtf8Strict, projectFilesUnavailable, type PinnedDirectory } from '../../shared/confinement/index.js';
 import { POLICY_FILE_MAX_BYTES } from '../../shared/limits.js';
 import type { RegistryEntry } from '../../shared/dsl/conversational-definition.js';
-import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../../shared/policy/policy-set.js';
+import { loadPolicySet, policyNoticeText, type LoadedPolicySet, type PolicyFileInput } from '../../shared/policy/policy-set.js';
 import { authorizeRespond } from '../../shared/policy/respond-authorization.js';
 import { ACTION_UID, RESOURCE_UID, cedarRequestParts, cedarResponse, respondRequestFor, respondResponseContext, type RespondRequest } from '../../shared/policy/respond-request.js';
 import { finishWithheld } from '../../shared/provider/finish-reasons.js';
 import { escapeToOneLine } from '../../shared/text/one-line-text.js';
+import { refusalText } from '../runs/agent-refusal.js';
 import { agentPreflight } from '../runs/invoke-preflight.js';
 import { discoverAgentSources } from '../startup/agent-discovery.js';
 import { readPolicySet, registryOf } from '../startup/startup-snapshot.js';
@@ -113,8 +114,9 @@ function runCase(c: PolicyCase, set: LoadedPolicySet, project: PinnedDirectory, 
   const verdict = agentPreflight(c.agent, { projectAccess: project.access, registry, policySet: set });
   if (!verdict.ok) {
     // Refused before the model: when no answer could be permitted, every answer is denied.
-    if (verdict.stage === 'policy') return { result: { ok: true, outcome: { decision: 'deny', reason: `refused before the model is called: ${verdict.message}`, determining: [], errors: [] } } };
-    return { result: { ok: false, error: verdict.message } };
+    const reason = refusalText(verdict.refusal);
+    if (verdict.refusal.kind === 'policy_denies_every_response') return { result: { ok: true, outcome: { decision: 'deny', reason: `refused before the model is called: ${reason}`, determining: [], errors: [] } } };
+    return { result: { ok: false, error: reason } };
   }
   const declared = verdict.definition.declaredName;
   const declaredName = declared !== c.agent ? declared : undefined;
@@ -323,7 +325,8 @@ export function runPolicyValidate(options: { project: string; files: string[] })
     set = readPolicySet(project).set;
   }
   const out: string[] = [];
-  for (const notice of set.notices) if (!notice.includes(': rejected: ')) out.push(notice);
+  // A rejected file's line comes from its diagnostics below, with its line and column.
+  for (const notice of set.notices) if (notice.kind !== 'rejected') out.push(policyNoticeText(notice));
   for (const d of set.diagnostics) {
     const at = d.line === null ? d.file : `${d.file}:${d.line}${d.column === null ? '' : `:${d.column}`}`;
     out.push(`${at}: ${d.severity}: ${d.message}`);

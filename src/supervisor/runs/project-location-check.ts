@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 import type { OperatorLog } from '../operator/operator-log.js';
+import { refusalText, type CallRefusal } from './agent-refusal.js';
 
 // An invocation hands back an audit reference whose `path` is built from the
 // project's path at startup, while its journal is written through the project
@@ -10,9 +10,12 @@ import type { OperatorLog } from '../operator/operator-log.js';
 // still resolve to the pinned directory: the same device and inode, which a
 // new folder of the same name cannot have (identity over spelling).
 
+/** The path shown to callers leads elsewhere now: it is gone, or another directory took its name. */
+export type ProjectMoved = Extract<CallRefusal, { kind: 'project_moved' }>;
+
 export interface ProjectLocation {
   /** Why the path shown to callers no longer leads to the pinned project, or undefined when it does. */
-  problem(): string | undefined;
+  problem(): ProjectMoved | undefined;
 }
 
 /** Checks `shownPath` against the directory pinned as `pinnedFd`; says each move once on standard error. */
@@ -31,12 +34,10 @@ export function projectLocationCheck(pinnedFd: number, shownPath: string, log: O
         saidSinceMoved = false;
         return undefined;
       }
-      const message =
-        `the project moved: ${escapeToOneLine(shownPath)} ${shown === undefined ? 'no longer exists' : 'is now another directory'}, ` +
-        'so an audit reference would not lead to its journal; restart the server in the project folder';
-      if (!saidSinceMoved) log.warn(message, { event: 'project.moved' });
+      const moved: ProjectMoved = { kind: 'project_moved', path: shownPath, now: shown === undefined ? 'gone' : 'another_directory' };
+      if (!saidSinceMoved) log.warn(refusalText(moved), { event: 'project.moved' });
       saidSinceMoved = true;
-      return message;
+      return moved;
     },
   };
 }

@@ -8,7 +8,7 @@ import type { AuditSnapshot, AuditStorageHandle } from '../startup/startup-snaps
 // at by each run's worker, right before it creates the journal.
 
 export interface SigningKeyGuard {
-  /** The one-line refusal for every invocation when no key was loaded at startup, else undefined. */
+  /** Why no key was loaded at startup (every invocation is refused: agent-refusal.ts `audit_storage_unusable`), else undefined. */
   readonly unusable: string | undefined;
   /** Says each distinct change of the key file once on standard error, as runs report it. */
   noteOutcome(outcome: InvokeOutcome): void;
@@ -18,7 +18,7 @@ export function createSigningKeyGuard(storage: AuditStorageHandle | null, audit:
   const reason = audit.ready ? 'no signing key was loaded at startup' : audit.reason;
   let reported: string | undefined;
   return {
-    unusable: storage === null ? `audit storage was unusable at startup: ${reason}; restart the server once it is fixed` : undefined,
+    unusable: storage === null ? reason : undefined,
     noteOutcome: (outcome) => {
       // A run that created its journal found the file unchanged; one refused for it says what changed.
       const change = outcome.ok ? undefined : outcome.keyFileChange;

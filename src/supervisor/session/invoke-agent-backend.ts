@@ -84,18 +84,18 @@ export function createInvokeAgentBackend(context: SessionContext, maxInvocations
     prepareSelection: (registry, agent) =>
       prepareSelection(registry, agent, async (entry) => {
         const outcome = await context.dslAnalysis.run({ kind: 'selection', entry });
-        return outcome.ok ? outcome.value : { ok: false, kind: 'refused', message: `${entry.file}: ${outcome.message}`, candidates: [] };
+        return outcome.ok ? outcome.value : { ok: false, refusal: { kind: 'not_conversational', file: entry.file, problem: outcome.message }, candidates: [] };
       }),
     maxInvocations,
-    agentVerdicts: async () => (await context.sourceAnalysis()).agents,
+    analysedAgents: async () => (await context.sourceAnalysis()).agents,
   };
   // The first call of an agent selects its definition in the DSL analysis thread and works out
-  // whether any answer could be permitted; both are kept for the session (invoke-preflight.ts).
+  // whether any answer could be permitted; both are kept for the session (invoke-preflight.ts, agent-refusal.ts).
   // Done here for the first few invocable agents, one after the other, right after the startup
   // analysis, while that thread is still up: otherwise the first call also pays for starting it again.
   const prepareFirstCalls = async (): Promise<void> => {
     const analysis = await context.sourceAnalysis();
-    const invocable = analysis.agents.filter((agent) => agent.invocable).slice(0, FIRST_CALLS_PREPARED);
+    const invocable = analysis.agents.filter((agent) => agent.verdict.invocable).slice(0, FIRST_CALLS_PREPARED);
     for (const agent of invocable) {
       await session.prepareSelection(analysis.registry, agent.stem);
       preflightInvocation({ agent: agent.stem, prompt: '' }, { ...session, registry: analysis.registry });

@@ -1,7 +1,7 @@
 import type { RegistryEntry } from '../../shared/dsl/conversational-definition.js';
 import type { AgentSummary } from '../../shared/dsl/source-summary.js';
 import type { SkippedSource } from './agent-discovery.js';
-import type { DslAnalysisPool } from '../threads/dsl-analysis-pool.js';
+import type { AnalysisOutcome, DslAnalysisPool } from '../threads/dsl-analysis-pool.js';
 import type { StartupSnapshot } from './startup-snapshot.js';
 
 // The startup analysis of the agent sources: each file is parsed and checked
@@ -29,11 +29,20 @@ export async function analyseSources(snapshot: StartupSnapshot, pool: DslAnalysi
     if (peers === undefined) byStem.set(entry.stem, [peer]);
     else peers.push(peer);
   }
-  const outcomes = await Promise.all(
-    snapshot.registry.map((entry) =>
-      pool.run({ kind: 'summary', entry: { ...entry, bytes: Buffer.byteLength(entry.text, 'utf8') }, peers: byStem.get(entry.stem)! }),
-    ),
-  );
+  const summarise = (entry: RegistryEntry, peers: RegistryEntry[]): Promise<AnalysisOutcome<AgentSummary>> =>
+    pool.run({ kind: 'summary' as const, entry: { ...entry, bytes: Buffer.byteLength(entry.text, 'utf8') }, peers });
+  const outcomes = await Promise.all(snapshot.registry.map((entry) => summarise(entry, byStem.get(entry.stem)!)));
+  // A file left out here is not in the registry invoke_agent selects from, so a stem it shared is
+  // not ambiguous there: the file that stays is analysed again without it, so that list_agents
+  // says what invoke_agent does (agent-refusal.ts).
+  const leftOut = new Set(snapshot.registry.filter((_, i) => !outcomes[i]!.ok).map((entry) => entry.file));
+  for (const [i, outcome] of outcomes.entries()) {
+    const entry = snapshot.registry[i]!;
+    const peers = byStem.get(entry.stem)!;
+    if (outcome.ok && peers.some((peer) => leftOut.has(peer.file))) {
+      outcomes[i] = await summarise(entry, peers.filter((peer) => !leftOut.has(peer.file)));
+    }
+  }
   const agents: AgentSummary[] = [];
   const registry: RegistryEntry[] = [];
   const skipped: SkippedSource[] = [...snapshot.skipped];

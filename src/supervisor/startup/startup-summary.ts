@@ -1,4 +1,5 @@
 import { projectFilesUnavailable } from '../../shared/confinement/index.js';
+import { policyNoticeText } from '../../shared/policy/policy-set.js';
 import { describeProvider, type ProviderSelection } from '../../shared/provider/provider-config.js';
 import type { OperatorLog } from '../operator/operator-log.js';
 import { noAgentsFolderMessage } from './nearest-project.js';
@@ -15,7 +16,7 @@ import type { StartupSnapshot } from './startup-snapshot.js';
 const SUMMARY_MAX_LISTED = 50;
 
 function agentName(a: AgentSummary): string {
-  if (a.declared_name) return shownName(a.declared_name);
+  if (a.verdict.invocable) return shownName(a.verdict.declaredName);
   return a.declared_agents.length > 0 ? shownName(a.declared_agents.join(',')) : a.stem;
 }
 
@@ -37,11 +38,16 @@ export function writeProjectSummary(snapshot: StartupSnapshot, log: OperatorLog)
   });
 }
 
-/** The rest of the summary, once the agent sources are analysed (after writeProjectSummary). */
-export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceAnalysis, log: OperatorLog): void {
+/**
+ * The rest of the summary, once the agent sources are analysed (after writeProjectSummary).
+ * `refusalOf` words why invoke_agent refuses an agent whatever the call, or gives undefined when
+ * it would run it: the decision list_agents shows (runs/agent-refusal.ts, a room above this one).
+ */
+export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceAnalysis, log: OperatorLog, refusalOf: (agent: AgentSummary) => string | undefined): void {
   if (!snapshot.projectAccess.available) return;
   const { agents, skipped } = analysis;
-  const invocable = agents.filter((a) => a.invocable).length;
+  const refusals = new Map(agents.map((a) => [a, refusalOf(a)]));
+  const invocable = agents.filter((a) => refusals.get(a) === undefined).length;
 
   const dir = snapshot.agentsDirectory;
   if (dir.problem) log.warn(dir.problem, { event: 'startup.agents_dir' });
@@ -53,8 +59,9 @@ export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceA
     left_out: skipped.length,
   });
   for (const a of agents.slice(0, SUMMARY_MAX_LISTED)) {
-    const state = a.invocable ? 'invocable' : `not invocable: ${a.reason ?? 'unknown reason'}`;
-    log.info(`  agent ${agentName(a)} (${a.file}): ${state}`, { event: 'startup.agent', stem: a.stem, file: a.file, invocable: a.invocable });
+    const refusal = refusals.get(a);
+    const state = refusal === undefined ? 'invocable' : `not invocable: ${refusal}`;
+    log.info(`  agent ${agentName(a)} (${a.file}): ${state}`, { event: 'startup.agent', stem: a.stem, file: a.file, invocable: refusal === undefined });
   }
   if (agents.length > SUMMARY_MAX_LISTED) {
     log.info(`  ... and ${agents.length - SUMMARY_MAX_LISTED} more agents (the list_agents tool shows all)`, { event: 'startup.agent' });
@@ -81,7 +88,7 @@ export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceA
   }
 
   const policy = snapshot.policy.set;
-  for (const notice of policy.notices) log.info(`policy: ${notice}`, { event: 'startup.policy', mode: policy.mode });
+  for (const notice of policy.notices) log.info(`policy: ${policyNoticeText(notice)}`, { event: 'startup.policy', mode: policy.mode });
   for (const warning of policy.warnings) log.warn(`policy: ${warning}`, { event: 'startup.policy' });
   if (policy.mode === 'deny-all') {
     log.warn(`policy set denies every response: ${policy.denyReason ?? 'the configured policy set is unusable'}`, { event: 'startup.policy', mode: policy.mode });

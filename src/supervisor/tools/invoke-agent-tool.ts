@@ -6,14 +6,16 @@ import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sd
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, CANCELLED_INVOCATIONS_FINISHING_MAX, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
 import { RUN_PHASES, type InvokeOutcome, type ProviderNote } from '../../shared/worker-protocol.js';
-import { preflightInvocation, unknownAgentMessage, type AgentVerdictSummary, type Preflight, type PreflightInputs } from '../runs/invoke-preflight.js';
+import { preflightInvocation, type Preflight, type PreflightInputs } from '../runs/invoke-preflight.js';
+import { agentStandings, refusalText, type AgentStanding, type CallRefusal, type InvokeRefusal } from '../runs/agent-refusal.js';
+import type { AgentSummary } from '../startup/startup-snapshot.js';
 import { GOVERNED_COMPONENTS } from '../../shared/storage/audit-storage.js';
 import type { OperatorLog } from '../operator/operator-log.js';
 import type { RunOwner, RunOwnerTable } from '../runs/run-owners.js';
 import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
-import type { SigningKeyGuard } from '../runs/signing-key-guard.js';
 import type { RunStatistics } from '../runs/run-statistics.js';
 import { runEndLevel, runEndOf, runEndOutcome, runEndReason } from '../runs/run-end.js';
+import type { SigningKeyGuard } from '../runs/signing-key-guard.js';
 
 export interface InvokeAgentSession extends PreflightInputs {
   owners: RunOwnerTable;
@@ -30,8 +32,8 @@ export interface InvokeAgentSession extends PreflightInputs {
   maxInvocations: number;
   /** Counts for the operator's summary (run-statistics.ts), when the command keeps them. */
   statistics?: RunStatistics;
-  /** The startup verdict of every source, for naming what can be invoked when a name is unknown. */
-  agentVerdicts(): Promise<readonly AgentVerdictSummary[]>;
+  /** The startup analysis of every source, for naming what can be invoked when a name is unknown. */
+  analysedAgents(): Promise<readonly AgentSummary[]>;
 }
 
 const TOOL = 'invoke_agent';
@@ -81,6 +83,11 @@ function failure(message: string, agentId?: string, outcome?: InvokeOutcome) {
   return result;
 }
 
+/** A call refused before any journal, worded at this edge. */
+function refused(refusal: InvokeRefusal) {
+  return failure(refusalText(refusal));
+}
+
 /**
  * Refuses a call while `maxInvocations` calls the clients still wait on are in progress or being
  * admitted, so a flood of calls cannot grow the server without bound. A call holds its place from
@@ -90,7 +97,7 @@ function failure(message: string, agentId?: string, outcome?: InvokeOutcome) {
  * own bound (CANCELLED_INVOCATIONS_FINISHING_MAX). The operator hears once per episode at capacity,
  * and how many were refused.
  */
-function capacityGuard(session: InvokeAgentSession): { admit(signal: AbortSignal): string | undefined; release(signal: AbortSignal): void } {
+function capacityGuard(session: InvokeAgentSession): { admit(signal: AbortSignal): CallRefusal | undefined; release(signal: AbortSignal): void } {
   let refusedInEpisode = 0;
   // Calls being admitted that the client has not cancelled.
   let admitting = 0;
@@ -99,24 +106,21 @@ function capacityGuard(session: InvokeAgentSession): { admit(signal: AbortSignal
     cancelledWhileAdmitted.add(event.target as AbortSignal);
     admitting -= 1;
   };
-  const refuse = (message: string, fields: Record<string, number>): string => {
+  const refuse = (refusal: CallRefusal, fields: Record<string, number>): CallRefusal => {
     if (refusedInEpisode === 0) session.log.warn('invoke_agent at capacity: refusing calls until a run finishes', { event: 'invoke.capacity', ...fields });
     refusedInEpisode += 1;
     session.statistics?.refused('at_capacity');
-    return message;
+    return refusal;
   };
   return {
     admit: (signal) => {
       const waitedOn = session.owners.waitedOn + admitting;
       if (waitedOn >= session.maxInvocations) {
-        return refuse(
-          `the server is at capacity: ${session.maxInvocations} invocations are already in progress (the bound set by --max-invocations); retry when one has finished`,
-          { in_progress: waitedOn, max_invocations: session.maxInvocations },
-        );
+        return refuse({ kind: 'at_capacity', inProgress: waitedOn, maxInvocations: session.maxInvocations }, { in_progress: waitedOn, max_invocations: session.maxInvocations });
       }
       if (session.owners.finishing >= CANCELLED_INVOCATIONS_FINISHING_MAX) {
         return refuse(
-          `the server is at capacity: ${CANCELLED_INVOCATIONS_FINISHING_MAX} cancelled invocations are still writing their terminal records (the bound on cancelled runs being finished); retry in a moment`,
+          { kind: 'cancelled_runs_finishing', finishing: session.owners.finishing, maxFinishing: CANCELLED_INVOCATIONS_FINISHING_MAX },
           { finishing_cancelled: session.owners.finishing, max_finishing_cancelled: CANCELLED_INVOCATIONS_FINISHING_MAX },
         );
       }
@@ -175,25 +179,27 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
     guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
       const args = invokeArguments.read(raw);
       const atCapacity = capacity.admit(extra.signal);
-      if (atCapacity !== undefined) return failure(atCapacity);
+      if (atCapacity !== undefined) return refused(atCapacity);
       let preflight: Preflight;
+      // For an unknown name: what could be invoked instead.
+      let registered: readonly AgentStanding[] | undefined;
       try {
         const registry = await session.analysedRegistry();
         await session.prepareSelection(registry, args.agent);
         preflight = preflightInvocation(args, { ...session, registry });
-        if (!preflight.ok && preflight.unknownAgent) preflight = { ok: false, message: unknownAgentMessage(preflight.message, await session.agentVerdicts()) };
-        if (preflight.ok && session.signingKey.unusable !== undefined) preflight = { ok: false, message: session.signingKey.unusable };
+        if (!preflight.ok && preflight.refusal.kind === 'unknown_agent') registered = await agentStandings(session, await session.analysedAgents());
       } finally {
         // Synchronous from here to owners.start below, so no other call can take this place meanwhile.
         capacity.release(extra.signal);
       }
       if (!preflight.ok) {
+        const reason = refusalText(preflight.refusal, registered);
         session.statistics?.refused('before_inference');
-        session.log.info('invoke_agent refused before inference', { event: 'invoke.refused', agent: args.agent, reason: preflight.message });
-        return failure(preflight.message);
+        session.log.info('invoke_agent refused before inference', { event: 'invoke.refused', agent: args.agent, refusal: preflight.refusal.kind, reason });
+        return failure(reason);
       }
       // Shutdown began while this call was admitted: it is answered, and starts nothing.
-      if (session.owners.closed !== undefined) return failure(`${session.owners.closed}; the call was not started`);
+      if (session.owners.closed !== undefined) return refused({ kind: 'shutting_down', why: session.owners.closed });
       const { definition, provider } = preflight;
       const runId = randomUUID();
       const progressToken = extra._meta?.progressToken;
@@ -229,9 +235,9 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         );
       } catch (err) {
         // No worker thread could start (sandboxed-thread.ts): this call is refused with the reason; the server goes on.
-        const reason = `no worker thread could start: ${(err as Error).message}`;
-        session.log.warn('invoke_agent refused: no worker thread could start', { event: 'invoke.refused', agent: args.agent, reason });
-        return failure(`${reason}; the call was not started`);
+        const refusal: InvokeRefusal = { kind: 'no_worker_thread', error: (err as Error).message };
+        session.log.warn('invoke_agent refused: no worker thread could start', { event: 'invoke.refused', agent: args.agent, refusal: refusal.kind, reason: `no worker thread could start: ${refusal.error}` });
+        return refused(refusal);
       }
       session.log.info('run started', { event: 'run.started', run_id: runId, agent: definition.declaredName, file: definition.file });
       session.statistics?.inProgress(session.owners.size);

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, AGENTS_MD_MAX_BYTES, DSL_FILE_MAX_BYTES } from '../../shared/limits.js';
 import { ConfinementError, projectFilesUnavailable, projectPathComponents } from '../../shared/confinement/index.js';
 import { parseReportSchema } from '../../shared/dsl/parse-report-schema.js';
+import { AGENT_REFUSAL_KINDS, agentStandings, refusalText } from '../runs/agent-refusal.js';
 import { sourceStem } from '../startup/agent-discovery.js';
 import { noAgentsFolderMessage } from '../startup/nearest-project.js';
 import type { SessionContext } from '../startup/session-context.js';
@@ -55,7 +56,12 @@ const listAgentsOutput = z.object({
   agents: z.array(
     z.discriminatedUnion('invocable', [
       z.object({ ...agentEntryCommon, invocable: z.literal(true), declared_name: z.string().describe('The declared agent an invocation runs as') }),
-      z.object({ ...agentEntryCommon, invocable: z.literal(false), reason: z.string().describe('Why invoke_agent refuses this file') }),
+      z.object({
+        ...agentEntryCommon,
+        invocable: z.literal(false),
+        refusal: z.enum(AGENT_REFUSAL_KINDS).describe('The kind of refusal invoke_agent gives this stem (docs/check.md)'),
+        reason: z.string().describe('Why invoke_agent refuses this file, word for word'),
+      }),
     ]),
   ),
   left_out: z.array(z.object({ file: z.string(), reason: z.string() })).describe('Files in agents/ not read at startup, with the reason'),
@@ -88,13 +94,16 @@ function registerListAgents(server: McpServer, context: SessionContext): void {
         if (unavailable) return unavailable;
         const { snapshot } = context;
         const analysis = await context.sourceAnalysis();
+        // What invoke_agent would answer for each stem whatever the call, as `symbi check` reports it (agent-refusal.ts).
+        const standings = await agentStandings({ projectAccess: snapshot.projectAccess, policySet: snapshot.policy.set }, analysis.agents);
         const result: z.infer<typeof listAgentsOutput> = {
-          agents: analysis.agents.map((a) => {
+          agents: standings.map((standing) => {
+            const a = standing.summary;
             const common = { stem: a.stem, file: a.file, declared_agents: a.declared_agents };
             const flags = { has_schedules: a.has_schedules, has_channels: a.has_channels };
-            return a.invocable
-              ? { ...common, invocable: true as const, declared_name: a.declared_name!, ...flags }
-              : { ...common, invocable: false as const, reason: a.reason!, ...flags };
+            return standing.refusal === undefined
+              ? { ...common, invocable: true as const, declared_name: standing.declaredName, ...flags }
+              : { ...common, invocable: false as const, refusal: standing.refusal.kind, reason: refusalText(standing.refusal), ...flags };
           }),
           left_out: analysis.skipped.map((s) => ({ file: s.file, reason: s.reason })),
           limits_hit: [...snapshot.limitsHit],
