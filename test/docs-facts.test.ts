@@ -179,3 +179,13 @@ describe('documented facts match the constants in src', () => {
     assertSays('docs/running.md', `| \`--shutdown-grace-ms\` | \`${limits.SHUTDOWN_GRACE_MS_DEFAULT}\` | how long shutdown waits for live runs to record their end and for every request read to be answered (0 to ${max});`);
   });
 });
+
+describe('the README stays a front door', () => {
+  // Detail belongs in docs/ (docs/development.md, "Where a new file goes"); the README keeps what a newcomer reads first.
+  const README_MAX_LINES = 350;
+
+  it(`README.md is at most ${README_MAX_LINES} lines`, () => {
+    const lines = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8').trimEnd().split('\n').length;
+    assert.ok(lines <= README_MAX_LINES, `README.md has ${lines} lines; move detail to docs/ to keep it at ${README_MAX_LINES} or fewer`);
+  });
+});
