@@ -179,6 +179,7 @@ export async function assembleSession(project: PinnedDirectory, options: Omit<Mc
   const session = await startMcpSession(context, io, {
     registerInvokeAgent: (server) => registerInvokeAgentTool(server, runtime.session),
     onInputEnd: () => void shutdown?.('the client closed standard input'),
+    env,
   });
   const ending = surroundings.shutdownWith({
     owners: runtime.owners,
