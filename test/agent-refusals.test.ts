@@ -2,7 +2,8 @@
 // for every agent of the suite's fixtures (the DSL corpus, the quick start) and of projects crafted to
 // meet each refusal, list_agents, `symbi check --json` and invoke_agent itself, each through its real
 // interface, give the same refusal in the same words, and the startup summary on stderr says it too. The servers run with no model provider, so an
-// agent nothing refuses meets the session's own refusal (no provider) instead of running.
+// agent nothing refuses meets the session's own refusal (no provider) instead of running. The session runs in process
+// (test/support/in-process-server.ts), except where a real process is the point (no /proc in a private mount namespace).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,6 +14,7 @@ import { AGENT_REFUSAL_KINDS } from '../src/supervisor/runs/agent-refusal.js';
 import { namespaceSkip } from './support/mount-namespace.js';
 import { makeProject, removeProject } from './support/project.js';
 import { repoRoot, symbiBin } from './support/server-entry.js';
+import { type InProcessServer, startInProcessServer } from './support/in-process-server.js';
 import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
 
 interface ListedAgent {
@@ -94,7 +96,7 @@ function checkReport(project: string): CheckReport {
   return JSON.parse(run.stdout) as CheckReport;
 }
 
-async function invokeRefusal(server: RunningServer, agent: string): Promise<string> {
+async function invokeRefusal(server: Pick<RunningServer, 'call'>, agent: string): Promise<string> {
   const result = await server.call('invoke_agent', { agent, prompt: 'hello' });
   assert.equal(result.isError, true, `${agent}: refused`);
   assert.equal(result.structuredContent, undefined, `${agent}: refused before any journal`);
@@ -104,14 +106,14 @@ async function invokeRefusal(server: RunningServer, agent: string): Promise<stri
 for (const spec of PROJECTS) {
   describe(`one refusal for every agent: ${spec.name}`, () => {
     let project: string;
-    let server: RunningServer;
+    let server: InProcessServer;
     let report: CheckReport;
 
     before(async () => {
       project = makeProject(spec.files());
       for (const [link, target] of Object.entries(spec.links ?? {})) fs.symlinkSync(target, path.join(project, link));
       report = checkReport(project);
-      server = await startServer(project);
+      server = await startInProcessServer(project);
     });
 
     after(async () => {

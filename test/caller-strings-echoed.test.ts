@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { makeProject, removeProject } from './support/project.js';
+import { startInProcessServer } from './support/in-process-server.js';
 import { jsonLine, spawnInitializedServer, type RawStdioServer } from './support/raw-stdio.js';
 
 // Strings a caller sends come back in errors cut and escaped, as every other
 // argument error does: an unknown tool name of a mebibyte with newlines and
 // ESC bytes is not echoed whole, and a resources/read `uri` that is not a URI
-// is invalid params (-32602), as docs/running.md says.
+// is invalid params (-32602), as docs/running.md says. The answers go over raw
+// stdio; the operator log's escaping is the session's, served in process
+// (test/support/in-process-server.ts).
 
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
@@ -56,13 +59,11 @@ describe('caller strings in error answers', () => {
 describe('caller strings on the operator log', () => {
   it('escape C1 and bidirectional controls in a field value, as the message already is', async () => {
     const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {}\n' });
-    const server = spawnInitializedServer(project);
+    const server = await startInProcessServer(project);
     try {
-      await server.waitFor('init');
       // A name with a space is quoted as JSON on the log, which leaves U+009B (CSI) and U+202E as they are.
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 'odd-agent', method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'a b\u009b2J\u202e', prompt: 'hi' } } }));
-      await server.waitFor('odd-agent');
-      await server.end();
+      await server.call('invoke_agent', { agent: 'a b\u009b2J\u202e', prompt: 'hi' });
+      await server.close();
       assert.match(server.stderr(), /invoke_agent refused before inference/);
       assert.doesNotMatch(server.stderr(), UNSAFE_ON_STDERR);
     } finally {

@@ -2,7 +2,8 @@
 // agent sources are analysed in the DSL analysis thread, so while they are
 // analysed every other request is answered; each text gets a report or one
 // line, and the server lives on. Needs `npm run build` (the server and the
-// analysis thread run from dist/).
+// analysis thread run from dist/). Hostile agent sources at startup are the
+// session's logic: served in process (test/support/in-process-server.ts).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DSL_ANALYSIS_QUEUE_MAX, DSL_FILE_MAX_BYTES } from '../src/shared/limits.js';
@@ -10,7 +11,7 @@ import { createOperatorLog } from '../src/supervisor/operator/operator-log.js';
 import { hostileInputs } from './support/hostile-dsl-inputs.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
 import { makeProject, removeProject } from './support/project.js';
-import { type RunningServer, startServer } from './support/server.js';
+import { type InProcessServer, startInProcessServer } from './support/in-process-server.js';
 
 const GOOD = 'agent good {\n  capabilities = ["read"]\n}\n';
 const ANSWER_WAIT_MS = 120_000;
@@ -93,13 +94,13 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
 describe('hostile agent sources at startup', { timeout: 600_000 }, () => {
   const hostile = hostileInputs(DSL_FILE_MAX_BYTES).filter((row) => !/1 MiB|to 1 MiB/.test(row.name) || /@|\|\|/.test(row.name));
   let project: string;
-  let server: RunningServer;
+  let server: InProcessServer;
 
   before(async () => {
     const files: Record<string, string> = { 'agents/good.symbi': GOOD };
     hostile.forEach((row, i) => (files[`agents/hostile${i}.symbi`] = row.text));
     project = makeProject(files, 'symbi-hostile-agents-');
-    server = await startServer(project);
+    server = await startInProcessServer(project);
   });
 
   after(async () => {

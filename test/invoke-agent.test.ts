@@ -6,6 +6,7 @@ import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { canonicalHash } from '../src/shared/canonical-json.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
+import { startInProcessServer } from './support/in-process-server.js';
 import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
 import { eventNames, inspect, journalsIn, projectPublicKey, readJournal, runIdOf } from './support/journal.js';
 import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
@@ -268,6 +269,8 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
   });
 });
 
+// The refusals and the journal files below are the session's logic: served in process
+// (test/support/in-process-server.ts); the round trips above stay over stdio.
 describe('invoke_agent refusals that depend on the project or environment', () => {
   let endpoint: SyntheticEndpoint;
   before(async () => {
@@ -280,7 +283,7 @@ describe('invoke_agent refusals that depend on the project or environment', () =
   async function refusal(files: Record<string, string>, env: Record<string, string>, prepare?: (dir: string) => void) {
     const project = makeProject(files);
     prepare?.(project);
-    const server = await startServer(project, { env });
+    const server = await startInProcessServer(project, { env });
     try {
       const before = endpoint.requests.length;
       const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' } });
@@ -326,7 +329,7 @@ describe('journal files made ahead of their runs', () => {
     const endpoint = await startSyntheticEndpoint();
     const project = makeProject({ 'agents/assistant.symbi': AGENTS['agents/assistant.symbi'] });
     try {
-      const server = await startServer(project, { env: providerEnv(endpoint.url) });
+      const server = await startInProcessServer(project, { env: providerEnv(endpoint.url) });
       const runIds: string[] = [];
       try {
         for (let i = 0; i < 4; i++) runIds.push(auditOf(await server.call('invoke_agent', { agent: 'assistant', prompt: `one by one ${i}` })).audit.run_id);

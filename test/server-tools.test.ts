@@ -3,10 +3,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { makeProject, removeProject } from './support/project.js';
-import { type RunningServer, startServer, textOf, waitForStderr } from './support/server.js';
+import { type InProcessServer, startInProcessServer } from './support/in-process-server.js';
+import { textOf, waitForStderr } from './support/server.js';
 
-// End to end over stdio with the SDK client: every project tool, the AGENTS.md
-// resource and the startup summary on standard error.
+// The session served in process (test/support/in-process-server.ts) with the SDK client: every
+// project tool, the AGENTS.md resource and the startup summary in the operator log. The stdio
+// boundary itself is test/server-stdio.test.ts's.
 
 const ASSISTANT = 'agent assistant {\n}\n';
 const HELPER = '// one agent under another name: a filename alias\nagent concierge {\n}\n';
@@ -17,7 +19,7 @@ const AGENTS_MD = '# Project notes\n\nFor people only.\n\n<!-- agents-md:auto-st
 
 describe('symbi mcp project tools over stdio', () => {
   let project: string;
-  let server: RunningServer;
+  let server: InProcessServer;
 
   before(async () => {
     project = makeProject({
@@ -31,7 +33,7 @@ describe('symbi mcp project tools over stdio', () => {
       'agents/notes.txt': 'not an agent source',
       'AGENTS.md': AGENTS_MD,
     });
-    server = await startServer(project);
+    server = await startInProcessServer(project);
   });
 
   after(async () => {
@@ -216,7 +218,7 @@ describe('symbi mcp project tools over stdio', () => {
 describe('symbi mcp without AGENTS.md or agents/', () => {
   it('does not list the resource and says AGENTS.md does not exist', async () => {
     const project = makeProject({ 'README.txt': 'empty project' });
-    const server = await startServer(project);
+    const server = await startInProcessServer(project);
     try {
       const { resources } = await server.client.listResources().catch(() => ({ resources: [] }));
       assert.deepEqual(resources, []);

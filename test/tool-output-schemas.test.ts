@@ -8,12 +8,13 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { repoRoot } from './support/server-entry.js';
 import { makeProject, removeProject } from './support/project.js';
-import { providerEnv, type RunningServer, startServer } from './support/server.js';
+import { type InProcessServer, startInProcessServer } from './support/in-process-server.js';
+import { providerEnv } from './support/server.js';
 import { SAMPLE_SCHEMA, ecKeyPair, signSchema, startKeyServer, type KeyServer } from './support/schemapin-fixtures.js';
 
 // Every tool that returns structuredContent declares an outputSchema, and real
-// results from the built server over stdio validate against the JSON Schema the
-// server advertised, checked here with Ajv in the dialect each schema names in
+// results from the built session (served in process, test/support/in-process-server.ts)
+// validate against the JSON Schema the server advertised, checked here with Ajv in the dialect each schema names in
 // its $schema, independently of the zod schemas they were generated from.
 
 const DIALECTS: Record<string, () => Ajv | Ajv2020> = {
@@ -104,7 +105,7 @@ describe('declared output schemas, checked with Ajv against real results over st
   let endpoint: SyntheticEndpoint;
   let keys: KeyServer;
   let project: string;
-  let server: RunningServer;
+  let server: InProcessServer;
   let tools: Tool[];
   const validators = new Map<string, ValidateFunction>();
   const key = ecKeyPair();
@@ -121,7 +122,7 @@ describe('declared output schemas, checked with Ajv against real results over st
         'permit(principal, action == Action::"respond", resource);\n' +
         'forbid(principal, action == Action::"respond", resource) when { context.response.content like "*secret*" };\n',
     });
-    server = await startServer(project, { env: providerEnv(endpoint.url, { SYMBIONT_SCHEMAPIN_ALLOW_INSECURE: '1' }) });
+    server = await startInProcessServer(project, { env: providerEnv(endpoint.url, { SYMBIONT_SCHEMAPIN_ALLOW_INSECURE: '1' }) });
     tools = (await server.client.listTools()).tools;
     for (const tool of tools) if (tool.outputSchema) validators.set(tool.name, compile(tool.outputSchema));
   });

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { makeProject, removeProject } from './support/project.js';
-import { providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
+import { type InProcessServer, startInProcessServer } from './support/in-process-server.js';
+import { providerEnv, textOf } from './support/server.js';
 
 // invoke_agent with a name no source has: the one-line refusal offers only the
 // names it would run, and names the refused sources apart with their reason,
-// the same reason list_agents gives. Driven over stdio against the built server.
+// the same reason list_agents gives. Served in process (test/support/in-process-server.ts).
 
 const AGENTS = {
   'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n',
@@ -22,7 +23,7 @@ interface ListedAgent {
   reason?: string;
 }
 
-async function refusalFor(server: RunningServer, agent: string): Promise<string> {
+async function refusalFor(server: InProcessServer, agent: string): Promise<string> {
   const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent, prompt: 'hello' } });
   assert.equal(result.isError, true);
   assert.equal(result.structuredContent, undefined, 'refused before any journal: no audit reference');
@@ -33,12 +34,12 @@ async function refusalFor(server: RunningServer, agent: string): Promise<string>
 
 describe('invoke_agent with an unknown agent name', () => {
   let project: string;
-  let server: RunningServer;
+  let server: InProcessServer;
 
   before(async () => {
     project = makeProject(AGENTS);
     // The endpoint is never reached: an unknown name is refused before the provider is looked at.
-    server = await startServer(project, { env: providerEnv('http://127.0.0.1:9/v1') });
+    server = await startInProcessServer(project, { env: providerEnv('http://127.0.0.1:9/v1') });
   });
 
   after(async () => {
@@ -70,7 +71,7 @@ describe('invoke_agent with an unknown name in a project where nothing can be in
     const files: Record<string, string> = {};
     for (let i = 0; i < 8; i++) files[`agents/tool${i}.symbi`] = `agent tool${i}(x: Int) {}\n`;
     const project = makeProject(files);
-    const server = await startServer(project, { env: providerEnv('http://127.0.0.1:9/v1') });
+    const server = await startInProcessServer(project, { env: providerEnv('http://127.0.0.1:9/v1') });
     try {
       const text = await refusalFor(server, 'nobody');
       assert.match(text, /^invoke_agent refused: unknown agent `nobody`; invocable: none; not invocable: tool0 \(.*has parameters.*\), .*tool4 \(.*\) and 3 more \(see list_agents\)$/);
@@ -83,7 +84,7 @@ describe('invoke_agent with an unknown name in a project where nothing can be in
 
   it('says no sources were registered when agents/ is empty', async () => {
     const project = makeProject({ 'README.txt': 'no agents here' });
-    const server = await startServer(project, { env: providerEnv('http://127.0.0.1:9/v1') });
+    const server = await startInProcessServer(project, { env: providerEnv('http://127.0.0.1:9/v1') });
     try {
       assert.equal(await refusalFor(server, 'nobody'), 'invoke_agent refused: unknown agent `nobody`; no .symbi or .dsl files were registered at startup');
     } finally {

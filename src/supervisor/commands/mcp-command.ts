@@ -1,17 +1,19 @@
+import type { Writable } from 'node:stream';
 import { Command, CommanderError, Option } from 'commander';
 import { INVOCATIONS_MAX_DEFAULT, SHUTDOWN_GRACE_MS_DEFAULT } from '../../shared/limits.js';
+import type { PinnedDirectory } from '../../shared/confinement/index.js';
 import { pinProjectOption, usageError as commandUsageError, USAGE_EXIT } from './project-option.js';
-import { captureStandardError, createOperatorLog, LOG_FORMATS, type LogFormat } from '../operator/operator-log.js';
+import { captureStandardError, createOperatorLog, LOG_FORMATS, type LogFormat, type OperatorLog } from '../operator/operator-log.js';
 import { configuredSecrets } from '../../shared/secrets/key-redaction.js';
 import { takeStartupSnapshot } from '../startup/startup-snapshot.js';
 import { DslAnalysisPool } from '../threads/dsl-analysis-pool.js';
 import { analyseSources, type SourceAnalysis } from '../startup/source-analysis.js';
 import { writeProjectSummary, writeProviderSummary, writeStartupSummary } from '../startup/startup-summary.js';
-import { startMcpSession } from '../session/mcp-session.js';
+import { startMcpSession, type SessionIo } from '../session/mcp-session.js';
 import type { SessionContext } from '../startup/session-context.js';
 import { createInvokeAgentBackend } from '../session/invoke-agent-backend.js';
 import { preferSmallHeaps } from '../threads/heap-footprint.js';
-import { installShutdown, type Shutdown } from '../session/shutdown.js';
+import { installShutdown, type ShutdownDependencies } from '../session/shutdown.js';
 import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
 import { RunStatistics } from '../runs/run-statistics.js';
 import { agentStandings, refusalText } from '../runs/agent-refusal.js';
@@ -81,7 +83,7 @@ function parseSummaryInterval(value: string): number {
 }
 
 /** Settles once `stdout` holds no unwritten answers (or can take no more). */
-function outputFlushed(stdout: NodeJS.WriteStream): Promise<void> {
+function outputFlushed(stdout: Writable): Promise<void> {
   // Polled: 'drain' only comes after a write that filled the buffer, not after every write.
   return new Promise((resolve) => {
     const check = (): void => {
@@ -108,14 +110,35 @@ function keepConsoleOffStdout(): void {
   console.debug = toStderr;
 }
 
-/** `symbi mcp` itself: pins the project, takes the snapshot, serves stdio MCP and shuts down with every run finalised. */
-export async function runMcpServer(options: McpCommandOptions): Promise<void> {
-  keepConsoleOffStdout();
-  preferSmallHeaps();
-  const project = pinProjectOption(options.project, 'mcp');
-  const secrets = configuredSecrets(process.env);
-  const log = createOperatorLog(options.logFormat, secrets);
-  captureStandardError(log, secrets);
+/** What a session is assembled with besides the project: the operator log, the environment it reads its provider from, and its two streams. */
+export interface SessionSurroundings {
+  log: OperatorLog;
+  env: NodeJS.ProcessEnv;
+  io: SessionIo;
+  /**
+   * Makes the shutdown out of its steps: installShutdown in `symbi mcp` (signals, the process's
+   * exit code); orderlyShutdown for a session that runs inside a test process.
+   */
+  shutdownWith: (deps: ShutdownDependencies) => (cause: string) => Promise<unknown>;
+}
+
+/** A session serving on its streams, and how it ends. */
+export interface AssembledSession {
+  /** Resolves with the reason once the session has closed. */
+  closed: Promise<string>;
+  /** Ends the session: every run finalised (or said not to be) and every request read answered. */
+  shutdown: (cause: string) => Promise<unknown>;
+}
+
+/**
+ * Everything `symbi mcp` serves with, wired once: the startup snapshot of `project`, the DSL
+ * analysis, the invoke_agent backend and tool, the MCP session on `surroundings.io`, the
+ * summaries and the shutdown. runMcpServer adds what belongs to the process (the console,
+ * standard error, signals, standard input and output); test/support/in-process-server.ts
+ * runs the same session inside a test process.
+ */
+export async function assembleSession(project: PinnedDirectory, options: Omit<McpCommandOptions, 'project' | 'logFormat'>, surroundings: SessionSurroundings): Promise<AssembledSession> {
+  const { log, env, io } = surroundings;
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
   // The analysis thread starts with the first DSL text to analyse: the startup
   // analysis after the handshake, or an earlier parse_dsl or list_agents.
@@ -123,7 +146,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   let sources: Promise<SourceAnalysis> | undefined;
   const sourceAnalysis = (): Promise<SourceAnalysis> => (sources ??= analyseSources(snapshot, dslAnalysis));
   const context: SessionContext = { project, snapshot, log, auditStorage, dslAnalysis, sourceAnalysis };
-  const runtime = createInvokeAgentBackend(context, options.maxInvocations);
+  const runtime = createInvokeAgentBackend(context, options.maxInvocations, env);
   const statistics = new RunStatistics(options.maxInvocations);
   runtime.session.statistics = statistics;
   const intervalSummaries =
@@ -132,7 +155,7 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
           if (statistics.changedSinceSummary()) statistics.writeSummary(log, 'interval');
         }, options.summaryIntervalMs).unref()
       : undefined;
-  let shutdown: Shutdown | undefined;
+  let shutdown: ((cause: string) => Promise<unknown>) | undefined;
   // The summary (which parses every agent source) comes once the client has
   // completed the handshake, so its initialize is answered without waiting for
   // it; a client that never initializes gets it shortly after. The worker
@@ -153,17 +176,18 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
       log.info('serving MCP on standard input/output', { event: 'startup.serving' });
     }));
   };
-  const session = await startMcpSession(context, undefined, {
+  const session = await startMcpSession(context, io, {
     registerInvokeAgent: (server) => registerInvokeAgentTool(server, runtime.session),
     onInputEnd: () => void shutdown?.('the client closed standard input'),
+    env,
   });
-  shutdown = installShutdown({
+  const ending = surroundings.shutdownWith({
     owners: runtime.owners,
     requests: session.requests,
     graceMs: options.shutdownGraceMs,
     log,
     closeSession: () => session.closeSession('shutting down'),
-    outputFlushed: () => outputFlushed(process.stdout),
+    outputFlushed: () => outputFlushed(io.stdout),
     stopWorkers: async () => {
       await dslAnalysis.close();
       await runtime.stopWorkers();
@@ -176,15 +200,28 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
     },
     summary: () => statistics.writeSummary(log, 'shutdown'),
   });
+  shutdown = ending;
   const afterHandshake = (): void => {
     void summaryOnce();
     runtime.warmUp();
   };
   session.server.server.oninitialized = afterHandshake;
   setTimeout(afterHandshake, HANDSHAKE_WAIT_MS).unref();
+  return { closed: session.closed, shutdown: ending };
+}
+
+/** `symbi mcp` itself: pins the project, takes the snapshot, serves stdio MCP and shuts down with every run finalised. */
+export async function runMcpServer(options: McpCommandOptions): Promise<void> {
+  keepConsoleOffStdout();
+  preferSmallHeaps();
+  const project = pinProjectOption(options.project, 'mcp');
+  const secrets = configuredSecrets(process.env);
+  const log = createOperatorLog(options.logFormat, secrets);
+  captureStandardError(log, secrets);
+  const session = await assembleSession(project, options, { log, env: process.env, io: { stdin: process.stdin, stdout: process.stdout }, shutdownWith: installShutdown });
   const reason = await session.closed;
   // However the session ended, live runs still get their terminal records before exit.
-  await shutdown(`session closed: ${reason}`);
+  await session.shutdown(`session closed: ${reason}`);
 }
 
 /** Adds `symbi mcp` and its options to the command line. */

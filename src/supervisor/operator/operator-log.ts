@@ -116,11 +116,13 @@ function jsonLog(write: (line: string) => void, secrets: readonly string[]): Ope
 
 /**
  * The operator's log on standard error, in short text lines or one JSON object per line.
- * `secrets` (configuredSecrets: the provider keys) never leave through it.
+ * `secrets` (configuredSecrets: the provider keys) never leave through it. `sink` takes each
+ * whole line instead of descriptor 2: a session run inside a test process (test/support/in-process-server.ts).
  */
-export function createOperatorLog(format: LogFormat, secrets: readonly string[] = []): OperatorLog {
+export function createOperatorLog(format: LogFormat, secrets: readonly string[] = [], sink?: (line: string) => void): OperatorLog {
   const kept = secrets.filter((s) => s.length > 0);
-  const write = stderrWriter(kept);
+  const toStderr = stderrWriter(kept);
+  const write = sink === undefined ? toStderr : (line: string): void => sink(redactSecrets(line, kept));
   const log = format === 'json' ? jsonLog(write, kept) : textLog(write, kept);
   // Said once, by the log that makes the exception, so no one wonders why a dummy key shows.
   const short = shortKeysLeftAsText(kept);

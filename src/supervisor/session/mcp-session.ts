@@ -11,6 +11,7 @@ import { RequestLedger } from './request-ledger.js';
 import type { RequestsRead } from './shutdown.js';
 import { registerProjectFileTools } from '../tools/project-file-tools.js';
 import { registerVerifySchemaTool } from '../tools/verify-schema-tool.js';
+import { schemapinInsecureFromEnv } from '../../shared/schemapin/insecure-mode.js';
 
 // One MCP session over stdio: the SDK server with every tool registered,
 // reading standard input through the line limiter and the message gate
@@ -52,6 +53,8 @@ export interface SessionOptions {
    * shutdown logic replaces it to drain live runs before closing.
    */
   onInputEnd?: (session: McpSession) => void;
+  /** The environment verify_schema reads its testing switch from; process.env when absent. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface McpSession {
@@ -76,7 +79,11 @@ function createMcpServer(context: SessionContext, options: SessionOptions = {}):
   );
   registerProjectFileTools(server, context);
   // verify_schema only logs its insecure-mode warning and internal errors, both operator warnings.
-  registerVerifySchemaTool(server, { project: context.project, log: (line: string) => context.log.warn(line.replace(/^warning: /, ''), { event: 'schemapin.warning' }) });
+  registerVerifySchemaTool(server, {
+    project: context.project,
+    log: (line: string) => context.log.warn(line.replace(/^warning: /, ''), { event: 'schemapin.warning' }),
+    allowInsecure: schemapinInsecureFromEnv(options.env ?? process.env),
+  });
   options.registerInvokeAgent?.(server);
   return server;
 }

@@ -68,11 +68,15 @@ async function within(work: Promise<unknown>, ms: number): Promise<void> {
   if (ms > 0) await pTimeout(work, { milliseconds: ms, fallback: () => undefined });
 }
 
-export function installShutdown(deps: ShutdownDependencies): Shutdown {
-  let inProgress: Promise<void> | undefined;
-
-  const shutdown = (cause: string): Promise<void> => {
-    inProgress ??= (async (): Promise<void> => {
+/**
+ * The steps above, without ending the process or listening for signals: settles with the exit
+ * code they come to (0 only when every run was finalised). A session run inside a test process
+ * (test/support/in-process-server.ts) shuts down through this; installShutdown adds the rest.
+ */
+export function orderlyShutdown(deps: ShutdownDependencies): (cause: string) => Promise<number> {
+  let inProgress: Promise<number> | undefined;
+  return (cause: string): Promise<number> => {
+    inProgress ??= (async (): Promise<number> => {
       const { owners, requests, graceMs, log } = deps;
       const summary = deps.beforeDrain?.();
       const stopping = `the server is shutting down (${cause})`;
@@ -97,10 +101,21 @@ export function installShutdown(deps: ShutdownDependencies): Shutdown {
       await deps.stopWorkers().catch(() => undefined);
       // process.exit drops what a pipe has not yet taken; the client is owed those answers.
       if (deps.outputFlushed !== undefined) await within(deps.outputFlushed(), Math.max(graceMs, 1));
-      const exitCode = notFinalised === 0 ? 0 : 1;
+      return notFinalised === 0 ? 0 : 1;
+    })();
+    return inProgress;
+  };
+}
+
+export function installShutdown(deps: ShutdownDependencies): Shutdown {
+  const steps = orderlyShutdown(deps);
+  let inProgress: Promise<void> | undefined;
+
+  const shutdown = (cause: string): Promise<void> => {
+    inProgress ??= steps(cause).then((exitCode) => {
       process.exitCode = exitCode;
       setTimeout(() => process.exit(exitCode), EXIT_FALLBACK_MS).unref();
-    })();
+    });
     return inProgress;
   };
 

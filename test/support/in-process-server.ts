@@ -1,0 +1,103 @@
+import { PassThrough } from 'node:stream';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { INVOCATIONS_MAX_DEFAULT, SHUTDOWN_GRACE_MS_DEFAULT } from '../../src/shared/limits.js';
+import type { RunningServer } from './server.js';
+import { serverEnv } from './server.js';
+
+// The session `symbi mcp` serves, run inside the test process: the same wiring
+// (assembleSession in src/supervisor/commands/mcp-command.ts: the startup
+// snapshot, the DSL analysis, the invoke_agent backend and tool, the session's
+// line limiter, message gate and request ledger, the summaries and the shutdown
+// steps), over two in-memory streams instead of a child's stdin and stdout, with
+// the operator log's lines kept in memory instead of written to descriptor 2.
+// For tests of what the tools answer; what only a process shows (stdio framing,
+// signals, exit codes, the environment a child gets, captured stderr, other
+// users) stays tested through a real process (./server.ts).
+//
+// The wiring is loaded from dist/ (npm run build first), as test/dsl-hostile-server.test.ts
+// loads its pool: a worker thread does not inherit tsx's loader on every Node line
+// (src/supervisor/threads/dsl-analysis-pool.ts), and dist/'s threads start dist/'s modules.
+//
+// The client's end is the SDK's own newline-delimited JSON transport (the class is
+// named for the server side, but it only reads messages from one stream and writes
+// them to another). The SDK's InMemoryTransport would skip the session's input
+// path: the limiter, the gate and the request ledger that shutdown drains.
+
+type McpCommand = typeof import('../../src/supervisor/commands/mcp-command.js');
+type OperatorLogModule = typeof import('../../src/supervisor/operator/operator-log.js');
+type ShutdownModule = typeof import('../../src/supervisor/session/shutdown.js');
+type Confinement = typeof import('../../src/shared/confinement/index.js');
+type KeyRedaction = typeof import('../../src/shared/secrets/key-redaction.js');
+
+const dist = (module: string): string => new URL(`../../dist/${module}`, import.meta.url).href;
+
+/** How a test starts the in-process session; absent fields are `symbi mcp`'s defaults. */
+export interface InProcessOptions {
+  /** The environment the session reads its provider and keys from; serverEnv() when absent. */
+  env?: Record<string, string>;
+  logFormat?: 'text' | 'json';
+  shutdownGraceMs?: number;
+  maxInvocations?: number;
+  /** 0 (the default here): only the shutdown summary. */
+  summaryIntervalMs?: number;
+}
+
+/** A session served in this process and the SDK client connected to it; stderr() is the operator log so far. */
+export interface InProcessServer extends Omit<RunningServer, 'transport' | 'pid'> {
+  /** The exit code `symbi mcp` would have ended with, once close() has settled. */
+  exitCode(): number | undefined;
+}
+
+/** Starts the session on `project` in this process and connects an SDK client to it. */
+export async function startInProcessServer(project: string, options: InProcessOptions = {}): Promise<InProcessServer> {
+  const [{ assembleSession }, { createOperatorLog }, { orderlyShutdown }, { pinProject }, { configuredSecrets }] = await Promise.all([
+    import(dist('supervisor/commands/mcp-command.js')) as Promise<McpCommand>,
+    import(dist('supervisor/operator/operator-log.js')) as Promise<OperatorLogModule>,
+    import(dist('supervisor/session/shutdown.js')) as Promise<ShutdownModule>,
+    import(dist('shared/confinement/index.js')) as Promise<Confinement>,
+    import(dist('shared/secrets/key-redaction.js')) as Promise<KeyRedaction>,
+  ]);
+  const env = options.env ?? serverEnv();
+  const lines: string[] = [];
+  const log = createOperatorLog(options.logFormat ?? 'text', configuredSecrets(env), (line) => lines.push(line));
+  const toServer = new PassThrough();
+  const fromServer = new PassThrough();
+  let ended: Promise<number> | undefined;
+  let exitCode: number | undefined;
+  const session = await assembleSession(
+    pinProject(project, env),
+    {
+      shutdownGraceMs: options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS_DEFAULT,
+      maxInvocations: options.maxInvocations ?? INVOCATIONS_MAX_DEFAULT,
+      summaryIntervalMs: options.summaryIntervalMs ?? 0,
+    },
+    {
+      log,
+      env,
+      io: { stdin: toServer, stdout: fromServer },
+      shutdownWith: (deps) => {
+        const steps = orderlyShutdown(deps);
+        return (cause) => (ended ??= steps(cause).then((code) => (exitCode = code)));
+      },
+    },
+  );
+  const client = new Client({ name: 'symbi-test', version: '0.0.0' });
+  await client.connect(new StdioServerTransport(fromServer, toServer));
+  let closing: Promise<void> | undefined;
+  return {
+    client,
+    stderr: () => lines.join(''),
+    exitCode: () => exitCode,
+    // As the process ends: the client closes the session's input, and the session shuts down with every run finalised.
+    close: () =>
+      (closing ??= (async () => {
+        toServer.end();
+        const reason = await session.closed;
+        await session.shutdown(`session closed: ${reason}`);
+        await client.close().catch(() => undefined);
+      })()),
+    call: async (name, args) => (await client.callTool({ name, arguments: args })) as CallToolResult,
+  };
+}
