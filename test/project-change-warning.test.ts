@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { suiteFixture, suiteScratch } from './support/suite-fixture.js';
+import { namespaceSkip } from './support/mount-namespace.js';
 import { writeFiles } from './support/project.js';
 import { providerEnv, serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
 
@@ -177,4 +178,35 @@ describe('file-system notifications', () => {
       await server.close();
     }
   });
+
+  // What /proc holds for the server (as in descriptor-access.test.ts): nothing, or a forgery whose
+  // /proc/self/fd/<n> are empty folders, which fs.watch would watch instead of the project's.
+  const PROC_MOUNTS = [
+    { proc: 'no /proc', script: 'mount -t tmpfs none /proc && exec "$0" "$@"', said: /through \/proc\/self\/fd\/\d+: ENOENT/ },
+    {
+      proc: 'a forged /proc',
+      script: 'mount -t tmpfs none /proc && for n in $(seq 0 99); do mkdir -p /proc/self/fd/$n; done && exec "$0" "$@"',
+      said: /\/proc\/self\/fd\/\d+ is not the project folder \(\/proc is not this process's procfs\)/,
+    },
+  ];
+  for (const { proc, script, said } of PROC_MOUNTS) {
+    const skip = namespaceSkip() ?? (process.env.SYMBI_CONFINEMENT_ROUTE === 'proc' ? 'the forced proc route refuses every project file without /proc' : undefined);
+    it(`with ${proc}, falls back to the poll, says why once, and notices an edit`, { skip }, async () => {
+      const project = scratch();
+      writeFiles(project, FILES);
+      const server = await startServer(project, { launcher: ['unshare', '-m', 'sh', '-c', script] });
+      try {
+        const stderr = await waitForStderr(server, (s) => s.includes('startup.serving'));
+        const lines = stderr.split('\n').filter((l) => l.includes('project.change_poll'));
+        assert.equal(lines.length, 1, stderr);
+        assert.match(lines[0]!, /warn project\.change_poll: edits after startup are looked for every 2 s: /);
+        assert.match(lines[0]!, said);
+        fs.appendFileSync(path.join(project, 'agents', 'assistant.symbi'), '// edited\n');
+        await waitForStderr(server, (s) => s.includes('project.changed'), 30_000);
+        assert.deepEqual(changedFiles(server.stderr()), ['agents/assistant.symbi']);
+      } finally {
+        await server.close();
+      }
+    });
+  }
 });

@@ -154,7 +154,8 @@ function watchFolders(project: PinnedDirectory, env: NodeJS.ProcessEnv, notice: 
     return { reason: `${CHANGE_WATCH_ENV}=${JSON.stringify(mode).slice(0, 40)} is not a mode; use ${CHANGE_WATCH_MODES.join(' or ')}`, level: 'warn' };
   }
   if (process.platform !== 'linux') {
-    return { reason: `file-system notifications on ${process.platform} follow paths, not the folders the snapshot was read from`, level: 'info' };
+    const why = process.platform === 'darwin' ? 'they follow paths (FSEvents), not the folders the snapshot was read from' : 'none known here watches a folder and reports a file edited in it';
+    return { reason: `file-system notifications are not used on ${process.platform}: ${why}`, level: 'info' };
   }
   const watchers: fs.FSWatcher[] = [];
   for (const components of WATCHED_FOLDERS) {
@@ -177,7 +178,7 @@ function watchFolders(project: PinnedDirectory, env: NodeJS.ProcessEnv, notice: 
       const reached = fs.statSync(viaProc);
       if (opened.dev !== reached.dev || opened.ino !== reached.ino) {
         closeAll(watchers);
-        return { reason: `${viaProc} does not lead to the open folder ${shown} (/proc is not this process's procfs)`, level: 'warn' };
+        return { reason: `${viaProc} is not ${shown} (/proc is not this process's procfs)`, level: 'warn' };
       }
       const matters = readByTheLook(components);
       const watcher = fs.watch(viaProc, { persistent: false }, (_event, name) => {
