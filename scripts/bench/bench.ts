@@ -326,6 +326,12 @@ const BENCHMARKS: Benchmark[] = [
       ];
     },
   },
+  {
+    // Issue 48, item 6: idle CPU after initialize, side by side with server-filesystem (about 7 minutes).
+    name: 'idle',
+    script: 'bench-idle.ts',
+    rows: selfDescribedRows('idle'),
+  },
   // Benchmarks of other parts of the project, run once their scripts exist.
   {
     name: 'confinement',

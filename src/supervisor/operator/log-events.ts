@@ -35,6 +35,7 @@ export const LOG_EVENTS = [
   'worker.node_options',
   'stderr.other',
   'project.changed',
+  'project.change_poll',
   'project.moved',
   'summary',
   'shutdown.stopping',
