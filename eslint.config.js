@@ -72,11 +72,7 @@ export default tseslint.config(
   {
     files: ['src/**/*.ts'],
     rules: {
-      'no-restricted-syntax': [
-        'error',
-        ...stdoutRules,
-        ...threadRules,
-      ],
+      'no-restricted-syntax': ['error', ...stdoutRules, ...threadRules],
     },
   },
   {

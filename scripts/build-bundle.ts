@@ -122,7 +122,11 @@ interface CycloneDx {
 function writeSbom(packages: BundledPackage[]): void {
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
   const sbom = JSON.parse(
-    execFileSync(npm, ['sbom', '--sbom-format', 'cyclonedx', '--omit', 'dev', '--package-lock-only'], { cwd: repoRoot, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }),
+    execFileSync(npm, ['sbom', '--sbom-format', 'cyclonedx', '--omit', 'dev', '--package-lock-only'], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    }),
   ) as CycloneDx;
   // A build of the same tree gives the same file: no random serial number or clock time.
   delete sbom.serialNumber;
@@ -195,7 +199,9 @@ const testOnlyBeside: Plugin = {
   name: 'test-only-beside',
   setup(b) {
     const names = WORKER_TEST_ONLY.map((entry) => path.basename(entry, '.ts'));
-    b.onResolve({ filter: /^\.\/[^/]+\.js$/ }, (args) => (names.includes(path.basename(args.path, '.js')) && args.kind === 'dynamic-import' ? { path: args.path, external: true } : undefined));
+    b.onResolve({ filter: /^\.\/[^/]+\.js$/ }, (args) =>
+      names.includes(path.basename(args.path, '.js')) && args.kind === 'dynamic-import' ? { path: args.path, external: true } : undefined,
+    );
   },
 };
 
@@ -214,7 +220,10 @@ async function main(): Promise<void> {
     external: installedExternals,
     plugins: [lazyRequires, abortControllerXModules, nodeHttpAsCommonJs, testOnlyBeside],
   });
-  const metafile: Metafile = { inputs: { ...cli.metafile.inputs, ...workers.metafile.inputs }, outputs: { ...cli.metafile.outputs, ...workers.metafile.outputs } };
+  const metafile: Metafile = {
+    inputs: { ...cli.metafile.inputs, ...workers.metafile.inputs },
+    outputs: { ...cli.metafile.outputs, ...workers.metafile.outputs },
+  };
   const packages = bundledPackages(metafile);
   writeLicences(packages);
   writeSbom(packages);

@@ -22,9 +22,7 @@ function row(kind: ProviderKind): string {
   const p = PROVIDERS[kind];
   const set = p.keylessWithBaseUrl ? `${code(p.keyVariable)}, or ${code(p.baseUrlVariable)} alone (no key sent)` : code(p.keyVariable);
   const optional = `${code(p.baseUrlVariable)} (${code(p.defaultBaseUrl)}), ${p.modelVariables.map(code).join(', else ')} (${code(p.defaultModel)})`;
-  const limit = p.tokenLimit.chosen
-    ? `${code(defaultTokenLimitParameter(kind, p.defaultBaseUrl))} at the default URL`
-    : `${code('max_tokens')}, always`;
+  const limit = p.tokenLimit.chosen ? `${code(defaultTokenLimitParameter(kind, p.defaultBaseUrl))} at the default URL` : `${code('max_tokens')}, always`;
   return `| ${p.title} | ${code(kind)} | ${set} | ${optional} | [${WIRE_FORMATS[p.wire].title}](${WIRE_FORMATS[p.wire].reference}) | ${limit} |`;
 }
 
@@ -58,7 +56,10 @@ const SCHEMA_KIND_LINE = /^(\s*"kind": \{ "enum": )\[[^\]\n]*\]( \},?)$/m;
 /** docs/check.schema.json with the provider kinds written anew (the file is otherwise kept as written). */
 export function withProviderKinds(schema: string): string {
   if (!SCHEMA_KIND_LINE.test(schema)) throw new Error('docs/check.schema.json has no one-line "kind": { "enum": [...] } for the provider');
-  return schema.replace(SCHEMA_KIND_LINE, (_line, head: string, tail: string) => `${head}${JSON.stringify([...PROVIDER_KINDS, null]).replace(/,/g, ', ')}${tail}`);
+  return schema.replace(
+    SCHEMA_KIND_LINE,
+    (_line, head: string, tail: string) => `${head}${JSON.stringify([...PROVIDER_KINDS, null]).replace(/,/g, ', ')}${tail}`,
+  );
 }
 
 function isMainModule(): boolean {

@@ -162,7 +162,10 @@ for (const spec of PROJECTS) {
         const stem = path.basename(skipped.file).replace(/\.(symbi|dsl)$/, '');
         if (stems.has(stem)) continue;
         assert.match(await invokeRefusal(server, stem), new RegExp(`^invoke_agent refused: unknown agent \`${stem}\`; invocable: `));
-        assert.ok(report.agents.left_out.some((l) => l.file === skipped.file), `symbi check also leaves ${skipped.file} out`);
+        assert.ok(
+          report.agents.left_out.some((l) => l.file === skipped.file),
+          `symbi check also leaves ${skipped.file} out`,
+        );
         met.add('unknown_agent');
       }
     });

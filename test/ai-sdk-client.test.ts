@@ -40,7 +40,13 @@ describe('the AI SDK MCP client (@ai-sdk/mcp) against symbi mcp', () => {
       clientName: 'symbi-interop-test',
       transport: new StdioMCPTransport({
         ...serverCommand(project),
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir(), OPENAI_BASE_URL: endpoint.url, OPENAI_API_KEY: 'sk-interop-test', CHAT_MODEL: 'synthetic' },
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: process.env.HOME ?? os.tmpdir(),
+          OPENAI_BASE_URL: endpoint.url,
+          OPENAI_API_KEY: 'sk-interop-test',
+          CHAT_MODEL: 'synthetic',
+        },
         stderr: 'ignore',
       }),
     });
@@ -68,11 +74,14 @@ describe('the AI SDK MCP client (@ai-sdk/mcp) against symbi mcp', () => {
     const result = (await tools.list_agents!.execute({}, callOptions)) as ToolResult;
     assert.notEqual(result.isError, true, textOf(result));
     const agents = (result.structuredContent as { agents: { stem: string; invocable: boolean; reason?: string }[] }).agents;
-    assert.deepEqual(agents.map((a) => [a.stem, a.invocable]), [
-      ['assistant', true],
-      ['helper', true],
-      ['pipeline', false],
-    ]);
+    assert.deepEqual(
+      agents.map((a) => [a.stem, a.invocable]),
+      [
+        ['assistant', true],
+        ['helper', true],
+        ['pipeline', false],
+      ],
+    );
     assert.match(agents[2]!.reason ?? '', /with` block with statements/);
   });
 
@@ -92,7 +101,11 @@ describe('the AI SDK MCP client (@ai-sdk/mcp) against symbi mcp', () => {
 
     const reference = result.structuredContent as AuditRef;
     assert.match(reference.audit.run_id, /^[0-9a-f-]{36}$/);
-    const inspected = spawnSync(process.execPath, [symbiBin, 'audit', 'inspect', reference.audit.path, '--run-id', reference.audit.run_id, '--public-key', reference.audit.public_key], { encoding: 'utf8' });
+    const inspected = spawnSync(
+      process.execPath,
+      [symbiBin, 'audit', 'inspect', reference.audit.path, '--run-id', reference.audit.run_id, '--public-key', reference.audit.public_key],
+      { encoding: 'utf8' },
+    );
     assert.equal(inspected.status, 0, inspected.stdout + inspected.stderr);
     assert.equal((JSON.parse(inspected.stdout) as { journal_complete: boolean }).journal_complete, true);
   });
@@ -107,7 +120,10 @@ describe('the AI SDK MCP client (@ai-sdk/mcp) against symbi mcp', () => {
 
   it('lists the AGENTS.md resource and reads it as on disk', async () => {
     const { resources } = await client.listResources();
-    assert.deepEqual(resources.map((r) => r.uri), ['file:///AGENTS.md']);
+    assert.deepEqual(
+      resources.map((r) => r.uri),
+      ['file:///AGENTS.md'],
+    );
     const read = await client.readResource({ uri: 'file:///AGENTS.md' });
     const first = read.contents[0] as { uri: string; text?: string };
     assert.equal(first.uri, 'file:///AGENTS.md');

@@ -128,7 +128,10 @@ test('audit list: runs newest first with agent, outcome and verification, plus t
   const table = symbi(['audit', 'list', '--project', dir]);
   assert.equal(table.status, 0, table.stderr);
   const rows = table.stdout.split('\n').filter((l) => /^[0-9a-f]{8}-/.test(l));
-  assert.deepEqual(rows.map((r) => r.slice(0, 36)), [runs[2], runs[1], runs[0]]);
+  assert.deepEqual(
+    rows.map((r) => r.slice(0, 36)),
+    [runs[2], runs[1], runs[0]],
+  );
   // OUTCOME, FORMAT, VERIFIES, VERDICT: a run without its Terminated record needs reconciliation whatever else it shows.
   assert.match(rows[0]!, /declared .*incomplete \(no Terminated record\)\s+\S+\s+yes\s+requires reconciliation$/);
   assert.match(rows[1]!, /declared .*error: provider failed\s+\S+\s+yes\s+complete$/);
@@ -139,9 +142,21 @@ test('audit list: runs newest first with agent, outcome and verification, plus t
   const json = symbi(['audit', 'list', '--project', dir, '--json']);
   const listing = JSON.parse(json.stdout);
   assert.equal(listing.public_key, storage.signingKey.publicKeyHex);
-  assert.deepEqual(listing.runs.map((r: { run_id: string }) => r.run_id), [runs[2], runs[1], runs[0]]);
-  assert.deepEqual(listing.runs.map((r: { verifies: boolean }) => r.verifies), [true, true, false]);
-  assert.deepEqual(listing.runs.map((r: { verdict: string }) => r.verdict), ['requires_reconciliation', 'complete', 'failed']);
-  assert.deepEqual(listing.runs.map((r: { requires_reconciliation: boolean | null }) => r.requires_reconciliation), [true, false, null]);
+  assert.deepEqual(
+    listing.runs.map((r: { run_id: string }) => r.run_id),
+    [runs[2], runs[1], runs[0]],
+  );
+  assert.deepEqual(
+    listing.runs.map((r: { verifies: boolean }) => r.verifies),
+    [true, true, false],
+  );
+  assert.deepEqual(
+    listing.runs.map((r: { verdict: string }) => r.verdict),
+    ['requires_reconciliation', 'complete', 'failed'],
+  );
+  assert.deepEqual(
+    listing.runs.map((r: { requires_reconciliation: boolean | null }) => r.requires_reconciliation),
+    [true, false, null],
+  );
   assert.match(listing.note, /public key recorded elsewhere/);
 });

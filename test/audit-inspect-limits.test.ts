@@ -26,7 +26,10 @@ function journalFile(t: { after(fn: () => void): void }): { file: string; bytes:
 }
 
 function inspect(file: string, extra: string[]) {
-  const r = spawnSync(process.execPath, [symbiBin, 'audit', 'inspect', file, '--run-id', RUN, '--public-key', KEY, ...extra], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [symbiBin, 'audit', 'inspect', file, '--run-id', RUN, '--public-key', KEY, ...extra], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   assert.equal(r.signal, null);
   return r;
 }

@@ -133,7 +133,8 @@ describe('audit list: verdicts, the reconciliation flag and --needs-attention', 
       assert.equal(byName(name)?.requires_reconciliation, true, name);
     }
     assert.equal(byName('older format')?.record_format, 'symbi-mcp-0.1');
-    for (const name of ['permitted', 'denied', 'provider 500', 'deadline', 'cancel']) assert.equal(byName(name)?.record_format, 'symbiont-response-route', name);
+    for (const name of ['permitted', 'denied', 'provider 500', 'deadline', 'cancel'])
+      assert.equal(byName(name)?.record_format, 'symbiont-response-route', name);
     assert.equal(byName('denied')?.terminal_reason, 'MaxIterations');
     assert.equal(byName('deadline')?.terminal_reason, 'Timeout');
     assert.ok(Object.keys(byName('provider 500')?.terminal_reason as object).includes('Error'));
@@ -154,7 +155,10 @@ describe('audit list: verdicts, the reconciliation flag and --needs-attention', 
 
   it('--needs-attention keeps only the runs whose verdict is not complete, in the table and in JSON', () => {
     const { stdout } = symbi(['audit', 'list', '--project', project, '--needs-attention']);
-    const shown = stdout.split('\n').filter((l) => /^[0-9a-f]{8}-/.test(l)).map((l) => l.slice(0, 36));
+    const shown = stdout
+      .split('\n')
+      .filter((l) => /^[0-9a-f]{8}-/.test(l))
+      .map((l) => l.slice(0, 36));
     assert.deepEqual(shown.sort(), NEEDS_RECONCILIATION.map((n) => runs[n]!).sort());
     assert.match(stdout, /only those needing attention/);
     const listing = JSON.parse(symbi(['audit', 'list', '--project', project, '--needs-attention', '--json']).stdout) as { runs: Listed[] };

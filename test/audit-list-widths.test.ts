@@ -39,15 +39,25 @@ test('700 journals, one naming an agent of 1,000,000 characters: the table is bo
   assert.ok(widest <= 8 * 48 + 7 * 2, `widest line: ${widest} characters`);
   const hugeRow = rows.find((l) => l.startsWith(huge)) ?? '';
   assert.match(hugeRow, /n{47}…/, 'the name is cut with an ellipsis');
-  assert.ok(rows.every((l) => /\s{2}complete$/.test(l)), 'every run verifies and is complete');
+  assert.ok(
+    rows.every((l) => /\s{2}complete$/.test(l)),
+    'every run verifies and is complete',
+  );
   assert.ok(r.stdout.length < JOURNALS * 400, `stdout: ${r.stdout.length} bytes`);
 
-  const json = spawnSync(process.execPath, [symbiBin, 'audit', 'list', '--project', dir, '--json'], { encoding: 'utf8', timeout: 120_000, maxBuffer: 64 * 1024 * 1024 });
+  const json = spawnSync(process.execPath, [symbiBin, 'audit', 'list', '--project', dir, '--json'], {
+    encoding: 'utf8',
+    timeout: 120_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   assert.equal(json.status, 0, json.stderr.slice(0, 2000));
   const listing = JSON.parse(json.stdout) as { runs: { run_id: string; agent: string; record_format: string }[] };
   assert.equal(listing.runs.length, JOURNALS);
   assert.equal(listing.runs.find((run) => run.run_id === huge)?.agent, HUGE_NAME, '--json keeps the exact name');
-  assert.ok(listing.runs.every((run) => run.record_format === 'symbi-mcp-0.1'), 'the crafted journals are of the earlier format');
+  assert.ok(
+    listing.runs.every((run) => run.record_format === 'symbi-mcp-0.1'),
+    'the crafted journals are of the earlier format',
+  );
 });
 
 test(`an agent name longer than ${AGENT_DECLARED_NAME_MAX_BYTES} bytes is refused at startup with one line; one at the limit is served`, async (t) => {

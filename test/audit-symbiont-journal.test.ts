@@ -49,7 +49,14 @@ function events(runId: string, journalPath: string, publicKey: string): Record<s
           tool_timeout: { nanos: 0, secs: 30 },
         },
         execution_context: {
-          agent_definition: { declaration_hash: digest('d'), mode: 'text_response', name: 'declared', source_hash: digest('s'), surface: 'mcp-server', tools_enabled: false },
+          agent_definition: {
+            declaration_hash: digest('d'),
+            mode: 'text_response',
+            name: 'declared',
+            source_hash: digest('s'),
+            surface: 'mcp-server',
+            tools_enabled: false,
+          },
           budget: { limit: 16384, root_id: ROOT, scope: 0 },
           source_policy: sourcePolicy,
         },
@@ -77,17 +84,41 @@ function events(runId: string, journalPath: string, publicKey: string): Record<s
     ],
     DirectInferenceRequested: [
       1,
-      { call_id: CALL, communication: null, model: 'gpt-test', operation: 'mcp-server', provider: 'openai', recipient: AGENT, recipient_definition_hash: digest('s'), request_bytes: 1876, request_hash: digest('request') },
+      {
+        call_id: CALL,
+        communication: null,
+        model: 'gpt-test',
+        operation: 'mcp-server',
+        provider: 'openai',
+        recipient: AGENT,
+        recipient_definition_hash: digest('s'),
+        request_bytes: 1876,
+        request_hash: digest('request'),
+      },
     ],
     DirectInferenceResponseReceived: [1, { call_id: CALL, response_bytes: 190, response_hash: digest('response') }],
-    DirectInferenceFinished: [1, { call_id: CALL, finish_reason: 'stop', reason: 'Completed', response_bytes: 190, response_hash: digest('response'), usage: USAGE }],
+    DirectInferenceFinished: [
+      1,
+      { call_id: CALL, finish_reason: 'stop', reason: 'Completed', response_bytes: 190, response_hash: digest('response'), usage: USAGE },
+    ],
     BudgetReservationFinished: [0, { outcome: 'confirmed', reservation_id: RESERVATION, root_id: ROOT, usage: USAGE }],
     ReasoningComplete: [1, { actions: [respond], iteration: 1, usage: USAGE }],
     PolicyEvaluated: [
       1,
       {
         action_count: 1,
-        approved_calls: [{ action: respond, approval: null, arguments: null, authorization_binding: digest('binding'), contract: null, fingerprint: digest('fingerprint'), resolved: {}, source_policy: sourcePolicy }],
+        approved_calls: [
+          {
+            action: respond,
+            approval: null,
+            arguments: null,
+            authorization_binding: digest('binding'),
+            contract: null,
+            fingerprint: digest('fingerprint'),
+            resolved: {},
+            source_policy: sourcePolicy,
+          },
+        ],
         denied_calls: [],
         denied_count: 0,
         iteration: 1,
@@ -98,14 +129,29 @@ function events(runId: string, journalPath: string, publicKey: string): Record<s
     ObservationsCollected: [1, { iteration: 1, observation_count: 0 }],
     BudgetUpdated: [
       1,
-      { budget: { available_tokens: 16384 - 821, exceeded: false, limit: 16384, reserved_tokens: 0, root_id: ROOT, scope: 0, uncertain_tokens: 0, usage: USAGE } },
+      {
+        budget: {
+          available_tokens: 16384 - 821,
+          exceeded: false,
+          limit: 16384,
+          reserved_tokens: 0,
+          root_id: ROOT,
+          scope: 0,
+          uncertain_tokens: 0,
+          usage: USAGE,
+        },
+      },
     ],
     Terminated: [1, { duration: { nanos: 42_000_000, secs: 1 }, iterations: 1, reason: 'Completed', total_usage: USAGE }],
   };
 }
 
 /** A signed, chained journal of `sequence`, each record's fields from `fields`, as Symbiont's ProtectedJournal writes it. */
-function symbiontJournal(dir: string, sequence: readonly string[], fields: (name: string, index: number, runId: string, file: string, key: string) => [number, unknown]) {
+function symbiontJournal(
+  dir: string,
+  sequence: readonly string[],
+  fields: (name: string, index: number, runId: string, file: string, key: string) => [number, unknown],
+) {
   const seed = crypto.randomBytes(32);
   const { sign, publicKeyHex } = seedKey(seed);
   const runId = crypto.randomUUID();
@@ -115,7 +161,12 @@ function symbiontJournal(dir: string, sequence: readonly string[], fields: (name
   sequence.forEach((name, index) => {
     const [iteration, event] = fields(name, index, runId, file, publicKeyHex);
     const payload = Buffer.from(
-      canonical({ entry: { agent_id: AGENT, event: { [name]: event }, iteration, sequence: index, timestamp: '2026-12-03T09:31:09.123456789Z' }, previous_hash: previous, run_id: runId, version: 2 }),
+      canonical({
+        entry: { agent_id: AGENT, event: { [name]: event }, iteration, sequence: index, timestamp: '2026-12-03T09:31:09.123456789Z' },
+        previous_hash: previous,
+        run_id: runId,
+        version: 2,
+      }),
     );
     const line = Buffer.from(`{"payload":${payload.toString()},"signature":"${sign(payload).toString('base64')}"}\n`);
     lines.push(line);
@@ -149,7 +200,21 @@ test("a journal in Symbiont's sequence for a call cancelled in flight: complete,
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const { file, runId, publicKeyHex } = symbiontJournal(dir, ROUTE_SEQUENCES.cancelledDuringCall, (name, _i, run, journal, key) => {
     if (name === 'BudgetUpdated') {
-      return [0, { budget: { available_tokens: 16384 - 6996, exceeded: false, limit: 16384, reserved_tokens: 0, root_id: ROOT, scope: 0, uncertain_tokens: 6996, usage: ZERO } }];
+      return [
+        0,
+        {
+          budget: {
+            available_tokens: 16384 - 6996,
+            exceeded: false,
+            limit: 16384,
+            reserved_tokens: 0,
+            root_id: ROOT,
+            scope: 0,
+            uncertain_tokens: 6996,
+            usage: ZERO,
+          },
+        },
+      ];
     }
     if (name === 'Terminated') return [0, { duration: TIME, iterations: 0, reason: { Error: { message: 'agent execution cancelled' } }, total_usage: ZERO }];
     return events(run, journal, key)[name]!;
@@ -158,11 +223,14 @@ test("a journal in Symbiont's sequence for a call cancelled in flight: complete,
   assert.equal(status, 2, JSON.stringify(report));
   assert.equal(report.journal_complete, true);
   assert.equal(report.requires_reconciliation, true);
-  assert.deepEqual((report.effects as { outcome: string }[]).map((e) => e.outcome), ['unknown', 'unknown']);
+  assert.deepEqual(
+    (report.effects as { outcome: string }[]).map((e) => e.outcome),
+    ['unknown', 'unknown'],
+  );
   assert.deepEqual(report.terminal_reason, { Error: { message: 'agent execution cancelled' } });
 });
 
-test('a settlement whose outcome is not the one its usage gives by Symbiont\'s rule fails verification (exit 1)', (t) => {
+test("a settlement whose outcome is not the one its usage gives by Symbiont's rule fails verification (exit 1)", (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbiont-journal-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const { file, runId, publicKeyHex } = symbiontJournal(dir, ROUTE_SEQUENCES.permitted, (name, _i, run, journal, key) => {
@@ -215,7 +283,10 @@ for (const [label, expectedStatus] of [
 ] as const) {
   test(`a journal of the 0.1 format (${label}) still verifies, as the older format`, () => {
     const name = fs.readdirSync(OLD_JOURNALS).find((n) => n.startsWith(`${label}.`))!;
-    const runId = name.replace(/\.jsonl$/, '').split('.').at(-1)!;
+    const runId = name
+      .replace(/\.jsonl$/, '')
+      .split('.')
+      .at(-1)!;
     const key = fs.readFileSync(path.join(OLD_JOURNALS, 'public-key'), 'utf8').trim();
     const { status, report } = inspect(path.join(OLD_JOURNALS, name), runId, key);
     assert.equal(status, expectedStatus, JSON.stringify(report));

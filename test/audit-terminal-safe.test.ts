@@ -26,7 +26,10 @@ function projectWithHostileNames(t: { after(fn: () => void): void }): string {
   const named = crypto.randomUUID();
   fs.writeFileSync(path.join(governed, `${named}.jsonl`), craftJournal(named, runEvents(AGENT_NAME), sign));
   const failed = crypto.randomUUID();
-  fs.writeFileSync(path.join(governed, `${failed}.jsonl`), craftJournal(failed, runEvents('declared', `{"Error":{"message":${JSON.stringify(ERROR_TEXT)}}}`), sign));
+  fs.writeFileSync(
+    path.join(governed, `${failed}.jsonl`),
+    craftJournal(failed, runEvents('declared', `{"Error":{"message":${JSON.stringify(ERROR_TEXT)}}}`), sign),
+  );
   fs.writeFileSync(path.join(governed, `${CLEAR_SCREEN}verifies: yes.jsonl`), '');
   return dir;
 }

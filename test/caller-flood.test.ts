@@ -120,7 +120,12 @@ describe('a flood of invocations against a provider that does not answer', () =>
       const systemPrompt = 's'.repeat(BIG_TEXT);
       let lines = '';
       for (let id = 1; id <= FLOOD_CALLS; id++) {
-        lines += jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt, system_prompt: systemPrompt } } });
+        lines += jsonLine({
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt, system_prompt: systemPrompt } },
+        });
       }
       await server.send(lines);
 

@@ -19,7 +19,12 @@ describe('capacity and cancelled calls', () => {
     const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' });
     const server = spawnRawServer(project, { args: ['--max-invocations', String(CAPACITY)], env: providerEnv(endpoint.url) });
     const call = (id: number): string =>
-      jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `call ${id} [[hold]]` } } });
+      jsonLine({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `call ${id} [[hold]]` } },
+      });
     try {
       await server.send(jsonLine(INITIALIZE));
       await server.waitFor('init');

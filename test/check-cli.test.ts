@@ -103,7 +103,10 @@ describe('symbi check', () => {
     const { report } = checkJson(dir, env);
     assert.equal(report.serves, true);
     assert.equal(report.policy.mode, 'configured');
-    assert.deepEqual(report.policy.policies.map((p) => p.line), [2, 7]);
+    assert.deepEqual(
+      report.policy.policies.map((p) => p.line),
+      [2, 7],
+    );
     const pipeline = report.agents.list.find((a) => a.stem === 'pipeline')!;
     assert.equal(pipeline.invocable, false);
 
@@ -174,7 +177,10 @@ describe('symbi check', () => {
 
   test('a deny-all policy set: FAIL naming the file, every agent refused as invoke_agent refuses it, exit 1', () => {
     const dir = project();
-    fs.writeFileSync(path.join(dir, 'policies', 'mcp-server', 'respond.cedar'), 'permit (principal, action, resource) when { context.response.content.contains("x") };\n');
+    fs.writeFileSync(
+      path.join(dir, 'policies', 'mcp-server', 'respond.cedar'),
+      'permit (principal, action, resource) when { context.response.content.contains("x") };\n',
+    );
     const { run, report } = checkJson(dir, providerEnv(endpoint.url));
     assert.equal(run.code, 1);
     assert.equal(report.serves, false);

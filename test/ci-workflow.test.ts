@@ -31,7 +31,13 @@ const RETIRED_GITHUB_LABELS = ['macos-13', 'macos-12', 'macos-11', 'macos-10.15'
 function runnerLabels(text: string): string[] {
   const labels: string[] = [];
   for (const [, value] of text.matchAll(/^\s*runs-on:\s*(.+)$/gm)) {
-    if (!value!.includes('${{')) labels.push(...value!.replace(/[[\]"']/g, '').split(',').map((l) => l.trim()));
+    if (!value!.includes('${{'))
+      labels.push(
+        ...value!
+          .replace(/[[\]"']/g, '')
+          .split(',')
+          .map((l) => l.trim()),
+      );
   }
   for (const [, list] of text.matchAll(/^\s*os:\s*\[([^\]]*)\]/gm)) labels.push(...list!.split(',').map((l) => l.trim().replace(/["']/g, '')));
   return labels.filter((l) => l !== '');
@@ -48,7 +54,11 @@ describe('the GitHub Actions workflow', () => {
       const findings = lint(fs.readFileSync(path.join(workflows, file), 'utf8'), `.github/workflows/${file}`).filter(
         (f) => !(f.kind === 'runner-label' && CURRENT_GITHUB_LABELS.some((label) => f.message.startsWith(`label "${label}" is unknown`))),
       );
-      assert.deepEqual(findings.map((f) => `${f.file}:${f.line}:${f.column}: ${f.message} [${f.kind}]`), [], file);
+      assert.deepEqual(
+        findings.map((f) => `${f.file}:${f.line}:${f.column}: ${f.message} [${f.kind}]`),
+        [],
+        file,
+      );
     }
   });
 
@@ -56,12 +66,17 @@ describe('the GitHub Actions workflow', () => {
     const files = fs.readdirSync(workflows).filter((f) => f.endsWith('.yml') || f.endsWith('.yaml'));
     for (const file of files) {
       const labels = runnerLabels(fs.readFileSync(path.join(workflows, file), 'utf8'));
-      assert.deepEqual(labels.filter((label) => RETIRED_GITHUB_LABELS.includes(label)), [], `${file} runs on ${labels.join(', ')}`);
+      assert.deepEqual(
+        labels.filter((label) => RETIRED_GITHUB_LABELS.includes(label)),
+        [],
+        `${file} runs on ${labels.join(', ')}`,
+      );
     }
   });
 
   it('finds the runner labels of a workflow, retired ones included', () => {
-    const sample = 'jobs:\n  a:\n    runs-on: ubuntu-20.04\n  b:\n    runs-on: ${{ matrix.os }}\n    strategy:\n      matrix:\n        os: [macos-15, "macos-13"]\n';
+    const sample =
+      'jobs:\n  a:\n    runs-on: ubuntu-20.04\n  b:\n    runs-on: ${{ matrix.os }}\n    strategy:\n      matrix:\n        os: [macos-15, "macos-13"]\n';
     assert.deepEqual(runnerLabels(sample), ['ubuntu-20.04', 'macos-15', 'macos-13']);
   });
 
@@ -79,13 +94,20 @@ describe('the GitHub Actions workflow', () => {
     const required = [...text.matchAll(/^.*\bSYMBI_TEST_REQUIRED_ROUTES=(\S+) npm test$/gm)].map(([, routes]) => routes!.split(','));
     assert.equal(required.length, 3, 'every npm test names the routes it requires');
     // Linux has all three routes; macOS and FreeBSD have the libc walk only.
-    assert.deepEqual(required.map((routes) => [...routes].sort()), [['libc', 'openat2', 'proc'], ['libc'], ['libc']]);
+    assert.deepEqual(
+      required.map((routes) => [...routes].sort()),
+      [['libc', 'openat2', 'proc'], ['libc'], ['libc']],
+    );
   });
 
   it('runs FreeBSD on a release that is still supported', () => {
     const text = fs.readFileSync(path.join(workflows, 'ci.yml'), 'utf8');
     const releases = [...text.matchAll(/^\s*release:\s*"?([\d.]+)"?\s*$/gm)].map(([, release]) => release!);
     assert.ok(releases.length > 0, 'the FreeBSD job names its release');
-    assert.deepEqual(releases.filter((release) => ENDED_FREEBSD_RELEASES.includes(release)), [], `FreeBSD ${releases.join(', ')}`);
+    assert.deepEqual(
+      releases.filter((release) => ENDED_FREEBSD_RELEASES.includes(release)),
+      [],
+      `FreeBSD ${releases.join(', ')}`,
+    );
   });
 });

@@ -28,6 +28,10 @@ describe('the symbi command line', () => {
     const missing = '/nonexistent-symbi-log-test-tmp';
     const run = spawnSync(process.execPath, [symbiBin, 'demo'], { encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: missing } });
     assert.equal(run.status, 1);
-    assert.match(run.stderr, new RegExp(`^symbi demo: cannot make a copy of the example in the temporary folder ${missing} \\(ENOENT\\); set TMPDIR to a folder you can write to\n$`), run.stderr);
+    assert.match(
+      run.stderr,
+      new RegExp(`^symbi demo: cannot make a copy of the example in the temporary folder ${missing} \\(ENOENT\\); set TMPDIR to a folder you can write to\n$`),
+      run.stderr,
+    );
   });
 });

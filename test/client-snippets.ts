@@ -131,9 +131,13 @@ async function startRegistry(scratch: string): Promise<Registry> {
       '',
     ].join('\n'),
   );
-  const child = spawn(process.execPath, [path.join(clientsDir, 'node_modules', 'verdaccio', 'bin', 'verdaccio'), '--config', config, '--listen', `127.0.0.1:${port}`], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [path.join(clientsDir, 'node_modules', 'verdaccio', 'bin', 'verdaccio'), '--config', config, '--listen', `127.0.0.1:${port}`],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
@@ -165,7 +169,12 @@ async function registryToken(registry: Registry): Promise<string> {
 function packTarball(scratch: string, given: string | undefined): string {
   if (given !== undefined) return path.resolve(given);
   say('npm pack (prepack builds the package)');
-  const out = execFileSync(npm, ['pack', '--json', '--pack-destination', scratch], { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 * 1024 * 1024 });
+  const out = execFileSync(npm, ['pack', '--json', '--pack-destination', scratch], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return path.join(scratch, (JSON.parse(out) as { filename: string }[])[0]!.filename);
 }
 
@@ -205,7 +214,8 @@ function clientsDocSection(heading: string): string {
 function checkQuoted(client: string, heading: string, binaries: string[], quotes: string[]): void {
   const section = clientsDocSection(heading);
   const unquoted = quotes.filter((quote) => !section.includes(quote));
-  if (unquoted.length > 0) throw new Error(`docs/clients.md's ## ${heading} no longer quotes ${unquoted.map((q) => `"${q}"`).join(', ')}; update the list here with it`);
+  if (unquoted.length > 0)
+    throw new Error(`docs/clients.md's ## ${heading} no longer quotes ${unquoted.map((q) => `"${q}"`).join(', ')}; update the list here with it`);
   const existing = binaries.filter((file) => fs.existsSync(file));
   if (existing.length === 0) throw new Error(`${client}: no native binary found among ${binaries.join(', ')}`);
   let missing = quotes;
@@ -213,7 +223,10 @@ function checkQuoted(client: string, heading: string, binaries: string[], quotes
     const contents = fs.readFileSync(file);
     missing = missing.filter((quote) => !contents.includes(quote));
   }
-  if (missing.length > 0) throw new Error(`the pinned ${client} does not show ${missing.map((q) => `"${q}"`).join(', ')} (searched ${existing.join(', ')}); docs/clients.md's ## ${heading} quotes it`);
+  if (missing.length > 0)
+    throw new Error(
+      `the pinned ${client} does not show ${missing.map((q) => `"${q}"`).join(', ')} (searched ${existing.join(', ')}); docs/clients.md's ## ${heading} quotes it`,
+    );
 }
 
 /** The native binaries of a client installed in .ci/cache/clients: the bin's target and the platform packages' executables. */
@@ -226,7 +239,8 @@ function nativeBinaries(bin: string, scope: string, packagePrefix: string, relat
   return found;
 }
 
-const claudeBinaries = (): string[] => nativeBinaries('claude', '@anthropic-ai', 'claude-code', (dir) => [path.join(dir, 'claude'), path.join(dir, 'claude.exe')]);
+const claudeBinaries = (): string[] =>
+  nativeBinaries('claude', '@anthropic-ai', 'claude-code', (dir) => [path.join(dir, 'claude'), path.join(dir, 'claude.exe')]);
 
 const codexBinaries = (): string[] =>
   nativeBinaries('codex', '@openai', 'codex', (dir) => {
@@ -270,7 +284,8 @@ function scratchFor(root: string, client: ClientName, registry: Registry, token:
 function run(s: Scratch, command: string, args: string[], label: string): string {
   const result = spawnSync(command, args, { cwd: s.project, env: s.env, encoding: 'utf8', timeout: CLIENT_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 });
   const output = `${result.stdout ?? ''}${result.stderr ?? ''}`;
-  if (result.error !== undefined || result.status !== 0) throw new Error(`${label} failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`}):\n${output.slice(-3000)}`);
+  if (result.error !== undefined || result.status !== 0)
+    throw new Error(`${label} failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`}):\n${output.slice(-3000)}`);
   return output;
 }
 
@@ -291,7 +306,8 @@ function checkGemini(s: Scratch): string {
   fs.writeFileSync(path.join(s.home, '.gemini', 'trustedFolders.json'), JSON.stringify({ [s.project]: 'TRUST_FOLDER' }, null, 2));
   const listed = run(s, clientBin + '/gemini', ['mcp', 'list'], 'gemini mcp list');
   const line = listed.split('\n').find((l) => /\bsymbi\b/.test(l));
-  if (line === undefined || !/Connected/.test(line) || /Disconnected/.test(line)) throw new Error(`gemini mcp list does not show symbi as Connected:\n${listed}`);
+  if (line === undefined || !/Connected/.test(line) || /Disconnected/.test(line))
+    throw new Error(`gemini mcp list does not show symbi as Connected:\n${listed}`);
   return line.trim();
 }
 
@@ -352,7 +368,8 @@ async function checkCodex(s: Scratch): Promise<string> {
     const status = (await request('mcpServerStatus/list', { detail: 'toolsAndAuthOnly' })) as { data?: { name: string; tools?: Record<string, unknown> }[] };
     const server = status.data?.find((entry) => entry.name === 'symbi');
     const tools = Object.keys(server?.tools ?? {}).sort();
-    if (server === undefined || TOOLS.some((tool) => !tools.includes(tool))) throw new Error(`codex app-server does not list symbi's tools: ${JSON.stringify(status).slice(0, 3000)}\n${stderr.slice(-2000)}`);
+    if (server === undefined || TOOLS.some((tool) => !tools.includes(tool)))
+      throw new Error(`codex app-server does not list symbi's tools: ${JSON.stringify(status).slice(0, 3000)}\n${stderr.slice(-2000)}`);
     seen = `symbi: ${tools.length} tools (${tools.join(', ')})`;
   } finally {
     child.kill();
@@ -362,7 +379,8 @@ async function checkCodex(s: Scratch): Promise<string> {
   const signedIn = { ...s, env: { ...s.env, OPENAI_API_KEY: 'sk-client-snippets-stand-in' } };
   runSnippet(signedIn, clientsDocLine('printenv OPENAI_API_KEY | codex login'));
   const status = run(s, clientBin + '/codex', ['login', 'status'], 'codex login status');
-  if (!/API key configured/.test(status)) throw new Error(`after docs/clients.md's codex login line, codex login status should say "API key configured":\n${status}`);
+  if (!/API key configured/.test(status))
+    throw new Error(`after docs/clients.md's codex login line, codex login status should say "API key configured":\n${status}`);
   checkQuoted('Codex', 'Codex CLI', codexBinaries(), CODEX_QUOTES);
   return `${seen}; signed in by docs/clients.md's codex login line`;
 }

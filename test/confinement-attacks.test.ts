@@ -185,26 +185,30 @@ describe('confinement: parse_dsl and discovery refuse hostile paths', () => {
 });
 
 describe('confinement: a symlinked agents/ directory and discovery limits', () => {
-  it('loads no agents through a symlinked agents/ and refuses reads through it', { skip: leftOutOf(['no-proc'], 'the route opens without /proc either way') }, async () => {
-    const outside = makeProject({ 'agents/secret.symbi': `agent leaked { } // ${MARKER}\n` }, 'symbi-outside-');
-    const project = makeProject({ 'AGENTS.md': '# hi\n' });
-    fs.symlinkSync(path.join(outside, 'agents'), path.join(project, 'agents'));
-    const server = await startServer(project);
-    try {
-      const list = await server.call('list_agents');
-      assert.deepEqual((list.structuredContent as { agents: unknown[] }).agents, []);
-      const read = await server.call('parse_dsl', { file: 'agents/secret.symbi' });
-      assert.equal(read.isError, true);
-      assert.match(textOf(read), /agents: (is a symlink|a path component is not a directory)/);
-      const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
-      assert.match(stderr, /agents\/ is a symlink; symlinks are never followed, so no agents were loaded/);
-      assert.ok(!stderr.includes(MARKER) && !JSON.stringify(list).includes(MARKER));
-    } finally {
-      await server.close();
-      removeProject(project);
-      removeProject(outside);
-    }
-  });
+  it(
+    'loads no agents through a symlinked agents/ and refuses reads through it',
+    { skip: leftOutOf(['no-proc'], 'the route opens without /proc either way') },
+    async () => {
+      const outside = makeProject({ 'agents/secret.symbi': `agent leaked { } // ${MARKER}\n` }, 'symbi-outside-');
+      const project = makeProject({ 'AGENTS.md': '# hi\n' });
+      fs.symlinkSync(path.join(outside, 'agents'), path.join(project, 'agents'));
+      const server = await startServer(project);
+      try {
+        const list = await server.call('list_agents');
+        assert.deepEqual((list.structuredContent as { agents: unknown[] }).agents, []);
+        const read = await server.call('parse_dsl', { file: 'agents/secret.symbi' });
+        assert.equal(read.isError, true);
+        assert.match(textOf(read), /agents: (is a symlink|a path component is not a directory)/);
+        const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+        assert.match(stderr, /agents\/ is a symlink; symlinks are never followed, so no agents were loaded/);
+        assert.ok(!stderr.includes(MARKER) && !JSON.stringify(list).includes(MARKER));
+      } finally {
+        await server.close();
+        removeProject(project);
+        removeProject(outside);
+      }
+    },
+  );
 
   it('stops at 1,024 directory entries and says so', { skip: leftOutOf(['no-proc'], 'the route lists without /proc either way') }, async () => {
     const files: Record<string, string> = {};
@@ -225,24 +229,31 @@ describe('confinement: a symlinked agents/ directory and discovery limits', () =
     }
   });
 
-  it('stops retaining sources past 16 MiB and says so', { skip: leftOutOf(['route', 'no-proc'], 'the retained-bytes limit counts what was read, whichever route read it') }, async () => {
-    const body = `//${'y'.repeat(MiB - 3)}\n`; // 1 MiB each
-    const files: Record<string, string> = {};
-    for (let i = 0; i < 17; i++) files[`agents/f${String(i).padStart(2, '0')}.symbi`] = body;
-    const project = makeProject(files);
-    const server = await startServer(project);
-    try {
-      const list = await server.call('list_agents');
-      const data = list.structuredContent as { agents: Array<{ file: string }>; left_out: Array<{ file: string; reason: string }>; limits_hit: string[] };
-      assert.equal(data.agents.length, 16);
-      assert.deepEqual(data.left_out.map((s) => s.file), ['agents/f16.symbi']);
-      assert.match(data.left_out[0]!.reason, /retained-bytes limit of 16777216 bytes/);
-      assert.match(data.limits_hit.join(' '), /retained-bytes limit/);
-      const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
-      assert.match(stderr, /limit hit: retained-bytes limit/);
-    } finally {
-      await server.close();
-      removeProject(project);
-    }
-  });
+  it(
+    'stops retaining sources past 16 MiB and says so',
+    { skip: leftOutOf(['route', 'no-proc'], 'the retained-bytes limit counts what was read, whichever route read it') },
+    async () => {
+      const body = `//${'y'.repeat(MiB - 3)}\n`; // 1 MiB each
+      const files: Record<string, string> = {};
+      for (let i = 0; i < 17; i++) files[`agents/f${String(i).padStart(2, '0')}.symbi`] = body;
+      const project = makeProject(files);
+      const server = await startServer(project);
+      try {
+        const list = await server.call('list_agents');
+        const data = list.structuredContent as { agents: Array<{ file: string }>; left_out: Array<{ file: string; reason: string }>; limits_hit: string[] };
+        assert.equal(data.agents.length, 16);
+        assert.deepEqual(
+          data.left_out.map((s) => s.file),
+          ['agents/f16.symbi'],
+        );
+        assert.match(data.left_out[0]!.reason, /retained-bytes limit of 16777216 bytes/);
+        assert.match(data.limits_hit.join(' '), /retained-bytes limit/);
+        const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+        assert.match(stderr, /limit hit: retained-bytes limit/);
+      } finally {
+        await server.close();
+        removeProject(project);
+      }
+    },
+  );
 });

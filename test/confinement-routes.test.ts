@@ -49,7 +49,8 @@ function runSuites(route: RouteName, withoutProc: boolean): void {
   assert.match(summary.join('\n'), /# fail 0/);
   assert.doesNotMatch(summary.join('\n'), /# pass 0$/m, 'tests ran');
   const skipped = run.stdout.split('\n').filter((l) => /^\s*ok \d+ - .* # SKIP/.test(l));
-  for (const line of skipped) assert.ok(line.includes(`# SKIP ${PLAIN_RUN_ONLY}`), `no part of the suites was skipped under this route but what the rerun leaves out: ${line}`);
+  for (const line of skipped)
+    assert.ok(line.includes(`# SKIP ${PLAIN_RUN_ONLY}`), `no part of the suites was skipped under this route but what the rerun leaves out: ${line}`);
 }
 
 /** Why the run of `route` is skipped on this machine (or fails, when the route is required), or undefined. */
@@ -64,7 +65,11 @@ describe('confinement suites once per route', () => {
   // The route this test runner's process, like each server the plain run started, chose by itself.
   const plain = checkDescriptorAccess();
   for (const route of ROUTE_NAMES) {
-    it(`route ${route}: attacks, race (${RACE_READS} reads) and storage attacks pass`, { skip: rerunSkip(route, plain.available ? plain.route.name : undefined) }, () => runSuites(route, false));
+    it(
+      `route ${route}: attacks, race (${RACE_READS} reads) and storage attacks pass`,
+      { skip: rerunSkip(route, plain.available ? plain.route.name : undefined) },
+      () => runSuites(route, false),
+    );
   }
 });
 

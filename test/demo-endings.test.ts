@@ -72,7 +72,11 @@ describe('how the demo ends', () => {
     const tmp = ownTmp();
     const ended = await run(process.execPath, [symbiBin, 'demo'], startDir, tmp);
     assert.equal(ended.code, 0, shown(ended));
-    assert.match(ended.stdout, new RegExp(`^The copy of the example was removed; \`${spelledSymbi} demo --keep\` keeps it, for the symbi audit commands\\.$`, 'm'), shown(ended));
+    assert.match(
+      ended.stdout,
+      new RegExp(`^The copy of the example was removed; \`${spelledSymbi} demo --keep\` keeps it, for the symbi audit commands\\.$`, 'm'),
+      shown(ended),
+    );
     assert.deepEqual(auditCommands(ended.stdout), [], 'no audit commands for a copy that is gone');
     assert.deepEqual(demoFolders(tmp), []);
   });
@@ -90,7 +94,10 @@ describe('how the demo ends', () => {
       [spelledSymbi, spelledSymbi],
       `audit list and audit inspect, spelled for where the demo started\n${shown(ended)}`,
     );
-    assert.ok(commands.every((c) => c.includes(path.join(tmp, kept[0]!))), 'the commands point at the kept copy');
+    assert.ok(
+      commands.every((c) => c.includes(path.join(tmp, kept[0]!))),
+      'the commands point at the kept copy',
+    );
     assertRunAsPrinted(commands, startDir, tmp);
   });
 
@@ -110,7 +117,11 @@ describe('how the demo ends', () => {
   for (const keep of [false, true]) {
     it(`Ctrl-C mid-demo stops the server and ${keep ? 'keeps the copy with --keep' : 'removes the copy'}, exit 130`, { timeout: 120_000 }, async () => {
       const tmp = ownTmp();
-      const child = spawn(process.execPath, [symbiBin, 'demo', ...(keep ? ['--keep'] : [])], { cwd: startDir, env: env(tmp), stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [symbiBin, 'demo', ...(keep ? ['--keep'] : [])], {
+        cwd: startDir,
+        env: env(tmp),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
@@ -130,7 +141,11 @@ describe('how the demo ends', () => {
       const folders = demoFolders(tmp);
       if (keep) {
         assert.equal(folders.length, 1, both);
-        assert.match(stdout, new RegExp(`^Interrupted \\(SIGINT\\): the server was stopped and the copy of the example stays in ${path.join(tmp, folders[0]!)}\\.$`, 'm'), both);
+        assert.match(
+          stdout,
+          new RegExp(`^Interrupted \\(SIGINT\\): the server was stopped and the copy of the example stays in ${path.join(tmp, folders[0]!)}\\.$`, 'm'),
+          both,
+        );
       } else {
         assert.deepEqual(folders, [], both);
         assert.match(stdout, /^Interrupted \(SIGINT\): the server was stopped and the copy of the example was removed\.$/m, both);
@@ -191,20 +206,33 @@ describe('a machine the demo cannot run on: one line, exit 1, no copy left', () 
     const tmp = ownTmp();
     // A new network namespace's lo starts down: listening on 127.0.0.1 works, connecting fails.
     const ended = await run('unshare', ['-n', process.execPath, symbiBin, 'demo'], startDir, tmp);
-    assertSetupRefusal(ended, tmp, /^symbi demo: the loopback interface is down \(connecting to the local model endpoint at 127\.0\.0\.1:\d+ failed with ENETUNREACH\); bring it up with `ip link set lo up`, then run the demo again\n$/);
+    assertSetupRefusal(
+      ended,
+      tmp,
+      /^symbi demo: the loopback interface is down \(connecting to the local model endpoint at 127\.0\.0\.1:\d+ failed with ENETUNREACH\); bring it up with `ip link set lo up`, then run the demo again\n$/,
+    );
     // Before, every step waited out its own failure (16 s and three failed steps).
     assert.ok(ended.ms < 10_000, `it ends promptly (${ended.ms} ms)`);
   });
 
   it('no local port can be bound (every ephemeral port reserved in the namespace)', { skip: netnsSkip, timeout: 60_000 }, async () => {
     const tmp = ownTmp();
-    const setup = 'ip link set lo up && sysctl -qw net.ipv4.ip_local_port_range="40000 40001" && sysctl -qw net.ipv4.ip_local_reserved_ports=40000-40001 && exec "$@"';
+    const setup =
+      'ip link set lo up && sysctl -qw net.ipv4.ip_local_port_range="40000 40001" && sysctl -qw net.ipv4.ip_local_reserved_ports=40000-40001 && exec "$@"';
     const ended = await run('unshare', ['-n', 'sh', '-c', setup, 'sh', process.execPath, symbiBin, 'demo'], startDir, tmp);
-    assertSetupRefusal(ended, tmp, /^symbi demo: the local model endpoint could not listen on 127\.0\.0\.1 \(EADDRINUSE\); no local port is free; .*, then run the demo again\n$/);
+    assertSetupRefusal(
+      ended,
+      tmp,
+      /^symbi demo: the local model endpoint could not listen on 127\.0\.0\.1 \(EADDRINUSE\); no local port is free; .*, then run the demo again\n$/,
+    );
   });
 
   for (const [kind, options, line] of [
-    ['full (the copy is cut short)', 'size=64k,nr_inodes=4', /^symbi demo: cannot make a copy of the example in the temporary folder \S+ \(ENOSPC\); free some space there or set TMPDIR to another folder\n$/],
+    [
+      'full (the copy is cut short)',
+      'size=64k,nr_inodes=4',
+      /^symbi demo: cannot make a copy of the example in the temporary folder \S+ \(ENOSPC\); free some space there or set TMPDIR to another folder\n$/,
+    ],
     ['read-only', 'ro', /^symbi demo: cannot make a copy of the example in the temporary folder \S+ \(EROFS\); set TMPDIR to a folder you can write to\n$/],
   ] as const) {
     it(`the temporary folder is ${kind}`, { skip: mountSkip, timeout: 60_000 }, async () => {

@@ -147,7 +147,8 @@ describe('without /proc (tmpfs over /proc in a private mount namespace)', { skip
 //   d_seekoff u64 8, d_reclen u16 16, d_namlen u16 18, d_type u8 20, d_name[1024] 21.
 // - FreeBSD 12 and later: d_fileno 0, d_off 8, d_reclen 16, d_type 18, d_pad0 19,
 //   d_namlen u16 20, d_pad1 22, d_name 24.
-const NAMLEN_DIFFERS = /a listing matches fs\.readdirSync byte for byte: EIO: readdir returned a record out of bounds \(d_namlen \d+ differs from the name's \d+ bytes\)/;
+const NAMLEN_DIFFERS =
+  /a listing matches fs\.readdirSync byte for byte: EIO: readdir returned a record out of bounds \(d_namlen \d+ differs from the name's \d+ bytes\)/;
 const WRONG_NAME_OFFSET: RegExp =
   process.platform === 'linux'
     ? // Offset 20 is the name's second byte: names come back without their first.

@@ -66,7 +66,16 @@ const LIMIT_ROWS: Record<string, Figure[][]> = {
   'one DSL file, or inline DSL given to `parse_dsl`': [['DSL_FILE_MAX_BYTES']],
   'analysis of one DSL text (`parse_dsl`, each agent source at startup)': [
     ['DSL_ANALYSIS_BUDGET_MS'],
-    [{ label: 'the analysis thread heap (dsl-analysis-pool.ts)', read: () => limits.MiB * Number(/maxOldGenerationSizeMb: (\d+)/.exec(fs.readFileSync(path.join(repoRoot, 'src', 'supervisor', 'threads', 'dsl-analysis-pool.ts'), 'utf8'))?.[1]) }],
+    [
+      {
+        label: 'the analysis thread heap (dsl-analysis-pool.ts)',
+        read: () =>
+          limits.MiB *
+          Number(
+            /maxOldGenerationSizeMb: (\d+)/.exec(fs.readFileSync(path.join(repoRoot, 'src', 'supervisor', 'threads', 'dsl-analysis-pool.ts'), 'utf8'))?.[1],
+          ),
+      },
+    ],
   ],
   '`parse_dsl` report': [['DSL_REPORT_MAX_BYTES']],
   '`parse_dsl` texts waiting for analysis': [['DSL_ANALYSIS_QUEUE_MAX']],
@@ -76,7 +85,11 @@ const LIMIT_ROWS: Record<string, Figure[][]> = {
   '`AGENTS.md` generated section used as guidance': [['AGENTS_MD_GUIDANCE_MAX_CHARS']],
   'directory entries inspected in `agents/`': [['DISCOVERY_MAX_ENTRIES']],
   'source bytes retained by discovery': [['DISCOVERY_MAX_RETAINED_BYTES']],
-  'inline policy rules per selection / tokens per condition / nesting': [['INLINE_POLICY_MAX_RULES'], ['INLINE_POLICY_MAX_CONDITION_TOKENS'], ['INLINE_POLICY_MAX_NESTING']],
+  'inline policy rules per selection / tokens per condition / nesting': [
+    ['INLINE_POLICY_MAX_RULES'],
+    ['INLINE_POLICY_MAX_CONDITION_TOKENS'],
+    ['INLINE_POLICY_MAX_NESTING'],
+  ],
   'one policy file': [['POLICY_FILE_MAX_BYTES'], ['POLICY_DISCOVERY_MAX_ENTRIES']],
   'folders below `policies/` recorded by identity at startup': [['RESERVED_POLICY_DIRECTORIES_MAX'], ['POLICY_DISCOVERY_MAX_ENTRIES']],
   '`get_agent_dsl.agent`': [['AGENT_NAME_MAX_BYTES']],
@@ -86,9 +99,17 @@ const LIMIT_ROWS: Record<string, Figure[][]> = {
   'answers waiting unread on standard output': [['STDOUT_BACKLOG_MAX_BYTES']],
   '`invoke_agent` calls in progress': [['INVOCATIONS_MAX_DEFAULT']],
   'cancelled `invoke_agent` calls whose runs are still being finished': [['CANCELLED_INVOCATIONS_FINISHING_MAX']],
-  '`verify_schema.schema` / key URL / fetched key body': [['SCHEMA_MAX_BYTES'], ['SCHEMA_KEY_URL_MAX_BYTES'], ['SCHEMA_KEY_BODY_MAX_BYTES'], ['SCHEMA_KEY_FETCH_TIMEOUT_MS']],
+  '`verify_schema.schema` / key URL / fetched key body': [
+    ['SCHEMA_MAX_BYTES'],
+    ['SCHEMA_KEY_URL_MAX_BYTES'],
+    ['SCHEMA_KEY_BODY_MAX_BYTES'],
+    ['SCHEMA_KEY_FETCH_TIMEOUT_MS'],
+  ],
   'journal line / journal file read by the verifier': [['JOURNAL_LINE_MAX_BYTES'], ['JOURNAL_FILE_MAX_BYTES']],
-  "an answer's text, as JSON, in the journal": [['ANSWER_IN_JOURNAL_MAX_BYTES'], [{ label: 'the room left for the other fields', read: () => limits.JOURNAL_LINE_MAX_BYTES - limits.ANSWER_IN_JOURNAL_MAX_BYTES }]],
+  "an answer's text, as JSON, in the journal": [
+    ['ANSWER_IN_JOURNAL_MAX_BYTES'],
+    [{ label: 'the room left for the other fields', read: () => limits.JOURNAL_LINE_MAX_BYTES - limits.ANSWER_IN_JOURNAL_MAX_BYTES }],
+  ],
   'SchemaPin pin store (`.symbiont/schemapin/pins.json`)': [['SCHEMAPIN_PINS_MAX_BYTES']],
   'tracked operations (provider calls and token reservations) classified by one `audit inspect`': [['JOURNAL_TRACKED_OPERATIONS_MAX']],
 };
@@ -101,7 +122,10 @@ describe('documented facts match the constants in src', () => {
     const text = fs.readFileSync(path.join(repoRoot, 'docs', 'limits.md'), 'utf8');
     const table = /\| what \| limit \|\n\|---\|---\|\n((?:\|.*\|\n)+)/.exec(text)?.[1];
     assert.ok(table, 'docs/limits.md has the limits table');
-    const rows = table.trimEnd().split('\n').map((line) => line.split(' | ').map((c) => c.replace(/^\| ?| ?\|$/g, '')) as [string, string]);
+    const rows = table
+      .trimEnd()
+      .split('\n')
+      .map((line) => line.split(' | ').map((c) => c.replace(/^\| ?| ?\|$/g, '')) as [string, string]);
     assert.deepEqual(rows.map(([what]) => what).sort(), Object.keys(LIMIT_ROWS).sort(), 'the table has exactly the rows this test knows');
     for (const [what, limit] of rows) {
       const stated = quantities(limit);
@@ -117,7 +141,11 @@ describe('documented facts match the constants in src', () => {
   });
 
   it('docs/limits.md: every bound in src/shared/limits.ts has its row', () => {
-    const inTable = new Set(Object.values(LIMIT_ROWS).flat(2).filter((f) => typeof f === 'string'));
+    const inTable = new Set(
+      Object.values(LIMIT_ROWS)
+        .flat(2)
+        .filter((f) => typeof f === 'string'),
+    );
     const missing = Object.keys(limits).filter((name) => !NOT_IN_TABLE.has(name) && !inTable.has(name as keyof typeof limits));
     assert.deepEqual(missing, [], 'each new bound needs a row in the table of docs/limits.md and an entry in LIMIT_ROWS above');
   });
@@ -148,7 +176,11 @@ describe('documented facts match the constants in src', () => {
     for (const page of ['docs/providers.md', 'docs/running.md']) {
       const caps = [...doc(page).matchAll(/provider said.{0,200}?at most (\d+) characters/g)].map((m) => Number(m[1]));
       assert.ok(caps.length > 0, `${page} states the cap on the provider's message`);
-      assert.deepEqual(caps, caps.map(() => noteChars), `${page}: the provider's message is cut at ${noteChars} characters`);
+      assert.deepEqual(
+        caps,
+        caps.map(() => noteChars),
+        `${page}: the provider's message is cut at ${noteChars} characters`,
+      );
     }
   });
 
@@ -176,7 +208,10 @@ describe('documented facts match the constants in src', () => {
 
   it('the shutdown grace option', () => {
     const max = sourceConstant('src/supervisor/commands/mcp-command.ts', 'SHUTDOWN_GRACE_MS_MAX');
-    assertSays('docs/running.md', `| \`--shutdown-grace-ms\` | \`${limits.SHUTDOWN_GRACE_MS_DEFAULT}\` | how long shutdown waits for live runs to record their end and for every request read to be answered (0 to ${max});`);
+    assertSays(
+      'docs/running.md',
+      `| \`--shutdown-grace-ms\` | \`${limits.SHUTDOWN_GRACE_MS_DEFAULT}\` | how long shutdown waits for live runs to record their end and for every request read to be answered (0 to ${max});`,
+    );
   });
 });
 

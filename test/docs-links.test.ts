@@ -108,7 +108,7 @@ describe('documentation links', () => {
   });
 
   it('derives heading ids as GitHub does', () => {
-    assert.ok(headingIds('# Node\'s permission model: evaluated, not adopted\n').has('nodes-permission-model-evaluated-not-adopted'));
+    assert.ok(headingIds("# Node's permission model: evaluated, not adopted\n").has('nodes-permission-model-evaluated-not-adopted'));
     assert.ok(headingIds('## Tools and resources\n## Tools and resources\n').has('tools-and-resources-1'));
     assert.ok(!headingIds('```\n# not a heading\n```\n').has('not-a-heading'));
   });

@@ -49,14 +49,23 @@ describe('the DSL analysis thread’s queue', { timeout: 300_000 }, () => {
 
       const over = resultOf(await server.waitFor('over', WAIT_MS));
       assert.equal(over.isError, true);
-      assert.equal(over.content[0]!.text, `parse_dsl: <inline>: busy: ${DSL_ANALYSIS_QUEUE_MAX} texts are already waiting for analysis; send this one again once they are answered`);
-      assert.ok(!accepted.some((id) => server.messages().some((m) => m.id === id)), 'the text past the bound was answered at once, before any text was analysed');
+      assert.equal(
+        over.content[0]!.text,
+        `parse_dsl: <inline>: busy: ${DSL_ANALYSIS_QUEUE_MAX} texts are already waiting for analysis; send this one again once they are answered`,
+      );
+      assert.ok(
+        !accepted.some((id) => server.messages().some((m) => m.id === id)),
+        'the text past the bound was answered at once, before any text was analysed',
+      );
 
       // The run starts once the agent is selected. Had the selection (or the startup analysis before
       // it) waited its turn, every text would have been answered by then.
       await waitFor('the run to start', () => (server.stderr().includes('run started') ? true : undefined), WAIT_MS);
       const answeredBefore = accepted.filter((id) => server.messages().some((m) => m.id === id));
-      assert.ok(answeredBefore.length < accepted.length / 2, `${answeredBefore.length} of ${accepted.length} texts were answered before the agent was selected`);
+      assert.ok(
+        answeredBefore.length < accepted.length / 2,
+        `${answeredBefore.length} of ${accepted.length} texts were answered before the agent was selected`,
+      );
 
       await endpoint.waitForRequests(1, WAIT_MS);
       endpoint.releaseAll();

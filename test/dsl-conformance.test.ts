@@ -19,7 +19,16 @@ const accepted: { [construct: string]: Accepted[] } = {
     {
       text: 'memory notes {\n  store markdown\n  path "data/notes"\n  retention 30d\n  search { vector_weight 0.5 keyword_weight 0.5 }\n}',
       report: {
-        memories: [{ name: 'notes', store: 'markdown', path: 'data/notes', retention_seconds: 30 * 86_400, search: { vector_weight: 0.5, keyword_weight: 0.5 }, line: 1 }],
+        memories: [
+          {
+            name: 'notes',
+            store: 'markdown',
+            path: 'data/notes',
+            retention_seconds: 30 * 86_400,
+            search: { vector_weight: 0.5, keyword_weight: 0.5 },
+            line: 1,
+          },
+        ],
         extraction_errors: [],
       },
     },
@@ -29,7 +38,11 @@ const accepted: { [construct: string]: Accepted[] } = {
     },
     {
       text: 'memory m { store "Markdown", retention "2w", search { } }',
-      report: { memories: [{ name: 'm', store: 'markdown', path: 'data/agents', retention_seconds: 14 * 86_400, search: { vector_weight: 0.7, keyword_weight: 0.3 }, line: 1 }] },
+      report: {
+        memories: [
+          { name: 'm', store: 'markdown', path: 'data/agents', retention_seconds: 14 * 86_400, search: { vector_weight: 0.7, keyword_weight: 0.3 }, line: 1 },
+        ],
+      },
     },
   ],
   'webhook properties written `key value`': [
@@ -37,7 +50,15 @@ const accepted: { [construct: string]: Accepted[] } = {
       text: 'webhook gh {\n  path "/hooks/x"\n  provider github\n  secret "s3cret"\n  agent reviewer\n  filter { json_path "$.action" contains "open" }\n}',
       report: {
         webhooks: [
-          { name: 'gh', path: '/hooks/x', provider: 'github', secret: 's3cret', agent: 'reviewer', filter: { json_path: '$.action', equals: null, contains: 'open' }, line: 1 },
+          {
+            name: 'gh',
+            path: '/hooks/x',
+            provider: 'github',
+            secret: 's3cret',
+            agent: 'reviewer',
+            filter: { json_path: '$.action', equals: null, contains: 'open' },
+            line: 1,
+          },
         ],
         extraction_errors: [],
       },
@@ -46,8 +67,14 @@ const accepted: { [construct: string]: Accepted[] } = {
       text: 'webhook pay { path "/stripe", provider "Stripe", }',
       report: { webhooks: [{ name: 'pay', path: '/stripe', provider: 'stripe', secret: '', agent: null, filter: null, line: 1 }] },
     },
-    { text: 'webhook other { path "/x" provider gitlab }', report: { webhooks: [{ name: 'other', path: '/x', provider: 'custom', secret: '', agent: null, filter: null, line: 1 }] } },
-    { text: 'webhook nopath { provider github }', report: { has_errors: false, extraction_errors: [{ line: 1, column: 1, message: "webhook 'nopath': must specify 'path'" }] } },
+    {
+      text: 'webhook other { path "/x" provider gitlab }',
+      report: { webhooks: [{ name: 'other', path: '/x', provider: 'custom', secret: '', agent: null, filter: null, line: 1 }] },
+    },
+    {
+      text: 'webhook nopath { provider github }',
+      report: { has_errors: false, extraction_errors: [{ line: 1, column: 1, message: "webhook 'nopath': must specify 'path'" }] },
+    },
     {
       text: 'memory m { store sqlite retention forever search { vector_weight "0.5" } }',
       report: {
@@ -73,7 +100,20 @@ const accepted: { [construct: string]: Accepted[] } = {
     {
       text: 'agent a(x: int y: String) -> Out { }',
       report: {
-        agents: [{ name: 'a', parameters: [{ name: 'x', type: 'int' }, { name: 'y', type: 'String' }], return_type: 'Out', capabilities: [], policies: [], with: [], line: 1 }],
+        agents: [
+          {
+            name: 'a',
+            parameters: [
+              { name: 'x', type: 'int' },
+              { name: 'y', type: 'String' },
+            ],
+            return_type: 'Out',
+            capabilities: [],
+            policies: [],
+            with: [],
+            line: 1,
+          },
+        ],
       },
     },
     { text: 'function f(x: int y: Map<String, int>) { }' },
@@ -87,11 +127,24 @@ const accepted: { [construct: string]: Accepted[] } = {
     { text: 'metadata { a = "\\/path" b = "caf\\u00e9" c = "say \\"hi\\"\\n" }', report: { metadata: { a: '\\/path', b: 'café', c: 'say "hi"\n' } } },
   ],
   'assignment to a call': [{ text: 'function f() { g() = x; a.b[0] = 1; n += 1; }' }],
-  'schedules': [
+  schedules: [
     {
       text: 'schedule nightly {\n  cron: "0 2 * * *",\n  agent: "reporter",\n  audit: "all_operations",\n  one_shot: false\n}',
       report: {
-        schedules: [{ name: 'nightly', cron: '0 2 * * *', at: null, timezone: 'UTC', agent: 'reporter', policy: null, audit: 'all_operations', one_shot: false, deliver: null, line: 1 }],
+        schedules: [
+          {
+            name: 'nightly',
+            cron: '0 2 * * *',
+            at: null,
+            timezone: 'UTC',
+            agent: 'reporter',
+            policy: null,
+            audit: 'all_operations',
+            one_shot: false,
+            deliver: null,
+            line: 1,
+          },
+        ],
         extraction_errors: [],
       },
     },
@@ -99,7 +152,18 @@ const accepted: { [construct: string]: Accepted[] } = {
       text: 'schedule once { at = "2026-03-31T23:59:00" timezone = "Europe/Paris" one_shot = true deliver = "slack://ops" policy = guard }',
       report: {
         schedules: [
-          { name: 'once', cron: null, at: '2026-03-31T23:59:00', timezone: 'Europe/Paris', agent: null, policy: 'guard', audit: null, one_shot: true, deliver: 'slack://ops', line: 1 },
+          {
+            name: 'once',
+            cron: null,
+            at: '2026-03-31T23:59:00',
+            timezone: 'Europe/Paris',
+            agent: null,
+            policy: 'guard',
+            audit: null,
+            one_shot: true,
+            deliver: 'slack://ops',
+            line: 1,
+          },
         ],
       },
     },
@@ -112,7 +176,7 @@ const accepted: { [construct: string]: Accepted[] } = {
       report: { has_errors: false, extraction_errors: [{ line: 1, column: 1, message: "schedule 'both': cannot specify both 'cron' and 'at'" }] },
     },
   ],
-  'channels': [
+  channels: [
     {
       text: 'channel desk {\n  platform: "slack"\n  workspace: "acme"\n  channels: ["#support", "#help"]\n  default_agent: "bot"\n  dlp_profile: "strict"\n  audit_level: "full"\n  default_deny: true\n  data_classification { pii: redact, api_key: block }\n  policy rules { allow: "respond" }\n}',
       report: {
@@ -137,7 +201,10 @@ const accepted: { [construct: string]: Accepted[] } = {
         extraction_errors: [],
       },
     },
-    { text: 'channel nameless { workspace = "w" }', report: { has_errors: false, extraction_errors: [{ line: 1, column: 1, message: "channel 'nameless': must specify 'platform'" }] } },
+    {
+      text: 'channel nameless { workspace = "w" }',
+      report: { has_errors: false, extraction_errors: [{ line: 1, column: 1, message: "channel 'nameless': must specify 'platform'" }] },
+    },
   ],
   '`with` timeouts in seconds and sandbox tiers': [
     {
@@ -174,8 +241,14 @@ const accepted: { [construct: string]: Accepted[] } = {
     },
   ],
   'other accepted forms': [
-    { text: 'agent a { capabilities: ["read", "write"] }', report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: ['read', 'write'], policies: [], with: [], line: 1 }] } },
-    { text: 'agent a { capabilities = [read, "write"] }', report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: ['write'], policies: [], with: [], line: 1 }] } },
+    {
+      text: 'agent a { capabilities: ["read", "write"] }',
+      report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: ['read', 'write'], policies: [], with: [], line: 1 }] },
+    },
+    {
+      text: 'agent a { capabilities = [read, "write"] }',
+      report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: ['write'], policies: [], with: [], line: 1 }] },
+    },
     // extract_capabilities collects every `string` node under the array, in source order.
     {
       text: 'agent a { capabilities = [tool("x"), ["y"], { "k": "z", j: "v" }, read] }',
@@ -188,7 +261,10 @@ const accepted: { [construct: string]: Accepted[] } = {
   ],
   // tree-sitter tries `Name` as a value with `{` as the block, and `Name { ... }` as a type literal; a block never starts with `name:`.
   'ASCII white space, and a byte order mark at the start': [
-    { text: '\ufeffagent a {\u000b}\f\r\n\t', report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: [], policies: [], with: [], line: 1 }] } },
+    {
+      text: '\ufeffagent a {\u000b}\f\r\n\t',
+      report: { agents: [{ name: 'a', parameters: [], return_type: null, capabilities: [], policies: [], with: [], line: 1 }] },
+    },
   ],
   'keywords as names where the keyword cannot come': [
     { text: 'function f() { let r = { if: 1, true: 2, return: 3 }; g(type: 1, agent = 2, in: 3); }' },
@@ -323,7 +399,14 @@ test("Symbiont's code_reviewer.symbi parses, with its metadata, policies and wit
     ['allow', 'deny', 'require', 'audit'],
   );
   assert.deepEqual(report.with_blocks, [
-    { agent: 'code_reviewer', sandbox_tier: 'docker', timeout: null, attributes: { memory: 'ephemeral', security: 'high', sandbox: 'Tier1' }, statements: 1, line: 46 },
+    {
+      agent: 'code_reviewer',
+      sandbox_tier: 'docker',
+      timeout: null,
+      attributes: { memory: 'ephemeral', security: 'high', sandbox: 'Tier1' },
+      statements: 1,
+      line: 46,
+    },
   ]);
 });
 

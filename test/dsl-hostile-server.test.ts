@@ -79,7 +79,10 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
     // Still alive and well.
     await server.send(callTool('again', 'parse_dsl', { content: GOOD }));
     const again = resultOf(await server.waitFor('again', ANSWER_WAIT_MS));
-    assert.deepEqual((again.structuredContent!.agents as { name: string }[]).map((a) => a.name), ['good']);
+    assert.deepEqual(
+      (again.structuredContent!.agents as { name: string }[]).map((a) => a.name),
+      ['good'],
+    );
   });
 
   it('turns a report over the answer limit into one line', async () => {
@@ -87,7 +90,10 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
     await server.send(callTool('big', 'parse_dsl', { content: `channel c { data_classification { ${'a: b, '.repeat(123_008)}} }` }));
     const big = resultOf(await server.waitFor('big', ANSWER_WAIT_MS));
     assert.equal(big.isError, true);
-    assert.match(big.content[0]!.text, /^parse_dsl: <inline>: the parse report would be \d+ bytes, over the 4194304-byte answer limit; split the text into smaller files$/);
+    assert.match(
+      big.content[0]!.text,
+      /^parse_dsl: <inline>: the parse report would be \d+ bytes, over the 4194304-byte answer limit; split the text into smaller files$/,
+    );
   });
 });
 
@@ -144,7 +150,9 @@ describe('hostile agent sources at startup', { timeout: 600_000 }, () => {
 
 describe('the DSL analysis thread', { timeout: 120_000 }, () => {
   it('ends a text over its budget with one line, keeps the event loop free meanwhile, and starts a fresh thread for the next text', async () => {
-    const { DslAnalysisPool } = (await import(new URL('../dist/supervisor/threads/dsl-analysis-pool.js', import.meta.url).href)) as typeof import('../src/supervisor/threads/dsl-analysis-pool.js');
+    const { DslAnalysisPool } = (await import(
+      new URL('../dist/supervisor/threads/dsl-analysis-pool.js', import.meta.url).href
+    )) as typeof import('../src/supervisor/threads/dsl-analysis-pool.js');
     const pool = new DslAnalysisPool({ log: createOperatorLog('text'), budgetMs: 50 });
     try {
       let ticks = 0;
@@ -162,13 +170,18 @@ describe('the DSL analysis thread', { timeout: 120_000 }, () => {
   });
 
   it(`holds at most ${DSL_ANALYSIS_QUEUE_MAX} waiting parse_dsl texts, and says it is busy past that`, async () => {
-    const { DslAnalysisPool } = (await import(new URL('../dist/supervisor/threads/dsl-analysis-pool.js', import.meta.url).href)) as typeof import('../src/supervisor/threads/dsl-analysis-pool.js');
+    const { DslAnalysisPool } = (await import(
+      new URL('../dist/supervisor/threads/dsl-analysis-pool.js', import.meta.url).href
+    )) as typeof import('../src/supervisor/threads/dsl-analysis-pool.js');
     const pool = new DslAnalysisPool({ log: createOperatorLog('text') });
     try {
       const running = pool.run({ kind: 'report', text: GOOD, source: 'running' });
       const waiting = Array.from({ length: DSL_ANALYSIS_QUEUE_MAX }, (_, i) => pool.run({ kind: 'report', text: GOOD, source: `waiting${i}` }));
       const refused = await pool.run({ kind: 'report', text: GOOD, source: 'one too many' });
-      assert.deepEqual(refused, { ok: false, message: `busy: ${DSL_ANALYSIS_QUEUE_MAX} texts are already waiting for analysis; send this one again once they are answered` });
+      assert.deepEqual(refused, {
+        ok: false,
+        message: `busy: ${DSL_ANALYSIS_QUEUE_MAX} texts are already waiting for analysis; send this one again once they are answered`,
+      });
       for (const outcome of await Promise.all([running, ...waiting])) assert.equal(outcome.ok, true);
       assert.equal((await pool.run({ kind: 'report', text: GOOD, source: 'later' })).ok, true);
     } finally {

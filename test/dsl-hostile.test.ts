@@ -25,7 +25,10 @@ function analyse(text: string): { report: ParseReport; verdicts: string[]; ms: n
   const summary = summariseSource({ stem: 'h', file: 'agents/h.symbi', text, bytes: Buffer.byteLength(text) }, []);
   const selection = selectConversationalDefinition([{ stem: 'h', file: 'agents/h.symbi', text }], 'h');
   JSON.stringify(report, null, 2);
-  const verdicts = [summary.verdict.invocable ? '' : definitionRefusalText(summary.verdict.refusal), selection.ok ? '' : definitionRefusalText(selection.refusal)];
+  const verdicts = [
+    summary.verdict.invocable ? '' : definitionRefusalText(summary.verdict.refusal),
+    selection.ok ? '' : definitionRefusalText(selection.refusal),
+  ];
   return { report, verdicts, ms: performance.now() - started };
 }
 
@@ -87,7 +90,10 @@ test('a vector_weight of a megabyte of digits is refused in linear time, quoted 
 test('a run of characters that start no token is one error naming the first', () => {
   const report = parseDslReport(`agent a { capabilities = ["x"] }\n${'@$'.repeat(1000)}\nagent b {}`, 'r');
   assert.deepEqual(report.errors, [{ line: 2, column: 1, message: 'unexpected character "@"; names are ASCII letters, digits and `_`' }]);
-  assert.deepEqual(report.agents.map((a) => a.name), ['a', 'b']);
+  assert.deepEqual(
+    report.agents.map((a) => a.name),
+    ['a', 'b'],
+  );
 });
 
 // ---------------------------------------------------------------------------
@@ -97,16 +103,19 @@ test('a run of characters that start no token is one error naming the first', ()
 const here = dirname(fileURLToPath(import.meta.url));
 const samplesDir = join(here, 'fixtures', 'dsl', 'symbiont');
 const samples = [
-  ...readdirSync(samplesDir).filter((f) => /\.(symbi|dsl)$/.test(f)).map((f) => join(samplesDir, f)),
-  ...readdirSync(join(samplesDir, 'corpus')).filter((f) => /\.(symbi|dsl)$/.test(f)).map((f) => join(samplesDir, 'corpus', f)),
+  ...readdirSync(samplesDir)
+    .filter((f) => /\.(symbi|dsl)$/.test(f))
+    .map((f) => join(samplesDir, f)),
+  ...readdirSync(join(samplesDir, 'corpus'))
+    .filter((f) => /\.(symbi|dsl)$/.test(f))
+    .map((f) => join(samplesDir, 'corpus', f)),
 ].map((f) => readFileSync(f, 'utf8'));
-
 
 const amplified = fc
   .tuple(fc.constantFrom(...contexts), fc.array(fc.constantFrom(...units), { minLength: 1, maxLength: 3 }), fc.integer({ min: 1, max: 20_000 }))
   .map(([[prefix, suffix], unitParts, count]) => {
     const unit = unitParts.join('');
-    return prefix + unit.repeat(Math.min(count, Math.floor(64 * 1024 / unit.length))) + suffix;
+    return prefix + unit.repeat(Math.min(count, Math.floor((64 * 1024) / unit.length))) + suffix;
   });
 
 const mutated = fc

@@ -28,9 +28,62 @@ function assertWellFormed(report: ParseReport, text: string): void {
   JSON.stringify(report);
 }
 
-const TOKENS = ['agent', 'policy', 'metadata', 'with', 'function', 'let', 'if', 'else', 'match', 'for', 'in', 'try', 'catch', 'return',
-  'allow:', 'deny:', '{', '}', '(', ')', '[', ']', ',', ';', ':', '=', '==', '=>', '->', '.', '"s"', '"', '30s', '5.minutes', '1_0',
-  'vault://a/b', 'x', '_', '#', '//', '/*', '\n', ' ', '!', 'not', '&&', '||', '+', '-', '<', '>', 'capabilities', 'schedule', '\\'];
+const TOKENS = [
+  'agent',
+  'policy',
+  'metadata',
+  'with',
+  'function',
+  'let',
+  'if',
+  'else',
+  'match',
+  'for',
+  'in',
+  'try',
+  'catch',
+  'return',
+  'allow:',
+  'deny:',
+  '{',
+  '}',
+  '(',
+  ')',
+  '[',
+  ']',
+  ',',
+  ';',
+  ':',
+  '=',
+  '==',
+  '=>',
+  '->',
+  '.',
+  '"s"',
+  '"',
+  '30s',
+  '5.minutes',
+  '1_0',
+  'vault://a/b',
+  'x',
+  '_',
+  '#',
+  '//',
+  '/*',
+  '\n',
+  ' ',
+  '!',
+  'not',
+  '&&',
+  '||',
+  '+',
+  '-',
+  '<',
+  '>',
+  'capabilities',
+  'schedule',
+  '\\',
+];
 
 test('random byte strings never throw', () => {
   fc.assert(
@@ -98,7 +151,10 @@ for (const [what, text] of nestings) {
   test(`10,000 nested ${what} give a nesting error, not a stack overflow`, () => {
     const report = parseDslReport(text, '<deep>');
     assert.ok(report.has_errors);
-    assert.ok(report.errors.some((e) => /nesting deeper than 256 levels/.test(e.message)), JSON.stringify(report.errors.slice(0, 3)));
+    assert.ok(
+      report.errors.some((e) => /nesting deeper than 256 levels/.test(e.message)),
+      JSON.stringify(report.errors.slice(0, 3)),
+    );
     assertWellFormed(report, text);
     const s = selectConversationalDefinition([{ stem: 'd', file: 'agents/d.symbi', text }], 'd');
     assert.ok(!s.ok && /syntax error/.test(definitionRefusalText(s.refusal)));
@@ -169,12 +225,18 @@ test('recovery reports errors in several items of one file', () => {
   const text = 'agent a {\n  capabilities = [\n}\nagent b {\n  nonsense\n}\nagent c {}\n';
   const report = parseDslReport(text, 'r');
   assert.ok(report.errors.length >= 2, JSON.stringify(report.errors));
-  assert.deepEqual(report.agents.map((a) => a.name), ['a', 'b', 'c']);
-  assert.deepEqual(report.errors.find((e) => e.line === 5), {
-    line: 5,
-    column: 3,
-    message: 'unexpected `nonsense` in agent `b`; an agent body holds only `capabilities = [...]`, `policy`, `function` and `with` blocks',
-  });
+  assert.deepEqual(
+    report.agents.map((a) => a.name),
+    ['a', 'b', 'c'],
+  );
+  assert.deepEqual(
+    report.errors.find((e) => e.line === 5),
+    {
+      line: 5,
+      column: 3,
+      message: 'unexpected `nonsense` in agent `b`; an agent body holds only `capabilities = [...]`, `policy`, `function` and `with` blocks',
+    },
+  );
 });
 
 // Texts generated from the grammar's rules, with the optional commas and
@@ -197,7 +259,9 @@ const expr: fc.Arbitrary<string> = fc.letrec<{ e: string }>((tie) => ({
     fc.tuple(fc.constantFrom('!', 'not ', '-'), tie('e')).map(([op, e]) => `${op}${e}`),
     tie('e').map((e) => `(${e})`),
     fc.array(tie('e'), { maxLength: 3 }).map((items) => `[${items.join(', ')}]`),
-    fc.tuple(name, fc.array(fc.tuple(name, tie('e'), comma), { maxLength: 3 })).map(([t, fs]) => `${t} { ${fs.map(([k, v, c]) => `${k}: ${v}${c}`).join(' ')} }`),
+    fc
+      .tuple(name, fc.array(fc.tuple(name, tie('e'), comma), { maxLength: 3 }))
+      .map(([t, fs]) => `${t} { ${fs.map(([k, v, c]) => `${k}: ${v}${c}`).join(' ')} }`),
     fc.tuple(name, tie('e')).map(([p, e]) => `${p} => ${e}`),
     fc.tuple(name, fc.array(tie('e'), { maxLength: 2 })).map(([f, args]) => `${f}(${args.join(', ')})`),
     // A type literal right in an `if` head is read as the block (see docs/dsl.md).
@@ -210,35 +274,76 @@ const statement = fc.oneof(
   expr.map((e) => `return ${e};`),
   fc.constant('return;'),
   fc.tuple(name, expr).map(([n, e]) => `for ${n} in (${e}) { go(); }`),
-  fc.tuple(expr.map((e) => `(${e})`), fc.array(fc.tuple(fc.oneof(str, num, name, fc.constant('_')), expr, comma), { maxLength: 3 })).map(
-    ([s, arms]) => `match ${s} { ${arms.map(([p, e, c]) => `${p} => ${e}${c}`).join(' ')} }`,
-  ),
+  fc
+    .tuple(
+      expr.map((e) => `(${e})`),
+      fc.array(fc.tuple(fc.oneof(str, num, name, fc.constant('_')), expr, comma), { maxLength: 3 }),
+    )
+    .map(([s, arms]) => `match ${s} { ${arms.map(([p, e, c]) => `${p} => ${e}${c}`).join(' ')} }`),
   fc.tuple(name, fc.option(name)).map(([a, b]) => `try { a(); } catch (${b === null ? a : `${a} ${b}`}) { b(); }`),
   fc.tuple(name, expr).map(([n, e]) => `if let ${n}(x, _ y) = (${e}) { } else if (${e}) { } else { }`),
 );
 const type = fc.constantFrom('String', 'int', 'float', 'bool', 'Thing', 'Map<String, int>', 'Array<Result<T, E>>');
 const params = fc.array(fc.tuple(name, type, comma), { maxLength: 3 }).map((ps) => ps.map(([n, t, c]) => `${n}: ${t}${c}`).join(' '));
-const rule = fc.tuple(fc.constantFrom('allow', 'deny', 'require', 'audit'), expr, fc.option(expr)).map(([k, s, c]) => `${k}: ${s}${c === null ? '' : ` if ${c}`}`);
+const rule = fc
+  .tuple(fc.constantFrom('allow', 'deny', 'require', 'audit'), expr, fc.option(expr))
+  .map(([k, s, c]) => `${k}: ${s}${c === null ? '' : ` if ${c}`}`);
 const policy = fc.tuple(name, fc.array(rule, { maxLength: 3 })).map(([n, rs]) => `policy ${n} {\n${rs.join('\n')}\n}`);
-const fn = fc.tuple(name, params, fc.option(type), fc.array(statement, { maxLength: 4 }), fc.option(expr)).map(
-  ([n, p, t, ss, tail]) => `function ${n}(${p})${t === null ? '' : ` -> ${t}`} {\n${ss.join('\n')}\n${tail ?? ''}\n}`,
-);
+const fn = fc
+  .tuple(name, params, fc.option(type), fc.array(statement, { maxLength: 4 }), fc.option(expr))
+  .map(([n, p, t, ss, tail]) => `function ${n}(${p})${t === null ? '' : ` -> ${t}`} {\n${ss.join('\n')}\n${tail ?? ''}\n}`);
 const item = fc.oneof(
-  fc.array(fc.tuple(name, sep, fc.oneof(value, expr.map((e) => `[${e}]`), fc.constant('{ a: 1 "b": [2] }')), comma), { maxLength: 4 }).map(
-    (ps) => `metadata {\n${ps.map(([k, s, v, c]) => `${k}${s}${v}${c}`).join('\n')}\n}`,
-  ),
-  fc.tuple(name, fc.option(params), fc.option(type), fc.array(fc.oneof(policy, fn, fc.constant('capabilities: ["a", b]'), fc.tuple(name, value, comma).map(([n, v, c]) => `with ${n} = ${v}${c} t = [1] { go(); }`)), { maxLength: 3 })).map(
-    ([n, p, t, members]) => `agent ${n}${p === null ? '' : `(${p})`}${t === null ? '' : ` -> ${t}`} {\n${members.join('\n')}\n}`,
-  ),
+  fc
+    .array(
+      fc.tuple(
+        name,
+        sep,
+        fc.oneof(
+          value,
+          expr.map((e) => `[${e}]`),
+          fc.constant('{ a: 1 "b": [2] }'),
+        ),
+        comma,
+      ),
+      { maxLength: 4 },
+    )
+    .map((ps) => `metadata {\n${ps.map(([k, s, v, c]) => `${k}${s}${v}${c}`).join('\n')}\n}`),
+  fc
+    .tuple(
+      name,
+      fc.option(params),
+      fc.option(type),
+      fc.array(
+        fc.oneof(
+          policy,
+          fn,
+          fc.constant('capabilities: ["a", b]'),
+          fc.tuple(name, value, comma).map(([n, v, c]) => `with ${n} = ${v}${c} t = [1] { go(); }`),
+        ),
+        { maxLength: 3 },
+      ),
+    )
+    .map(([n, p, t, members]) => `agent ${n}${p === null ? '' : `(${p})`}${t === null ? '' : ` -> ${t}`} {\n${members.join('\n')}\n}`),
   policy,
   fn,
-  fc.tuple(name, fc.array(fc.tuple(name, type, comma), { maxLength: 3 })).map(([n, fs]) => `type ${n} = { ${fs.map(([f, t, c]) => `${f}: ${t}${c}`).join('\n')} }`),
-  fc.tuple(name, fc.array(fc.tuple(name, sep, value, comma), { maxLength: 4 })).map(([n, ps]) => `schedule ${n} { ${ps.map(([k, s, v, c]) => `${k}${s}${v}${c}`).join(' ')} }`),
-  fc.tuple(name, fc.array(fc.tuple(key, sep, fc.oneof(value, fc.constant('["#a", "#b"]')), comma), { maxLength: 3 })).map(
-    ([n, ps]) => `channel ${n} { ${ps.map(([k, s, v, c]) => `${k}${s}${v}${c}`).join(' ')} data_classification { pii: redact, key: block } policy p { deny: "x" } }`,
-  ),
-  fc.tuple(name, fc.array(fc.tuple(name, value, comma), { maxLength: 3 })).map(([n, ps]) => `memory ${n} { ${ps.map(([k, v, c]) => `${k} ${v}${c}`).join(' ')} search { vector_weight 0.5 } }`),
-  fc.tuple(name, fc.array(fc.tuple(name, value, comma), { maxLength: 3 })).map(([n, ps]) => `webhook ${n} { ${ps.map(([k, v, c]) => `${k} ${v}${c}`).join(' ')} filter { equals "x" } }`),
+  fc
+    .tuple(name, fc.array(fc.tuple(name, type, comma), { maxLength: 3 }))
+    .map(([n, fs]) => `type ${n} = { ${fs.map(([f, t, c]) => `${f}: ${t}${c}`).join('\n')} }`),
+  fc
+    .tuple(name, fc.array(fc.tuple(name, sep, value, comma), { maxLength: 4 }))
+    .map(([n, ps]) => `schedule ${n} { ${ps.map(([k, s, v, c]) => `${k}${s}${v}${c}`).join(' ')} }`),
+  fc
+    .tuple(name, fc.array(fc.tuple(key, sep, fc.oneof(value, fc.constant('["#a", "#b"]')), comma), { maxLength: 3 }))
+    .map(
+      ([n, ps]) =>
+        `channel ${n} { ${ps.map(([k, s, v, c]) => `${k}${s}${v}${c}`).join(' ')} data_classification { pii: redact, key: block } policy p { deny: "x" } }`,
+    ),
+  fc
+    .tuple(name, fc.array(fc.tuple(name, value, comma), { maxLength: 3 }))
+    .map(([n, ps]) => `memory ${n} { ${ps.map(([k, v, c]) => `${k} ${v}${c}`).join(' ')} search { vector_weight 0.5 } }`),
+  fc
+    .tuple(name, fc.array(fc.tuple(name, value, comma), { maxLength: 3 }))
+    .map(([n, ps]) => `webhook ${n} { ${ps.map(([k, v, c]) => `${k} ${v}${c}`).join(' ')} filter { equals "x" } }`),
 );
 
 test('texts generated from the grammar parse without errors', () => {

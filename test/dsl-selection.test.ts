@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { canonicalHash } from '../src/shared/canonical-json.js';
-import { conversationalVerdict, definitionRefusalText, selectConversationalDefinition, type RegistryEntry } from '../src/shared/dsl/conversational-definition.js';
+import {
+  conversationalVerdict,
+  definitionRefusalText,
+  selectConversationalDefinition,
+  type RegistryEntry,
+} from '../src/shared/dsl/conversational-definition.js';
 
 const entry = (file: string, text: string): RegistryEntry => ({ stem: file.replace(/^agents\//, '').replace(/\.(symbi|dsl)$/, ''), file, text });
 
@@ -27,7 +32,15 @@ test('a single-agent file is selected by its stem under the declared name (alias
   assert.ok(verdict.invocable);
   assert.equal(verdict.declaredName, 'real_name');
   // The facts a policy is asked about before inference are the selection's own.
-  assert.deepEqual(verdict.facts, { stem: d.stem, file: d.file, declaredName: d.declaredName, principal: d.principal, sourceHash: d.sourceHash, declarationHash: d.declarationHash, capabilities: d.capabilities });
+  assert.deepEqual(verdict.facts, {
+    stem: d.stem,
+    file: d.file,
+    declaredName: d.declaredName,
+    principal: d.principal,
+    sourceHash: d.sourceHash,
+    declarationHash: d.declarationHash,
+    capabilities: d.capabilities,
+  });
   // The declared name itself is not a registry name.
   assert.equal(selectConversationalDefinition(registry, 'real_name').ok, false);
 });
@@ -91,7 +104,11 @@ const refusals: [string, string, RegExp][] = [
   ['parameters', 'agent p(x: int) {}', /agent `p` has parameters at 1:8; the text-response route runs conversational definitions only/],
   ['return type', 'agent p -> String {}', /agent `p` has a return type at 1:12/],
   ['function', 'agent p {\n  function f() { 1 }\n}', /agent `p` has a `function` `f` at 2:3/],
-  ['with statements', 'agent p {\n\n  with memory = "x" {\n    go();\n  }\n}', /agent `p` has a `with` block with statements at 3:3; the text-response route runs conversational definitions only/],
+  [
+    'with statements',
+    'agent p {\n\n  with memory = "x" {\n    go();\n  }\n}',
+    /agent `p` has a `with` block with statements at 3:3; the text-response route runs conversational definitions only/,
+  ],
   ['with trailing expression', 'agent p {\n  with a = 1 { result }\n}', /`with` block with statements at 2:3/],
   ['executor', 'metadata { executor = "cli" }\nagent p {}', /metadata `executor` at 1:12 selects an alternate executor/],
   ['require rule', 'agent p { policy q { require: "x" } }', /a `require:` rule at 1:22/],
@@ -103,7 +120,11 @@ const refusals: [string, string, RegExp][] = [
   ['in without literal array', 'agent p { policy q { allow: "x" if principal.n in context.list } }', /`in` whose right side is not a flat array/],
   ['nested in array', 'agent p { policy q { allow: "x" if principal.n in [[1]] } }', /`in` whose right side is not a flat array/],
   ['too many rules', `agent p { policy q { ${'allow: "x"\n'.repeat(129)} } }`, /past 128 policy rules/],
-  ['too many condition tokens', `agent p { policy q { allow: "x" if ${Array(90).fill('principal.a == 1').join(' || ')} } }`, /tokens at 1:36; at most 256 tokens/],
+  [
+    'too many condition tokens',
+    `agent p { policy q { allow: "x" if ${Array(90).fill('principal.a == 1').join(' || ')} } }`,
+    /tokens at 1:36; at most 256 tokens/,
+  ],
   ['too deep condition', `agent p { policy q { allow: "x" if ${'('.repeat(25)}principal.ok${')'.repeat(25)} } }`, /nested deeper than 24 levels/],
   ['duplicate policy names', 'policy q { allow: "a" }\nagent p { policy q { deny: "b" } }', /duplicate policy name `q` at 2:11 \(first declared at 1:1\)/],
   ['empty policy', 'agent p { policy q { } }', /policy `q` at 1:11 is empty/],

@@ -44,12 +44,13 @@ test("the parser gives every corpus text the verdict of Symbiont's grammar", () 
   for (const [file, verdict] of listedVerdicts()) {
     const { errors } = report(file);
     const ours = errors.length === 0 ? 'accepts' : 'rejects';
-    if (ours !== verdict) disagreements.push(`${file}: grammar ${verdict}, parser ${ours}${errors[0] ? ` (${errors[0].line}:${errors[0].column} ${errors[0].message})` : ''}`);
+    if (ours !== verdict)
+      disagreements.push(`${file}: grammar ${verdict}, parser ${ours}${errors[0] ? ` (${errors[0].line}:${errors[0].column} ${errors[0].message})` : ''}`);
   }
   assert.deepEqual(disagreements, []);
 });
 
-test('every example agent in agents/ parses (Symbiont\'s formatter test requires it of all of them)', () => {
+test("every example agent in agents/ parses (Symbiont's formatter test requires it of all of them)", () => {
   for (const file of corpusFiles().filter((f) => f.startsWith('agents'))) {
     assert.deepEqual(report(file).errors, [], file);
   }
@@ -58,13 +59,34 @@ test('every example agent in agents/ parses (Symbiont\'s formatter test requires
 test('incident_tracker.symbi: its memory store and two webhooks as Symbiont extracts them', () => {
   const r = report('agents/incident_tracker.symbi');
   assert.deepEqual(r.memories, [
-    { name: 'incident_history', store: 'markdown', path: 'data/incidents', retention_seconds: 730 * 86_400, search: { vector_weight: 0.5, keyword_weight: 0.5 }, line: 11 },
+    {
+      name: 'incident_history',
+      store: 'markdown',
+      path: 'data/incidents',
+      retention_seconds: 730 * 86_400,
+      search: { vector_weight: 0.5, keyword_weight: 0.5 },
+      line: 11,
+    },
   ]);
   assert.deepEqual(
     r.webhooks.map((w) => [w.name, w.path, w.provider, w.secret, w.agent, w.filter]),
     [
-      ['github_incidents', '/hooks/github', 'github', 'vault://webhooks/github/secret', 'incident_tracker', { json_path: '$.action', equals: 'created', contains: null }],
-      ['stripe_failures', '/hooks/stripe', 'stripe', 'vault://webhooks/stripe/secret', 'incident_tracker', { json_path: '$.type', equals: null, contains: 'failed' }],
+      [
+        'github_incidents',
+        '/hooks/github',
+        'github',
+        'vault://webhooks/github/secret',
+        'incident_tracker',
+        { json_path: '$.action', equals: 'created', contains: null },
+      ],
+      [
+        'stripe_failures',
+        '/hooks/stripe',
+        'stripe',
+        'vault://webhooks/stripe/secret',
+        'incident_tracker',
+        { json_path: '$.type', equals: null, contains: 'failed' },
+      ],
     ],
   );
   assert.deepEqual(r.extraction_errors, []);
@@ -78,11 +100,21 @@ test('with blocks: Tier names map to backends, a bare timeout is seconds, array 
   // parser_tests.rs: test_parse_agent_with_sandbox_tier, test_with_block_timeout_parsing
   const e2b = report('rust-test-strings/parser_tests/sandbox_tier.symbi').with_blocks[0]!;
   assert.deepEqual([e2b.sandbox_tier, e2b.timeout, Object.keys(e2b.attributes).length], ['e2b', 60, 2]);
-  for (const [file, seconds] of [['timeout_30seconds', 30], ['timeout_60', 60], ['timeout_120', 120]] as const) {
+  for (const [file, seconds] of [
+    ['timeout_30seconds', 30],
+    ['timeout_60', 60],
+    ['timeout_120', 120],
+  ] as const) {
     assert.equal(report(`rust-test-strings/parser_tests/${file}.symbi`).with_blocks[0]!.timeout, seconds, file);
   }
   const multiple = report('rust-test-strings/parser_tests/multiple_with.symbi').with_blocks;
-  assert.deepEqual(multiple.map((b) => [b.sandbox_tier, b.timeout]), [['docker', null], ['e2b', 30]]);
+  assert.deepEqual(
+    multiple.map((b) => [b.sandbox_tier, b.timeout]),
+    [
+      ['docker', null],
+      ['e2b', 30],
+    ],
+  );
 });
 
 test('extraction errors of files that parse: an unknown sandbox tier, a channel without platform, a webhook without path', () => {
@@ -122,7 +154,16 @@ test('valid_channel_definition.dsl: every channel field, its policy rules and da
   ]);
   assert.deepEqual(
     r.policies.map((p) => [p.scope, p.rules.map((rule) => [rule.kind, rule.selector])]),
-    [['channel slack_ops', [['allow', 'invoke("compliance_check")'], ['deny', 'invoke("deploy_prod")'], ['audit', 'all_interactions']]]],
+    [
+      [
+        'channel slack_ops',
+        [
+          ['allow', 'invoke("compliance_check")'],
+          ['deny', 'invoke("deploy_prod")'],
+          ['audit', 'all_interactions'],
+        ],
+      ],
+    ],
   );
 });
 
@@ -149,14 +190,26 @@ test('docs/inline-policies.md: a file-wide policy and an agent policy, each with
       ],
     ],
   );
-  assert.deepEqual(r.with_blocks.map((b) => [b.agent, b.sandbox_tier, b.timeout, b.statements]), [['writer', 'docker', 20, 0]]);
+  assert.deepEqual(
+    r.with_blocks.map((b) => [b.agent, b.sandbox_tier, b.timeout, b.statements]),
+    [['writer', 'docker', 20, 0]],
+  );
 });
 
 test("execution_settings.rs strings: each agent's with blocks, Tier1 read as docker, as resolve_execution_settings sees them", () => {
   const two = report('rust-test-strings/execution_settings/selects_declared_agent.symbi');
-  assert.deepEqual(two.with_blocks.map((b) => [b.agent, b.sandbox_tier, b.timeout]), [['first', 'docker', 4], ['second', 'gvisor', 8]]);
+  assert.deepEqual(
+    two.with_blocks.map((b) => [b.agent, b.sandbox_tier, b.timeout]),
+    [
+      ['first', 'docker', 4],
+      ['second', 'gvisor', 8],
+    ],
+  );
   const repeated = report('rust-test-strings/execution_settings/file_alias_repeated_blocks.symbi');
   assert.deepEqual(repeated.metadata, { description: 'sandbox = firecracker' });
-  assert.deepEqual(repeated.with_blocks.map((b) => b.sandbox_tier), ['docker', 'docker']);
+  assert.deepEqual(
+    repeated.with_blocks.map((b) => b.sandbox_tier),
+    ['docker', 'docker'],
+  );
   assert.match(report('rust-test-strings/execution_settings/malformed_02.symbi').extraction_errors[0]!.message, /^Invalid sandbox tier: "typo"/);
 });

@@ -133,7 +133,10 @@ function assertEveryJournalVerifies(project: string): Map<string, number> {
   const statuses = new Map<string, number>();
   for (const file of journalsOnDisk(project)) {
     const { status, report } = inspect(file, runIdOf(file), key);
-    assert.ok(status === 0 || status === 2, `${path.basename(file)} (${fs.statSync(file).size} bytes) must verify, got exit ${status}: ${JSON.stringify(report)}`);
+    assert.ok(
+      status === 0 || status === 2,
+      `${path.basename(file)} (${fs.statSync(file).size} bytes) must verify, got exit ${status}: ${JSON.stringify(report)}`,
+    );
     statuses.set(file, status);
   }
   return statuses;

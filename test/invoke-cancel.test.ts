@@ -76,7 +76,10 @@ describe('cancellation over stdio', () => {
     assert.equal(report.journal_complete, true);
     assert.equal(report.requires_reconciliation, true);
     // The reservation and the call, both unknown.
-    assert.deepEqual((report.effects as { outcome: string }[]).map((e) => e.outcome), ['unknown', 'unknown']);
+    assert.deepEqual(
+      (report.effects as { outcome: string }[]).map((e) => e.outcome),
+      ['unknown', 'unknown'],
+    );
   });
 
   it('cancels while the response body is being read', async () => {
@@ -84,7 +87,9 @@ describe('cancellation over stdio', () => {
     const { journal, terminal } = await cancelledRun('slowly [[drip:150]]', async (c) => {
       await endpoint.waitForRequests(seen + 1);
       // A piece of the body after the first (150 ms apart): the headers have arrived and the body is being read.
-      const first = await waitFor('the first piece of the body', () => (endpoint.requests[seen]!.bytesSent > 0 ? endpoint.requests[seen]!.bytesSent : undefined));
+      const first = await waitFor('the first piece of the body', () =>
+        endpoint.requests[seen]!.bytesSent > 0 ? endpoint.requests[seen]!.bytesSent : undefined,
+      );
       await waitFor('a later piece of the body', () => (endpoint.requests[seen]!.bytesSent > first ? true : undefined));
       c.abort('stop');
     });
@@ -106,26 +111,30 @@ describe('cancellation over stdio', () => {
   });
 
   it('cancels around policy evaluation: the journal is still complete and verifies', async () => {
-    const { journal } = await cancelledRun('hello', async (c) => {
-      // Cancel the moment the response is reported received; the policy runs next.
-      await new Promise<void>((resolve) => {
-        const poll = setInterval(() => {
-          const files = journalsIn(project);
-          for (const f of files) {
-            if (eventNames(readJournal(f)).includes('DirectInferenceFinished') && !terminalOf(f)) {
-              clearInterval(poll);
-              resolve();
-              return;
+    const { journal } = await cancelledRun(
+      'hello',
+      async (c) => {
+        // Cancel the moment the response is reported received; the policy runs next.
+        await new Promise<void>((resolve) => {
+          const poll = setInterval(() => {
+            const files = journalsIn(project);
+            for (const f of files) {
+              if (eventNames(readJournal(f)).includes('DirectInferenceFinished') && !terminalOf(f)) {
+                clearInterval(poll);
+                resolve();
+                return;
+              }
             }
-          }
-        }, 1);
-        setTimeout(() => {
-          clearInterval(poll);
-          resolve();
-        }, 2000);
-      });
-      c.abort('stop');
-    }, true);
+          }, 1);
+          setTimeout(() => {
+            clearInterval(poll);
+            resolve();
+          }, 2000);
+        });
+        c.abort('stop');
+      },
+      true,
+    );
     assertCompleteJournal(journal, projectPublicKey(project));
   });
 
@@ -179,20 +188,35 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     try {
       const server = spawnServer(project);
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' }, _meta: { progressToken: 'p7' } } }));
+      await server.send(
+        jsonLine({
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'tools/call',
+          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' }, _meta: { progressToken: 'p7' } },
+        }),
+      );
       const messages = await waitFor('the result', () => {
         const parsed = server.messages() as Array<{ id?: number; method?: string; params?: { progressToken?: string; message?: string; progress?: number } }>;
         return parsed.some((m) => m.id === 7) ? parsed : undefined;
       });
       const resultIndex = messages.findIndex((m) => m.id === 7);
       const progress = messages.filter((m) => m.method === 'notifications/progress' && m.params?.progressToken === 'p7');
-      assert.deepEqual(progress.map((m) => m.params?.message), ['journal_opened', 'request_sent', 'response_received', 'policy_evaluated']);
-      assert.deepEqual(progress.map((m) => m.params?.progress), [1, 2, 3, 4]);
+      assert.deepEqual(
+        progress.map((m) => m.params?.message),
+        ['journal_opened', 'request_sent', 'response_received', 'policy_evaluated'],
+      );
+      assert.deepEqual(
+        progress.map((m) => m.params?.progress),
+        [1, 2, 3, 4],
+      );
       assert.ok(progress.every((m) => messages.indexOf(m) < resultIndex));
       assert.ok(!JSON.stringify(progress).includes('Hello from the synthetic endpoint'));
 
       // A call without a progressToken gets its result and no progress notices at all.
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' } } }));
+      await server.send(
+        jsonLine({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' } } }),
+      );
       const all = await waitFor('the second result', () => {
         const parsed = server.messages() as Array<{ id?: number; method?: string }>;
         return parsed.some((m) => m.id === 8) ? parsed : undefined;
@@ -210,7 +234,14 @@ describe('shutdown and process loss', () => {
       const seen = shared.endpoint.requests.length;
       const server = spawnServer(project);
       for (let i = 1; i <= 20; i++) {
-        await server.send(jsonLine({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } } }));
+        await server.send(
+          jsonLine({
+            jsonrpc: '2.0',
+            id: i,
+            method: 'tools/call',
+            params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } },
+          }),
+        );
       }
       await shared.endpoint.waitForRequests(seen + 20, 15_000);
       const code = await server.end();
@@ -234,7 +265,14 @@ describe('shutdown and process loss', () => {
       const seen = shared.endpoint.requests.length;
       const server = spawnServer(project);
       for (let i = 1; i <= 5; i++) {
-        await server.send(jsonLine({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } } }));
+        await server.send(
+          jsonLine({
+            jsonrpc: '2.0',
+            id: i,
+            method: 'tools/call',
+            params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } },
+          }),
+        );
       }
       await shared.endpoint.waitForRequests(seen + 5);
       server.kill('SIGTERM');
@@ -254,7 +292,14 @@ describe('shutdown and process loss', () => {
       // A run waiting on its provider is ended by its owner at once (journal-handover.ts); one whose
       // worker thread is stuck holding its journal cannot be ended by anyone.
       const server = spawnServer(project, ['--shutdown-grace-ms', '0'], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } }));
+      await server.send(
+        jsonLine({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } },
+        }),
+      );
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       server.kill('SIGTERM');
       assert.equal(await server.exited, 1);
@@ -270,8 +315,18 @@ describe('shutdown and process loss', () => {
     try {
       const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-exit-after-request' });
       const resultOf = async (id: number) =>
-        (await server.waitFor(id)) as { id?: number; result?: { isError?: boolean; structuredContent?: { audit: { run_id: string; path: string } }; content: { text: string }[] } };
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'crash [[fault:worker-exit]]' } } }));
+        (await server.waitFor(id)) as {
+          id?: number;
+          result?: { isError?: boolean; structuredContent?: { audit: { run_id: string; path: string } }; content: { text: string }[] };
+        };
+      await server.send(
+        jsonLine({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'crash [[fault:worker-exit]]' } },
+        }),
+      );
       const crashed = await resultOf(1);
       assert.equal(crashed.result?.isError, true);
       assert.match(crashed.result.content[0]!.text, /worker running this invocation failed/);
@@ -279,7 +334,14 @@ describe('shutdown and process loss', () => {
       // Ended by the run's owner as a stopped run: the budget (the reservation now uncertain), then Terminated.
       assert.deepEqual(eventNames(readJournal(audit.path)), [...ROUTE_SEQUENCES.cancelledDuringCall]);
       assert.equal(assertCompleteJournal(audit.path, projectPublicKey(project)), 2, 'the request had left: its effect is unknown');
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'after the crash' } } }));
+      await server.send(
+        jsonLine({
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'after the crash' } },
+        }),
+      );
       const next = await resultOf(2);
       assert.equal(next.result?.isError, undefined, JSON.stringify(next));
       assert.equal(await server.end(), 0, `the server did not exit 0; its standard error ends: ${server.stderr().slice(-3000)}`);
@@ -292,7 +354,14 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     try {
       const server = spawnServer(project, ['--shutdown-grace-ms', '60000'], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } }));
+      await server.send(
+        jsonLine({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } },
+        }),
+      );
       // The worker blocks right after it reports the request_sent phase, so once
       // that notice is out, no cancel can reach the run any more.
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
@@ -316,7 +385,14 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-hang-between-writes' });
     try {
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } }));
+      await server.send(
+        jsonLine({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } },
+        }),
+      );
       // The worker thread blocks for good once Started and DirectInferenceRequested are durable.
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       const [journal] = journalsIn(project);
@@ -324,7 +400,12 @@ describe('shutdown and process loss', () => {
       assert.deepEqual(eventNames(readJournal(journal)), ROUTE_SEQUENCES.cancelledDuringCall.slice(0, 4));
 
       await server.send(jsonLine({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'test' } }));
-      const line = await waitFor('the cancellation line', () => server.stderr().split('\n').find((l) => l.includes('run cancelled')));
+      const line = await waitFor('the cancellation line', () =>
+        server
+          .stderr()
+          .split('\n')
+          .find((l) => l.includes('run cancelled')),
+      );
       assert.match(line, /terminal_durable=true/);
       // Written by the owner, exactly as the worker would have: the budget and the terminal record, one sync.
       assert.deepEqual(eventNames(readJournal(journal)), [...ROUTE_SEQUENCES.cancelledDuringCall]);
@@ -345,23 +426,43 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
     try {
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } }));
+      await server.send(
+        jsonLine({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } },
+        }),
+      );
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       // The pool spreads these over its threads, the hung one included: the runs
       // given to it can never start, so only their owners can finish them.
       const ids = Array.from({ length: 16 }, (_, i) => i + 2);
       for (const id of ids) {
-        await server.send(jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `queued ${id} [[hold]]` } } }));
+        await server.send(
+          jsonLine({
+            jsonrpc: '2.0',
+            id,
+            method: 'tools/call',
+            params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `queued ${id} [[hold]]` } },
+          }),
+        );
       }
       // Each run is handed to the pool before its "run started" line: cancel once all 17 are out.
       await waitFor('17 run started lines', () => (server.stderr().split('run started').length > ids.length + 1 ? true : undefined));
       for (const id of ids) await server.send(jsonLine({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'test' } }));
 
       const cancelled = await waitFor('16 cancellation lines', () => {
-        const lines = server.stderr().split('\n').filter((l) => l.includes('run cancelled'));
+        const lines = server
+          .stderr()
+          .split('\n')
+          .filter((l) => l.includes('run cancelled'));
         return lines.length >= ids.length ? lines : undefined;
       });
-      assert.ok(cancelled.every((l) => l.includes('terminal_durable=true')), cancelled.join('\n'));
+      assert.ok(
+        cancelled.every((l) => l.includes('terminal_durable=true')),
+        cancelled.join('\n'),
+      );
       const ownerFinished = journalsIn(project).filter((f) => eventNames(readJournal(f)).join() === ROUTE_SEQUENCES.cancelledBeforeCall.join());
       assert.ok(ownerFinished.length >= 1, 'at least one run was finished by its owner');
       const key = projectPublicKey(project);
@@ -385,7 +486,9 @@ describe('shutdown and process loss', () => {
     try {
       const seen = shared.endpoint.requests.length;
       const server = spawnServer(project);
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: '[[hold]]' } } }));
+      await server.send(
+        jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: '[[hold]]' } } }),
+      );
       await shared.endpoint.waitForRequests(seen + 1);
       server.kill('SIGKILL');
       await server.exited;

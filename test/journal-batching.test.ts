@@ -34,7 +34,10 @@ test('grouped records chain, sequence and verify like single ones (Node.js crypt
   const writer = await JournalWriter.create(storage, runId, AGENT);
   await writer.append(STARTED);
   await writer.append({ DirectInferenceRequested: { call_id: 'c1' } });
-  await writer.appendAll([{ DirectInferenceResponseReceived: { call_id: 'c1' } }, { DirectInferenceFinished: { call_id: 'c1', reason: 'Completed', response_hash: 'a'.repeat(64) } }]);
+  await writer.appendAll([
+    { DirectInferenceResponseReceived: { call_id: 'c1' } },
+    { DirectInferenceFinished: { call_id: 'c1', reason: 'Completed', response_hash: 'a'.repeat(64) } },
+  ]);
   await writer.appendTerminal('Completed', [{ PolicyEvaluated: { decision: 'allow' } }]);
   await writer.close();
   const lines = fs.readFileSync(writer.path, 'utf8').split('\n').filter(Boolean);
@@ -68,7 +71,10 @@ test('foreign bytes stop a grouped decision-and-terminal write; the bare termina
   const writer = await JournalWriter.create(storage, runId, AGENT);
   await writer.append(STARTED);
   fs.appendFileSync(writer.path, 'x\n');
-  await assert.rejects(writer.appendTerminal('Completed', [{ PolicyEvaluated: { decision: 'allow' } }]), (err: unknown) => err instanceof JournalWriteError && /foreign bytes/.test(err.message));
+  await assert.rejects(
+    writer.appendTerminal('Completed', [{ PolicyEvaluated: { decision: 'allow' } }]),
+    (err: unknown) => err instanceof JournalWriteError && /foreign bytes/.test(err.message),
+  );
   const before = fs.readFileSync(writer.path, 'utf8');
   assert.ok(!before.includes('PolicyEvaluated'), 'nothing of the group was written');
   await writer.appendTerminal({ Error: { message: 'journal tampered with' } });

@@ -24,7 +24,10 @@ function inspectBytes(t: { after(fn: () => void): void }, bytes: Buffer, key = K
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, `${RUN}.jsonl`);
   fs.writeFileSync(file, bytes);
-  const r = spawnSync(process.execPath, [symbiBin, 'audit', 'inspect', file, '--run-id', RUN, '--public-key', key, ...extra], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [symbiBin, 'audit', 'inspect', file, '--run-id', RUN, '--public-key', key, ...extra], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   assert.equal(r.signal, null, 'inspect finished by itself');
   return r;
 }
@@ -37,7 +40,10 @@ function expectRefused(t: { after(fn: () => void): void }, bytes: Buffer, line: 
   assert.equal(report.error.line, line);
   assert.match(report.error.message, pattern);
   assert.match(report.error.message, new RegExp(`^line ${line}: malformed line: `));
-  const said = r.stderr.trim().split('\n').filter((l) => !l.startsWith('cross-check: '));
+  const said = r.stderr
+    .trim()
+    .split('\n')
+    .filter((l) => !l.startsWith('cross-check: '));
   assert.equal(said.length, 1, `one line on stderr besides the cross-check estimate: ${r.stderr}`);
 }
 
@@ -48,9 +54,24 @@ test('a journal crafted exactly as the writer writes it verifies and is complete
 });
 
 test('a duplicated key is refused at any depth, naming the record and the key', (t) => {
-  expectRefused(t, journalBytes(RUN_EVENTS, (p, i) => (i === 1 ? p.replace(`"run_id":"${RUN}"`, `"run_id":"other","run_id":"${RUN}"`) : p)), 2, /duplicate key "run_id"/);
-  expectRefused(t, journalBytes(RUN_EVENTS, (p, i) => (i === 0 ? p.replace('"name":"declared"', '"name":"forged","name":"declared"') : p)), 1, /entry\.event\.Started\.execution_context\.agent_definition: duplicate key "name"/);
-  expectRefused(t, journalBytes(RUN_EVENTS, (p, i) => (i === 2 ? p.replace('"sequence":2', '"sequence":2,"sequence":2') : p)), 3, /entry: duplicate key "sequence"/);
+  expectRefused(
+    t,
+    journalBytes(RUN_EVENTS, (p, i) => (i === 1 ? p.replace(`"run_id":"${RUN}"`, `"run_id":"other","run_id":"${RUN}"`) : p)),
+    2,
+    /duplicate key "run_id"/,
+  );
+  expectRefused(
+    t,
+    journalBytes(RUN_EVENTS, (p, i) => (i === 0 ? p.replace('"name":"declared"', '"name":"forged","name":"declared"') : p)),
+    1,
+    /entry\.event\.Started\.execution_context\.agent_definition: duplicate key "name"/,
+  );
+  expectRefused(
+    t,
+    journalBytes(RUN_EVENTS, (p, i) => (i === 2 ? p.replace('"sequence":2', '"sequence":2,"sequence":2') : p)),
+    3,
+    /entry: duplicate key "sequence"/,
+  );
 });
 
 test('an event or a field the format does not define is refused', (t) => {
@@ -61,19 +82,54 @@ test('an event or a field the format does not define is refused', (t) => {
   const events = [...RUN_EVENTS];
   events[1] = events[1]!.replace('"call_id":"c1"', '"call_id":"c1","tools":[]');
   expectRefused(t, journalBytes(events), 2, /entry\.event\.DirectInferenceRequested has a field "tools"/);
-  expectRefused(t, journalBytes(RUN_EVENTS, (p, i) => (i === 4 ? p.replace('"iteration":1', '"iteration":1,"note":"x"') : p)), 5, /entry has a field "note"/);
-  expectRefused(t, journalBytes(RUN_EVENTS, (p, i) => (i === 5 ? p.replace('"version":2', '"version":2,"extra":null') : p)), 6, /the payload has a field "extra"/);
+  expectRefused(
+    t,
+    journalBytes(RUN_EVENTS, (p, i) => (i === 4 ? p.replace('"iteration":1', '"iteration":1,"note":"x"') : p)),
+    5,
+    /entry has a field "note"/,
+  );
+  expectRefused(
+    t,
+    journalBytes(RUN_EVENTS, (p, i) => (i === 5 ? p.replace('"version":2', '"version":2,"extra":null') : p)),
+    6,
+    /the payload has a field "extra"/,
+  );
   const typed = [...RUN_EVENTS];
   typed[2] = typed[2]!.replace('"response_bytes":10', '"response_bytes":"10"');
   expectRefused(t, journalBytes(typed), 3, /response_bytes is a string, not an integer/);
 });
 
 test('a number not written the way the writer writes numbers is refused', (t) => {
-  expectRefused(t, journalBytes(RUN_EVENTS, (p, i) => (i === 1 ? p.replace('"sequence":1', '"sequence":1e0') : p)), 2, /entry\.sequence: the number 1e0 is not written as the journal writer writes numbers/);
-  expectRefused(t, journalBytes(RUN_EVENTS, (p, i) => (i === 0 ? p.replace('"sequence":0', '"sequence":0e0') : p)), 1, /the number 0e0/);
-  expectRefused(t, journalBytes(RUN_EVENTS, (p, i) => (i === 2 ? p.replace('"sequence":2', '"sequence":2.000') : p)), 3, /the number 2\.000/);
-  expectRefused(t, journalBytes(RUN_EVENTS, (p, i) => (i === 3 ? p.replace('"iteration":1', '"iteration":1.0') : p)), 4, /entry\.iteration: the number 1\.0/);
-  expectRefused(t, journalBytes(RUN_EVENTS, (p, i) => (i === 3 ? p.replace('"input_tokens":5', '"input_tokens":9007199254740993') : p)), 4, /is above 9007199254740991/);
+  expectRefused(
+    t,
+    journalBytes(RUN_EVENTS, (p, i) => (i === 1 ? p.replace('"sequence":1', '"sequence":1e0') : p)),
+    2,
+    /entry\.sequence: the number 1e0 is not written as the journal writer writes numbers/,
+  );
+  expectRefused(
+    t,
+    journalBytes(RUN_EVENTS, (p, i) => (i === 0 ? p.replace('"sequence":0', '"sequence":0e0') : p)),
+    1,
+    /the number 0e0/,
+  );
+  expectRefused(
+    t,
+    journalBytes(RUN_EVENTS, (p, i) => (i === 2 ? p.replace('"sequence":2', '"sequence":2.000') : p)),
+    3,
+    /the number 2\.000/,
+  );
+  expectRefused(
+    t,
+    journalBytes(RUN_EVENTS, (p, i) => (i === 3 ? p.replace('"iteration":1', '"iteration":1.0') : p)),
+    4,
+    /entry\.iteration: the number 1\.0/,
+  );
+  expectRefused(
+    t,
+    journalBytes(RUN_EVENTS, (p, i) => (i === 3 ? p.replace('"input_tokens":5', '"input_tokens":9007199254740993') : p)),
+    4,
+    /is above 9007199254740991/,
+  );
 });
 
 // Ed25519's identity point as the public key: R = identity and S = 0 satisfy

@@ -85,7 +85,9 @@ async function writeRun(project: PinnedDirectory, terminal: 'Completed' | { Erro
       usage: { input_tokens: 3, output_tokens: 5 },
     },
   });
-  await writer.append({ PolicyEvaluated: { action: 'respond', decision: 'allow', determining_policies: ['p0'], errors: [], denied_count: 0, response_hash: sha256Hex('r') } });
+  await writer.append({
+    PolicyEvaluated: { action: 'respond', decision: 'allow', determining_policies: ['p0'], errors: [], denied_count: 0, response_hash: sha256Hex('r') },
+  });
   if (terminal !== null) await writer.appendTerminal(terminal);
   await writer.close();
   closeAuditStorage(storage);
@@ -134,9 +136,13 @@ test('journal round trip: Node.js crypto, tweetnacl, openssl and symbi audit ins
     const sigFile = path.join(work, `sig-${i}.bin`);
     fs.writeFileSync(payloadFile, payload);
     fs.writeFileSync(sigFile, signature);
-    const out = execFileSync('openssl', ['pkeyutl', '-verify', '-pubin', '-keyform', 'DER', '-inkey', pubDer, '-rawin', '-in', payloadFile, '-sigfile', sigFile], {
-      encoding: 'utf8',
-    });
+    const out = execFileSync(
+      'openssl',
+      ['pkeyutl', '-verify', '-pubin', '-keyform', 'DER', '-inkey', pubDer, '-rawin', '-in', payloadFile, '-sigfile', sigFile],
+      {
+        encoding: 'utf8',
+      },
+    );
     assert.match(out, /Signature Verified Successfully/);
 
     const parsed = JSON.parse(payload.toString('utf8'));
@@ -148,7 +154,10 @@ test('journal round trip: Node.js crypto, tweetnacl, openssl and symbi audit ins
     assert.equal(parsed.entry.iteration, 1);
     assert.match(parsed.entry.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     assert.equal(Object.keys(parsed.entry.event).length, 1);
-    previous = crypto.createHash('sha256').update(Buffer.concat([line, Buffer.from('\n')])).digest('hex');
+    previous = crypto
+      .createHash('sha256')
+      .update(Buffer.concat([line, Buffer.from('\n')]))
+      .digest('hex');
   });
 
   // openssl must also reject a payload with one byte changed (the check is real).
@@ -156,7 +165,24 @@ test('journal round trip: Node.js crypto, tweetnacl, openssl and symbi audit ins
   const flipped = tampered.length - 3;
   tampered[flipped] = tampered[flipped]! ^ 1;
   fs.writeFileSync(path.join(work, 'bad.bin'), tampered);
-  const bad = spawnSync('openssl', ['pkeyutl', '-verify', '-pubin', '-keyform', 'DER', '-inkey', pubDer, '-rawin', '-in', path.join(work, 'bad.bin'), '-sigfile', path.join(work, 'sig-0.bin')], { encoding: 'utf8' });
+  const bad = spawnSync(
+    'openssl',
+    [
+      'pkeyutl',
+      '-verify',
+      '-pubin',
+      '-keyform',
+      'DER',
+      '-inkey',
+      pubDer,
+      '-rawin',
+      '-in',
+      path.join(work, 'bad.bin'),
+      '-sigfile',
+      path.join(work, 'sig-0.bin'),
+    ],
+    { encoding: 'utf8' },
+  );
   assert.notEqual(bad.status, 0);
 
   const cli = inspectCli(file, runId, publicKey, ['--cross-check']);
@@ -223,7 +249,10 @@ test('a provider call requested without a recorded finish is reported as unknown
   assert.equal(exitCode, 2);
   assert.equal(report.journal_complete, true, 'Started and Terminated, no tail');
   assert.equal(report.requires_reconciliation, true);
-  assert.deepEqual(report.effects.map((e) => [e.identity.kind === 'direct_inference' ? e.identity.call_id : e.identity.reservation_id, e.outcome, e.finish_sequence]), [['lost-call', 'unknown', null]]);
+  assert.deepEqual(
+    report.effects.map((e) => [e.identity.kind === 'direct_inference' ? e.identity.call_id : e.identity.reservation_id, e.outcome, e.finish_sequence]),
+    [['lost-call', 'unknown', null]],
+  );
   assert.ok(report.warnings.some((w) => w.includes('lost-call')));
 });
 

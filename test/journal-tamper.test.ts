@@ -136,7 +136,8 @@ test('a signature swapped between two lines: bad signature (exit 1)', async (t) 
   const { runId, file } = await writeRun(f);
   const ls = lines(file);
   const sigOf = (l: Buffer) => l.subarray(l.lastIndexOf(',"signature":"'));
-  const a = ls[1]!, b = ls[2]!;
+  const a = ls[1]!,
+    b = ls[2]!;
   ls[1] = Buffer.concat([a.subarray(0, a.lastIndexOf(',"signature":"')), sigOf(b)]);
   ls[2] = Buffer.concat([b.subarray(0, b.lastIndexOf(',"signature":"')), sigOf(a)]);
   fs.writeFileSync(file, Buffer.concat(ls));

@@ -228,7 +228,14 @@ test('appends made without waiting for each other are written one at a time, in 
     .trim()
     .split('\n')
     .map((line) => Object.keys((JSON.parse(line) as { payload: { entry: { event: object } } }).payload.entry.event)[0]);
-  assert.deepEqual(events, ['Started', 'DirectInferenceRequested', 'DirectInferenceResponseReceived', 'DirectInferenceFinished', 'PolicyEvaluated', 'Terminated']);
+  assert.deepEqual(events, [
+    'Started',
+    'DirectInferenceRequested',
+    'DirectInferenceResponseReceived',
+    'DirectInferenceFinished',
+    'PolicyEvaluated',
+    'Terminated',
+  ]);
   // The chain verifies whole (the bare test records leave the call's outcome unknown, hence reconciliation).
   const { report } = inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex);
   assert.equal(report.journal_complete, true, JSON.stringify(report));
@@ -240,8 +247,9 @@ test('appends made without waiting for each other are written one at a time, in 
 function occupyLibuvPool(events: string[]): Promise<unknown> {
   const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
   return Promise.all(
-    Array.from({ length: threads }, () =>
-      new Promise<void>((resolve) => crypto.pbkdf2('p', 's', 400_000, 32, 'sha256', () => resolve(void events.push('a pool thread free')))),
+    Array.from(
+      { length: threads },
+      () => new Promise<void>((resolve) => crypto.pbkdf2('p', 's', 400_000, 32, 'sha256', () => resolve(void events.push('a pool thread free')))),
     ),
   );
 }
@@ -318,7 +326,8 @@ async function holdEveryTurn(t: { after(fn: () => Promise<void>): void }, storag
   t.after(async () => {
     for (const holder of holders) await holder.close();
   });
-  for (let i = 0; i < JOURNAL_TURNS_PER_THREAD; i += 1) holders.push(await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { stopSignal: running.signal }));
+  for (let i = 0; i < JOURNAL_TURNS_PER_THREAD; i += 1)
+    holders.push(await JournalWriter.create(storage, crypto.randomUUID(), AGENT, { stopSignal: running.signal }));
   return holders;
 }
 
@@ -392,7 +401,7 @@ test('turns: a stopped run does not wait, and a run stopped while it waits goes 
   }
 });
 
-test('turns: a run stopped while it waits makes every sync in its own thread, its new journal\'s directory entry too', { timeout: 20_000 }, async (t) => {
+test("turns: a run stopped while it waits makes every sync in its own thread, its new journal's directory entry too", { timeout: 20_000 }, async (t) => {
   const { storage } = setup(t);
   await holdEveryTurn(t, storage);
   const stop = new AbortController();

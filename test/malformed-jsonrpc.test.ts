@@ -32,7 +32,10 @@ async function answersTo(line: string | Buffer, answeredAsId?: number): Promise<
   await server.waitFor(id);
   // A request the SDK answers (not the gate) may be answered after the ping.
   if (answeredAsId !== undefined) await server.waitFor(answeredAsId);
-  return server.messages().slice(before).filter((m) => m.id !== id);
+  return server
+    .messages()
+    .slice(before)
+    .filter((m) => m.id !== id);
 }
 
 function assertError(answers: RawMessage[], expected: ErrorAnswer, what: string): string {
@@ -93,7 +96,10 @@ describe('malformed JSON-RPC over real stdio', () => {
     assertError(await answersTo('[]\n'), { id: null, code: -32600 }, 'empty batch');
     assert.deepEqual(await answersTo(jsonLine([INITIALIZED, INITIALIZED])), [], 'a batch of notifications is not answered');
     // Neither request inside the refused batch was run.
-    assert.equal(server.messages().some((m) => m.id === 21 || m.id === 22), false);
+    assert.equal(
+      server.messages().some((m) => m.id === 21 || m.id === 22),
+      false,
+    );
   });
 
   it('answers values that are not requests with -32600 and id null', async () => {
@@ -196,7 +202,11 @@ describe('malformed JSON-RPC over real stdio', () => {
     for (const args of [null, 5, 'agent=assistant', ['assistant'], true, false]) {
       for (const tool of ['list_agents', 'get_agent_dsl', 'invoke_agent']) {
         id++;
-        const text = assertToolError(await answersTo(jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: args } })), id, `${tool} ${JSON.stringify(args)}`);
+        const text = assertToolError(
+          await answersTo(jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: tool, arguments: args } })),
+          id,
+          `${tool} ${JSON.stringify(args)}`,
+        );
         assert.match(text, new RegExp(`^${tool}: arguments must be an object, got `));
       }
     }
@@ -265,7 +275,8 @@ describe('a client that floods malformed lines without reading the answers', () 
     const floodProject = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n' });
     const { command, args } = serverCommand(floodProject);
     const child = spawn(command, args, { env: serverEnv(), stdio: ['pipe', 'pipe', 'ignore'] });
-    const rssKiB = (field: 'VmRSS' | 'VmHWM'): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
+    const rssKiB = (field: 'VmRSS' | 'VmHWM'): number =>
+      Number(new RegExp(`${field}:\\s+(\\d+)`).exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
     // The server's thread count, sampled from its start: the analysis thread's end is a drop below the most seen.
     const threads = (): number => Number(/Threads:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0);
     let mostThreads = 0;
@@ -340,12 +351,21 @@ describe('the MCP revision with batches is not negotiated', () => {
         assert.equal(init.result.protocolVersion, expected);
         assert.equal(init.result.serverInfo.name, 'symbi-mcp');
         await raw.send(jsonLine(INITIALIZED));
-        await raw.send(jsonLine([{ jsonrpc: '2.0', id: 31, method: 'ping' }, { jsonrpc: '2.0', id: 32, method: 'tools/list' }]));
+        await raw.send(
+          jsonLine([
+            { jsonrpc: '2.0', id: 31, method: 'ping' },
+            { jsonrpc: '2.0', id: 32, method: 'tools/list' },
+          ]),
+        );
         await raw.send(jsonLine({ jsonrpc: '2.0', id: 33, method: 'ping' }));
         await raw.waitFor(33);
         const answers = raw.messages().filter((m) => m.id !== 'init' && m.id !== 33);
         assertError(answers, { id: null, code: -32600 }, `a batch under ${expected}`);
-        assert.equal(raw.messages().some((m) => m.id === 31 || m.id === 32), false, 'nothing in the refused batch ran');
+        assert.equal(
+          raw.messages().some((m) => m.id === 31 || m.id === 32),
+          false,
+          'nothing in the refused batch ran',
+        );
       } finally {
         await raw.end();
       }

@@ -37,8 +37,17 @@ async function session(project: string, endpointUrl: string, nodeArgs: string[],
     await server.send(jsonLine(INITIALIZE));
     await server.waitFor('init', 30_000);
     await server.send(jsonLine(INITIALIZED));
-    await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'parse_dsl', arguments: { content: 'agent a {\n  capabilities = ["x"]\n}\n' } } }));
-    await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hello' } } }));
+    await server.send(
+      jsonLine({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'parse_dsl', arguments: { content: 'agent a {\n  capabilities = ["x"]\n}\n' } },
+      }),
+    );
+    await server.send(
+      jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hello' } } }),
+    );
     await server.waitFor(1, 30_000);
     await server.waitFor(2, 30_000);
     return { server, code: await server.end() };
@@ -60,7 +69,11 @@ function assertAnswered({ server, code }: Session): void {
 }
 
 /** The worker.node_options lines the session wrote. */
-const leftOutLines = (server: RawStdioServer): string[] => server.stderr().split('\n').filter((line) => line.includes('worker.node_options'));
+const leftOutLines = (server: RawStdioServer): string[] =>
+  server
+    .stderr()
+    .split('\n')
+    .filter((line) => line.includes('worker.node_options'));
 
 /** Whether this Node.js starts with `options` in NODE_OPTIONS (some lines refuse some flags there). */
 function nodeOptionsAccepted(options: string): boolean {
@@ -80,15 +93,19 @@ describe('node and V8 flags given to the server process', () => {
     });
   }
 
-  it(`node ${V8_FLAGS.join(' ')} ${NODE_FLAGS.join(' ')} --no-deprecation: one line names every flag left out, and only those`, { timeout: 60_000 }, async () => {
-    const result = await session(shared.project, shared.endpoint.url, [...V8_FLAGS, ...NODE_FLAGS, '--no-deprecation']);
-    assertAnswered(result);
-    const lines = leftOutLines(result.server);
-    assert.equal(lines.length, 1, result.server.stderr());
-    for (const flag of V8_FLAGS) assert.ok(lines[0]!.includes(flag), `${flag} named: ${lines[0]}`);
-    // A Node.js option a thread takes is passed on, not named.
-    assert.ok(!lines[0]!.includes('--no-deprecation'), lines[0]);
-  });
+  it(
+    `node ${V8_FLAGS.join(' ')} ${NODE_FLAGS.join(' ')} --no-deprecation: one line names every flag left out, and only those`,
+    { timeout: 60_000 },
+    async () => {
+      const result = await session(shared.project, shared.endpoint.url, [...V8_FLAGS, ...NODE_FLAGS, '--no-deprecation']);
+      assertAnswered(result);
+      const lines = leftOutLines(result.server);
+      assert.equal(lines.length, 1, result.server.stderr());
+      for (const flag of V8_FLAGS) assert.ok(lines[0]!.includes(flag), `${flag} named: ${lines[0]}`);
+      // A Node.js option a thread takes is passed on, not named.
+      assert.ok(!lines[0]!.includes('--no-deprecation'), lines[0]);
+    },
+  );
 
   for (const flag of NODE_FLAGS) {
     it(`node ${flag} bin/symbi.js mcp: the server starts and every call is answered`, { timeout: 60_000 }, async () => {
@@ -140,8 +157,13 @@ describe('a worker thread that cannot start', () => {
       await server.send(jsonLine(INITIALIZE));
       await server.waitFor('init', 30_000);
       await server.send(jsonLine(INITIALIZED));
-      const call = (id: number, name: string, args: Record<string, unknown>) => jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-      await server.send(call(1, 'invoke_agent', { agent: 'assistant', prompt: 'hello' }) + call(2, 'parse_dsl', { content: 'agent a {\n}\n' }) + call(3, 'invoke_agent', { agent: 'assistant', prompt: 'again' }));
+      const call = (id: number, name: string, args: Record<string, unknown>) =>
+        jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+      await server.send(
+        call(1, 'invoke_agent', { agent: 'assistant', prompt: 'hello' }) +
+          call(2, 'parse_dsl', { content: 'agent a {\n}\n' }) +
+          call(3, 'invoke_agent', { agent: 'assistant', prompt: 'again' }),
+      );
       const answers = new Map<number, { isError?: boolean; text: string }>();
       for (const id of [1, 2, 3]) {
         const answer = (await server.waitFor(id, 30_000)) as { result?: { isError?: boolean; content: Array<{ text: string }> } };

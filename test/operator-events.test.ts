@@ -18,7 +18,8 @@ const FILES = {
   'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n',
   'policies/permit-respond.cedar': fs.readFileSync(path.join(repoRoot, 'policies', 'examples', 'permit-respond.cedar'), 'utf8'),
   // No @id: named by file:line.
-  'policies/forbid-tool.cedar': '// a forbid without an @id\n\nforbid (principal, action == Action::"respond", resource)\nwhen { context.response.content like "*forbidden-words*" };\n',
+  'policies/forbid-tool.cedar':
+    '// a forbid without an @id\n\nforbid (principal, action == Action::"respond", resource)\nwhen { context.response.content like "*forbidden-words*" };\n',
   'policies/forbid-secret-content.cedar': fs.readFileSync(path.join(repoRoot, 'policies', 'examples', 'forbid-secret-content.cedar'), 'utf8'),
 };
 
@@ -27,7 +28,11 @@ function documentedEvents(): Map<string, string[]> {
   const text = fs.readFileSync(path.join(repoRoot, 'docs', 'running.md'), 'utf8');
   const section = text.slice(text.indexOf('### Events'), text.indexOf('`run.ended` has `outcome`'));
   const events = new Map<string, string[]>();
-  for (const match of section.matchAll(/^\| `([a-z_.]+)` \| ([a-z /]+) \|/gm)) events.set(match[1]!, match[2]!.split(' / ').map((l) => l.trim()));
+  for (const match of section.matchAll(/^\| `([a-z_.]+)` \| ([a-z /]+) \|/gm))
+    events.set(
+      match[1]!,
+      match[2]!.split(' / ').map((l) => l.trim()),
+    );
   return events;
 }
 
@@ -54,7 +59,9 @@ describe('standard error: named events, documented', () => {
       // A cancel while the provider holds the answer.
       const controller = new AbortController();
       const held = shared.endpoint.requests.length;
-      const cancelled = server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'wait [[hold]]' } }, undefined, { signal: controller.signal });
+      const cancelled = server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'wait [[hold]]' } }, undefined, {
+        signal: controller.signal,
+      });
       await waitFor('the held request', () => (shared.endpoint.requests.length > held ? true : undefined), 10_000);
       controller.abort();
       await cancelled.catch(() => undefined);
@@ -74,9 +81,15 @@ describe('standard error: named events, documented', () => {
       const reasons = ended.map((l) => l.fields.reason);
       assert.deepEqual(reasons, ['completed', 'policy_denied', 'policy_denied', 'completed', 'tool_call_withheld', 'provider_http_400', 'cancelled']);
       // Issue 48, item 3: withheld text is a warning, a provider failure an error, the client's cancel info.
-      assert.deepEqual(ended.map((l) => l.level), ['info', 'warn', 'warn', 'info', 'warn', 'error', 'info']);
+      assert.deepEqual(
+        ended.map((l) => l.level),
+        ['info', 'warn', 'warn', 'info', 'warn', 'error', 'info'],
+      );
       // The run line says what was called, how often, and where its journal is (from the project folder).
-      assert.deepEqual(ended.map((l) => String(l.fields.attempts)), ['1', '1', '1', '2', '1', '1', '1']);
+      assert.deepEqual(
+        ended.map((l) => String(l.fields.attempts)),
+        ['1', '1', '1', '2', '1', '1', '1'],
+      );
       for (const line of ended) {
         assert.equal(line.fields.provider, 'openai');
         assert.equal(line.fields.model, 'synthetic-model');
@@ -87,24 +100,37 @@ describe('standard error: named events, documented', () => {
       }
       // The cancel says who cancelled, on both its lines.
       assert.equal(ended[6]!.fields.cancelled_by, 'client');
-      assert.deepEqual(lines.filter((l) => l.event === 'run.cancelled').map((l) => l.fields.by), ['client']);
+      assert.deepEqual(
+        lines.filter((l) => l.event === 'run.cancelled').map((l) => l.fields.by),
+        ['client'],
+      );
       assert.ok(!ended.slice(0, 6).some((l) => 'cancelled_by' in l.fields), 'only the cancelled run names a canceller');
       if (format === 'json') {
         // pino's own fields: the server's pid and host on every line (two servers in one collector).
-        const objects = server.stderr().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+        const objects = server
+          .stderr()
+          .split('\n')
+          .filter((l) => l !== '')
+          .map((l) => JSON.parse(l) as Record<string, unknown>);
         assert.ok(objects.every((o) => o.pid === pid && o.hostname === os.hostname() && typeof o.level === 'number'));
       }
       // A deny names the determining policy by its @id, else by file:line.
       assert.deepEqual(ended[1]!.fields.policies, ['forbid-secret-content']);
       assert.deepEqual(ended[2]!.fields.policies, ['policies/forbid-tool.cedar:3']);
-      assert.deepEqual(lines.filter((l) => l.event === 'policy.denied').map((l) => l.fields.policies), [['forbid-secret-content'], ['policies/forbid-tool.cedar:3']]);
+      assert.deepEqual(
+        lines.filter((l) => l.event === 'policy.denied').map((l) => l.fields.policies),
+        [['forbid-secret-content'], ['policies/forbid-tool.cedar:3']],
+      );
       // The retry is written when it happens, before its run ends.
       const retryRun = ended[3]!.fields.run_id;
       const retryAt = lines.findIndex((l) => l.event === 'provider.retry' && l.fields.run_id === retryRun);
       assert.ok(retryAt !== -1, 'a provider.retry line');
       assert.ok(retryAt < lines.indexOf(ended[3]!), 'the retry line comes before its run.ended');
       assert.equal(String(lines[retryAt]!.fields.status), '500');
-      assert.ok(lines.some((l) => l.event === 'invoke.refused'), 'the unknown agent refused');
+      assert.ok(
+        lines.some((l) => l.event === 'invoke.refused'),
+        'the unknown agent refused',
+      );
       // The summary counts the session.
       const summary = lines.find((l) => l.event === 'summary');
       assert.ok(summary, 'a summary line');

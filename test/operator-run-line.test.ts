@@ -106,7 +106,11 @@ describe("the operator's run line", () => {
       assert.equal((await server.call('invoke_agent', { agent: 'assistant', prompt: 'use a tool [[tool-call]]' })).isError, true);
       assert.equal((await server.call('invoke_agent', { agent: 'assistant', prompt: 'bad [[http:code=400]]' })).isError, true);
       await server.close();
-      const objects = server.stderr().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { level: unknown; event: string; pid: unknown; hostname: unknown });
+      const objects = server
+        .stderr()
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as { level: unknown; event: string; pid: unknown; hostname: unknown });
       assert.ok(objects.length > 5);
       for (const o of objects) {
         assert.equal(typeof o.level, 'number', JSON.stringify(o));
@@ -116,7 +120,10 @@ describe("the operator's run line", () => {
       // What a level filter at warn (pino's own threshold) lets through, against what the text names say.
       const kept = objects.filter((o) => (o.level as number) >= pino.levels.values.warn!);
       const labels = kept.map((o) => pino.levels.labels[o.level as number]);
-      assert.ok(labels.every((label) => label === 'warn' || label === 'error'), labels.join());
+      assert.ok(
+        labels.every((label) => label === 'warn' || label === 'error'),
+        labels.join(),
+      );
       assert.deepEqual(
         kept.filter((o) => o.event === 'run.ended').map((o) => pino.levels.labels[o.level as number]),
         ['warn', 'error'],

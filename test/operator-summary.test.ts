@@ -30,7 +30,8 @@ const SUMMARY_DEADLINE_MS = 60_000;
 /** How long a session with no runs is watched: many intervals, so its timer has fired several times. */
 const IDLE_WATCH_MS = 5 * INTERVAL_MS;
 
-const summaries = (lines: OperatorLine[], when: 'interval' | 'shutdown'): OperatorLine[] => lines.filter((l) => l.event === 'summary' && l.fields.when === when);
+const summaries = (lines: OperatorLine[], when: 'interval' | 'shutdown'): OperatorLine[] =>
+  lines.filter((l) => l.event === 'summary' && l.fields.when === when);
 
 describe('the periodic summary (--summary-interval 1s)', { concurrency: true }, () => {
   const shared = suiteFixture(FILES);

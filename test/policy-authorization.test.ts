@@ -172,26 +172,32 @@ describe('the request Cedar decides on, without a schema at decision time', () =
   };`;
   const set = load(EVERY_FIELD);
 
-  it('every request built for a decision passes Cedar\'s request validation against the respond schema, and decides the same (property)', () => {
+  it("every request built for a decision passes Cedar's request validation against the respond schema, and decides the same (property)", () => {
     const words = fc.string({ unit: 'grapheme', maxLength: 24 });
     fc.assert(
-      fc.property(words, fc.array(fc.constantFrom('read', 'write', 'x', 'summarize', ''), { maxLength: 4 }), words, fc.constantFrom('complete', 'length', 'content_filter'), (agent, capabilities, content, finishReason) => {
-        const built = withResponse(before(agent, capabilities), content, finishReason);
-        const parts = cedarRequestParts(built);
-        const checked = cedar.isAuthorized({
-          principal: parts.principal,
-          action: ACTION_UID,
-          resource: RESOURCE_UID,
-          context: { ...parts.baseContext, response: cedarResponse(built.context.response) },
-          entities: parts.entities,
-          policies: { staticPolicies: { 'policies/p0.cedar#0': EVERY_FIELD } },
-          schema: RESPOND_SCHEMA_TEXT,
-          validateRequest: true,
-        });
-        assert.equal(checked.type, 'success', JSON.stringify(checked));
-        assert.ok(checked.type === 'success');
-        assert.equal(authorizeRespond(set, built).decision, checked.response.decision);
-      }),
+      fc.property(
+        words,
+        fc.array(fc.constantFrom('read', 'write', 'x', 'summarize', ''), { maxLength: 4 }),
+        words,
+        fc.constantFrom('complete', 'length', 'content_filter'),
+        (agent, capabilities, content, finishReason) => {
+          const built = withResponse(before(agent, capabilities), content, finishReason);
+          const parts = cedarRequestParts(built);
+          const checked = cedar.isAuthorized({
+            principal: parts.principal,
+            action: ACTION_UID,
+            resource: RESOURCE_UID,
+            context: { ...parts.baseContext, response: cedarResponse(built.context.response) },
+            entities: parts.entities,
+            policies: { staticPolicies: { 'policies/p0.cedar#0': EVERY_FIELD } },
+            schema: RESPOND_SCHEMA_TEXT,
+            validateRequest: true,
+          });
+          assert.equal(checked.type, 'success', JSON.stringify(checked));
+          assert.ok(checked.type === 'success');
+          assert.equal(authorizeRespond(set, built).decision, checked.response.decision);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -252,12 +258,18 @@ describe('canPermitSomeResponse (Cedar partial evaluation, response unknown)', (
   it('a remembered verdict follows changes to a set that is not frozen', () => {
     const copy = structuredClone(load(PERMIT));
     assert.equal(canPermitSomeResponse(copy, before()).possible, true);
-    copy.policies.push({ id: 'policies/late.cedar#0', file: 'policies/late.cedar', text: 'forbid(principal, action, resource);', line: 1, label: 'policies/late.cedar:1' });
+    copy.policies.push({
+      id: 'policies/late.cedar#0',
+      file: 'policies/late.cedar',
+      text: 'forbid(principal, action, resource);',
+      line: 1,
+      label: 'policies/late.cedar:1',
+    });
     assert.equal(canPermitSomeResponse(copy, before()).possible, false);
     assert.equal(authorizeRespond(copy, request('hello')).decision, 'deny');
   });
 
-  it('the same agent under two policy sets gets each set\'s verdict', () => {
+  it("the same agent under two policy sets gets each set's verdict", () => {
     const open = load(PERMIT);
     const closed = load(PERMIT, 'forbid(principal, action, resource) when { principal.name == "declared" };');
     for (let i = 0; i < 3; i += 1) {
@@ -279,9 +291,9 @@ describe('canPermitSomeResponse (Cedar partial evaluation, response unknown)', (
       'principal.missing',
       'context.response.content == "exact"',
     );
-    const policy = fc.tuple(fc.constantFrom('permit', 'forbid'), condition, fc.boolean()).map(([effect, cond, negate]) =>
-      `${effect}(principal, action, resource) ${negate ? 'unless' : 'when'} { ${cond} };`,
-    );
+    const policy = fc
+      .tuple(fc.constantFrom('permit', 'forbid'), condition, fc.boolean())
+      .map(([effect, cond, negate]) => `${effect}(principal, action, resource) ${negate ? 'unless' : 'when'} { ${cond} };`);
     fc.assert(
       fc.property(fc.array(policy, { minLength: 1, maxLength: 4 }), fc.constantFrom('exact', 'a secret', 'short', 'long enough text'), (policies, content) => {
         const set = load(policies.join('\n'));

@@ -93,7 +93,9 @@ describe('decisions are the server’s', () => {
     assert.ok(denied !== undefined, stderr);
     assert.match(denied, /forbid-secret-content/);
     assert.doesNotMatch(denied, /respond\.cedar/);
-    const cases = writeCases(work, `server-${copies}.json`, { cases: [{ name: 'the secret', agent: 'assistant', response: SECRET_ANSWER, provider_finish_reason: 'stop', expect: 'deny' }] });
+    const cases = writeCases(work, `server-${copies}.json`, {
+      cases: [{ name: 'the secret', agent: 'assistant', response: SECRET_ANSWER, provider_finish_reason: 'stop', expect: 'deny' }],
+    });
     const r = symbi(['policy', 'test', '--project', dir, cases]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /: forbidden by forbid-secret-content$/m);
@@ -113,7 +115,10 @@ test('a mismatch fails with exit 1, and says what was decided and expected', () 
   const r = symbi(['policy', 'test', '--project', dir, cases]);
   assert.equal(r.code, 1, r.stdout);
   assert.match(r.stdout, /^ {2}FAIL {2}"wrong expectation": deny, expected allow: forbidden by forbid-secret-content$/m);
-  assert.match(r.stdout, /^ {2}FAIL {2}"wrong determining": allow, as expected: permitted by permit-respond\n {8}expected determining policies: forbid-secret-content$/m);
+  assert.match(
+    r.stdout,
+    /^ {2}FAIL {2}"wrong determining": allow, as expected: permitted by permit-respond\n {8}expected determining policies: forbid-secret-content$/m,
+  );
   assert.match(r.stdout, /^ {2}FAIL {2}"unknown agent": agent "nobody" cannot be invoked: unknown agent `nobody`$/m);
   assert.match(r.stdout, /^3 cases: 0 passed, 3 failed$/m);
   assert.doesNotMatch(r.stdout, /the secret is out/);
@@ -121,11 +126,36 @@ test('a mismatch fails with exit 1, and says what was decided and expected', () 
 
 test('a malformed case file: one line naming the file, the case and the field, exit 2', () => {
   const bad: [string, unknown, RegExp][] = [
-    ['expect.json', { cases: [{ agent: 'assistant', response: 'x', expect: 'maybe' }] }, /^symbi policy test: \S*expect\.json: case 1: field "expect" must be "allow" or "deny"\n$/],
-    ['named.json', { cases: [{ name: 'ok' , agent: 'assistant', response: 'x', expect: 'allow' }, { name: 'two', agent: 'assistant', expect: 'deny' }] }, /named\.json: case 2 \("two"\): give exactly one of "response" .* and "response_file"/],
-    ['extra.json', { cases: [{ agent: 'assistant', response: 'x', expect: 'deny', decision: 'deny' }] }, /extra\.json: case 1: unknown field "decision"; allowed: /],
-    ['finish.json', { cases: [{ agent: 'assistant', response: 'x', expect: 'deny', finish_reason: 'stop' }] }, /finish\.json: case 1: field "finish_reason" must be one of complete, truncated, /],
-    ['file.json', { cases: [{ agent: 'assistant', response_file: 'missing.txt', expect: 'deny' }] }, /file\.json: case 1: field "response_file" names missing\.txt, which cannot be read: missing\.txt: no such file in the project$/m],
+    [
+      'expect.json',
+      { cases: [{ agent: 'assistant', response: 'x', expect: 'maybe' }] },
+      /^symbi policy test: \S*expect\.json: case 1: field "expect" must be "allow" or "deny"\n$/,
+    ],
+    [
+      'named.json',
+      {
+        cases: [
+          { name: 'ok', agent: 'assistant', response: 'x', expect: 'allow' },
+          { name: 'two', agent: 'assistant', expect: 'deny' },
+        ],
+      },
+      /named\.json: case 2 \("two"\): give exactly one of "response" .* and "response_file"/,
+    ],
+    [
+      'extra.json',
+      { cases: [{ agent: 'assistant', response: 'x', expect: 'deny', decision: 'deny' }] },
+      /extra\.json: case 1: unknown field "decision"; allowed: /,
+    ],
+    [
+      'finish.json',
+      { cases: [{ agent: 'assistant', response: 'x', expect: 'deny', finish_reason: 'stop' }] },
+      /finish\.json: case 1: field "finish_reason" must be one of complete, truncated, /,
+    ],
+    [
+      'file.json',
+      { cases: [{ agent: 'assistant', response_file: 'missing.txt', expect: 'deny' }] },
+      /file\.json: case 1: field "response_file" names missing\.txt, which cannot be read: missing\.txt: no such file in the project$/m,
+    ],
     ['top.json', [], /top\.json: expected a JSON object \{"cases": \[\.\.\.\]\}/],
     ['json.json', '{"cases": [', /json\.json: not valid JSON/],
   ];
@@ -145,10 +175,22 @@ test('a malformed case file: one line naming the file, the case and the field, e
 // line naming the case, the field and what is allowed, before any case runs and with nothing read.
 describe('the paths in a case file name files of the project only', () => {
   const KEY = 'sk-policy-case-key-never-shown-0123456789';
-  const refusedPaths = ['/proc/self/environ', '../../../../etc/passwd', 'policies/tests/../../../outside.txt', '.symbiont/governed/audit-signing.key', 'agents/.env', 'policies\\tests\\a.txt'];
+  const refusedPaths = [
+    '/proc/self/environ',
+    '../../../../etc/passwd',
+    'policies/tests/../../../outside.txt',
+    '.symbiont/governed/audit-signing.key',
+    'agents/.env',
+    'policies\\tests\\a.txt',
+  ];
 
   const run = (dir: string, cases: string): Run => {
-    const r = spawnSync(process.execPath, [symbiBin, 'policy', 'test', '--project', dir, cases], { encoding: 'utf8', env: { ...serverEnv(), OPENAI_API_KEY: KEY }, cwd: repoRoot, timeout: 60_000 });
+    const r = spawnSync(process.execPath, [symbiBin, 'policy', 'test', '--project', dir, cases], {
+      encoding: 'utf8',
+      env: { ...serverEnv(), OPENAI_API_KEY: KEY },
+      cwd: repoRoot,
+      timeout: 60_000,
+    });
     return { code: r.status, stdout: r.stdout, stderr: r.stderr };
   };
   const assertRefused = (r: Run, field: string, expected: RegExp, what: string): void => {
@@ -165,29 +207,55 @@ describe('the paths in a case file name files of the project only', () => {
       const dir = copyQuickstart();
       const cases = writeCases(dir, 'policies/tests/escape.json', { cases: [{ name: 'escape', agent: 'assistant', response_file: refused, expect: 'deny' }] });
       const r = run(dir, cases);
-      assertRefused(r, 'response_file', /escape\.json: case 1 \("escape"\): field "response_file" names ".*", which is refused \(.+\); allowed: a path relative to the project folder/, refused);
+      assertRefused(
+        r,
+        'response_file',
+        /escape\.json: case 1 \("escape"\): field "response_file" names ".*", which is refused \(.+\); allowed: a path relative to the project folder/,
+        refused,
+      );
     });
 
     test(`policies ${JSON.stringify(refused)}: refused, naming the field and what is allowed`, () => {
       const dir = copyQuickstart();
       const cases = writeCases(dir, 'policies/tests/escape.json', { policies: [refused], cases: [{ agent: 'assistant', response: 'x', expect: 'deny' }] });
-      assertRefused(run(dir, cases), 'policies', /escape\.json: field "policies" names ".*", which is refused \(.+\); allowed: a path relative to the project folder/, refused);
+      assertRefused(
+        run(dir, cases),
+        'policies',
+        /escape\.json: field "policies" names ".*", which is refused \(.+\); allowed: a path relative to the project folder/,
+        refused,
+      );
     });
   }
 
   test('the default cases in policies/tests/ are held to the same rules', () => {
     const dir = copyQuickstart();
     writeCases(dir, 'policies/tests/zz-escape.json', { cases: [{ name: 'environ', agent: 'assistant', response_file: '/proc/self/environ', expect: 'deny' }] });
-    const r = spawnSync(process.execPath, [symbiBin, 'policy', 'test', '--project', dir], { encoding: 'utf8', env: { ...serverEnv(), OPENAI_API_KEY: KEY }, timeout: 60_000 });
-    assertRefused({ code: r.status, stdout: r.stdout, stderr: r.stderr }, 'response_file', /^symbi policy test: policies\/tests\/zz-escape\.json: case 1 \("environ"\): field "response_file" names "\/proc\/self\/environ", which is refused \(absolute paths are not allowed\)/, 'default cases');
+    const r = spawnSync(process.execPath, [symbiBin, 'policy', 'test', '--project', dir], {
+      encoding: 'utf8',
+      env: { ...serverEnv(), OPENAI_API_KEY: KEY },
+      timeout: 60_000,
+    });
+    assertRefused(
+      { code: r.status, stdout: r.stdout, stderr: r.stderr },
+      'response_file',
+      /^symbi policy test: policies\/tests\/zz-escape\.json: case 1 \("environ"\): field "response_file" names "\/proc\/self\/environ", which is refused \(absolute paths are not allowed\)/,
+      'default cases',
+    );
   });
 
   test('a symlink in the project to a file outside it is not followed', () => {
     const dir = copyQuickstart();
     fs.mkdirSync(path.join(dir, 'policies', 'tests', 'answers'), { recursive: true });
     fs.symlinkSync('/proc/self/environ', path.join(dir, 'policies', 'tests', 'answers', 'env.txt'));
-    const cases = writeCases(dir, 'policies/tests/link.json', { cases: [{ agent: 'assistant', response_file: 'policies/tests/answers/env.txt', expect: 'deny' }] });
-    assertRefused(run(dir, cases), 'response_file', /link\.json: case 1: field "response_file" names policies\/tests\/answers\/env\.txt, which cannot be read: .*symlink/, 'symlink');
+    const cases = writeCases(dir, 'policies/tests/link.json', {
+      cases: [{ agent: 'assistant', response_file: 'policies/tests/answers/env.txt', expect: 'deny' }],
+    });
+    assertRefused(
+      run(dir, cases),
+      'response_file',
+      /link\.json: case 1: field "response_file" names policies\/tests\/answers\/env\.txt, which cannot be read: .*symlink/,
+      'symlink',
+    );
   });
 
   test('a response_file and policies inside the project are read, relative to the project folder', () => {
@@ -196,7 +264,9 @@ describe('the paths in a case file name files of the project only', () => {
     fs.writeFileSync(path.join(dir, 'policies', 'tests', 'answers', 'secret.txt'), 'Here is the secret.');
     const cases = writeCases(dir, 'policies/tests/inside.json', {
       policies: ['policies/mcp-server/respond.cedar'],
-      cases: [{ name: 'from a file', agent: 'assistant', response_file: 'policies/tests/answers/secret.txt', expect: 'deny', determining: ['forbid-secret-content'] }],
+      cases: [
+        { name: 'from a file', agent: 'assistant', response_file: 'policies/tests/answers/secret.txt', expect: 'deny', determining: ['forbid-secret-content'] },
+      ],
     });
     const r = run(dir, cases);
     assert.equal(r.code, 0, r.stdout + r.stderr);
@@ -254,7 +324,13 @@ describe('policy tests a CI reads', () => {
     const dir = copyQuickstart();
     const r = symbi(['policy', 'test', '--project', dir, '--json']);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    const doc = JSON.parse(r.stdout) as { passed: number; failed: number; total: number; policy_set_error: unknown; cases: { name: string; agent: string; declared_name: string | null; decision: string; passed: boolean; determining: string[] }[] };
+    const doc = JSON.parse(r.stdout) as {
+      passed: number;
+      failed: number;
+      total: number;
+      policy_set_error: unknown;
+      cases: { name: string; agent: string; declared_name: string | null; decision: string; passed: boolean; determining: string[] }[];
+    };
     assert.equal(doc.total, 5);
     assert.equal(doc.passed, 5);
     assert.equal(doc.failed, 0);
@@ -283,17 +359,27 @@ describe('policy tests a CI reads', () => {
     const cases = writeCases(work, 'show.json', { cases: [{ name: 'alias', agent: 'helper', response: 'a private answer', expect: 'allow' }] });
     const r = symbi(['policy', 'test', '--project', dir, '--show-request', cases]);
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /^ {8}note: agent "helper" runs as its declared name "concierge"; policies see context\.agent\.name == "concierge", never the alias$/m);
+    assert.match(
+      r.stdout,
+      /^ {8}note: agent "helper" runs as its declared name "concierge"; policies see context\.agent\.name == "concierge", never the alias$/m,
+    );
     const line = /^ {8}request: (.*)$/m.exec(r.stdout)?.[1];
     assert.ok(line !== undefined, r.stdout);
-    const request = JSON.parse(line) as { principal: { type: string; id: string }; action: unknown; context: { agent: { name: string }; response: { bytes: number } }; entities: unknown[] };
+    const request = JSON.parse(line) as {
+      principal: { type: string; id: string };
+      action: unknown;
+      context: { agent: { name: string }; response: { bytes: number } };
+      entities: unknown[];
+    };
     assert.equal(request.principal.type, 'Agent');
     assert.match(request.principal.id, /^[0-9a-f-]{36}$/);
     assert.deepEqual(request.action, { type: 'Action', id: 'respond' });
     assert.equal(request.context.agent.name, 'concierge');
     assert.equal(request.context.response.bytes, Buffer.byteLength('a private answer'));
     assert.ok(!r.stdout.includes('a private answer'), 'the response text is not printed');
-    const json = JSON.parse(symbi(['policy', 'test', '--project', dir, '--show-request', '--json', cases]).stdout) as { cases: { request: { principal: { id: string } } }[] };
+    const json = JSON.parse(symbi(['policy', 'test', '--project', dir, '--show-request', '--json', cases]).stdout) as {
+      cases: { request: { principal: { id: string } } }[];
+    };
     assert.equal(json.cases[0]?.request.principal.id, request.principal.id);
   });
 
@@ -313,10 +399,18 @@ describe('policy tests a CI reads', () => {
     const report = path.join(work, `junit-${copies}.xml`);
     const r = symbi(['policy', 'test', '--project', dir, '--junit', report, cases]);
     assert.equal(r.code, 1, r.stdout + r.stderr);
-    const parsed = spawnSync('python3', ['-c', `import json, sys, xml.etree.ElementTree as E
+    const parsed = spawnSync(
+      'python3',
+      [
+        '-c',
+        `import json, sys, xml.etree.ElementTree as E
 root = E.parse(sys.argv[1]).getroot()
 print(json.dumps({"tag": root.tag, "tests": root.get("tests"), "failures": root.get("failures"),
-  "cases": [[c.get("name"), [f.get("message") for f in c.findall("failure")]] for c in root.iter("testcase")]}))`, report], { encoding: 'utf8' });
+  "cases": [[c.get("name"), [f.get("message") for f in c.findall("failure")]] for c in root.iter("testcase")]}))`,
+        report,
+      ],
+      { encoding: 'utf8' },
+    );
     assert.equal(parsed.status, 0, parsed.stderr);
     const doc = JSON.parse(parsed.stdout) as { tag: string; tests: string; failures: string; cases: [string, string[]][] };
     assert.equal(doc.tag, 'testsuites');
@@ -329,13 +423,19 @@ print(json.dumps({"tag": root.tag, "tests": root.get("tests"), "failures": root.
 
   test('a broken policy set is reported once and no case runs, in text, --json and --junit', () => {
     const dir = copyQuickstart();
-    fs.writeFileSync(path.join(dir, 'policies', 'mcp-server', 'respond.cedar'), '@id("typo")\npermit (principal, action, resource)\nwhen { context.respnse.bytes > 0 };\n');
+    fs.writeFileSync(
+      path.join(dir, 'policies', 'mcp-server', 'respond.cedar'),
+      '@id("typo")\npermit (principal, action, resource)\nwhen { context.respnse.bytes > 0 };\n',
+    );
     const text = symbi(['policy', 'test', '--project', dir]);
     assert.equal(text.code, 1);
     assert.equal(text.stdout, '');
     const lines = text.stderr.split('\n').filter(Boolean);
     assert.equal(lines.length, 1, text.stderr);
-    assert.match(lines[0]!, /^symbi policy test: the policy set \(the project policy set\) used by policies\/tests\/respond\.json denies every response, so no case was run: .*typo: /);
+    assert.match(
+      lines[0]!,
+      /^symbi policy test: the policy set \(the project policy set\) used by policies\/tests\/respond\.json denies every response, so no case was run: .*typo: /,
+    );
     const json = symbi(['policy', 'test', '--project', dir, '--json']);
     assert.equal(json.code, 1);
     const doc = JSON.parse(json.stdout) as { total: number; cases: unknown[]; policy_set_error: { message: string } };
@@ -350,14 +450,20 @@ print(json.dumps({"tag": root.tag, "tests": root.get("tests"), "failures": root.
 
   test('validate and check name a failing policy by its @id, and check fails the file that holds it', () => {
     const dir = copyQuickstart();
-    fs.writeFileSync(path.join(dir, 'policies', 'mcp-server', 'respond.cedar'), '@id("typo")\npermit (principal, action, resource)\nwhen { context.respnse.bytes > 0 };\n');
+    fs.writeFileSync(
+      path.join(dir, 'policies', 'mcp-server', 'respond.cedar'),
+      '@id("typo")\npermit (principal, action, resource)\nwhen { context.respnse.bytes > 0 };\n',
+    );
     const validate = symbi(['policy', 'validate', '--project', dir]);
     assert.match(validate.stdout, /^policies\/mcp-server\/respond\.cedar:3:\d+: error: typo: /m);
     assert.doesNotMatch(validate.stdout, /cedar#\d/);
     const check = symbi(['check', '--project', dir, '--json']);
     assert.doesNotMatch(check.stdout, /cedar#\d/);
     const doc = JSON.parse(check.stdout) as { policy: { notices: string[]; deny_reason: string } };
-    assert.ok(doc.policy.notices.includes('policies/mcp-server/respond.cedar: rejected: 1 policy fails validation against the respond schema'), doc.policy.notices.join('\n'));
+    assert.ok(
+      doc.policy.notices.includes('policies/mcp-server/respond.cedar: rejected: 1 policy fails validation against the respond schema'),
+      doc.policy.notices.join('\n'),
+    );
     assert.match(doc.policy.deny_reason, /typo: /);
     const textCheck = symbi(['check', '--project', dir]);
     assert.doesNotMatch(textCheck.stdout + textCheck.stderr, /ok.*respond\.cedar: loaded/);
@@ -375,7 +481,10 @@ test("docs/cedar-policies.md's two ways to target one agent hold for the alias's
   const principal = (JSON.parse(shown.stdout) as { cases: { request: { principal: { id: string } } }[] }).cases[0]?.request.principal.id;
   assert.ok(principal !== undefined && example.includes(`Agent::"${principal}"`), `the documented UUID is concierge's: ${principal}`);
   fs.writeFileSync(path.join(dir, 'policies', 'targeted.cedar'), example);
-  fs.writeFileSync(path.join(dir, 'policies', 'alias.cedar'), '@id("by-alias")\nforbid (principal, action, resource) when { context.agent.name == "helper" };\n');
+  fs.writeFileSync(
+    path.join(dir, 'policies', 'alias.cedar'),
+    '@id("by-alias")\nforbid (principal, action, resource) when { context.agent.name == "helper" };\n',
+  );
   const long = 'x'.repeat(3000);
   const cases = writeCases(work, 'targeted.json', {
     policies: ['policies/targeted.cedar', 'policies/alias.cedar'],

@@ -35,9 +35,21 @@ describe('a forbid policy that fails validation against the respond schema', () 
 
   const broken = [
     ['a type error (contains on a String)', 'forbid (principal, action, resource) when { context.response.content.contains("secret") };', /unexpected type/],
-    ['an attribute the schema does not name', 'forbid (principal, action, resource) when { context.response.text like "*secret*" };', /attribute `response\.text` in context for Action::"respond" not found/],
-    ['an extension function misused', 'forbid (principal, action, resource) when { context.response.content like "*secret*" && ip("x").isLoopback() };', /failed to parse as IP address/],
-    ['an extension constructor on the response', 'forbid (principal, action, resource) when { decimal(context.response.content).lessThan(decimal("1.0")) };', /extension constructors may not be called with non-literal expressions/],
+    [
+      'an attribute the schema does not name',
+      'forbid (principal, action, resource) when { context.response.text like "*secret*" };',
+      /attribute `response\.text` in context for Action::"respond" not found/,
+    ],
+    [
+      'an extension function misused',
+      'forbid (principal, action, resource) when { context.response.content like "*secret*" && ip("x").isLoopback() };',
+      /failed to parse as IP address/,
+    ],
+    [
+      'an extension constructor on the response',
+      'forbid (principal, action, resource) when { decimal(context.response.content).lessThan(decimal("1.0")) };',
+      /extension constructors may not be called with non-literal expressions/,
+    ],
   ] as const;
 
   for (const [label, forbid, why] of broken) {
@@ -109,7 +121,13 @@ describe('a forbid policy whose evaluation errors only for some responses', () =
     const ref = auditOf(result);
     const records = readJournal(ref.audit.path);
     assert.deepEqual(eventNames(records), [...ROUTE_SEQUENCES.denied]);
-    const evaluated = records[8]!.payload.entry.event.PolicyEvaluated as { decision: string; errors: string[]; determining_policies: string[]; denied_count: number; denied_calls: { reason: string }[] };
+    const evaluated = records[8]!.payload.entry.event.PolicyEvaluated as {
+      decision: string;
+      errors: string[];
+      determining_policies: string[];
+      denied_count: number;
+      denied_calls: { reason: string }[];
+    };
     assert.equal(evaluated.decision, 'deny');
     assert.equal(evaluated.denied_count, 1);
     assert.deepEqual(evaluated.determining_policies, ['policies/mcp-server/forbid.cedar#0']);

@@ -22,7 +22,10 @@ describe('respond schema', () => {
   });
 
   it('every example policy validates against it with no finding', () => {
-    const names = fs.readdirSync(examplesDir).filter((name) => name.endsWith('.cedar')).sort();
+    const names = fs
+      .readdirSync(examplesDir)
+      .filter((name) => name.endsWith('.cedar'))
+      .sort();
     assert.deepEqual(names, ['forbid-secret-content.cedar', 'permit-respond.cedar', 'restrict-by-capability.cedar']);
     for (const name of names) {
       const text = fs.readFileSync(path.join(examplesDir, name), 'utf8');
@@ -48,7 +51,10 @@ describe('loadPolicySet modes', () => {
 
   it('loads Cedar text in file order then source order, with stable ids and one notice per file', () => {
     const set = loadPolicySet([
-      { path: 'policies/a.cedar', text: `// shared\n${PERMIT}\n\n@id("second")\nforbid(principal, action, resource) when { context.response.content like "*x*" };\n` },
+      {
+        path: 'policies/a.cedar',
+        text: `// shared\n${PERMIT}\n\n@id("second")\nforbid(principal, action, resource) when { context.response.content like "*x*" };\n`,
+      },
       { path: 'policies/mcp-server/b.cedar', text: `${PERMIT}\n` },
     ]);
     assert.equal(set.mode, 'configured');
@@ -154,7 +160,10 @@ describe('loadPolicySet deny-all', () => {
   });
 
   it('a reader message that repeats the path is not doubled', () => {
-    assertDenyAll([{ path: 'policies/l.cedar', error: 'policies/l.cedar: is a symlink; symlinks are never followed' }], /^policies\/l\.cedar: could not be read: is a symlink; symlinks are never followed$/);
+    assertDenyAll(
+      [{ path: 'policies/l.cedar', error: 'policies/l.cedar: is a symlink; symlinks are never followed' }],
+      /^policies\/l\.cedar: could not be read: is a symlink; symlinks are never followed$/,
+    );
   });
 
   it('an entry with neither text nor error', () => {
@@ -180,9 +189,21 @@ describe('loadPolicySet deny-all', () => {
       [JSON.stringify([{ name: '', source: PERMIT, active: true }]), /"name" must be a non-empty string/],
       [JSON.stringify([{ name: 'a', source: 42, active: true }]), /"source" must be a string/],
       [JSON.stringify([{ name: 'a', source: PERMIT, active: true, enabled: true }]), /unknown key "enabled"/],
-      [JSON.stringify([{ name: 'a', source: PERMIT, active: true }, { name: 'a', source: PERMIT, active: true }]), /duplicate name "a"/],
+      [
+        JSON.stringify([
+          { name: 'a', source: PERMIT, active: true },
+          { name: 'a', source: PERMIT, active: true },
+        ]),
+        /duplicate name "a"/,
+      ],
       [JSON.stringify([{ name: 'a', source: 'permit(principal,', active: true }]), /entry "a": not valid Cedar: line 1/],
-      [JSON.stringify([{ name: 'a', source: 'permit(principal, action, resource) when { x }; // inactive copy', active: false }, { name: 'b', source: 'forbid(', active: true }]), /entry "b"/],
+      [
+        JSON.stringify([
+          { name: 'a', source: 'permit(principal, action, resource) when { x }; // inactive copy', active: false },
+          { name: 'b', source: 'forbid(', active: true },
+        ]),
+        /entry "b"/,
+      ],
     ];
     for (const [text, reason] of cases) assertDenyAll([{ path: 'policies/j.cedar', text }], reason);
   });
@@ -190,7 +211,10 @@ describe('loadPolicySet deny-all', () => {
   it('text that is not well-formed Unicode (a JSON escape leaving a lone surrogate)', () => {
     const source = 'permit(principal, action, resource) when { principal.name == \\"\\ud800\\" };';
     assertDenyAll([{ path: 'policies/j.cedar', text: `[{"name": "a", "source": "${source}", "active": true}]` }], /well-formed Unicode/);
-    assertDenyAll([{ path: 'policies/j.cedar', text: `[{"name": "\\udc00", "source": "${PERMIT.replace(/"/g, '\\"')}", "active": true}]` }], /well-formed Unicode/);
+    assertDenyAll(
+      [{ path: 'policies/j.cedar', text: `[{"name": "\\udc00", "source": "${PERMIT.replace(/"/g, '\\"')}", "active": true}]` }],
+      /well-formed Unicode/,
+    );
     assertDenyAll([{ path: 'policies/t.cedar', text: `${PERMIT}\n// \ud800` }], /well-formed Unicode/);
   });
 
@@ -225,7 +249,10 @@ describe('schema validation', () => {
     const set = loadPolicySet([{ path: 'policies/typo.cedar', text }]);
     assert.equal(set.mode, 'deny-all');
     assert.deepEqual(set.policies, []);
-    assert.match(set.denyReason ?? '', /fails validation against the respond schema: policies\/typo\.cedar:3: line 4, column 10: attribute `respnse` in context for Action::"respond" not found/);
+    assert.match(
+      set.denyReason ?? '',
+      /fails validation against the respond schema: policies\/typo\.cedar:3: line 4, column 10: attribute `respnse` in context for Action::"respond" not found/,
+    );
   });
 
   it('an attribute the Agent entity does not have, and a response field that does not exist', () => {
@@ -235,7 +262,10 @@ describe('schema validation', () => {
     ]);
     const set = loadPolicySet([{ path: 'policies/j.cedar', text }]);
     assert.equal(set.mode, 'deny-all');
-    assert.match(set.denyReason ?? '', /policies\/j\.cedar#agent-attr: entry "agent-attr": line 1, column \d+: attribute `response` on entity type `Agent` not found/);
+    assert.match(
+      set.denyReason ?? '',
+      /policies\/j\.cedar#agent-attr: entry "agent-attr": line 1, column \d+: attribute `response` on entity type `Agent` not found/,
+    );
     assert.match(set.denyReason ?? '', /policies\/j\.cedar#resp-field: .*attribute `response\.text` in context/);
   });
 
@@ -244,7 +274,10 @@ describe('schema validation', () => {
       ['forbid(principal, action, resource) when { context.response.content.contains("secret") };', /expected Set<.*> but saw String/],
       ['forbid(principal, action, resource) when { ip("x").isLoopback() };', /failed to parse as IP address/],
       ['forbid(principal, action, resource) when { decimal("abc").lessThan(decimal("1.0")) };', /extension function argument validation/],
-      ['forbid(principal, action, resource) when { ip(context.response.content).isLoopback() };', /extension constructors may not be called with non-literal expressions/],
+      [
+        'forbid(principal, action, resource) when { ip(context.response.content).isLoopback() };',
+        /extension constructors may not be called with non-literal expressions/,
+      ],
     ] as const;
     for (const [forbid, why] of broken) {
       const set = loadPolicySet([{ path: 'policies/a.cedar', text: `${PERMIT}\n${forbid}` }]);
@@ -264,13 +297,19 @@ describe('schema validation', () => {
       assert.equal(set.mode, 'configured', other);
       assert.ok(set.warnings.length >= 1);
       for (const line of set.warnings) assert.match(line, /^policies\/a\.cedar:\d+: /);
-      assert.ok(set.warnings.some((line) => /unrecognized action `Action::"(read|write)"`.*never applies to respond/.test(line)), set.warnings.join('\n'));
+      assert.ok(
+        set.warnings.some((line) => /unrecognized action `Action::"(read|write)"`.*never applies to respond/.test(line)),
+        set.warnings.join('\n'),
+      );
     }
   });
 
   it('a broken policy whose scope includes respond among other actions is fatal', () => {
     const set = loadPolicySet([
-      { path: 'policies/a.cedar', text: `${PERMIT}\nforbid(principal, action in [Action::"read", Action::"respond"], resource) when { context.response.text like "*x*" };` },
+      {
+        path: 'policies/a.cedar',
+        text: `${PERMIT}\nforbid(principal, action in [Action::"read", Action::"respond"], resource) when { context.response.text like "*x*" };`,
+      },
     ]);
     assert.equal(set.mode, 'deny-all');
   });

@@ -117,7 +117,10 @@ for (const mode of MODES) {
 
     it('notices a policies folder that appears after startup', async () => {
       const project = scratch();
-      writeFiles(project, { 'agents/assistant.symbi': FILES['agents/assistant.symbi'], 'policies.new/mcp-server/respond.cedar': FILES['policies/respond.cedar'] });
+      writeFiles(project, {
+        'agents/assistant.symbi': FILES['agents/assistant.symbi'],
+        'policies.new/mcp-server/respond.cedar': FILES['policies/respond.cedar'],
+      });
       const server = await startServer(project, { env: { ...serverEnv(), ...mode.env } });
       try {
         await serving(server, mode.polls);
@@ -173,7 +176,10 @@ describe('file-system notifications', () => {
       const stderr = await waitForStderr(server, (s) => s.includes('startup.serving'));
       const lines = stderr.split('\n').filter((l) => l.includes('project.change_poll'));
       assert.equal(lines.length, 1, stderr);
-      assert.match(lines[0]!, /warn project\.change_poll: edits after startup are looked for every 2 s: SYMBI_CHANGE_WATCH="inotify" is not a mode; use notify or poll/);
+      assert.match(
+        lines[0]!,
+        /warn project\.change_poll: edits after startup are looked for every 2 s: SYMBI_CHANGE_WATCH="inotify" is not a mode; use notify or poll/,
+      );
     } finally {
       await server.close();
     }
@@ -190,7 +196,8 @@ describe('file-system notifications', () => {
     },
   ];
   for (const { proc, script, said } of PROC_MOUNTS) {
-    const skip = namespaceSkip() ?? (process.env.SYMBI_CONFINEMENT_ROUTE === 'proc' ? 'the forced proc route refuses every project file without /proc' : undefined);
+    const skip =
+      namespaceSkip() ?? (process.env.SYMBI_CONFINEMENT_ROUTE === 'proc' ? 'the forced proc route refuses every project file without /proc' : undefined);
     it(`with ${proc}, falls back to the poll, says why once, and notices an edit`, { skip }, async () => {
       const project = scratch();
       writeFiles(project, FILES);

@@ -162,10 +162,14 @@ describe('a project folder another user can change', () => {
     assert.equal(fs.existsSync(path.join(project, '.symbiont')), false, 'no storage was created in the shared root');
 
     // The SchemaPin pin store lives there too: bob could erase every pin by renaming .symbiont/ away.
-    const pins = spawnSync('setpriv', ['--reuid', alice, '--regid', alice, '--init-groups', process.execPath, symbiBin, 'schemapin', 'pins', '--project', project], {
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base },
-    });
+    const pins = spawnSync(
+      'setpriv',
+      ['--reuid', alice, '--regid', alice, '--init-groups', process.execPath, symbiBin, 'schemapin', 'pins', '--project', project],
+      {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base },
+      },
+    );
     assert.notEqual(pins.status, 0);
     assert.equal(pins.stdout, '');
     assert.match(pins.stderr, new RegExp(`pin store refused: .*\\(fix: chmod g-w ${project}\\)`));
@@ -196,19 +200,27 @@ describe('a project folder another user can change', () => {
     fs.chmodSync(holder, 0o755);
     const project = makeProject(path.join('bobs', 'project'), PERMIT, 0o755, { user: alice, group: alice });
     const outcome = await invoke(project, alice);
-    assertRefusedNaming(outcome, new RegExp(`${holder} is owned by uid \\d+ \\(${bob}\\), not by the server's user or root; .*\\(fix: chown ${alice} ${holder}, or move the project\\)`));
+    assertRefusedNaming(
+      outcome,
+      new RegExp(`${holder} is owned by uid \\d+ \\(${bob}\\), not by the server's user or root; .*\\(fix: chown ${alice} ${holder}, or move the project\\)`),
+    );
   });
 
   it('an ACL entry that lets a second user write the root denies all, though the mode bits show no other writer', { skip: noAclTools }, async (t) => {
     if (unreachable) return t.skip(unreachable);
     const project = makeProject('acl-user', FORBID_HELLO, 0o755, { user: alice, group: alice });
     execFileSync('setfacl', ['-m', `u:${bob}:rwx`, project]);
-    assert.equal(fs.statSync(project).mode & 0o7777, 0o775, 'the group bits show the ACL mask, owned by alice\'s private group');
+    assert.equal(fs.statSync(project).mode & 0o7777, 0o775, "the group bits show the ACL mask, owned by alice's private group");
     execFileSync('runuser', ['-u', bob, '--', 'mv', path.join(project, 'policies'), path.join(project, 'policies-off')]);
     assert.equal(fs.existsSync(path.join(project, 'policies')), false, 'the ACL let bob rename policies/');
 
     const outcome = await invoke(project, alice);
-    assertRefusedNaming(outcome, new RegExp(`${project} is writable by user ${bob} \\(uid \\d+\\) through its ACL entry user:${bob}:rwx, mask rwx; .*\\(fix: setfacl -x u:${bob} ${project}\\)`));
+    assertRefusedNaming(
+      outcome,
+      new RegExp(
+        `${project} is writable by user ${bob} \\(uid \\d+\\) through its ACL entry user:${bob}:rwx, mask rwx; .*\\(fix: setfacl -x u:${bob} ${project}\\)`,
+      ),
+    );
   });
 
   it('an ACL entry for a group with a second member denies all', { skip: noAclTools }, async (t) => {
@@ -216,7 +228,12 @@ describe('a project folder another user can change', () => {
     const project = makeProject('acl-group', PERMIT, 0o755, { user: alice, group: alice });
     execFileSync('setfacl', ['-m', `g:${team}:rwx`, project]);
     const outcome = await invoke(project, alice);
-    assertRefusedNaming(outcome, new RegExp(`${project} is writable by group ${team} through its ACL entry group:${team}:rwx, mask rwx, whose members include ${bob}; .*\\(fix: setfacl -x g:${team} ${project}\\)`));
+    assertRefusedNaming(
+      outcome,
+      new RegExp(
+        `${project} is writable by group ${team} through its ACL entry group:${team}:rwx, mask rwx, whose members include ${bob}; .*\\(fix: setfacl -x g:${team} ${project}\\)`,
+      ),
+    );
   });
 
   it("ACL entries that give others no write, or give it to the server's user, are sound", { skip: noAclTools }, async (t) => {
@@ -238,13 +255,19 @@ describe('a project folder another user can change', () => {
     const group = accountFileCopy('/etc/group', { extra: `${alias}:x:${gid}:${bob}\n` });
     const namespace = inNamespaceWith({ '/etc/group': group });
     const project = makeProject('second-line', FORBID_HELLO, 0o2775, { user: alice, group: alice });
-    const moved = spawnSync(namespace[0]!, [...namespace.slice(1), 'runuser', '-u', bob, '--', 'mv', path.join(project, 'policies'), path.join(project, 'policies-off')], { encoding: 'utf8' });
+    const moved = spawnSync(
+      namespace[0]!,
+      [...namespace.slice(1), 'runuser', '-u', bob, '--', 'mv', path.join(project, 'policies'), path.join(project, 'policies-off')],
+      { encoding: 'utf8' },
+    );
     assert.equal(moved.status, 0, `the second line made bob a member: ${moved.stderr}`);
 
     const outcome = await invoke(project, alice, namespace);
     assertRefusedNaming(
       outcome,
-      new RegExp(`${project} is writable by group ${alice} \\(mode 2775\\), whose members include ${bob} \\(through a second /etc/group line for gid ${gid}, "${alias}"\\); .*\\(fix: chmod g-w ${project}\\)`),
+      new RegExp(
+        `${project} is writable by group ${alice} \\(mode 2775\\), whose members include ${bob} \\(through a second /etc/group line for gid ${gid}, "${alias}"\\); .*\\(fix: chmod g-w ${project}\\)`,
+      ),
     );
   });
 
@@ -260,13 +283,19 @@ describe('a project folder another user can change', () => {
     fs.chmodSync(gshadow, 0o640);
     const namespace = inNamespaceWith({ '/etc/gshadow': gshadow });
     // bob is in no /etc/group line of the group, yet sg lets him in, and he renames policies/.
-    const moved = spawnSync(namespace[0]!, [...namespace.slice(1), 'runuser', '-u', bob, '--', 'sg', lone, '-c', `mv '${project}/policies' '${project}/policies-off'`], { encoding: 'utf8' });
+    const moved = spawnSync(
+      namespace[0]!,
+      [...namespace.slice(1), 'runuser', '-u', bob, '--', 'sg', lone, '-c', `mv '${project}/policies' '${project}/policies-off'`],
+      { encoding: 'utf8' },
+    );
     assert.equal(moved.status, 0, `the shadow line made bob a member: ${moved.stderr}`);
     assert.equal(fs.existsSync(path.join(project, 'policies')), false);
     fs.renameSync(path.join(project, 'policies-off'), path.join(project, 'policies'));
     assertRefusedNaming(
       await invoke(project, undefined, namespace),
-      new RegExp(`${project} is writable by group ${lone} \\(mode 2775\\), whose members include ${bob} \\(listed for "${lone}" in /etc/gshadow only, so newgrp or sg lets them in\\); .*\\(fix: chmod g-w ${project}\\)`),
+      new RegExp(
+        `${project} is writable by group ${lone} \\(mode 2775\\), whose members include ${bob} \\(listed for "${lone}" in /etc/gshadow only, so newgrp or sg lets them in\\); .*\\(fix: chmod g-w ${project}\\)`,
+      ),
     );
   });
 
@@ -278,25 +307,35 @@ describe('a project folder another user can change', () => {
     const namespace = inNamespaceWith({ '/etc/group': group });
     const project = makeProject('padded-gid', FORBID_HELLO, 0o2775, { user: 'root', group: lone });
     // glibc reads 0NNNN as NNNN: bob's login gets the group, and he can rename policies/.
-    const moved = spawnSync(namespace[0]!, [...namespace.slice(1), 'runuser', '-u', bob, '--', 'mv', path.join(project, 'policies'), path.join(project, 'policies-off')], { encoding: 'utf8' });
+    const moved = spawnSync(
+      namespace[0]!,
+      [...namespace.slice(1), 'runuser', '-u', bob, '--', 'mv', path.join(project, 'policies'), path.join(project, 'policies-off')],
+      { encoding: 'utf8' },
+    );
     assert.equal(moved.status, 0, `the padded line made bob a member: ${moved.stderr}`);
     fs.renameSync(path.join(project, 'policies-off'), path.join(project, 'policies'));
     assertRefusedNaming(
       await invoke(project, undefined, namespace),
-      new RegExp(`${project} is writable by group ${lone} \\(mode 2775\\), whose members include ${bob} \\(through a second /etc/group line for gid ${gid}, "${alias}"\\)`),
+      new RegExp(
+        `${project} is writable by group ${lone} \\(mode 2775\\), whose members include ${bob} \\(through a second /etc/group line for gid ${gid}, "${alias}"\\)`,
+      ),
     );
   });
 
   it('symbi check run by a user who cannot read /etc/gshadow says so', { skip: tools }, async (t) => {
     if (unreachable) return t.skip(unreachable);
-    if ((fs.statSync('/etc/gshadow', { throwIfNoEntry: false })?.mode ?? 0o004) & 0o004) return t.skip('skipped: /etc/gshadow is absent or readable by everyone here');
+    if ((fs.statSync('/etc/gshadow', { throwIfNoEntry: false })?.mode ?? 0o004) & 0o004)
+      return t.skip('skipped: /etc/gshadow is absent or readable by everyone here');
     const project = makeProject('gshadow-unread', PERMIT, 0o2775, { user: alice, group: alice });
     const check = spawnSync('setpriv', ['--reuid', alice, '--regid', alice, '--init-groups', process.execPath, symbiBin, 'check', '--project', project], {
       encoding: 'utf8',
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base },
     });
     assert.match(check.stdout, /ownership: .* can be changed only by this user and root/, check.stdout + check.stderr);
-    assert.match(check.stdout, /ownership: could not read \/etc\/gshadow \(EACCES\), so group members and administrators listed only there \(newgrp, sg, gpasswd\) were not counted/);
+    assert.match(
+      check.stdout,
+      /ownership: could not read \/etc\/gshadow \(EACCES\), so group members and administrators listed only there \(newgrp, sg, gpasswd\) were not counted/,
+    );
     // A project no group can write needs no group's members: nothing is said.
     const closed = makeProject('gshadow-unread-closed', PERMIT, 0o755, { user: alice, group: alice });
     const quiet = spawnSync('setpriv', ['--reuid', alice, '--regid', alice, '--init-groups', process.execPath, symbiBin, 'check', '--project', closed], {
@@ -313,7 +352,9 @@ describe('a project folder another user can change', () => {
     const outcome = await invoke(project, alice, inNamespaceWith({ '/etc/nsswitch.conf': nsswitch }));
     assertRefusedNaming(
       outcome,
-      new RegExp(`${project} is writable by group ${alice} \\(mode 2775\\), and /etc/nsswitch.conf also takes users or groups from sss, which this server does not query, so members besides the server's user cannot be ruled out; .*\\(fix: chmod g-w ${project}\\)`),
+      new RegExp(
+        `${project} is writable by group ${alice} \\(mode 2775\\), and /etc/nsswitch.conf also takes users or groups from sss, which this server does not query, so members besides the server's user cannot be ruled out; .*\\(fix: chmod g-w ${project}\\)`,
+      ),
     );
     // Without a group-writable directory, a directory service changes nothing.
     const closed = makeProject('directory-service-closed', PERMIT, 0o755, { user: alice, group: alice });
@@ -328,10 +369,16 @@ describe('a project folder another user can change', () => {
     const emptyRun = inNamespaceWith({ '/etc/nsswitch.conf': nsswitch }, ['mount -t tmpfs none /run']);
     assertAnswered(await invoke(project, alice, emptyRun));
     const record = `/run/userdb/${bob}.user`;
-    const withRecord = inNamespaceWith({ '/etc/nsswitch.conf': nsswitch }, ['mount -t tmpfs none /run', 'mkdir /run/userdb', `echo '{"userName":"${bob}"}' > ${record}`]);
+    const withRecord = inNamespaceWith({ '/etc/nsswitch.conf': nsswitch }, [
+      'mount -t tmpfs none /run',
+      'mkdir /run/userdb',
+      `echo '{"userName":"${bob}"}' > ${record}`,
+    ]);
     assertRefusedNaming(
       await invoke(project, alice, withRecord),
-      new RegExp(`${project} is writable by group ${alice} \\(mode 2775\\), and /etc/nsswitch.conf names systemd and nss-systemd reads user and group records from ${record}, which this server does not read`),
+      new RegExp(
+        `${project} is writable by group ${alice} \\(mode 2775\\), and /etc/nsswitch.conf names systemd and nss-systemd reads user and group records from ${record}, which this server does not read`,
+      ),
     );
   });
 
@@ -350,7 +397,10 @@ describe('a project folder another user can change', () => {
 
   it('a world-writable root without the sticky bit denies all; with it, the project is sound', async () => {
     const open = makeProject('world', PERMIT, 0o777);
-    assertRefusedNaming(await invoke(open), new RegExp(`${open} is writable by every user \\(mode 0777\\) without the sticky bit; .*\\(fix: chmod o-w ${open}\\)`));
+    assertRefusedNaming(
+      await invoke(open),
+      new RegExp(`${open} is writable by every user \\(mode 0777\\) without the sticky bit; .*\\(fix: chmod o-w ${open}\\)`),
+    );
     const sticky = makeProject('world-sticky', PERMIT, 0o1777);
     const outcome = await invoke(sticky);
     assert.equal(outcome.isError, false, `${outcome.text}\n${outcome.stderr}`);
@@ -386,7 +436,10 @@ describe('group members as the local account files list them', () => {
   });
 
   it('a user whose primary group it is counts as a member, though /etc/group lists nobody', () => {
-    assert.match(problemWith([me, other], [`mine:x:${stat.gid}:`]) ?? '', /writable by group mine \(mode 0775\), whose members include other; .*\(fix: chmod g-w /);
+    assert.match(
+      problemWith([me, other], [`mine:x:${stat.gid}:`]) ?? '',
+      /writable by group mine \(mode 0775\), whose members include other; .*\(fix: chmod g-w /,
+    );
   });
 
   it('a listed member /etc/passwd does not know is another user', () => {
@@ -398,11 +451,17 @@ describe('group members as the local account files list them', () => {
   });
 
   it('every /etc/group line with the gid counts, not only the first', () => {
-    assert.match(problemWith([me], [`mine:x:${stat.gid}:me`, `alias:x:${stat.gid}:other`]) ?? '', /whose members include other \(through a second \/etc\/group line for gid \d+, "alias"\); /);
+    assert.match(
+      problemWith([me], [`mine:x:${stat.gid}:me`, `alias:x:${stat.gid}:other`]) ?? '',
+      /whose members include other \(through a second \/etc\/group line for gid \d+, "alias"\); /,
+    );
   });
 
   it('a group is unsound when NSS takes users or groups from a source this server does not read', () => {
-    assert.match(problemWith([me], [`mine:x:${stat.gid}:`], 'passwd: files ldap\ngroup: files [NOTFOUND=return] sss # directory\n') ?? '', /also takes users or groups from ldap, sss, which this server does not query/);
+    assert.match(
+      problemWith([me], [`mine:x:${stat.gid}:`], 'passwd: files ldap\ngroup: files [NOTFOUND=return] sss # directory\n') ?? '',
+      /also takes users or groups from ldap, sss, which this server does not query/,
+    );
     assert.match(problemWith([me, '+@staff'], [`mine:x:${stat.gid}:`], 'passwd: compat\ngroup: compat\n') ?? '', /has NIS compat lines/);
     assert.equal(problemWith([me], [`mine:x:${stat.gid}:`], 'passwd: compat\ngroup: compat\n'), undefined);
   });
@@ -434,7 +493,10 @@ describe('group members as glibc and the shadow group file give them', () => {
   it('a gid spelled with leading zeros is the same gid, as glibc reads it', () => {
     const padded = String(stat.gid).padStart(6, '0');
     assert.match(problemWith([`mine:x:${padded}:other`]) ?? '', /writable by group mine \(mode 0775\), whose members include other;/);
-    assert.match(problemWith([`mine:x:${stat.gid}:`, `alias:x:0${stat.gid}:other`]) ?? '', /members include other \(through a second \/etc\/group line for gid \d+, "alias"\)/);
+    assert.match(
+      problemWith([`mine:x:${stat.gid}:`, `alias:x:0${stat.gid}:other`]) ?? '',
+      /members include other \(through a second \/etc\/group line for gid \d+, "alias"\)/,
+    );
     assert.equal(problemWith([`mine:x:${padded}:me`]), undefined);
     // strtoul's leading blank and plus sign too; a line whose gid field is not a number is skipped, as glibc skips it.
     assert.match(problemWith([`mine:x: +${stat.gid}:other`]) ?? '', /members include other/);
@@ -443,15 +505,24 @@ describe('group members as glibc and the shadow group file give them', () => {
 
   it('a member or administrator listed only in /etc/gshadow counts', () => {
     const gshadow = path.join(dir, 'gshadow');
-    assert.match(problemWith([`mine:x:${stat.gid}:`], ['mine:!::other']) ?? '', new RegExp(`members include other \\(listed for "mine" in ${gshadow} only, so newgrp or sg lets them in\\)`));
-    assert.match(problemWith([`mine:x:${stat.gid}:`], ['mine:!:boss:']) ?? '', /members include boss \(an administrator of "mine" in .*gshadow, who can add members with gpasswd\)/);
+    assert.match(
+      problemWith([`mine:x:${stat.gid}:`], ['mine:!::other']) ?? '',
+      new RegExp(`members include other \\(listed for "mine" in ${gshadow} only, so newgrp or sg lets them in\\)`),
+    );
+    assert.match(
+      problemWith([`mine:x:${stat.gid}:`], ['mine:!:boss:']) ?? '',
+      /members include boss \(an administrator of "mine" in .*gshadow, who can add members with gpasswd\)/,
+    );
     // A line for another group's name says nothing of this one.
     assert.equal(problemWith([`mine:x:${stat.gid}:`], ['theirs:!::other']), undefined);
     assert.equal(problemWith([`mine:x:${stat.gid}:`], ['mine:!::me']), undefined);
   });
 
   it('a group password anyone may type into newgrp is a way in; a locked or empty one is not', () => {
-    assert.match(problemWith([`mine:x:${stat.gid}:`], ['mine:$6$salt$hash::']) ?? '', /which has a password in .*gshadow, so whoever knows it can join with newgrp; .*\(fix: chmod g-w .*, or gpasswd -r mine\)/);
+    assert.match(
+      problemWith([`mine:x:${stat.gid}:`], ['mine:$6$salt$hash::']) ?? '',
+      /which has a password in .*gshadow, so whoever knows it can join with newgrp; .*\(fix: chmod g-w .*, or gpasswd -r mine\)/,
+    );
     for (const locked of ['!', '*', '!$6$salt$hash', '']) assert.equal(problemWith([`mine:x:${stat.gid}:`], [`mine:${locked}::`]), undefined, locked);
   });
 
@@ -479,13 +550,19 @@ describe('macOS: group members live in Open Directory', () => {
     directoryWritersProblem({ uid: USER_UID, gid, mode }, '/Users/Shared/project', USER_UID, { accounts: files, platform: 'darwin', serverGid });
 
   it('a folder writable by staff is refused, though /etc/group lists only root in it', () => {
-    assert.match(judge(20, 20) ?? '', /\/Users\/Shared\/project is writable by group staff \(mode 0775\), the primary group of every local user; macOS keeps group members in Open Directory, which this server does not query, .*\(fix: chmod g-w \/Users\/Shared\/project\)/);
+    assert.match(
+      judge(20, 20) ?? '',
+      /\/Users\/Shared\/project is writable by group staff \(mode 0775\), the primary group of every local user; macOS keeps group members in Open Directory, which this server does not query, .*\(fix: chmod g-w \/Users\/Shared\/project\)/,
+    );
     // The same lines on Linux are judged by the local files, which see no one else: the reason macOS needs its own rule.
     assert.equal(directoryWritersProblem({ uid: USER_UID, gid: 20, mode: 0o40775 }, '/p', USER_UID, { accounts: files, platform: 'linux' }), undefined);
   });
 
   it('a folder writable by admin or everyone is refused', () => {
-    assert.match(judge(80, 20) ?? '', /writable by group admin \(mode 0775\), not the server user's own primary group; macOS keeps group members in Open Directory/);
+    assert.match(
+      judge(80, 20) ?? '',
+      /writable by group admin \(mode 0775\), not the server user's own primary group; macOS keeps group members in Open Directory/,
+    );
     assert.match(judge(12, 20) ?? '', /writable by group everyone/);
     assert.match(judge(4242, 20) ?? '', /writable by group 4242 /);
   });
@@ -507,7 +584,10 @@ describe('the walk checks the directories that hold the pinned project', () => {
       try {
         assert.equal(projectDirectoriesProblem(project), undefined);
         fs.renameSync(path.join(dir, 'before'), path.join(dir, 'after'));
-        assert.match(projectDirectoriesProblem(project) ?? '', new RegExp(`^${path.join(dir, 'before')} cannot be checked: it is not the directory that holds the project .*start the server again`));
+        assert.match(
+          projectDirectoriesProblem(project) ?? '',
+          new RegExp(`^${path.join(dir, 'before')} cannot be checked: it is not the directory that holds the project .*start the server again`),
+        );
       } finally {
         fs.closeSync(project.fd);
       }
@@ -532,7 +612,14 @@ describe('the Linux ACL extended attribute', () => {
   };
 
   it('reads version 2 entries', () => {
-    const value = Buffer.concat([header(2), entry(0x01, 7, 0xffffffff), entry(0x02, 7, 1234), entry(0x04, 5, 0xffffffff), entry(0x10, 7, 0xffffffff), entry(0x20, 5, 0xffffffff)]);
+    const value = Buffer.concat([
+      header(2),
+      entry(0x01, 7, 0xffffffff),
+      entry(0x02, 7, 1234),
+      entry(0x04, 5, 0xffffffff),
+      entry(0x10, 7, 0xffffffff),
+      entry(0x20, 5, 0xffffffff),
+    ]);
     assert.deepEqual(parsePosixAcl(value)[1], { tag: 0x02, perm: 7, id: 1234 });
   });
 
@@ -610,7 +697,10 @@ describe('NFSv4 ACLs, as a Linux NFSv4 mount exposes them (system.nfs4_acl)', ()
       /\/mnt\/nfs\/project is writable by principal bob@example.com through its NFSv4 ACL entry allowing bob@example.com access mask 0x46, which this server cannot map to local users; .*\(fix: remove the entry with nfs4_setfacl -x \(nfs4_getfacl \/mnt\/nfs\/project lists it\)\)/,
     );
     assert.match(judge(acl(...trivial, ace(ALLOW, NFS4_ACE_FLAG.IDENTIFIER_GROUP, 0x10000, 'team@example.com'))) ?? '', /writable by group team@example.com /);
-    assert.match(judge(acl(ace(ALLOW, 0, FULL, 'OWNER@'), ace(ALLOW, 0, RX | 0x40, 'EVERYONE@'))) ?? '', /writable by every user through its NFSv4 ACL entry allowing EVERYONE@/);
+    assert.match(
+      judge(acl(ace(ALLOW, 0, FULL, 'OWNER@'), ace(ALLOW, 0, RX | 0x40, 'EVERYONE@'))) ?? '',
+      /writable by every user through its NFSv4 ACL entry allowing EVERYONE@/,
+    );
     // Write to the ACL or the owner is a way to the rest.
     assert.match(judge(acl(...trivial, ace(ALLOW, 0, 0x40000, 'AUTHENTICATED@'))) ?? '', /writable by principal AUTHENTICATED@/);
   });
@@ -618,7 +708,10 @@ describe('NFSv4 ACLs, as a Linux NFSv4 mount exposes them (system.nfs4_acl)', ()
   it('GROUP@ with write is judged like the owning group', () => {
     const groupWrite = acl(ace(ALLOW, 0, FULL, 'OWNER@'), ace(ALLOW, 0, FULL, 'GROUP@'), ace(ALLOW, 0, RX, 'EVERYONE@'));
     assert.equal(judge(groupWrite, 0o40755), undefined, 'a group with no other member');
-    assert.match(judge(groupWrite, 0o40755, `mine:x:${stat.gid}:other`) ?? '', /writable by group mine through its NFSv4 ACL entry allowing GROUP@ .*whose members include other/);
+    assert.match(
+      judge(groupWrite, 0o40755, `mine:x:${stat.gid}:other`) ?? '',
+      /writable by group mine through its NFSv4 ACL entry allowing GROUP@ .*whose members include other/,
+    );
   });
 
   it('deny, inherit-only and read-only entries give no write', () => {
@@ -639,10 +732,16 @@ describe('a file system with no ACL this server can read', () => {
         encoding: 'utf8',
         env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir },
       });
-      assert.match(check.stdout, new RegExp(`ok +ownership: ${dir} and every directory above it can be changed only by this user and root`), check.stdout + check.stderr);
       assert.match(
         check.stdout,
-        new RegExp(`warn +ownership: ${dir}: its file system \\(ramfs\\) exposes neither a POSIX nor an NFSv4 ACL \\(EOPNOTSUPP\\), so only its mode bits were read; an ACL the file server applies`),
+        new RegExp(`ok +ownership: ${dir} and every directory above it can be changed only by this user and root`),
+        check.stdout + check.stderr,
+      );
+      assert.match(
+        check.stdout,
+        new RegExp(
+          `warn +ownership: ${dir}: its file system \\(ramfs\\) exposes neither a POSIX nor an NFSv4 ACL \\(EOPNOTSUPP\\), so only its mode bits were read; an ACL the file server applies`,
+        ),
       );
       assert.equal(check.stdout.match(/exposes neither/g)?.length, 1, 'only the ramfs level is named');
     } finally {
@@ -650,4 +749,3 @@ describe('a file system with no ACL this server can read', () => {
     }
   });
 });
-

@@ -50,7 +50,10 @@ describe('invoke_agent after the project folder moved', () => {
     }
     assert.equal(endpoint.requests.length, requestsBefore, 'the provider was never called');
     assert.deepEqual(fs.readdirSync(project), [], 'nothing was written in the new folder');
-    const said = server.stderr().split('\n').filter((line) => / warn project\.moved: the project moved/.test(line));
+    const said = server
+      .stderr()
+      .split('\n')
+      .filter((line) => / warn project\.moved: the project moved/.test(line));
     assert.equal(said.length, 1, server.stderr());
 
     // The same folder back in its place: runs go through again.

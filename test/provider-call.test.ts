@@ -215,10 +215,7 @@ describe('providers against the synthetic endpoint', () => {
 
   it('releaseAll lets held requests answer', async () => {
     const before = endpoint.requests.length;
-    const pending = Promise.all([
-      callProvider(openai, request('[[hold]]'), timeout()),
-      callProvider(anthropic, request('[[hold]]', 'anthropic'), timeout()),
-    ]);
+    const pending = Promise.all([callProvider(openai, request('[[hold]]'), timeout()), callProvider(anthropic, request('[[hold]]', 'anthropic'), timeout())]);
     await endpoint.waitForRequests(before + 2);
     // A request starts holding as soon as it is recorded, so both are held now.
     assert.equal(endpoint.releaseAll(), 2);
@@ -346,15 +343,38 @@ describe('response parsing', () => {
     assert.equal(refusal.finish_reason, 'refused');
     assert.equal(refusal.usage, null);
     assert.equal(refusal.model, null);
-    const parts = parseOpenAiChatResponse({ choices: [{ message: { content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] } }] });
+    const parts = parseOpenAiChatResponse({
+      choices: [
+        {
+          message: {
+            content: [
+              { type: 'text', text: 'a' },
+              { type: 'text', text: 'b' },
+            ],
+          },
+        },
+      ],
+    });
     assert.equal(parts.content, 'ab');
     // A missing finish reason (a local server) counts as complete.
     assert.equal(parts.finish_reason, 'complete');
     assert.equal(parts.provider_finish_reason, null);
     const legacy = parseOpenAiChatResponse({ choices: [{ message: { content: null, function_call: { name: 'f', arguments: '{}' } } }] });
     assert.equal(legacy.tool_calls.length, 1);
-    for (const bad of [null, [], {}, { choices: [] }, { choices: [{}] }, { choices: [{ message: {} }] }, { choices: [{ message: { content: 5 } }] }, { choices: [{ message: { content: 'x', tool_calls: {} } }] }]) {
-      assert.throws(() => parseOpenAiChatResponse(bad), (error: unknown) => error instanceof ProviderError && error.kind === 'malformed');
+    for (const bad of [
+      null,
+      [],
+      {},
+      { choices: [] },
+      { choices: [{}] },
+      { choices: [{ message: {} }] },
+      { choices: [{ message: { content: 5 } }] },
+      { choices: [{ message: { content: 'x', tool_calls: {} } }] },
+    ]) {
+      assert.throws(
+        () => parseOpenAiChatResponse(bad),
+        (error: unknown) => error instanceof ProviderError && error.kind === 'malformed',
+      );
     }
     const odd = parseOpenAiChatResponse({ choices: [{ message: { content: 'x' } }], usage: { prompt_tokens: -1, completion_tokens: 'many' } });
     assert.deepEqual(odd.usage, { input_tokens: null, output_tokens: null });
@@ -375,11 +395,18 @@ describe('response parsing', () => {
     assert.equal(parsed.tool_calls.length, 1);
     assert.deepEqual(parsed.usage, { input_tokens: 3, output_tokens: 4 });
     for (const bad of [null, { content: 'text' }, { content: [{ text: 'no type' }] }, { content: [{ type: 'text' }] }]) {
-      assert.throws(() => parseAnthropicMessagesResponse(bad), (error: unknown) => error instanceof ProviderError && error.kind === 'malformed');
+      assert.throws(
+        () => parseAnthropicMessagesResponse(bad),
+        (error: unknown) => error instanceof ProviderError && error.kind === 'malformed',
+      );
     }
     assert.throws(
       () => parseAnthropicMessagesResponse({ type: 'error', error: { type: 'overloaded_error', message: 'words' } }),
-      (error: unknown) => error instanceof ProviderError && error.kind === 'provider' && error.details.errorType === 'overloaded_error' && !/overloaded_error|words/.test(error.message),
+      (error: unknown) =>
+        error instanceof ProviderError &&
+        error.kind === 'provider' &&
+        error.details.errorType === 'overloaded_error' &&
+        !/overloaded_error|words/.test(error.message),
     );
   });
 });

@@ -28,7 +28,13 @@ const KEY = 'sk-provider-cases-key-0123456789';
 // its request, an error finish and a settlement with no usage; an answered call has its response too.
 const OPENING = ['Started', 'BudgetOpened'];
 const CALL = ['BudgetReservationStarted', 'DirectInferenceRequested', 'DirectInferenceFinished', 'BudgetReservationFinished'];
-const ANSWERED_CALL = ['BudgetReservationStarted', 'DirectInferenceRequested', 'DirectInferenceResponseReceived', 'DirectInferenceFinished', 'BudgetReservationFinished'];
+const ANSWERED_CALL = [
+  'BudgetReservationStarted',
+  'DirectInferenceRequested',
+  'DirectInferenceResponseReceived',
+  'DirectInferenceFinished',
+  'BudgetReservationFinished',
+];
 const STEP = ['ReasoningComplete', 'PolicyEvaluated', 'ToolsDispatched', 'ToolBatchCompleted', 'ObservationsCollected'];
 const ENDING = ['BudgetUpdated', 'Terminated'];
 /** Withheld: after an answered call, the finish rule denies the step's action (MaxIterations); after a failed one, the run ends in an Error. */
@@ -98,7 +104,7 @@ async function invokeCase(server: RunningServer, directive: string, expected: Ex
 
 /** Standard error reaches the test on its own pipe, possibly after the result: wait for the line. */
 async function stderrMatching(server: RunningServer, pattern: RegExp): Promise<void> {
-  for (const deadline = Date.now() + 10_000; !pattern.test(server.stderr()); ) {
+  for (const deadline = Date.now() + 10_000; !pattern.test(server.stderr());) {
     assert.ok(Date.now() < deadline, `standard error never matched ${pattern}: ${server.stderr().slice(-2000)}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -106,11 +112,17 @@ async function stderrMatching(server: RunningServer, pattern: RegExp): Promise<v
 
 /** The DirectInferenceFinished records, in order. */
 function finishes(records: JournalRecord[]): Record<string, unknown>[] {
-  return records.map(eventOf).filter((e) => e.DirectInferenceFinished !== undefined).map((e) => e.DirectInferenceFinished!);
+  return records
+    .map(eventOf)
+    .filter((e) => e.DirectInferenceFinished !== undefined)
+    .map((e) => e.DirectInferenceFinished!);
 }
 
 function callIds(records: JournalRecord[]): string[] {
-  return records.map(eventOf).filter((e) => e.DirectInferenceRequested !== undefined).map((e) => e.DirectInferenceRequested!.call_id as string);
+  return records
+    .map(eventOf)
+    .filter((e) => e.DirectInferenceRequested !== undefined)
+    .map((e) => e.DirectInferenceRequested!.call_id as string);
 }
 
 describe('provider cases over stdio', () => {
@@ -143,7 +155,10 @@ describe('provider cases over stdio', () => {
 
   describe('OpenAI Chat Completions and OpenRouter', () => {
     it('finish_reason "length" with partial text is withheld as truncated', async () => {
-      const { records } = await invokeCase(openai, '[[finish:length]]', { events: withheld(ANSWERED_CALL), error: /cut off at the output token limit.*"length"/ });
+      const { records } = await invokeCase(openai, '[[finish:length]]', {
+        events: withheld(ANSWERED_CALL),
+        error: /cut off at the output token limit.*"length"/,
+      });
       assert.equal(finishes(records)[0]!.finish_reason, 'max_tokens');
       assert.equal(finishes(records)[0]!.provider_finish_reason, 'length');
     });
@@ -186,7 +201,10 @@ describe('provider cases over stdio', () => {
     });
 
     it('an unrecognised finish reason is withheld as unknown; its text reaches standard error only', async () => {
-      const { records, text } = await invokeCase(openai, `[[finish:${SPEAKING_FINISH}]]`, { events: withheld(ANSWERED_CALL), error: /no finish reason this server recognises/ });
+      const { records, text } = await invokeCase(openai, `[[finish:${SPEAKING_FINISH}]]`, {
+        events: withheld(ANSWERED_CALL),
+        error: /no finish reason this server recognises/,
+      });
       assert.ok(!text.includes('launch-code'), text);
       assert.equal(finishes(records)[0]!.finish_reason, null, 'Symbiont has no name for an unknown finish');
       assert.equal(finishes(records)[0]!.provider_finish_reason, null);
@@ -197,7 +215,8 @@ describe('provider cases over stdio', () => {
     it('HTTP 400 that echoes the prompt: our words only, the prompt stays out of the journal', async () => {
       const { records } = await invokeCase(openai, '[[http:code=400,echo]]', {
         events: withheld(CALL),
-        error: /HTTP 400 from POST http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions: the provider refused the request as invalid .*\(the provider's identifiers are in the journal\)/,
+        error:
+          /HTTP 400 from POST http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions: the provider refused the request as invalid .*\(the provider's identifiers are in the journal\)/,
       });
       const error = finishes(records)[0]!.error as Record<string, unknown>;
       assert.equal(error.status, 400);
@@ -226,7 +245,10 @@ describe('provider cases over stdio', () => {
         error: /after 3 attempts.*HTTP 429 .*rate limited by the provider \(the provider's identifiers are in the journal, Retry-After 5 ms\)/,
       });
       assert.equal(new Set(callIds(records)).size, 3);
-      assert.deepEqual(finishes(records).map((f) => f.call_id), callIds(records));
+      assert.deepEqual(
+        finishes(records).map((f) => f.call_id),
+        callIds(records),
+      );
     });
 
     it('HTTP 503 then success: two calls in the journal, the answer released', async () => {
@@ -340,11 +362,18 @@ describe('provider cases over stdio', () => {
     });
 
     it('HTTP 401 names ANTHROPIC_API_KEY', async () => {
-      await invokeCase(anthropic, '[[http:code=401]]', { events: withheld(CALL), error: /HTTP 401 from POST http:\/\/127\.0\.0\.1:\d+\/v1\/messages: the key in ANTHROPIC_API_KEY was refused \(the provider's identifiers are in the journal\)/ });
+      await invokeCase(anthropic, '[[http:code=401]]', {
+        events: withheld(CALL),
+        error:
+          /HTTP 401 from POST http:\/\/127\.0\.0\.1:\d+\/v1\/messages: the key in ANTHROPIC_API_KEY was refused \(the provider's identifiers are in the journal\)/,
+      });
     });
 
     it('HTTP 404 names the model and ANTHROPIC_MODEL', async () => {
-      await invokeCase(anthropic, '[[http:code=404]]', { events: withheld(CALL), error: /model or URL not found: the model "claude-test" \(set by ANTHROPIC_MODEL\)/ });
+      await invokeCase(anthropic, '[[http:code=404]]', {
+        events: withheld(CALL),
+        error: /model or URL not found: the model "claude-test" \(set by ANTHROPIC_MODEL\)/,
+      });
     });
 
     it('HTTP 400 that echoes the prompt stays out of the result and the journal', async () => {
@@ -406,12 +435,15 @@ describe('the output limit and the shipped restrict-by-capability example, for e
       '[[fixed]]',
       { max_completion_tokens: 512 },
     ],
-    ['a lowered limit on Anthropic', { ANTHROPIC_BASE_URL: 'ORIGIN', ANTHROPIC_API_KEY: KEY, SYMBI_MAX_OUTPUT_TOKENS: '300' }, '[[fixed]]', { max_tokens: 300 }],
+    [
+      'a lowered limit on Anthropic',
+      { ANTHROPIC_BASE_URL: 'ORIGIN', ANTHROPIC_API_KEY: KEY, SYMBI_MAX_OUTPUT_TOKENS: '300' },
+      '[[fixed]]',
+      { max_tokens: 300 },
+    ],
   ] as const) {
     it(`answers through ${label}`, async () => {
-      const resolved = Object.fromEntries(
-        Object.entries(env).map(([k, v]) => [k, v === 'URL' ? endpoint.url : v === 'ORIGIN' ? endpoint.origin : v]),
-      );
+      const resolved = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, v === 'URL' ? endpoint.url : v === 'ORIGIN' ? endpoint.origin : v]));
       const server = await start(resolved);
       const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `hello ${directive}` } });
       assert.equal(result.isError, undefined, textOf(result));
@@ -472,7 +504,10 @@ describe('a legacy Azure OpenAI deployment URL', () => {
     try {
       const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hello' } });
       assert.equal(result.isError, true);
-      assert.match(textOf(result), /legacy Azure OpenAI deployment URL.*use the v1 route https:\/\/contoso\.openai\.azure\.com\/openai\/v1 with the deployment name in CHAT_MODEL/);
+      assert.match(
+        textOf(result),
+        /legacy Azure OpenAI deployment URL.*use the v1 route https:\/\/contoso\.openai\.azure\.com\/openai\/v1 with the deployment name in CHAT_MODEL/,
+      );
       assert.ok(!textOf(result).includes(KEY));
       assert.deepEqual(journalsIn(project), []);
     } finally {

@@ -155,9 +155,18 @@ describe('provider selection from the environment', () => {
     const openai = describeProvider(selected({ OPENAI_API_KEY: key, OPENAI_BASE_URL: 'http://127.0.0.1:4000/v1' }));
     assert.equal(openai, `openai-compatible http://127.0.0.1:4000/v1 model ${PROVIDERS.openai.defaultModel}`);
     assert.ok(!openai.includes(key));
-    assert.equal(describeProvider(selected({ OPENAI_BASE_URL: 'http://127.0.0.1:4000/v1' })), `openai-compatible http://127.0.0.1:4000/v1 model ${PROVIDERS.openai.defaultModel} (no key)`);
-    assert.equal(describeProvider(selected({ ANTHROPIC_API_KEY: key })), `anthropic-messages ${PROVIDERS.anthropic.defaultBaseUrl} model ${PROVIDERS.anthropic.defaultModel}`);
-    assert.equal(describeProvider(selected({ OPENROUTER_API_KEY: key })), `openrouter ${PROVIDERS.openrouter.defaultBaseUrl} model ${PROVIDERS.openrouter.defaultModel}`);
+    assert.equal(
+      describeProvider(selected({ OPENAI_BASE_URL: 'http://127.0.0.1:4000/v1' })),
+      `openai-compatible http://127.0.0.1:4000/v1 model ${PROVIDERS.openai.defaultModel} (no key)`,
+    );
+    assert.equal(
+      describeProvider(selected({ ANTHROPIC_API_KEY: key })),
+      `anthropic-messages ${PROVIDERS.anthropic.defaultBaseUrl} model ${PROVIDERS.anthropic.defaultModel}`,
+    );
+    assert.equal(
+      describeProvider(selected({ OPENROUTER_API_KEY: key })),
+      `openrouter ${PROVIDERS.openrouter.defaultBaseUrl} model ${PROVIDERS.openrouter.defaultModel}`,
+    );
   });
 });
 
@@ -179,7 +188,10 @@ describe('defaults, output limit, token-limit parameter, Azure and proxies', () 
       'max_completion_tokens',
     );
     assert.equal(selected({ OPENAI_API_KEY: 'k', SYMBI_TOKEN_LIMIT_PARAMETER: 'max_tokens' }).tokenLimitParameter, 'max_tokens');
-    assert.match(refused({ OPENAI_API_KEY: 'k', SYMBI_TOKEN_LIMIT_PARAMETER: 'maxTokens' }), /SYMBI_TOKEN_LIMIT_PARAMETER must be one of max_tokens, max_completion_tokens/);
+    assert.match(
+      refused({ OPENAI_API_KEY: 'k', SYMBI_TOKEN_LIMIT_PARAMETER: 'maxTokens' }),
+      /SYMBI_TOKEN_LIMIT_PARAMETER must be one of max_tokens, max_completion_tokens/,
+    );
   });
 
   it('SYMBI_MAX_OUTPUT_TOKENS lowers the output limit and can never raise it past 4,096', () => {
@@ -198,11 +210,17 @@ describe('defaults, output limit, token-limit parameter, Azure and proxies', () 
     assert.match(legacy, /legacy Azure OpenAI deployment URL/);
     assert.match(legacy, /https:\/\/res\.openai\.azure\.com\/openai\/v1/);
     assert.match(refused({ OPENAI_API_KEY: 'k', OPENAI_BASE_URL: 'https://res.openai.azure.com' }), /use https:\/\/res\.openai\.azure\.com\/openai\/v1/);
-    assert.equal(selected({ OPENAI_API_KEY: 'k', OPENAI_BASE_URL: 'https://res.openai.azure.com/openai/v1/' }).baseUrl, 'https://res.openai.azure.com/openai/v1');
+    assert.equal(
+      selected({ OPENAI_API_KEY: 'k', OPENAI_BASE_URL: 'https://res.openai.azure.com/openai/v1/' }).baseUrl,
+      'https://res.openai.azure.com/openai/v1',
+    );
   });
 
   it('takes the proxy from https_proxy / HTTPS_PROXY (or the http ones for an http URL), lower case first', () => {
-    assert.deepEqual(selected({ OPENAI_API_KEY: 'k', HTTPS_PROXY: 'http://proxy.corp:3128' }).proxy, { url: 'http://proxy.corp:3128/', variable: 'HTTPS_PROXY' });
+    assert.deepEqual(selected({ OPENAI_API_KEY: 'k', HTTPS_PROXY: 'http://proxy.corp:3128' }).proxy, {
+      url: 'http://proxy.corp:3128/',
+      variable: 'HTTPS_PROXY',
+    });
     assert.equal(selected({ OPENAI_API_KEY: 'k', https_proxy: 'http://low:1', HTTPS_PROXY: 'http://up:2' }).proxy?.variable, 'https_proxy');
     assert.equal(selected({ OPENAI_API_KEY: 'k', HTTP_PROXY: 'http://proxy:1' }).proxy, null, 'an https URL ignores HTTP_PROXY');
     assert.equal(selected({ OPENAI_BASE_URL: 'http://models.lan/v1', http_proxy: 'proxy:8080' }).proxy?.url, 'http://proxy:8080/');
@@ -238,8 +256,23 @@ describe('defaults, output limit, token-limit parameter, Azure and proxies', () 
   });
 
   it('lists every variable it reads, so a worker can be given exactly those', () => {
-    for (const name of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'CHAT_MODEL', 'OPENROUTER_API_KEY', 'ANTHROPIC_API_KEY', 'ANTHROPIC_MODEL',
-      'SYMBI_PROVIDER', 'SYMBI_MAX_OUTPUT_TOKENS', 'SYMBI_TOKEN_LIMIT_PARAMETER', 'HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy']) {
+    for (const name of [
+      'OPENAI_API_KEY',
+      'OPENAI_BASE_URL',
+      'CHAT_MODEL',
+      'OPENROUTER_API_KEY',
+      'ANTHROPIC_API_KEY',
+      'ANTHROPIC_MODEL',
+      'SYMBI_PROVIDER',
+      'SYMBI_MAX_OUTPUT_TOKENS',
+      'SYMBI_TOKEN_LIMIT_PARAMETER',
+      'HTTPS_PROXY',
+      'https_proxy',
+      'HTTP_PROXY',
+      'http_proxy',
+      'NO_PROXY',
+      'no_proxy',
+    ]) {
       assert.ok(PROVIDER_ENVIRONMENT_VARIABLES.includes(name), name);
     }
     // The selection made from exactly those variables equals the one made from the whole environment.

@@ -79,7 +79,10 @@ describe('an HTTPS provider', () => {
   it('refuses a trusted certificate for other names without quoting the names it carries', async () => {
     // The names in a certificate are chosen by whoever serves it: a provider could speak through them.
     selfSignedCertificate(path.join(dir, 'named-key.pem'), path.join(dir, 'named-cert.pem'), '/CN=x', 'DNS:here-is-the-secret.launch-code-is-0000');
-    const named = createServer({ key: fs.readFileSync(path.join(dir, 'named-key.pem')), cert: fs.readFileSync(path.join(dir, 'named-cert.pem')) }, (_req, res) => res.end());
+    const named = createServer(
+      { key: fs.readFileSync(path.join(dir, 'named-key.pem')), cert: fs.readFileSync(path.join(dir, 'named-cert.pem')) },
+      (_req, res) => res.end(),
+    );
     await new Promise<void>((resolve) => named.listen(0, '127.0.0.1', resolve));
     try {
       const result = await runCall(`https://localhost:${(named.address() as AddressInfo).port}/v1`, { NODE_EXTRA_CA_CERTS: path.join(dir, 'named-cert.pem') });

@@ -85,7 +85,10 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
 
   // The certificate names only IP:127.0.0.1: through the tunnel it must be checked against that
   // address (https-proxy-agent sends no server name for an IP, and Node would check "localhost").
-  for (const [variable, host] of [['HTTPS_PROXY', '127.0.0.1'], ['https_proxy', '127.0.0.1']] as const) {
+  for (const [variable, host] of [
+    ['HTTPS_PROXY', '127.0.0.1'],
+    ['https_proxy', '127.0.0.1'],
+  ] as const) {
     it(`tunnels the request to ${host} through the proxy named by ${variable}`, async () => {
       const connectsBefore = connects.length;
       const requestsBefore = providerRequests.length;
@@ -126,7 +129,10 @@ describe('provider requests through an HTTP CONNECT proxy', () => {
     const { result, stderr } = await invokeWith({ HTTPS_PROXY: `http://user:${PROXY_PASSWORD}@127.0.0.1:${port}` });
     assert.equal((result as { isError?: boolean }).isError, true);
     const text = textOf(result);
-    assert.match(text, /could not reach the provider at POST https:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions through the proxy in HTTPS_PROXY: .*ECONNREFUSED/);
+    assert.match(
+      text,
+      /could not reach the provider at POST https:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions through the proxy in HTTPS_PROXY: .*ECONNREFUSED/,
+    );
     assert.ok(!text.includes(PROXY_PASSWORD));
     assert.ok(!stderr.includes(PROXY_PASSWORD));
     assert.ok(!fs.readFileSync(auditOf(result).audit.path, 'utf8').includes(PROXY_PASSWORD));

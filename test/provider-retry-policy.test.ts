@@ -13,7 +13,10 @@ const http = (status: number, retryAfter?: number): ProviderError =>
 
 describe('retry policy', () => {
   it('retries exactly the documented transient statuses and a reset before any response byte', () => {
-    assert.deepEqual([...RETRYABLE_HTTP_STATUSES].sort((a, b) => a - b), [408, 429, 500, 502, 503, 504, 529]);
+    assert.deepEqual(
+      [...RETRYABLE_HTTP_STATUSES].sort((a, b) => a - b),
+      [408, 429, 500, 502, 503, 504, 529],
+    );
     for (const status of RETRYABLE_HTTP_STATUSES) assert.equal(isRetryable(http(status)), true, String(status));
     for (const status of [400, 401, 403, 404, 409, 413, 422, 501]) assert.equal(isRetryable(http(status)), false, String(status));
     assert.equal(isRetryable(new ProviderError('reset', 'network', undefined, { resetBeforeResponse: true })), true);
@@ -31,11 +34,26 @@ describe('retry policy', () => {
   });
 
   it('exponential backoff with jitter, capped', () => {
-    assert.equal(backoffMs(0, () => 0), 250);
-    assert.equal(backoffMs(0, () => 1), 500);
-    assert.equal(backoffMs(1, () => 0), 500);
-    assert.equal(backoffMs(1, () => 1), 1000);
-    assert.equal(backoffMs(30, () => 1), BACKOFF_MAX_MS);
+    assert.equal(
+      backoffMs(0, () => 0),
+      250,
+    );
+    assert.equal(
+      backoffMs(0, () => 1),
+      500,
+    );
+    assert.equal(
+      backoffMs(1, () => 0),
+      500,
+    );
+    assert.equal(
+      backoffMs(1, () => 1),
+      1000,
+    );
+    assert.equal(
+      backoffMs(30, () => 1),
+      BACKOFF_MAX_MS,
+    );
     const seen = new Set(Array.from({ length: 50 }, () => backoffMs(0)));
     assert.ok(seen.size > 1, 'jitter varies the wait');
   });

@@ -30,14 +30,17 @@ describe('reserved directories by identity (bind mounts in a private mount names
   let project: string;
 
   before(() => {
-    project = makeProject({
-      'agents/good.symbi': GOOD,
-      'agents/sub/ok.symbi': GOOD,
-      'policies/mcp-server/respond.cedar': POLICY,
-      'policies/x.symbi': `agent leaked { } // ${MARKER}\n`,
-      'policies/sub/y.symbi': `agent leaked { } // ${MARKER}\n`,
-      '.symbiont/governed/leak.symbi': `agent leaked { } // ${MARKER}\n`,
-    }, 'symbi-reserved-');
+    project = makeProject(
+      {
+        'agents/good.symbi': GOOD,
+        'agents/sub/ok.symbi': GOOD,
+        'policies/mcp-server/respond.cedar': POLICY,
+        'policies/x.symbi': `agent leaked { } // ${MARKER}\n`,
+        'policies/sub/y.symbi': `agent leaked { } // ${MARKER}\n`,
+        '.symbiont/governed/leak.symbi': `agent leaked { } // ${MARKER}\n`,
+      },
+      'symbi-reserved-',
+    );
     for (const dir of ['agents/alias', 'agents/subalias', 'agents/storage', 'agents/governed']) fs.mkdirSync(path.join(project, dir));
     fs.chmodSync(path.join(project, '.symbiont'), 0o700);
     fs.chmodSync(path.join(project, '.symbiont/governed'), 0o700);
@@ -128,7 +131,12 @@ describe('reserved directories have no silent budget', () => {
       assert.equal(run.stdout, '', 'nothing on the MCP channel');
       const lines = run.stderr.trimEnd().split('\n');
       assert.equal(lines.length, 1, run.stderr);
-      assert.match(lines[0]!, new RegExp(`^symbi mcp: --project .*: policies/ holds 300 folders; at most ${RESERVED_POLICY_DIRECTORIES_MAX} can be recorded .*, so the server does not start$`));
+      assert.match(
+        lines[0]!,
+        new RegExp(
+          `^symbi mcp: --project .*: policies/ holds 300 folders; at most ${RESERVED_POLICY_DIRECTORIES_MAX} can be recorded .*, so the server does not start$`,
+        ),
+      );
       assert.ok(!fs.existsSync(path.join(project, '.symbiont')), 'nothing was created');
     } finally {
       removeProject(project);
@@ -148,50 +156,54 @@ describe('reserved directories have no silent budget', () => {
   });
 });
 
-describe('reserved directories: .symbiont/ recorded first and always, policies/ at any depth (bind mounts in a private mount namespace)', { skip: namespaceSkip() }, () => {
-  it(`with ${RESERVED_POLICY_DIRECTORIES_MAX} folders below policies/ (the limit) and a deep one, .symbiont/ and the deepest folder under other names are refused`, async () => {
-    const deep = 'policies/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10';
-    const project = makeProject(
-      {
-        'agents/good.symbi': GOOD,
-        'policies/respond.cedar': POLICY,
-        ...folders(RESERVED_POLICY_DIRECTORIES_MAX - 10, 'policies'),
-        [`${deep}/deep.symbi`]: `agent leaked { } // ${MARKER}\n`,
-        '.symbiont/governed/leak.symbi': `agent leaked { } // ${MARKER}\n`,
-      },
-      'symbi-reserved-first-',
-    );
-    try {
-      fs.chmodSync(path.join(project, '.symbiont'), 0o700);
-      fs.chmodSync(path.join(project, '.symbiont/governed'), 0o700);
-      for (const dir of ['agents/s', 'agents/g', 'agents/deep']) fs.mkdirSync(path.join(project, dir));
-      const server = await startServer(project, {
-        launcher: bindLauncher(project, [
-          ['.symbiont', 'agents/s'],
-          ['.symbiont/governed', 'agents/g'],
-          [deep, 'agents/deep'],
-        ]),
-      });
+describe(
+  'reserved directories: .symbiont/ recorded first and always, policies/ at any depth (bind mounts in a private mount namespace)',
+  { skip: namespaceSkip() },
+  () => {
+    it(`with ${RESERVED_POLICY_DIRECTORIES_MAX} folders below policies/ (the limit) and a deep one, .symbiont/ and the deepest folder under other names are refused`, async () => {
+      const deep = 'policies/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10';
+      const project = makeProject(
+        {
+          'agents/good.symbi': GOOD,
+          'policies/respond.cedar': POLICY,
+          ...folders(RESERVED_POLICY_DIRECTORIES_MAX - 10, 'policies'),
+          [`${deep}/deep.symbi`]: `agent leaked { } // ${MARKER}\n`,
+          '.symbiont/governed/leak.symbi': `agent leaked { } // ${MARKER}\n`,
+        },
+        'symbi-reserved-first-',
+      );
       try {
-        const refused: Array<[string, RegExp]> = [
-          ['agents/s/governed/leak.symbi', /agents\/s is \.symbiont\/ reached under another name/],
-          ['agents/g/leak.symbi', /agents\/g is \.symbiont\/governed\/ reached under another name/],
-          ['agents/deep/deep.symbi', /agents\/deep is policies\/d1\/d2\/d3\/d4\/d5\/d6\/d7\/d8\/d9\/d10\/ reached under another name/],
-        ];
-        for (const [file, reason] of refused) {
-          const result = await server.call('parse_dsl', { file });
-          assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
-          assert.match(textOf(result), reason, file);
-          assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
+        fs.chmodSync(path.join(project, '.symbiont'), 0o700);
+        fs.chmodSync(path.join(project, '.symbiont/governed'), 0o700);
+        for (const dir of ['agents/s', 'agents/g', 'agents/deep']) fs.mkdirSync(path.join(project, dir));
+        const server = await startServer(project, {
+          launcher: bindLauncher(project, [
+            ['.symbiont', 'agents/s'],
+            ['.symbiont/governed', 'agents/g'],
+            [deep, 'agents/deep'],
+          ]),
+        });
+        try {
+          const refused: Array<[string, RegExp]> = [
+            ['agents/s/governed/leak.symbi', /agents\/s is \.symbiont\/ reached under another name/],
+            ['agents/g/leak.symbi', /agents\/g is \.symbiont\/governed\/ reached under another name/],
+            ['agents/deep/deep.symbi', /agents\/deep is policies\/d1\/d2\/d3\/d4\/d5\/d6\/d7\/d8\/d9\/d10\/ reached under another name/],
+          ];
+          for (const [file, reason] of refused) {
+            const result = await server.call('parse_dsl', { file });
+            assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
+            assert.match(textOf(result), reason, file);
+            assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
+          }
+        } finally {
+          await server.close();
         }
       } finally {
-        await server.close();
+        removeProject(project);
       }
-    } finally {
-      removeProject(project);
-    }
-  });
-});
+    });
+  },
+);
 
 describe('mounts inside the project are not descended into (overlay and tmpfs in a private mount namespace)', { skip: namespaceSkip() }, () => {
   it('an overlay with policies/ as its lower layer, and a tmpfs, are refused; a bind mount of an ordinary folder on the same file system is read', async () => {

@@ -97,8 +97,11 @@ function etcOverlaySkip(): string | undefined {
   const layer = tempDir('symbi-etc-probe-');
   try {
     fs.writeFileSync(path.join(layer, 'probe'), 'x');
-    const probe = spawnSync('unshare', ['-m', 'sh', '-c', `mount -t overlay overlay -o lowerdir='${layer}':/etc /etc && test -f /etc/probe`], { encoding: 'utf8' });
-    if (probe.status !== 0) return `an overlay on /etc in a private mount namespace is not possible here: ${(probe.stderr || probe.error?.message || '').trim()}`;
+    const probe = spawnSync('unshare', ['-m', 'sh', '-c', `mount -t overlay overlay -o lowerdir='${layer}':/etc /etc && test -f /etc/probe`], {
+      encoding: 'utf8',
+    });
+    if (probe.status !== 0)
+      return `an overlay on /etc in a private mount namespace is not possible here: ${(probe.stderr || probe.error?.message || '').trim()}`;
     return undefined;
   } finally {
     removeProject(layer);
@@ -146,7 +149,10 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
     try {
       const list = await server.call('list_agents', {});
       assert.equal(list.isError, undefined, textOf(list));
-      assert.deepEqual((list.structuredContent as { agents: Array<{ stem: string }> }).agents.map((a) => a.stem), ['assistant']);
+      assert.deepEqual(
+        (list.structuredContent as { agents: Array<{ stem: string }> }).agents.map((a) => a.stem),
+        ['assistant'],
+      );
       const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
       assert.match(stderr, /confinement route proc /, stderr);
       assert.match(stderr, /route openat2 crashed in its proof in a child process \(SIGSEGV\)/, stderr);
@@ -169,37 +175,44 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
     }
   });
 
-  it('a remembered proof is not reused once /etc/ld.so.preload names a crashing fdopendir (an overlay on /etc in a private mount namespace)', { skip: etcOverlaySkip() }, async () => {
-    const cache = proofCache();
-    const first = await serve({ SYMBI_CONFINEMENT_ROUTE: 'libc' }, cache);
-    try {
-      const stderr = await waitForStderr(first, (t) => t.includes('serving MCP'));
-      assert.match(stderr, /confinement route libc .*; proven in a child process \(\d+ ms\), remembered(;|$)/m, stderr);
-    } finally {
-      await first.close();
-    }
-    // The real /etc is never touched: an overlay whose top layer holds only ld.so.preload, seen by the server alone.
-    const layer = tempDir('symbi-etc-layer-');
-    try {
-      fs.writeFileSync(path.join(layer, 'ld.so.preload'), `${lib('crash-fdopendir')}\n`);
-      const server = await startServer(project, {
-        env: { ...serverEnv(), TMPDIR: serverTmp(), XDG_CACHE_HOME: cache, SYMBI_CONFINEMENT_ROUTE: 'libc' },
-        launcher: ['unshare', '-m', 'sh', '-c', `mount -t overlay overlay -o lowerdir='${layer}':/etc /etc && exec "$0" "$@"`],
-      });
+  it(
+    'a remembered proof is not reused once /etc/ld.so.preload names a crashing fdopendir (an overlay on /etc in a private mount namespace)',
+    { skip: etcOverlaySkip() },
+    async () => {
+      const cache = proofCache();
+      const first = await serve({ SYMBI_CONFINEMENT_ROUTE: 'libc' }, cache);
       try {
-        const list = await server.call('list_agents', {});
-        assert.equal(list.isError, true, textOf(list));
-        assert.match(textOf(list), /route libc crashed in its proof in a child process \(SIGSEGV\)/);
-        const inline = await server.call('parse_dsl', { content: 'agent inline {}\n' });
-        assert.equal(inline.isError, undefined, textOf(inline));
+        const stderr = await waitForStderr(first, (t) => t.includes('serving MCP'));
+        assert.match(stderr, /confinement route libc .*; proven in a child process \(\d+ ms\), remembered(;|$)/m, stderr);
       } finally {
-        await server.close();
+        await first.close();
       }
-    } finally {
-      removeProject(layer);
-    }
-    assert.ok(!fs.existsSync('/etc/ld.so.preload') || !fs.readFileSync('/etc/ld.so.preload', 'utf8').includes('crash-fdopendir'), 'the real /etc is untouched');
-  });
+      // The real /etc is never touched: an overlay whose top layer holds only ld.so.preload, seen by the server alone.
+      const layer = tempDir('symbi-etc-layer-');
+      try {
+        fs.writeFileSync(path.join(layer, 'ld.so.preload'), `${lib('crash-fdopendir')}\n`);
+        const server = await startServer(project, {
+          env: { ...serverEnv(), TMPDIR: serverTmp(), XDG_CACHE_HOME: cache, SYMBI_CONFINEMENT_ROUTE: 'libc' },
+          launcher: ['unshare', '-m', 'sh', '-c', `mount -t overlay overlay -o lowerdir='${layer}':/etc /etc && exec "$0" "$@"`],
+        });
+        try {
+          const list = await server.call('list_agents', {});
+          assert.equal(list.isError, true, textOf(list));
+          assert.match(textOf(list), /route libc crashed in its proof in a child process \(SIGSEGV\)/);
+          const inline = await server.call('parse_dsl', { content: 'agent inline {}\n' });
+          assert.equal(inline.isError, undefined, textOf(inline));
+        } finally {
+          await server.close();
+        }
+      } finally {
+        removeProject(layer);
+      }
+      assert.ok(
+        !fs.existsSync('/etc/ld.so.preload') || !fs.readFileSync('/etc/ld.so.preload', 'utf8').includes('crash-fdopendir'),
+        'the real /etc is untouched',
+      );
+    },
+  );
 
   it('a remembered proof is not reused under LD_AUDIT', async () => {
     const cache = proofCache();
@@ -217,24 +230,28 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
     assert.match(await line({ LD_AUDIT: lib('audit-nothing') }), /proven in a child process \(\d+ ms\), remembered(;|$)/);
   });
 
-  it('without /proc/self/maps (a tmpfs over /proc in a private mount namespace) the proof is made at every start and never remembered', { skip: namespaceSkip() }, async () => {
-    const cache = proofCache();
-    for (let start = 0; start < 2; start++) {
-      const server = await startServer(project, {
-        env: { ...serverEnv(), TMPDIR: serverTmp(), XDG_CACHE_HOME: cache, SYMBI_CONFINEMENT_ROUTE: 'libc' },
-        launcher: ['unshare', '-m', 'sh', '-c', 'mount -t tmpfs none /proc && exec "$0" "$@"'],
-      });
-      try {
-        const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
-        const line = stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
-        assert.match(line, /confinement route libc .*; proven in a child process \(\d+ ms\)/, `start ${start + 1}: ${line}`);
-        assert.doesNotMatch(line, /remembered/, `start ${start + 1}: ${line}`);
-      } finally {
-        await server.close();
+  it(
+    'without /proc/self/maps (a tmpfs over /proc in a private mount namespace) the proof is made at every start and never remembered',
+    { skip: namespaceSkip() },
+    async () => {
+      const cache = proofCache();
+      for (let start = 0; start < 2; start++) {
+        const server = await startServer(project, {
+          env: { ...serverEnv(), TMPDIR: serverTmp(), XDG_CACHE_HOME: cache, SYMBI_CONFINEMENT_ROUTE: 'libc' },
+          launcher: ['unshare', '-m', 'sh', '-c', 'mount -t tmpfs none /proc && exec "$0" "$@"'],
+        });
+        try {
+          const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+          const line = stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
+          assert.match(line, /confinement route libc .*; proven in a child process \(\d+ ms\)/, `start ${start + 1}: ${line}`);
+          assert.doesNotMatch(line, /remembered/, `start ${start + 1}: ${line}`);
+        } finally {
+          await server.close();
+        }
       }
-    }
-    assert.ok(!fs.existsSync(path.join(cache, 'symbi-mcp', 'route-proofs.json')), 'nothing was written to the cache');
-  });
+      assert.ok(!fs.existsSync(path.join(cache, 'symbi-mcp', 'route-proofs.json')), 'nothing was written to the cache');
+    },
+  );
 
   it('a hanging fdopendir is cut off at the deadline and refuses the route', async () => {
     const server = await serve({
@@ -263,7 +280,8 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
     return stderr.split('\n').find((l) => l.includes('audit storage unusable')) ?? stderr;
   }
 
-  const ACL_CRASHED = /cannot be checked for other writers: the ACL reader crashed in its proof in a child process \(SIGSEGV\), so it is not called in the server;.*\(fix: start the server without any library preloaded into it that replaces these C calls/;
+  const ACL_CRASHED =
+    /cannot be checked for other writers: the ACL reader crashed in its proof in a child process \(SIGSEGV\), so it is not called in the server;.*\(fix: start the server without any library preloaded into it that replaces these C calls/;
 
   it('a crashing lgetxattr costs the ownership check, not the server: the project is refused with the reason, and the server answers', async () => {
     const server = await serve({ LD_PRELOAD: lib('crash-lgetxattr') });
@@ -286,7 +304,10 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
       await first.close();
     }
     const remembered = JSON.parse(fs.readFileSync(path.join(cache, 'symbi-mcp', 'route-proofs.json'), 'utf8')) as { proofs: string[] };
-    assert.ok(remembered.proofs.some((p) => p.startsWith('acl sha256:')), JSON.stringify(remembered.proofs));
+    assert.ok(
+      remembered.proofs.some((p) => p.startsWith('acl sha256:')),
+      JSON.stringify(remembered.proofs),
+    );
     const server = await serve({ LD_PRELOAD: lib('crash-lgetxattr') }, cache);
     try {
       const audit = await ownershipRefusal(server);
@@ -307,7 +328,10 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
   });
 
   const wrongCalls: Array<[string, RegExp]> = [
-    ['mkdirat-ignores-mode', /route libc failed its self-test: the storage calls create, rename and remove: the created directory has mode 0755, expected 0700/],
+    [
+      'mkdirat-ignores-mode',
+      /route libc failed its self-test: the storage calls create, rename and remove: the created directory has mode 0755, expected 0700/,
+    ],
     ['openat-ignores-mode', /route libc failed its self-test: the storage calls create, rename and remove: the created file has mode 0644, expected 0600/],
     ['fcntl-getfd-fails', /route libc failed its self-test: the descriptor flags can be read: EBADF: fcntl\(F_GETFD\) failed/],
   ];
@@ -373,19 +397,23 @@ describe('a passed proof is remembered in the user cache directory, and only a p
     }
   });
 
-  it("a cache folder or file that belongs to another user is not trusted", { skip: skip ?? (process.getuid?.() === 0 ? undefined : 'needs root to give the cache to another user') }, async () => {
-    const cache = tempDir('symbi-proof-cache-');
-    try {
-      await routeLine(cache);
-      const file = path.join(cache, 'symbi-mcp', 'route-proofs.json');
-      fs.chownSync(file, 65534, 65534);
-      assert.match(await routeLine(cache), /not remembered: \S+route-proofs\.json belongs to uid 65534, not this user \(0\)/);
-      fs.chownSync(path.dirname(file), 65534, 65534);
-      assert.match(await routeLine(cache), /not remembered: \S+symbi-mcp belongs to uid 65534, not this user \(0\)/);
-    } finally {
-      removeProject(cache);
-    }
-  });
+  it(
+    'a cache folder or file that belongs to another user is not trusted',
+    { skip: skip ?? (process.getuid?.() === 0 ? undefined : 'needs root to give the cache to another user') },
+    async () => {
+      const cache = tempDir('symbi-proof-cache-');
+      try {
+        await routeLine(cache);
+        const file = path.join(cache, 'symbi-mcp', 'route-proofs.json');
+        fs.chownSync(file, 65534, 65534);
+        assert.match(await routeLine(cache), /not remembered: \S+route-proofs\.json belongs to uid 65534, not this user \(0\)/);
+        fs.chownSync(path.dirname(file), 65534, 65534);
+        assert.match(await routeLine(cache), /not remembered: \S+symbi-mcp belongs to uid 65534, not this user \(0\)/);
+      } finally {
+        removeProject(cache);
+      }
+    },
+  );
 });
 
 /** A temporary directory on another file system than the projects', for the self-test, or why there is none. */
@@ -417,7 +445,11 @@ describe("the file-system probes run on the project's own file system too", () =
     try {
       assert.match(await start(), /; the project has no \.symbiont\/ yet, so its file system is probed from the next start/);
       assert.match(await start(), /; proven on the project file system too/);
-      assert.deepEqual(fs.readdirSync(path.join(project, '.symbiont')).filter((n) => n.startsWith('route-probe-')), [], 'the scratch folder is gone');
+      assert.deepEqual(
+        fs.readdirSync(path.join(project, '.symbiont')).filter((n) => n.startsWith('route-probe-')),
+        [],
+        'the scratch folder is gone',
+      );
       assert.match(await start(), /; proven on the project file system at an earlier start \(remembered\)/);
       // With the self-test on the project's own file system, there is nothing more to prove.
       assert.match(await start({ TMPDIR: os.tmpdir() }), /; the project shares its file system with the temporary directory, where the self-test ran/);

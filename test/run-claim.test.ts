@@ -85,9 +85,12 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
       const journal = claim.finalised.audit.path;
       const written = fs.readFileSync(journal);
 
-      const outcome = await performInvocation({ runId, definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) }, resources);
+      const outcome = await performInvocation(
+        { runId, definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) },
+        resources,
+      );
       assert.equal(outcome.ok, false);
-      assert.ok(!outcome.ok && outcome.cancelled && !outcome.terminalDurable, "the worker reports the cancel and writes no terminal record");
+      assert.ok(!outcome.ok && outcome.cancelled && !outcome.terminalDurable, 'the worker reports the cancel and writes no terminal record');
       assert.equal(outcome.message, CANCEL);
       assert.deepEqual(fs.readFileSync(journal), written, 'the journal is byte-for-byte what the owner wrote');
       assert.equal(endpoint.requests.length, requestsBefore, 'no provider request was sent');
@@ -106,7 +109,10 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
     const runId = randomUUID();
     const { port1: ownerPort, port2: workerPort } = new MessageChannel();
     try {
-      const running = performInvocation({ runId, definition: definition(), prompt: 'wait [[hold]]', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) }, resources);
+      const running = performInvocation(
+        { runId, definition: definition(), prompt: 'wait [[hold]]', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) },
+        resources,
+      );
       const journal = path.join(project, '.symbiont', 'governed', `${responsePrincipal('assistant')}.${runId}.jsonl`);
       // The request is on its way once the endpoint holds it.
       for (let i = 0; i < 500 && !endpoint.requests.some((r) => r.rawBody.includes('wait [[hold]]') && !r.answered && !r.closedEarly); i++) {
@@ -137,10 +143,14 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
     try {
       fs.mkdirSync(governed, { mode: 0o700 });
       fs.writeFileSync(path.join(governed, 'audit-signing.key'), randomBytes(32), { mode: 0o600 });
-      const outcome = await performInvocation({ runId, definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) }, resources);
+      const outcome = await performInvocation(
+        { runId, definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) },
+        resources,
+      );
       assert.ok(!outcome.ok && outcome.audit === undefined, JSON.stringify(outcome));
       assert.match(outcome.message, /audit-signing\.key was replaced by another file after startup/);
-      for (const dir of [governed, `${governed}.startup`]) assert.equal(fs.existsSync(path.join(dir, `${responsePrincipal('assistant')}.${runId}.jsonl`)), false, `no journal in ${dir}`);
+      for (const dir of [governed, `${governed}.startup`])
+        assert.equal(fs.existsSync(path.join(dir, `${responsePrincipal('assistant')}.${runId}.jsonl`)), false, `no journal in ${dir}`);
       assert.equal(endpoint.requests.length, requestsBefore, 'no provider request was sent');
     } finally {
       ownerPort.close();
@@ -156,7 +166,10 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
     const requestsBefore = endpoint.requests.length;
     fs.renameSync(storage, `${storage}.startup`);
     try {
-      const outcome = await performInvocation({ runId: randomUUID(), definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) }, resources);
+      const outcome = await performInvocation(
+        { runId: randomUUID(), definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) },
+        resources,
+      );
       assert.ok(!outcome.ok && outcome.audit === undefined, JSON.stringify(outcome));
       assert.match(outcome.message, /\.symbiont: the storage directory was removed after startup; restart the server to create it again/);
       assert.equal(fs.existsSync(storage), false, 'the storage is not made again by a run');
@@ -180,7 +193,10 @@ describe('the owner claim for runs cancelled before their worker starts', () => 
       fs.writeFileSync(keyPath, randomBytes(32), { mode: 0o600 });
       ownerPort.postMessage({ type: 'cancel', reason: CANCEL });
       assert.deepEqual(await finaliseUnstartedRun(pinned, pinnedKey, runId, definition(), CANCEL), { claimed: false });
-      const outcome = await performInvocation({ runId, definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) }, resources);
+      const outcome = await performInvocation(
+        { runId, definition: definition(), prompt: 'hello', reportProgress: false, port: workerPort, handover: new SharedArrayBuffer(4) },
+        resources,
+      );
       assert.ok(!outcome.ok && !outcome.terminalDurable && outcome.audit === undefined, JSON.stringify(outcome));
       assert.match(outcome.message, /audit-signing\.key was replaced by another file after startup; .*restart the server to pick up a new key/);
       assert.equal(outcome.keyFileChange, outcome.message);

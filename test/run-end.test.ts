@@ -47,7 +47,10 @@ function documentedReasons(): { words: RegExp[]; levels: string[] }[] {
   const parsed: { words: RegExp[]; levels: string[] }[] = [];
   for (const row of rows) {
     if (!row.startsWith('|')) break;
-    const [reasons, levels] = row.split('|').slice(1, 3).map((cell) => cell.trim());
+    const [reasons, levels] = row
+      .split('|')
+      .slice(1, 3)
+      .map((cell) => cell.trim());
     const words = [...reasons!.matchAll(/`([^`]+)`/g)].map(([, word]) => new RegExp(`^${word!.replace('<status>', '\\d{3}')}$`));
     parsed.push({ words, levels: levels!.split('/').map((level) => level.trim()) });
   }

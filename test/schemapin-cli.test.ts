@@ -56,7 +56,10 @@ describe('symbi schemapin (CLI, openssl interop)', () => {
     }
     keys.serve('/pub.pem', { body: fs.readFileSync(file('pub.pem')) });
     // Written with reordered keys and extra white space: signing covers the canonical form.
-    fs.writeFileSync(file('schema.json'), JSON.stringify({ inputSchema: SAMPLE_SCHEMA.inputSchema, name: SAMPLE_SCHEMA.name, description: SAMPLE_SCHEMA.description }, null, 3));
+    fs.writeFileSync(
+      file('schema.json'),
+      JSON.stringify({ inputSchema: SAMPLE_SCHEMA.inputSchema, name: SAMPLE_SCHEMA.name, description: SAMPLE_SCHEMA.description }, null, 3),
+    );
     fs.writeFileSync(file('canonical.bin'), canonicalJson(SAMPLE_SCHEMA));
   });
   after(async () => {
@@ -68,7 +71,10 @@ describe('symbi schemapin (CLI, openssl interop)', () => {
     if (!opensslAvailable) return t.skip('openssl is not available');
     const der = execFileSync('openssl', ['dgst', '-sha256', '-sign', file('key.pem'), file('canonical.bin')]);
     const sig = der.toString('base64');
-    const result = await run(['schemapin', 'verify', '--schema', file('schema.json'), '--key-url', keys.url('/pub.pem'), '--signature', sig, '--project', project], INSECURE);
+    const result = await run(
+      ['schemapin', 'verify', '--schema', file('schema.json'), '--key-url', keys.url('/pub.pem'), '--signature', sig, '--project', project],
+      INSECURE,
+    );
     assert.equal(result.code, 0, result.stderr);
     const report = JSON.parse(result.stdout);
     assert.equal(report.verified, true);
@@ -83,7 +89,15 @@ describe('symbi schemapin (CLI, openssl interop)', () => {
     assert.equal(signed.code, 0, signed.stderr);
     const sig = signed.stdout.trim();
     fs.writeFileSync(file('sig.der'), Buffer.from(sig, 'base64'));
-    const verifiedByOpenssl = execFileSync('openssl', ['dgst', '-sha256', '-verify', file('pub.pem'), '-signature', file('sig.der'), file('canonical.bin')]).toString();
+    const verifiedByOpenssl = execFileSync('openssl', [
+      'dgst',
+      '-sha256',
+      '-verify',
+      file('pub.pem'),
+      '-signature',
+      file('sig.der'),
+      file('canonical.bin'),
+    ]).toString();
     assert.match(verifiedByOpenssl, /Verified OK/);
 
     fs.writeFileSync(file('embedded.json'), JSON.stringify({ signature: sig, ...SAMPLE_SCHEMA }));
@@ -100,7 +114,18 @@ describe('symbi schemapin (CLI, openssl interop)', () => {
     assert.match(unsigned.stderr, /unsigned/);
 
     const sig = (await run(['schemapin', 'sign', '--schema', file('schema.json'), '--key', file('key.pem')])).stdout.trim();
-    const plain = await run(['schemapin', 'verify', '--schema', file('schema.json'), '--key-url', keys.url('/pub.pem'), '--signature', sig, '--project', project]);
+    const plain = await run([
+      'schemapin',
+      'verify',
+      '--schema',
+      file('schema.json'),
+      '--key-url',
+      keys.url('/pub.pem'),
+      '--signature',
+      sig,
+      '--project',
+      project,
+    ]);
     assert.equal(plain.code, 1);
     assert.match(JSON.parse(plain.stdout).message, /plain http:\/\/ key URLs are not fetched/);
     assert.doesNotMatch(plain.stderr, /warning/);

@@ -32,14 +32,9 @@ function namespacesUsable(): string | null {
   }
 }
 
-const ENTER_NAMESPACE = [
-  'set -e',
-  'mount --bind "$1" /etc/hosts',
-  'mount --bind "$2" /etc/resolv.conf',
-  'ip link set lo up',
-  'shift 2',
-  'exec "$@"',
-].join('\n');
+const ENTER_NAMESPACE = ['set -e', 'mount --bind "$1" /etc/hosts', 'mount --bind "$2" /etc/resolv.conf', 'ip link set lo up', 'shift 2', 'exec "$@"'].join(
+  '\n',
+);
 
 describe('verify_schema key fetches that fail, over stdio in a namespace with only loopback', () => {
   const skip = namespacesUsable();
@@ -75,9 +70,24 @@ describe('verify_schema key fetches that fail, over stdio in a namespace with on
     const portsFile = path.join(dir, 'ports.json');
     server = await startServer(project, {
       launcher: [
-        'unshare', '--net', '--mount', '--', 'sh', '-c', ENTER_NAMESPACE, 'sh', hosts, resolv,
-        process.execPath, '--import', 'tsx', path.join(repoRoot, 'test', 'support', 'netns-key-servers.ts'),
-        portsFile, path.join(dir, 'tls.key'), path.join(dir, 'tls.crt'), keyPem,
+        'unshare',
+        '--net',
+        '--mount',
+        '--',
+        'sh',
+        '-c',
+        ENTER_NAMESPACE,
+        'sh',
+        hosts,
+        resolv,
+        process.execPath,
+        '--import',
+        'tsx',
+        path.join(repoRoot, 'test', 'support', 'netns-key-servers.ts'),
+        portsFile,
+        path.join(dir, 'tls.key'),
+        path.join(dir, 'tls.crt'),
+        keyPem,
         '--',
       ],
       cwd: repoRoot,
@@ -105,12 +115,28 @@ describe('verify_schema key fetches that fail, over stdio in a namespace with on
   it('answers verified: false with the reason for every failing fetch, and keeps serving', { skip: skip ?? false }, async () => {
     const cases: Array<{ what: string; url: string; reason: RegExp }> = [
       { what: 'https, the only IPv4 address unreachable', url: 'https://keys-v4.test/key.pem', reason: /could not fetch the key URL: connect ENETUNREACH / },
-      { what: 'https, the only address IPv6 and unreachable', url: 'https://keys-v6.test/key.pem', reason: /could not fetch the key URL: connect ENETUNREACH / },
+      {
+        what: 'https, the only address IPv6 and unreachable',
+        url: 'https://keys-v6.test/key.pem',
+        reason: /could not fetch the key URL: connect ENETUNREACH /,
+      },
       { what: 'http, unreachable', url: 'http://keys-v4.test/key.pem', reason: /could not fetch the key URL: connect ENETUNREACH / },
-      { what: 'https, an IPv4 and an IPv6 address, neither reachable', url: 'https://keys-both.test/key.pem', reason: /could not fetch the key URL: connect ENETUNREACH / },
+      {
+        what: 'https, an IPv4 and an IPv6 address, neither reachable',
+        url: 'https://keys-both.test/key.pem',
+        reason: /could not fetch the key URL: connect ENETUNREACH /,
+      },
       { what: 'name resolution fails', url: 'https://nowhere.test/key.pem', reason: /could not resolve the key URL's host nowhere\.test/ },
-      { what: 'connection refused', url: `https://keys.test:${ports.closed}/key.pem`, reason: /could not fetch the key URL: connect ECONNREFUSED 127\.0\.0\.1:/ },
-      { what: 'certificate for another name', url: `https://wrong-name.test:${ports.good}/key.pem`, reason: /could not fetch the key URL: ERR_TLS_CERT_ALTNAME_INVALID/ },
+      {
+        what: 'connection refused',
+        url: `https://keys.test:${ports.closed}/key.pem`,
+        reason: /could not fetch the key URL: connect ECONNREFUSED 127\.0\.0\.1:/,
+      },
+      {
+        what: 'certificate for another name',
+        url: `https://wrong-name.test:${ports.good}/key.pem`,
+        reason: /could not fetch the key URL: ERR_TLS_CERT_ALTNAME_INVALID/,
+      },
       { what: 'reset during the handshake', url: `https://keys.test:${ports.reset}/key.pem`, reason: /could not fetch the key URL: .*ECONNRESET/ },
       { what: 'body cut short', url: `https://keys.test:${ports.cut}/key.pem`, reason: /closed before the body was complete/ },
       { what: 'silence until the deadline', url: `https://keys.test:${ports.silent}/key.pem`, reason: /took longer than 10 s/ },

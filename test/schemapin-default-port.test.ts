@@ -57,9 +57,20 @@ describe('SchemaPin pins follow the dialled port, over stdio in a namespace serv
     selfSignedCertificate(path.join(dir, 'tls.key'), path.join(dir, 'tls.crt'), '/CN=127.0.0.1', 'IP:127.0.0.1');
     server = await startServer(project, {
       launcher: [
-        'unshare', '--net', '--', 'sh', '-c', 'ip link set lo up && exec "$@"', 'sh',
-        process.execPath, '--import', 'tsx', path.join(repoRoot, 'test', 'support', 'netns-default-port-key-servers.ts'),
-        keyFile, path.join(dir, 'tls.key'), path.join(dir, 'tls.crt'),
+        'unshare',
+        '--net',
+        '--',
+        'sh',
+        '-c',
+        'ip link set lo up && exec "$@"',
+        'sh',
+        process.execPath,
+        '--import',
+        'tsx',
+        path.join(repoRoot, 'test', 'support', 'netns-default-port-key-servers.ts'),
+        keyFile,
+        path.join(dir, 'tls.key'),
+        path.join(dir, 'tls.crt'),
         '--',
       ],
       cwd: repoRoot,

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { verifySchema, type VerifySchemaOptions } from '../src/shared/schemapin/verify-schema.js';
-import { SAMPLE_SCHEMA, ecKeyPair, signSchema, startKeyServer, tempProject, type KeyServer, type TempProject, type TestKeyPair } from './support/schemapin-fixtures.js';
+import {
+  SAMPLE_SCHEMA,
+  ecKeyPair,
+  signSchema,
+  startKeyServer,
+  tempProject,
+  type KeyServer,
+  type TempProject,
+  type TestKeyPair,
+} from './support/schemapin-fixtures.js';
 
 // One key, one fingerprint: a P-256 key served as a compressed-point (0x02/0x03) or hybrid
 // (0x06/0x07) SubjectPublicKeyInfo has the fingerprint of its standard uncompressed SPKI, so

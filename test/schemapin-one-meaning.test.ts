@@ -72,7 +72,10 @@ describe('symbi schemapin verify: one meaning per signed schema and key document
     const twoMeanings = await verify(`{"name":"read_file","description":"safe","description":"evil","signature":${JSON.stringify(signature)}}`);
     assert.equal(twoMeanings.code, 2, twoMeanings.stdout + twoMeanings.stderr);
     assert.equal(twoMeanings.stdout, '');
-    const said = twoMeanings.stderr.trim().split('\n').filter((line) => !line.includes('SYMBIONT_SCHEMAPIN_ALLOW_INSECURE'));
+    const said = twoMeanings.stderr
+      .trim()
+      .split('\n')
+      .filter((line) => !line.includes('SYMBIONT_SCHEMAPIN_ALLOW_INSECURE'));
     assert.equal(said.length, 1, twoMeanings.stderr);
     assert.match(said[0]!, /^symbi schemapin: schema refused before canonicalising: duplicate key "description"/);
   });

@@ -47,7 +47,8 @@ describe('SchemaPin pins are keyed by the normalised host', () => {
     schemaFile = path.join(dir, 'schema.json');
     fs.writeFileSync(schemaFile, SCHEMA_TEXT);
     keys = await startKeyServer();
-    symbi = (args, wrap = []) => (wrap.length === 0 ? run(process.execPath, [symbiBin, ...args]) : run(wrap[0]!, [...wrap.slice(1), process.execPath, symbiBin, ...args]));
+    symbi = (args, wrap = []) =>
+      wrap.length === 0 ? run(process.execPath, [symbiBin, ...args]) : run(wrap[0]!, [...wrap.slice(1), process.execPath, symbiBin, ...args]);
   });
   after(async () => {
     await keys.close();
@@ -63,8 +64,15 @@ describe('SchemaPin pins are keyed by the normalised host', () => {
     keys.serve('/key.pem', { body: key.publicPem });
   }
 
-  async function verify(url: string, key: typeof publisher, wrap?: string[]): Promise<{ code: number; verified: boolean; pinned: string | null; message: string }> {
-    const result = await symbi(['schemapin', 'verify', '--schema', schemaFile, '--key-url', url, '--signature', signSchema(SAMPLE_SCHEMA, key.privateKey), '--project', project], wrap);
+  async function verify(
+    url: string,
+    key: typeof publisher,
+    wrap?: string[],
+  ): Promise<{ code: number; verified: boolean; pinned: string | null; message: string }> {
+    const result = await symbi(
+      ['schemapin', 'verify', '--schema', schemaFile, '--key-url', url, '--signature', signSchema(SAMPLE_SCHEMA, key.privateKey), '--project', project],
+      wrap,
+    );
     assert.ok(result.stdout.startsWith('{'), `${url}: ${result.stderr}`);
     const report = JSON.parse(result.stdout) as { verified: boolean; pinned: string | null; message: string };
     return { code: result.code, ...report };
@@ -117,7 +125,11 @@ describe('SchemaPin pins are keyed by the normalised host', () => {
     const listed = await symbi(['schemapin', 'pins', '--project', project]);
     assert.equal(listed.code, 0, listed.stderr);
     assert.deepEqual(
-      listed.stdout.trim().split('\n').map((line) => line.split(' ')[0]).sort(),
+      listed.stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.split(' ')[0])
+        .sort(),
       [`127.0.0.1:${port}`, `localhost:${port}`],
     );
 

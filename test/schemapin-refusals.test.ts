@@ -106,7 +106,10 @@ describe('key URL refusals without the insecure switch', () => {
       ['file:///etc/passwd', /uses file:; only https:\/\/ key URLs are fetched/],
       ['https://user:pw@example.com/key.pem', /must not carry credentials/],
     ] as const) {
-      await assert.rejects(verifySchema({ schema, public_key_url: url, signature }, options), (err: unknown) => err instanceof SchemaPinInputError && pattern.test(err.message));
+      await assert.rejects(
+        verifySchema({ schema, public_key_url: url, signature }, options),
+        (err: unknown) => err instanceof SchemaPinInputError && pattern.test(err.message),
+      );
     }
   });
 

@@ -10,7 +10,16 @@ import { canonicalJson, sha256Hex } from '../src/shared/canonical-json.js';
 import { SCHEMA_KEY_BODY_MAX_BYTES } from '../src/shared/limits.js';
 import { PinStore } from '../src/shared/schemapin/pin-store.js';
 import { verifySchema, type VerifySchemaOptions } from '../src/shared/schemapin/verify-schema.js';
-import { SAMPLE_SCHEMA, ecKeyPair, signSchema, startKeyServer, tempProject, type KeyServer, type TempProject, type TestKeyPair } from './support/schemapin-fixtures.js';
+import {
+  SAMPLE_SCHEMA,
+  ecKeyPair,
+  signSchema,
+  startKeyServer,
+  tempProject,
+  type KeyServer,
+  type TempProject,
+  type TestKeyPair,
+} from './support/schemapin-fixtures.js';
 import { selfSignedCertificate } from './support/tls-certificate.js';
 
 // verify_schema's core against a real HTTP server on 127.0.0.1, with the
@@ -59,7 +68,7 @@ describe('SchemaPin verification against a local key server', () => {
     assert.ok(!Number.isNaN(Date.parse(pins.pins[`127.0.0.1:${server.port}`].first_seen)));
   });
 
-  it('verifies a signature carried in the schema\'s top-level signature field (verified with the field removed)', async () => {
+  it("verifies a signature carried in the schema's top-level signature field (verified with the field removed)", async () => {
     const withField = JSON.stringify({ ...SAMPLE_SCHEMA, signature });
     const result = await verifySchema({ schema: withField, public_key_url: server.url('/key.pem') }, options);
     assert.equal(result.verified, true, result.message);
@@ -270,7 +279,10 @@ describe('SchemaPin verification against a local key server', () => {
     const project = tempProject();
     try {
       const wrong = signSchema({ other: true }, key.privateKey);
-      const result = await verifySchema({ schema: schemaText, public_key_url: server.url('/key.pem'), signature: wrong }, { ...options, project: project.project });
+      const result = await verifySchema(
+        { schema: schemaText, public_key_url: server.url('/key.pem'), signature: wrong },
+        { ...options, project: project.project },
+      );
       assert.equal(result.verified, false);
       assert.equal(result.pinned, null);
       assert.equal(fs.existsSync(project.pinsFile), false);

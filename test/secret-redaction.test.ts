@@ -162,8 +162,20 @@ describe('the provider key never leaves the server, encoded', () => {
   });
 
   it('finds the encodings in this test (each differs from the key, so only the encoded rule can catch it)', () => {
-    for (const [name, encode] of Object.entries(ENCODINGS)) assert.deepEqual(keyTraces(encode(KEY)).filter((t) => t === 'the whole key'), [], name);
-    assert.deepEqual(encodedTraces(Object.values(ENCODINGS).map((encode) => encode(KEY)).join(' ')), Object.keys(ENCODINGS));
+    for (const [name, encode] of Object.entries(ENCODINGS))
+      assert.deepEqual(
+        keyTraces(encode(KEY)).filter((t) => t === 'the whole key'),
+        [],
+        name,
+      );
+    assert.deepEqual(
+      encodedTraces(
+        Object.values(ENCODINGS)
+          .map((encode) => encode(KEY))
+          .join(' '),
+      ),
+      Object.keys(ENCODINGS),
+    );
   });
 
   for (const encoding of Object.keys(ENCODINGS)) {

@@ -81,13 +81,18 @@ describe('symbi mcp raw stdio', () => {
       for (let i = 0; i < 50; i++) await server.send(chunk);
       await server.send('\n');
       // A huge line that is valid JSON-RPC is also dropped, not parsed.
-      await server.send(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"parse_dsl","arguments":{"content":"${'b'.repeat(9 * 1024 * 1024)}"}}}\n`);
+      await server.send(
+        `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"parse_dsl","arguments":{"content":"${'b'.repeat(9 * 1024 * 1024)}"}}}\n`,
+      );
       await server.send(jsonLine(call(2, 'get_agent_dsl', { agent: 'assistant' })));
       const answer = await server.waitFor(2, ANSWER_WAIT_MS);
       assert.equal((answer.result as { content: Array<{ text: string }> }).content[0]!.text, 'agent assistant {\n}\n');
       const peak = peakRssKiB(server.pid);
       assert.ok(peak < 400 * 1024, `peak RSS ${peak} KiB stays far below the bytes sent`);
-      assert.equal(server.lines().some((l) => l.includes('"id":99')), false);
+      assert.equal(
+        server.lines().some((l) => l.includes('"id":99')),
+        false,
+      );
       assert.match(server.stderr(), /an input line of 52428801 bytes, longer than the 8388608-byte line limit, was dropped/);
       assert.equal(await server.end(), 0);
     } finally {
@@ -103,7 +108,10 @@ describe('symbi mcp raw stdio', () => {
       await server.send(jsonLine(INITIALIZE));
       await server.waitFor('init', ANSWER_WAIT_MS);
       assert.equal(await server.end(), 0);
-      const lines = server.stderr().split('\n').filter((l) => l.length > 0);
+      const lines = server
+        .stderr()
+        .split('\n')
+        .filter((l) => l.length > 0);
       assert.ok(lines.length >= 5);
       const records = lines.map((l) => JSON.parse(l) as { level: number; msg: string; event?: string; public_key?: string });
       assert.ok(records.some((r) => r.event === 'startup.project'));

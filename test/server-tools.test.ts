@@ -80,10 +80,15 @@ describe('symbi mcp project tools over stdio', () => {
     const data = result.structuredContent as { agents: Array<Record<string, unknown>>; left_out: unknown[] };
     assert.deepEqual(JSON.parse(textOf(result)), data);
     const byFile = new Map(data.agents.map((a) => [a.file as string, a]));
-    assert.deepEqual(
-      [...byFile.keys()].sort(),
-      ['agents/assistant.symbi', 'agents/broken.symbi', 'agents/chat.symbi', 'agents/dup.dsl', 'agents/dup.symbi', 'agents/helper.symbi', 'agents/multi.dsl'],
-    );
+    assert.deepEqual([...byFile.keys()].sort(), [
+      'agents/assistant.symbi',
+      'agents/broken.symbi',
+      'agents/chat.symbi',
+      'agents/dup.dsl',
+      'agents/dup.symbi',
+      'agents/helper.symbi',
+      'agents/multi.dsl',
+    ]);
     const assistant = byFile.get('agents/assistant.symbi')!;
     assert.equal(assistant.stem, 'assistant');
     assert.deepEqual(assistant.declared_agents, ['assistant']);
@@ -147,13 +152,19 @@ describe('symbi mcp project tools over stdio', () => {
     assert.deepEqual(JSON.parse(textOf(fromFile)), report);
     assert.equal(report.source, 'agents/multi.dsl');
     assert.equal(report.has_errors, false);
-    assert.deepEqual(report.agents.map((a) => a.name), ['a', 'b']);
+    assert.deepEqual(
+      report.agents.map((a) => a.name),
+      ['a', 'b'],
+    );
     assert.equal(report.schedules.length, 1);
 
     // parse_dsl reads at call time, unlike the registry.
     fs.writeFileSync(path.join(project, 'agents', 'fresh.symbi'), 'agent fresh {\n}\n');
     const fresh = await server.call('parse_dsl', { file: './agents//fresh.symbi' });
-    assert.deepEqual((fresh.structuredContent as { agents: Array<{ name: string }> }).agents.map((a) => a.name), ['fresh']);
+    assert.deepEqual(
+      (fresh.structuredContent as { agents: Array<{ name: string }> }).agents.map((a) => a.name),
+      ['fresh'],
+    );
 
     const inline = await server.call('parse_dsl', { content: BROKEN });
     assert.equal(inline.isError, undefined);
@@ -200,7 +211,10 @@ describe('symbi mcp project tools over stdio', () => {
 
   it('serves AGENTS.md as the resource file:///AGENTS.md', async () => {
     const { resources } = await server.client.listResources();
-    assert.deepEqual(resources.map((r) => r.uri), ['file:///AGENTS.md']);
+    assert.deepEqual(
+      resources.map((r) => r.uri),
+      ['file:///AGENTS.md'],
+    );
     const read = await server.client.readResource({ uri: 'file:///AGENTS.md' });
     assert.equal(read.contents.length, 1);
     assert.equal((read.contents[0] as { text: string }).text, AGENTS_MD);

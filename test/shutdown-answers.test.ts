@@ -17,7 +17,11 @@ import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage } fr
 
 const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
 
-type Answer = RawMessage & { id: number | string; result?: { isError?: boolean; content: Array<{ text: string }>; structuredContent?: { audit?: { path: string } } }; error?: { code: number; message: string } };
+type Answer = RawMessage & {
+  id: number | string;
+  result?: { isError?: boolean; content: Array<{ text: string }>; structuredContent?: { audit?: { path: string } } };
+  error?: { code: number; message: string };
+};
 
 const invokeCall = (id: number, prompt: string): string =>
   jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt } } });
@@ -34,11 +38,13 @@ function answersById(messages: RawMessage[]): Map<unknown, Answer[]> {
 
 /** What an answer to an invoke_agent call says: a result, the end of a run cut short, or a refusal because the server is stopping. */
 function kindOf(answer: Answer): 'result' | 'stopped run' | 'refused: stopping' | `error: ${string}` | `tool error: ${string}` {
-  if (answer.error !== undefined) return /^the server is shutting down \(.*\); the request was not run$/.test(answer.error.message) ? 'refused: stopping' : `error: ${answer.error.message}`;
+  if (answer.error !== undefined)
+    return /^the server is shutting down \(.*\); the request was not run$/.test(answer.error.message) ? 'refused: stopping' : `error: ${answer.error.message}`;
   const text = answer.result?.content[0]?.text ?? '';
   if (answer.result?.isError !== true) return 'result';
   if (/^invoke_agent failed: the server is shutting down/.test(text) && answer.result.structuredContent?.audit !== undefined) return 'stopped run';
-  if (/^invoke_agent refused: the server is shutting down \(.*\); the call was not started$/.test(text) && answer.result.structuredContent === undefined) return 'refused: stopping';
+  if (/^invoke_agent refused: the server is shutting down \(.*\); the call was not started$/.test(text) && answer.result.structuredContent === undefined)
+    return 'refused: stopping';
   return `tool error: ${text}`;
 }
 
@@ -62,7 +68,12 @@ describe('every request read is answered when the session ends', () => {
       child.stdin.end(batch);
       assert.equal(await exited, 0, stderr);
 
-      const byId = answersById(stdout.split('\n').filter((l) => l.length > 0).map((l) => JSON.parse(l) as RawMessage));
+      const byId = answersById(
+        stdout
+          .split('\n')
+          .filter((l) => l.length > 0)
+          .map((l) => JSON.parse(l) as RawMessage),
+      );
       for (const id of ['init', 1, 2, 3, 4, 5, 6]) assert.equal(byId.get(id)?.length, 1, `exactly one answer to ${id}; stdout: ${stdout}`);
       assert.equal(byId.get(6)![0]!.result?.isError, undefined, 'list_agents answered');
       const key = projectPublicKey(project);
@@ -82,12 +93,22 @@ describe('every request read is answered when the session ends', () => {
   it('answers a call whose run is not over when the grace period ends, once, with an error saying so', async () => {
     const project = makeProject(FILES);
     try {
-      const server = spawnRawServer(project, { args: ['--shutdown-grace-ms', '0'], env: providerEnv(shared.endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' }) });
+      const server = spawnRawServer(project, {
+        args: ['--shutdown-grace-ms', '0'],
+        env: providerEnv(shared.endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' }),
+      });
       await server.send(jsonLine(INITIALIZE));
       await server.waitFor('init');
       await server.send(jsonLine(INITIALIZED));
       // The worker thread blocks once the request is sent: the run can neither finish nor be cancelled.
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } } }));
+      await server.send(
+        jsonLine({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } },
+        }),
+      );
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       server.kill('SIGTERM');
       assert.equal(await server.exited, 1, server.stderr());

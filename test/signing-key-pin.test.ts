@@ -78,7 +78,10 @@ describe('the signing key is pinned at startup', () => {
     fs.writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
     await refused(/audit-signing\.key was replaced by another file after startup/);
     await refused(/was replaced/);
-    const warnings = server.stderr().split('\n').filter((l) => l.includes('audit signing key changed'));
+    const warnings = server
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('audit signing key changed'));
     assert.equal(warnings.length, 1, warnings.join('\n'));
   });
 

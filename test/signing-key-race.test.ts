@@ -80,7 +80,10 @@ describe(`${RACERS} processes open a fresh project's audit storage at once`, () 
 
   before(async () => {
     for (let i = 0; i < RACERS; i++) {
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'test', 'support', 'key-store-racer.ts')], { cwd: repoRoot, env: serverEnv() });
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'test', 'support', 'key-store-racer.ts')], {
+        cwd: repoRoot,
+        env: serverEnv(),
+      });
       racers.push(new Racer(child));
     }
     for (const racer of racers) assert.ok((await racer.next()).ready, 'the racer proved a confinement route');
@@ -164,7 +167,10 @@ describe(`${SERVERS} servers started together in a project without .symbiont/`, 
       } finally {
         await server.close();
       }
-      assert.deepEqual(fs.readdirSync(governed).filter((name) => name.startsWith('audit-signing.key.')), []);
+      assert.deepEqual(
+        fs.readdirSync(governed).filter((name) => name.startsWith('audit-signing.key.')),
+        [],
+      );
       // A server that crashed between linking its key and removing the temporary name: the key has two names.
       const leftover = path.join(governed, 'audit-signing.key.new-4243-ba9876543210');
       fs.linkSync(path.join(governed, 'audit-signing.key'), leftover);

@@ -217,7 +217,11 @@ describe('declared output schemas, checked with Ajv against real results over st
     const schema = JSON.stringify(SAMPLE_SCHEMA);
     const verified = await callAndValidate('verify_schema', { schema, public_key_url: url, signature: signSchema(SAMPLE_SCHEMA, key.privateKey) });
     assert.equal(verified.verified, true, String(verified.message));
-    const missingKey = await callAndValidate('verify_schema', { schema, public_key_url: keys.url('/missing.json'), signature: signSchema(SAMPLE_SCHEMA, key.privateKey) });
+    const missingKey = await callAndValidate('verify_schema', {
+      schema,
+      public_key_url: keys.url('/missing.json'),
+      signature: signSchema(SAMPLE_SCHEMA, key.privateKey),
+    });
     assert.equal(missingKey.verified, false);
     assert.equal(missingKey.key_fingerprint, null);
   });

@@ -74,7 +74,10 @@ describe('invoke_agent with an unknown name in a project where nothing can be in
     const server = await startInProcessServer(project, { env: providerEnv('http://127.0.0.1:9/v1') });
     try {
       const text = await refusalFor(server, 'nobody');
-      assert.match(text, /^invoke_agent refused: unknown agent `nobody`; invocable: none; not invocable: tool0 \(.*has parameters.*\), .*tool4 \(.*\) and 3 more \(see list_agents\)$/);
+      assert.match(
+        text,
+        /^invoke_agent refused: unknown agent `nobody`; invocable: none; not invocable: tool0 \(.*has parameters.*\), .*tool4 \(.*\) and 3 more \(see list_agents\)$/,
+      );
       assert.doesNotMatch(text, /tool5/);
     } finally {
       await server.close();

@@ -59,19 +59,23 @@ describe('lazy deopt of an inlined call into Cedar on a worker thread', () => {
     assert.match(run.stdout, /^decision allow$/m);
   });
 
-  it('aborts this Node line without the guard only where the guard is on', { skip: process.platform !== 'linux' && 'signal names checked on Linux only' }, () => {
-    const run = runInWorker(`Promise.resolve(require(${JSON.stringify(cedarPackage)}))`);
-    const aborted = run.signal === 'SIGTRAP';
-    if (aborted) {
-      assert.match(run.stderr, /unreachable code/);
-      assert.ok(jsToWasmInliningIsUnsafe(), `V8 ${process.versions.v8} aborts, but the guard does not consider it affected`);
-    } else {
-      assert.equal(run.status, 0, run.stderr.slice(0, 500));
-      assert.match(run.stdout, /^decision allow$/m);
-    }
-    // The lines this project saw abort: keep the reproduction honest there.
-    if (/^v(20|22)\./.test(process.version)) assert.ok(aborted, `expected the V8 abort on ${process.version}`);
-  });
+  it(
+    'aborts this Node line without the guard only where the guard is on',
+    { skip: process.platform !== 'linux' && 'signal names checked on Linux only' },
+    () => {
+      const run = runInWorker(`Promise.resolve(require(${JSON.stringify(cedarPackage)}))`);
+      const aborted = run.signal === 'SIGTRAP';
+      if (aborted) {
+        assert.match(run.stderr, /unreachable code/);
+        assert.ok(jsToWasmInliningIsUnsafe(), `V8 ${process.versions.v8} aborts, but the guard does not consider it affected`);
+      } else {
+        assert.equal(run.status, 0, run.stderr.slice(0, 500));
+        assert.match(run.stdout, /^decision allow$/m);
+      }
+      // The lines this project saw abort: keep the reproduction honest there.
+      if (/^v(20|22)\./.test(process.version)) assert.ok(aborted, `expected the V8 abort on ${process.version}`);
+    },
+  );
 
   it('reads the V8 version the way process.versions.v8 spells it', () => {
     assert.equal(jsToWasmInliningIsUnsafe('11.3.244.8-node.38'), true);

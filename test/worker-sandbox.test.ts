@@ -34,7 +34,9 @@ interface RpcMessage {
 const WAIT_MS = 180_000;
 
 function invoke(server: RawStdioServer, id: number, prompt: string): void {
-  server.send(jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt } } })).catch(() => undefined);
+  server
+    .send(jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt } } }))
+    .catch(() => undefined);
 }
 
 function callTool(server: RawStdioServer, id: number, name: string, args: Record<string, unknown>): void {
@@ -107,16 +109,28 @@ describe('sandboxed worker threads', () => {
       assert.equal(first.result?.isError, undefined, JSON.stringify(first));
       invoke(server, 2, 'and again, quietly');
       assert.equal((await result(server, 2)).result?.isError, undefined);
-      await waitFor('the worker output on stderr', () => (server.stderr().includes('further standard output of this worker thread is dropped') ? true : undefined), WAIT_MS);
+      await waitFor(
+        'the worker output on stderr',
+        () => (server.stderr().includes('further standard output of this worker thread is dropped') ? true : undefined),
+        WAIT_MS,
+      );
       assert.equal(await server.end(), 0);
 
       // The client saw JSON-RPC and nothing else.
-      const lines = server.stdout().split('\n').filter((l) => l.length > 0);
+      const lines = server
+        .stdout()
+        .split('\n')
+        .filter((l) => l.length > 0);
       for (const line of lines) assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
       assert.ok(!server.stdout().includes('stray'), 'no stray output on stdout');
 
       const stderr = server.stderr();
-      for (const expected of ['stray console.log from a worker', 'stray console.info from a worker', 'stray process.stdout.write from a worker', 'stray fs.writeSync(1) from a worker']) {
+      for (const expected of [
+        'stray console.log from a worker',
+        'stray console.info from a worker',
+        'stray process.stdout.write from a worker',
+        'stray fs.writeSync(1) from a worker',
+      ]) {
         assert.match(stderr, new RegExp(`worker thread wrote to standard output.*${expected.replace(/[().]/g, '\\$&')}`), expected);
       }
       // Never the provider key, even when a library prints it.
@@ -125,7 +139,10 @@ describe('sandboxed worker threads', () => {
       // Capped: 100 lines per thread, each cut at 500 characters.
       const workerLines = stderr.split('\n').filter((l) => l.includes('worker thread wrote to standard output'));
       assert.ok(workerLines.length <= 101, `${workerLines.length} worker lines`);
-      assert.ok(workerLines.every((l) => l.length < 800), 'long lines are cut');
+      assert.ok(
+        workerLines.every((l) => l.length < 800),
+        'long lines are cut',
+      );
       assert.ok(stderr.includes('(cut)'));
     } finally {
       server.kill('SIGKILL');
@@ -143,14 +160,22 @@ describe('sandboxed worker threads', () => {
         assert.equal(answer.result?.isError, undefined, JSON.stringify(answer));
         await waitFor(
           `every route reported from the ${kind} thread`,
-          () => ([...CAPTURED_AT_LOAD, ...CAPTURED_AT_WORK].every((route) => fromThisKind(route).test(server.stderr())) && REFUSED.every((route) => server.stderr().includes(`route ${route}:`)) ? true : undefined),
+          () =>
+            [...CAPTURED_AT_LOAD, ...CAPTURED_AT_WORK].every((route) => fromThisKind(route).test(server.stderr())) &&
+            REFUSED.every((route) => server.stderr().includes(`route ${route}:`))
+              ? true
+              : undefined,
           WAIT_MS,
         );
         // Descriptor 1 still works for the supervisor: a second request is answered.
         assert.equal((await result(server, drive(server, 2))).result?.isError, undefined);
         assert.equal(await server.end(), 0, `the server did not exit 0; its standard error ends: ${server.stderr().slice(-3000)}`);
 
-        for (const line of server.stdout().split('\n').filter((l) => l.length > 0)) assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
+        for (const line of server
+          .stdout()
+          .split('\n')
+          .filter((l) => l.length > 0))
+          assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
         assert.ok(!server.stdout().includes('stray'), `no stray output on stdout: ${server.stdout()}`);
         const stderr = server.stderr();
         for (const route of REFUSED) assert.match(stderr, new RegExp(`route ${escaped(route)}: refused \\(EPERM\\)`), route);
@@ -170,7 +195,14 @@ describe('sandboxed worker threads', () => {
     const project = makeProject(FILES);
     const server = spawnInitializedServer(project, { env: providerEnv(shared.endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-slow-load' }) });
     const marks = path.join(os.tmpdir(), `symbi-slow-load-${server.pid}`);
-    const threads = (suffix: string): string[] => (fs.existsSync(marks) ? fs.readdirSync(marks).filter((f) => f.endsWith(suffix)).map((f) => f.slice(0, -suffix.length)).sort() : []);
+    const threads = (suffix: string): string[] =>
+      fs.existsSync(marks)
+        ? fs
+            .readdirSync(marks)
+            .filter((f) => f.endsWith(suffix))
+            .map((f) => f.slice(0, -suffix.length))
+            .sort()
+        : [];
     try {
       // The invocation pool starts a thread once the client has initialized; the client leaves while its task module loads.
       await waitFor('a thread loading its task module', () => (threads('.began').length > 0 ? true : undefined), WAIT_MS);
@@ -193,7 +225,11 @@ describe('sandboxed worker threads', () => {
         assert.equal(answer.result?.isError, undefined, JSON.stringify(answer));
       }
       assert.equal(await server.end(), 0);
-      for (const line of server.stdout().split('\n').filter((l) => l.length > 0)) assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
+      for (const line of server
+        .stdout()
+        .split('\n')
+        .filter((l) => l.length > 0))
+        assert.equal((JSON.parse(line) as RpcMessage).jsonrpc, '2.0', line);
       // The preload acts in worker threads only, and never ran in one.
       assert.ok(!/stray|preload attack/.test(server.stderr()), server.stderr());
     } finally {

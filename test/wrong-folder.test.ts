@@ -33,7 +33,7 @@ describe('started in a folder that is not a project', () => {
   const roots: string[] = [];
   after(() => roots.forEach(removeProject));
 
-  it('in a project\'s agents/ folder: names the project above, creates nothing, says why list_agents is empty', async () => {
+  it("in a project's agents/ folder: names the project above, creates nothing, says why list_agents is empty", async () => {
     const root = fs.realpathSync(makeProject({ '.git/HEAD': 'ref: refs/heads/main\n', 'agents/assistant.symbi': 'agent assistant {}\n' }));
     roots.push(root);
     const folder = path.join(root, 'agents');

@@ -62,7 +62,9 @@ function rssPeakMb(pid: number): number {
   return kb / 1024;
 }
 
-async function serverFigures(worst: HostileInput): Promise<{ analysis_ms: number; list_agents_max_ms: number; list_agents_p50_ms: number; list_agents_calls: number; peak_rss_mb: number; answer: string }> {
+async function serverFigures(
+  worst: HostileInput,
+): Promise<{ analysis_ms: number; list_agents_max_ms: number; list_agents_p50_ms: number; list_agents_calls: number; peak_rss_mb: number; answer: string }> {
   const project = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-bench-hostile-'));
   fs.mkdirSync(path.join(project, 'agents'));
   fs.writeFileSync(path.join(project, 'agents', 'good.symbi'), 'agent good { capabilities = ["read"] }\n');
@@ -113,7 +115,13 @@ async function main(): Promise<void> {
   for (const [prefix, suffix] of CONTEXTS) {
     for (const unit of UNITS) {
       const text = amplified(prefix, unit, suffix, SWEEP_BYTES);
-      sweep.push({ name: `${JSON.stringify(prefix)} + ${JSON.stringify(unit)} x N + ${JSON.stringify(suffix)}`, prefix, unit, suffix, ms: analysisMs(text).cpu_ms });
+      sweep.push({
+        name: `${JSON.stringify(prefix)} + ${JSON.stringify(unit)} x N + ${JSON.stringify(suffix)}`,
+        prefix,
+        unit,
+        suffix,
+        ms: analysisMs(text).cpu_ms,
+      });
     }
   }
   sweep.sort((a, b) => b.ms - a.ms);
@@ -124,14 +132,25 @@ async function main(): Promise<void> {
   }
   measured.sort((a, b) => b.ms - a.ms);
   const worst = measured[0]!;
-  for (const m of measured) process.stderr.write(`  ${m.ms.toFixed(0).padStart(6)} ms (CPU ${m.cpu_ms.toFixed(0).padStart(5)} ms)  ${(Buffer.byteLength(m.text) / 1024).toFixed(0).padStart(5)} KiB  ${m.name}\n`);
+  for (const m of measured)
+    process.stderr.write(
+      `  ${m.ms.toFixed(0).padStart(6)} ms (CPU ${m.cpu_ms.toFixed(0).padStart(5)} ms)  ${(Buffer.byteLength(m.text) / 1024).toFixed(0).padStart(5)} KiB  ${m.name}\n`,
+    );
 
   const server = await serverFigures(worst);
   const rows = [
     ['measurement', 'value', 'target'],
-    [`worst in-process analysis, ${(Buffer.byteLength(worst.text) / 1024).toFixed(0)} KiB (${worst.name})`, `${worst.ms.toFixed(0)} ms (CPU ${worst.cpu_ms.toFixed(0)} ms)`, `<= ${TARGET_ANALYSIS_MS} ms`],
+    [
+      `worst in-process analysis, ${(Buffer.byteLength(worst.text) / 1024).toFixed(0)} KiB (${worst.name})`,
+      `${worst.ms.toFixed(0)} ms (CPU ${worst.cpu_ms.toFixed(0)} ms)`,
+      `<= ${TARGET_ANALYSIS_MS} ms`,
+    ],
     ['parse_dsl of it through the server', `${server.analysis_ms.toFixed(0)} ms (${server.answer})`, ''],
-    [`list_agents meanwhile (${server.list_agents_calls} calls), p50 / max`, `${server.list_agents_p50_ms.toFixed(1)} / ${server.list_agents_max_ms.toFixed(1)} ms`, `max <= ${TARGET_LATENCY_MS} ms`],
+    [
+      `list_agents meanwhile (${server.list_agents_calls} calls), p50 / max`,
+      `${server.list_agents_p50_ms.toFixed(1)} / ${server.list_agents_max_ms.toFixed(1)} ms`,
+      `max <= ${TARGET_LATENCY_MS} ms`,
+    ],
     ['server peak RSS', `${server.peak_rss_mb.toFixed(0)} MB`, `< ${TARGET_RSS_MB} MB`],
   ];
   const widths = [0, 1, 2].map((c) => Math.max(...rows.map((r) => r[c]!.length)));

@@ -70,7 +70,10 @@ function startServer(project: string, env: NodeJS.ProcessEnv): ChildProcessWitho
 }
 
 /** Counts answer lines (by id) as they arrive, without parsing the big ones. */
-function countAnswers(child: ChildProcessWithoutNullStreams, onLine?: (text: string) => void): { count(): number; until(n: number, timeoutMs: number): Promise<void> } {
+function countAnswers(
+  child: ChildProcessWithoutNullStreams,
+  onLine?: (text: string) => void,
+): { count(): number; until(n: number, timeoutMs: number): Promise<void> } {
   let answers = 0;
   let partial: Buffer[] = [];
   child.stdout.on('data', (chunk: Buffer) => {
@@ -114,7 +117,8 @@ async function unreadAnswers(): Promise<Record<string, number>> {
     child.stdout.pause();
     child.stdin.write(line({ jsonrpc: '2.0', method: 'notifications/initialized' }));
     let requests = '';
-    for (let id = 1; id <= dslCalls; id++) requests += line({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get_agent_dsl', arguments: { agent: 'big' } } });
+    for (let id = 1; id <= dslCalls; id++)
+      requests += line({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get_agent_dsl', arguments: { agent: 'big' } } });
     child.stdin.write(requests);
     say(`${dslCalls} get_agent_dsl calls for a ${Math.round(source.length / 1024)} KiB agent sent; not reading for ${unreadSeconds} s`);
     await sleep(unreadSeconds * 1000);
@@ -128,7 +132,13 @@ async function unreadAnswers(): Promise<Record<string, number>> {
     say(`peak RSS ${unreadPeak} MB while unread, ${peak} MB overall; all ${reader.count()} answers read in ${readSeconds.toFixed(1)} s`);
     child.stdin.end();
     await exitOf(child);
-    return { dsl_calls: dslCalls, dsl_answers: reader.count(), dsl_unread_peak_rss_mb: unreadPeak, dsl_peak_rss_mb: peak, dsl_read_seconds: Number(readSeconds.toFixed(1)) };
+    return {
+      dsl_calls: dslCalls,
+      dsl_answers: reader.count(),
+      dsl_unread_peak_rss_mb: unreadPeak,
+      dsl_peak_rss_mb: peak,
+      dsl_read_seconds: Number(readSeconds.toFixed(1)),
+    };
   } finally {
     child.kill('SIGKILL');
     fs.rmSync(project, { recursive: true, force: true });
@@ -138,7 +148,13 @@ async function unreadAnswers(): Promise<Record<string, number>> {
 async function invocationFlood(): Promise<Record<string, number>> {
   const endpoint = await startSyntheticEndpoint({ defaultMode: 'hold' });
   const project = tempProject({ 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' });
-  const child = startServer(project, { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), OPENAI_BASE_URL: endpoint.url, OPENAI_API_KEY: 'flood', CHAT_MODEL: 'synthetic' });
+  const child = startServer(project, {
+    PATH: process.env.PATH ?? '',
+    HOME: os.tmpdir(),
+    OPENAI_BASE_URL: endpoint.url,
+    OPENAI_API_KEY: 'flood',
+    CHAT_MODEL: 'synthetic',
+  });
   let refused = 0;
   let other = 0;
   try {
@@ -153,7 +169,14 @@ async function invocationFlood(): Promise<Record<string, number>> {
     const systemPrompt = 's'.repeat(SYSTEM_PROMPT_MAX_BYTES);
     const started = Date.now();
     for (let id = 1; id <= invokeCalls; id++) {
-      const ok = child.stdin.write(line({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt, system_prompt: systemPrompt } } }));
+      const ok = child.stdin.write(
+        line({
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt, system_prompt: systemPrompt } },
+        }),
+      );
       if (!ok) await new Promise((resolve) => child.stdin.once('drain', resolve));
     }
     const expectedAccepted = Math.min(invokeCalls, INVOCATIONS_MAX_DEFAULT);
@@ -161,7 +184,9 @@ async function invocationFlood(): Promise<Record<string, number>> {
     await endpoint.waitForRequests(expectedAccepted, 120_000);
     const floodSeconds = (Date.now() - started) / 1000;
     const peak = peakRssMb(child.pid!);
-    say(`${invokeCalls} invoke_agent calls in ${floodSeconds.toFixed(1)} s: ${refused} refused at capacity, ${endpoint.requests.length} holding at the provider; peak RSS ${peak} MB`);
+    say(
+      `${invokeCalls} invoke_agent calls in ${floodSeconds.toFixed(1)} s: ${refused} refused at capacity, ${endpoint.requests.length} holding at the provider; peak RSS ${peak} MB`,
+    );
     const shutdownFrom = Date.now();
     child.stdin.end();
     const code = await exitOf(child);
@@ -170,7 +195,17 @@ async function invocationFlood(): Promise<Record<string, number>> {
     const publicKey = signingKeyFromSeed(seed).publicKeyHex;
     const governed = path.join(project, '.symbiont', 'governed');
     const journals = fs.readdirSync(governed).filter((n) => n.endsWith('.jsonl'));
-    const complete = journals.filter((n) => inspectJournal(path.join(governed, n), n.replace(/\.jsonl$/, '').split('.').at(-1)!, publicKey).report.journal_complete).length;
+    const complete = journals.filter(
+      (n) =>
+        inspectJournal(
+          path.join(governed, n),
+          n
+            .replace(/\.jsonl$/, '')
+            .split('.')
+            .at(-1)!,
+          publicKey,
+        ).report.journal_complete,
+    ).length;
     say(`shutdown (exit ${code}) in ${shutdownSeconds.toFixed(1)} s: ${complete} of ${journals.length} journals complete; ${other - 1} other answers`);
     return {
       invoke_calls: invokeCalls,

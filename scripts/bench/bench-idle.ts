@@ -28,7 +28,12 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 const { values: options } = parseArgs({
-  options: { rounds: { type: 'string', default: '5' }, window: { type: 'string', default: '60' }, settle: { type: 'string', default: '30' }, before: { type: 'string' } },
+  options: {
+    rounds: { type: 'string', default: '5' },
+    window: { type: 'string', default: '60' },
+    settle: { type: 'string', default: '30' },
+    before: { type: 'string' },
+  },
 });
 const ROUNDS = Number(options.rounds);
 const WINDOW_MS = Number(options.window) * 1000;
@@ -45,7 +50,13 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 const filesystemServer = path.join(repoRoot, 'node_modules', '@modelcontextprotocol', 'server-filesystem', 'dist', 'index.js');
 const bareServer = path.join(repoRoot, 'scripts', 'bench', 'bare-mcp-server.mjs');
 // No call reaches the provider while idle; it is configured so the worker threads start as they would in use.
-const baseEnv = { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', OPENAI_API_KEY: 'bench-idle-key', CHAT_MODEL: 'synthetic' };
+const baseEnv = {
+  PATH: process.env.PATH ?? '',
+  HOME: os.tmpdir(),
+  OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+  OPENAI_API_KEY: 'bench-idle-key',
+  CHAT_MODEL: 'synthetic',
+};
 
 interface ServerSpec {
   label: string;
@@ -68,7 +79,12 @@ for (let i = present; i < AGENTS; i += 1) {
 const symbi = (root: string, project: string): string[] => [path.join(root, 'bin', 'symbi.js'), 'mcp', '--project', project];
 const SERVERS: ServerSpec[] = [
   { label: 'symbi mcp, 1,000 agents', args: symbi(repoRoot, large), servingLine: 'startup.serving' },
-  { label: 'symbi mcp, 1,000 agents, 2 s poll forced (SYMBI_CHANGE_WATCH=poll)', args: symbi(repoRoot, large), env: { SYMBI_CHANGE_WATCH: 'poll' }, servingLine: 'startup.serving' },
+  {
+    label: 'symbi mcp, 1,000 agents, 2 s poll forced (SYMBI_CHANGE_WATCH=poll)',
+    args: symbi(repoRoot, large),
+    env: { SYMBI_CHANGE_WATCH: 'poll' },
+    servingLine: 'startup.serving',
+  },
   { label: 'symbi mcp, quick start', args: symbi(repoRoot, quickstart), servingLine: 'startup.serving' },
   { label: 'server-filesystem', args: [filesystemServer, quickstart] },
   { label: 'bare SDK server', args: [bareServer] },
@@ -170,10 +186,14 @@ const peer = median(samples.get(peerLabel)!);
 const ours = median(samples.get(SERVERS[0]!.label)!);
 const met = ours <= TARGET_RATIO * Math.max(peer, FLOOR_PERCENT);
 const ratio = peer >= FLOOR_PERCENT ? (ours / peer).toFixed(2) : `peer under 1 ms/min; ours ${(ours / FLOOR_PERCENT).toFixed(2)} of it`;
-console.log(`idle CPU over ${WINDOW_MS / 1000} s, ${SETTLE_MS / 1000} s after initialize, % of one core (median of ${ROUNDS} rounds; each round's figures in brackets):`);
+console.log(
+  `idle CPU over ${WINDOW_MS / 1000} s, ${SETTLE_MS / 1000} s after initialize, % of one core (median of ${ROUNDS} rounds; each round's figures in brackets):`,
+);
 for (const s of SERVERS) {
   const values = samples.get(s.label)!;
-  console.log(`  ${s.label}: ${pct(median(values))} [${values.map((v) => v.toFixed(4)).join(', ')}] (from clock ticks: ${median(tickSamples.get(s.label)!).toFixed(3)}%)`);
+  console.log(
+    `  ${s.label}: ${pct(median(values))} [${values.map((v) => v.toFixed(4)).join(', ')}] (from clock ticks: ${median(tickSamples.get(s.label)!).toFixed(3)}%)`,
+  );
 }
 for (const line of [...loads, ...notes]) console.log(`  ${line}`);
 const others = SERVERS.slice(1).filter((s) => s.label !== peerLabel);

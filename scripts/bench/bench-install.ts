@@ -63,7 +63,8 @@ function timeInstall(scratch: string, label: string, spec: string): InstallRun {
     encoding: 'utf8',
   });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  if (result.status !== 0) throw new Error(`npm install ${spec} failed (${result.status ?? result.signal}): ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+  if (result.status !== 0)
+    throw new Error(`npm install ${spec} failed (${result.status ?? result.signal}): ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`);
   const lock = JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', '.package-lock.json'), 'utf8')) as { packages: Record<string, unknown> };
   const run = { seconds, packages: Object.keys(lock.packages).filter((key) => key.length > 0).length, bytes: folderBytes(path.join(dir, 'node_modules')) };
   fs.rmSync(dir, { recursive: true, force: true });
@@ -78,7 +79,12 @@ function median(values: number[]): number {
 
 function packTarball(into: string): string {
   process.stderr.write('bench-install: npm pack (prepack builds the package)\n');
-  const out = execFileSync(npm, ['pack', '--json', '--pack-destination', into], { cwd: repoRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 * 1024 * 1024 });
+  const out = execFileSync(npm, ['pack', '--json', '--pack-destination', into], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return path.join(into, (JSON.parse(out) as { filename: string }[])[0]!.filename);
 }
 
@@ -102,7 +108,9 @@ function main(): void {
       for (const [label, spec, into] of order) {
         const run = timeInstall(scratch, label, spec);
         into.push(run);
-        process.stderr.write(`bench-install: round ${round}/${rounds} ${label}: ${run.seconds.toFixed(2)} s, ${run.packages} packages, ${(run.bytes / 1e6).toFixed(1)} MB\n`);
+        process.stderr.write(
+          `bench-install: round ${round}/${rounds} ${label}: ${run.seconds.toFixed(2)} s, ${run.packages} packages, ${(run.bytes / 1e6).toFixed(1)} MB\n`,
+        );
       }
     }
     const oursSeconds = median(ours.map((r) => r.seconds));

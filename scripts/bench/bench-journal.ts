@@ -39,18 +39,44 @@ try {
     await fn();
     costs.push(performance.now() - t0);
   };
-  await time(() => writer.append({ Started: { execution_context: { agent_definition: { name: 'declared', source_hash: hash, declaration_hash: hash, mode: 'text_response', surface: 'mcp-server', tools_enabled: false } } } }));
+  await time(() =>
+    writer.append({
+      Started: {
+        execution_context: {
+          agent_definition: { name: 'declared', source_hash: hash, declaration_hash: hash, mode: 'text_response', surface: 'mcp-server', tools_enabled: false },
+        },
+      },
+    }),
+  );
   for (let i = 1; i < RECORDS - 1; i += 1) {
     const callId = `call-${i}`;
     await time(() =>
       writer.append({
-        DirectInferenceRequested: { call_id: callId, operation: 'mcp-server', provider: 'synthetic', model: 'bench-model', request_hash: hash, request_bytes: 1234, recipient: agent, recipient_definition_hash: hash },
+        DirectInferenceRequested: {
+          call_id: callId,
+          operation: 'mcp-server',
+          provider: 'synthetic',
+          model: 'bench-model',
+          request_hash: hash,
+          request_bytes: 1234,
+          recipient: agent,
+          recipient_definition_hash: hash,
+        },
       }),
     );
     i += 1;
     if (i >= RECORDS - 1) break;
     await time(() =>
-      writer.append({ DirectInferenceFinished: { call_id: callId, reason: 'Completed', response_hash: hash, response_bytes: 321, finish_reason: 'stop', usage: { input_tokens: 10, output_tokens: 20 } } }),
+      writer.append({
+        DirectInferenceFinished: {
+          call_id: callId,
+          reason: 'Completed',
+          response_hash: hash,
+          response_bytes: 321,
+          finish_reason: 'stop',
+          usage: { input_tokens: 10, output_tokens: 20 },
+        },
+      }),
     );
   }
   await time(() => writer.appendTerminal('Completed'));
@@ -75,7 +101,8 @@ try {
   const shortRun = crypto.randomUUID();
   const short = await JournalWriter.create(storage, shortRun, agent);
   await short.append({ Started: { execution_context: { agent_definition: { name: 'declared' } } } });
-  for (let i = 0; i < CROSS_CHECK_RECORDS - 2; i += 1) await short.append({ PolicyEvaluated: { action: 'respond', decision: 'allow', response_hash: hash, denied_count: 0 } });
+  for (let i = 0; i < CROSS_CHECK_RECORDS - 2; i += 1)
+    await short.append({ PolicyEvaluated: { action: 'respond', decision: 'allow', response_hash: hash, denied_count: 0 } });
   await short.appendTerminal('Completed');
   await short.close();
   const t1 = performance.now();
@@ -97,8 +124,12 @@ try {
     verify_cross_check_records_per_s: Math.round(CROSS_CHECK_RECORDS / (crossCheckMs / 1000)),
     load_average_1m: round(os.loadavg()[0]!, 2),
   };
-  console.log(`writer: ${costs.length} records with fdatasync, p50 ${result.writer_p50_ms} ms, p99 ${result.writer_p99_ms} ms, ${result.writer_records_per_s} records/s (target p50 <= 0.5 ms)`);
-  console.log(`inspect: ${records} records (${(bytes / 1024 / 1024).toFixed(1)} MiB) at ${result.verify_records_per_s} records/s with Node.js crypto (target >= 5000/s); with --cross-check (tweetnacl too) ${result.verify_cross_check_records_per_s} records/s`);
+  console.log(
+    `writer: ${costs.length} records with fdatasync, p50 ${result.writer_p50_ms} ms, p99 ${result.writer_p99_ms} ms, ${result.writer_records_per_s} records/s (target p50 <= 0.5 ms)`,
+  );
+  console.log(
+    `inspect: ${records} records (${(bytes / 1024 / 1024).toFixed(1)} MiB) at ${result.verify_records_per_s} records/s with Node.js crypto (target >= 5000/s); with --cross-check (tweetnacl too) ${result.verify_cross_check_records_per_s} records/s`,
+  );
   console.log(`BENCH_JSON ${JSON.stringify(result)}`);
 } finally {
   fs.rmSync(dir, { recursive: true, force: true });

@@ -48,7 +48,10 @@ async function main(): Promise<void> {
     const client = new Client({ name: 'bench-parse', version: '1.0.0' });
     await client.connect(transport);
     const roundTrip = await timeCalls(async () => {
-      const result = (await client.callTool({ name: 'parse_dsl', arguments: { file: `agents/${SAMPLE}` } })) as { content: Array<{ text: string }>; isError?: boolean };
+      const result = (await client.callTool({ name: 'parse_dsl', arguments: { file: `agents/${SAMPLE}` } })) as {
+        content: Array<{ text: string }>;
+        isError?: boolean;
+      };
       const report = JSON.parse(result.content[0]?.text ?? 'null') as { errors?: unknown[] } | null;
       if (result.isError || report?.errors?.length !== expected.errors.length) throw new Error('parse_dsl returned an unexpected report');
     });
@@ -57,7 +60,9 @@ async function main(): Promise<void> {
       parseDslReport(text, `agents/${SAMPLE}`);
     });
     const fmt = (n: number) => n.toFixed(3);
-    console.log(`parse_dsl round trip on ${SAMPLE} (${Buffer.byteLength(text)} bytes): p50 ${fmt(roundTrip.p50)} ms, p99 ${fmt(roundTrip.p99)} ms (target p50 <= ${TARGET_P50_MS} ms)`);
+    console.log(
+      `parse_dsl round trip on ${SAMPLE} (${Buffer.byteLength(text)} bytes): p50 ${fmt(roundTrip.p50)} ms, p99 ${fmt(roundTrip.p99)} ms (target p50 <= ${TARGET_P50_MS} ms)`,
+    );
     console.log(`in-process parse and report of the same text: p50 ${fmt(inProcess.p50)} ms, p99 ${fmt(inProcess.p99)} ms`);
     console.log(
       `BENCH_JSON ${JSON.stringify({

@@ -46,9 +46,26 @@ const provider = providerFromEnvironment({ OPENAI_BASE_URL: endpoint.url, OPENAI
 if (!provider.ok) throw new Error(provider.message);
 
 // One run at a time, as on a worker thread with no other run in flight: its journal syncs in the thread.
-const resources: WorkerResources = { project, policySet: snapshot.policy.set, provider: provider.config, signingKey: auditStorage.pinnedKey.key, signingKeyFile: auditStorage.pinnedKey, journalSyncInThread: () => true };
+const resources: WorkerResources = {
+  project,
+  policySet: snapshot.policy.set,
+  provider: provider.config,
+  signingKey: auditStorage.pinnedKey.key,
+  signingKeyFile: auditStorage.pinnedKey,
+  journalSyncInThread: () => true,
+};
 preparePolicySet(resources.policySet);
-const preflight = preflightInvocation({ agent: 'assistant', prompt: 'hello' }, { projectAccess: snapshot.projectAccess, projectLocation: projectLocationCheck(project.fd, project.displayPath, createOperatorLog('text')), registry: snapshot.registry, policySet: snapshot.policy.set, provider, signingKey: { unusable: undefined } });
+const preflight = preflightInvocation(
+  { agent: 'assistant', prompt: 'hello' },
+  {
+    projectAccess: snapshot.projectAccess,
+    projectLocation: projectLocationCheck(project.fd, project.displayPath, createOperatorLog('text')),
+    registry: snapshot.registry,
+    policySet: snapshot.policy.set,
+    provider,
+    signingKey: { unusable: undefined },
+  },
+);
 if (!preflight.ok) throw new Error(refusalText(preflight.refusal));
 const { definition } = preflight;
 
@@ -92,7 +109,13 @@ async function bareCall(): Promise<number> {
 }
 
 const content = 'Hello from the synthetic endpoint.';
-const decisionRequest = respondRequestFor(definition, randomUUID(), { content, sha256: sha256Hex(content), bytes: Buffer.byteLength(content), finish_reason: 'complete', provider_finish_reason: 'stop' });
+const decisionRequest = respondRequestFor(definition, randomUUID(), {
+  content,
+  sha256: sha256Hex(content),
+  bytes: Buffer.byteLength(content),
+  finish_reason: 'complete',
+  provider_finish_reason: 'stop',
+});
 function cedarDecision(): number {
   const t0 = performance.now();
   if (authorizeRespond(resources.policySet, decisionRequest).decision !== 'allow') throw new Error('bench-phases: the sample policy denied the plain answer');

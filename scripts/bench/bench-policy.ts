@@ -25,8 +25,20 @@ const request: RespondRequest = {
     mode: 'text_response',
     tools_enabled: false,
     run_id: '7d1f6f39-3a4c-4b55-9a43-0d2a2f1f9c11',
-    agent: { name: 'declared', file: 'agents/declared.symbi', source_hash: 'a'.repeat(64), declaration_hash: 'b'.repeat(64), capabilities: ['read', 'analyze'] },
-    response: { content, sha256: createHash('sha256').update(content).digest('hex'), bytes: Buffer.byteLength(content), finish_reason: 'complete', provider_finish_reason: 'stop' },
+    agent: {
+      name: 'declared',
+      file: 'agents/declared.symbi',
+      source_hash: 'a'.repeat(64),
+      declaration_hash: 'b'.repeat(64),
+      capabilities: ['read', 'analyze'],
+    },
+    response: {
+      content,
+      sha256: createHash('sha256').update(content).digest('hex'),
+      bytes: Buffer.byteLength(content),
+      finish_reason: 'complete',
+      provider_finish_reason: 'stop',
+    },
   },
 };
 const { response: _response, ...contextWithoutResponse } = request.context;
@@ -57,9 +69,16 @@ const authorize = measure('authorizeRespond', () => authorizeRespond(set, reques
 // A fresh agent name each call, as the preflight meets each agent once per session (it keeps the verdict).
 const freshAgents = Array.from({ length: CALLS + WARMUP }, (_, i) => {
   const name = `agent-${i}`;
-  return { ...beforeInference, principal: responsePrincipal(name), agentName: name, context: { ...beforeInference.context, agent: { ...beforeInference.context.agent, name } } };
+  return {
+    ...beforeInference,
+    principal: responsePrincipal(name),
+    agentName: name,
+    context: { ...beforeInference.context, agent: { ...beforeInference.context.agent, name } },
+  };
 });
 let next = 0;
 const partial = measure('canPermitSomeResponse (partial evaluation)', () => canPermitSomeResponse(set, freshAgents[next++ % freshAgents.length]!).possible);
 
-console.log(`BENCH_JSON ${JSON.stringify({ bench: 'policy', calls: CALLS, policies: set.policies.length, authorizeRespond: authorize, canPermitSomeResponse: partial })}`);
+console.log(
+  `BENCH_JSON ${JSON.stringify({ bench: 'policy', calls: CALLS, policies: set.policies.length, authorizeRespond: authorize, canPermitSomeResponse: partial })}`,
+);

@@ -67,7 +67,10 @@ async function pinTimes(baseSrc: string, project: string, env: NodeJS.ProcessEnv
   time(old.pinProject);
   const rows = { old: { wall: [] as number[], cpu: [] as number[] }, ours: { wall: [] as number[], cpu: [] as number[] } };
   for (let i = 0; i < runs; i++) {
-    for (const [name, pin] of [['old', old.pinProject], ['ours', ours.pinProject]] as const) {
+    for (const [name, pin] of [
+      ['old', old.pinProject],
+      ['ours', ours.pinProject],
+    ] as const) {
       const [wall, cpu] = time(pin);
       rows[name].wall.push(wall);
       rows[name].cpu.push(cpu);

@@ -66,7 +66,13 @@ function selfDescribedRows(name: string): (j: Json) => Row[] {
     if (!Array.isArray(rows)) {
       return Object.entries(j)
         .filter(([, value]) => ['number', 'string', 'boolean'].includes(typeof value))
-        .map(([key, value]) => ({ figure: `${name}: ${key}`, measured: typeof value === 'number' ? fmt(value) : String(value), peer: '', target: '', met: undefined }));
+        .map(([key, value]) => ({
+          figure: `${name}: ${key}`,
+          measured: typeof value === 'number' ? fmt(value) : String(value),
+          peer: '',
+          target: '',
+          met: undefined,
+        }));
     }
     return rows.map((r: Record<string, unknown>) => {
       if (typeof r['figure'] !== 'string' || typeof r['measured'] !== 'string') throw new Error('a row needs "figure" and "measured" strings');
@@ -189,7 +195,13 @@ const BENCHMARKS: Benchmark[] = [
       const exact = timing(j, 'authorizeRespond');
       const partial = timing(j, 'canPermitSomeResponse');
       return [
-        { figure: 'Cedar respond decision on the exact text, p50 / p99', measured: `${fmt(exact.p50_ms)} / ${fmt(exact.p99_ms)} ms`, peer: '', target: '', met: undefined },
+        {
+          figure: 'Cedar respond decision on the exact text, p50 / p99',
+          measured: `${fmt(exact.p50_ms)} / ${fmt(exact.p99_ms)} ms`,
+          peer: '',
+          target: '',
+          met: undefined,
+        },
         {
           figure: 'Cedar before inference (partial evaluation, once per agent and session), p50 / p99',
           measured: `${fmt(partial.p50_ms)} / ${fmt(partial.p99_ms)} ms`,
@@ -225,9 +237,27 @@ const BENCHMARKS: Benchmark[] = [
         target: '<= 100 ms',
         met: num(j, 'first_call_3s_extra_ms') <= 100,
       },
-      { figure: 'invoke_agent throughput, 64 concurrent', measured: `${fmt(num(j, 'throughput_64_per_s'))} /s`, peer: '', target: '>= 460 /s', met: num(j, 'throughput_64_per_s') >= 460 },
-      { figure: '256 concurrent calls to a 1 s endpoint, wall time', measured: `${fmt(num(j, 'slow_256_wall_s'))} s`, peer: 'the endpoint alone: 1 s', target: '<= 1.5 s', met: num(j, 'slow_256_wall_s') <= 1.5 },
-      { figure: '256 concurrent calls, server peak RSS', measured: `${fmt(num(j, 'peak_rss_mb'))} MB`, peer: '', target: '< 300 MB', met: num(j, 'peak_rss_mb') < 300 },
+      {
+        figure: 'invoke_agent throughput, 64 concurrent',
+        measured: `${fmt(num(j, 'throughput_64_per_s'))} /s`,
+        peer: '',
+        target: '>= 460 /s',
+        met: num(j, 'throughput_64_per_s') >= 460,
+      },
+      {
+        figure: '256 concurrent calls to a 1 s endpoint, wall time',
+        measured: `${fmt(num(j, 'slow_256_wall_s'))} s`,
+        peer: 'the endpoint alone: 1 s',
+        target: '<= 1.5 s',
+        met: num(j, 'slow_256_wall_s') <= 1.5,
+      },
+      {
+        figure: '256 concurrent calls, server peak RSS',
+        measured: `${fmt(num(j, 'peak_rss_mb'))} MB`,
+        peer: '',
+        target: '< 300 MB',
+        met: num(j, 'peak_rss_mb') < 300,
+      },
     ],
   },
   {
@@ -338,8 +368,12 @@ const BENCHMARKS: Benchmark[] = [
     script: 'bench-confinement.ts',
     optional: true,
     rows: orAsPrinted('confinement', (j) => {
-      const routes = Object.keys(j).filter((k) => k.endsWith('_read_us')).map((k) => k.slice(0, -'_read_us'.length));
-      const unavailable = Object.keys(j).filter((k) => k.endsWith('_unavailable')).map((k) => k.slice(0, -'_unavailable'.length));
+      const routes = Object.keys(j)
+        .filter((k) => k.endsWith('_read_us'))
+        .map((k) => k.slice(0, -'_read_us'.length));
+      const unavailable = Object.keys(j)
+        .filter((k) => k.endsWith('_unavailable'))
+        .map((k) => k.slice(0, -'_unavailable'.length));
       if (routes.length === 0) throw new Error('no route figures');
       return [
         ...routes.map((route) => ({
@@ -349,7 +383,13 @@ const BENCHMARKS: Benchmark[] = [
           target: '',
           met: undefined,
         })),
-        ...unavailable.map((route) => ({ figure: `${route} route`, measured: 'unavailable here', peer: String(j[`${route}_unavailable`]), target: '', met: undefined })),
+        ...unavailable.map((route) => ({
+          figure: `${route} route`,
+          measured: 'unavailable here',
+          peer: String(j[`${route}_unavailable`]),
+          target: '',
+          met: undefined,
+        })),
       ];
     }),
   },
@@ -372,7 +412,13 @@ const BENCHMARKS: Benchmark[] = [
         target: 'max <= 50 ms',
         met: num(j, 'list_agents_during_max_ms') <= 50,
       },
-      { figure: 'hostile DSL run, server peak RSS', measured: `${fmt(num(j, 'server_peak_rss_mb'))} MB`, peer: '', target: '< 1 GiB', met: num(j, 'server_peak_rss_mb') < 1024 },
+      {
+        figure: 'hostile DSL run, server peak RSS',
+        measured: `${fmt(num(j, 'server_peak_rss_mb'))} MB`,
+        peer: '',
+        target: '< 1 GiB',
+        met: num(j, 'server_peak_rss_mb') < 1024,
+      },
     ]),
   },
   {
@@ -419,7 +465,10 @@ function selectBenchmarks(argv: string[]): Benchmark[] {
     if (arg === '--only' || arg.startsWith('--only=')) {
       const value = arg === '--only' ? argv[++i] : arg.slice('--only='.length);
       if (value === undefined || value.trim() === '') usageError(`--only needs a comma-separated list (allowed: ${BENCHMARKS.map((b) => b.name).join(', ')})`);
-      only = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+      only = value
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
     } else if (arg === '--help' || arg === '-h') {
       process.stdout.write(`usage: npm run bench [-- --only ${BENCHMARKS.map((b) => b.name).join(',')}]\n`);
       process.exit(0);
@@ -488,7 +537,10 @@ function machineDescription(): string[] {
   const cpus = os.cpus();
   const model = cpus[0]?.model.trim().replace(/\s+/g, ' ') ?? 'unknown CPU';
   const memGiB = (os.totalmem() / 1024 ** 3).toFixed(1);
-  const load = os.loadavg().map((n) => n.toFixed(2)).join(' ');
+  const load = os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
   return [
     `machine: ${model}, ${cpus.length} logical CPUs, ${memGiB} GiB memory, ${os.type()} ${os.release()} ${os.arch()}`,
     `node: ${process.version}; date: ${new Date().toISOString()}; load average at the end: ${load}`,
@@ -503,7 +555,11 @@ function plainTable(rows: Row[]): string {
   const header = ['figure', 'measured', 'peer', 'target', 'met'];
   const cells = [header, ...rows.map((r) => [r.figure, r.measured, r.peer || '-', r.target || '-', metText(r.met)])];
   const widths = header.map((_, c) => Math.max(...cells.map((row) => row[c]!.length)));
-  const line = (row: string[]) => row.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd();
+  const line = (row: string[]) =>
+    row
+      .map((cell, c) => cell.padEnd(widths[c]!))
+      .join('  ')
+      .trimEnd();
   return [line(cells[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
 }
 
@@ -520,7 +576,10 @@ async function main(): Promise<number> {
   const selected = selectBenchmarks(process.argv.slice(2));
   if (!fs.existsSync(path.join(repoRoot, 'bundle', 'supervisor', 'cli.js'))) {
     process.stderr.write('bench: the package is not built; running npm run build\n');
-    const build = spawnSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build', '--silent'], { cwd: repoRoot, stdio: ['ignore', process.stderr, process.stderr] });
+    const build = spawnSync(process.platform === 'win32' ? 'npm.cmd' : 'npm', ['run', 'build', '--silent'], {
+      cwd: repoRoot,
+      stdio: ['ignore', process.stderr, process.stderr],
+    });
     if (build.status !== 0) {
       process.stderr.write('bench: the build failed; fix it and run npm run bench again\n');
       return 1;
@@ -551,7 +610,13 @@ async function main(): Promise<number> {
       if (bench.section !== undefined) sections.push(...bench.section(outcome.json));
     } catch (error) {
       failed += 1;
-      rows.push({ figure: `${bench.name}: unreadable figures`, measured: error instanceof Error ? error.message : String(error), peer: '', target: '', met: false });
+      rows.push({
+        figure: `${bench.name}: unreadable figures`,
+        measured: error instanceof Error ? error.message : String(error),
+        peer: '',
+        target: '',
+        met: false,
+      });
       continue;
     }
     if (outcome.problem !== undefined) {

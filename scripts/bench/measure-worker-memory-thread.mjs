@@ -71,7 +71,11 @@ async function runAll(scenario, url) {
     Array.from({ length: scenario.runs }, async () => {
       const { port1, port2 } = new MessageChannel();
       try {
-        return await performInvocation({ runId: randomUUID(), definition: definition(scenario.largeRequest), prompt, reportProgress: false, port: port2 }, resources, sample);
+        return await performInvocation(
+          { runId: randomUUID(), definition: definition(scenario.largeRequest), prompt, reportProgress: false, port: port2 },
+          resources,
+          sample,
+        );
       } finally {
         port1.close();
         port2.close();
@@ -102,5 +106,13 @@ parentPort.on('message', async (message) => {
   const { completed, failed } = await runAll(scenario, message.url);
   clearInterval(timer);
   sample();
-  parentPort.postMessage({ name: scenario.name, baselineMb: mb(baseline), heldLiveMb: mb(heldLive), peakUsedMb: mb(peakUsed), peakExternalMb: mb(peakExternal), completed, failed });
+  parentPort.postMessage({
+    name: scenario.name,
+    baselineMb: mb(baseline),
+    heldLiveMb: mb(heldLive),
+    peakUsedMb: mb(peakUsed),
+    peakExternalMb: mb(peakExternal),
+    completed,
+    failed,
+  });
 });

@@ -97,7 +97,9 @@ async function main(): Promise<void> {
       );
     }
     if (check) process.stdout.write(`every scenario survived under ${JSON.stringify(WORKER_RESOURCE_LIMITS)}\n`);
-    process.stdout.write(`BENCH_JSON ${JSON.stringify({ node: process.version, check, limits: check ? WORKER_RESOURCE_LIMITS : null, idleMb: idle.idleMb, results })}\n`);
+    process.stdout.write(
+      `BENCH_JSON ${JSON.stringify({ node: process.version, check, limits: check ? WORKER_RESOURCE_LIMITS : null, idleMb: idle.idleMb, results })}\n`,
+    );
   } catch (err) {
     const reason = exitError ?? err;
     process.stdout.write(`the worker thread did not survive: ${(reason as Error).message} (${(reason as NodeJS.ErrnoException).code ?? 'no code'})\n`);

@@ -250,10 +250,18 @@ function expected(kind: CallKind, result: ToolResult): boolean {
 const project = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-soak-'));
 fs.cpSync(path.join(repoRoot, 'examples', 'quickstart'), project, { recursive: true });
 const endpoint = await startSyntheticEndpoint();
-const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), OPENAI_BASE_URL: endpoint.url, OPENAI_API_KEY: 'soak', CHAT_MODEL: 'synthetic' };
+const env: NodeJS.ProcessEnv = {
+  PATH: process.env.PATH ?? '',
+  HOME: os.tmpdir(),
+  OPENAI_BASE_URL: endpoint.url,
+  OPENAI_API_KEY: 'soak',
+  CHAT_MODEL: 'synthetic',
+};
 const serverArgs = [symbiBin, 'mcp', '--project', project, '--log-format', 'json'];
 
-process.stderr.write(`soak: node ${nodeVersion}${options.nodeArgs.length ? ` ${options.nodeArgs.join(' ')}` : ''}; ${options.calls} calls at concurrency ${options.concurrency}; project ${project}\n`);
+process.stderr.write(
+  `soak: node ${nodeVersion}${options.nodeArgs.length ? ` ${options.nodeArgs.join(' ')}` : ''}; ${options.calls} calls at concurrency ${options.concurrency}; project ${project}\n`,
+);
 const bareIdleMb = await idleRssMb([path.join(repoRoot, 'scripts', 'bench', 'bare-mcp-server.mjs')], env);
 
 // The server's JSON log tells us every run it started and how each ended.
@@ -319,7 +327,10 @@ async function call(i: number, kind: CallKind, cancelAfterMs: number): Promise<v
       request = { name: 'get_agent_dsl', arguments: { agent } };
       break;
     case 'parse_dsl':
-      request = i % 4 < 2 ? { name: 'parse_dsl', arguments: { file: 'agents/pipeline.symbi' } } : { name: 'parse_dsl', arguments: { content: `agent soak_${i} {\n  capabilities = ["x"]\n}\n` } };
+      request =
+        i % 4 < 2
+          ? { name: 'parse_dsl', arguments: { file: 'agents/pipeline.symbi' } }
+          : { name: 'parse_dsl', arguments: { content: `agent soak_${i} {\n  capabilities = ["x"]\n}\n` } };
       break;
     case 'verify_schema':
       // Refused before any network access: key URLs must be https.
@@ -395,7 +406,15 @@ const keyFile = path.join(governed, 'audit-signing.key');
 const publicKey = fs.existsSync(keyFile) ? signingKeyFromSeed(fs.readFileSync(keyFile)).publicKeyHex : '';
 const journalsOnDisk = fs.existsSync(governed) ? fs.readdirSync(governed).filter((f) => f.endsWith('.jsonl')) : [];
 // Journals are named <agent_id>.<run_id>.jsonl.
-const journalOf = new Map(journalsOnDisk.map((f) => [f.replace(/\.jsonl$/, '').split('.').at(-1)!, f]));
+const journalOf = new Map(
+  journalsOnDisk.map((f) => [
+    f
+      .replace(/\.jsonl$/, '')
+      .split('.')
+      .at(-1)!,
+    f,
+  ]),
+);
 const runIds = new Set([...runOutcome.keys(), ...journalOf.keys()]);
 let verifiedComplete = 0;
 let verifiedNeedsReconciliation = 0;
@@ -493,10 +512,15 @@ const result = {
 
 const lines = [
   `soak on node ${nodeVersion}${result.node_args ? ` (${result.node_args})` : ''}: ${completed} of ${options.calls} calls at concurrency ${options.concurrency} in ${result.session_seconds} s (${result.calls_per_s} calls/s)`,
-  `  mix: ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(', ')}; cancels delivered ${cancelsDelivered}; unexpected results ${unexpected}`,
+  `  mix: ${Object.entries(counts)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ')}; cancels delivered ${cancelsDelivered}; unexpected results ${unexpected}`,
   ...unexpectedExamples.map((e) => `    unexpected: ${e}`),
   '  calls   seconds  rss_mb  threads  fds',
-  ...samples.map((s) => `  ${String(s.calls).padStart(6)}  ${String(s.seconds).padStart(7)}  ${String(s.rss_mb).padStart(6)}  ${String(s.threads).padStart(7)}  ${String(s.fds).padStart(4)}`),
+  ...samples.map(
+    (s) =>
+      `  ${String(s.calls).padStart(6)}  ${String(s.seconds).padStart(7)}  ${String(s.rss_mb).padStart(6)}  ${String(s.threads).padStart(7)}  ${String(s.fds).padStart(4)}`,
+  ),
   `  idle RSS after initialize ${idleMb} MB, bare SDK server ${bareIdleMb} MB (ratio ${result.idle_ratio}, target <= ${IDLE_RATIO_TARGET})`,
   `  RSS start ${result.rss_start_mb} / peak ${result.rss_peak_mb} / end ${result.rss_end_mb} MB (peak target < ${PEAK_RSS_TARGET_MB}); fitted rise from ${TREND_FROM_CALL} calls on ${result.rss_trend_mb} MB (flat below ${RSS_TREND_LIMIT_MB})`,
   `  descriptors ${first.fds} -> ${atTrendStart.fds} at ${atTrendStart.calls} calls -> ${last.fds} (flat: ${fdsFlat}); threads ${first.threads} -> ${last.threads} (flat: ${threadsFlat})`,
@@ -505,7 +529,9 @@ const lines = [
   ...missing.slice(0, 5).map((m) => `    missing: ${m}`),
 ];
 if (crashed !== undefined) {
-  lines.push(`  SERVER CRASHED after ${completed} calls: exit ${crashed.signal !== null ? `signal ${crashed.signal}` : `status ${crashed.code}`}; last standard error lines:`);
+  lines.push(
+    `  SERVER CRASHED after ${completed} calls: exit ${crashed.signal !== null ? `signal ${crashed.signal}` : `status ${crashed.code}`}; last standard error lines:`,
+  );
   lines.push(...stderrTail.slice(-15).map((l) => `    ${l}`));
 }
 lines.push(`BENCH_JSON ${JSON.stringify(result)}`, '');

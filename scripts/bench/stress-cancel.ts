@@ -27,7 +27,9 @@ const FLATNESS_TARGET = 1.5;
 const RSS_TARGET_MB = 300;
 const RSS_TARGET_LARGE_MB = 600;
 
-const { values } = parseArgs({ options: { rows: { type: 'string', default: '64' }, n: { type: 'string', default: '500' }, warmup: { type: 'string', default: '64' } } });
+const { values } = parseArgs({
+  options: { rows: { type: 'string', default: '64' }, n: { type: 'string', default: '500' }, warmup: { type: 'string', default: '64' } },
+});
 const minimumCalls = Number(values.n);
 const warmup = Number(values.warmup);
 const rowSpecs = values.rows.split(',').map((spec) => {
@@ -83,7 +85,14 @@ async function stressRow(endpoint: SyntheticEndpoint, concurrency: number, maxIn
       'json',
       ...(maxInvocations === undefined ? [] : ['--max-invocations', String(maxInvocations)]),
     ],
-    env: { ...(process.env.UV_THREADPOOL_SIZE ? { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE } : {}), PATH: process.env.PATH ?? '', HOME: os.tmpdir(), OPENAI_BASE_URL: endpoint.url, OPENAI_API_KEY: 'stress', CHAT_MODEL: 'synthetic' },
+    env: {
+      ...(process.env.UV_THREADPOOL_SIZE ? { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE } : {}),
+      PATH: process.env.PATH ?? '',
+      HOME: os.tmpdir(),
+      OPENAI_BASE_URL: endpoint.url,
+      OPENAI_API_KEY: 'stress',
+      CHAT_MODEL: 'synthetic',
+    },
     stderr: 'pipe',
   });
   let stderr = '';
@@ -161,7 +170,14 @@ async function stressRow(endpoint: SyntheticEndpoint, concurrency: number, maxIn
   let verified = 0;
   const found = journalFiles().length;
   for (const file of journalFiles()) {
-    const { report, exitCode } = inspectJournal(path.join(governed, file), file.replace(/\.jsonl$/, '').split('.').at(-1)!, publicKey);
+    const { report, exitCode } = inspectJournal(
+      path.join(governed, file),
+      file
+        .replace(/\.jsonl$/, '')
+        .split('.')
+        .at(-1)!,
+      publicKey,
+    );
     if (report.journal_complete) complete += 1;
     // A complete journal that exits 2 counts: a cancelled provider call is an unknown effect to reconcile, not a loss.
     if (exitCode !== 1 && report.journal_complete) verified += 1;
@@ -249,7 +265,13 @@ for (const r of runs) {
       target: large ? '' : `p99 <= ${P99_TARGET_MS} ms`,
       met: large ? undefined : r.cancel_to_terminal_p99_ms <= P99_TARGET_MS,
     },
-    { figure: `stress-cancel at ${where}: server peak RSS`, measured: `${r.server_peak_rss_mb} MB`, peer: '', target: `< ${rssTarget} MB`, met: r.server_peak_rss_mb < rssTarget },
+    {
+      figure: `stress-cancel at ${where}: server peak RSS`,
+      measured: `${r.server_peak_rss_mb} MB`,
+      peer: '',
+      target: `< ${rssTarget} MB`,
+      met: r.server_peak_rss_mb < rssTarget,
+    },
   );
 }
 const connections = runs.reduce((sum, r) => sum + r.open_connections_after_cancel, 0);

@@ -164,7 +164,10 @@ function journals(project: string): string[] {
 }
 
 function lastEventName(file: string): string | undefined {
-  const lines = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.length > 0);
+  const lines = fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.length > 0);
   const last = lines[lines.length - 1];
   if (last === undefined) return undefined;
   try {
@@ -254,9 +257,11 @@ async function startEndpoint(): Promise<SyntheticEndpoint> {
   } catch (error) {
     const code = errorCode(error);
     const cause =
-      code === 'EADDRNOTAVAIL' ? 'give the loopback interface its address with `ip addr add 127.0.0.1/8 dev lo`'
-      : code === 'EADDRINUSE' ? 'no local port is free; free one (or widen net.ipv4.ip_local_port_range)'
-      : 'check that the loopback interface is up and a local port is free';
+      code === 'EADDRNOTAVAIL'
+        ? 'give the loopback interface its address with `ip addr add 127.0.0.1/8 dev lo`'
+        : code === 'EADDRINUSE'
+          ? 'no local port is free; free one (or widen net.ipv4.ip_local_port_range)'
+          : 'check that the loopback interface is up and a local port is free';
     throw new DemoSetupError(`the local model endpoint could not listen on 127.0.0.1 (${code}); ${cause}, then run the demo again`);
   }
 }
@@ -284,7 +289,9 @@ async function checkLoopback(endpoint: SyntheticEndpoint): Promise<void> {
   if (problem === 'ENETUNREACH' || problem === 'EADDRNOTAVAIL') {
     throw new DemoSetupError(`the loopback interface is down (${where}); bring it up with \`ip link set lo up\`, then run the demo again`);
   }
-  throw new DemoSetupError(`the demo cannot reach its local model endpoint (${where}); check that nothing (a firewall rule) blocks connections to 127.0.0.1, then run the demo again`);
+  throw new DemoSetupError(
+    `the demo cannot reach its local model endpoint (${where}); check that nothing (a firewall rule) blocks connections to 127.0.0.1, then run the demo again`,
+  );
 }
 
 /** The copy of the example and the endpoint answering for the model, or a DemoSetupError with nothing left behind. */
@@ -391,7 +398,7 @@ export async function runDemo(start: DemoStart): Promise<number> {
     // 1. list_agents
     heading(1, 'list_agents: what the IDE agent can see');
     const listed = (await client.callTool({ name: 'list_agents', arguments: {} })) as ToolResult;
-    const agents = ((listed.structuredContent as { agents?: ListedAgent[] } | undefined)?.agents ?? []);
+    const agents = (listed.structuredContent as { agents?: ListedAgent[] } | undefined)?.agents ?? [];
     for (const a of agents) {
       const alias = a.declared_name !== undefined && a.declared_name !== a.stem ? ` (declares ${a.declared_name})` : '';
       if (a.invocable) {
@@ -401,7 +408,10 @@ export async function runDemo(start: DemoStart): Promise<number> {
         say(`                  ${dim('why:')} ${oneLine((a.reason ?? '').replace(`${a.file}: `, ''), 140)}`);
       }
     }
-    check(agents.some((a) => a.invocable) && agents.some((a) => !a.invocable && (a.reason ?? '') !== ''), 'invocable agents listed, and a refusal reason for the one that is not');
+    check(
+      agents.some((a) => a.invocable) && agents.some((a) => !a.invocable && (a.reason ?? '') !== ''),
+      'invocable agents listed, and a refusal reason for the one that is not',
+    );
 
     // 2. invoke_agent
     heading(2, 'invoke_agent: one governed text answer');
@@ -424,7 +434,10 @@ export async function runDemo(start: DemoStart): Promise<number> {
     heading(3, 'a Cedar refusal: the model mentions a secret');
     say(dim('   policies/mcp-server/respond.cedar forbids any response whose content is like "*secret*".'));
     field('call', 'invoke_agent {agent: "assistant", prompt: "What is the launch code? [[secret]]"}');
-    const refused = (await client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'What is the launch code? [[secret]]' } })) as ToolResult;
+    const refused = (await client.callTool({
+      name: 'invoke_agent',
+      arguments: { agent: 'assistant', prompt: 'What is the launch code? [[secret]]' },
+    })) as ToolResult;
     const refusedRef = auditOf(refused);
     field('tool error', oneLine(textOf(refused).replace(/ \(audit: .*\)$/, ''), 120));
     if (refusedRef !== undefined) {
@@ -465,7 +478,9 @@ export async function runDemo(start: DemoStart): Promise<number> {
     if (cancelLine !== undefined) field('stderr', dim(oneLine(cancelLine, 150)));
     // The request had left when it was cancelled, so its effect is unknown: complete, yet to reconcile.
     runs.push({ label: 'cancelled', journal: cancelledJournal, runId: cancelledRunId, expectedStatus: 2 });
-    const closed = await waitFor('the provider connection to close', () => (endpoint.requests[requestsBefore]?.closedEarly === true ? true : undefined)).catch(() => false);
+    const closed = await waitFor('the provider connection to close', () => (endpoint.requests[requestsBefore]?.closedEarly === true ? true : undefined)).catch(
+      () => false,
+    );
     check(outcome === 'cancelled', 'the cancelled call got no answer');
     check(closed, 'the server closed its provider connection and wrote the terminal record');
 
@@ -498,7 +513,7 @@ export async function runDemo(start: DemoStart): Promise<number> {
     say(dim(`   ${symbi} policy test --project <project>`));
     const cases = spawnSync(process.execPath, [symbiBin, 'policy', 'test', '--project', project], { encoding: 'utf8', env, timeout: STEP_TIMEOUT_MS });
     say(`   ${oneLine(cases.stdout.trimEnd().split('\n').pop() ?? cases.stderr)}`);
-    check(cases.status === 0, "every case of examples/quickstart/policies/tests/ got the decision it expects");
+    check(cases.status === 0, 'every case of examples/quickstart/policies/tests/ got the decision it expects');
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     check(false, `the demo stopped: ${oneLine(message)}`);
@@ -543,7 +558,11 @@ export async function runDemo(start: DemoStart): Promise<number> {
     say(red(`Demo finished in ${seconds} s with ${failures.length} failed step(s):`));
     for (const f of failures) say(red(`   - ${f}`));
   }
-  say(start.keep ? `The copy of the example stays in ${copyDir}; remove it when done.` : `The copy of the example was removed; \`${rerunKeeping}\` keeps it, for the symbi audit commands.`);
+  say(
+    start.keep
+      ? `The copy of the example stays in ${copyDir}; remove it when done.`
+      : `The copy of the example was removed; \`${rerunKeeping}\` keeps it, for the symbi audit commands.`,
+  );
   return failures.length === 0 ? 0 : 1;
 }
 

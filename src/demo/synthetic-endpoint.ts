@@ -124,9 +124,7 @@ function contentText(content: unknown): string {
   if (Array.isArray(content)) {
     return content
       .map((part: unknown) =>
-        typeof part === 'object' && part !== null && typeof (part as { text?: unknown }).text === 'string'
-          ? (part as { text: string }).text
-          : '',
+        typeof part === 'object' && part !== null && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : '',
       )
       .join('');
   }
@@ -269,13 +267,7 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
     return released;
   };
 
-  async function answer(
-    record: ReceivedRequest,
-    directive: Directive,
-    res: ServerResponse,
-    closed: Promise<void>,
-    isClosed: () => boolean,
-  ): Promise<void> {
+  async function answer(record: ReceivedRequest, directive: Directive, res: ServerResponse, closed: Promise<void>, isClosed: () => boolean): Promise<void> {
     const prompt = lastUserText(record.body);
     const model = requestModel(record.body);
     const { mode, arg } = directive;
@@ -312,11 +304,7 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
       send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, fixedAnswer, false)));
       return;
     }
-    const text =
-      mode === 'echo' ? prompt
-      : mode === 'secret' ? SECRET_ANSWER
-      : mode === 'fixed' && arg !== undefined ? arg
-      : fixedAnswer;
+    const text = mode === 'echo' ? prompt : mode === 'secret' ? SECRET_ANSWER : mode === 'fixed' && arg !== undefined ? arg : fixedAnswer;
     send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, text, false)));
   }
 
@@ -488,7 +476,12 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
     idleConnections: () => sockets.size - requestSockets.size,
     releaseAll,
     waitForRequests: (n, timeoutMs = 10_000) =>
-      waitUntil(() => requests.length >= n, arrivalWaiters, timeoutMs, () => `synthetic endpoint saw ${requests.length} of ${n} requests within ${timeoutMs} ms`),
+      waitUntil(
+        () => requests.length >= n,
+        arrivalWaiters,
+        timeoutMs,
+        () => `synthetic endpoint saw ${requests.length} of ${n} requests within ${timeoutMs} ms`,
+      ),
     waitForIdle: (timeoutMs = 10_000) =>
       waitUntil(
         () => requestSockets.size === 0,

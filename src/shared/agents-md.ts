@@ -36,7 +36,10 @@ export function extractAgentsMdGuidance(text: string, maxChars: number = AGENTS_
   if (start < 0) return null;
   const end = markerLineIndex(lines, AGENTS_MD_END_MARKER, start + 1);
   if (end < 0) return null;
-  const section = lines.slice(start + 1, end).join('\n').replace(/^\n+|\n+$/g, '');
+  const section = lines
+    .slice(start + 1, end)
+    .join('\n')
+    .replace(/^\n+|\n+$/g, '');
   const codePoints = Array.from(section);
   if (codePoints.length <= maxChars) return { text: section, cut: false, originalChars: codePoints.length };
   const mark = Array.from(GUIDANCE_CUT_MARK);

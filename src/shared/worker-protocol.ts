@@ -85,8 +85,7 @@ export type WorkerNotice =
   | { type: 'not_retried'; why: string };
 
 export type ProviderNote =
-  | { kind: 'retry'; attempt: number; nextAttempt: number; status: number | null; failure: string; waitMs: number }
-  | { kind: 'message'; text: string };
+  { kind: 'retry'; attempt: number; nextAttempt: number; status: number | null; failure: string; waitMs: number } | { kind: 'message'; text: string };
 
 /** How a provider call failed: a ProviderError's kind (worker/invocation.ts assigns one here, so the compiler refuses a kind this list lacks). */
 export type ProviderFailureKind = 'http' | 'provider' | 'malformed' | 'oversize' | 'network' | 'aborted';
@@ -153,7 +152,12 @@ export interface WorkerOutputMessage {
 export const WORKER_OUTPUT_MESSAGE = 'symbi.worker-output';
 
 export function isWorkerOutput(message: unknown): message is WorkerOutputMessage {
-  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === WORKER_OUTPUT_MESSAGE && typeof (message as { line?: unknown }).line === 'string';
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    (message as { type?: unknown }).type === WORKER_OUTPUT_MESSAGE &&
+    typeof (message as { line?: unknown }).line === 'string'
+  );
 }
 
 /**

@@ -34,10 +34,7 @@ if (requested !== undefined && MCP_OPTIONS.some((o) => requested === o || reques
   process.exit(2);
 }
 const versionOnly = requested === '--version' || requested === '-V';
-const names =
-  requested !== undefined && Object.hasOwn(commands, requested) ? [requested]
-  : versionOnly ? []
-  : Object.keys(commands);
+const names = requested !== undefined && Object.hasOwn(commands, requested) ? [requested] : versionOnly ? [] : Object.keys(commands);
 for (const name of names) (await commands[name]!())(program);
 
 await program.parseAsync(process.argv);

@@ -5,12 +5,7 @@ import type { RunDefinition } from '../shared/worker-protocol.js';
 // declaration. Everything the caller supplies (guidance, legacy system_prompt,
 // prompt) goes into user messages after it, so caller input can add to the
 // definition but never replace it.
-export function buildConversation(input: {
-  definition: RunDefinition;
-  prompt: string;
-  systemPrompt?: string;
-  guidance?: string;
-}): ChatMessage[] {
+export function buildConversation(input: { definition: RunDefinition; prompt: string; systemPrompt?: string; guidance?: string }): ChatMessage[] {
   const { definition } = input;
   const runtimeText = [
     `You are the registered agent \`${definition.declaredName}\` of a Symbiont project, answering through the governed MCP text-response route.`,

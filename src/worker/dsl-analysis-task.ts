@@ -17,7 +17,11 @@ function answer(request: AnalysisRequest): AnalysisResponse {
   // Measured here, where it costs the supervisor nothing; the answer carries this text and the same data as JSON.
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > DSL_REPORT_MAX_BYTES) {
-    return { id: request.id, ok: false, message: `the parse report would be ${bytes} bytes, over the ${DSL_REPORT_MAX_BYTES}-byte answer limit; split the text into smaller files` };
+    return {
+      id: request.id,
+      ok: false,
+      message: `the parse report would be ${bytes} bytes, over the ${DSL_REPORT_MAX_BYTES}-byte answer limit; split the text into smaller files`,
+    };
   }
   return { id: request.id, ok: true, value: text };
 }

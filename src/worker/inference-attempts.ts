@@ -63,7 +63,9 @@ export async function inferWithRetries(
       journal.attemptFailed(error);
       const identifiers = error.operatorIdentifiers();
       if (error.details.providerMessage !== undefined || identifiers !== '') {
-        operatorNotes.push(`attempt ${attempt}${error.status === undefined ? '' : ` HTTP ${error.status}`}${identifiers}: ${error.details.providerMessage ?? '(no message)'}`);
+        operatorNotes.push(
+          `attempt ${attempt}${error.status === undefined ? '' : ` HTTP ${error.status}`}${identifiers}: ${error.details.providerMessage ?? '(no message)'}`,
+        );
       }
       // Only a provider whose output-limit field is chosen per endpoint has another name to try (provider-kinds.ts).
       const otherLimit = !PROVIDERS[config.kind].tokenLimit.chosen || limitSwitched ? undefined : otherTokenLimitParameter(error, config.tokenLimitParameter);

@@ -45,11 +45,7 @@ function providerEnd(failure: ProviderError): RunEnd {
  * guards, and the text is returned only after the terminal record is durable.
  * Whatever goes wrong after the journal exists, a terminal record is attempted.
  */
-export async function performInvocation(
-  task: InvokeTask,
-  resources: WorkerResources,
-  afterPhase?: (phase: RunPhase) => void,
-): Promise<InvokeOutcome> {
+export async function performInvocation(task: InvokeTask, resources: WorkerResources, afterPhase?: (phase: RunPhase) => void): Promise<InvokeOutcome> {
   const { definition } = task;
   const notify = (notice: WorkerNotice): void => {
     try {
@@ -72,8 +68,7 @@ export async function performInvocation(
   if (cancellation.signal.aborted) stopOnCancel();
   else cancellation.signal.addEventListener('abort', stopOnCancel, { once: true });
   let deadlineTimer: NodeJS.Timeout | undefined;
-  const stopReason = (): string =>
-    cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
+  const stopReason = (): string => cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
   const stoppedEnd = (): RunEnd => ({ kind: cancellation.reason() !== undefined ? 'cancelled' : 'deadline' });
   // The owner may end a cancelled run's journal itself, between two of this thread's writes.
   const handover = new JournalHandover(task.handover);
@@ -106,19 +101,32 @@ export async function performInvocation(
     // looked at in the very directory the journal would be created in.
     const keyFileChange = signingKeyFileChange(storage.route, storage.governedDirFd, resources.signingKeyFile);
     if (keyFileChange !== undefined) {
-      return { ok: false, message: keyFileChange, terminalDurable: false, cancelled: cancellation.reason() !== undefined, keyFileChange, end: { kind: 'key_file_changed' } };
+      return {
+        ok: false,
+        message: keyFileChange,
+        terminalDurable: false,
+        cancelled: cancellation.reason() !== undefined,
+        keyFileChange,
+        end: { kind: 'key_file_changed' },
+      };
     }
     let writer: JournalWriter;
     try {
       const reservedFd = takeReservedJournalFile();
-      writer = await JournalWriter.create(storage, task.runId, definition.principal, { reservedFd, syncInThread: resources.journalSyncInThread, handover, stopSignal });
+      writer = await JournalWriter.create(storage, task.runId, definition.principal, {
+        reservedFd,
+        syncInThread: resources.journalSyncInThread,
+        handover,
+        stopSignal,
+      });
       if (reservedFd !== undefined && !writer.usedReservedFile) stopReservingJournalFiles();
     } catch (err) {
       // A run cancelled before this thread started it is finalised by its owner,
       // and creating the journal is the owner's claim: nothing is left to write here.
       pollCancellations();
       const reason = cancellation.reason();
-      if (err instanceof JournalExistsError && reason !== undefined) return { ok: false, message: reason, terminalDurable: false, cancelled: true, end: { kind: 'cancelled' } };
+      if (err instanceof JournalExistsError && reason !== undefined)
+        return { ok: false, message: reason, terminalDurable: false, cancelled: true, end: { kind: 'cancelled' } };
       throw err;
     }
     const audit: AuditReference = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
@@ -146,16 +154,23 @@ export async function performInvocation(
         );
       }
       // Usually the budget allows every output token asked for, and the request is the one already hashed.
-      const digest = reservation.output === provider.maxOutputTokens ? fullRequest : digestJson(hashedRequest(conversation, provider.model, reservation.output));
+      const digest =
+        reservation.output === provider.maxOutputTokens ? fullRequest : digestJson(hashedRequest(conversation, provider.model, reservation.output));
       if (digest.bytes > TYPED_REQUEST_MAX_BYTES) {
-        throw new RunStopped(`the typed inference request is ${digest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`, { kind: 'request_too_large' });
+        throw new RunStopped(`the typed inference request is ${digest.bytes} bytes; the limit is ${TYPED_REQUEST_MAX_BYTES} bytes`, {
+          kind: 'request_too_large',
+        });
       }
       const callId = randomUUID();
       const request: TypedInferenceRequest = { conversation, options: { provider: provider.kind, model: provider.model, max_tokens: reservation.output } };
       return {
         request,
         call: { callId, reservation },
-        records: records.request(reservation, { callId, provider: provider.kind, model: provider.model, requestDigest: digest.digest, requestBytes: digest.bytes }, audit),
+        records: records.request(
+          reservation,
+          { callId, provider: provider.kind, model: provider.model, requestDigest: digest.digest, requestBytes: digest.bytes },
+          audit,
+        ),
       };
     };
     throwIfStopped();
@@ -167,23 +182,33 @@ export async function performInvocation(
 
     let response: TypedInferenceResponse;
     try {
-      response = await inferWithRetries(provider, first.request, stopSignal, () => deadlineAt - performance.now(), {
-        attemptFailed: (failure: ProviderError) => {
-          run.attemptFailed(failure.message, failure.journalFields());
-          // Only this thread can write that finish, with the retry's request or the terminal record.
-          handover.hold();
+      response = await inferWithRetries(
+        provider,
+        first.request,
+        stopSignal,
+        () => deadlineAt - performance.now(),
+        {
+          attemptFailed: (failure: ProviderError) => {
+            run.attemptFailed(failure.message, failure.journalFields());
+            // Only this thread can write that finish, with the retry's request or the terminal record.
+            handover.hold();
+          },
+          retrying: ({ attempt, failure, waitMs }) => {
+            notify({
+              type: 'provider',
+              note: { kind: 'retry', attempt, nextAttempt: attempt + 1, status: failure.status ?? null, failure: failure.kind, waitMs },
+            });
+          },
+          sending: (attempt) => notify({ type: 'attempt', attempt }),
+          notRetried: (why) => notify({ type: 'not_retried', why }),
+          beforeRetry: async () => {
+            const next = await run.retryRequest(nextCall);
+            throwIfStopped();
+            return next.request;
+          },
         },
-        retrying: ({ attempt, failure, waitMs }) => {
-          notify({ type: 'provider', note: { kind: 'retry', attempt, nextAttempt: attempt + 1, status: failure.status ?? null, failure: failure.kind, waitMs } });
-        },
-        sending: (attempt) => notify({ type: 'attempt', attempt }),
-        notRetried: (why) => notify({ type: 'not_retried', why }),
-        beforeRetry: async () => {
-          const next = await run.retryRequest(nextCall);
-          throwIfStopped();
-          return next.request;
-        },
-      }, providerNotes);
+        providerNotes,
+      );
     } catch (err) {
       if (stopSignal.aborted) throw new RunStopped(stopReason(), stoppedEnd());
       if (err instanceof AttemptsFailed) throw new RunStopped(err.message, providerEnd(err.failure));
@@ -228,7 +253,11 @@ export async function performInvocation(
     const stopped = stopSignal.aborted;
     const failure = stopped ? stopReason() : step.failure;
     const end: RunEnd = stopped ? stoppedEnd() : step.end;
-    const reason: TerminationReason = stopped ? stoppedTermination(cancellation.reason(), stopReason()) : step.failure === undefined ? 'Completed' : 'MaxIterations';
+    const reason: TerminationReason = stopped
+      ? stoppedTermination(cancellation.reason(), stopReason())
+      : step.failure === undefined
+        ? 'Completed'
+        : 'MaxIterations';
     // The third: the decision and the terminal record, durable together before any text leaves.
     await run.decided(step.reasoning, step.fields, reason, stopped);
     const terminalDurableAt = epochNow();
@@ -245,16 +274,21 @@ export async function performInvocation(
     if (state !== 'no_journal' && state !== 'ended') {
       const cancelled = stopSignal.aborted && cancellation.reason() !== undefined;
       const reason: TerminationReason =
-        err instanceof RunStopped && err.termination !== undefined ? err.termination
-        : stopSignal.aborted ? stoppedTermination(cancellation.reason(), message)
-        : { Error: { message } };
+        err instanceof RunStopped && err.termination !== undefined
+          ? err.termination
+          : stopSignal.aborted
+            ? stoppedTermination(cancellation.reason(), message)
+            : { Error: { message } };
       terminalDurable = await run.failed(reason, cancelled);
     }
     const end: RunEnd =
-      err instanceof RunStopped ? err.end
-      : stopSignal.aborted ? stoppedEnd()
-      : state === 'no_journal' || state === 'journal_open' ? { kind: 'journal_failed' }
-      : { kind: 'internal_error' };
+      err instanceof RunStopped
+        ? err.end
+        : stopSignal.aborted
+          ? stoppedEnd()
+          : state === 'no_journal' || state === 'journal_open'
+            ? { kind: 'journal_failed' }
+            : { kind: 'internal_error' };
     const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined, end };
     if (terminalDurable) result.terminalDurableAt = epochNow();
     // A journal whose first records never became durable was removed by its writer: the run has no reference.
@@ -293,11 +327,22 @@ function decideStep(
   const judged = { response_hash: symbiontHash(responseContext.sha256), response_bytes: responseContext.bytes };
   if (response.tool_calls.length > 0) {
     // The step proposed tool calls, which this route never runs: each is denied, as Symbiont's route denies them.
-    const actions = typedResponse.tool_calls.map((toolCall): ProposedAction => ({ ToolCall: { call_id: toolCall.id, name: toolCall.name, arguments: toolCall.arguments } }));
+    const actions = typedResponse.tool_calls.map((toolCall): ProposedAction => ({
+      ToolCall: { call_id: toolCall.id, name: toolCall.name, arguments: toolCall.arguments },
+    }));
     const why = `the model proposed ${response.tool_calls.length} tool call(s); this route runs no tools, so the response was withheld`;
     return {
       reasoning: records.reasoning(actions, typedResponse.usage),
-      fields: { iteration: 1, action_count: actions.length, denied_count: actions.length, approved_calls: [], denied_calls: actions.map((action) => ({ action, reason: why })), denied_by: 'finish_rule', decision: 'deny', ...judged },
+      fields: {
+        iteration: 1,
+        action_count: actions.length,
+        denied_count: actions.length,
+        approved_calls: [],
+        denied_calls: actions.map((action) => ({ action, reason: why })),
+        denied_by: 'finish_rule',
+        decision: 'deny',
+        ...judged,
+      },
       failure: why,
       end: { kind: 'tool_call_withheld' },
     };
@@ -308,7 +353,16 @@ function decideStep(
   if (withheld !== undefined) {
     return {
       reasoning,
-      fields: { iteration: 1, action_count: 1, denied_count: 1, approved_calls: [], denied_calls: [{ action: respond, reason: withheld }], denied_by: 'finish_rule', decision: 'deny', ...judged },
+      fields: {
+        iteration: 1,
+        action_count: 1,
+        denied_count: 1,
+        approved_calls: [],
+        denied_calls: [{ action: respond, reason: withheld }],
+        denied_by: 'finish_rule',
+        decision: 'deny',
+        ...judged,
+      },
       failure: withheld,
       end: { kind: 'finish_withheld', finish: response.finish_reason },
     };

@@ -3,7 +3,14 @@ import { signingKeyFromSeed } from '../shared/signing/signing-key.js';
 import { PinnedDirectory } from '../shared/confinement/index.js';
 import { useCompiledCedar } from '../shared/policy/cedar-engine.js';
 import { preparePolicySet } from '../shared/policy/respond-authorization.js';
-import { WORKER_BOOTED_MESSAGE, type WorkerBootedMessage, type InvokeOutcome, type InvokeTask, type SandboxedThreadData, type WorkerBootData } from '../shared/worker-protocol.js';
+import {
+  WORKER_BOOTED_MESSAGE,
+  type WorkerBootedMessage,
+  type InvokeOutcome,
+  type InvokeTask,
+  type SandboxedThreadData,
+  type WorkerBootData,
+} from '../shared/worker-protocol.js';
 import { performInvocation } from './invocation.js';
 import type { WorkerResources } from './worker-resources.js';
 import { reserveNextJournalFile } from './journal-reserve.js';

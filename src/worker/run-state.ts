@@ -157,15 +157,24 @@ export class RunState {
     if (state.name === 'no_journal' || state.name === 'ended') throw new Error(`a run in state ${state.name} has no end to write`);
     const writer = this.journal!.writer;
     const preceding: RunRecord[] =
-      state.name === 'journal_open' ? this.records.opening()
-      : state.name === 'attempt_failed' ? state.finish
-      : state.name === 'request_durable' && !cancelled ? [this.records.settleUnknown(state.call.reservation)]
-      : [];
+      state.name === 'journal_open'
+        ? this.records.opening()
+        : state.name === 'attempt_failed'
+          ? state.finish
+          : state.name === 'request_durable' && !cancelled
+            ? [this.records.settleUnknown(state.call.reservation)]
+            : [];
     const [budgetUpdated, terminated] = this.records.ending(reason, 0);
     const urgent = { urgent: true };
     const durable = await writer.appendTerminal(terminated, [...preceding, budgetUpdated], urgent).then(
       () => true,
-      () => (state.name !== 'journal_open' ? writer.appendTerminal(terminated, [], urgent).then(() => true, () => false) : false),
+      () =>
+        state.name !== 'journal_open'
+          ? writer.appendTerminal(terminated, [], urgent).then(
+              () => true,
+              () => false,
+            )
+          : false,
     );
     if (durable) this.state = { name: 'ended' };
     return durable;

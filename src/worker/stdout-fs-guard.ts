@@ -70,7 +70,8 @@ export function guardStandardOutputInFs(capture: CaptureWrite): void {
 
   const isStdout = (target: unknown): boolean => {
     if (typeof target === 'number') return aliases.has(target);
-    if (typeof target === 'object' && target !== null && 'fd' in target && typeof target.fd === 'number' && !(target instanceof URL)) return aliases.has(target.fd);
+    if (typeof target === 'object' && target !== null && 'fd' in target && typeof target.fd === 'number' && !(target instanceof URL))
+      return aliases.has(target.fd);
     if (identities.size === 0 || !(typeof target === 'string' || Buffer.isBuffer(target) || target instanceof URL)) return false;
     try {
       return identities.has(identityOf(statPath(target, { throwIfNoEntry: false })));
@@ -112,7 +113,10 @@ export function guardStandardOutputInFs(capture: CaptureWrite): void {
     if (typeof original !== 'function') return;
     functions[name] = function (this: unknown, ...args: unknown[]) {
       if (!targets.some((i) => isStdout(args[i]))) return original.apply(this, args);
-      if (style === 'promise') return Promise.resolve().then(() => divert(args)).then((results) => results[0]);
+      if (style === 'promise')
+        return Promise.resolve()
+          .then(() => divert(args))
+          .then((results) => results[0]);
       if (style === 'sync') return (divert(args) as unknown[])[0];
       const callback = args[args.length - 1];
       let outcome: unknown[];
@@ -137,7 +141,12 @@ export function guardStandardOutputInFs(capture: CaptureWrite): void {
   for (const name of ['writeFile', 'appendFile']) wrap(fs, name, 'callback', [0], (args) => [void captureData(args[1])]);
   for (const name of ['writeFile', 'appendFile']) wrap(fs.promises, name, 'promise', [0], async (args) => [await captureStream(args[1])]);
   // Opening, reading or copying it by path, and closing the standard descriptors, are refused.
-  for (const [name, targets] of [['open', [0]], ['readFile', [0]], ['copyFile', [0, 1]], ['cp', [0, 1]]] as const) {
+  for (const [name, targets] of [
+    ['open', [0]],
+    ['readFile', [0]],
+    ['copyFile', [0, 1]],
+    ['cp', [0, 1]],
+  ] as const) {
     wrap(fs, `${name}Sync`, 'sync', [...targets], refuse(`${name}Sync`));
     wrap(fs, name, 'callback', [...targets], refuse(name));
     wrap(fs.promises, name, 'promise', [...targets], refuse(`fs.promises.${name}`));

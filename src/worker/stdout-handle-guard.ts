@@ -90,7 +90,10 @@ export function guardStandardOutputHandles(): void {
   const ttyCheck = (name: string) => (args: unknown[]) => {
     if (isChannel(args[0])) throw refusal(`tty.${name}(fd)`);
   };
-  Object.assign(tty, { WriteStream: guardedConstructor(tty.WriteStream, ttyCheck('WriteStream')), ReadStream: guardedConstructor(tty.ReadStream, ttyCheck('ReadStream')) });
+  Object.assign(tty, {
+    WriteStream: guardedConstructor(tty.WriteStream, ttyCheck('WriteStream')),
+    ReadStream: guardedConstructor(tty.ReadStream, ttyCheck('ReadStream')),
+  });
 
   // Every asynchronous form (spawn, exec, execFile, fork) starts its child through ChildProcess#spawn.
   const prototype = childProcess.ChildProcess.prototype as unknown as { spawn: (options: { stdio?: unknown }) => unknown };

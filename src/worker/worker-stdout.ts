@@ -44,7 +44,11 @@ function sendLine(raw: string): void {
   if (sent > WORKER_OUTPUT_LINES_PER_THREAD) return;
   if (sent === WORKER_OUTPUT_LINES_PER_THREAD) {
     sent += 1;
-    post({ type: WORKER_OUTPUT_MESSAGE, line: `further standard output of this worker thread is dropped (${WORKER_OUTPUT_LINES_PER_THREAD} lines shown)`, suppressed: true });
+    post({
+      type: WORKER_OUTPUT_MESSAGE,
+      line: `further standard output of this worker thread is dropped (${WORKER_OUTPUT_LINES_PER_THREAD} lines shown)`,
+      suppressed: true,
+    });
     return;
   }
   sent += 1;

@@ -96,7 +96,11 @@ describe('npm run demo from a fresh clone', () => {
     assert.match(stdout, /What to run next/);
     assert.match(stdout, /every step behaved as expected/);
     assert.match(stdout, /The copy of the example was removed; `npm run demo -- --keep` keeps it/);
-    assert.deepEqual(fs.readdirSync(tmp).filter((n) => n.startsWith('symbi-demo-')), [], 'no copy left in the temporary folder');
+    assert.deepEqual(
+      fs.readdirSync(tmp).filter((n) => n.startsWith('symbi-demo-')),
+      [],
+      'no copy left in the temporary folder',
+    );
 
     // The example in the clone is untouched: the demo served a copy.
     assert.ok(!fs.existsSync(path.join(clone, 'examples', 'quickstart', '.symbiont')));

@@ -27,7 +27,10 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
   before(async () => {
     installed = await installedPackage();
     project = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-installed-'));
-    fs.cpSync(path.join(repoRoot, 'examples', 'quickstart'), project, { recursive: true, filter: (src) => !path.basename(src).startsWith('.') || src.endsWith('quickstart') });
+    fs.cpSync(path.join(repoRoot, 'examples', 'quickstart'), project, {
+      recursive: true,
+      filter: (src) => !path.basename(src).startsWith('.') || src.endsWith('quickstart'),
+    });
   });
 
   after(() => {
@@ -53,7 +56,9 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     ]) {
       assert.ok(entries.includes(needed), `the tarball holds ${needed}`);
     }
-    const unwanted = entries.filter((e) => /^(test|scripts|src|dist|\.ci)\//.test(e) || /\.test\.|\.ts$|\.map$|(^|\/)fixtures\//.test(e) || /^tsconfig/.test(e));
+    const unwanted = entries.filter(
+      (e) => /^(test|scripts|src|dist|\.ci)\//.test(e) || /\.test\.|\.ts$|\.map$|(^|\/)fixtures\//.test(e) || /^tsconfig/.test(e),
+    );
     assert.deepEqual(unwanted, [], 'no test files, TypeScript sources, fixtures, scripts or source maps');
     // The bundle is readable JavaScript (not minified), so a user can inspect what runs.
     assert.ok(fs.statSync(installed.tarball).size < 768 * 1024, `the tarball stays small (${fs.statSync(installed.tarball).size} bytes)`);
@@ -84,14 +89,27 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     const lock = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
     for (const name of ['@modelcontextprotocol/sdk', 'zod', 'commander', 'pino', 'tweetnacl', 'canonicalize']) {
       const version = lock.packages[`node_modules/${name}`]!.version;
-      assert.ok(listed.some((p) => p.name === name && p.version === version), `THIRD_PARTY_LICENSES.txt names ${name} ${version}`);
+      assert.ok(
+        listed.some((p) => p.name === name && p.version === version),
+        `THIRD_PARTY_LICENSES.txt names ${name} ${version}`,
+      );
     }
-    const sbom = JSON.parse(fs.readFileSync(path.join(bundle, 'sbom.cdx.json'), 'utf8')) as { bomFormat: string; components: { name: string; version: string }[] };
+    const sbom = JSON.parse(fs.readFileSync(path.join(bundle, 'sbom.cdx.json'), 'utf8')) as {
+      bomFormat: string;
+      components: { name: string; version: string }[];
+    };
     assert.equal(sbom.bomFormat, 'CycloneDX');
-    for (const p of listed) assert.ok(sbom.components.some((c) => c.name === p.name && c.version === p.version), `the SBOM lists the bundled ${p.name} ${p.version}`);
+    for (const p of listed)
+      assert.ok(
+        sbom.components.some((c) => c.name === p.name && c.version === p.version),
+        `the SBOM lists the bundled ${p.name} ${p.version}`,
+      );
     for (const name of Object.keys(manifest.dependencies)) {
       const version = JSON.parse(fs.readFileSync(path.join(installed.dir, 'node_modules', name, 'package.json'), 'utf8')).version as string;
-      assert.ok(sbom.components.some((c) => c.name === name && c.version === version), `the SBOM lists the installed ${name} ${version}`);
+      assert.ok(
+        sbom.components.some((c) => c.name === name && c.version === version),
+        `the SBOM lists the installed ${name} ${version}`,
+      );
     }
   });
 
@@ -102,7 +120,8 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
       if (loadedAtStart.has(file)) return;
       loadedAtStart.add(file);
       const source = fs.readFileSync(file, 'utf8');
-      for (const m of source.matchAll(/^(?:import|export)\s[^;]*?from\s*"(\.[^"]+)"|^import\s*"(\.[^"]+)"/gm)) visit(path.resolve(path.dirname(file), (m[1] ?? m[2])!));
+      for (const m of source.matchAll(/^(?:import|export)\s[^;]*?from\s*"(\.[^"]+)"|^import\s*"(\.[^"]+)"/gm))
+        visit(path.resolve(path.dirname(file), (m[1] ?? m[2])!));
     };
     visit(path.join(bundle, 'worker', 'invoke-task.js'));
     visit(path.join(bundle, 'supervisor', 'cli.js'));
@@ -111,17 +130,26 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     const file = path.join(bundle, injection[0]!);
     assert.ok(loadedAtStart.size > 3, 'the static import graph was followed');
     assert.ok(!loadedAtStart.has(file), 'no statically imported file loads the fault-injection file');
-    assert.match(fs.readFileSync(path.join(bundle, 'worker', 'invoke-task.js'), 'utf8'), /import\("\.\/fault-injection\.js"\)/, 'the worker imports it dynamically, from beside itself');
-    for (const file of loadedAtStart) assert.doesNotMatch(fs.readFileSync(file, 'utf8'), /\[\[fault:worker-/, `${path.relative(bundle, file)} holds no fault-injection code`);
+    assert.match(
+      fs.readFileSync(path.join(bundle, 'worker', 'invoke-task.js'), 'utf8'),
+      /import\("\.\/fault-injection\.js"\)/,
+      'the worker imports it dynamically, from beside itself',
+    );
+    for (const file of loadedAtStart)
+      assert.doesNotMatch(fs.readFileSync(file, 'utf8'), /\[\[fault:worker-/, `${path.relative(bundle, file)} holds no fault-injection code`);
   });
 
   it('ships the demo endpoint without the test-only failure and provider-case modes', () => {
     const bundle = path.join(installed.dir, 'node_modules', 'symbi-mcp', 'bundle');
     const files = fs.readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
-    assert.ok(files.some((f) => fs.readFileSync(path.join(bundle, f), 'utf8').includes('Hello from the synthetic endpoint.')), 'the demo endpoint ships');
+    assert.ok(
+      files.some((f) => fs.readFileSync(path.join(bundle, f), 'utf8').includes('Hello from the synthetic endpoint.')),
+      'the demo endpoint ships',
+    );
     for (const f of files) {
       const source = fs.readFileSync(path.join(bundle, f), 'utf8');
-      for (const marker of ['PARTIAL-MODEL-TEXT', 'PROVIDER-ERROR-TEXT', 'reasoning-model', 'synthetic internal server error']) assert.ok(!source.includes(marker), `${f} holds no test-only endpoint mode (${marker})`);
+      for (const marker of ['PARTIAL-MODEL-TEXT', 'PROVIDER-ERROR-TEXT', 'reasoning-model', 'synthetic internal server error'])
+        assert.ok(!source.includes(marker), `${f} holds no test-only endpoint mode (${marker})`);
     }
   });
 
@@ -141,7 +169,10 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
 
   it('node_modules/.bin/symbi mcp answers get_agent_dsl with the source on disk', async () => {
     const result = inspectorJson(
-      await runInspector([installed.symbiBin, 'mcp', '--project', project], ['--method', 'tools/call', '--tool-name', 'get_agent_dsl', '--tool-arg', 'agent=assistant']),
+      await runInspector(
+        [installed.symbiBin, 'mcp', '--project', project],
+        ['--method', 'tools/call', '--tool-name', 'get_agent_dsl', '--tool-arg', 'agent=assistant'],
+      ),
     );
     assert.equal(result.isError, undefined);
     const content = result.content as { type: string; text: string }[];

@@ -96,7 +96,8 @@ function claudeCodeSnippets(): ServerCommand[] {
       if (option === '-e' || option === '--env') {
         const [key, value] = envPair(options[++i], origin);
         env[key] = value;
-      } else if (option === '-s' || option === '--scope') assert.ok(['local', 'project', 'user'].includes(options[++i] ?? ''), `${origin}: scope is local, project or user`);
+      } else if (option === '-s' || option === '--scope')
+        assert.ok(['local', 'project', 'user'].includes(options[++i] ?? ''), `${origin}: scope is local, project or user`);
       else if (option === '-t' || option === '--transport') assert.equal(options[++i], 'stdio', `${origin}: a command needs the stdio transport`);
       else assert.fail(`${origin}: unexpected ${option} (allowed: -e/--env, -s/--scope, -t/--transport)`);
     }
@@ -121,7 +122,8 @@ function geminiSnippets(): ServerCommand[] {
         const [key, value] = envPair(words[++i], origin);
         env[key] = value;
       } else if (word === '-s' || word === '--scope') assert.ok(['user', 'project'].includes(words[++i] ?? ''), `${origin}: scope is user or project`);
-      else if (word === '-t' || word === '--transport' || word === '--type') assert.equal(words[++i], 'stdio', `${origin}: a command needs the stdio transport`);
+      else if (word === '-t' || word === '--transport' || word === '--type')
+        assert.equal(words[++i], 'stdio', `${origin}: a command needs the stdio transport`);
       else if (word === '--trust') continue;
       else if (word === '--timeout') assert.match(words[++i] ?? '', /^\d+$/, `${origin}: --timeout takes milliseconds`);
       else if (word.startsWith('-')) assert.fail(`${origin}: ${word} before -- would be read by gemini; server arguments starting with - go after --`);
@@ -171,12 +173,25 @@ function jsonSnippets(): ServerCommand[] {
       assert.equal(config.mcpServers, undefined, `${fence.heading}: VS Code reads "servers", not "mcpServers"`);
       for (const [name, entry] of Object.entries(config.servers)) {
         assert.equal(entry.type, 'stdio', `${fence.heading}: servers.${name} has "type": "stdio"`);
-        commands.push({ origin: `${fence.heading}: servers.${name}`, heading: fence.heading, command: entry.command, args: entry.args ?? [], env: entry.env ?? {}, inputs: (config.inputs ?? []).map((i) => i.id) });
+        commands.push({
+          origin: `${fence.heading}: servers.${name}`,
+          heading: fence.heading,
+          command: entry.command,
+          args: entry.args ?? [],
+          env: entry.env ?? {},
+          inputs: (config.inputs ?? []).map((i) => i.id),
+        });
       }
     } else {
       assert.ok(config.mcpServers !== undefined, `${fence.heading}: a JSON snippet has mcpServers or servers`);
       for (const [name, entry] of Object.entries(config.mcpServers)) {
-        commands.push({ origin: `${fence.heading}: mcpServers.${name}`, heading: fence.heading, command: entry.command, args: entry.args ?? [], env: entry.env ?? {} });
+        commands.push({
+          origin: `${fence.heading}: mcpServers.${name}`,
+          heading: fence.heading,
+          command: entry.command,
+          args: entry.args ?? [],
+          env: entry.env ?? {},
+        });
       }
     }
   }
@@ -188,11 +203,19 @@ function tomlSnippets(): ServerCommand[] {
   const commands: ServerCommand[] = [];
   for (const fence of fences(ideSection)) {
     if (fence.lang !== 'toml') continue;
-    const config = parseToml(fence.body) as { mcp_servers?: Record<string, { command: string; args?: string[]; env?: Record<string, string>; startup_timeout_sec?: number }> };
+    const config = parseToml(fence.body) as {
+      mcp_servers?: Record<string, { command: string; args?: string[]; env?: Record<string, string>; startup_timeout_sec?: number }>;
+    };
     assert.ok(config.mcp_servers !== undefined, `${fence.heading}: a TOML snippet has [mcp_servers.<name>]`);
     for (const [name, entry] of Object.entries(config.mcp_servers)) {
       if (entry.startup_timeout_sec !== undefined) assert.equal(typeof entry.startup_timeout_sec, 'number');
-      commands.push({ origin: `${fence.heading}: mcp_servers.${name}`, heading: fence.heading, command: entry.command, args: entry.args ?? [], env: entry.env ?? {} });
+      commands.push({
+        origin: `${fence.heading}: mcp_servers.${name}`,
+        heading: fence.heading,
+        command: entry.command,
+        args: entry.args ?? [],
+        env: entry.env ?? {},
+      });
     }
   }
   return commands;
@@ -242,14 +265,19 @@ describe('README configuration snippets', { timeout: 300_000 }, () => {
     const npxLine = ideSection.indexOf('npx -y symbi-mcp mcp --project');
     const notice = ideSection.indexOf('not on the public npm registry yet');
     assert.ok(npxLine >= 0 && notice > npxLine && notice - npxLine < 300, 'the notice follows the npx command');
-    for (const anchor of ['#from-a-clone-instead-of-npx', '#from-a-packed-tarball-instead-of-npx']) assert.ok(ideSection.includes(`(${anchor})`), `links ${anchor}`);
+    for (const anchor of ['#from-a-clone-instead-of-npx', '#from-a-packed-tarball-instead-of-npx'])
+      assert.ok(ideSection.includes(`(${anchor})`), `links ${anchor}`);
   });
 
   it('the packed-tarball route installs as written and puts symbi-mcp on the PATH', { timeout: 240_000 }, async () => {
     const block = fences(tarballSection).find((f) => f.body.includes('npm install --global'));
     assert.ok(block, 'a block with the npm install --global step');
     const lines = block.body.trim().split('\n');
-    assert.deepEqual(lines, ['npm ci && npm pack', `npm install --global ./symbi-mcp-${manifestVersion}.tgz`], 'npm pack names the tarball after package.json\'s version');
+    assert.deepEqual(
+      lines,
+      ['npm ci && npm pack', `npm install --global ./symbi-mcp-${manifestVersion}.tgz`],
+      "npm pack names the tarball after package.json's version",
+    );
     // `npm ci && npm pack` is what test/support/packed-package.ts does; the install runs as written,
     // from the folder holding the tarball, into a scratch global prefix.
     const tarball = (await installedPackage()).tarball;
@@ -302,7 +330,11 @@ describe('README configuration snippets', { timeout: 300_000 }, () => {
         args,
         // The snippet's own env, plus the PATH an IDE would give (with this node, npm and npx first); no keys of ours.
         env: {
-          PATH: [...(viaGlobalInstall(snippet) ? [path.join(globalPrefix ?? assert.fail('the tarball-route test runs first'), 'bin')] : []), path.dirname(process.execPath), process.env.PATH ?? ''].join(path.delimiter),
+          PATH: [
+            ...(viaGlobalInstall(snippet) ? [path.join(globalPrefix ?? assert.fail('the tarball-route test runs first'), 'bin')] : []),
+            path.dirname(process.execPath),
+            process.env.PATH ?? '',
+          ].join(path.delimiter),
           HOME: process.env.HOME ?? os.tmpdir(),
           ...env,
         },

@@ -45,12 +45,7 @@ export function payloadText(runId: string, sequence: number, previousHash: strin
 }
 
 /** A chained, signed journal of `events`; `rewrite` may change a payload's text before it is signed. */
-export function craftJournal(
-  runId: string,
-  events: readonly string[],
-  sign: Signer,
-  rewrite: (payload: string, index: number) => string = (p) => p,
-): Buffer {
+export function craftJournal(runId: string, events: readonly string[], sign: Signer, rewrite: (payload: string, index: number) => string = (p) => p): Buffer {
   const lines: Buffer[] = [];
   let previous = '0'.repeat(64);
   events.forEach((event, index) => {

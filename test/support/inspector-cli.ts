@@ -42,7 +42,7 @@ export function runInspector(serverCommand: string[], methodArgs: string[]): Pro
         maxBuffer: 8 * 1024 * 1024,
       },
       (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : -1;
+        const code = error === null ? 0 : typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : -1;
         resolve({ code, stdout, stderr });
       },
     );

@@ -20,10 +20,7 @@ if (!keyFile || !tlsKeyFile || !tlsCertFile || dashes !== '--' || command.length
 
 const sockets = new Set<net.Socket>();
 const answer = (_req: http.IncomingMessage, res: http.ServerResponse) => res.end(fs.readFileSync(keyFile));
-const servers: net.Server[] = [
-  http.createServer(answer),
-  https.createServer({ key: fs.readFileSync(tlsKeyFile), cert: fs.readFileSync(tlsCertFile) }, answer),
-];
+const servers: net.Server[] = [http.createServer(answer), https.createServer({ key: fs.readFileSync(tlsKeyFile), cert: fs.readFileSync(tlsCertFile) }, answer)];
 for (const server of servers) {
   server.on('connection', (s: net.Socket) => {
     sockets.add(s);

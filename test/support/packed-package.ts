@@ -106,7 +106,8 @@ async function installInto(dir: string, planned: PackedFile): Promise<void> {
   const building = fs.mkdtempSync(`${dir}.building-`);
   try {
     const packed = await pack(['--pack-destination', building]);
-    if (packed.integrity !== planned.integrity) throw new Error(`npm pack wrote ${packed.integrity}, its dry run said ${planned.integrity}: did the tree change meanwhile?`);
+    if (packed.integrity !== planned.integrity)
+      throw new Error(`npm pack wrote ${packed.integrity}, its dry run said ${planned.integrity}: did the tree change meanwhile?`);
     const tarball = path.join(building, packed.filename);
     fs.writeFileSync(path.join(building, 'package.json'), JSON.stringify({ name: 'symbi-install-check', private: true }) + '\n');
     await run(npm, ['install', tarball, '--no-audit', '--no-fund'], { cwd: building, env: cleanEnv(), timeout: 240_000, maxBuffer: 16 * 1024 * 1024 });

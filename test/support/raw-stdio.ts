@@ -69,7 +69,10 @@ export function spawnRawStdio(command: string, args: string[], env: NodeJS.Proce
     const seen = parsed.find(match);
     if (seen) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no ${what} within ${timeoutMs} ms; stdout: ${stdout.slice(-2000)} stderr: ${stderr.slice(-2000)}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`no ${what} within ${timeoutMs} ms; stdout: ${stdout.slice(-2000)} stderr: ${stderr.slice(-2000)}`)),
+        timeoutMs,
+      );
       waiters.push({
         match,
         resolve: (m) => {

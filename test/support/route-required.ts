@@ -14,9 +14,13 @@ export const REQUIRED_ROUTES_ENV = 'SYMBI_TEST_REQUIRED_ROUTES';
 /** The routes REQUIRED_ROUTES_ENV names; throws on a name that is not a route, so a typo cannot turn the check off. */
 function requiredRoutes(env: NodeJS.ProcessEnv): RouteName[] {
   const value = env[REQUIRED_ROUTES_ENV] ?? '';
-  const names = value.split(',').map((name) => name.trim()).filter((name) => name !== '');
+  const names = value
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
   const unknown = names.filter((name) => !(ROUTE_NAMES as readonly string[]).includes(name));
-  if (unknown.length > 0) throw new Error(`${REQUIRED_ROUTES_ENV}=${value}: ${unknown.join(', ')} is not a route; use a comma-separated list of ${ROUTE_NAMES.join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`${REQUIRED_ROUTES_ENV}=${value}: ${unknown.join(', ')} is not a route; use a comma-separated list of ${ROUTE_NAMES.join(', ')}`);
   return names as RouteName[];
 }
 

@@ -76,9 +76,7 @@ export async function startKeyServer(): Promise<KeyServer> {
       return;
     }
     const body = route.body ?? '';
-    res
-      .writeHead(route.status ?? 200, { 'content-type': 'text/plain', ...route.headers, 'content-length': String(Buffer.byteLength(body)) })
-      .end(body);
+    res.writeHead(route.status ?? 200, { 'content-type': 'text/plain', ...route.headers, 'content-length': String(Buffer.byteLength(body)) }).end(body);
   });
   const sockets = new Set<import('node:net').Socket>();
   server.on('connection', (s) => {

@@ -114,15 +114,44 @@ const recovery = externallyTagged(['DeadLetter'], {
 });
 // loop_types.rs LoopConfig.
 const loopConfig = struct(
-  { max_iterations: u32, max_total_tokens: u32, timeout: duration, default_recovery: recovery, tool_timeout: duration, max_concurrent_tools: u64, context_token_budget: u64 },
-  { temperature: f32, max_output_tokens: u32, max_delegation_depth: u32, delegation_depth: u32, delegation_chain: vec(string), tool_definitions: vec(any), tool_choice: any },
+  {
+    max_iterations: u32,
+    max_total_tokens: u32,
+    timeout: duration,
+    default_recovery: recovery,
+    tool_timeout: duration,
+    max_concurrent_tools: u64,
+    context_token_budget: u64,
+  },
+  {
+    temperature: f32,
+    max_output_tokens: u32,
+    max_delegation_depth: u32,
+    delegation_depth: u32,
+    delegation_chain: vec(string),
+    tool_definitions: vec(any),
+    tool_choice: any,
+  },
 );
 // run_audit.rs RunAuditReference.
 const runAudit = struct({ run_id: uuid, path: string, public_key: string });
 // budget/journal.rs ScopeIdentity and InferenceReservation, both deny_unknown_fields.
 const scope = struct({ scope: u64, parent: opt(u64), limit: u32 }, {}, true);
 const reservation = struct(
-  { id: uuid, root_id: uuid, ancestors: vec(scope), input_tokens: u32, output_tokens: u32, agent_id: uuid, audit: opt(runAudit), iteration: u32, provider: string, model: string, request_hash: string, request_bytes: u64 },
+  {
+    id: uuid,
+    root_id: uuid,
+    ancestors: vec(scope),
+    input_tokens: u32,
+    output_tokens: u32,
+    agent_id: uuid,
+    audit: opt(runAudit),
+    iteration: u32,
+    provider: string,
+    model: string,
+    request_hash: string,
+    request_bytes: u64,
+  },
   {},
   true,
 );
@@ -157,7 +186,14 @@ export const LOOP_EVENTS: Record<string, Check> = {
     communication: opt(any),
   }),
   DirectInferenceResponseReceived: struct({ call_id: string, response_hash: string, response_bytes: u64 }),
-  DirectInferenceFinished: struct({ call_id: string, reason: terminationReason, response_hash: opt(string), response_bytes: u64, finish_reason: opt(finishReason), usage }),
+  DirectInferenceFinished: struct({
+    call_id: string,
+    reason: terminationReason,
+    response_hash: opt(string),
+    response_bytes: u64,
+    finish_reason: opt(finishReason),
+    usage,
+  }),
   BudgetReservationFinished: struct({ root_id: uuid, reservation_id: uuid, usage, outcome }),
   ReasoningComplete: struct({ iteration: u32, actions: vec(proposedAction), usage }),
   PolicyEvaluated: struct({ iteration: u32, action_count: u64, denied_count: u64 }, { approved_calls: vec(any), denied_calls: vec(any) }),

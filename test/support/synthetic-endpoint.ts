@@ -49,7 +49,14 @@ import {
 } from '../../src/demo/synthetic-endpoint.js';
 import type { WireFormat } from '../../src/shared/provider/provider-kinds.js';
 
-export { DEFAULT_ANSWER, SECRET_ANSWER, SYNTHETIC_TOOL_NAME, type ReceivedRequest, type SyntheticEndpoint, type SyntheticEndpointOptions } from '../../src/demo/synthetic-endpoint.js';
+export {
+  DEFAULT_ANSWER,
+  SECRET_ANSWER,
+  SYNTHETIC_TOOL_NAME,
+  type ReceivedRequest,
+  type SyntheticEndpoint,
+  type SyntheticEndpointOptions,
+} from '../../src/demo/synthetic-endpoint.js';
 
 /** In every answer that must never be released: partial, refused or filtered model text. */
 export const PARTIAL_MODEL_TEXT = 'PARTIAL-MODEL-TEXT never to be released';
@@ -115,7 +122,10 @@ const WIRE_CASES = {
       const body =
         c.mode === 'error-in-200'
           ? { error }
-          : { ...(completionBody('openai-chat', c.record.id, c.model, c.prompt, '', false) as object), choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'error', error }] };
+          : {
+              ...(completionBody('openai-chat', c.record.id, c.model, c.prompt, '', false) as object),
+              choices: [{ index: 0, message: { role: 'assistant', content: '' }, finish_reason: 'error', error }],
+            };
       c.send(200, JSON.stringify(body), { [requestIdHeader(c.record)]: `gen-synthetic-${c.record.id}` });
     },
     refusesLimitField: (body) => 'max_tokens' in body,
@@ -125,12 +135,17 @@ const WIRE_CASES = {
     refusal: (body) => ({ ...body, stop_reason: 'refusal' }),
     error: (status, message, id) => {
       const type =
-        status === 429 ? 'rate_limit_error'
-        : status === 529 ? 'overloaded_error'
-        : status === 404 ? 'not_found_error'
-        : status === 401 ? 'authentication_error'
-        : status >= 500 ? 'api_error'
-        : 'invalid_request_error';
+        status === 429
+          ? 'rate_limit_error'
+          : status === 529
+            ? 'overloaded_error'
+            : status === 404
+              ? 'not_found_error'
+              : status === 401
+                ? 'authentication_error'
+                : status >= 500
+                  ? 'api_error'
+                  : 'invalid_request_error';
       return { type: 'error', error: { type, message }, request_id: `req_synthetic_${id}` };
     },
     requestIdHeader: 'request-id',
@@ -253,7 +268,11 @@ export const TEST_MODES: Readonly<Record<string, ModeHandler>> = {
     if (options.has('retry_after')) extra['Retry-After'] = options.get('retry_after')!;
     if (options.has('retry_after_ms')) extra['retry-after-ms'] = options.get('retry_after_ms')!;
     const message = options.has('echo') ? `${PROVIDER_ERROR_TEXT}; you sent: ${c.prompt}` : PROVIDER_ERROR_TEXT;
-    c.send(Number.isInteger(status) && status >= 400 && status <= 599 ? status : 500, JSON.stringify(errorBody(c.record.format, status, message, c.record.id)), extra);
+    c.send(
+      Number.isInteger(status) && status >= 400 && status <= 599 ? status : 500,
+      JSON.stringify(errorBody(c.record.format, status, message, c.record.id)),
+      extra,
+    );
     return 'answered';
   },
   'echo-auth': (c) => {

@@ -9,7 +9,25 @@ import { spawnSync } from 'node:child_process';
 export function selfSignedCertificate(keyFile: string, certFile: string, subject: string, altNames: string): void {
   const made = spawnSync(
     'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', subject, '-addext', `subjectAltName=${altNames}`],
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+      '-days',
+      '2',
+      '-subj',
+      subject,
+      '-addext',
+      `subjectAltName=${altNames}`,
+    ],
     { encoding: 'utf8' },
   );
   assert.equal(made.status, 0, `openssl req: ${made.stderr || made.error?.message}`);

@@ -251,8 +251,7 @@ export function createLibcRoute(options: LibcRouteOptions): DescriptorRoute {
     const littleEndian = os.endianness() === 'LE';
     route.openBeneath = (dirFd, components, openFlagsValue) => {
       const how = Buffer.alloc(OPEN_HOW_BYTES);
-      const write = (value: number, at: number): number =>
-        littleEndian ? how.writeBigUInt64LE(BigInt(value), at) : how.writeBigUInt64BE(BigInt(value), at);
+      const write = (value: number, at: number): number => (littleEndian ? how.writeBigUInt64LE(BigInt(value), at) : how.writeBigUInt64BE(BigInt(value), at));
       write(openFlagsValue | cloexec, 0);
       write(0, 8);
       write(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, 16);

@@ -112,10 +112,14 @@ export class ReservedDirectories {
         try {
           listed = route.list(fd, POLICY_DISCOVERY_MAX_ENTRIES);
         } catch (err) {
-          throw new ReservedDirectoriesError(`${shown}/ cannot be listed (${(err as NodeJS.ErrnoException).code ?? 'error'}), so what is below it cannot be reserved`);
+          throw new ReservedDirectoriesError(
+            `${shown}/ cannot be listed (${(err as NodeJS.ErrnoException).code ?? 'error'}), so what is below it cannot be reserved`,
+          );
         }
         if (listed.truncated) {
-          throw new ReservedDirectoriesError(`${shown}/ has more than ${POLICY_DISCOVERY_MAX_ENTRIES} entries; at most ${POLICY_DISCOVERY_MAX_ENTRIES} are listed to reserve what is in it`);
+          throw new ReservedDirectoriesError(
+            `${shown}/ has more than ${POLICY_DISCOVERY_MAX_ENTRIES} entries; at most ${POLICY_DISCOVERY_MAX_ENTRIES} are listed to reserve what is in it`,
+          );
         }
         for (const raw of listed.names) {
           let entry: string;

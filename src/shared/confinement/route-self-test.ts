@@ -149,7 +149,10 @@ function checkListing(route: DescriptorRoute, listFd: number, listPath: string, 
   const got = [...listed.names].sort((a, b) => Buffer.compare(a, b));
   const same = got.length === truth.length && got.every((name, i) => name.equals(truth[i]!));
   if (listed.truncated || !same || truth.length !== LISTED.length) {
-    throw new SelfTestFailure(check, `got ${JSON.stringify(got.map((n) => n.toString('hex')))}, expected ${JSON.stringify(truth.map((n) => n.toString('hex')))} (hex)`);
+    throw new SelfTestFailure(
+      check,
+      `got ${JSON.stringify(got.map((n) => n.toString('hex')))}, expected ${JSON.stringify(truth.map((n) => n.toString('hex')))} (hex)`,
+    );
   }
   if (!route.list(listFd, 2).truncated) throw new SelfTestFailure('a listing stops at its limit', 'it did not report more entries');
 }
@@ -171,7 +174,11 @@ function comparedModeBits(stat: fs.Stats, parent: fs.Stats): number {
 function expectMode(check: string, shown: string, stat: fs.Stats, parent: fs.Stats, asked: number, umask: number): void {
   const expected = asked & ~umask & 0o7777;
   const got = comparedModeBits(stat, parent);
-  if (got !== expected) throw new SelfTestFailure(check, `${shown} has mode ${fileModeText(got)}, expected ${fileModeText(expected)} (${fileModeText(asked)} under umask ${fileModeText(umask)})`);
+  if (got !== expected)
+    throw new SelfTestFailure(
+      check,
+      `${shown} has mode ${fileModeText(got)}, expected ${fileModeText(expected)} (${fileModeText(asked)} under umask ${fileModeText(umask)})`,
+    );
 }
 
 function checkStorageCalls(route: DescriptorRoute, root: string, rootFd: number): void {
@@ -205,7 +212,6 @@ function checkStorageCalls(route: DescriptorRoute, root: string, rootFd: number)
     throw new SelfTestFailure(check, (err as Error).message);
   }
 }
-
 
 /**
  * Removes a scratch tree with plain readdir, unlink and rmdir. fs.rmSync's recursive removal runs
@@ -314,7 +320,8 @@ export function probeProjectFileSystem(
     try {
       const byPath = fs.statSync(root);
       const byDescriptor = fs.fstatSync(scratchFd);
-      if (byPath.dev !== byDescriptor.dev || byPath.ino !== byDescriptor.ino) throw new SelfTestFailure('the scratch directory in .symbiont/ is the one made', 'it was replaced');
+      if (byPath.dev !== byDescriptor.dev || byPath.ino !== byDescriptor.ino)
+        throw new SelfTestFailure('the scratch directory in .symbiont/ is the one made', 'it was replaced');
       const scratch = PinnedDirectory.withRoute(scratchFd, root, route);
       expectRefusal('a symlink as leaf is refused on the project file system', 'symlink', () => scratch.readTextFile('a/b/leaf-link', 1024));
       expectRefusal('a symlink as directory is refused on the project file system', 'symlink', () => scratch.readTextFile('a/dir-link/file.txt', 1024));

@@ -52,10 +52,7 @@ export type Expr =
   | (Span & { kind: 'if'; condition: Expr; then: Block; otherwise: Block | Expr });
 
 /** `if let` patterns: a name, `_`, or `Name(pattern, ...)`. */
-export type Pattern =
-  | (Pos & { kind: 'wildcard' })
-  | (Pos & { kind: 'binding'; name: string })
-  | (Pos & { kind: 'constructor'; name: string; args: Pattern[] });
+export type Pattern = (Pos & { kind: 'wildcard' }) | (Pos & { kind: 'binding'; name: string }) | (Pos & { kind: 'constructor'; name: string; args: Pattern[] });
 
 /** `match` arm patterns: a string, number or boolean literal, `_`, or a name. */
 export type MatchPattern = (Pos & { kind: 'wildcard' }) | (Pos & { kind: 'binding'; name: string }) | (Pos & { kind: 'literal'; value: Expr });

@@ -150,7 +150,10 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
   } else {
     const named = agents.filter((a) => a.name === entry.stem);
     if (named.length === 0) {
-      const listed = agents.slice(0, AGENTS_NAMED).map((a) => `\`${shownName(a.name)}\` at ${a.line}:${a.column}`).join(', ');
+      const listed = agents
+        .slice(0, AGENTS_NAMED)
+        .map((a) => `\`${shownName(a.name)}\` at ${a.line}:${a.column}`)
+        .join(', ');
       const more = agents.length > AGENTS_NAMED ? ` and ${agents.length - AGENTS_NAMED} more` : '';
       return refuse(
         `declares ${agents.length} agents (${listed}${more}) and none is named \`${entry.stem}\`; a file with several agents needs one named exactly like its filename stem`,
@@ -163,7 +166,9 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
   }
   const nameBytes = Buffer.byteLength(agent.name, 'utf8');
   if (nameBytes > AGENT_DECLARED_NAME_MAX_BYTES) {
-    return refuse(`the agent declared at ${agent.line}:${agent.column} has a name of ${nameBytes} bytes; the limit is ${AGENT_DECLARED_NAME_MAX_BYTES} bytes (UTF-8)`);
+    return refuse(
+      `the agent declared at ${agent.line}:${agent.column} has a name of ${nameBytes} bytes; the limit is ${AGENT_DECLARED_NAME_MAX_BYTES} bytes (UTF-8)`,
+    );
   }
   const who = `agent \`${shownName(agent.name)}\``;
 
@@ -208,7 +213,9 @@ function examine(entry: RegistryEntry, parsed?: ParseResult): Examined {
       // Read as Symbiont's extract_with_blocks reads it (durations.ts).
       const seconds = timeoutSeconds(entry.text.slice(attr.value.start, attr.value.end));
       if (seconds === null || seconds <= 0) {
-        return refuse(`${who} has a \`with\` timeout at ${attr.line}:${attr.column} that is not a positive duration (such as \`30s\`, \`5m\` or \`30.seconds\`) or whole number of seconds`);
+        return refuse(
+          `${who} has a \`with\` timeout at ${attr.line}:${attr.column} that is not a positive duration (such as \`30s\`, \`5m\` or \`30.seconds\`) or whole number of seconds`,
+        );
       }
       timeoutMs = Math.min(timeoutMs, seconds * 1000);
     }

@@ -19,7 +19,8 @@ export function checkInlinePolicies(policies: readonly PolicyDecl[]): string | n
       return `duplicate policy name \`${shownName(policy.name)}\` at ${policy.line}:${policy.column} (first declared at ${first.line}:${first.column}); policy names must be unique`;
     }
     seen.set(policy.name, policy);
-    if (policy.rules.length === 0) return `policy \`${shownName(policy.name)}\` at ${policy.line}:${policy.column} is empty; a policy block needs at least one \`allow:\` or \`deny:\` rule`;
+    if (policy.rules.length === 0)
+      return `policy \`${shownName(policy.name)}\` at ${policy.line}:${policy.column} is empty; a policy block needs at least one \`allow:\` or \`deny:\` rule`;
     total += policy.rules.length;
     if (total > INLINE_POLICY_MAX_RULES) {
       return `policy \`${shownName(policy.name)}\` at ${policy.line}:${policy.column} brings the selected definition past ${INLINE_POLICY_MAX_RULES} policy rules; at most ${INLINE_POLICY_MAX_RULES} are supported`;
@@ -37,7 +38,8 @@ export function checkInlinePolicies(policies: readonly PolicyDecl[]): string | n
           return `${where} a condition of ${rule.conditionTokens} tokens at ${rule.condition.line}:${rule.condition.column}; at most ${INLINE_POLICY_MAX_CONDITION_TOKENS} tokens are supported`;
         }
         const problem = conditionProblem(rule.condition);
-        if (problem) return `${where} ${problem}; conditions may use literals, dot access rooted at \`principal\`, \`invocation\` or \`context\`, ==, !=, integer comparisons, \`in [literals]\`, !, not, &&, || and parentheses`;
+        if (problem)
+          return `${where} ${problem}; conditions may use literals, dot access rooted at \`principal\`, \`invocation\` or \`context\`, ==, !=, integer comparisons, \`in [literals]\`, !, not, &&, || and parentheses`;
       }
     }
   }

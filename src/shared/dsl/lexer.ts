@@ -94,7 +94,13 @@ export function lex(src: string): Token[] {
       else {
         const prefix = matchAt(STRING_PREFIX, src, pos)!;
         const atEnd = pos + prefix.length >= src.length;
-        push('invalid', prefix, atEnd ? 'unterminated string: no closing `"` before end of file' : 'a `\\` at the end of a line inside a string; a backslash escapes the character after it on the same line');
+        push(
+          'invalid',
+          prefix,
+          atEnd
+            ? 'unterminated string: no closing `"` before end of file'
+            : 'a `\\` at the end of a line inside a string; a backslash escapes the character after it on the same line',
+        );
       }
     } else if (isDigit(c)) {
       // Longest match: `30s` is a duration, `1_000s` and `1.5s` are numbers followed by `s`.

@@ -38,7 +38,15 @@ export type ReportChannel = z.infer<typeof reportChannelSchema>;
 export type ReportMemory = z.infer<typeof reportMemorySchema>;
 export type ReportWebhook = z.infer<typeof reportWebhookSchema>;
 
-const SANDBOX_TIERS: { [name: string]: string } = { docker: 'docker', tier1: 'docker', gvisor: 'gvisor', tier2: 'gvisor', firecracker: 'firecracker', tier3: 'firecracker', e2b: 'e2b' };
+const SANDBOX_TIERS: { [name: string]: string } = {
+  docker: 'docker',
+  tier1: 'docker',
+  gvisor: 'gvisor',
+  tier2: 'gvisor',
+  firecracker: 'firecracker',
+  tier3: 'firecracker',
+  e2b: 'e2b',
+};
 const WEBHOOK_PROVIDERS = ['github', 'stripe', 'slack'] as const;
 const DEFAULT_MEMORY_PATH = 'data/agents';
 const DEFAULT_RETENTION_SECONDS = 90 * 86_400;
@@ -105,7 +113,11 @@ export function buildReport(file: DslFile, errors: SyntaxDiagnostic[], src: stri
     const found = report.extraction_errors.length;
     if (found > DSL_MAX_ERRORS) return;
     const capped = found === DSL_MAX_ERRORS;
-    report.extraction_errors.push({ line: at.line, column: at.column, message: capped ? `too many extraction errors; stopped after ${DSL_MAX_ERRORS}` : message });
+    report.extraction_errors.push({
+      line: at.line,
+      column: at.column,
+      message: capped ? `too many extraction errors; stopped after ${DSL_MAX_ERRORS}` : message,
+    });
   };
   for (const item of file.items) {
     switch (item.kind) {
@@ -215,7 +227,18 @@ function reportWithBlock(block: WithBlock, agent: string, src: string, problem: 
 }
 
 function reportSchedule(item: ScheduleDecl, src: string, problem: Problem): ReportSchedule {
-  const out: ReportSchedule = { name: item.name, cron: null, at: null, timezone: 'UTC', agent: null, policy: null, audit: null, one_shot: false, deliver: null, line: item.line };
+  const out: ReportSchedule = {
+    name: item.name,
+    cron: null,
+    at: null,
+    timezone: 'UTC',
+    agent: null,
+    policy: null,
+    audit: null,
+    one_shot: false,
+    deliver: null,
+    line: item.line,
+  };
   for (const p of item.properties) {
     const value = literalText(p.value, src);
     switch (p.key) {
@@ -282,16 +305,25 @@ function reportChannel(item: ChannelDecl, src: string, problem: Problem): Report
 }
 
 function reportMemory(item: MemoryDecl, src: string, problem: Problem): ReportMemory {
-  const out: ReportMemory = { name: item.name, store: 'markdown', path: DEFAULT_MEMORY_PATH, retention_seconds: DEFAULT_RETENTION_SECONDS, search: null, line: item.line };
+  const out: ReportMemory = {
+    name: item.name,
+    store: 'markdown',
+    path: DEFAULT_MEMORY_PATH,
+    retention_seconds: DEFAULT_RETENTION_SECONDS,
+    search: null,
+    line: item.line,
+  };
   for (const p of item.properties) {
     const value = literalText(p.value, src);
     if (p.key === 'store') {
-      if (value.toLowerCase() !== 'markdown') problem(p, `memory '${shownName(item.name)}': unknown store type '${shownName(value)}'; the store is \`markdown\``);
+      if (value.toLowerCase() !== 'markdown')
+        problem(p, `memory '${shownName(item.name)}': unknown store type '${shownName(value)}'; the store is \`markdown\``);
     } else if (p.key === 'path') {
       out.path = value;
     } else if (p.key === 'retention') {
       const seconds = humantimeSeconds(value);
-      if (seconds === null) problem(p, `memory '${shownName(item.name)}': invalid retention '${shownName(value)}'; write a duration such as \`90d\` or \`12w\``);
+      if (seconds === null)
+        problem(p, `memory '${shownName(item.name)}': invalid retention '${shownName(value)}'; write a duration such as \`90d\` or \`12w\``);
       else out.retention_seconds = seconds;
     }
   }

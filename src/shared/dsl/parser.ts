@@ -128,7 +128,7 @@ class Parser {
       // should a caller's stack be smaller still, the overflow is reported, not thrown.
       if (e instanceof RangeError) {
         const t = this.token;
-        this.errors.push({ line: t.line, column: t.column, message: 'nesting too deep for the parser\'s stack; the parser stops here' });
+        this.errors.push({ line: t.line, column: t.column, message: "nesting too deep for the parser's stack; the parser stops here" });
       } else if (!(e instanceof ParseAbandoned)) {
         throw e;
       }
@@ -160,7 +160,9 @@ class Parser {
       case 'capabilities':
         return this.fail(`\`${shownName(this.token.text)}\` belongs inside an agent body, not at the top level`);
       default:
-        return this.fail(`expected a top-level item (\`metadata\`, \`agent\`, \`policy\`, \`type\`, \`function\`, \`schedule\`, \`channel\`, \`memory\` or \`webhook\`), found ${describeToken(this.token)}`);
+        return this.fail(
+          `expected a top-level item (\`metadata\`, \`agent\`, \`policy\`, \`type\`, \`function\`, \`schedule\`, \`channel\`, \`memory\` or \`webhook\`), found ${describeToken(this.token)}`,
+        );
     }
   }
 
@@ -504,11 +506,15 @@ class Parser {
       let tail: Expr | null = null;
       const outer = this.inCondition;
       this.inCondition = false;
-      this.repeatUntil('}', () => false, () => {
-        const result = this.statement();
-        if ('tail' in result) tail = result.tail;
-        else statements.push(result);
-      });
+      this.repeatUntil(
+        '}',
+        () => false,
+        () => {
+          const result = this.statement();
+          if ('tail' in result) tail = result.tail;
+          else statements.push(result);
+        },
+      );
       this.inCondition = outer;
       const close = this.expectPunct('}', `to close the block opened at ${open.line}:${open.column}`);
       return { kind: 'block', statements, tail, line: open.line, column: open.column, start: open.start, end: close.end };
@@ -709,37 +715,37 @@ class Parser {
 
   private orExpr(): Expr {
     let left = this.andExpr();
-    for (let op; (op = this.binaryOperator(OR_OPERATORS)); ) left = this.binary(op, left, this.andExpr());
+    for (let op; (op = this.binaryOperator(OR_OPERATORS));) left = this.binary(op, left, this.andExpr());
     return left;
   }
 
   private andExpr(): Expr {
     let left = this.equalityExpr();
-    for (let op; (op = this.binaryOperator(AND_OPERATORS)); ) left = this.binary(op, left, this.equalityExpr());
+    for (let op; (op = this.binaryOperator(AND_OPERATORS));) left = this.binary(op, left, this.equalityExpr());
     return left;
   }
 
   private equalityExpr(): Expr {
     let left = this.comparisonExpr();
-    for (let op; (op = this.binaryOperator(EQUALITY_OPERATORS)); ) left = this.binary(op, left, this.comparisonExpr());
+    for (let op; (op = this.binaryOperator(EQUALITY_OPERATORS));) left = this.binary(op, left, this.comparisonExpr());
     return left;
   }
 
   private comparisonExpr(): Expr {
     let left = this.additiveExpr();
-    for (let op; (op = this.binaryOperator(COMPARISON_OPERATORS)); ) left = this.binary(op, left, this.additiveExpr());
+    for (let op; (op = this.binaryOperator(COMPARISON_OPERATORS));) left = this.binary(op, left, this.additiveExpr());
     return left;
   }
 
   private additiveExpr(): Expr {
     let left = this.multiplicativeExpr();
-    for (let op; (op = this.binaryOperator(ADDITIVE_OPERATORS)); ) left = this.binary(op, left, this.multiplicativeExpr());
+    for (let op; (op = this.binaryOperator(ADDITIVE_OPERATORS));) left = this.binary(op, left, this.multiplicativeExpr());
     return left;
   }
 
   private multiplicativeExpr(): Expr {
     let left = this.unaryExpr();
-    for (let op; (op = this.binaryOperator(MULTIPLICATIVE_OPERATORS)); ) left = this.binary(op, left, this.unaryExpr());
+    for (let op; (op = this.binaryOperator(MULTIPLICATIVE_OPERATORS));) left = this.binary(op, left, this.unaryExpr());
     return left;
   }
 

@@ -28,12 +28,7 @@ export function stringLiteralsIn(expr: Expr): string[] {
   return out;
 }
 
-function visit(
-  node: Pending,
-  out: string[],
-  push: (...nodes: (Pending | null | undefined)[]) => void,
-  pushAll: (nodes: readonly Pending[]) => void,
-): void {
+function visit(node: Pending, out: string[], push: (...nodes: (Pending | null | undefined)[]) => void, pushAll: (nodes: readonly Pending[]) => void): void {
   switch (node.kind) {
     case 'string':
       out.push(node.value);

@@ -99,8 +99,21 @@ export function listRuns(project: PinnedDirectory): RunListing {
 function summarise(route: DescriptorRoute, dirFd: number, governedPath: string, name: string, runId: string, publicKey: string | null): RunSummary {
   const path = `${governedPath}/${name}`;
   if (publicKey === null) {
-    return { run_id: runId, path, agent: null, agent_id: null, started_at: null, last_event: null, outcome: 'unknown (no key)', terminal_reason: null, verdict: 'not_checked',
-      requires_reconciliation: null, record_format: null, verifies: false, error: null };
+    return {
+      run_id: runId,
+      path,
+      agent: null,
+      agent_id: null,
+      started_at: null,
+      last_event: null,
+      outcome: 'unknown (no key)',
+      terminal_reason: null,
+      verdict: 'not_checked',
+      requires_reconciliation: null,
+      record_format: null,
+      verifies: false,
+      error: null,
+    };
   }
   const { report, exitCode } = inspectJournal(path, runId, publicKey, { open: () => route.openAt(dirFd, name, fileFlags(route)) });
   let outcome: string;

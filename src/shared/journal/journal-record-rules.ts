@@ -226,7 +226,9 @@ function ruleProblem(value: unknown, rule: Rule, path: (string | number)[], how:
       return undefined;
     }
     if ('literal' in rule) {
-      return typeof value === 'string' && rule.literal.includes(value) ? undefined : `${at} is not one of ${rule.literal.map((v) => JSON.stringify(v)).join(', ')}`;
+      return typeof value === 'string' && rule.literal.includes(value)
+        ? undefined
+        : `${at} is not one of ${rule.literal.map((v) => JSON.stringify(v)).join(', ')}`;
     }
     if ('variants' in rule) {
       const names = Object.keys(rule.variants);

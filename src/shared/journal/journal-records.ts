@@ -114,15 +114,12 @@ const AGENT_DEFINITION = obj(
 );
 
 /** `Started.execution_context`: Symbiont's `HashMap<String, Value>`, with the entries its response route writes. */
-const EXECUTION_CONTEXT = obj(
-  {} as Record<never, never>,
-  {
-    agent_definition: AGENT_DEFINITION,
-    budget: obj({ root_id: 'uuid', scope: 'uint', limit: 'uint' }),
-    source_policy: 'json',
-    response_destination: 'json',
-  },
-);
+const EXECUTION_CONTEXT = obj({} as Record<never, never>, {
+  agent_definition: AGENT_DEFINITION,
+  budget: obj({ root_id: 'uuid', scope: 'uint', limit: 'uint' }),
+  source_policy: 'json',
+  response_destination: 'json',
+});
 
 /** The `LoopEvent` variants of Symbiont's registered-response route, in the order a permitted run writes them. */
 export const RECORDS = {
@@ -181,7 +178,9 @@ const OPTIONAL_FIELDS = {
 } as const satisfies Partial<Record<keyof typeof RECORDS, Fields>>;
 
 export type EventName = keyof typeof RECORDS;
-type Optional<N extends EventName> = N extends keyof typeof OPTIONAL_FIELDS ? { [K in keyof (typeof OPTIONAL_FIELDS)[N]]?: InferFields<(typeof OPTIONAL_FIELDS)[N]>[K] } : unknown;
+type Optional<N extends EventName> = N extends keyof typeof OPTIONAL_FIELDS
+  ? { [K in keyof (typeof OPTIONAL_FIELDS)[N]]?: InferFields<(typeof OPTIONAL_FIELDS)[N]>[K] }
+  : unknown;
 /** The fields of event `N`, as every writer must give them. */
 export type EventFields<N extends EventName> = InferFields<(typeof RECORDS)[N]> & Optional<N>;
 /** One record's event: `{ Name: { ...fields } }`. */

@@ -20,7 +20,16 @@ import { cutRecordLine } from './journal-line.js';
 import { publicKeyFromHex, publicKeyHexProblem, verifyWithNodeCrypto } from '../signing/signing-key.js';
 import { ed25519SignatureProblem } from '../signing/ed25519-key-checks.js';
 import { parseStrictJson, StrictJsonError } from '../text/strict-json.js';
-import { ENTRY_FIELDS, eventProblem, isHex64, journalNumberProblem, LEGACY_FORMAT, PAYLOAD_FIELDS, type RecordFormat, unknownKeyProblem } from './journal-record-rules.js';
+import {
+  ENTRY_FIELDS,
+  eventProblem,
+  isHex64,
+  journalNumberProblem,
+  LEGACY_FORMAT,
+  PAYLOAD_FIELDS,
+  type RecordFormat,
+  unknownKeyProblem,
+} from './journal-record-rules.js';
 import { ENTRY_ITERATION_ZERO, RECORDS, SYMBIONT_FORMAT } from './journal-records.js';
 import { RunBudget, type SettlementOutcome } from './run-records.js';
 import { isRecord } from '../json-value.js';
@@ -155,7 +164,6 @@ function terminalReasonOf(fields: Record<string, unknown>, format: RecordFormat)
   return null;
 }
 
-
 function emptyReport(journal: string, runId: string, publicKeyHex: string): InspectReport {
   return {
     journal,
@@ -236,7 +244,14 @@ export function inspectJournalBytes(
   options: InspectOptions = {},
 ): InspectResult & { chainEnd: ChainEnd } {
   const report = emptyReport(label, String(runId).toLowerCase(), String(publicKeyHex).toLowerCase());
-  const chainEnd: ChainEnd = { previousHash: GENESIS_PREVIOUS_HASH, nextSequence: 0, verifiedBytes: 0, beginsWithStarted: false, budget: undefined, startedAtMs: undefined };
+  const chainEnd: ChainEnd = {
+    previousHash: GENESIS_PREVIOUS_HASH,
+    nextSequence: 0,
+    verifiedBytes: 0,
+    beginsWithStarted: false,
+    budget: undefined,
+    startedAtMs: undefined,
+  };
   const fail = (line: number | null, message: string) => {
     report.verdict = 'failed';
     report.journal_complete = false;
@@ -262,7 +277,10 @@ export function inspectJournalBytes(
   report.cross_checked = options.crossCheck === true;
   // As Symbiont's verifier: without one signed record there is nothing to inspect.
   if (report.records === 0) {
-    return fail(null, report.unverified_tail_bytes > 0 ? 'the journal holds no signed record, only an unauthenticated fragment' : 'the journal holds no signed record');
+    return fail(
+      null,
+      report.unverified_tail_bytes > 0 ? 'the journal holds no signed record, only an unauthenticated fragment' : 'the journal holds no signed record',
+    );
   }
   const startedFirst = chainEnd.beginsWithStarted;
   report.journal_complete = startedFirst && report.terminal_reason !== null && report.unverified_tail_bytes === 0;
@@ -295,7 +313,7 @@ function estimateCrossCheck(bytes: Buffer, rawPublicKey: Buffer, report: (record
   let records = 0;
   for (let at = bytes.indexOf(NEWLINE); at !== -1; at = bytes.indexOf(NEWLINE, at + 1)) records += 1;
   const sample: { payload: Buffer; signature: Buffer }[] = [];
-  for (let start = 0; sample.length < Math.min(records, CROSS_CHECK_SAMPLE); ) {
+  for (let start = 0; sample.length < Math.min(records, CROSS_CHECK_SAMPLE);) {
     const end = bytes.indexOf(NEWLINE, start);
     const cut = cutRecordLine(bytes.subarray(start, end));
     if (!cut.ok) break;
@@ -546,7 +564,9 @@ function iterationProblem(format: RecordFormat, name: string, fields: Record<str
   if (format === LEGACY_FORMAT) return iteration === 1 ? undefined : 'iteration is not 1';
   if (iteration !== 0 && iteration !== 1) return 'iteration is neither 0 nor 1 (the route runs one iteration)';
   // The event's own iteration fields were checked against their declaration already: integers.
-  const expected = (ENTRY_ITERATION_ZERO.has(name) ? 0 : name.startsWith('DirectInference') ? 1 : name === TERMINATED_EVENT ? fields.iterations : fields.iteration) as number | undefined;
+  const expected = (
+    ENTRY_ITERATION_ZERO.has(name) ? 0 : name.startsWith('DirectInference') ? 1 : name === TERMINATED_EVENT ? fields.iterations : fields.iteration
+  ) as number | undefined;
   if (expected !== undefined && expected !== iteration) return `iteration is ${iteration}, but a ${name} record of this run has iteration ${expected}`;
   return undefined;
 }
@@ -569,7 +589,16 @@ function checkBudgetRecord(
   const budget = state.budget;
   if (budget === undefined) throw new LineFailure(lineNumber, `${at}: ${name} before BudgetOpened`);
   if (name === 'BudgetReservationStarted') {
-    const reservation = fields.reservation as { id: string; root_id: string; input_tokens: number; output_tokens: number; provider: string; model: string; request_hash: string; ancestors: { scope: number; parent: number | null; limit: number }[] };
+    const reservation = fields.reservation as {
+      id: string;
+      root_id: string;
+      input_tokens: number;
+      output_tokens: number;
+      provider: string;
+      model: string;
+      request_hash: string;
+      ancestors: { scope: number; parent: number | null; limit: number }[];
+    };
     if (reservation.root_id !== budget.rootId) throw new LineFailure(lineNumber, `${at}: the reservation's root_id is not the opened budget's`);
     if (state.reservations.has(reservation.id)) throw new LineFailure(lineNumber, `${at}: reservation ${reservation.id} is started twice`);
     if (reservation.output_tokens === 0) throw new LineFailure(lineNumber, `${at}: a reservation of no output tokens`);
@@ -578,7 +607,10 @@ function checkBudgetRecord(
       throw new LineFailure(lineNumber, `${at}: the reservation's ancestors do not end at the opened budget`);
     }
     if (reservation.input_tokens + reservation.output_tokens > budget.available) {
-      throw new LineFailure(lineNumber, `${at}: the reservation of ${reservation.input_tokens + reservation.output_tokens} tokens is more than the ${budget.available} available`);
+      throw new LineFailure(
+        lineNumber,
+        `${at}: the reservation of ${reservation.input_tokens + reservation.output_tokens} tokens is more than the ${budget.available} available`,
+      );
     }
     if (calls.size + state.reservations.size >= JOURNAL_TRACKED_OPERATIONS_MAX) {
       throw new LineFailure(lineNumber, `${at}: more than ${JOURNAL_TRACKED_OPERATIONS_MAX} tracked operations; an inspection classifies at most that many`);

@@ -163,7 +163,12 @@ function boundedTerminal(record: RunRecord): RunRecord {
   if (fields === undefined) throw new JournalWriteError('the terminal record must be a Terminated event');
   const reason = fields.reason as { Error?: { message?: unknown } } | string;
   if (typeof reason === 'object' && typeof reason.Error?.message === 'string' && reason.Error.message.length > TERMINAL_MESSAGE_MAX_CHARS) {
-    return { iteration: record.iteration, event: { Terminated: { ...fields, reason: { Error: { message: reason.Error.message.slice(0, TERMINAL_MESSAGE_MAX_CHARS) } } } } as unknown as RunRecord['event'] };
+    return {
+      iteration: record.iteration,
+      event: {
+        Terminated: { ...fields, reason: { Error: { message: reason.Error.message.slice(0, TERMINAL_MESSAGE_MAX_CHARS) } } },
+      } as unknown as RunRecord['event'],
+    };
   }
   return record;
 }
@@ -306,7 +311,10 @@ export class JournalWriter {
     // The new directory entry must survive a crash as well. Its sync starts now, on libuv's
     // pool, while the first records are built and signed, and the first append waits for it
     // (writeRecords). The caller keeps the directory open for the writer's life.
-    writer.directorySynced = options.urgent === true || writer.stopped ? Promise.resolve(syncDirectoryEntryNow(storage.governedDirFd)) : writer.syncDirectoryEntry(storage.governedDirFd);
+    writer.directorySynced =
+      options.urgent === true || writer.stopped
+        ? Promise.resolve(syncDirectoryEntryNow(storage.governedDirFd))
+        : writer.syncDirectoryEntry(storage.governedDirFd);
     return writer;
   }
 
@@ -358,7 +366,9 @@ export class JournalWriter {
       writer.sequence = chainEnd.nextSequence;
       writer.previousHash = chainEnd.previousHash;
       writer.expectedSize = chainEnd.verifiedBytes;
-      writer.unfinishedCalls = report.effects.flatMap((effect) => (effect.finish_sequence === null && effect.identity.kind === 'direct_inference' ? [effect.identity.call_id] : []));
+      writer.unfinishedCalls = report.effects.flatMap((effect) =>
+        effect.finish_sequence === null && effect.identity.kind === 'direct_inference' ? [effect.identity.call_id] : [],
+      );
       writer.resumed = { format: report.record_format, budget: chainEnd.budget, startedAtMs: chainEnd.startedAtMs };
       return writer;
     } catch (err) {
@@ -648,9 +658,7 @@ export class JournalWriter {
       const removed = this.removeOwnFile();
       this.removed = true;
       return new JournalWriteError(
-        removed
-          ? `${cause}, so no journal was kept for this run (the file was removed)`
-          : `${cause}, and the partial journal could not be removed`,
+        removed ? `${cause}, so no journal was kept for this run (the file was removed)` : `${cause}, and the partial journal could not be removed`,
       );
     }
     try {

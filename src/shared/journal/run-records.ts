@@ -79,7 +79,8 @@ export type SettlementOutcome = 'confirmed' | 'unknown' | 'exceeded';
 export function settlementOutcome(usage: Usage, inputTokens: number, outputTokens: number): SettlementOutcome {
   if (usage.prompt_tokens === 0 && usage.completion_tokens === 0 && usage.total_tokens === 0) return 'unknown';
   const sum = usage.prompt_tokens + usage.completion_tokens;
-  if (sum > 0xffff_ffff || usage.total_tokens < sum || usage.total_tokens > inputTokens + outputTokens || usage.completion_tokens > outputTokens) return 'exceeded';
+  if (sum > 0xffff_ffff || usage.total_tokens < sum || usage.total_tokens > inputTokens + outputTokens || usage.completion_tokens > outputTokens)
+    return 'exceeded';
   return 'confirmed';
 }
 
@@ -203,7 +204,7 @@ export class RunRecords {
     const rootId: string = this.budget.rootId;
     const limit: number = this.budget.limit;
     const timeoutSecs = Math.min(Math.ceil(definition.timeoutMs / 1000), ROUTE_TIMEOUT_CAP_SECS);
-  const executionContext: ExecutionContext = {
+    const executionContext: ExecutionContext = {
       agent_definition: {
         name: definition.declaredName,
         file: definition.file,
@@ -302,13 +303,27 @@ export class RunRecords {
   /** `DirectInferenceResponseReceived`, `DirectInferenceFinished` and the settlement: durable before the policy runs. */
   response(
     reservation: Reservation,
-    call: { callId: string; responseDigest: string; responseBytes: number; finishReason: EventFields<'DirectInferenceFinished'>['finish_reason']; providerFinishReason: string | null; usage: Usage },
+    call: {
+      callId: string;
+      responseDigest: string;
+      responseBytes: number;
+      finishReason: EventFields<'DirectInferenceFinished'>['finish_reason'];
+      providerFinishReason: string | null;
+      usage: Usage;
+    },
   ): { records: RunRecord[]; outcome: SettlementOutcome } {
     const outcome = this.budget.settle(reservation.id, call.usage);
     return {
       outcome,
       records: [
-        { iteration: 1, event: journalEvent('DirectInferenceResponseReceived', { call_id: call.callId, response_hash: call.responseDigest, response_bytes: call.responseBytes }) },
+        {
+          iteration: 1,
+          event: journalEvent('DirectInferenceResponseReceived', {
+            call_id: call.callId,
+            response_hash: call.responseDigest,
+            response_bytes: call.responseBytes,
+          }),
+        },
         {
           iteration: 1,
           event: journalEvent('DirectInferenceFinished', {

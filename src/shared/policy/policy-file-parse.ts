@@ -17,8 +17,7 @@ export interface ParsedPolicy {
 }
 
 export type PolicyFileResult =
-  | { ok: true; policies: ParsedPolicy[]; inactiveEntries: number }
-  | { ok: false; error: string; position?: { line: number; column: number } };
+  { ok: true; policies: ParsedPolicy[]; inactiveEntries: number } | { ok: false; error: string; position?: { line: number; column: number } };
 
 class PolicyFileError extends Error {
   constructor(
@@ -47,7 +46,8 @@ export function parsePolicyFile(file: string, rawText: string): PolicyFileResult
     if (opening === '{') throw new PolicyFileError('a JSON object; the JSON form is an array of {"name", "source", "active"} objects');
     return { ok: true, policies: parseCedarSource(text, (k) => `${file}#${k}`, file, ''), inactiveEntries: 0 };
   } catch (error) {
-    if (error instanceof PolicyFileError) return error.position === undefined ? { ok: false, error: error.message } : { ok: false, error: error.message, position: error.position };
+    if (error instanceof PolicyFileError)
+      return error.position === undefined ? { ok: false, error: error.message } : { ok: false, error: error.message, position: error.position };
     return { ok: false, error: `not parseable: ${foldToOneLine(error instanceof Error ? error.message : String(error))}` };
   }
 }

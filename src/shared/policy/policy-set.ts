@@ -108,7 +108,13 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
   } else if (parsed.length === 0) {
     const names = files.map((file) => shownPath(file.path)).join(', ');
     denyReason = `the configured policy set (${names}) holds no active policy`;
-    diagnostics.push({ severity: 'error', file: names, line: null, column: null, message: 'no active policy: a configured policy set without one denies every response' });
+    diagnostics.push({
+      severity: 'error',
+      file: names,
+      line: null,
+      column: null,
+      message: 'no active policy: a configured policy set without one denies every response',
+    });
   }
   if (denyReason !== undefined) {
     return freeze({ mode: 'deny-all', policies: [], notices, warnings: [], denyReason, diagnostics });
@@ -121,7 +127,12 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
     // The file holding a policy that fails is the file that breaks the set: its notice says so.
     for (const [file, { index, path }] of loadedNotice) {
       const count = findings.diagnostics.filter((d) => d.severity === 'error' && d.file === file).length;
-      if (count > 0) notices[index] = { kind: 'rejected', file: path, problem: `${count} ${plural(count, 'policy fails', 'policies fail')} validation against the respond schema` };
+      if (count > 0)
+        notices[index] = {
+          kind: 'rejected',
+          file: path,
+          problem: `${count} ${plural(count, 'policy fails', 'policies fail')} validation against the respond schema`,
+        };
     }
     return freeze({
       mode: 'deny-all',

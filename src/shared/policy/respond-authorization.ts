@@ -53,7 +53,13 @@ export function preparePolicySet(set: LoadedPolicySet): void {
   if (set.mode !== 'configured') return;
   try {
     preparedPolicySetId(set.policies);
-    const request = respondRequestFor(WARM_UP_AGENT, WARM_UP_AGENT.principal, { content: '', sha256: WARM_UP_AGENT.sourceHash, bytes: 0, finish_reason: 'complete', provider_finish_reason: '' });
+    const request = respondRequestFor(WARM_UP_AGENT, WARM_UP_AGENT.principal, {
+      content: '',
+      sha256: WARM_UP_AGENT.sourceHash,
+      bytes: 0,
+      finish_reason: 'complete',
+      provider_finish_reason: '',
+    });
     authorizeRespond(set, request);
     const parts = cedarRequestParts(request);
     partialVerdict(set, parts, { ...parts.baseContext, run_id: UNKNOWN_RUN_ID, response: UNKNOWN_RESPONSE }, WARM_UP_AGENT.declaredName);
@@ -115,7 +121,12 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
     // Cedar skips a policy whose evaluation errors, so its "allow" may stand only because a
     // forbid could not be judged. A decision any policy failed to evaluate is a deny.
     const failed = [...new Set(diagnostics.errors.map((item) => item.policyId))];
-    return { decision: 'deny', determining_policies: failed, errors, reason: `a policy could not be evaluated, so the response is denied: ${shown.join('; ')}` };
+    return {
+      decision: 'deny',
+      determining_policies: failed,
+      errors,
+      reason: `a policy could not be evaluated, so the response is denied: ${shown.join('; ')}`,
+    };
   }
   if (decision === 'allow') {
     return { decision, determining_policies: determining, errors, reason: `permitted by ${named(determining)}` };
@@ -164,7 +175,8 @@ function partialVerdict(
   if (answer.type === 'failure') return unsure(describeCedarErrors(answer.errors));
   const residual = answer.response;
   if (residual.decision !== 'deny') {
-    if (residual.decision === 'allow') return { possible: true, reason: `permitted whatever the response, by ${policyLabelsOf(set, residual.mustBeDetermining).join(', ')}` };
+    if (residual.decision === 'allow')
+      return { possible: true, reason: `permitted whatever the response, by ${policyLabelsOf(set, residual.mustBeDetermining).join(', ')}` };
     return { possible: true, reason: `depends on the response (${policyLabelsOf(set, residual.nontrivialResiduals).join(', ')})` };
   }
   const forbids = residual.satisfied.filter((id) => residual.residuals[id]?.effect === 'forbid');

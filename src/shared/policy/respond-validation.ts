@@ -62,7 +62,13 @@ export function validateRespondPolicies(policies: readonly ParsedPolicy[]): Sche
     const message = `${named(policyId)}: ${describeCedarErrors([{ ...error, message: error.message.replace(/^for policy `[^`]*`, /, '') }])}${note}`;
     // Positions inside a JSON entry's source are not positions in the file.
     const position = policy !== undefined && policy.origin.label === '' ? cedarErrorPosition([error], policy.origin.source, policy.origin.byteBase) : undefined;
-    diagnostics.push({ severity, file: policy?.file ?? policyId, line: position?.line ?? null, column: position?.column ?? null, message: foldToOneLine(message) });
+    diagnostics.push({
+      severity,
+      file: policy?.file ?? policyId,
+      line: position?.line ?? null,
+      column: position?.column ?? null,
+      message: foldToOneLine(message),
+    });
   };
   const errors: string[] = [];
   const warnings: string[] = [];

@@ -12,16 +12,7 @@ import net from 'node:net';
  * are never contacted.
  */
 export type AddressKind =
-  | 'loopback'
-  | 'private'
-  | 'carrier-grade NAT'
-  | 'link-local'
-  | 'unique-local'
-  | 'cloud metadata'
-  | 'multicast'
-  | 'unspecified'
-  | 'broadcast'
-  | 'reserved';
+  'loopback' | 'private' | 'carrier-grade NAT' | 'link-local' | 'unique-local' | 'cloud metadata' | 'multicast' | 'unspecified' | 'broadcast' | 'reserved';
 
 const LOCAL_KINDS: ReadonlySet<AddressKind> = new Set(['loopback', 'private', 'carrier-grade NAT', 'link-local', 'unique-local']);
 
@@ -68,7 +59,13 @@ function parseV6(text: string): number[] {
     head = head.slice(0, lastColon + 1) + '0:0';
   }
   const [left, right] = head.includes('::') ? head.split('::') : [head, undefined];
-  const groupsOf = (part: string | undefined): number[] => (part ? part.split(':').filter((g) => g !== '').map((g) => parseInt(g, 16)) : []);
+  const groupsOf = (part: string | undefined): number[] =>
+    part
+      ? part
+          .split(':')
+          .filter((g) => g !== '')
+          .map((g) => parseInt(g, 16))
+      : [];
   const leftGroups = groupsOf(left);
   const rightGroups = groupsOf(right);
   const fill = right === undefined ? 0 : 8 - leftGroups.length - rightGroups.length;

@@ -91,7 +91,7 @@ function parseJsonDocument(text: string): PublicKeyDocument {
   if (typeof record.public_key_pem !== 'string') {
     throw new SchemaPinCheckError('the key document has no "public_key_pem" string');
   }
-  const parsed = parsePem(record.public_key_pem.trim(), 'the key document\'s public_key_pem');
+  const parsed = parsePem(record.public_key_pem.trim(), "the key document's public_key_pem");
   return { ...parsed, revokedKeys: parseRevoked(record.revoked_keys) };
 }
 

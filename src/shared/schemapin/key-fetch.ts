@@ -120,7 +120,10 @@ function checkedLookup(hostname: string, addresses: ResolvedAddress[]): LookupFu
         err.code = 'ENOTFOUND';
         callback(err, '', 0);
       } else if (lookupOptions.all) {
-        (callback as unknown as (e: null, all: dns.LookupAddress[]) => void)(null, wanted.map((a) => ({ address: a.address, family: a.family })));
+        (callback as unknown as (e: null, all: dns.LookupAddress[]) => void)(
+          null,
+          wanted.map((a) => ({ address: a.address, family: a.family })),
+        );
       } else {
         callback(null, wanted[0]!.address, wanted[0]!.family);
       }
@@ -161,10 +164,7 @@ function request(
       lookup: checkedLookup(hostname, addresses),
     };
     try {
-      req =
-        url.protocol === 'https:'
-          ? https.request({ ...common, ...(options.ca === undefined ? {} : { ca: options.ca }) })
-          : http.request(common);
+      req = url.protocol === 'https:' ? https.request({ ...common, ...(options.ca === undefined ? {} : { ca: options.ca }) }) : http.request(common);
     } catch (err) {
       // Node.js validates some options synchronously; such a throw is still a failed fetch.
       fail(`could not fetch the key URL: ${describeNetworkError(err)}`);

@@ -22,7 +22,7 @@ const HTTP_PORT = 80;
 export function keyUrlPort(url: URL): number {
   if (url.port === '') return url.protocol === 'http:' ? HTTP_PORT : HTTPS_PORT;
   const port = Number(url.port);
-  if (port === 0) throw new SchemaPinInputError('public_key_url names port 0, which cannot be dialled; give the key server\'s port, or none for the default');
+  if (port === 0) throw new SchemaPinInputError("public_key_url names port 0, which cannot be dialled; give the key server's port, or none for the default");
   return port;
 }
 

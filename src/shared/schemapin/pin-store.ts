@@ -26,10 +26,7 @@ export interface PinEntry {
   first_seen: string;
 }
 
-export type PinOutcome =
-  | { state: 'new' | 'matched' }
-  | { state: 'mismatch'; pinned: PinEntry }
-  | { state: 'unpinned' };
+export type PinOutcome = { state: 'new' | 'matched' } | { state: 'mismatch'; pinned: PinEntry } | { state: 'unpinned' };
 
 const PINS_FILE = 'pins.json';
 const STORE_COMPONENTS = ['.symbiont', 'schemapin'] as const;

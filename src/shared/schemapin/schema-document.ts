@@ -44,7 +44,9 @@ export function prepareSchema(schemaText: string, signatureArgument?: string): P
     throw new SchemaPinInputError(`schema is not valid JSON (${err.message}); expected the tool schema as JSON object text`);
   }
   if (!isRecord(parsed)) {
-    throw new SchemaPinInputError('schema must be a JSON object (a tool schema); got ' + (Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : `a ${typeof parsed}`));
+    throw new SchemaPinInputError(
+      'schema must be a JSON object (a tool schema); got ' + (Array.isArray(parsed) ? 'an array' : parsed === null ? 'null' : `a ${typeof parsed}`),
+    );
   }
   const { signature: fieldValue, ...unsigned } = parsed;
   const hasField = Object.prototype.hasOwnProperty.call(parsed, 'signature');

@@ -29,7 +29,10 @@ export function loadSigningKey(pem: string, shown: string): KeyObject {
     throw new SchemaPinInputError(`${shown}: not an unencrypted PEM private key; expected an EC P-256 private key (openssl ecparam -name prime256v1 -genkey)`);
   }
   if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
-    const what = key.asymmetricKeyType === 'ec' ? `an EC key on ${key.asymmetricKeyDetails?.namedCurve ?? 'an unknown curve'}` : `an ${String(key.asymmetricKeyType).toUpperCase()} key`;
+    const what =
+      key.asymmetricKeyType === 'ec'
+        ? `an EC key on ${key.asymmetricKeyDetails?.namedCurve ?? 'an unknown curve'}`
+        : `an ${String(key.asymmetricKeyType).toUpperCase()} key`;
     throw new SchemaPinInputError(`${shown}: is ${what}; SchemaPin signatures need an EC P-256 (prime256v1) private key`);
   }
   return key;

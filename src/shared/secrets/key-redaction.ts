@@ -169,7 +169,9 @@ function needlesOf(secret: string): string[] {
   if (found === undefined) {
     const own = flatten(secret);
     // An encoding too short to be told from ordinary text (a short secret's base64 core) is left out.
-    const encoded = encodedSpellings(secret).map((spelling) => flatten(spelling)).filter((needle) => needle.length >= SECRET_MIN_CHARS);
+    const encoded = encodedSpellings(secret)
+      .map((spelling) => flatten(spelling))
+      .filter((needle) => needle.length >= SECRET_MIN_CHARS);
     found = [...new Set([own, ...encoded].filter((needle) => needle.length > 0))];
     if (needleCache.size < 64) needleCache.set(secret, found);
   }

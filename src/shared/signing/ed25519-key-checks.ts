@@ -82,6 +82,6 @@ export function ed25519PublicKeyProblem(raw: Uint8Array): string | undefined {
 export function ed25519SignatureProblem(signature: Uint8Array): string | undefined {
   if (signature.length !== 64) return `an Ed25519 signature is 64 bytes, not ${signature.length}`;
   if (littleEndian(signature.subarray(32)) >= L) return 'the signature is not canonical (S is not below the group order L)';
-  if (isSmallOrderEncoding(signature.subarray(0, 32))) return 'the signature\'s R is a point of small order';
+  if (isSmallOrderEncoding(signature.subarray(0, 32))) return "the signature's R is a point of small order";
   return undefined;
 }

@@ -68,7 +68,9 @@ let lastImported: { hex: string; key: crypto.KeyObject } | undefined;
  */
 export function publicKeyHexProblem(hex: string): string | undefined {
   if (lastChecked?.hex === hex) return lastChecked.problem;
-  const problem = isPublicKeyHex(hex) ? ed25519PublicKeyProblem(Buffer.from(hex, 'hex')) : 'the public key must be 64 hexadecimal characters (the raw 32-byte Ed25519 key)';
+  const problem = isPublicKeyHex(hex)
+    ? ed25519PublicKeyProblem(Buffer.from(hex, 'hex'))
+    : 'the public key must be 64 hexadecimal characters (the raw 32-byte Ed25519 key)';
   lastChecked = { hex, problem };
   return problem;
 }

@@ -70,7 +70,12 @@ export function openAuditStorage(project: PinnedDirectory): StartupAuditStorage 
  * is refused rather than made again empty.
  */
 export function openRunAuditStorage(project: PinnedDirectory, signingKey: ProjectSigningKey): AuditStorage {
-  return { governedDirFd: openPrivateDirectory(project, GOVERNED_COMPONENTS, { create: false }), governedPath: governedDisplayPath(project), route: project.route, signingKey };
+  return {
+    governedDirFd: openPrivateDirectory(project, GOVERNED_COMPONENTS, { create: false }),
+    governedPath: governedDisplayPath(project),
+    route: project.route,
+    signingKey,
+  };
 }
 
 /** Closes the storage's directory descriptor (idempotent). */

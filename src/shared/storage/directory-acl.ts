@@ -264,7 +264,10 @@ function createReader(koffi: typeof Koffi, platform: string): AclReader {
         }
         if (nfs4 === errno.ENODATA) return { kind: 'none' };
         if (!unsupported.has(nfs4)) return failedCall(nfs4);
-        return { kind: 'unreadable', why: `its file system (${fileSystemName(dir)}) exposes neither a POSIX nor an NFSv4 ACL (EOPNOTSUPP), so only its mode bits were read` };
+        return {
+          kind: 'unreadable',
+          why: `its file system (${fileSystemName(dir)}) exposes neither a POSIX nor an NFSv4 ACL (EOPNOTSUPP), so only its mode bits were read`,
+        };
       };
     }
     case 'darwin': {

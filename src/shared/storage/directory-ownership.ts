@@ -1,7 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { PinnedDirectory } from '../confinement/index.js';
-import { ACL_PERM, ACL_TAG, aclReaderProblem, NFS4_ACE_FLAG, NFS4_ACE_TYPE, NFS4_WRITE_MASK, readDirectoryAcl, removeAclCommand, type DirectoryAcl, type PosixAclEntry } from './directory-acl.js';
+import {
+  ACL_PERM,
+  ACL_TAG,
+  aclReaderProblem,
+  NFS4_ACE_FLAG,
+  NFS4_ACE_TYPE,
+  NFS4_WRITE_MASK,
+  readDirectoryAcl,
+  removeAclCommand,
+  type DirectoryAcl,
+  type PosixAclEntry,
+} from './directory-acl.js';
 import { localGroup, membersOutOfReach, unreadAccountFiles, userNameOf, type AccountFiles } from './local-accounts.js';
 import { fileModeText } from '../text/file-mode.js';
 
@@ -86,7 +97,8 @@ export function directoryWritersProblem(stat: DirectoryStatus, shown: string, se
       return `${shown} is writable by group ${gid} ${how}, which /etc/group does not list, so its members cannot be checked; ${CONSEQUENCE} (fix: ${fix})`;
     }
     const others = group.members.filter((member) => !trusted(member.uid)).map((member) => (member.via ? `${member.name} (${member.via})` : member.name));
-    if (others.length > 0) return `${shown} is writable by group ${group.name} ${how}, whose members include ${others.join(', ')}; ${CONSEQUENCE} (fix: ${fix})`;
+    if (others.length > 0)
+      return `${shown} is writable by group ${group.name} ${how}, whose members include ${others.join(', ')}; ${CONSEQUENCE} (fix: ${fix})`;
     if (group.passwordIn !== undefined) {
       return `${shown} is writable by group ${group.name} ${how}, which has a password in ${group.passwordIn}, so whoever knows it can join with newgrp; ${CONSEQUENCE} (fix: ${fix}, or gpasswd -r ${group.name})`;
     }
@@ -123,7 +135,11 @@ export function directoryWritersProblem(stat: DirectoryStatus, shown: string, se
       );
     } else if (entry.tag === ACL_TAG.GROUP) {
       const shownGroup = localGroup(entry.id, accounts)?.name ?? String(entry.id);
-      const problem = groupProblem(entry.id, `through its ACL entry group:${shownGroup}:${permText(entry.perm)}${maskText}`, `setfacl -x g:${shownGroup} ${shown}`);
+      const problem = groupProblem(
+        entry.id,
+        `through its ACL entry group:${shownGroup}:${permText(entry.perm)}${maskText}`,
+        `setfacl -x g:${shownGroup} ${shown}`,
+      );
       if (problem !== undefined) problems.push(problem);
     }
   }
@@ -259,7 +275,11 @@ function walkProblem(project: PinnedDirectory, groupsJudged: Set<number>, aclsUn
       break;
     }
     if (acl.kind === 'unreadable') aclsUnread.push(`${shown}: ${acl.why}`);
-    const problem = directoryWritersProblem({ uid: Number(stat.uid), gid: Number(stat.gid), mode: Number(stat.mode) }, shown, serverUid, { acl, accounts, groupsJudged });
+    const problem = directoryWritersProblem({ uid: Number(stat.uid), gid: Number(stat.gid), mode: Number(stat.mode) }, shown, serverUid, {
+      acl,
+      accounts,
+      groupsJudged,
+    });
     if (problem !== undefined) problems.push(problem);
   }
   if (unreachable !== undefined) problems.push(unreachable);

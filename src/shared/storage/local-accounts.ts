@@ -228,7 +228,8 @@ export function membersOutOfReach(files: AccountFiles = SYSTEM_ACCOUNT_FILES): s
       if (source === 'files') continue;
       if (source === 'compat') {
         const file = database === 'passwd' ? files.passwd : files.group;
-        if (readLines(file).some((line) => line.startsWith('+') || line.startsWith('-'))) return `${file} has NIS compat lines (+/-), which this server does not resolve`;
+        if (readLines(file).some((line) => line.startsWith('+') || line.startsWith('-')))
+          return `${file} has NIS compat lines (+/-), which this server does not resolve`;
         continue;
       }
       if (source === 'systemd') {

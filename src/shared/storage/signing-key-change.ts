@@ -34,7 +34,8 @@ export function signingKeyFileChange(route: DescriptorRoute, governedDirFd: numb
     const was = pinned.file;
     if (now.identity.dev !== was.dev || now.identity.ino !== was.ino) return `${shown} was replaced by another file after startup; ${RESTART}`;
     if (now.identity.sha256 !== was.sha256) return `${shown}: its content changed after startup; ${RESTART}`;
-    if (now.identity.mode !== was.mode) return `${shown}: its mode changed from ${fileModeText(was.mode)} to ${fileModeText(now.identity.mode)} after startup; ${RESTART}`;
+    if (now.identity.mode !== was.mode)
+      return `${shown}: its mode changed from ${fileModeText(was.mode)} to ${fileModeText(now.identity.mode)} after startup; ${RESTART}`;
     return undefined;
   } catch (err) {
     // readKeyFile names what is unsafe (a symlink, group or other access, extra links, the wrong size).

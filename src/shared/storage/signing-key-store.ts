@@ -204,9 +204,7 @@ export function readKeyFile(route: DescriptorRoute, dirFd: number, shown: string
     }
     if (stat.size !== ED25519_SEED_BYTES || filled !== ED25519_SEED_BYTES) {
       const size = Math.max(stat.size, filled);
-      throw new UnsafeStorageError(
-        `${shown}: invalid signing key: is ${size} bytes; expected exactly ${ED25519_SEED_BYTES} raw bytes (an Ed25519 seed)`,
-      );
+      throw new UnsafeStorageError(`${shown}: invalid signing key: is ${size} bytes; expected exactly ${ED25519_SEED_BYTES} raw bytes (an Ed25519 seed)`);
     }
     const seed = buffer.subarray(0, ED25519_SEED_BYTES);
     return { seed, identity: identityOf(stat, seed) };
@@ -223,12 +221,7 @@ export function readKeyFile(route: DescriptorRoute, dirFd: number, shown: string
  * exclusively with a random seed when absent (unless `create` is false, in
  * which case a missing key yields undefined). Throws UnsafeStorageError.
  */
-export function loadSigningKeyFile(
-  route: DescriptorRoute,
-  dirFd: number,
-  shownDir: string,
-  options: { create: boolean },
-): ProjectSigningKey | undefined {
+export function loadSigningKeyFile(route: DescriptorRoute, dirFd: number, shownDir: string, options: { create: boolean }): ProjectSigningKey | undefined {
   const loaded = options.create ? pinSigningKeyFile(route, dirFd, shownDir) : readAndBuild(route, dirFd, `${shownDir}/${SIGNING_KEY_FILE}`);
   if (loaded === undefined) return undefined;
   loaded.seed.fill(0);

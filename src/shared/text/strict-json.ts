@@ -88,7 +88,11 @@ class Reader {
     }
     if (c === '"') return this.string(path);
     if (c === '-' || (c !== undefined && c >= '0' && c <= '9')) return this.number(path);
-    for (const [word, meaning] of [['true', true], ['false', false], ['null', null]] as const) {
+    for (const [word, meaning] of [
+      ['true', true],
+      ['false', false],
+      ['null', null],
+    ] as const) {
       if (this.text.startsWith(word, this.pos)) {
         this.pos += word.length;
         return meaning;

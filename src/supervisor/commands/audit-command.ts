@@ -15,8 +15,7 @@ import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 // texts come from the project or from signed records, and must not reach the
 // terminal as control sequences. --json output is JSON, exact.
 
-const INSPECT_USAGE =
-  'usage: symbi audit inspect JOURNAL --run-id UUID --public-key HEX [--cross-check] [--max-bytes N] [--time-limit SECONDS]';
+const INSPECT_USAGE = 'usage: symbi audit inspect JOURNAL --run-id UUID --public-key HEX [--cross-check] [--max-bytes N] [--time-limit SECONDS]';
 const LIST_USAGE = 'usage: symbi audit list [--project DIR] [--needs-attention] [--json]';
 
 /** On a terminal, a verification that has run this long starts saying how far it is. */

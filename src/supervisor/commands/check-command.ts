@@ -148,7 +148,11 @@ function agentsSection(snapshot: StartupSnapshot, analysis: SourceAnalysis, stan
     reason: refusal === undefined ? null : refusalText(refusal),
   }));
   const invocable = list.filter((a) => a.invocable).length;
-  out.add('agents', invocable === 0 ? 'warn' : 'ok', `${list.length} agent ${list.length === 1 ? 'file' : 'files'}, ${invocable} invocable, ${analysis.skipped.length} left out`);
+  out.add(
+    'agents',
+    invocable === 0 ? 'warn' : 'ok',
+    `${list.length} agent ${list.length === 1 ? 'file' : 'files'}, ${invocable} invocable, ${analysis.skipped.length} left out`,
+  );
   for (const agent of list) {
     if (agent.invocable) out.add('agents', 'ok', `${agent.stem} (${agent.file}): invocable, runs as ${agent.declared_name ?? agent.stem}`);
     else out.add('agents', 'warn', `${agent.stem} (${agent.file}): refused: ${agent.reason ?? 'not invocable'}`);
@@ -208,7 +212,8 @@ function agentsMdSection(snapshot: StartupSnapshot, out: Lines): CheckReport['ag
   const guidance = md.guidance;
   let text = `${md.bytes} bytes (limit ${AGENTS_MD_MAX_BYTES}); `;
   if (guidance === null) text += 'no generated section, so no guidance is sent to the model';
-  else text += `generated section ${guidance.originalChars} characters (guidance limit ${AGENTS_MD_GUIDANCE_MAX_CHARS})${guidance.cut ? ', cut to the limit' : ''}`;
+  else
+    text += `generated section ${guidance.originalChars} characters (guidance limit ${AGENTS_MD_GUIDANCE_MAX_CHARS})${guidance.cut ? ', cut to the limit' : ''}`;
   out.add('agents_md', guidance?.cut === true ? 'warn' : 'ok', text);
   return {
     ...base,
@@ -224,12 +229,18 @@ function storageSection(project: PinnedDirectory, snapshot: StartupSnapshot, sto
   if (snapshot.projectAccess.available) {
     const { problem, unread, aclsUnread } = checkProjectDirectories(project);
     ownership = { checked: true, problem: problem ?? null };
-    if (problem === undefined) out.add('storage', 'ok', `ownership: ${project.displayPath} and every directory above it can be changed only by this user and root`);
+    if (problem === undefined)
+      out.add('storage', 'ok', `ownership: ${project.displayPath} and every directory above it can be changed only by this user and root`);
     else out.add('storage', 'fail', `ownership: ${problem}`);
     if (unread.length > 0) {
-      out.add('storage', 'warn', `ownership: could not read ${unread.join(', ')}, so group members and administrators listed only there (newgrp, sg, gpasswd) were not counted; \`sudo getent gshadow GROUP\` lists them`);
+      out.add(
+        'storage',
+        'warn',
+        `ownership: could not read ${unread.join(', ')}, so group members and administrators listed only there (newgrp, sg, gpasswd) were not counted; \`sudo getent gshadow GROUP\` lists them`,
+      );
     }
-    for (const level of aclsUnread) out.add('storage', 'warn', `ownership: ${level}; an ACL the file server applies (an SMB share's, a FUSE file system's) is not seen`);
+    for (const level of aclsUnread)
+      out.add('storage', 'warn', `ownership: ${level}; an ACL the file server applies (an SMB share's, a FUSE file system's) is not seen`);
   }
   const audit = snapshot.audit;
   if (!audit.ready) {
@@ -252,7 +263,17 @@ function storageSection(project: PinnedDirectory, snapshot: StartupSnapshot, sto
 function providerSection(provider: ProviderSelection, online: OnlineOutcome | null, out: Lines): CheckReport['provider'] {
   if (!provider.ok) {
     out.add('provider', 'fail', `none usable: ${provider.message}; invoke_agent would refuse every call`);
-    return { configured: false, kind: null, base_url: null, model: null, key_variable: null, key_set: false, proxy: null, problem: provider.message, online: null };
+    return {
+      configured: false,
+      kind: null,
+      base_url: null,
+      model: null,
+      key_variable: null,
+      key_set: false,
+      proxy: null,
+      problem: provider.message,
+      online: null,
+    };
   }
   const config = provider.config;
   const keySet = config.apiKey !== '';
@@ -261,7 +282,11 @@ function providerSection(provider: ProviderSelection, online: OnlineOutcome | nu
   if (online !== null) {
     if (online.ok) {
       const providerValue = online.provider_finish_reason === null ? '' : ` (provider value "${online.provider_finish_reason}")`;
-      out.add('provider', online.finish_reason === 'complete' ? 'ok' : 'warn', `online: HTTP ${online.status ?? '2xx'}, finish reason ${online.finish_reason}${providerValue}`);
+      out.add(
+        'provider',
+        online.finish_reason === 'complete' ? 'ok' : 'warn',
+        `online: HTTP ${online.status ?? '2xx'}, finish reason ${online.finish_reason}${providerValue}`,
+      );
     } else {
       out.add('provider', 'fail', `online: ${online.error ?? 'the request failed'}`);
     }
@@ -280,7 +305,11 @@ function providerSection(provider: ProviderSelection, online: OnlineOutcome | nu
 }
 
 /** Runs every startup decision of `symbi mcp` on the pinned project and reports it. */
-export async function buildCheckReport(project: PinnedDirectory, options: Pick<CheckOptions, 'strict' | 'online'>, env: NodeJS.ProcessEnv = process.env): Promise<CheckReport> {
+export async function buildCheckReport(
+  project: PinnedDirectory,
+  options: Pick<CheckOptions, 'strict' | 'online'>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<CheckReport> {
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
   // A line the analysis thread printed goes to standard error, like the server's.
   const analysisPool = new DslAnalysisPool({ log: createOperatorLog('text') });

@@ -72,7 +72,9 @@ function parseSummaryInterval(value: string): number {
   if (value.endsWith('s')) {
     const seconds = value.slice(0, -1);
     if (!/^\d{1,6}$/.test(seconds) || Number(seconds) > SUMMARY_INTERVAL_MAX_SECONDS) {
-      usageError(`--summary-interval ${JSON.stringify(value)} is not valid; use a whole number of seconds from 0 (none) to ${SUMMARY_INTERVAL_MAX_SECONDS} followed by s, such as 30s`);
+      usageError(
+        `--summary-interval ${JSON.stringify(value)} is not valid; use a whole number of seconds from 0 (none) to ${SUMMARY_INTERVAL_MAX_SECONDS} followed by s, such as 30s`,
+      );
     }
     return Number(seconds) * 1000;
   }
@@ -137,7 +139,11 @@ export interface AssembledSession {
  * standard error, signals, standard input and output); test/support/in-process-server.ts
  * runs the same session inside a test process.
  */
-export async function assembleSession(project: PinnedDirectory, options: Omit<McpCommandOptions, 'project' | 'logFormat'>, surroundings: SessionSurroundings): Promise<AssembledSession> {
+export async function assembleSession(
+  project: PinnedDirectory,
+  options: Omit<McpCommandOptions, 'project' | 'logFormat'>,
+  surroundings: SessionSurroundings,
+): Promise<AssembledSession> {
   const { log, env, io } = surroundings;
   const { snapshot, auditStorage } = takeStartupSnapshot(project);
   // The analysis thread starts with the first DSL text to analyse: the startup
@@ -164,7 +170,9 @@ export async function assembleSession(project: PinnedDirectory, options: Omit<Mc
   const summaryOnce = (): Promise<void> => {
     if (summaryWritten === undefined) writeProjectSummary(snapshot, log);
     return (summaryWritten ??= sourceAnalysis().then(async (analysis) => {
-      const standings = new Map((await agentStandings({ projectAccess: snapshot.projectAccess, policySet: snapshot.policy.set }, analysis.agents)).map((s) => [s.summary, s.refusal]));
+      const standings = new Map(
+        (await agentStandings({ projectAccess: snapshot.projectAccess, policySet: snapshot.policy.set }, analysis.agents)).map((s) => [s.summary, s.refusal]),
+      );
       writeStartupSummary(snapshot, analysis, log, (agent) => {
         const refusal = standings.get(agent);
         return refusal === undefined ? undefined : refusalText(refusal);
@@ -218,7 +226,12 @@ export async function runMcpServer(options: McpCommandOptions): Promise<void> {
   const secrets = configuredSecrets(process.env);
   const log = createOperatorLog(options.logFormat, secrets);
   captureStandardError(log, secrets);
-  const session = await assembleSession(project, options, { log, env: process.env, io: { stdin: process.stdin, stdout: process.stdout }, shutdownWith: installShutdown });
+  const session = await assembleSession(project, options, {
+    log,
+    env: process.env,
+    io: { stdin: process.stdin, stdout: process.stdout },
+    shutdownWith: installShutdown,
+  });
   const reason = await session.closed;
   // However the session ended, live runs still get their terminal records before exit.
   await session.shutdown(`session closed: ${reason}`);
@@ -231,12 +244,22 @@ export function registerMcpCommand(program: Command): void {
     .description('Serve the governed MCP server over stdio for the project directory')
     .addOption(new Option('--project <dir>', 'project directory to pin (default: the current directory)').default('.'))
     .addOption(new Option('--log-format <format>', `standard error format: ${LOG_FORMATS.join(' or ')}`).default('text'))
-    .addOption(new Option('--shutdown-grace-ms <ms>', 'how long shutdown waits for live runs to record their end and for every request read to be answered').default(String(SHUTDOWN_GRACE_MS_DEFAULT)))
     .addOption(
-      new Option('--max-invocations <n>', 'invoke_agent calls in progress at once that their callers still wait on; more are refused at once as "at capacity"').default(String(INVOCATIONS_MAX_DEFAULT)),
+      new Option('--shutdown-grace-ms <ms>', 'how long shutdown waits for live runs to record their end and for every request read to be answered').default(
+        String(SHUTDOWN_GRACE_MS_DEFAULT),
+      ),
     )
     .addOption(
-      new Option('--summary-interval <minutes>', 'minutes between summaries on standard error while runs happen, or seconds with an s suffix such as 30s (0: only at shutdown)').default(String(SUMMARY_INTERVAL_DEFAULT_MINUTES)),
+      new Option(
+        '--max-invocations <n>',
+        'invoke_agent calls in progress at once that their callers still wait on; more are refused at once as "at capacity"',
+      ).default(String(INVOCATIONS_MAX_DEFAULT)),
+    )
+    .addOption(
+      new Option(
+        '--summary-interval <minutes>',
+        'minutes between summaries on standard error while runs happen, or seconds with an s suffix such as 30s (0: only at shutdown)',
+      ).default(String(SUMMARY_INTERVAL_DEFAULT_MINUTES)),
     )
     .exitOverride((err: CommanderError) => {
       // Commander's own usage errors (unknown option, missing value) share the usage exit code.

@@ -58,7 +58,13 @@ const PROJECT_PATHS = 'a path relative to the project folder, such as "policies/
  * rules refuse ends the parse with `refused` (one line saying what is allowed), any other failure
  * (no such file, a symlink, too large, not UTF-8) with `unreadable`.
  */
-function projectText(project: PinnedDirectory, relPath: string, maxBytes: number, refused: (line: string) => never, unreadable: (reason: string) => string): string {
+function projectText(
+  project: PinnedDirectory,
+  relPath: string,
+  maxBytes: number,
+  refused: (line: string) => never,
+  unreadable: (reason: string) => string,
+): string {
   try {
     // policies/ holds the case files and the policies they test; the other rules apply as to every project path.
     return project.readTextFile(relPath, maxBytes, { allowPolicies: true }).text;
@@ -94,7 +100,16 @@ export function parseCaseFile(shown: string, text: string, project: PinnedDirect
     // A file that cannot be read is the loader's to report (the set then denies every response), as for the project's own.
     file.policies = (top.policies as string[]).map((p): PolicyFileInput => {
       try {
-        return { path: p, text: projectText(project, p, POLICY_FILE_MAX_BYTES, (line) => fail(`${shown}: field "policies" ${line}`), (reason) => reason) };
+        return {
+          path: p,
+          text: projectText(
+            project,
+            p,
+            POLICY_FILE_MAX_BYTES,
+            (line) => fail(`${shown}: field "policies" ${line}`),
+            (reason) => reason,
+          ),
+        };
       } catch (error) {
         if (error instanceof ProjectFileUnreadable) return { path: p, error: error.message };
         throw error;
@@ -129,7 +144,13 @@ function parseCase(shown: string, raw: unknown, index: number, project: PinnedDi
     if (typeof c.response_file !== 'string' || c.response_file === '') bad('response_file', `must be a path to a text file: ${PROJECT_PATHS}`);
     const named = c.response_file;
     try {
-      response = projectText(project, named, TYPED_RESPONSE_MAX_BYTES, (line) => bad('response_file', line), (reason) => `names ${named}, which cannot be read: ${reason}`);
+      response = projectText(
+        project,
+        named,
+        TYPED_RESPONSE_MAX_BYTES,
+        (line) => bad('response_file', line),
+        (reason) => `names ${named}, which cannot be read: ${reason}`,
+      );
     } catch (error) {
       if (error instanceof ProjectFileUnreadable) return fail(`${where}: field "response_file" ${error.message}`);
       throw error;
@@ -144,7 +165,8 @@ function parseCase(shown: string, raw: unknown, index: number, project: PinnedDi
   }
   let providerFinishReason = '';
   if (c.provider_finish_reason !== undefined) {
-    if (typeof c.provider_finish_reason !== 'string') bad('provider_finish_reason', 'must be a string, such as "stop" or "end_turn" ("" when the provider gave none)');
+    if (typeof c.provider_finish_reason !== 'string')
+      bad('provider_finish_reason', 'must be a string, such as "stop" or "end_turn" ("" when the provider gave none)');
     providerFinishReason = c.provider_finish_reason;
   }
   if (c.expect !== 'allow' && c.expect !== 'deny') bad('expect', 'must be "allow" or "deny"');

@@ -7,7 +7,15 @@ import { POLICY_FILE_MAX_BYTES } from '../../shared/limits.js';
 import type { RegistryEntry } from '../../shared/dsl/conversational-definition.js';
 import { loadPolicySet, policyNoticeText, type LoadedPolicySet, type PolicyFileInput } from '../../shared/policy/policy-set.js';
 import { authorizeRespond } from '../../shared/policy/respond-authorization.js';
-import { ACTION_UID, RESOURCE_UID, cedarRequestParts, cedarResponse, respondRequestFor, respondResponseContext, type RespondRequest } from '../../shared/policy/respond-request.js';
+import {
+  ACTION_UID,
+  RESOURCE_UID,
+  cedarRequestParts,
+  cedarResponse,
+  respondRequestFor,
+  respondResponseContext,
+  type RespondRequest,
+} from '../../shared/policy/respond-request.js';
 import { finishWithheld } from '../../shared/provider/finish-reasons.js';
 import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 import { refusalText } from '../runs/agent-refusal.js';
@@ -47,7 +55,8 @@ function policyInputsFromPaths(files: readonly { shown: string; absolute: string
     try {
       const stat = fs.statSync(absolute);
       if (!stat.isFile()) return { path: shown, error: `${shown}: not a regular file` };
-      if (stat.size > POLICY_FILE_MAX_BYTES) return { path: shown, error: `${shown}: larger than ${POLICY_FILE_MAX_BYTES} bytes, the limit for one policy file` };
+      if (stat.size > POLICY_FILE_MAX_BYTES)
+        return { path: shown, error: `${shown}: larger than ${POLICY_FILE_MAX_BYTES} bytes, the limit for one policy file` };
       return { path: shown, text: fs.readFileSync(absolute, 'utf8') };
     } catch (error) {
       return { path: shown, error: `${shown}: cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
@@ -62,7 +71,8 @@ function defaultCaseFiles(project: PinnedDirectory): CaseFile[] {
   try {
     dirFd = project.openDirectory(CASES_DIRECTORY);
   } catch (error) {
-    if (error instanceof ConfinementError && error.code === 'not_found') usageError('policy test', `${shownDir}/ does not exist in ${project.displayPath}; write cases there (docs/cedar-policies.md) or name case files`);
+    if (error instanceof ConfinementError && error.code === 'not_found')
+      usageError('policy test', `${shownDir}/ does not exist in ${project.displayPath}; write cases there (docs/cedar-policies.md) or name case files`);
     usageError('policy test', `${shownDir}/ cannot be opened: ${error instanceof Error ? error.message : String(error)}`);
   }
   let names: string[];
@@ -115,7 +125,8 @@ function runCase(c: PolicyCase, set: LoadedPolicySet, project: PinnedDirectory, 
   if (!verdict.ok) {
     // Refused before the model: when no answer could be permitted, every answer is denied.
     const reason = refusalText(verdict.refusal);
-    if (verdict.refusal.kind === 'policy_denies_every_response') return { result: { ok: true, outcome: { decision: 'deny', reason: `refused before the model is called: ${reason}`, determining: [], errors: [] } } };
+    if (verdict.refusal.kind === 'policy_denies_every_response')
+      return { result: { ok: true, outcome: { decision: 'deny', reason: `refused before the model is called: ${reason}`, determining: [], errors: [] } } };
     return { result: { ok: false, error: reason } };
   }
   const declared = verdict.definition.declaredName;
@@ -123,9 +134,21 @@ function runCase(c: PolicyCase, set: LoadedPolicySet, project: PinnedDirectory, 
   const request = respondRequestFor(verdict.definition, CASE_RUN_ID, respondResponseContext(c.response, c.finishReason, c.providerFinishReason));
   const shownRequest = cedarRequestShown(request);
   const withheld = finishWithheld(c.finishReason, c.providerFinishReason === '' ? null : c.providerFinishReason);
-  if (withheld !== undefined) return { result: { ok: true, outcome: { decision: 'deny', reason: `${withheld} before Cedar is asked`, determining: [], errors: [] } }, declaredName, request: shownRequest };
+  if (withheld !== undefined)
+    return {
+      result: { ok: true, outcome: { decision: 'deny', reason: `${withheld} before Cedar is asked`, determining: [], errors: [] } },
+      declaredName,
+      request: shownRequest,
+    };
   const decision = authorizeRespond(set, request);
-  return { result: { ok: true, outcome: { decision: decision.decision, reason: decision.reason, determining: decision.determining_policies, errors: decision.errors } }, declaredName, request: shownRequest };
+  return {
+    result: {
+      ok: true,
+      outcome: { decision: decision.decision, reason: decision.reason, determining: decision.determining_policies, errors: decision.errors },
+    },
+    declaredName,
+    request: shownRequest,
+  };
 }
 
 /** The request as Cedar receives it; the response text is the case's own and is not printed (its hash and size are). */
@@ -204,7 +227,11 @@ export function runPolicyTest(options: PolicyTestOptions): void {
     const wanted = options.case;
     const names = files.flatMap((file) => file.cases.map((c) => c.name));
     if (!names.includes(wanted)) {
-      const shown = names.slice(0, 20).map((n) => JSON.stringify(n)).join(', ') + (names.length > 20 ? `, and ${names.length - 20} more` : '');
+      const shown =
+        names
+          .slice(0, 20)
+          .map((n) => JSON.stringify(n))
+          .join(', ') + (names.length > 20 ? `, and ${names.length - 20} more` : '');
       usageError('policy test', escapeToOneLine(`no case is named ${JSON.stringify(wanted)}; the cases are ${shown}`));
     }
     files = files.map((file) => ({ ...file, cases: file.cases.filter((c) => c.name === wanted) })).filter((file) => file.cases.length > 0);
@@ -251,19 +278,30 @@ export function runPolicyTest(options: PolicyTestOptions): void {
       const expectedDeterminingLine = `expected determining policies: ${c.determining?.length === 0 ? 'none' : (c.determining ?? []).join(', ')}`;
       if (!determiningOk) out.push(`        ${expectedDeterminingLine}`);
       if (run.declaredName !== undefined) {
-        out.push(`        note: agent ${JSON.stringify(c.agent)} runs as its declared name ${JSON.stringify(run.declaredName)}; policies see context.agent.name == ${JSON.stringify(run.declaredName)}, never the alias`);
+        out.push(
+          `        note: agent ${JSON.stringify(c.agent)} runs as its declared name ${JSON.stringify(run.declaredName)}; policies see context.agent.name == ${JSON.stringify(run.declaredName)}, never the alias`,
+        );
       }
       for (const error of outcome.errors) out.push(`        policy error: ${error}`);
       if (options.showRequest === true && run.request !== undefined) out.push(`        request: ${JSON.stringify(run.request)}`);
       const failure = ok ? null : !decisionOk ? `${outcome.decision}, expected ${c.expect}: ${described}` : `${described}; ${expectedDeterminingLine}`;
-      reports.push({ ...base, decision: outcome.decision, passed: ok, failure, reason: described, determining: outcome.determining.map((id) => labels.get(id)?.label ?? id), errors: outcome.errors });
+      reports.push({
+        ...base,
+        decision: outcome.decision,
+        passed: ok,
+        failure,
+        reason: described,
+        determining: outcome.determining.map((id) => labels.get(id)?.label ?? id),
+        errors: outcome.errors,
+      });
     }
   }
   const passed = reports.filter((r) => r.passed).length;
   const failed = reports.length - passed;
   out.push(`${reports.length} ${reports.length === 1 ? 'case' : 'cases'}: ${passed} passed, ${failed} failed`);
   const written = options.junit === undefined || writeJunit(options.junit, reports, null);
-  if (options.json === true) process.stdout.write(`${JSON.stringify({ passed, failed, total: reports.length, policy_set_error: null, cases: reports }, null, 2)}\n`);
+  if (options.json === true)
+    process.stdout.write(`${JSON.stringify({ passed, failed, total: reports.length, policy_set_error: null, cases: reports }, null, 2)}\n`);
   else process.stdout.write(`${out.map((line) => escapeToOneLine(line)).join('\n')}\n`);
   // A CI that asked for a report and got none must not read the run as passed.
   process.exitCode = failed === 0 && written ? 0 : 1;
@@ -285,7 +323,10 @@ function writeJunit(file: string, reports: readonly CaseReport[], setError: stri
   const suites = new Map<string, CaseReport[]>();
   for (const report of reports) suites.set(report.file, [...(suites.get(report.file) ?? []), report]);
   const failures = reports.filter((r) => !r.passed).length + (setError === null ? 0 : 1);
-  const lines = ['<?xml version="1.0" encoding="UTF-8"?>', `<testsuites name="symbi policy test" tests="${reports.length + (setError === null ? 0 : 1)}" failures="${failures}" errors="0">`];
+  const lines = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites name="symbi policy test" tests="${reports.length + (setError === null ? 0 : 1)}" failures="${failures}" errors="0">`,
+  ];
   for (const [name, cases] of suites) {
     lines.push(`  <testsuite name="${xml(name)}" tests="${cases.length}" failures="${cases.filter((c) => !c.passed).length}" errors="0">`);
     for (const c of cases) {
@@ -295,25 +336,38 @@ function writeJunit(file: string, reports: readonly CaseReport[], setError: stri
     lines.push('  </testsuite>');
   }
   if (setError !== null) {
-    lines.push('  <testsuite name="policy set" tests="1" failures="1" errors="0">', '    <testcase classname="policy set" name="the policy set loads">', `      <failure message="${xml(setError)}"/>`, '    </testcase>', '  </testsuite>');
+    lines.push(
+      '  <testsuite name="policy set" tests="1" failures="1" errors="0">',
+      '    <testcase classname="policy set" name="the policy set loads">',
+      `      <failure message="${xml(setError)}"/>`,
+      '    </testcase>',
+      '  </testsuite>',
+    );
   }
   lines.push('</testsuites>');
   try {
     fs.writeFileSync(path.resolve(file), `${lines.join('\n')}\n`);
     return true;
   } catch (error) {
-    process.stderr.write(`symbi policy test: --junit ${escapeToOneLine(file)} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'}); allowed: a writable file path\n`);
+    process.stderr.write(
+      `symbi policy test: --junit ${escapeToOneLine(file)} cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'}); allowed: a writable file path\n`,
+    );
     return false;
   }
 }
 
 /** Text for an XML attribute: markup escaped, and characters XML 1.0 cannot hold replaced. */
 function xml(text: string): string {
-  return text
-    .replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
-    .replace(/\n/g, '&#10;')
-    // eslint-disable-next-line no-control-regex -- XML 1.0 has no encoding for these
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '\ufffd');
+  return (
+    text
+      .replace(/&/g, '&amp;')
+      .replace(/</g, '&lt;')
+      .replace(/>/g, '&gt;')
+      .replace(/"/g, '&quot;')
+      .replace(/\n/g, '&#10;')
+      // eslint-disable-next-line no-control-regex -- XML 1.0 has no encoding for these
+      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '\ufffd')
+  );
 }
 
 export function runPolicyValidate(options: { project: string; files: string[] }): void {
@@ -353,7 +407,10 @@ export function registerPolicyCommand(program: Command): void {
     .option('--json', 'print one JSON document on stdout instead of text (docs/cedar-policies.md)')
     .option('--junit <file>', 'also write the results as JUnit XML to this file, for CI')
     .option('--show-request', 'print the Cedar request each case builds (the response text left out)')
-    .addHelpText('after', '\nExit status: 0 when every case passes; 1 when a case fails or the policy set is broken (reported once, no case run); 2 on a usage error.')
+    .addHelpText(
+      'after',
+      '\nExit status: 0 when every case passes; 1 when a case fails or the policy set is broken (reported once, no case run); 2 on a usage error.',
+    )
     .exitOverride(usageExit)
     .action((files: string[], raw: { project: string; case?: string; json?: boolean; junit?: string; showRequest?: boolean }) => {
       runPolicyTest({ project: raw.project, files, case: raw.case, json: raw.json, junit: raw.junit, showRequest: raw.showRequest });

@@ -32,7 +32,13 @@ export async function probeProvider(config: ProviderConfig, timeoutMs = PROBE_TI
     return { ok: true, status: null, finish_reason: response.finish_reason, provider_finish_reason: response.provider_finish_reason, error: null };
   } catch (error) {
     if (error instanceof ProviderError) {
-      return { ok: false, status: error.details.status ?? error.status ?? null, finish_reason: null, provider_finish_reason: null, error: `the request failed: ${error.message}` };
+      return {
+        ok: false,
+        status: error.details.status ?? error.status ?? null,
+        finish_reason: null,
+        provider_finish_reason: null,
+        error: `the request failed: ${error.message}`,
+      };
     }
     return { ok: false, status: null, finish_reason: null, provider_finish_reason: null, error: 'the request failed for an unexpected reason' };
   }

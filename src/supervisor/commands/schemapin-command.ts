@@ -140,7 +140,7 @@ export function registerSchemapinCommand(program: Command): void {
 
   schemapin
     .command('unpin')
-    .description("Forget the pinned key of HOST (host or host:port) after its publisher rotated keys; the next key seen is pinned")
+    .description('Forget the pinned key of HOST (host or host:port) after its publisher rotated keys; the next key seen is pinned')
     .argument('<host>', 'the pinned host, as shown in a mismatch message')
     .option('--project <dir>', 'project whose pins to change', '.')
     .action((hostText: string, flags: { project: string }) => {

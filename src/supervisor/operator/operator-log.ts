@@ -127,11 +127,14 @@ export function createOperatorLog(format: LogFormat, secrets: readonly string[] 
   // Said once, by the log that makes the exception, so no one wonders why a dummy key shows.
   const short = shortKeysLeftAsText(kept);
   if (short > 0) {
-    log.info(`${short === 1 ? 'a configured key is' : `${short} configured keys are`} shorter than ${REDACTED_KEY_MIN_CHARS} characters: taken for a local endpoint's dummy key (x, ollama, lm-studio), left as text on standard error and not looked for in answers`, {
-      event: 'startup.short_key',
-      keys: short,
-      min_chars: REDACTED_KEY_MIN_CHARS,
-    });
+    log.info(
+      `${short === 1 ? 'a configured key is' : `${short} configured keys are`} shorter than ${REDACTED_KEY_MIN_CHARS} characters: taken for a local endpoint's dummy key (x, ollama, lm-studio), left as text on standard error and not looked for in answers`,
+      {
+        event: 'startup.short_key',
+        keys: short,
+        min_chars: REDACTED_KEY_MIN_CHARS,
+      },
+    );
   }
   return log;
 }
@@ -155,7 +158,9 @@ export function captureStandardError(log: OperatorLog, secrets: readonly string[
     if (raw.trim() === '' || said > CAPTURED_STDERR_LINES_MAX) return;
     said += 1;
     if (said > CAPTURED_STDERR_LINES_MAX) {
-      log.warn(`further standard error output of libraries and worker threads is dropped (${CAPTURED_STDERR_LINES_MAX} lines shown)`, { event: 'stderr.other' });
+      log.warn(`further standard error output of libraries and worker threads is dropped (${CAPTURED_STDERR_LINES_MAX} lines shown)`, {
+        event: 'stderr.other',
+      });
       return;
     }
     let line = redactKeys(raw, secrets, { atEdges: true });
@@ -163,6 +168,9 @@ export function captureStandardError(log: OperatorLog, secrets: readonly string[
     log.warn('standard error output of a library or worker thread', { event: 'stderr.other', line });
   };
   // Redacted before it is cut into lines, so a key a newline split within the held text is found whole.
-  takeOverStream(process.stderr, lineSink(say, (held) => redactKeys(held, secrets)));
+  takeOverStream(
+    process.stderr,
+    lineSink(say, (held) => redactKeys(held, secrets)),
+  );
   // console.log, .info and .debug already write to standard error (mcp-command.ts keepConsoleOffStdout), so they reach this capture too.
 }

@@ -15,9 +15,7 @@ import type { AgentSummary } from '../startup/startup-snapshot.js';
 
 /** Decided by the startup state for one agent name: invoke_agent, list_agents and `symbi check` give the same. */
 export type AgentRefusal =
-  | { kind: 'project_unavailable'; why: string }
-  | DefinitionRefusal
-  | { kind: 'policy_denies_every_response'; declaredName: string; why: string };
+  { kind: 'project_unavailable'; why: string } | DefinitionRefusal | { kind: 'policy_denies_every_response'; declaredName: string; why: string };
 
 /** Fixed at startup and the same for every agent: `symbi check` reports them in its provider and storage sections. */
 export type SessionRefusal = { kind: 'no_provider'; problem: string } | { kind: 'audit_storage_unusable'; problem: string };
@@ -121,14 +119,21 @@ function registeredNames(standings: readonly AgentStanding[]): string {
   if (standings.length === 0) return 'no .symbi or .dsl files were registered at startup';
   const capped = (items: string[], max: number): string =>
     items.slice(0, max).join(', ') + (items.length > max ? ` and ${items.length - max} more (see list_agents)` : '');
-  const invocable = standings.filter((s) => s.refusal === undefined).map((s) => s.summary.stem).sort();
+  const invocable = standings
+    .filter((s) => s.refusal === undefined)
+    .map((s) => s.summary.stem)
+    .sort();
   // Sources sharing a stem are refused with the same reason; name the stem once.
   const refused = new Map<string, string>();
   for (const s of [...standings].sort((a, b) => (a.summary.stem < b.summary.stem ? -1 : a.summary.stem > b.summary.stem ? 1 : 0))) {
     if (s.refusal !== undefined && !refused.has(s.summary.stem)) refused.set(s.summary.stem, refusalText(s.refusal));
   }
   let text = `invocable: ${invocable.length > 0 ? capped(invocable, INVOCABLE_SHOWN) : 'none'}`;
-  if (refused.size > 0) text += `; not invocable: ${capped([...refused].map(([stem, reason]) => `${stem} (${reason})`), REFUSED_SHOWN)}`;
+  if (refused.size > 0)
+    text += `; not invocable: ${capped(
+      [...refused].map(([stem, reason]) => `${stem} (${reason})`),
+      REFUSED_SHOWN,
+    )}`;
   return text;
 }
 

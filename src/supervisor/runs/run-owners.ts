@@ -181,7 +181,9 @@ class OwnedRun implements RunOwner {
     // piscina starts a further thread inside run(): a thread that cannot start fails this run, below, like a lost one.
     const handOver = (): Promise<InvokeOutcome> => {
       try {
-        return pool.run({ ...task, port: workerPort, handover: this.handover.buffer } satisfies InvokeTask, { transferList: [workerPort] }) as Promise<InvokeOutcome>;
+        return pool.run({ ...task, port: workerPort, handover: this.handover.buffer } satisfies InvokeTask, {
+          transferList: [workerPort],
+        }) as Promise<InvokeOutcome>;
       } catch (err) {
         return Promise.reject(err);
       }
@@ -233,7 +235,10 @@ class OwnedRun implements RunOwner {
       // worker's thread, busy with other runs, reaches the cancel (journal-handover.ts).
       const audit = this.journal;
       this.claim = this.recoverTerminal(task.runId, task.definition.principal, reason).then(
-        (durable): ClaimOutcome => ({ claimed: true, finalised: durable ? { audit, terminalDurableAt: performance.timeOrigin + performance.now() } : undefined }),
+        (durable): ClaimOutcome => ({
+          claimed: true,
+          finalised: durable ? { audit, terminalDurableAt: performance.timeOrigin + performance.now() } : undefined,
+        }),
         (): ClaimOutcome => ({ claimed: true, finalised: undefined }),
       );
     }

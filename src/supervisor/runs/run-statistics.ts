@@ -55,7 +55,10 @@ export class RunStatistics {
     const outcomes = Object.fromEntries([...this.outcomes].sort());
     const reasons = Object.fromEntries([...this.reasons].sort());
     const rss = process.memoryUsage.rss();
-    const counts = (map: Record<string, number>): string => Object.entries(map).map(([k, v]) => `${v} ${k}`).join(', ') || 'none';
+    const counts = (map: Record<string, number>): string =>
+      Object.entries(map)
+        .map(([k, v]) => `${v} ${k}`)
+        .join(', ') || 'none';
     const durations = p50 === null ? 'no durations' : `duration p50 ${p50} ms, p99 ${p99} ms`;
     log.info(
       `${this.runs} run(s): ${counts(outcomes)}; ${durations}; at most ${this.highWater} of ${this.maxInvocations} in progress; ` +

@@ -139,7 +139,8 @@ function toolArgumentsProblem(params: Record<string, unknown>): string | null {
   if (typeof params.name !== 'string' || !('arguments' in params) || params.arguments === undefined) return null;
   const tool = toolLabel(params.name);
   const args = params.arguments;
-  if (!isRecord(args)) return `${tool}: arguments must be an object, got ${describeType(args)}; give the arguments as a JSON object (tools/list shows each tool's fields)`;
+  if (!isRecord(args))
+    return `${tool}: arguments must be an object, got ${describeType(args)}; give the arguments as a JSON object (tools/list shows each tool's fields)`;
   // JSON.parse makes "__proto__" an own key, but the SDK copies arguments into a
   // new object, where assigning "__proto__" sets the prototype and the key
   // vanishes; it must be refused here. "constructor" and "prototype" survive the
@@ -157,9 +158,7 @@ function resourceUriProblem(uri: unknown): string | null {
 
 function judgeNotification(message: Record<string, unknown>, method: string): IncomingVerdict {
   const problem =
-    (message.jsonrpc !== '2.0' ? '"jsonrpc" must be "2.0"' : null) ??
-    unexpectedMember(message, NOTIFICATION_MEMBERS) ??
-    envelopeParamsProblem(message);
+    (message.jsonrpc !== '2.0' ? '"jsonrpc" must be "2.0"' : null) ?? unexpectedMember(message, NOTIFICATION_MEMBERS) ?? envelopeParamsProblem(message);
   if (problem !== null) return { kind: 'ignore', reason: `malformed notification (not answered): ${problem}` };
   const schema = NOTIFICATION_SCHEMAS.get(method);
   if (schema !== undefined) {
@@ -197,7 +196,11 @@ function judgeRequest(message: Record<string, unknown>): IncomingVerdict {
   const params = message.params as Record<string, unknown> | undefined;
   if (method === 'tools/call' && params !== undefined && typeof params.name === 'string' && !TOOL_NAME.test(params.name)) {
     const problem = `unknown tool ${quoteForMessage(params.name)}; tool names are 1 to 128 letters, digits, "_", "-" or "." (tools/list names them)`;
-    return { kind: 'answer', message: resultMessage(id, toolError(problem)), reason: `answered a tool error: an unknown tool name of ${params.name.length} characters` };
+    return {
+      kind: 'answer',
+      message: resultMessage(id, toolError(problem)),
+      reason: `answered a tool error: an unknown tool name of ${params.name.length} characters`,
+    };
   }
   if (method === 'tools/call' && params !== undefined) {
     const argumentsProblem = toolArgumentsProblem(params);
@@ -224,9 +227,14 @@ function judgeRequest(message: Record<string, unknown>): IncomingVerdict {
 
 function judgeBatch(batch: unknown[]): IncomingVerdict {
   const onlyNotifications = batch.length > 0 && batch.every((m) => isRecord(m) && !('id' in m) && typeof m.method === 'string');
-  const what = 'JSON-RPC batches are not supported (MCP 2025-06-18 removed batching, and the server does not offer 2025-03-26); send each message on its own line';
+  const what =
+    'JSON-RPC batches are not supported (MCP 2025-06-18 removed batching, and the server does not offer 2025-03-26); send each message on its own line';
   if (onlyNotifications) return { kind: 'ignore', reason: `a batch of ${batch.length} notifications (not answered): ${what}` };
-  return { kind: 'answer', message: errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: ${what}`), reason: `answered -32600: a batch of ${batch.length} messages` };
+  return {
+    kind: 'answer',
+    message: errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: ${what}`),
+    reason: `answered -32600: a batch of ${batch.length} messages`,
+  };
 }
 
 const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf] as const;
@@ -243,14 +251,22 @@ export function judgeIncomingLine(line: Uint8Array): IncomingVerdict {
     // The decoder drops a leading byte-order mark (ignoreBOM is false), like withoutByteOrderMark.
     text = utf8.decode(line);
   } catch {
-    return { kind: 'answer', message: errorMessage(null, ErrorCode.ParseError, 'Parse error: the line is not valid UTF-8'), reason: 'answered -32700: not valid UTF-8' };
+    return {
+      kind: 'answer',
+      message: errorMessage(null, ErrorCode.ParseError, 'Parse error: the line is not valid UTF-8'),
+      reason: 'answered -32700: not valid UTF-8',
+    };
   }
   if (text.trim().length === 0) return { kind: 'blank' };
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return { kind: 'answer', message: errorMessage(null, ErrorCode.ParseError, 'Parse error: the line is not valid JSON'), reason: 'answered -32700: not valid JSON' };
+    return {
+      kind: 'answer',
+      message: errorMessage(null, ErrorCode.ParseError, 'Parse error: the line is not valid JSON'),
+      reason: 'answered -32700: not valid JSON',
+    };
   }
   if (Array.isArray(value)) return judgeBatch(value);
   if (!isRecord(value)) {

@@ -32,7 +32,10 @@ const MALFORMED_LOG_EVERY = 1000;
  * bracket: the SDK and JSON.parse append or quote the client's bytes after them.
  */
 function sdkErrorWords(err: Error): string {
-  const words = err.message.split(/[:'"`[{(]/, 1)[0]!.trim().slice(0, 120);
+  const words = err.message
+    .split(/[:'"`[{(]/, 1)[0]!
+    .trim()
+    .slice(0, 120);
   return words === '' ? err.name : words;
 }
 

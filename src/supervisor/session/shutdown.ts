@@ -92,7 +92,14 @@ export function orderlyShutdown(deps: ShutdownDependencies): (cause: string) => 
       await new Promise<void>((resolve) => setImmediate(resolve));
       const answeredAsStopping = requests.answerRemaining(`${stopping}; no answer was ready within the shutdown grace period of ${graceMs} ms`);
       await summary;
-      log.info('shutting down', { event: 'shutdown', cause, live_runs: live, finalised, not_finalised: notFinalised, answered_as_stopping: answeredAsStopping });
+      log.info('shutting down', {
+        event: 'shutdown',
+        cause,
+        live_runs: live,
+        finalised,
+        not_finalised: notFinalised,
+        answered_as_stopping: answeredAsStopping,
+      });
       if (notFinalised > 0) {
         log.warn(`${notFinalised} run(s) were not finalised within ${graceMs} ms; their journals need reconciliation`, { event: 'shutdown.unfinalised' });
       }

@@ -81,9 +81,7 @@ export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult 
   } catch (err) {
     if (err instanceof ConfinementError && err.code === 'not_found') return result;
     result.directoryProblem =
-      err instanceof ConfinementError
-        ? `${AGENTS_DIRECTORY}/ ${describeDirectoryProblem(err.code)}`
-        : `${AGENTS_DIRECTORY}/ cannot be opened`;
+      err instanceof ConfinementError ? `${AGENTS_DIRECTORY}/ ${describeDirectoryProblem(err.code)}` : `${AGENTS_DIRECTORY}/ cannot be opened`;
     return result;
   }
   result.agentsDirectoryPresent = true;
@@ -91,9 +89,7 @@ export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult 
     const listed = listDirectory(project.route, dirFd);
     result.entriesInspected = listed.inspected;
     if (listed.truncated) {
-      result.limitsHit.push(
-        `directory entry limit: agents/ has more than ${DISCOVERY_MAX_ENTRIES} entries; discovery stopped after ${DISCOVERY_MAX_ENTRIES}`,
-      );
+      result.limitsHit.push(`directory entry limit: agents/ has more than ${DISCOVERY_MAX_ENTRIES} entries; discovery stopped after ${DISCOVERY_MAX_ENTRIES}`);
     }
     if (listed.undecodable > 0) {
       result.skipped.push({ file: 'agents/<undecodable name>', reason: `${listed.undecodable} file name(s) are not valid UTF-8` });
@@ -121,9 +117,7 @@ export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult 
       }
       if (result.retainedBytes + bytes > DISCOVERY_MAX_RETAINED_BYTES) {
         retainLimitReached = true;
-        result.limitsHit.push(
-          `retained-bytes limit: agent sources exceed ${DISCOVERY_MAX_RETAINED_BYTES} bytes; ${file} and later files were left out`,
-        );
+        result.limitsHit.push(`retained-bytes limit: agent sources exceed ${DISCOVERY_MAX_RETAINED_BYTES} bytes; ${file} and later files were left out`);
         result.skipped.push({ file, reason: `retained-bytes limit of ${DISCOVERY_MAX_RETAINED_BYTES} bytes reached` });
         continue;
       }

@@ -23,8 +23,7 @@ function openPolicyDirectory(project: PinnedDirectory, components: string[]): nu
     if (err instanceof ConfinementError && err.code === 'not_found') return null;
     const shown = `${components.join('/')}/`;
     const why: string = err instanceof ConfinementError ? err.code : 'io';
-    const text =
-      why === 'symlink' ? 'is a symlink; symlinks are never followed' : why === 'not_directory' ? 'is not a directory' : `cannot be opened (${why})`;
+    const text = why === 'symlink' ? 'is a symlink; symlinks are never followed' : why === 'not_directory' ? 'is not a directory' : `cannot be opened (${why})`;
     return { path: shown, error: `${shown} ${text}` };
   }
 }

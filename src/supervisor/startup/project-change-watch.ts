@@ -154,7 +154,10 @@ function watchFolders(project: PinnedDirectory, env: NodeJS.ProcessEnv, notice: 
     return { reason: `${CHANGE_WATCH_ENV}=${JSON.stringify(mode).slice(0, 40)} is not a mode; use ${CHANGE_WATCH_MODES.join(' or ')}`, level: 'warn' };
   }
   if (process.platform !== 'linux') {
-    const why = process.platform === 'darwin' ? 'they follow paths (FSEvents), not the folders the snapshot was read from' : 'none known here watches a folder and reports a file edited in it';
+    const why =
+      process.platform === 'darwin'
+        ? 'they follow paths (FSEvents), not the folders the snapshot was read from'
+        : 'none known here watches a folder and reports a file edited in it';
     return { reason: `file-system notifications are not used on ${process.platform}: ${why}`, level: 'info' };
   }
   const watchers: fs.FSWatcher[] = [];
@@ -189,7 +192,12 @@ function watchFolders(project: PinnedDirectory, env: NodeJS.ProcessEnv, notice: 
     } catch (err) {
       closeAll(watchers);
       const code = (err as NodeJS.ErrnoException).code ?? 'error';
-      const limit = code === 'ENOSPC' ? ' (the inotify watch limit, fs.inotify.max_user_watches)' : code === 'EMFILE' ? ' (the inotify instance limit, fs.inotify.max_user_instances)' : '';
+      const limit =
+        code === 'ENOSPC'
+          ? ' (the inotify watch limit, fs.inotify.max_user_watches)'
+          : code === 'EMFILE'
+            ? ' (the inotify instance limit, fs.inotify.max_user_instances)'
+            : '';
       return { reason: `no file-system notifications for ${shown} through ${viaProc}: ${code}${limit}`, level: 'warn' };
     } finally {
       fs.closeSync(dirFd);
@@ -248,7 +256,11 @@ export function watchProjectChanges(project: PinnedDirectory, log: OperatorLog, 
     closeAll(watchers);
     watchers = [];
     if (stopped || poll !== undefined) return;
-    log.write(level, `edits after startup are looked for every ${intervalMs / 1000} s: ${reason}`, { event: 'project.change_poll', reason, interval_ms: intervalMs });
+    log.write(level, `edits after startup are looked for every ${intervalMs / 1000} s: ${reason}`, {
+      event: 'project.change_poll',
+      reason,
+      interval_ms: intervalMs,
+    });
     poll = setInterval(look, intervalMs);
     poll.unref();
   };

@@ -40,7 +40,10 @@ export async function analyseSources(snapshot: StartupSnapshot, pool: DslAnalysi
     const entry = snapshot.registry[i]!;
     const peers = byStem.get(entry.stem)!;
     if (outcome.ok && peers.some((peer) => leftOut.has(peer.file))) {
-      outcomes[i] = await summarise(entry, peers.filter((peer) => !leftOut.has(peer.file)));
+      outcomes[i] = await summarise(
+        entry,
+        peers.filter((peer) => !leftOut.has(peer.file)),
+      );
     }
   }
   const agents: AgentSummary[] = [];

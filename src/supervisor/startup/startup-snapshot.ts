@@ -15,12 +15,10 @@ import { collectPolicyFiles } from './policy-file-discovery.js';
 export type { AgentSummary } from '../../shared/dsl/source-summary.js';
 
 export type AgentsMdSnapshot =
-  | { present: true; bytes: number; text: string; guidance: AgentsMdGuidance | null }
-  | { present: false; reason: string; missing: boolean };
+  { present: true; bytes: number; text: string; guidance: AgentsMdGuidance | null } | { present: false; reason: string; missing: boolean };
 
 export type AuditSnapshot =
-  | { ready: true; publicKeyHex: string; governedPath: string; governedDirFd: number }
-  | { ready: false; reason: string; notCreated?: true };
+  { ready: true; publicKeyHex: string; governedPath: string; governedDirFd: number } | { ready: false; reason: string; notCreated?: true };
 
 export interface StartupSnapshot {
   readonly takenAt: string;
@@ -124,9 +122,13 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
   const policy = readPolicySet(project);
   // A folder without agents/ is not a project (often a project's subfolder the server was
   // started in by mistake): nothing is created in it, not even the audit storage.
-  const { audit, storage } = discovery.agentsDirectoryPresent || discovery.directoryProblem !== undefined
-    ? openAudit(project)
-    : { audit: { ready: false as const, reason: 'not created, as this folder has no agents/ (nothing to invoke or journal)', notCreated: true as const }, storage: null };
+  const { audit, storage } =
+    discovery.agentsDirectoryPresent || discovery.directoryProblem !== undefined
+      ? openAudit(project)
+      : {
+          audit: { ready: false as const, reason: 'not created, as this folder has no agents/ (nothing to invoke or journal)', notCreated: true as const },
+          storage: null,
+        };
   const snapshot: StartupSnapshot = {
     takenAt: new Date().toISOString(),
     project: { fd: project.fd, path: project.displayPath },

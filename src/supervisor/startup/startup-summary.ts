@@ -43,7 +43,12 @@ export function writeProjectSummary(snapshot: StartupSnapshot, log: OperatorLog)
  * `refusalOf` words why invoke_agent refuses an agent whatever the call, or gives undefined when
  * it would run it: the decision list_agents shows (runs/agent-refusal.ts, a room above this one).
  */
-export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceAnalysis, log: OperatorLog, refusalOf: (agent: AgentSummary) => string | undefined): void {
+export function writeStartupSummary(
+  snapshot: StartupSnapshot,
+  analysis: SourceAnalysis,
+  log: OperatorLog,
+  refusalOf: (agent: AgentSummary) => string | undefined,
+): void {
   if (!snapshot.projectAccess.available) return;
   const { agents, skipped } = analysis;
   const refusals = new Map(agents.map((a) => [a, refusalOf(a)]));
@@ -91,7 +96,10 @@ export function writeStartupSummary(snapshot: StartupSnapshot, analysis: SourceA
   for (const notice of policy.notices) log.info(`policy: ${policyNoticeText(notice)}`, { event: 'startup.policy', mode: policy.mode });
   for (const warning of policy.warnings) log.warn(`policy: ${warning}`, { event: 'startup.policy' });
   if (policy.mode === 'deny-all') {
-    log.warn(`policy set denies every response: ${policy.denyReason ?? 'the configured policy set is unusable'}`, { event: 'startup.policy', mode: policy.mode });
+    log.warn(`policy set denies every response: ${policy.denyReason ?? 'the configured policy set is unusable'}`, {
+      event: 'startup.policy',
+      mode: policy.mode,
+    });
   }
 
   if (snapshot.audit.ready) {

@@ -1,6 +1,12 @@
 import type { Worker } from 'node:worker_threads';
 import pTimeout from 'p-timeout';
-import { ANALYSIS_THREAD_READY, type AnalysisJob, type AnalysisRequest, type AnalysisResponse, type AnalysisValue } from '../../shared/dsl/analysis-messages.js';
+import {
+  ANALYSIS_THREAD_READY,
+  type AnalysisJob,
+  type AnalysisRequest,
+  type AnalysisResponse,
+  type AnalysisValue,
+} from '../../shared/dsl/analysis-messages.js';
 import { DSL_ANALYSIS_BUDGET_MS, DSL_ANALYSIS_QUEUE_MAX } from '../../shared/limits.js';
 import type { OperatorLog } from '../operator/operator-log.js';
 import { startSandboxedThread, THREAD_LOADING_WAIT_MS } from './sandboxed-thread.js';
@@ -77,7 +83,10 @@ export class DslAnalysisPool {
     // per source, one selection per agent).
     const queue = job.kind === 'report' ? this.callerQueue : this.ownQueue;
     if (queue === this.callerQueue && queue.length >= DSL_ANALYSIS_QUEUE_MAX) {
-      return Promise.resolve({ ok: false, message: `busy: ${DSL_ANALYSIS_QUEUE_MAX} texts are already waiting for analysis; send this one again once they are answered` });
+      return Promise.resolve({
+        ok: false,
+        message: `busy: ${DSL_ANALYSIS_QUEUE_MAX} texts are already waiting for analysis; send this one again once they are answered`,
+      });
     }
     return new Promise((resolve) => {
       queue.push({ request: { ...job, id: this.nextId++ }, settle: resolve as Pending['settle'] });
@@ -157,7 +166,10 @@ export class DslAnalysisPool {
     this.worker = null;
     this.finish({
       ok: false,
-      message: why === 'memory' ? 'too large to analyse within the analysis thread\'s memory limit; the analysis was stopped' : 'the analysis thread stopped unexpectedly',
+      message:
+        why === 'memory'
+          ? "too large to analyse within the analysis thread's memory limit; the analysis was stopped"
+          : 'the analysis thread stopped unexpectedly',
     });
   }
 

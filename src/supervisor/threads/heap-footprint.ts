@@ -24,7 +24,7 @@ let mallocTrim: MallocTrim | null | undefined;
 export function returnFreedMemoryToSystem(): void {
   if (mallocTrim === undefined) {
     try {
-      if (process.platform !== 'linux') throw new Error('malloc_trim is glibc\'s');
+      if (process.platform !== 'linux') throw new Error("malloc_trim is glibc's");
       mallocTrim = loadKoffi().load(null).func('int malloc_trim(size_t)') as MallocTrim;
     } catch {
       mallocTrim = null;

@@ -49,7 +49,6 @@ export const THREAD_LOADING_WAIT_MS = 5_000;
 /** What a pool's caller chooses; the sandbox sets the rest. */
 export type SandboxedPoolOptions = Omit<PiscinaOptions, 'env' | 'execArgv' | 'resourceLimits' | 'workerData'>;
 
-
 /**
  * Starts one worker thread running `entry`, with `data` as what the entry reads from workerData's `task`.
  * Throws when the thread cannot start; the caller refuses the work that needed it.
@@ -105,10 +104,13 @@ function withThreadNodeOptions<T>(log: OperatorLog, start: (execArgv: string[]) 
     const { kept, leftOut } = withoutRefusedOptions(wanted, (err as Error).message);
     started = start(kept);
     acceptedThreadOptions = kept;
-    log.warn(`node options left out of the worker threads (Node.js does not take them for a thread; V8 flags still apply to the whole process): ${leftOut.join(' ')}`, {
-      event: 'worker.node_options',
-      left_out: leftOut.join(' '),
-    });
+    log.warn(
+      `node options left out of the worker threads (Node.js does not take them for a thread; V8 flags still apply to the whole process): ${leftOut.join(' ')}`,
+      {
+        event: 'worker.node_options',
+        left_out: leftOut.join(' '),
+      },
+    );
     return started;
   }
 }
@@ -147,7 +149,11 @@ export function withoutRefusedOptions(argv: readonly string[], message: string):
 function sayCapturedOutput(source: Worker | PiscinaPool, sandbox: ThreadSandbox): void {
   source.on('message', (message: unknown) => {
     if (!isWorkerOutput(message)) return;
-    sandbox.log.warn('a worker thread wrote to standard output (kept off the MCP channel)', { event: 'worker.stdout', thread: sandbox.kind, line: message.line });
+    sandbox.log.warn('a worker thread wrote to standard output (kept off the MCP channel)', {
+      event: 'worker.stdout',
+      thread: sandbox.kind,
+      line: message.line,
+    });
   });
 }
 

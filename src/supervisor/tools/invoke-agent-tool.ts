@@ -116,7 +116,10 @@ function capacityGuard(session: InvokeAgentSession): { admit(signal: AbortSignal
     admit: (signal) => {
       const waitedOn = session.owners.waitedOn + admitting;
       if (waitedOn >= session.maxInvocations) {
-        return refuse({ kind: 'at_capacity', inProgress: waitedOn, maxInvocations: session.maxInvocations }, { in_progress: waitedOn, max_invocations: session.maxInvocations });
+        return refuse(
+          { kind: 'at_capacity', inProgress: waitedOn, maxInvocations: session.maxInvocations },
+          { in_progress: waitedOn, max_invocations: session.maxInvocations },
+        );
       }
       if (session.owners.finishing >= CANCELLED_INVOCATIONS_FINISHING_MAX) {
         return refuse(
@@ -171,136 +174,156 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       description:
         'Sends the registered conversational definition named by `agent` (an agents/*.symbi or *.dsl filename stem) and your prompt to the configured model provider and returns one text answer. ' +
         'The answer is released only after the project Cedar policy permits its exact text and the signed audit journal is durable; structuredContent carries agent_id and the audit reference (run_id, journal path, public key). ' +
-        'No tools, commands or delegated work are executed. system_prompt is extra caller input sent as a user message; it cannot replace the definition. ' + `prompt is limited to ${sizeWords(PROMPT_MAX_BYTES)} and system_prompt to ${sizeWords(SYSTEM_PROMPT_MAX_BYTES)} of UTF-8.`,
+        'No tools, commands or delegated work are executed. system_prompt is extra caller input sent as a user message; it cannot replace the definition. ' +
+        `prompt is limited to ${sizeWords(PROMPT_MAX_BYTES)} and system_prompt to ${sizeWords(SYSTEM_PROMPT_MAX_BYTES)} of UTF-8.`,
       inputSchema: invokeArguments.inputSchema,
       outputSchema: invokeAgentOutput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
-    guarded(TOOL, async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
-      const args = invokeArguments.read(raw);
-      const atCapacity = capacity.admit(extra.signal);
-      if (atCapacity !== undefined) return refused(atCapacity);
-      let preflight: Preflight;
-      // For an unknown name: what could be invoked instead.
-      let registered: readonly AgentStanding[] | undefined;
-      try {
-        const registry = await session.analysedRegistry();
-        await session.prepareSelection(registry, args.agent);
-        preflight = preflightInvocation(args, { ...session, registry });
-        if (!preflight.ok && preflight.refusal.kind === 'unknown_agent') registered = await agentStandings(session, await session.analysedAgents());
-      } finally {
-        // Synchronous from here to owners.start below, so no other call can take this place meanwhile.
-        capacity.release(extra.signal);
-      }
-      if (!preflight.ok) {
-        const reason = refusalText(preflight.refusal, registered);
-        session.statistics?.refused('before_inference');
-        session.log.info('invoke_agent refused before inference', { event: 'invoke.refused', agent: args.agent, refusal: preflight.refusal.kind, reason });
-        return failure(reason);
-      }
-      // Shutdown began while this call was admitted: it is answered, and starts nothing.
-      if (session.owners.closed !== undefined) return refused({ kind: 'shutting_down', why: session.owners.closed });
-      const { definition, provider } = preflight;
-      const runId = randomUUID();
-      const progressToken = extra._meta?.progressToken;
-      const progressSent: Promise<void>[] = [];
-      const startedAt = performance.now();
-      let owner: RunOwner;
-      try {
-        owner = session.owners.start(
-          {
-            runId,
-            definition,
-            prompt: args.prompt,
-            reportProgress: progressToken !== undefined,
-            ...(args.system_prompt !== undefined ? { systemPrompt: args.system_prompt } : {}),
-            ...(session.guidance !== undefined ? { guidance: session.guidance } : {}),
-          },
-          {
-            onProgress: (phase) => {
-              if (progressToken === undefined) return;
-              // Progress names the phase only; model text never leaves before authorisation.
-              progressSent.push(
-                extra
-                  .sendNotification({
-                    method: 'notifications/progress',
-                    params: { progressToken, progress: RUN_PHASES.indexOf(phase) + 1, total: RUN_PHASES.length, message: phase },
-                  })
-                  .catch(() => undefined),
-              );
+    guarded(
+      TOOL,
+      async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
+        const args = invokeArguments.read(raw);
+        const atCapacity = capacity.admit(extra.signal);
+        if (atCapacity !== undefined) return refused(atCapacity);
+        let preflight: Preflight;
+        // For an unknown name: what could be invoked instead.
+        let registered: readonly AgentStanding[] | undefined;
+        try {
+          const registry = await session.analysedRegistry();
+          await session.prepareSelection(registry, args.agent);
+          preflight = preflightInvocation(args, { ...session, registry });
+          if (!preflight.ok && preflight.refusal.kind === 'unknown_agent') registered = await agentStandings(session, await session.analysedAgents());
+        } finally {
+          // Synchronous from here to owners.start below, so no other call can take this place meanwhile.
+          capacity.release(extra.signal);
+        }
+        if (!preflight.ok) {
+          const reason = refusalText(preflight.refusal, registered);
+          session.statistics?.refused('before_inference');
+          session.log.info('invoke_agent refused before inference', { event: 'invoke.refused', agent: args.agent, refusal: preflight.refusal.kind, reason });
+          return failure(reason);
+        }
+        // Shutdown began while this call was admitted: it is answered, and starts nothing.
+        if (session.owners.closed !== undefined) return refused({ kind: 'shutting_down', why: session.owners.closed });
+        const { definition, provider } = preflight;
+        const runId = randomUUID();
+        const progressToken = extra._meta?.progressToken;
+        const progressSent: Promise<void>[] = [];
+        const startedAt = performance.now();
+        let owner: RunOwner;
+        try {
+          owner = session.owners.start(
+            {
+              runId,
+              definition,
+              prompt: args.prompt,
+              reportProgress: progressToken !== undefined,
+              ...(args.system_prompt !== undefined ? { systemPrompt: args.system_prompt } : {}),
+              ...(session.guidance !== undefined ? { guidance: session.guidance } : {}),
             },
-            // Said when it happens, not when the run ends.
-            onProvider: (note) => logProviderNote(session.log, runId, note),
-          },
-        );
-      } catch (err) {
-        // No worker thread could start (sandboxed-thread.ts): this call is refused with the reason; the server goes on.
-        const refusal: InvokeRefusal = { kind: 'no_worker_thread', error: (err as Error).message };
-        session.log.warn('invoke_agent refused: no worker thread could start', { event: 'invoke.refused', agent: args.agent, refusal: refusal.kind, reason: `no worker thread could start: ${refusal.error}` });
-        return refused(refusal);
-      }
-      session.log.info('run started', { event: 'run.started', run_id: runId, agent: definition.declaredName, file: definition.file });
-      session.statistics?.inProgress(session.owners.size);
-      const onAbort = (): void => owner.cancel('the caller cancelled the invocation', 'client');
-      if (extra.signal.aborted) onAbort();
-      else extra.signal.addEventListener('abort', onAbort, { once: true });
+            {
+              onProgress: (phase) => {
+                if (progressToken === undefined) return;
+                // Progress names the phase only; model text never leaves before authorisation.
+                progressSent.push(
+                  extra
+                    .sendNotification({
+                      method: 'notifications/progress',
+                      params: { progressToken, progress: RUN_PHASES.indexOf(phase) + 1, total: RUN_PHASES.length, message: phase },
+                    })
+                    .catch(() => undefined),
+                );
+              },
+              // Said when it happens, not when the run ends.
+              onProvider: (note) => logProviderNote(session.log, runId, note),
+            },
+          );
+        } catch (err) {
+          // No worker thread could start (sandboxed-thread.ts): this call is refused with the reason; the server goes on.
+          const refusal: InvokeRefusal = { kind: 'no_worker_thread', error: (err as Error).message };
+          session.log.warn('invoke_agent refused: no worker thread could start', {
+            event: 'invoke.refused',
+            agent: args.agent,
+            refusal: refusal.kind,
+            reason: `no worker thread could start: ${refusal.error}`,
+          });
+          return refused(refusal);
+        }
+        session.log.info('run started', { event: 'run.started', run_id: runId, agent: definition.declaredName, file: definition.file });
+        session.statistics?.inProgress(session.owners.size);
+        const onAbort = (): void => owner.cancel('the caller cancelled the invocation', 'client');
+        if (extra.signal.aborted) onAbort();
+        else extra.signal.addEventListener('abort', onAbort, { once: true });
 
-      const outcome = await owner.done;
-      session.signingKey.noteOutcome(outcome);
-      extra.signal.removeEventListener('abort', onAbort);
-      // Every progress notice goes out before the result that ends the request.
-      await Promise.all(progressSent);
-      const durationMs = Math.round(performance.now() - startedAt);
-      const cancelAt = owner.cancelRequestedAt();
-      if (cancelAt !== undefined) {
-        // Measured to the moment the terminal record's sync returned, in whichever
-        // thread wrote it; a terminal record already durable at the cancel counts as 0.
-        const durableAt = outcome.terminalDurableAt ?? performance.timeOrigin + performance.now();
-        // A cancel that came after the answer was recorded changes nothing: the line says so
-        // rather than "cancelled" before a run.ended that says "completed".
-        session.log.info(outcome.ok ? 'cancel requested after the answer was recorded; the answer stands' : `run cancelled by the ${owner.cancelledBy() === 'shutdown' ? "server's shutdown" : 'client'}`, {
-          event: 'run.cancelled',
+        const outcome = await owner.done;
+        session.signingKey.noteOutcome(outcome);
+        extra.signal.removeEventListener('abort', onAbort);
+        // Every progress notice goes out before the result that ends the request.
+        await Promise.all(progressSent);
+        const durationMs = Math.round(performance.now() - startedAt);
+        const cancelAt = owner.cancelRequestedAt();
+        if (cancelAt !== undefined) {
+          // Measured to the moment the terminal record's sync returned, in whichever
+          // thread wrote it; a terminal record already durable at the cancel counts as 0.
+          const durableAt = outcome.terminalDurableAt ?? performance.timeOrigin + performance.now();
+          // A cancel that came after the answer was recorded changes nothing: the line says so
+          // rather than "cancelled" before a run.ended that says "completed".
+          session.log.info(
+            outcome.ok
+              ? 'cancel requested after the answer was recorded; the answer stands'
+              : `run cancelled by the ${owner.cancelledBy() === 'shutdown' ? "server's shutdown" : 'client'}`,
+            {
+              event: 'run.cancelled',
+              run_id: runId,
+              by: owner.cancelledBy(),
+              terminal_durable: outcome.ok || outcome.terminalDurable,
+              cancel_to_terminal_ms: Number(Math.max(0, durableAt - (performance.timeOrigin + cancelAt)).toFixed(1)),
+            },
+          );
+        }
+        const end = runEndOf(outcome);
+        const reason = runEndReason(end);
+        const outcomeName = runEndOutcome(outcome, end);
+        if (end.kind === 'policy_denied') {
+          session.log.warn('Cedar policy denied the response', {
+            event: 'policy.denied',
+            run_id: runId,
+            agent: definition.declaredName,
+            policies: end.policies,
+          });
+        }
+        session.statistics?.runEnded(outcomeName, reason, durationMs);
+        const attempts = owner.attemptReport();
+        const cancelledBy = outcome.ok ? undefined : owner.cancelledBy();
+        // What an operator acts on in one line: why, where the journal is, what was called and how often.
+        session.log.write(runEndLevel(outcome.ok, end, cancelledBy), 'run ended', {
+          event: 'run.ended',
           run_id: runId,
-          by: owner.cancelledBy(),
-          terminal_durable: outcome.ok || outcome.terminalDurable,
-          cancel_to_terminal_ms: Number(Math.max(0, durableAt - (performance.timeOrigin + cancelAt)).toFixed(1)),
+          agent: definition.declaredName,
+          outcome: outcomeName,
+          reason,
+          ...(end.kind === 'policy_denied' ? { policies: end.policies } : {}),
+          ...(end.kind === 'cancelled' && cancelledBy !== undefined ? { cancelled_by: cancelledBy } : {}),
+          ...(attempts.notRetried !== undefined ? { not_retried: attempts.notRetried } : {}),
+          duration_ms: durationMs,
+          journal: outcome.audit === undefined ? null : journalInProject(outcome.audit.path),
+          attempts: attempts.attempts,
+          provider: provider.kind,
+          model: provider.model,
         });
-      }
-      const end = runEndOf(outcome);
-      const reason = runEndReason(end);
-      const outcomeName = runEndOutcome(outcome, end);
-      if (end.kind === 'policy_denied') {
-        session.log.warn('Cedar policy denied the response', { event: 'policy.denied', run_id: runId, agent: definition.declaredName, policies: end.policies });
-      }
-      session.statistics?.runEnded(outcomeName, reason, durationMs);
-      const attempts = owner.attemptReport();
-      const cancelledBy = outcome.ok ? undefined : owner.cancelledBy();
-      // What an operator acts on in one line: why, where the journal is, what was called and how often.
-      session.log.write(runEndLevel(outcome.ok, end, cancelledBy), 'run ended', {
-        event: 'run.ended',
-        run_id: runId,
-        agent: definition.declaredName,
-        outcome: outcomeName,
-        reason,
-        ...(end.kind === 'policy_denied' ? { policies: end.policies } : {}),
-        ...(end.kind === 'cancelled' && cancelledBy !== undefined ? { cancelled_by: cancelledBy } : {}),
-        ...(attempts.notRetried !== undefined ? { not_retried: attempts.notRetried } : {}),
-        duration_ms: durationMs,
-        journal: outcome.audit === undefined ? null : journalInProject(outcome.audit.path),
-        attempts: attempts.attempts,
-        provider: provider.kind,
-        model: provider.model,
-      });
 
-      if (outcome.ok) {
-        const structuredContent: InvokeAgentOutput = { agent_id: definition.principal, audit: outcome.audit };
-        return { content: [{ type: 'text' as const, text: outcome.text }], structuredContent };
-      }
-      if (!outcome.terminalDurable && outcome.audit !== undefined) {
-        // The server failed to finish its own record: an error, whatever ended the run.
-        session.log.error('run ended without a durable terminal record', { event: 'run.unfinalised', run_id: runId });
-      }
-      return failure(outcome.message, definition.principal, outcome);
-    }, (err) => session.log.error(`invoke_agent: internal error: ${(err as Error)?.message ?? String(err)}`, { event: 'tool.internal_error' })),
+        if (outcome.ok) {
+          const structuredContent: InvokeAgentOutput = { agent_id: definition.principal, audit: outcome.audit };
+          return { content: [{ type: 'text' as const, text: outcome.text }], structuredContent };
+        }
+        if (!outcome.terminalDurable && outcome.audit !== undefined) {
+          // The server failed to finish its own record: an error, whatever ended the run.
+          session.log.error('run ended without a durable terminal record', { event: 'run.unfinalised', run_id: runId });
+        }
+        return failure(outcome.message, definition.principal, outcome);
+      },
+      (err) => session.log.error(`invoke_agent: internal error: ${(err as Error)?.message ?? String(err)}`, { event: 'tool.internal_error' }),
+    ),
   );
 }

@@ -8,16 +8,7 @@ import { AGENT_REFUSAL_KINDS, agentStandings, refusalText } from '../runs/agent-
 import { sourceStem } from '../startup/agent-discovery.js';
 import { noAgentsFolderMessage } from '../startup/nearest-project.js';
 import type { SessionContext } from '../startup/session-context.js';
-import {
-  ToolArgumentError,
-  advertisedInputSchema,
-  argumentObject,
-  guarded,
-  jsonResult,
-  quoteForMessage,
-  requiredString,
-  toolError,
-} from './tool-arguments.js';
+import { ToolArgumentError, advertisedInputSchema, argumentObject, guarded, jsonResult, quoteForMessage, requiredString, toolError } from './tool-arguments.js';
 
 // The read-only project tools: list_agents and get_agent_dsl answer from the
 // startup snapshot; parse_dsl, get_agents_md and the AGENTS.md resource read
@@ -127,7 +118,10 @@ function registerGetAgentDsl(server: McpServer, context: SessionContext): void {
       title: 'Get agent source',
       description:
         'Returns the DSL source of the agent file whose filename stem is `agent` (agents/<agent>.symbi or agents/<agent>.dsl), as read when the server started.',
-      inputSchema: advertisedInputSchema({ agent: { type: 'string', description: 'Filename stem of the agent source, e.g. "assistant" for agents/assistant.symbi' } }, ['agent']),
+      inputSchema: advertisedInputSchema(
+        { agent: { type: 'string', description: 'Filename stem of the agent source, e.g. "assistant" for agents/assistant.symbi' } },
+        ['agent'],
+      ),
       outputSchema: getAgentDslOutput,
       annotations: READ_ONLY,
     },
@@ -163,7 +157,8 @@ function registerGetAgentDsl(server: McpServer, context: SessionContext): void {
 }
 
 function registerParseDsl(server: McpServer, context: SessionContext): void {
-  const allowedFile = 'a project-relative .symbi or .dsl path such as "agents/assistant.symbi" (no leading "/", no "..", no hidden names, no backslashes, not under policies/)';
+  const allowedFile =
+    'a project-relative .symbi or .dsl path such as "agents/assistant.symbi" (no leading "/", no "..", no hidden names, no backslashes, not under policies/)';
   const allowedContent = `DSL source text of at most ${DSL_FILE_MAX_BYTES} UTF-8 bytes`;
   const exactlyOne = 'parse_dsl: give exactly one of "file" (a project-relative .symbi or .dsl path) or "content" (inline DSL text)';
   server.registerTool(

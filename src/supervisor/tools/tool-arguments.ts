@@ -26,7 +26,11 @@ export interface AdvertisedField {
 /** A permissive zod object that advertises `fields` as the tool's input schema. */
 export function advertisedInputSchema(fields: Record<string, AdvertisedField>, required: readonly string[], extra: Record<string, unknown> = {}) {
   const shape: Record<string, z.ZodType> = {};
-  for (const [name, field] of Object.entries(fields)) shape[name] = z.unknown().optional().meta({ ...field });
+  for (const [name, field] of Object.entries(fields))
+    shape[name] = z
+      .unknown()
+      .optional()
+      .meta({ ...field });
   return z.looseObject(shape).meta({ required: [...required], additionalProperties: false, ...extra });
 }
 
@@ -60,7 +64,10 @@ export function declareStringArguments<F extends Record<string, StringArgument>>
     const size = field.maxBytes === undefined ? '' : ` (UTF-8, at most ${sizeWords(field.maxBytes)})`;
     advertised[name] = { type: 'string', description: `${field.description}${size}` };
   }
-  const inputSchema = advertisedInputSchema(advertised, names.filter((name) => fields[name]!.required));
+  const inputSchema = advertisedInputSchema(
+    advertised,
+    names.filter((name) => fields[name]!.required),
+  );
   const read = (raw: unknown): ReadArguments<F> => {
     const args = argumentObject(tool, raw, names);
     const values: Record<string, string | undefined> = {};

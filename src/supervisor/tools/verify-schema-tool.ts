@@ -23,9 +23,24 @@ const ARGUMENTS = ['schema', 'public_key_url', 'signature'] as const;
 // advertise the real types to clients.
 const inputSchema = z
   .looseObject({
-    schema: z.unknown().optional().meta({ type: 'string', description: `The tool schema as JSON text (at most ${SCHEMA_MAX_BYTES} bytes). A top-level "signature" field is taken as the signature and left out of the signed bytes.` }),
-    public_key_url: z.unknown().optional().meta({ type: 'string', description: `https URL of the publisher's key: a PEM public key or a .well-known/schemapin.json document (at most ${SCHEMA_KEY_URL_MAX_BYTES} bytes).` }),
-    signature: z.unknown().optional().meta({ type: 'string', description: 'Base64 DER ECDSA P-256 signature over the canonical JSON of the schema; optional when the schema carries a "signature" field.' }),
+    schema: z
+      .unknown()
+      .optional()
+      .meta({
+        type: 'string',
+        description: `The tool schema as JSON text (at most ${SCHEMA_MAX_BYTES} bytes). A top-level "signature" field is taken as the signature and left out of the signed bytes.`,
+      }),
+    public_key_url: z
+      .unknown()
+      .optional()
+      .meta({
+        type: 'string',
+        description: `https URL of the publisher's key: a PEM public key or a .well-known/schemapin.json document (at most ${SCHEMA_KEY_URL_MAX_BYTES} bytes).`,
+      }),
+    signature: z.unknown().optional().meta({
+      type: 'string',
+      description: 'Base64 DER ECDSA P-256 signature over the canonical JSON of the schema; optional when the schema carries a "signature" field.',
+    }),
   })
   .meta({ required: ['schema', 'public_key_url'], additionalProperties: false });
 
@@ -79,14 +94,19 @@ function readArguments(raw: unknown): VerifySchemaInput {
   const args = raw;
   for (const key of Object.keys(args)) {
     if (!(ARGUMENTS as readonly string[]).includes(key)) {
-      throw new SchemaPinInputError(`unknown argument ${JSON.stringify(key.slice(0, 40))}; verify_schema takes only "schema", "public_key_url" and "signature"`);
+      throw new SchemaPinInputError(
+        `unknown argument ${JSON.stringify(key.slice(0, 40))}; verify_schema takes only "schema", "public_key_url" and "signature"`,
+      );
     }
   }
   const text = (name: string, required: boolean): string | undefined => {
     const value = args[name];
     if (value === undefined && !required) return undefined;
     if (value === undefined) throw new SchemaPinInputError(`missing required argument "${name}" (a string)`);
-    if (typeof value !== 'string') throw new SchemaPinInputError(`argument "${name}" must be a string, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`}`);
+    if (typeof value !== 'string')
+      throw new SchemaPinInputError(
+        `argument "${name}" must be a string, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`}`,
+      );
     return value;
   };
   return { schema: text('schema', true)!, public_key_url: text('public_key_url', true)!, signature: text('signature', false) };

@@ -65,9 +65,7 @@ export function parseAnthropicMessagesResponse(json: unknown, context: AnswerCon
     // Other blocks (thinking and the like) carry no answer text.
   }
 
-  const usage = isRecord(json.usage)
-    ? { input_tokens: tokenCount(json.usage.input_tokens), output_tokens: tokenCount(json.usage.output_tokens) }
-    : null;
+  const usage = isRecord(json.usage) ? { input_tokens: tokenCount(json.usage.input_tokens), output_tokens: tokenCount(json.usage.output_tokens) } : null;
   const normalized = normalizeFinish('anthropic-messages', json.stop_reason);
   noteUnrecognisedFinish(normalized, context);
   const finish: FinishReason = toolCalls.length > 0 ? 'tool_use' : normalized.finish;
@@ -100,5 +98,10 @@ export async function callAnthropicMessages(
     },
     signal,
   );
-  return parseAnthropicMessagesResponse(answer.json, { url, requestId: answer.requestId, secret: config.apiKey, ...(operatorNotes !== undefined ? { operatorNotes } : {}) });
+  return parseAnthropicMessagesResponse(answer.json, {
+    url,
+    requestId: answer.requestId,
+    secret: config.apiKey,
+    ...(operatorNotes !== undefined ? { operatorNotes } : {}),
+  });
 }

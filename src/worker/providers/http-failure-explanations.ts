@@ -21,8 +21,7 @@ const EXPLANATIONS: Record<number, Explainer> = {
   401: (c) => (c.apiKey === '' ? `the provider wants a key and none was sent (set ${c.keyVariable})` : `the key in ${c.keyVariable} was refused`),
   402: (c) => `the account behind ${c.keyVariable} has insufficient credit`,
   403: (c) => `the key in ${c.keyVariable} may not use this model or endpoint, or the input was refused`,
-  404: (c) =>
-    `model or URL not found: the model ${model(c)} does not exist there, or ${c.baseUrlVariable} is wrong (${PROVIDERS[c.kind].baseUrlShape})`,
+  404: (c) => `model or URL not found: the model ${model(c)} does not exist there, or ${c.baseUrlVariable} is wrong (${PROVIDERS[c.kind].baseUrlShape})`,
   408: () => 'the provider timed out waiting for the request',
   413: () => 'the request is larger than the provider accepts',
   422: () => 'the provider could not process the request',

@@ -89,9 +89,7 @@ export function parseOpenAiChatResponse(json: unknown, context: AnswerContext = 
   noteUnrecognisedFinish(normalized, context);
   // A refusal or a proposed tool call decides the outcome whatever finish_reason says.
   const finish: FinishReason = refused ? 'refused' : toolCalls.length > 0 ? 'tool_use' : normalized.finish;
-  const usage = isRecord(json.usage)
-    ? { input_tokens: tokenCount(json.usage.prompt_tokens), output_tokens: tokenCount(json.usage.completion_tokens) }
-    : null;
+  const usage = isRecord(json.usage) ? { input_tokens: tokenCount(json.usage.prompt_tokens), output_tokens: tokenCount(json.usage.completion_tokens) } : null;
   return {
     content: text ?? '',
     tool_calls: toolCalls,
@@ -121,5 +119,10 @@ export async function callOpenAiChat(
     },
     signal,
   );
-  return parseOpenAiChatResponse(answer.json, { url, requestId: answer.requestId, secret: config.apiKey, ...(operatorNotes !== undefined ? { operatorNotes } : {}) });
+  return parseOpenAiChatResponse(answer.json, {
+    url,
+    requestId: answer.requestId,
+    secret: config.apiKey,
+    ...(operatorNotes !== undefined ? { operatorNotes } : {}),
+  });
 }

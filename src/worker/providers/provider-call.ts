@@ -33,10 +33,7 @@ export async function callProvider(
   operatorNotes?: Pick<string[], 'push'>,
 ): Promise<TypedInferenceResponse> {
   if (request.options.provider !== config.kind) {
-    throw new ProviderError(
-      `the typed request names provider ${request.options.provider} but the configured provider is ${config.kind}`,
-      'malformed',
-    );
+    throw new ProviderError(`the typed request names provider ${request.options.provider} but the configured provider is ${config.kind}`, 'malformed');
   }
   // The specification caps the output at 4,096 tokens; configuration can only lower it.
   const limit = request.options.max_tokens;

@@ -45,7 +45,10 @@ export interface JsonAnswer {
 
 /** Printable single-line excerpt of untrusted text for standard error, capped, with key-like strings removed. */
 export function safeExcerpt(text: string, secret: string, max = PROVIDER_MESSAGE_MAX_CHARS): string {
-  const cleaned = redactKeys(text, [secret]).replace(/[^\x20-\x7e]+/g, ' ').replace(/\s+/g, ' ').trim();
+  const cleaned = redactKeys(text, [secret])
+    .replace(/[^\x20-\x7e]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
   return cleaned.length > max ? `${cleaned.slice(0, max)}...` : cleaned;
 }
 
@@ -173,12 +176,7 @@ function httpFailure(status: number, bytes: Buffer, headers: IncomingHttpHeaders
   if (wait !== undefined) details.retryAfterMs = wait;
   const providerText = fields.message ?? (parsed === undefined ? bytes.toString('utf8') : '');
   if (providerText !== '') details.providerMessage = safeExcerpt(providerText, post.secret);
-  return new ProviderError(
-    `HTTP ${status} from POST ${shownTarget}: ${post.explainStatus(status)}${identifierSuffix(details)}`,
-    'http',
-    status,
-    details,
-  );
+  return new ProviderError(`HTTP ${status} from POST ${shownTarget}: ${post.explainStatus(status)}${identifierSuffix(details)}`, 'http', status, details);
 }
 
 /**
@@ -213,9 +211,10 @@ async function proxyAgent(target: URL, proxy: ProxySetting): Promise<Agent> {
   let agent = proxyAgents.get(key);
   if (agent === undefined) {
     const options = { keepAlive: true, scheduling: 'lifo' } as const;
-    agent = target.protocol === 'https:'
-      ? new (await import('https-proxy-agent')).HttpsProxyAgent(proxy.url, options)
-      : new (await import('http-proxy-agent')).HttpProxyAgent(proxy.url, options);
+    agent =
+      target.protocol === 'https:'
+        ? new (await import('https-proxy-agent')).HttpsProxyAgent(proxy.url, options)
+        : new (await import('http-proxy-agent')).HttpProxyAgent(proxy.url, options);
     proxyAgents.set(key, agent);
   }
   return agent;

@@ -46,9 +46,10 @@ export function decideRetry(error: unknown, retriesDone: number, msLeft: number,
     const left = formatWait(Math.max(0, msLeft));
     return {
       retry: false,
-      why: asked !== undefined
-        ? `the provider asked to wait ${formatWait(asked)} before retrying, more than the ${left} left before the deadline`
-        : `no time is left for a retry before the deadline (${left} left)`,
+      why:
+        asked !== undefined
+          ? `the provider asked to wait ${formatWait(asked)} before retrying, more than the ${left} left before the deadline`
+          : `no time is left for a retry before the deadline (${left} left)`,
     };
   }
   return { retry: true, waitMs };
