@@ -12,6 +12,7 @@ import { hostileInputs } from './support/hostile-dsl-inputs.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
 import { makeProject, removeProject } from './support/project.js';
 import { type InProcessServer, startInProcessServer } from './support/in-process-server.js';
+import { waitFor } from './support/wait-for.js';
 
 const GOOD = 'agent good {\n  capabilities = ["read"]\n}\n';
 const ANSWER_WAIT_MS = 120_000;
@@ -142,7 +143,7 @@ describe('hostile agent sources at startup', { timeout: 600_000 }, () => {
   });
 
   it('writes the startup summary', async () => {
-    for (let i = 0; i < 600 && !/agents: \d+ found/.test(server.stderr()); i++) await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the startup summary', () => (/agents: \d+ found/.test(server.stderr()) ? true : undefined), 60_000);
     assert.match(server.stderr(), new RegExp(`agents: \\d+ found, \\d+ invocable, \\d+ left out`));
     assert.doesNotMatch(server.stderr(), /internal error|failed unexpectedly/);
   });
