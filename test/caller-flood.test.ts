@@ -6,7 +6,7 @@ import { startSyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv, serverCommand, serverEnv } from './support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage } from './support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, toolCallLine } from './support/raw-stdio.js';
 import { waitFor } from './support/wait-for.js';
 
 // A caller cannot exhaust the server's memory, through the real stdio of the
@@ -83,7 +83,7 @@ describe('a client that does not read standard output', () => {
       // Each request earns an answer of twice the source (text and structuredContent): about 1 MiB.
       let requests = '';
       for (let id = 1; id <= DSL_CALLS; id++) {
-        requests += jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get_agent_dsl', arguments: { agent: 'big' } } });
+        requests += toolCallLine(id, 'get_agent_dsl', { agent: 'big' });
       }
       child.stdin.write(requests);
       // Long enough for an unbounded server to have answered everything into its own memory. A fixed
@@ -120,12 +120,7 @@ describe('a flood of invocations against a provider that does not answer', () =>
       const systemPrompt = 's'.repeat(BIG_TEXT);
       let lines = '';
       for (let id = 1; id <= FLOOD_CALLS; id++) {
-        lines += jsonLine({
-          jsonrpc: '2.0',
-          id,
-          method: 'tools/call',
-          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt, system_prompt: systemPrompt } },
-        });
+        lines += toolCallLine(id, 'invoke_agent', { agent: 'assistant', prompt, system_prompt: systemPrompt });
       }
       await server.send(lines);
 

@@ -4,7 +4,7 @@ import { startSyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv } from './support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer } from './support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, toolCallLine } from './support/raw-stdio.js';
 
 // Capacity counts what the client counts: a call it cancelled is over for it,
 // so the run being finished after that cancel (its terminal record still to
@@ -18,13 +18,7 @@ describe('capacity and cancelled calls', () => {
     const endpoint = await startSyntheticEndpoint();
     const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' });
     const server = spawnRawServer(project, { args: ['--max-invocations', String(CAPACITY)], env: providerEnv(endpoint.url) });
-    const call = (id: number): string =>
-      jsonLine({
-        jsonrpc: '2.0',
-        id,
-        method: 'tools/call',
-        params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `call ${id} [[hold]]` } },
-      });
+    const call = (id: number): string => toolCallLine(id, 'invoke_agent', { agent: 'assistant', prompt: `call ${id} [[hold]]` });
     try {
       await server.send(jsonLine(INITIALIZE));
       await server.waitFor('init');

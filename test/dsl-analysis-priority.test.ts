@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DSL_ANALYSIS_QUEUE_MAX } from '../src/shared/limits.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage } from './support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, toolCallLine } from './support/raw-stdio.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv } from './support/server.js';
 import { startSyntheticEndpoint } from './support/synthetic-endpoint.js';
@@ -21,10 +21,6 @@ const LARGE_TEXT = UNIT.repeat(Math.floor((512 * 1024) / UNIT.length));
 
 type CallResult = { isError?: boolean; content: { type: string; text: string }[] };
 
-function callTool(id: string, name: string, args: Record<string, unknown>): string {
-  return jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-}
-
 function resultOf(message: RawMessage): CallResult {
   assert.ok('result' in message, `a JSON-RPC error: ${JSON.stringify(message).slice(0, 300)}`);
   return message.result as CallResult;
@@ -43,8 +39,8 @@ describe('the DSL analysis thread’s queue', { timeout: 300_000 }, () => {
       // of an agent not selected yet, its provider request held at the endpoint.
       const accepted = Array.from({ length: DSL_ANALYSIS_QUEUE_MAX + 1 }, (_, i) => `text${i}`);
       let batch = '';
-      for (const id of [...accepted, 'over']) batch += callTool(id, 'parse_dsl', { content: LARGE_TEXT });
-      batch += jsonLine(INITIALIZED) + callTool('invoke', 'invoke_agent', { agent: 'assistant', prompt: 'hello [[hold]]' });
+      for (const id of [...accepted, 'over']) batch += toolCallLine(id, 'parse_dsl', { content: LARGE_TEXT });
+      batch += jsonLine(INITIALIZED) + toolCallLine('invoke', 'invoke_agent', { agent: 'assistant', prompt: 'hello [[hold]]' });
       await server.send(batch);
 
       const over = resultOf(await server.waitFor('over', WAIT_MS));

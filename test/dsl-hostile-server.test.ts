@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { DSL_ANALYSIS_QUEUE_MAX, DSL_FILE_MAX_BYTES } from '../src/shared/limits.js';
 import { createOperatorLog } from '../src/supervisor/operator/operator-log.js';
 import { hostileInputs } from './support/hostile-dsl-inputs.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer, toolCallLine } from './support/raw-stdio.js';
 import { makeProject, removeProject } from './support/project.js';
 import { type InProcessServer, startInProcessServer } from './support/in-process-server.js';
 import { waitFor } from './support/wait-for.js';
@@ -18,10 +18,6 @@ const GOOD = 'agent good {\n  capabilities = ["read"]\n}\n';
 const ANSWER_WAIT_MS = 120_000;
 
 type CallResult = { isError?: boolean; content: { type: string; text: string }[]; structuredContent?: Record<string, unknown> };
-
-function callTool(id: string, name: string, args: Record<string, unknown>): string {
-  return jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-}
 
 function resultOf(message: RawMessage): CallResult {
   assert.ok('result' in message, `a JSON-RPC error: ${JSON.stringify(message).slice(0, 300)}`);
@@ -63,9 +59,9 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
     // after each group, must not wait for the group's analyses.
     for (let first = 0; first < rows.length; first += DSL_ANALYSIS_QUEUE_MAX) {
       const group = rows.slice(first, first + DSL_ANALYSIS_QUEUE_MAX).map((row, i) => ({ row, id: `p${first + i}` }));
-      for (const { row, id } of group) await server.send(callTool(id, 'parse_dsl', { content: row.text }));
+      for (const { row, id } of group) await server.send(toolCallLine(id, 'parse_dsl', { content: row.text }));
       await new Promise((r) => setTimeout(r, 100));
-      await server.send(callTool(`list${first}`, 'list_agents', {}));
+      await server.send(toolCallLine(`list${first}`, 'list_agents', {}));
       const list = resultOf(await server.waitFor(`list${first}`, ANSWER_WAIT_MS));
       assert.equal(list.isError, undefined);
       const answered = group.filter(({ id }) => server.messages().some((m) => m.id === id)).length;
@@ -78,7 +74,7 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
     }
 
     // Still alive and well.
-    await server.send(callTool('again', 'parse_dsl', { content: GOOD }));
+    await server.send(toolCallLine('again', 'parse_dsl', { content: GOOD }));
     const again = resultOf(await server.waitFor('again', ANSWER_WAIT_MS));
     assert.deepEqual(
       (again.structuredContent!.agents as { name: string }[]).map((a) => a.name),
@@ -88,7 +84,7 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
 
   it('turns a report over the answer limit into one line', async () => {
     // 123,008 classification rules report as about 8.9 MB of JSON, over the 4 MiB answer limit.
-    await server.send(callTool('big', 'parse_dsl', { content: `channel c { data_classification { ${'a: b, '.repeat(123_008)}} }` }));
+    await server.send(toolCallLine('big', 'parse_dsl', { content: `channel c { data_classification { ${'a: b, '.repeat(123_008)}} }` }));
     const big = resultOf(await server.waitFor('big', ANSWER_WAIT_MS));
     assert.equal(big.isError, true);
     assert.match(

@@ -8,7 +8,7 @@ import { providerEnv, type RunningServer, startServer } from './support/server.j
 import { assertCompleteJournal, eventNames, inspect, journalsIn, projectPublicKey, readJournal, runIdOf } from './support/journal.js';
 import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
 import { readAsSymbiont } from './support/symbiont-reader.js';
-import { jsonLine, spawnInitializedServer } from './support/raw-stdio.js';
+import { jsonLine, spawnInitializedServer, toolCallLine } from './support/raw-stdio.js';
 import { waitFor } from './support/wait-for.js';
 
 const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
@@ -160,7 +160,9 @@ describe('cancellation over stdio', () => {
       const delay = Math.floor(Math.random() * 40);
       calls.push(
         server.client
-          .callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `n${i} [[delay:${delay}]]` } }, undefined, { signal: controller.signal })
+          .callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `n${i} [[delay:${delay}]]` } }, undefined, {
+            signal: controller.signal,
+          })
           .catch(() => undefined),
       );
       if (i % 2 === 0) setTimeout(() => controller.abort('stress'), Math.floor(Math.random() * 50));
@@ -188,14 +190,7 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     try {
       const server = spawnServer(project);
-      await server.send(
-        jsonLine({
-          jsonrpc: '2.0',
-          id: 7,
-          method: 'tools/call',
-          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' }, _meta: { progressToken: 'p7' } },
-        }),
-      );
+      await server.send(toolCallLine(7, 'invoke_agent', { agent: 'assistant', prompt: 'hi' }, 'p7'));
       const messages = await waitFor('the result', () => {
         const parsed = server.messages() as Array<{ id?: number; method?: string; params?: { progressToken?: string; message?: string; progress?: number } }>;
         return parsed.some((m) => m.id === 7) ? parsed : undefined;
@@ -214,9 +209,7 @@ describe('shutdown and process loss', () => {
       assert.ok(!JSON.stringify(progress).includes('Hello from the synthetic endpoint'));
 
       // A call without a progressToken gets its result and no progress notices at all.
-      await server.send(
-        jsonLine({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hi' } } }),
-      );
+      await server.send(toolCallLine(8, 'invoke_agent', { agent: 'assistant', prompt: 'hi' }));
       const all = await waitFor('the second result', () => {
         const parsed = server.messages() as Array<{ id?: number; method?: string }>;
         return parsed.some((m) => m.id === 8) ? parsed : undefined;
@@ -234,14 +227,7 @@ describe('shutdown and process loss', () => {
       const seen = shared.endpoint.requests.length;
       const server = spawnServer(project);
       for (let i = 1; i <= 20; i++) {
-        await server.send(
-          jsonLine({
-            jsonrpc: '2.0',
-            id: i,
-            method: 'tools/call',
-            params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } },
-          }),
-        );
+        await server.send(toolCallLine(i, 'invoke_agent', { agent: 'assistant', prompt: `[[hold]] ${i}` }));
       }
       await shared.endpoint.waitForRequests(seen + 20, 15_000);
       const code = await server.end();
@@ -265,14 +251,7 @@ describe('shutdown and process loss', () => {
       const seen = shared.endpoint.requests.length;
       const server = spawnServer(project);
       for (let i = 1; i <= 5; i++) {
-        await server.send(
-          jsonLine({
-            jsonrpc: '2.0',
-            id: i,
-            method: 'tools/call',
-            params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `[[hold]] ${i}` } },
-          }),
-        );
+        await server.send(toolCallLine(i, 'invoke_agent', { agent: 'assistant', prompt: `[[hold]] ${i}` }));
       }
       await shared.endpoint.waitForRequests(seen + 5);
       server.kill('SIGTERM');
@@ -292,14 +271,7 @@ describe('shutdown and process loss', () => {
       // A run waiting on its provider is ended by its owner at once (journal-handover.ts); one whose
       // worker thread is stuck holding its journal cannot be ended by anyone.
       const server = spawnServer(project, ['--shutdown-grace-ms', '0'], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
-      await server.send(
-        jsonLine({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } },
-        }),
-      );
+      await server.send(toolCallLine(1, 'invoke_agent', { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, 'hang'));
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       server.kill('SIGTERM');
       assert.equal(await server.exited, 1);
@@ -319,14 +291,7 @@ describe('shutdown and process loss', () => {
           id?: number;
           result?: { isError?: boolean; structuredContent?: { audit: { run_id: string; path: string } }; content: { text: string }[] };
         };
-      await server.send(
-        jsonLine({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'crash [[fault:worker-exit]]' } },
-        }),
-      );
+      await server.send(toolCallLine(1, 'invoke_agent', { agent: 'assistant', prompt: 'crash [[fault:worker-exit]]' }));
       const crashed = await resultOf(1);
       assert.equal(crashed.result?.isError, true);
       assert.match(crashed.result.content[0]!.text, /worker running this invocation failed/);
@@ -334,14 +299,7 @@ describe('shutdown and process loss', () => {
       // Ended by the run's owner as a stopped run: the budget (the reservation now uncertain), then Terminated.
       assert.deepEqual(eventNames(readJournal(audit.path)), [...ROUTE_SEQUENCES.cancelledDuringCall]);
       assert.equal(assertCompleteJournal(audit.path, projectPublicKey(project)), 2, 'the request had left: its effect is unknown');
-      await server.send(
-        jsonLine({
-          jsonrpc: '2.0',
-          id: 2,
-          method: 'tools/call',
-          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'after the crash' } },
-        }),
-      );
+      await server.send(toolCallLine(2, 'invoke_agent', { agent: 'assistant', prompt: 'after the crash' }));
       const next = await resultOf(2);
       assert.equal(next.result?.isError, undefined, JSON.stringify(next));
       assert.equal(await server.end(), 0, `the server did not exit 0; its standard error ends: ${server.stderr().slice(-3000)}`);
@@ -354,14 +312,7 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     try {
       const server = spawnServer(project, ['--shutdown-grace-ms', '60000'], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
-      await server.send(
-        jsonLine({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } },
-        }),
-      );
+      await server.send(toolCallLine(1, 'invoke_agent', { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, 'hang'));
       // The worker blocks right after it reports the request_sent phase, so once
       // that notice is out, no cancel can reach the run any more.
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
@@ -385,14 +336,7 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-hang-between-writes' });
     try {
-      await server.send(
-        jsonLine({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } },
-        }),
-      );
+      await server.send(toolCallLine(1, 'invoke_agent', { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, 'hang'));
       // The worker thread blocks for good once Started and DirectInferenceRequested are durable.
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       const [journal] = journalsIn(project);
@@ -413,7 +357,7 @@ describe('shutdown and process loss', () => {
       assert.equal(assertCompleteJournal(journal, projectPublicKey(project)), 2, 'the request record was durable: its effect is unknown');
       await waitFor('the run ended line', () => (/run ended .*outcome=cancelled reason=cancelled/.test(server.stderr()) ? true : undefined));
       // The server still answers.
-      await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_agents', arguments: {} } }));
+      await server.send(toolCallLine(2, 'list_agents', {}));
       await server.waitFor(2);
     } finally {
       server.kill('SIGKILL');
@@ -426,27 +370,13 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
     try {
-      await server.send(
-        jsonLine({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } },
-        }),
-      );
+      await server.send(toolCallLine(1, 'invoke_agent', { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, 'hang'));
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       // The pool spreads these over its threads, the hung one included: the runs
       // given to it can never start, so only their owners can finish them.
       const ids = Array.from({ length: 16 }, (_, i) => i + 2);
       for (const id of ids) {
-        await server.send(
-          jsonLine({
-            jsonrpc: '2.0',
-            id,
-            method: 'tools/call',
-            params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `queued ${id} [[hold]]` } },
-          }),
-        );
+        await server.send(toolCallLine(id, 'invoke_agent', { agent: 'assistant', prompt: `queued ${id} [[hold]]` }));
       }
       // Each run is handed to the pool before its "run started" line: cancel once all 17 are out.
       await waitFor('17 run started lines', () => (server.stderr().split('run started').length > ids.length + 1 ? true : undefined));
@@ -486,9 +416,7 @@ describe('shutdown and process loss', () => {
     try {
       const seen = shared.endpoint.requests.length;
       const server = spawnServer(project);
-      await server.send(
-        jsonLine({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: '[[hold]]' } } }),
-      );
+      await server.send(toolCallLine(1, 'invoke_agent', { agent: 'assistant', prompt: '[[hold]]' }));
       await shared.endpoint.waitForRequests(seen + 1);
       server.kill('SIGKILL');
       await server.exited;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { makeProject, removeProject } from './support/project.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer, toolCallLine } from './support/raw-stdio.js';
 import { serverCommand, serverEnv, waitForStderr } from './support/server.js';
 import { waitFor } from './support/wait-for.js';
 
@@ -261,7 +261,7 @@ describe('malformed JSON-RPC over real stdio', () => {
   });
 
   it('keeps serving, writes only JSON-RPC to stdout and never echoes the bytes to stderr', async () => {
-    await server.send(jsonLine({ jsonrpc: '2.0', id: 200, method: 'tools/call', params: { name: 'get_agent_dsl', arguments: { agent: 'assistant' } } }));
+    await server.send(toolCallLine(200, 'get_agent_dsl', { agent: 'assistant' }));
     const dsl = await server.waitFor(200);
     assert.equal((dsl.result as { content: Array<{ text: string }> }).content[0]!.text, 'agent assistant {\n}\n');
     for (const l of server.lines()) assert.equal((JSON.parse(l) as { jsonrpc: string }).jsonrpc, '2.0');
@@ -305,7 +305,7 @@ describe('a client that floods malformed lines without reading the answers', () 
         });
       const settled = answered(2);
       child.stdin.write(jsonLine(INITIALIZE));
-      child.stdin.write(jsonLine({ jsonrpc: '2.0', id: 'agents', method: 'tools/call', params: { name: 'list_agents', arguments: {} } }));
+      child.stdin.write(toolCallLine('agents', 'list_agents', {}));
       await settled;
       child.stdout.pause();
       await waitFor('the analysis thread to end', () => (threads() < mostThreads ? true : undefined));

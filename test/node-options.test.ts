@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { withoutRefusedOptions } from '../src/supervisor/threads/sandboxed-thread.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawStdioServer } from './support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawStdio, type RawStdioServer, toolCallLine } from './support/raw-stdio.js';
 import { providerEnv } from './support/server.js';
 import { symbiBin } from './support/server-entry.js';
 import { suiteFixture, suiteScratch } from './support/suite-fixture.js';
@@ -45,9 +45,7 @@ async function session(project: string, endpointUrl: string, nodeArgs: string[],
         params: { name: 'parse_dsl', arguments: { content: 'agent a {\n  capabilities = ["x"]\n}\n' } },
       }),
     );
-    await server.send(
-      jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'hello' } } }),
-    );
+    await server.send(toolCallLine(2, 'invoke_agent', { agent: 'assistant', prompt: 'hello' }));
     await server.waitFor(1, 30_000);
     await server.waitFor(2, 30_000);
     return { server, code: await server.end() };
@@ -157,8 +155,7 @@ describe('a worker thread that cannot start', () => {
       await server.send(jsonLine(INITIALIZE));
       await server.waitFor('init', 30_000);
       await server.send(jsonLine(INITIALIZED));
-      const call = (id: number, name: string, args: Record<string, unknown>) =>
-        jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+      const call = toolCallLine;
       await server.send(
         call(1, 'invoke_agent', { agent: 'assistant', prompt: 'hello' }) +
           call(2, 'parse_dsl', { content: 'agent a {\n}\n' }) +

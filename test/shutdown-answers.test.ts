@@ -8,7 +8,7 @@ import { suiteFixture, suiteScratch } from './support/suite-fixture.js';
 import { providerEnv, serverCommand } from './support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
 import { waitFor } from './support/wait-for.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage } from './support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, toolCallLine } from './support/raw-stdio.js';
 
 // Every request the server read gets exactly one answer, however the session
 // ends: standard input closing right after a batch of calls, or SIGTERM while
@@ -23,9 +23,8 @@ type Answer = RawMessage & {
   error?: { code: number; message: string };
 };
 
-const invokeCall = (id: number, prompt: string): string =>
-  jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt } } });
-const listAgents = (id: number): string => jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'list_agents', arguments: {} } });
+const invokeCall = (id: number, prompt: string): string => toolCallLine(id, 'invoke_agent', { agent: 'assistant', prompt });
+const listAgents = (id: number): string => toolCallLine(id, 'list_agents', {});
 
 function answersById(messages: RawMessage[]): Map<unknown, Answer[]> {
   const byId = new Map<unknown, Answer[]>();
@@ -101,14 +100,7 @@ describe('every request read is answered when the session ends', () => {
       await server.waitFor('init');
       await server.send(jsonLine(INITIALIZED));
       // The worker thread blocks once the request is sent: the run can neither finish nor be cancelled.
-      await server.send(
-        jsonLine({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'tools/call',
-          params: { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, _meta: { progressToken: 'hang' } },
-        }),
-      );
+      await server.send(toolCallLine(1, 'invoke_agent', { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, 'hang'));
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
       server.kill('SIGTERM');
       assert.equal(await server.exited, 1, server.stderr());

@@ -10,7 +10,7 @@ import { makeProject, removeProject } from './support/project.js';
 import { suiteFixture } from './support/suite-fixture.js';
 import { providerEnv } from './support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
-import { jsonLine, spawnInitializedServer, type RawStdioServer } from './support/raw-stdio.js';
+import { jsonLine, spawnInitializedServer, toolCallLine, type RawStdioServer } from './support/raw-stdio.js';
 import { waitFor } from './support/wait-for.js';
 
 // Each worker thread is a sandbox: a heap limit it cannot pass without ending
@@ -40,7 +40,7 @@ function invoke(server: RawStdioServer, id: number, prompt: string): void {
 }
 
 function callTool(server: RawStdioServer, id: number, name: string, args: Record<string, unknown>): void {
-  server.send(jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } })).catch(() => undefined);
+  server.send(toolCallLine(id, name, args)).catch(() => undefined);
 }
 
 // A library preloaded into the server process (`node --require`, as APM agents are installed)

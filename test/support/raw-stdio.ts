@@ -36,6 +36,12 @@ export const INITIALIZE = {
 export const INITIALIZED = { jsonrpc: '2.0', method: 'notifications/initialized' };
 export const jsonLine = (message: unknown): string => `${JSON.stringify(message)}\n`;
 
+/** One tools/call request as a JSON line; a `progressToken` asks for progress notices. */
+export function toolCallLine(id: string | number, name: string, args: Record<string, unknown>, progressToken?: string): string {
+  const params = progressToken === undefined ? { name, arguments: args } : { name, arguments: args, _meta: { progressToken } };
+  return jsonLine({ jsonrpc: '2.0', id, method: 'tools/call', params });
+}
+
 /** Starts `command` with piped stdio for a test that reads and writes raw JSON-RPC lines. */
 export function spawnRawStdio(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): RawStdioServer {
   const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], env });
