@@ -56,7 +56,9 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
   it('answers every row of the issue, and a list_agents sent meanwhile before the analyses are done', async () => {
     const rows = hostileInputs(DSL_FILE_MAX_BYTES);
     // Rows go in groups as large as the analysis queue takes; list_agents, sent 100 ms
-    // after each group, must not wait for the group's analyses.
+    // after each group, must not wait for the group's analyses. The 100 ms is the scenario
+    // (a call arriving while analyses are queued), not a wait for an event: the assertion
+    // below holds however early list_agents arrives.
     for (let first = 0; first < rows.length; first += DSL_ANALYSIS_QUEUE_MAX) {
       const group = rows.slice(first, first + DSL_ANALYSIS_QUEUE_MAX).map((row, i) => ({ row, id: `p${first + i}` }));
       for (const { row, id } of group) await server.send(toolCallLine(id, 'parse_dsl', { content: row.text }));
