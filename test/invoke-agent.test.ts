@@ -8,7 +8,7 @@ import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthe
 import { makeProject, removeProject } from './support/project.js';
 import { startInProcessServer } from './support/in-process-server.js';
 import { auditOf, providerEnv, type RunningServer, startServer, textOf } from './support/server.js';
-import { eventNames, inspect, journalsIn, projectPublicKey, readJournal, runIdOf } from './support/journal.js';
+import { eventNames, inspect, inspectWithCli, journalsIn, projectPublicKey, readJournal, runIdOf } from './support/journal.js';
 import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
 import { readAsSymbiont } from './support/symbiont-reader.js';
 
@@ -112,7 +112,8 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     assert.equal(seen.requestHash, seen.computedHash);
     assert.equal(seen.inspectStatus, 2, 'a prefix ending with a requested call needs reconciliation');
     assert.equal(endpoint.requests.length, before + 1);
-    const { status, report } = inspect(ref.audit.path, ref.audit.run_id, ref.audit.public_key);
+    // The auditor's command itself, as a process, on a complete journal a real server wrote.
+    const { status, report } = inspectWithCli(ref.audit.path, ref.audit.run_id, ref.audit.public_key);
     assert.equal(status, 0, JSON.stringify(report));
     assert.equal(report.journal_complete, true);
   });

@@ -5,7 +5,7 @@ import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthe
 import { suiteFixture } from './support/suite-fixture.js';
 import { makeProject, removeProject } from './support/project.js';
 import { providerEnv, type RunningServer, startServer } from './support/server.js';
-import { assertCompleteJournal, eventNames, inspect, journalsIn, projectPublicKey, readJournal, runIdOf } from './support/journal.js';
+import { assertCompleteJournal, eventNames, inspect, inspectWithCli, journalsIn, projectPublicKey, readJournal, runIdOf } from './support/journal.js';
 import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
 import { readAsSymbiont } from './support/symbiont-reader.js';
 import { jsonLine, spawnInitializedServer, toolCallLine } from './support/raw-stdio.js';
@@ -98,7 +98,8 @@ describe('cancellation over stdio', () => {
     assert.deepEqual(readAsSymbiont(journal), [...ROUTE_SEQUENCES.cancelledDuringCall]);
     const request = endpoint.requests[seen]!;
     await waitFor('the endpoint to see the connection close', () => (request.closedEarly ? true : undefined));
-    assert.equal(inspect(journal, runIdOf(journal), projectPublicKey(project)).status, 2);
+    // The auditor's command itself, as a process: a journal that needs reconciliation exits 2.
+    assert.equal(inspectWithCli(journal, runIdOf(journal), projectPublicKey(project)).status, 2);
   });
 
   it('cancels while the journal opens (cancel sent right after the call)', async () => {

@@ -8,7 +8,7 @@ import { symbiBin } from './server-entry.js';
 import { readAsSymbiont } from './symbiont-reader.js';
 
 // Reading a test project's signed journals: their records, the project's
-// public key, and `symbi audit inspect`'s verdict on them.
+// public key, and `symbi audit inspect`'s verdict on them (in this process, or as a process).
 
 /** One journal line and its parsed payload. */
 export interface JournalRecord {
@@ -46,8 +46,20 @@ export function journalsIn(project: string): string[] {
     .map((n) => path.join(dir, n));
 }
 
-/** `symbi audit inspect --cross-check` on one run: its exit status and JSON report. */
+/**
+ * A run's verdict, as `symbi audit inspect --cross-check` gives it: the exit status and the report it
+ * prints. The verifier runs in this process, the code the command runs; the command itself (its
+ * arguments, standard output, exit status) is tested through the process by inspectWithCli, by
+ * audit-cli.test.ts and by journal-tamper.test.ts.
+ */
 export function inspect(journal: string, runId: string, publicKey: string): { status: number; report: Record<string, unknown> } {
+  const { exitCode, report } = inspectJournal(journal, runId.toLowerCase(), publicKey.toLowerCase(), { crossCheck: true });
+  // As the command prints it: JSON, so a field left undefined is absent.
+  return checkedAsSymbiont(journal, exitCode, JSON.parse(JSON.stringify(report)) as Record<string, unknown>);
+}
+
+/** `symbi audit inspect --cross-check` on one run, as a process: its exit status and the JSON report it prints. */
+export function inspectWithCli(journal: string, runId: string, publicKey: string): { status: number; report: Record<string, unknown> } {
   const result = spawnSync(process.execPath, [symbiBin, 'audit', 'inspect', journal, '--run-id', runId, '--public-key', publicKey, '--cross-check'], {
     encoding: 'utf8',
   });
@@ -57,10 +69,14 @@ export function inspect(journal: string, runId: string, publicKey: string): { st
   } catch {
     report = { unparsed: result.stdout, stderr: result.stderr };
   }
+  return checkedAsSymbiont(journal, result.status ?? -1, report);
+}
+
+function checkedAsSymbiont(journal: string, status: number, report: Record<string, unknown>): { status: number; report: Record<string, unknown> } {
   // A journal `audit inspect` verifies as Symbiont's format must also deserialize under Symbiont's
   // own types, read by the independent reader (symbiont-reader.ts), whatever the test looks at next.
-  if (result.status !== 1 && report.record_format === 'symbiont-response-route' && report.unverified_tail_bytes === 0) readAsSymbiont(journal);
-  return { status: result.status ?? -1, report };
+  if (status !== 1 && report.record_format === 'symbiont-response-route' && report.unverified_tail_bytes === 0) readAsSymbiont(journal);
+  return { status, report };
 }
 
 /** The run id a journal's name carries: `<run_id>.jsonl`, or Symbiont's `<agent_id>.<run_id>.jsonl`. */
