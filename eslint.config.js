@@ -27,7 +27,7 @@ const stdoutRules = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/', 'bundle/', 'node_modules/', '.ci/cache/', 'test/fixtures/', '**/*.mjs', '**/*.cjs', 'bin/'] },
+  { ignores: ['dist/', 'bundle/', '.test-build/', 'node_modules/', '.ci/cache/', 'test/fixtures/', '**/*.mjs', '**/*.cjs', 'bin/'] },
   {
     files: ['**/*.ts'],
     extends: [js.configs.recommended, ...tseslint.configs.recommendedTypeChecked],

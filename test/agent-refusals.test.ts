@@ -13,7 +13,7 @@ import type { CheckReport } from '../src/supervisor/commands/check-command.js';
 import { AGENT_REFUSAL_KINDS } from '../src/supervisor/runs/agent-refusal.js';
 import { namespaceSkip } from './support/mount-namespace.js';
 import { makeProject, removeProject } from './support/project.js';
-import { repoRoot, symbiBin } from './support/server-entry.js';
+import { builtModule, repoRoot, symbiBin } from './support/server-entry.js';
 import { type InProcessServer, startInProcessServer } from './support/in-process-server.js';
 import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
 
@@ -215,7 +215,7 @@ describe('a stem shared with a file the startup analysis leaves out', { timeout:
   });
 
   it('is what invoke_agent selects, and list_agents and symbi check say so', async () => {
-    const built = async <T>(module: string): Promise<T> => (await import(new URL(`../dist/${module}`, import.meta.url).href)) as T;
+    const built = async <T>(module: string): Promise<T> => (await import(builtModule(module))) as T;
     const { pinProject } = await built<typeof import('../src/shared/confinement/index.js')>('shared/confinement/index.js');
     const { closeAuditStorage } = await built<typeof import('../src/shared/storage/audit-storage.js')>('shared/storage/audit-storage.js');
     const { takeStartupSnapshot } = await built<typeof import('../src/supervisor/startup/startup-snapshot.js')>('supervisor/startup/startup-snapshot.js');

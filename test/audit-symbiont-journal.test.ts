@@ -9,6 +9,7 @@ import { seedKey } from './support/crafted-journal.js';
 import { inspect } from './support/journal.js';
 import { readAsSymbiont } from './support/symbiont-reader.js';
 import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
+import { repoRoot } from './support/server-entry.js';
 
 // Journals built by hand, record by record, as Symbiont's own route writes them (its key order
 // after canonicalisation, nanosecond timestamps, an f32 temperature widened to f64, its
@@ -259,7 +260,7 @@ test("a record missing a field Symbiont's type requires is refused, as Symbiont'
 });
 
 test("docs/audit.md's table of outcomes lists the records test/support/symbiont-route.ts expects", () => {
-  const text = fs.readFileSync(path.join(import.meta.dirname, '..', 'docs', 'audit.md'), 'utf8');
+  const text = fs.readFileSync(path.join(repoRoot, 'docs', 'audit.md'), 'utf8');
   const names = new Set<string>(ROUTE_SEQUENCES.permitted);
   const rowOf = (outcome: string): string[] => {
     const row = text.split('\n').find((line) => line.startsWith(`| ${outcome} |`));
@@ -275,7 +276,7 @@ test("docs/audit.md's table of outcomes lists the records test/support/symbiont-
 
 // Journals the previous version of this server wrote (commit b780a1b, six records, plain hex hashes),
 // with the key that signed them: they keep verifying, with the same verdicts, reported as the older format.
-const OLD_JOURNALS = path.join(import.meta.dirname, 'fixtures', 'journals-0.1');
+const OLD_JOURNALS = path.join(repoRoot, 'test', 'fixtures', 'journals-0.1');
 for (const [label, expectedStatus] of [
   ['permitted', 0],
   ['denied', 0],

@@ -3,14 +3,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { compiledCedarModule } from '../src/shared/policy/cedar-engine.js';
 import { loadPolicySet } from '../src/shared/policy/policy-set.js';
+import { repoRoot as repo } from './support/server-entry.js';
 
 // Cedar's wasm is compiled once, in the supervisor; a worker thread decides with the module it
 // receives and never compiles one itself (cedar-engine.ts). Runs the built code (npm run build).
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dist = (p: string) => pathToFileURL(path.join(repo, 'dist', 'shared', p)).href;
 
 test('a worker thread decides with the Cedar module compiled in the parent, without compiling one', async () => {

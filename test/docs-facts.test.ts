@@ -2,16 +2,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as limits from '../src/shared/limits.js';
 import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/threads/invocation-pool.js';
 import { MAX_RETRIES, RETRYABLE_HTTP_STATUSES } from '../src/worker/providers/retry-policy.js';
+import { repoRoot } from './support/server-entry.js';
 
 // Where the documentation restates a number the code defines (a limit, a heap
 // size, a thread count, a cap on a log line), the number is read from the
 // source here and the sentence checked against it, so the two cannot drift.
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** A documentation page with runs of white space (line breaks included) read as one space. */
 function doc(name: string): string {

@@ -2,14 +2,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { repoRoot } from './support/server-entry.js';
 
 // Every relative link in the README and docs/ reaches a file or folder of the
 // repository, and every #anchor a heading of the page it names (GitHub's
 // heading ids). Every docs/ page a comment in src/ or scripts/ cites exists
 // too, with the section it quotes.
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function markdownFiles(): string[] {
   const files = ['README.md', 'CHANGELOG.md', path.join('policies', 'README.md')].filter((f) => fs.existsSync(path.join(repoRoot, f)));

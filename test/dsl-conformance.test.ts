@@ -6,10 +6,10 @@
 // in test/fixtures/dsl/symbiont/, with the verdict its parser gives them.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { parseDslReport, type ParseReport } from '../src/shared/dsl/parse-report.js';
+import { repoRoot } from './support/server-entry.js';
 
 type Accepted = { text: string; report?: Partial<ParseReport> };
 
@@ -385,7 +385,7 @@ for (const [construct, cases] of Object.entries(rejected)) {
   });
 }
 
-const symbiontDir = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'dsl', 'symbiont');
+const symbiontDir = join(repoRoot, 'test', 'fixtures', 'dsl', 'symbiont');
 const symbiont = (name: string): ParseReport => parseDslReport(readFileSync(join(symbiontDir, name), 'utf8'), `agents/${name}`);
 
 test("Symbiont's code_reviewer.symbi parses, with its metadata, policies and with block", () => {

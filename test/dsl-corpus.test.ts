@@ -3,13 +3,13 @@
 // change with UPDATE_DSL_FIXTURES=1 and review the diff.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { definitionRefusalText, selectConversationalDefinition } from '../src/shared/dsl/conversational-definition.js';
 import { parseDslBytes } from '../src/shared/dsl/parse-report.js';
+import { repoRoot } from './support/server-entry.js';
 
-const dir = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'dsl');
+const dir = join(repoRoot, 'test', 'fixtures', 'dsl');
 const sources = readdirSync(dir)
   .filter((f) => f.endsWith('.symbi') || f.endsWith('.dsl'))
   .sort();

@@ -13,6 +13,7 @@ import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, typ
 import { makeProject, removeProject } from './support/project.js';
 import { type InProcessServer, startInProcessServer } from './support/in-process-server.js';
 import { waitFor } from './support/wait-for.js';
+import { builtModule } from './support/server-entry.js';
 
 const GOOD = 'agent good {\n  capabilities = ["read"]\n}\n';
 const ANSWER_WAIT_MS = 120_000;
@@ -150,7 +151,7 @@ describe('hostile agent sources at startup', { timeout: 600_000 }, () => {
 describe('the DSL analysis thread', { timeout: 120_000 }, () => {
   it('ends a text over its budget with one line, keeps the event loop free meanwhile, and starts a fresh thread for the next text', async () => {
     const { DslAnalysisPool } = (await import(
-      new URL('../dist/supervisor/threads/dsl-analysis-pool.js', import.meta.url).href
+      builtModule('supervisor/threads/dsl-analysis-pool.js')
     )) as typeof import('../src/supervisor/threads/dsl-analysis-pool.js');
     const pool = new DslAnalysisPool({ log: createOperatorLog('text'), budgetMs: 50 });
     try {
@@ -170,7 +171,7 @@ describe('the DSL analysis thread', { timeout: 120_000 }, () => {
 
   it(`holds at most ${DSL_ANALYSIS_QUEUE_MAX} waiting parse_dsl texts, and says it is busy past that`, async () => {
     const { DslAnalysisPool } = (await import(
-      new URL('../dist/supervisor/threads/dsl-analysis-pool.js', import.meta.url).href
+      builtModule('supervisor/threads/dsl-analysis-pool.js')
     )) as typeof import('../src/supervisor/threads/dsl-analysis-pool.js');
     const pool = new DslAnalysisPool({ log: createOperatorLog('text') });
     try {

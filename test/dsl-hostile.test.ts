@@ -5,15 +5,15 @@
 // targets live in scripts/bench/bench-dsl-hostile.ts).
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { definitionRefusalText, selectConversationalDefinition } from '../src/shared/dsl/conversational-definition.js';
 import { parseDslReport, type ParseReport } from '../src/shared/dsl/parse-report.js';
 import { summariseSource } from '../src/shared/dsl/source-summary.js';
 import { DSL_FILE_MAX_BYTES, DSL_MAX_ERRORS } from '../src/shared/limits.js';
 import { AMPLIFIED_CONTEXTS as contexts, AMPLIFIED_UNITS as units, hostileInputs } from './support/hostile-dsl-inputs.js';
+import { repoRoot } from './support/server-entry.js';
 
 /** Generous: a slow, shared CI machine still stays far inside it; a quadratic step does not. */
 const MS_PER_KIB = 100;
@@ -100,8 +100,7 @@ test('a run of characters that start no token is one error naming the first', ()
 // Fuzz: grammar shapes amplified to tens of kilobytes, and Symbiont samples
 // mutated by deletion, insertion and duplication of their own text.
 
-const here = dirname(fileURLToPath(import.meta.url));
-const samplesDir = join(here, 'fixtures', 'dsl', 'symbiont');
+const samplesDir = join(repoRoot, 'test', 'fixtures', 'dsl', 'symbiont');
 const samples = [
   ...readdirSync(samplesDir)
     .filter((f) => /\.(symbi|dsl)$/.test(f))

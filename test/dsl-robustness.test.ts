@@ -1,15 +1,15 @@
 // Hostile input: random bytes, mutated corpus files, deep nesting, limits.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { definitionRefusalText, selectConversationalDefinition } from '../src/shared/dsl/conversational-definition.js';
 import { parseDslBytes, parseDslReport, type ParseReport } from '../src/shared/dsl/parse-report.js';
 import { DSL_FILE_MAX_BYTES, DSL_MAX_ERRORS } from '../src/shared/limits.js';
+import { repoRoot } from './support/server-entry.js';
 
-const dir = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'dsl');
+const dir = join(repoRoot, 'test', 'fixtures', 'dsl');
 const corpus = readdirSync(dir)
   .filter((f) => f.endsWith('.symbi') || f.endsWith('.dsl'))
   .sort()

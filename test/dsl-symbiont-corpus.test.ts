@@ -7,12 +7,12 @@
 // (crates/dsl/tests/parser_tests.rs) say.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { join, relative } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { parseDslReport, type ParseReport } from '../src/shared/dsl/parse-report.js';
+import { repoRoot } from './support/server-entry.js';
 
-const symbiontDir = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'dsl', 'symbiont');
+const symbiontDir = join(repoRoot, 'test', 'fixtures', 'dsl', 'symbiont');
 const corpusDir = join(symbiontDir, 'corpus');
 
 /** `| \`file\` | repository | path | commit | accepts |` rows of SOURCE.md's corpus table. */

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { pinProject } from '../src/shared/confinement/index.js';
 import { openAuditStorage, closeAuditStorage, type AuditStorage } from '../src/shared/storage/audit-storage.js';
 import { JournalTakenError, JournalWriter, JournalWriteError } from '../src/shared/journal/journal-writer.js';
@@ -13,12 +13,12 @@ import { JournalHandover } from '../src/shared/journal/journal-handover.js';
 import { JOURNAL_TURNS_PER_THREAD } from '../src/shared/journal/journal-turns.js';
 import { inspectJournal } from '../src/shared/journal/journal-verifier.js';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
+import { repoRoot as repo } from './support/server-entry.js';
 
 // The writer's own guarantees: exclusive private files, one chain it can
 // vouch for (foreign bytes or truncation stop every later effect record but
 // not the terminal attempt), the line limit, and record order.
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const AGENT = responsePrincipal('declared');
 const STARTED = { Started: { execution_context: { agent_definition: { name: 'declared' } } } };
 

@@ -3,7 +3,6 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { responsePrincipal } from '../src/shared/agent-identity.js';
 import { loadPolicySet, type LoadedPolicySet } from '../src/shared/policy/policy-set.js';
@@ -16,8 +15,8 @@ import {
 import { cedar } from '../src/shared/policy/cedar-engine.js';
 import { ACTION_UID, RESOURCE_UID, cedarRequestParts, cedarResponse } from '../src/shared/policy/respond-request.js';
 import { RESPOND_SCHEMA_TEXT } from '../src/shared/policy/respond-schema.js';
+import { repoRoot as repo } from './support/server-entry.js';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const example = (name: string): string => fs.readFileSync(path.join(repo, 'policies', 'examples', name), 'utf8');
 
 const PERMIT = 'permit(principal, action == Action::"respond", resource);';

@@ -7,6 +7,7 @@ import { makeProject, removeProject } from './support/project.js';
 import { auditOf, providerEnv, startServer, textOf } from './support/server.js';
 import { eventNames, inspect, journalsIn, readJournal } from './support/journal.js';
 import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
+import { repoRoot as repo } from './support/server-entry.js';
 
 // A forbid that Cedar cannot evaluate must never release the text it was
 // written to withhold. Cedar skips a policy whose evaluation errors, so a set
@@ -16,7 +17,6 @@ import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
 // Driven over stdio against the synthetic endpoint, whose `[[secret]]` answer
 // contains the word "secret".
 
-const repo = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const QUICKSTART_PERMIT = fs.readFileSync(path.join(repo, 'policies', 'examples', 'permit-respond.cedar'), 'utf8');
 const AGENT = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
 

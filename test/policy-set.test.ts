@@ -2,13 +2,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as cedar from '@cedar-policy/cedar-wasm/nodejs';
 import { POLICY_FILE_MAX_BYTES } from '../src/shared/limits.js';
 import { loadPolicySet, policyNoticeText } from '../src/shared/policy/policy-set.js';
 import { RESPOND_SCHEMA_TEXT } from '../src/shared/policy/respond-schema.js';
+import { repoRoot as repo } from './support/server-entry.js';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const examplesDir = path.join(repo, 'policies', 'examples');
 const PERMIT = 'permit(principal, action == Action::"respond", resource);';
 

@@ -2,17 +2,20 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { providerFromEnvironment } from '../src/shared/provider/provider-config.js';
 import { KEY_VARIABLES, PROVIDER_KINDS, PROVIDERS } from '../src/shared/provider/provider-kinds.js';
 import { configuredSecrets } from '../src/shared/secrets/key-redaction.js';
-import { CHECK_SCHEMA, PROVIDERS_PAGE, providerSection, withProviderKinds, withProviderSection } from '../scripts/provider-docs.js';
+import { providerSection, withProviderKinds, withProviderSection } from '../scripts/provider-docs.js';
+import { repoRoot } from './support/server-entry.js';
+
+// The two documents `npm run docs:providers` writes, named from this repository's root.
+const PROVIDERS_PAGE = path.join(repoRoot, 'docs', 'providers.md');
+const CHECK_SCHEMA = path.join(repoRoot, 'docs', 'check.schema.json');
 
 // What the documentation says about the provider kinds is written from their declarations
 // (src/shared/provider/provider-kinds.ts) by scripts/provider-docs.ts: the committed files must be
 // what it writes, so a new kind cannot be left out of the table or of `symbi check`'s schema.
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const read = (file: string): string => fs.readFileSync(file, 'utf8');
 const REGENERATE = 'run `npm run docs:providers` and commit the result';
 

@@ -2,13 +2,13 @@ import { providerConfigFor } from '../src/shared/provider/provider-config.js';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
-import { fileURLToPath } from 'node:url';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_ANSWER } from './support/synthetic-endpoint.js';
 import { callProvider } from '../src/worker/providers/provider-call.js';
+import { repoRoot as repo } from './support/server-entry.js';
 
-const repo = fileURLToPath(new URL('..', import.meta.url));
-const script = fileURLToPath(new URL('./support/synthetic-endpoint.ts', import.meta.url));
+const script = path.join(repo, 'test', 'support', 'synthetic-endpoint.ts');
 
 function startProcess(args: string[]): ChildProcessWithoutNullStreams {
   return spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: repo, stdio: 'pipe' });

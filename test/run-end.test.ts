@@ -2,16 +2,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { FINISH_REASONS } from '../src/shared/provider/finish-reasons.js';
 import type { RunEnd } from '../src/shared/worker-protocol.js';
 import { runEndLevel, runEndReason } from '../src/supervisor/runs/run-end.js';
+import { repoRoot } from './support/server-entry.js';
 
 // Every way a run can end has the reason word and the level docs/running.md's `run.ended` table
 // gives it. The ends are listed by kind in a record, so a kind added to RunEnd without an entry
 // here does not compile.
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 const ENDS: { [Kind in RunEnd['kind']]: Extract<RunEnd, { kind: Kind }>[] } = {
   completed: [{ kind: 'completed' }],

@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { jsToWasmInliningIsUnsafe } from '../src/shared/policy/wasm-call-inlining.js';
+import { repoRoot as repo } from './support/server-entry.js';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // The suite builds dist/ first; the worker thread loads Cedar the way the server's workers do.
 const engineUrl = pathToFileURL(path.join(repo, 'dist', 'shared', 'policy', 'cedar-engine.js')).href;
 const cedarPackage = path.join(repo, 'node_modules', '@cedar-policy', 'cedar-wasm', 'nodejs');

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { WORKER_RESOURCE_LIMITS } from '../src/supervisor/threads/invocation-pool.js';
 import { threadExecArgv } from '../src/supervisor/threads/sandboxed-thread.js';
 import { makeProject, removeProject } from './support/project.js';
@@ -12,6 +12,7 @@ import { providerEnv } from './support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
 import { jsonLine, spawnInitializedServer, toolCallLine, type RawStdioServer } from './support/raw-stdio.js';
 import { waitFor } from './support/wait-for.js';
+import { repoRoot } from './support/server-entry.js';
 
 // Each worker thread is a sandbox: a heap limit it cannot pass without ending
 // only itself, a standard output that never reaches the MCP channel, and an
@@ -46,7 +47,7 @@ function callTool(server: RawStdioServer, id: number, name: string, args: Record
 // A library preloaded into the server process (`node --require`, as APM agents are installed)
 // runs in every worker thread: test/fixtures/stdout-attack-preload.cjs tries every route to
 // standard output from each one, when the thread starts and again once it works.
-const ATTACK_PRELOAD = fileURLToPath(new URL('./fixtures/stdout-attack-preload.cjs', import.meta.url));
+const ATTACK_PRELOAD = path.join(repoRoot, 'test', 'fixtures', 'stdout-attack-preload.cjs');
 /** Runs the server as `node --require <preload> <symbi> ...`. */
 const WITH_ATTACK_PRELOAD = ['sh', '-c', `exec "$0" --require '${ATTACK_PRELOAD.replace(/'/g, `'\\''`)}' "$@"`];
 
@@ -309,7 +310,6 @@ describe('one way to start a thread', () => {
   const FACTORY = 'src/supervisor/threads/sandboxed-thread.ts';
   // `new Worker(`, `new Piscina(`, `new worker_threads.Worker<...>(`, across line breaks and comments-free spacing.
   const THREAD_CONSTRUCTION = /\bnew\s+(?:[\w$]+\s*\.\s*)*(Worker|Piscina)\s*[(<]/g;
-  const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 
   function sourceFiles(dir: string): string[] {
     return fs.readdirSync(path.join(repoRoot, dir), { withFileTypes: true }).flatMap((entry) => {

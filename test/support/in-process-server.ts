@@ -5,6 +5,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { INVOCATIONS_MAX_DEFAULT, SHUTDOWN_GRACE_MS_DEFAULT } from '../../src/shared/limits.js';
 import type { RunningServer } from './server.js';
 import { serverEnv } from './server.js';
+import { builtModule } from './server-entry.js';
 
 // The session `symbi mcp` serves, run inside the test process: the same wiring
 // (assembleSession in src/supervisor/commands/mcp-command.ts: the startup
@@ -31,8 +32,6 @@ type ShutdownModule = typeof import('../../src/supervisor/session/shutdown.js');
 type Confinement = typeof import('../../src/shared/confinement/index.js');
 type KeyRedaction = typeof import('../../src/shared/secrets/key-redaction.js');
 
-const dist = (module: string): string => new URL(`../../dist/${module}`, import.meta.url).href;
-
 /** How a test starts the in-process session; absent fields are `symbi mcp`'s defaults. */
 export interface InProcessOptions {
   /** The environment the session reads its provider and keys from; serverEnv() when absent. */
@@ -53,11 +52,11 @@ export interface InProcessServer extends Omit<RunningServer, 'transport' | 'pid'
 /** Starts the session on `project` in this process and connects an SDK client to it. */
 export async function startInProcessServer(project: string, options: InProcessOptions = {}): Promise<InProcessServer> {
   const [{ assembleSession }, { createOperatorLog }, { orderlyShutdown }, { pinProject }, { configuredSecrets }] = await Promise.all([
-    import(dist('supervisor/commands/mcp-command.js')) as Promise<McpCommand>,
-    import(dist('supervisor/operator/operator-log.js')) as Promise<OperatorLogModule>,
-    import(dist('supervisor/session/shutdown.js')) as Promise<ShutdownModule>,
-    import(dist('shared/confinement/index.js')) as Promise<Confinement>,
-    import(dist('shared/secrets/key-redaction.js')) as Promise<KeyRedaction>,
+    import(builtModule('supervisor/commands/mcp-command.js')) as Promise<McpCommand>,
+    import(builtModule('supervisor/operator/operator-log.js')) as Promise<OperatorLogModule>,
+    import(builtModule('supervisor/session/shutdown.js')) as Promise<ShutdownModule>,
+    import(builtModule('shared/confinement/index.js')) as Promise<Confinement>,
+    import(builtModule('shared/secrets/key-redaction.js')) as Promise<KeyRedaction>,
   ]);
   const env = options.env ?? serverEnv();
   const lines: string[] = [];

@@ -1,9 +1,26 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-/** The repository root (the folder holding package.json). */
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+/**
+ * The repository root: the nearest folder above this module that holds package.json. The test
+ * files run compiled from .test-build/ (`npm run typecheck` writes it) or as TypeScript through
+ * tsx, so a path counted up from a test's own folder would differ between the two; paths a test
+ * reads (fixtures, docs, src) start here.
+ */
+export const repoRoot = nearestPackageRoot(path.dirname(fileURLToPath(import.meta.url)));
+
+function nearestPackageRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no package.json in ${from} or any folder above it`);
+  }
+}
+
+/** The URL of a module of the build in dist/ (`npm run build`), as `import()` takes it: `builtModule('shared/limits.js')`. */
+export function builtModule(module: string): string {
+  return pathToFileURL(path.join(repoRoot, 'dist', module)).href;
+}
 
 /**
  * The `symbi` command every test runs: the clone's bin/symbi.js, or the file named by
