@@ -4,9 +4,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /**
  * The repository root: the nearest folder above this module that holds package.json. The test
- * files run compiled from .test-build/ (`npm run typecheck` writes it) or as TypeScript through
- * tsx, so a path counted up from a test's own folder would differ between the two; paths a test
- * reads (fixtures, docs, src) start here.
+ * files run compiled from .test-build/ (scripts/build-test-files.ts writes it for `npm run
+ * test:files`) or as TypeScript through tsx, so a path counted up from a test's own folder would
+ * differ between the two; paths a test reads (fixtures, docs, src) start here.
  */
 export const repoRoot = nearestPackageRoot(path.dirname(fileURLToPath(import.meta.url)));
 
