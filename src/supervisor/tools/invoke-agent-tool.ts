@@ -5,7 +5,8 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, CANCELLED_INVOCATIONS_FINISHING_MAX, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
-import { RUN_PHASES, type InvokeOutcome, type ProviderNote } from '../../shared/worker-protocol.js';
+import type { InvokeOutcome, ProviderNote } from '../../shared/worker-protocol.js';
+import { runProgress } from './run-progress.js';
 import { preflightInvocation, type Preflight, type PreflightInputs } from '../runs/invoke-preflight.js';
 import { agentStandings, refusalText, type AgentStanding, type CallRefusal, type InvokeRefusal } from '../runs/agent-refusal.js';
 import type { AgentSummary } from '../startup/startup-snapshot.js';
@@ -222,7 +223,10 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         const { definition, provider } = preflight;
         const runId = randomUUID();
         const progressToken = extra._meta?.progressToken;
-        const progressSent: Promise<void>[] = [];
+        const progress =
+          progressToken === undefined
+            ? undefined
+            : runProgress((notice) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken, ...notice } }));
         const startedAt = performance.now();
         let owner: RunOwner;
         try {
@@ -236,23 +240,13 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
               ...(session.guidance !== undefined ? { guidance: session.guidance } : {}),
             },
             {
-              onProgress: (phase) => {
-                if (progressToken === undefined) return;
-                // Progress names the phase only; model text never leaves before authorisation.
-                progressSent.push(
-                  extra
-                    .sendNotification({
-                      method: 'notifications/progress',
-                      params: { progressToken, progress: RUN_PHASES.indexOf(phase) + 1, total: RUN_PHASES.length, message: phase },
-                    })
-                    .catch(() => undefined),
-                );
-              },
+              onProgress: (phase) => progress?.phase(phase),
               // Said when it happens, not when the run ends.
               onProvider: (note) => logProviderNote(session.log, runId, note),
             },
           );
         } catch (err) {
+          await progress?.stop();
           // No worker thread could start (sandboxed-thread.ts): this call is refused with the reason; the server goes on.
           const refusal: InvokeRefusal = { kind: 'no_worker_thread', error: (err as Error).message };
           session.log.warn('invoke_agent refused: no worker thread could start', {
@@ -273,7 +267,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         session.signingKey.noteOutcome(outcome);
         extra.signal.removeEventListener('abort', onAbort);
         // Every progress notice goes out before the result that ends the request.
-        await Promise.all(progressSent);
+        await progress?.stop();
         const durationMs = Math.round(performance.now() - startedAt);
         const cancelAt = owner.cancelRequestedAt();
         if (cancelAt !== undefined) {
