@@ -78,6 +78,3 @@ export const DSL_ANALYSIS_BUDGET_MS = 5_000;
 export const DSL_ANALYSIS_QUEUE_MAX = 8;
 // Largest parse report parse_dsl returns, as its JSON text; a larger one becomes a one-line error.
 export const DSL_REPORT_MAX_BYTES = 4 * MiB;
-// While a run waits (on a thread, on the provider), a caller that asked for progress hears the run's
-// phase again at this interval, so a client that restarts its request clock on progress keeps waiting.
-export const PROGRESS_HEARTBEAT_MS = 5_000;

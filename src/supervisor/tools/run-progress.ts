@@ -1,5 +1,8 @@
-import { PROGRESS_HEARTBEAT_MS } from '../../shared/limits.js';
 import { RUN_PHASES, type RunPhase } from '../../shared/worker-protocol.js';
+
+// While a run waits (on a thread, on the provider), a caller that asked for progress hears the run's
+// phase again at this interval, well inside the 60 s request timeout MCP clients commonly keep.
+export const PROGRESS_HEARTBEAT_MS = 5_000;
 
 /** One `notifications/progress` of a run, without its token. */
 export interface ProgressNotice {
