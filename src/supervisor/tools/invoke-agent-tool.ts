@@ -6,7 +6,7 @@ import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sd
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, CANCELLED_INVOCATIONS_FINISHING_MAX, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
 import type { InvokeOutcome, ProviderNote } from '../../shared/worker-protocol.js';
-import { runProgress } from './run-progress.js';
+import { runProgress } from '../runs/run-progress.js';
 import { preflightInvocation, type Preflight, type PreflightInputs } from '../runs/invoke-preflight.js';
 import { agentStandings, refusalText, type AgentStanding, type CallRefusal, type InvokeRefusal } from '../runs/agent-refusal.js';
 import type { AgentSummary } from '../startup/startup-snapshot.js';
