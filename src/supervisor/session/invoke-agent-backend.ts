@@ -10,7 +10,7 @@ import type { SessionContext } from '../startup/session-context.js';
 import { createSigningKeyGuard } from '../runs/signing-key-guard.js';
 import { recoverTerminalRecord } from '../runs/terminal-recovery.js';
 import { finaliseUnstartedRun, loadJournalWriter } from '../runs/unstarted-run-finaliser.js';
-import type { InvokeAgentSession } from '../tools/invoke-agent-tool.js';
+import type { InvokeAgentSession } from '../runs/run-service.js';
 
 // Everything invoke_agent needs besides the MCP server: the provider chosen
 // from the environment at startup, the worker pool (started once the client has
