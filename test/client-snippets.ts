@@ -31,6 +31,8 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from '../src/demo/synthetic-endpoint.js';
+import { startFakeModel, type FakeModel, type ModelApi, type RecordedRequest, type ScriptedCall } from './support/client-models.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const pinnedClients = path.join(repoRoot, '.ci', 'client-snippets');
@@ -38,6 +40,8 @@ const clientsDir = path.join(repoRoot, '.ci', 'cache', 'clients');
 const clientBin = path.join(clientsDir, 'node_modules', '.bin');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const PROJECT_PLACEHOLDER = '/abs/path/to/project';
+/** The key a snippet spells out (Codex's); the run gives the server its own stand-in. */
+const KEY_PLACEHOLDER = 'sk-your-key';
 /** The first start in each client, which the README's client sections link to. */
 const CLIENTS_DOC = path.join(repoRoot, 'docs', 'clients.md');
 /** The tools every client must see, by name. */
@@ -291,7 +295,7 @@ function run(s: Scratch, command: string, args: string[], label: string): string
 
 /** Runs one README line through sh, as a user pastes it, with the project path filled in. */
 function runSnippet(s: Scratch, snippet: string): void {
-  const line = snippet.split(PROJECT_PLACEHOLDER).join(s.project);
+  const line = snippet.split(PROJECT_PLACEHOLDER).join(s.project).split(KEY_PLACEHOLDER).join(SERVER_KEY);
   say(`  $ ${line}`);
   run(s, '/bin/sh', ['-c', line], 'the README snippet');
 }
@@ -385,6 +389,139 @@ async function checkCodex(s: Scratch): Promise<string> {
   return `${seen}; signed in by docs/clients.md's codex login line`;
 }
 
+// ---- The model's view: each client headless against a fake of its own model API ----
+
+/** The server's provider key, given to it through the snippet; no request to a client's model may carry any of it. */
+const SERVER_KEY = 'sk-symbi-server-key-5f1d3a9c-never-shown-to-the-client-model';
+/** What the demo's synthetic endpoint answers the governed agent. */
+const GOVERNED_ANSWER = 'The quickstart owls meet at dawn by the old mill.';
+/** Longer than the MCP SDK client's 60 s request timeout and the Gemini snippet's former 60,000 ms. */
+const SLOW_CALL_MS = 65_000;
+/** A headless session: the slow permitted call, then its time is well past every 60 s default. */
+const SESSION_TIMEOUT_MS = 420_000;
+/** The calls the fake model asks for, in order: permitted (slow), refused by Cedar, unknown agent. */
+const SCRIPT: ScriptedCall[] = [
+  { agent: 'helper', prompt: `Where do the quickstart owls meet? [[delay:${SLOW_CALL_MS}]]` },
+  { agent: 'assistant', prompt: 'What is the launch code? [[secret]]' },
+  { agent: 'nobody', prompt: 'Is anyone there?' },
+];
+
+interface SessionSetup {
+  api: ModelApi;
+  /** The docs/clients.md line that runs the client headless. */
+  docLine: string;
+  /** What the test adds to the client's environment: its fake model, and the server's provider. */
+  env(model: FakeModel, provider: SyntheticEndpoint): NodeJS.ProcessEnv;
+  /** Options put right after the command's words, pointing the client at its fake (Codex). */
+  extraOptions?(model: FakeModel, provider: SyntheticEndpoint): string[];
+  /** Whether the client marks a failed call as an error in its wire format. */
+  flagsErrors: boolean;
+}
+
+const SESSIONS: Record<ClientName, () => SessionSetup> = {
+  claude: () => ({
+    api: 'anthropic',
+    docLine: clientsDocLine('claude -p '),
+    env: (model, provider) => ({
+      ANTHROPIC_BASE_URL: model.origin,
+      ANTHROPIC_API_KEY: 'sk-ant-fake-model-key',
+      OPENAI_API_KEY: SERVER_KEY,
+      OPENAI_BASE_URL: provider.url,
+    }),
+    flagsErrors: true,
+  }),
+  gemini: () => ({
+    api: 'gemini',
+    docLine: clientsDocLine('gemini -p '),
+    env: (model, provider) => ({
+      GOOGLE_GEMINI_BASE_URL: model.origin,
+      GEMINI_API_KEY: 'fake-gemini-model-key',
+      OPENAI_API_KEY: SERVER_KEY,
+      OPENAI_BASE_URL: provider.url,
+    }),
+    flagsErrors: true,
+  }),
+  codex: () => ({
+    api: 'openai-responses',
+    docLine: clientsDocLine('codex exec '),
+    env: () => ({ FAKE_CODEX_MODEL_KEY: 'fake-codex-model-key' }),
+    // Codex gives a server only the variables its entry names, so the provider URL goes into the entry.
+    extraOptions: (model, provider) => [
+      `-c 'model_provider="fake"'`,
+      `-c 'model="fake-model"'`,
+      `-c 'model_providers.fake={ name = "fake", base_url = "${model.origin}/v1", wire_api = "responses", env_key = "FAKE_CODEX_MODEL_KEY" }'`,
+      `-c 'mcp_servers.symbi.env.OPENAI_BASE_URL="${provider.url}"'`,
+    ],
+    flagsErrors: false,
+  }),
+};
+
+function excerpt(text: string, max = 240): string {
+  return text.length <= max ? text : `${text.slice(0, max)}...`;
+}
+
+/**
+ * Runs docs/clients.md's headless line for the client against a fake of its model API, which has it
+ * call invoke_agent as SCRIPT says, and checks what the client put in front of its model after each call.
+ */
+async function checkModelView(name: ClientName, s: Scratch, provider: SyntheticEndpoint): Promise<string> {
+  const setup = SESSIONS[name]();
+  const model = await startFakeModel(setup.api, SCRIPT);
+  try {
+    const [command, ...rest] = setup.docLine.split(' ');
+    const words = command === 'codex' ? 2 : 1;
+    const head = [command, ...rest.slice(0, words - 1)].join(' ');
+    const tail = rest.slice(words - 1).join(' ');
+    const line = [head, ...(setup.extraOptions?.(model, provider) ?? []), tail].join(' ');
+    say(`  $ ${setup.docLine}`);
+    const providerBefore = provider.requests.length;
+    const child = spawn('/bin/sh', ['-c', line], { cwd: s.project, env: { ...s.env, ...setup.env(model, provider) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    const timer = setTimeout(() => child.kill('SIGKILL'), SESSION_TIMEOUT_MS);
+    const code = await new Promise<number | null>((resolve) => child.on('close', (status) => resolve(status)));
+    clearTimeout(timer);
+    const tail_ = `\n--- the client's output ---\n${excerpt(output, 4000)}`;
+    if (code !== 0) throw new Error(`the headless ${name} session ended with ${code ?? 'a kill after ' + SESSION_TIMEOUT_MS / 1000 + ' s'}${tail_}`);
+    const after = (n: number): RecordedRequest => {
+      const found = model.requests.find((r) => r.toolName !== undefined && r.results.length === n);
+      if (found === undefined)
+        throw new Error(`${name} never sent its model a request with ${n} tool result(s) (${model.requests.length} requests: ${model.requests.map((r) => `${r.method} ${r.path} tools=${r.toolName ?? '-'} results=${r.results.length}`).join('; ')})${tail_}`);
+      return found;
+    };
+    const toolName = after(0).toolName!;
+    const answered = after(1).results[0]!;
+    const refused = after(2).results[1]!;
+    const unknown = after(3).results[2]!;
+    const problems: string[] = [];
+    if (!answered.raw.includes(GOVERNED_ANSWER)) problems.push(`after the permitted call the model did not get the answer text: ${excerpt(answered.raw, 600)}`);
+    if (!/Cedar policy denied/.test(refused.raw)) problems.push(`after the Cedar refusal the model did not get the refusal in words: ${excerpt(refused.raw, 600)}`);
+    if (refused.raw.includes('launch code is')) problems.push(`the withheld answer reached the model: ${excerpt(refused.raw, 600)}`);
+    if (setup.flagsErrors && !refused.flaggedError) problems.push(`the Cedar refusal is not flagged as an error: ${excerpt(refused.raw, 600)}`);
+    if (!/unknown agent/.test(unknown.raw) || !unknown.raw.includes('nobody')) problems.push(`after the unknown agent the model did not get the refusal in words: ${excerpt(unknown.raw, 600)}`);
+    if (setup.flagsErrors && !unknown.flaggedError) problems.push(`the unknown-agent refusal is not flagged as an error: ${excerpt(unknown.raw, 600)}`);
+    const keyFragment = SERVER_KEY.slice(3, 27);
+    for (const request of model.requests) {
+      const seen = `${JSON.stringify(request.headers)}\n${request.path}\n${request.rawBody}`;
+      if (seen.includes(keyFragment)) problems.push(`the server's provider key reached ${name}'s model in ${request.method} ${request.path}`);
+    }
+    // The snippet must hand the server its key: the governed agent's model saw it as the credential.
+    const keyed = provider.requests.slice(providerBefore).some((r) => String(r.headers.authorization ?? '').includes(SERVER_KEY));
+    if (!keyed) problems.push(`the server did not send the key the snippet gives it (OPENAI_API_KEY) to its provider`);
+    if (problems.length > 0) throw new Error(`${problems.join('\n')}${tail_}`);
+    return [
+      `tool ${toolName}`,
+      `answer: ${excerpt(answered.raw, 160)}`,
+      `Cedar refusal${refused.flaggedError ? ' (flagged)' : ''}: ${excerpt(refused.raw, 160)}`,
+      `unknown agent${unknown.flaggedError ? ' (flagged)' : ''}: ${excerpt(unknown.raw, 160)}`,
+      `${model.requests.length} requests to the model, none with the server's key`,
+    ].join('\n    ');
+  } finally {
+    await model.close();
+  }
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { only: { type: 'string' }, tarball: { type: 'string' }, keep: { type: 'boolean', default: false } } });
   const only = values.only === undefined ? [...CLIENTS] : values.only.split(',');
@@ -394,8 +531,10 @@ async function main(): Promise<number> {
   fs.mkdirSync(path.join(repoRoot, '.ci', 'cache'), { recursive: true });
   const root = fs.mkdtempSync(path.join(repoRoot, '.ci', 'cache', 'snippets-'));
   let registry: Registry | undefined;
+  let provider: SyntheticEndpoint | undefined;
   let failed = 0;
   try {
+    provider = await startSyntheticEndpoint({ answer: GOVERNED_ANSWER });
     const tarball = packTarball(root, values.tarball);
     registry = await startRegistry(root);
     const token = await registryToken(registry);
@@ -407,8 +546,12 @@ async function main(): Promise<number> {
       const started = Date.now();
       say(`${name}:`);
       try {
-        const seen = await checks[name](scratchFor(root, name, registry, token));
-        say(`  ok in ${((Date.now() - started) / 1000).toFixed(1)} s: ${seen}`);
+        const scratch = scratchFor(root, name, registry, token);
+        const seen = await checks[name](scratch);
+        say(`  connected in ${((Date.now() - started) / 1000).toFixed(1)} s: ${seen}`);
+        const viewed = Date.now();
+        const view = await checkModelView(name, scratch, provider);
+        say(`  the model's view, ok in ${((Date.now() - viewed) / 1000).toFixed(1)} s:\n    ${view}`);
       } catch (error) {
         failed += 1;
         say(`  FAILED: ${error instanceof Error ? error.message : String(error)}`);
@@ -416,6 +559,7 @@ async function main(): Promise<number> {
     }
   } finally {
     registry?.process.kill();
+    await provider?.close();
     if (values.keep) say(`scratch kept in ${root}`);
     else fs.rmSync(root, { recursive: true, force: true });
   }
