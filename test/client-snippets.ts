@@ -482,6 +482,8 @@ async function checkModelView(name: ClientName, s: Scratch, provider: SyntheticE
     const timer = setTimeout(() => child.kill('SIGKILL'), SESSION_TIMEOUT_MS);
     const code = await new Promise<number | null>((resolve) => child.on('close', (status) => resolve(status)));
     clearTimeout(timer);
+    // Kept with --keep, for reading what the client sent.
+    fs.writeFileSync(path.join(s.root, 'model-requests.json'), JSON.stringify(model.requests, null, 2));
     const tail_ = `\n--- the client's output ---\n${excerpt(output, 4000)}`;
     if (code !== 0) throw new Error(`the headless ${name} session ended with ${code ?? 'a kill after ' + SESSION_TIMEOUT_MS / 1000 + ' s'}${tail_}`);
     const after = (n: number): RecordedRequest => {

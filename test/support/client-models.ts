@@ -73,15 +73,24 @@ function anthropicToolNames(body: Json): string[] {
   return asArray(body.tools).map((tool) => String(asObject(tool).name ?? ''));
 }
 
-function anthropicResults(body: Json): ToolResult[] {
+/** The results of our tool's calls: tool_result blocks answering a tool_use of that name. */
+function anthropicResults(body: Json, toolName: string | undefined): ToolResult[] {
+  const names = new Map<string, string>();
   const results: ToolResult[] = [];
   for (const message of asArray(body.messages)) {
     for (const block of asArray(asObject(message).content)) {
       const b = asObject(block);
-      if (b.type === 'tool_result') results.push({ raw: JSON.stringify(b.content ?? ''), flaggedError: b.is_error === true });
+      if (b.type === 'tool_use') names.set(String(b.id), String(b.name));
+      if (b.type === 'tool_result' && names.get(String(b.tool_use_id)) === toolName)
+        results.push({ raw: JSON.stringify(b.content ?? ''), flaggedError: b.is_error === true });
     }
   }
   return results;
+}
+
+/** Whether the conversation already has a call of this tool (Claude Code's ToolSearch). */
+function anthropicCalled(body: Json, name: string): boolean {
+  return asArray(body.messages).some((message) => asArray(asObject(message).content).some((block) => asObject(block).type === 'tool_use' && asObject(block).name === name));
 }
 
 function sse(res: ServerResponse, events: { event?: string; data: unknown }[]): void {
@@ -90,7 +99,7 @@ function sse(res: ServerResponse, events: { event?: string; data: unknown }[]): 
   res.end();
 }
 
-function anthropicAnswer(res: ServerResponse, body: Json, id: number, call: { name: string; input: ScriptedCall } | undefined, text: string): void {
+function anthropicAnswer(res: ServerResponse, body: Json, id: number, call: { name: string; input: object } | undefined, text: string): void {
   const model = typeof body.model === 'string' ? body.model : 'claude-fake';
   const block = call === undefined ? { type: 'text', text } : { type: 'tool_use', id: `toolu_fake_${id}`, name: call.name, input: call.input };
   const stopReason = call === undefined ? 'end_turn' : 'tool_use';
@@ -126,13 +135,13 @@ function geminiToolNames(body: Json): string[] {
   return asArray(body.tools).flatMap((tool) => asArray(asObject(tool).functionDeclarations).map((d) => String(asObject(d).name ?? '')));
 }
 
-function geminiResults(body: Json): ToolResult[] {
+function geminiResults(body: Json, toolName: string | undefined): ToolResult[] {
   const results: ToolResult[] = [];
   for (const content of asArray(body.contents)) {
     for (const part of asArray(asObject(content).parts)) {
-      const response = asObject(part).functionResponse;
-      if (response === undefined) continue;
-      const inner = asObject(asObject(response).response);
+      const response = asObject(asObject(part).functionResponse);
+      if (response.name !== toolName) continue;
+      const inner = asObject(response.response);
       // Gemini CLI has no error field of its own: a failed call's response is {error: ...}.
       results.push({ raw: JSON.stringify(response), flaggedError: inner.error !== undefined });
     }
@@ -140,7 +149,7 @@ function geminiResults(body: Json): ToolResult[] {
   return results;
 }
 
-function geminiAnswer(res: ServerResponse, path: string, call: { name: string; input: ScriptedCall } | undefined, text: string): void {
+function geminiAnswer(res: ServerResponse, path: string, call: { name: string; input: object } | undefined, text: string): void {
   const part = call === undefined ? { text } : { functionCall: { name: call.name, args: call.input } };
   const chunk = {
     candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP', index: 0 }],
@@ -171,11 +180,13 @@ function responsesToolNames(body: Json): string[] {
   return names;
 }
 
-function responsesResults(body: Json): ToolResult[] {
+function responsesResults(body: Json, toolName: string | undefined): ToolResult[] {
+  const names = new Map<string, string>();
   const results: ToolResult[] = [];
   for (const item of asArray(body.input)) {
     const i = asObject(item);
-    if (i.type === 'function_call_output' || i.type === 'mcp_tool_call_output' || i.type === 'custom_tool_call_output') {
+    if (i.type === 'function_call') names.set(String(i.call_id), `${typeof i.namespace === 'string' ? i.namespace : ''}${String(i.name)}`);
+    if (i.type === 'function_call_output' && names.get(String(i.call_id)) === toolName) {
       // The Responses API has no error flag on a tool output; Codex may say so inside it.
       const output = asObject(i.output);
       results.push({ raw: JSON.stringify(i), flaggedError: output.success === false });
@@ -196,7 +207,7 @@ function responsesCall(body: Json, fullName: string): { name: string; namespace?
   return { name: fullName };
 }
 
-function responsesAnswer(res: ServerResponse, body: Json, id: number, call: { name: string; input: ScriptedCall } | undefined, text: string): void {
+function responsesAnswer(res: ServerResponse, body: Json, id: number, call: { name: string; input: object } | undefined, text: string): void {
   const item =
     call === undefined
       ? { type: 'message', role: 'assistant', id: `msg_fake_${id}`, status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] }
@@ -228,13 +239,17 @@ export async function startFakeModel(api: ModelApi, script: ScriptedCall[]): Pro
       const body = asObject(parsed);
       const path = req.url ?? '/';
       const names = api === 'anthropic' ? anthropicToolNames(body) : api === 'gemini' ? geminiToolNames(body) : responsesToolNames(body);
-      const results = api === 'anthropic' ? anthropicResults(body) : api === 'gemini' ? geminiResults(body) : responsesResults(body);
-      const toolName = ourTool(names);
+      // Claude Code defers MCP tools: it lists their names in a message and offers ToolSearch to load them.
+      const deferred = api === 'anthropic' && names.includes('ToolSearch') ? /mcp__symbi__invoke_agent(?![A-Za-z0-9_])/.exec(rawBody)?.[0] : undefined;
+      const toolName = ourTool(names) ?? deferred;
+      const results = api === 'anthropic' ? anthropicResults(body, toolName) : api === 'gemini' ? geminiResults(body, toolName) : responsesResults(body, toolName);
       const record: RecordedRequest = { method: req.method ?? 'GET', path, headers: req.headers, rawBody, body: parsed, toolName, results };
       requests.push(record);
       for (const wake of [...waiters]) wake();
       const id = requests.length;
-      const next = toolName !== undefined && results.length < script.length ? { name: toolName, input: script[results.length]! } : undefined;
+      let next: { name: string; input: object } | undefined = toolName !== undefined && results.length < script.length ? { name: toolName, input: script[results.length]! } : undefined;
+      if (next !== undefined && deferred !== undefined && ourTool(names) === undefined && !anthropicCalled(body, 'ToolSearch'))
+        next = { name: 'ToolSearch', input: { query: `select:${deferred}` } };
       const text = toolName !== undefined ? FINAL_TEXT : SIDE_TEXT;
       if (req.method !== 'POST') {
         // Model lists and the like: an empty, well-formed answer.
