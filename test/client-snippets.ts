@@ -414,6 +414,8 @@ interface SessionSetup {
   env(model: FakeModel, provider: SyntheticEndpoint): NodeJS.ProcessEnv;
   /** Options put right after the command's words, pointing the client at its fake (Codex). */
   extraOptions?(model: FakeModel, provider: SyntheticEndpoint): string[];
+  /** Saves what the client's own first-run questions would (Gemini CLI's sign-in choice). */
+  prepare?(s: Scratch): void;
   /** Whether the client marks a failed call as an error in its wire format. */
   flagsErrors: boolean;
 }
@@ -432,6 +434,9 @@ const SESSIONS: Record<ClientName, () => SessionSetup> = {
   }),
   gemini: () => ({
     api: 'gemini',
+    // What choosing "Use Gemini API key" at the first start saves; with only the environment, Gemini CLI
+    // 0.61 takes GOOGLE_GEMINI_BASE_URL for its "gateway" sign-in, which -p refuses as an invalid method.
+    prepare: (s) => mergeJson(path.join(s.home, '.gemini', 'settings.json'), { security: { auth: { selectedType: 'gemini-api-key' } } }),
     docLine: clientsDocLine('gemini -p '),
     env: (model, provider) => ({
       GOOGLE_GEMINI_BASE_URL: model.origin,
@@ -456,6 +461,17 @@ const SESSIONS: Record<ClientName, () => SessionSetup> = {
   }),
 };
 
+/** Merges `value` into the JSON object in `file` (one level deep), creating it when missing. */
+function mergeJson(file: string, value: Record<string, unknown>): void {
+  const current = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>) : {};
+  for (const [key, inner] of Object.entries(value)) {
+    const old = current[key];
+    current[key] = typeof old === 'object' && old !== null && typeof inner === 'object' && inner !== null ? { ...old, ...inner } : inner;
+  }
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, JSON.stringify(current, null, 2));
+}
+
 function excerpt(text: string, max = 240): string {
   return text.length <= max ? text : `${text.slice(0, max)}...`;
 }
@@ -466,6 +482,7 @@ function excerpt(text: string, max = 240): string {
  */
 async function checkModelView(name: ClientName, s: Scratch, provider: SyntheticEndpoint): Promise<string> {
   const setup = SESSIONS[name]();
+  setup.prepare?.(s);
   const model = await startFakeModel(setup.api, SCRIPT);
   try {
     const [command, ...rest] = setup.docLine.split(' ');

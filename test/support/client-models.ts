@@ -75,6 +75,7 @@ function anthropicToolNames(body: Json): string[] {
 
 /** The results of our tool's calls: tool_result blocks answering a tool_use of that name. */
 function anthropicResults(body: Json, toolName: string | undefined): ToolResult[] {
+  if (toolName === undefined) return [];
   const names = new Map<string, string>();
   const results: ToolResult[] = [];
   for (const message of asArray(body.messages)) {
@@ -136,6 +137,7 @@ function geminiToolNames(body: Json): string[] {
 }
 
 function geminiResults(body: Json, toolName: string | undefined): ToolResult[] {
+  if (toolName === undefined) return [];
   const results: ToolResult[] = [];
   for (const content of asArray(body.contents)) {
     for (const part of asArray(asObject(content).parts)) {
@@ -181,6 +183,7 @@ function responsesToolNames(body: Json): string[] {
 }
 
 function responsesResults(body: Json, toolName: string | undefined): ToolResult[] {
+  if (toolName === undefined) return [];
   const names = new Map<string, string>();
   const results: ToolResult[] = [];
   for (const item of asArray(body.input)) {
