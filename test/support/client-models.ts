@@ -176,7 +176,7 @@ function responsesToolNames(body: Json): string[] {
     if (typeof t.name === 'string') names.push(t.name);
     for (const inner of asArray(t.tools)) {
       const name = asObject(inner).name;
-      if (typeof name === 'string') names.push(typeof t.name === 'string' ? `${t.name}${name}` : name);
+      if (typeof name === 'string') names.push(typeof t.name === 'string' ? `${t.name}/${name}` : name);
     }
   }
   return names;
@@ -188,7 +188,7 @@ function responsesResults(body: Json, toolName: string | undefined): ToolResult[
   const results: ToolResult[] = [];
   for (const item of asArray(body.input)) {
     const i = asObject(item);
-    if (i.type === 'function_call') names.set(String(i.call_id), `${typeof i.namespace === 'string' ? i.namespace : ''}${String(i.name)}`);
+    if (i.type === 'function_call') names.set(String(i.call_id), typeof i.namespace === 'string' ? `${i.namespace}/${String(i.name)}` : String(i.name));
     if (i.type === 'function_call_output' && names.get(String(i.call_id)) === toolName) {
       // The Responses API has no error flag on a tool output; Codex may say so inside it.
       const output = asObject(i.output);
@@ -204,7 +204,7 @@ function responsesCall(body: Json, fullName: string): { name: string; namespace?
     const t = asObject(tool);
     for (const inner of asArray(t.tools)) {
       const name = asObject(inner).name;
-      if (typeof name === 'string' && typeof t.name === 'string' && `${t.name}${name}` === fullName) return { name, namespace: t.name };
+      if (typeof name === 'string' && typeof t.name === 'string' && `${t.name}/${name}` === fullName) return { name, namespace: t.name };
     }
   }
   return { name: fullName };
