@@ -77,7 +77,7 @@ export default tseslint.config(
   },
   {
     // The files that own standard output: the CLI's own output (commander, the audit, dsl and
-    // schemapin commands), the demo's report, mcp-command's console redirect to standard error,
+    // schemapin commands), the demo's report and its endpoint's lines, mcp-command's console redirect to standard error,
     // the worker's fd-1 guard, and the fault injection that tests it by writing stray lines.
     files: [
       'src/supervisor/cli.ts',
@@ -89,6 +89,7 @@ export default tseslint.config(
       'src/supervisor/commands/policy-command.ts',
       'src/supervisor/commands/mcp-command.ts',
       'src/demo/demo-run.ts',
+      'src/demo/demo-endpoint.ts',
       'src/worker/worker-stdout.ts',
       'src/worker/fault-injection.ts',
     ],

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run demo`: the first thing a new user runs. This file uses Node built-ins only, so it works on a
 // fresh clone: it installs the dependencies and builds the package when either is missing, then hands over to
-// src/demo/demo-run.ts (TypeScript, run through tsx), which drives a real `symbi mcp` with the MCP SDK client.
+// src/demo/demo-main.ts (TypeScript, run through tsx), which drives a real `symbi mcp` with the MCP SDK client.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -44,7 +44,7 @@ if (!existsSync(path.join(repoRoot, 'bundle', 'supervisor', 'cli.js'))) {
 }
 
 // The demo spells `node bin/symbi.js` relative to where it was started: npm says where in INIT_CWD.
-const demo = spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'src', 'demo', 'demo-run.ts'), ...process.argv.slice(2)], {
+const demo = spawnSync(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'src', 'demo', 'demo-main.ts'), ...process.argv.slice(2)], {
   cwd: repoRoot,
   env: { ...process.env, INIT_CWD: process.env.INIT_CWD ?? process.cwd() },
   stdio: 'inherit',

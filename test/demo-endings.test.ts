@@ -17,7 +17,9 @@ const inNodeModules = `${path.sep}node_modules${path.sep}`;
 const installed = packageRoot.includes(inNodeModules);
 // Where a person starts `symbi demo`: the clone's root, or the folder the package is installed in.
 const startDir = installed ? packageRoot.slice(0, packageRoot.lastIndexOf(inNodeModules)) : packageRoot;
-const spelledSymbi = installed ? 'npx -y symbi-mcp' : 'node bin/symbi.js';
+// An installed copy is named by its bin's absolute path (symbi-mcp is not on the test's PATH), never as
+// `npx -y symbi-mcp`, a name on the public registry that is not ours until it is published.
+const spelledSymbi = installed ? `node ${fs.realpathSync(symbiBin)}` : 'node bin/symbi.js';
 
 interface Ended {
   code: number | null;
@@ -42,6 +44,8 @@ function run(command: string, args: string[], cwd: string, tmp: string): Promise
     child.on('close', (code) => resolve({ code, stdout, stderr, ms: Date.now() - began }));
   });
 }
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function demoFolders(tmp: string): string[] {
   return fs.readdirSync(tmp).filter((name) => name.startsWith('symbi-demo-'));
@@ -74,7 +78,7 @@ describe('how the demo ends', () => {
     assert.equal(ended.code, 0, shown(ended));
     assert.match(
       ended.stdout,
-      new RegExp(`^The copy of the example was removed; \`${spelledSymbi} demo --keep\` keeps it, for the symbi audit commands\\.$`, 'm'),
+      new RegExp(`^The copy of the example was removed; \`${escapeRegExp(spelledSymbi)} demo --keep\` keeps it, for the symbi audit commands\\.$`, 'm'),
       shown(ended),
     );
     assert.deepEqual(auditCommands(ended.stdout), [], 'no audit commands for a copy that is gone');
@@ -171,7 +175,10 @@ describe('how the demo ends', () => {
       const ended = await run(command, [...args], repoRoot, tmp);
       assert.equal(ended.code, 2, shown(ended));
       assert.equal(ended.stdout, '');
-      assert.equal(ended.stderr, `${prefix}: unknown option "--kep"; the one option is --keep (keep the copy of the example)\n`);
+      assert.equal(
+        ended.stderr,
+        `${prefix}: unknown option "--kep"; the options are --keep (keep the copy of the example), or --endpoint [--port N] (only the local model endpoint, for your MCP client)\n`,
+      );
       assert.deepEqual(demoFolders(tmp), []);
     });
   }

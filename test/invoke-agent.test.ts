@@ -118,6 +118,19 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     assert.equal(report.journal_complete, true);
   });
 
+  // Claude Code and Codex show their model structuredContent alone (docs/clients.md): it carries the
+  // answer, or the refusal in words with its kind, beside the audit reference.
+  it('says the answer and a Cedar denial in structuredContent too, in the words of content', async () => {
+    const permitted = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } });
+    assert.equal(auditOf(permitted).response, 'Hello from the synthetic endpoint.');
+    const denied = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'tell me [[secret]]' } });
+    assert.equal(denied.isError, true);
+    const { error, response } = auditOf(denied);
+    assert.equal(response, undefined);
+    assert.equal(error?.kind, 'policy_denied');
+    assert.match(error.message, /^invoke_agent failed: .*Cedar policy denied.*\(audit: run /);
+  });
+
   it('sends the definition in the system message and caller text only as user messages', async () => {
     await server.client.callTool({
       name: 'invoke_agent',

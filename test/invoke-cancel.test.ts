@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { suiteFixture } from './support/suite-fixture.js';
 import { makeProject, removeProject } from './support/project.js';
-import { providerEnv, type RunningServer, startServer } from './support/server.js';
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { auditOf, providerEnv, type RunningServer, startServer } from './support/server.js';
 import { assertCompleteJournal, eventNames, inspect, inspectWithCli, journalsIn, projectPublicKey, readJournal, runIdOf } from './support/journal.js';
 import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
 import { readAsSymbiont } from './support/symbiont-reader.js';
@@ -40,10 +41,19 @@ describe('cancellation over stdio', () => {
   // `raceWithCompletion`: the cancel aims at a window so short that on a loaded
   // machine the run may already have answered; then the result stands and only
   // the journal is checked.
-  async function cancelledRun(prompt: string, cancelWhen: (controller: AbortController) => Promise<void>, raceWithCompletion = false) {
+  // `options` are the SDK client's request options (a `timeout` of its own cancels like an abort).
+  async function cancelledRun(
+    prompt: string,
+    cancelWhen: (controller: AbortController) => Promise<void>,
+    raceWithCompletion = false,
+    options: RequestOptions = {},
+  ) {
     const known = new Set(journalsIn(project));
     const controller = new AbortController();
-    const call = server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt } }, undefined, { signal: controller.signal });
+    const call = server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt } }, undefined, {
+      signal: controller.signal,
+      ...options,
+    });
     const settled = call.then(
       () => 'resolved',
       () => 'rejected',
@@ -80,6 +90,59 @@ describe('cancellation over stdio', () => {
       (report.effects as { outcome: string }[]).map((e) => e.outcome),
       ['unknown', 'unknown'],
     );
+  });
+
+  // A client whose request clock is shorter than the run, but restarts on progress (the MCP SDK's
+  // resetTimeoutOnProgress), still gets the answer: while the provider holds the request, the server
+  // repeats the phase every PROGRESS_HEARTBEAT_MS (5 s), so the 7 s clock never runs out.
+  it('keeps a client that restarts its clock on progress waiting past its timeout, with the phase only', async () => {
+    const seen = endpoint.requests.length;
+    const heard: { progress: number; message?: string }[] = [];
+    const startedAt = Date.now();
+    const call = server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'slow [[hold]]' } }, undefined, {
+      timeout: 7_000,
+      resetTimeoutOnProgress: true,
+      onprogress: (notice) => heard.push(notice),
+    });
+    await endpoint.waitForRequests(seen + 1);
+    // Two repeats of the provider phase: the run has outlived the client's 7 s clock.
+    await waitFor(
+      'two heartbeats while the provider holds the request',
+      () => (heard.filter((n) => n.message === 'request_sent').length >= 3 ? true : undefined),
+      30_000,
+    );
+    assert.ok(Date.now() - startedAt > 7_000, 'the run outlived the client clock');
+    endpoint.releaseAll();
+    const result = await call;
+    assert.equal(result.isError, undefined, JSON.stringify(result.content));
+    assert.equal(auditOf(result).response, 'Hello from the synthetic endpoint.');
+    const values = heard.map((n) => n.progress);
+    assert.deepEqual(
+      values,
+      [...values].sort((a, b) => a - b),
+      'progress only increases',
+    );
+    assert.equal(new Set(values).size, values.length, 'and never repeats a value');
+    assert.ok(
+      heard.every((n) => /^[a-z_]+$/.test(n.message ?? '')),
+      'phase names only, never text',
+    );
+  });
+
+  it('a client that gives up at its own timeout cancels the run: the journal still ends with its terminal record', async () => {
+    const seen = endpoint.requests.length;
+    const { journal, terminal } = await cancelledRun(
+      'wait [[hold]]',
+      async () => {
+        await endpoint.waitForRequests(seen + 1);
+      },
+      false,
+      { timeout: 1_500 },
+    );
+    assert.match(JSON.stringify(terminal.reason), /Error.*cancelled/);
+    assert.deepEqual(readAsSymbiont(journal), [...ROUTE_SEQUENCES.cancelledDuringCall]);
+    await waitFor('the endpoint to see the connection close', () => (endpoint.requests[seen]!.closedEarly ? true : undefined));
+    assert.equal(inspect(journal, runIdOf(journal), projectPublicKey(project)).report.journal_complete, true);
   });
 
   it('cancels while the response body is being read', async () => {

@@ -372,3 +372,38 @@ describe('the MCP revision with batches is not negotiated', () => {
     });
   }
 });
+
+// Claude Code 2.1.332 first probes for MCP 2026-07-28 with `server/discover`, before any
+// `initialize`, and falls back to `initialize` on a JSON-RPC error. The probe must get exactly one
+// prompt error (with the probe's id) and leave the session as a new one, ready for `initialize`.
+describe('a server/discover probe before initialize', () => {
+  let probeProject: string;
+  before(() => {
+    probeProject = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n' });
+  });
+  after(() => removeProject(probeProject));
+
+  it('is answered with one JSON-RPC error, and initialize then opens a working session', async () => {
+    const raw = spawnRawServer(probeProject);
+    try {
+      await raw.send(
+        jsonLine({ jsonrpc: '2.0', id: 0, method: 'server/discover', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } }),
+      );
+      const probe = (await raw.waitFor(0)) as { error?: { code: number; message: string }; result?: unknown };
+      assert.equal(probe.result, undefined, 'no result for a method this server does not speak');
+      // -32601 (method not found) is what Claude Code falls back to initialize on.
+      assert.equal(probe.error?.code, -32601, JSON.stringify(probe.error));
+      assert.ok(!probe.error.message.includes('\n'), 'one line');
+      await raw.send(jsonLine(INITIALIZE));
+      const init = (await raw.waitFor('init')) as { result: { protocolVersion: string } };
+      assert.equal(init.result.protocolVersion, INITIALIZE.params.protocolVersion);
+      await raw.send(jsonLine(INITIALIZED));
+      await raw.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/list' }));
+      const listed = (await raw.waitFor(2)) as { result: { tools: { name: string }[] } };
+      assert.ok(listed.result.tools.some((tool) => tool.name === 'invoke_agent'));
+      assert.equal(raw.messages().filter((m) => m.id === 0).length, 1, 'exactly one answer to the probe');
+    } finally {
+      await raw.end();
+    }
+  });
+});

@@ -1,6 +1,6 @@
-// The demo proper. Two routes start it: scripts/demo.mjs (`npm run demo` in a clone, through tsx, once
-// the dependencies are installed and the package built) and `symbi demo` (from its bundled copy, loaded
-// only for that command). Only the commands it suggests differ between the two.
+// The demo proper. Two routes start it through demo-main.ts: scripts/demo.mjs (`npm run demo` in a
+// clone, through tsx, once the dependencies are installed and the package built) and `symbi demo` (from
+// its bundled copy, loaded only for that command). Only the commands it suggests differ between the two.
 //
 // It serves a fresh copy of examples/quickstart/ with `symbi mcp` over stdio, answers inference from the
 // in-process synthetic endpoint, and walks through what a user should see: the agent list, one governed
@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { packageRootUrl } from '../shared/package-version.js';
@@ -35,7 +35,7 @@ export interface DemoStart {
 
 const repoRoot = fileURLToPath(packageRootUrl);
 const symbiBin = path.join(repoRoot, 'bin', 'symbi.js');
-const exampleDir = path.join(repoRoot, 'examples', 'quickstart');
+export const exampleDir = path.join(repoRoot, 'examples', 'quickstart');
 const STEP_TIMEOUT_MS = 15_000;
 /** A connection to a local port is made or refused at once; a rule that drops it is not worth waiting on. */
 const LOOPBACK_PROBE_TIMEOUT_MS = 3_000;
@@ -47,26 +47,72 @@ export function thisCopyOrigin(): DemoOrigin {
 
 // ---- options ---------------------------------------------------------------------------------------
 
-/** The demo's one option, taken by both routes (`symbi demo --keep`, `npm run demo -- --keep`). */
+/** The demo's options, taken by both routes (`symbi demo --keep`, `npm run demo -- --keep`). */
 export const KEEP_OPTION = '--keep';
+export const ENDPOINT_OPTION = '--endpoint';
+export const PORT_OPTION = '--port';
+/** Where `--endpoint` listens unless `--port` says otherwise: fixed, so a client's configuration outlives a restart. */
+export const DEMO_ENDPOINT_PORT = 8642;
+
+export interface DemoOptions {
+  keep: boolean;
+  /** Only the local model endpoint, for a real MCP client (demo-endpoint.ts), on this port. */
+  endpoint?: { port: number };
+}
+
+const USAGE = `the options are ${KEEP_OPTION} (keep the copy of the example), or ${ENDPOINT_OPTION} [${PORT_OPTION} N] (only the local model endpoint, for your MCP client)`;
 
 /** The demo's options from its command-line words, or the one-line usage problem (exit 2). */
-export function parseDemoArgs(words: readonly string[]): { keep: boolean } | { problem: string } {
+export function parseDemoArgs(words: readonly string[]): DemoOptions | { problem: string } {
   let keep = false;
-  for (const word of words) {
-    if (word === KEEP_OPTION) {
-      keep = true;
-      continue;
+  let endpoint = false;
+  let port: number | undefined;
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i]!;
+    if (word === KEEP_OPTION) keep = true;
+    else if (word === ENDPOINT_OPTION) endpoint = true;
+    else if (word === PORT_OPTION || word.startsWith(`${PORT_OPTION}=`)) {
+      const value = word === PORT_OPTION ? words[++i] : word.slice(PORT_OPTION.length + 1);
+      port = Number(value);
+      if (value === undefined || !/^\d+$/.test(value) || port > 65535)
+        return { problem: `${PORT_OPTION} takes a port number from 1 to 65535 (0: any free port), not ${JSON.stringify(value ?? '')}` };
+    } else {
+      const kind = word.startsWith('-') ? 'option' : 'argument';
+      return { problem: `unknown ${kind} ${JSON.stringify(word)}; ${USAGE}` };
     }
-    const kind = word.startsWith('-') ? 'option' : 'argument';
-    return { problem: `unknown ${kind} ${JSON.stringify(word)}; the one option is ${KEEP_OPTION} (keep the copy of the example)` };
   }
-  return { keep };
+  if (endpoint && keep) return { problem: `${KEEP_OPTION} keeps the walk-through's copy and ${ENDPOINT_OPTION} starts no walk-through; give one of them` };
+  if (port !== undefined && !endpoint) return { problem: `${PORT_OPTION} goes with ${ENDPOINT_OPTION}; ${USAGE}` };
+  return endpoint ? { keep, endpoint: { port: port ?? DEMO_ENDPOINT_PORT } } : { keep };
 }
 
 /** A word as a POSIX shell reads it back: as it is when plain, else in single quotes. */
-function shellWord(word: string): string {
+export function shellWord(word: string): string {
   return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+// ---- the commands the demo suggests ----------------------------------------------------------------
+
+/**
+ * How a person runs this installed copy from anywhere: `symbi-mcp` when that name on their PATH is this
+ * very package (a global install), else this copy's bin by its absolute path. Never `npx -y symbi-mcp`:
+ * until the package is published, that name on the public registry is not ours (README).
+ */
+export function installedCommand(searchPath = process.env.PATH ?? ''): string {
+  const mine = fs.realpathSync(symbiBin);
+  for (const dir of searchPath.split(path.delimiter).filter((d) => path.isAbsolute(d))) {
+    try {
+      if (fs.realpathSync(path.join(dir, 'symbi-mcp')) === mine) return 'symbi-mcp';
+    } catch {
+      // not in this folder
+    }
+  }
+  return `node ${shellWord(mine)}`;
+}
+
+/** The server command to put in an MCP client's configuration, which starts it from any folder. */
+export function clientServerCommand(origin: DemoOrigin): string {
+  return origin === 'clone' ? `node ${shellWord(symbiBin)}` : installedCommand();
 }
 
 // ---- terminal output -------------------------------------------------------------------------------
@@ -251,16 +297,19 @@ function copyExample(): string {
   }
 }
 
-async function startEndpoint(): Promise<SyntheticEndpoint> {
+/** The synthetic endpoint on 127.0.0.1 (`port` 0: any free port), or a DemoSetupError saying how to fix the machine. */
+export async function startEndpoint(port = 0): Promise<SyntheticEndpoint> {
   try {
-    return await startSyntheticEndpoint();
+    return await startSyntheticEndpoint({ port });
   } catch (error) {
     const code = errorCode(error);
     const cause =
       code === 'EADDRNOTAVAIL'
         ? 'give the loopback interface its address with `ip addr add 127.0.0.1/8 dev lo`'
         : code === 'EADDRINUSE'
-          ? 'no local port is free; free one (or widen net.ipv4.ip_local_port_range)'
+          ? port === 0
+            ? 'no local port is free; free one (or widen net.ipv4.ip_local_port_range)'
+            : `port ${port} is taken; stop what listens there, or pick another with --port`
           : 'check that the loopback interface is up and a local port is free';
     throw new DemoSetupError(`the local model endpoint could not listen on 127.0.0.1 (${code}); ${cause}, then run the demo again`);
   }
@@ -270,7 +319,7 @@ async function startEndpoint(): Promise<SyntheticEndpoint> {
  * Connects to the endpoint once. With the loopback interface down, listening on 127.0.0.1 still works
  * but every connection fails (ENETUNREACH); without this check each step then failed on its own.
  */
-async function checkLoopback(endpoint: SyntheticEndpoint): Promise<void> {
+export async function checkLoopback(endpoint: SyntheticEndpoint): Promise<void> {
   const { hostname, port } = new URL(endpoint.origin);
   const problem = await new Promise<string | undefined>((resolve) => {
     const socket = net.connect({ host: hostname, port: Number(port) });
@@ -322,7 +371,7 @@ export async function runDemo(start: DemoStart): Promise<number> {
   // How the reader runs the same commands themselves, from where they started the demo.
   const cloneBin = path.relative(start.cwd, symbiBin);
   const outside = path.isAbsolute(cloneBin) || cloneBin.startsWith('..');
-  const symbi = start.origin === 'clone' ? `node ${shellWord(outside ? symbiBin : cloneBin)}` : 'npx -y symbi-mcp';
+  const symbi = start.origin === 'clone' ? `node ${shellWord(outside ? symbiBin : cloneBin)}` : installedCommand();
   const rerunKeeping = start.npmScript ? `npm run demo -- ${KEEP_OPTION}` : `${symbi} demo ${KEEP_OPTION}`;
   const started = Date.now();
 
@@ -546,7 +595,7 @@ export async function runDemo(start: DemoStart): Promise<number> {
     }
   }
   // An MCP client starts the server from anywhere: the clone's bin by its absolute path.
-  const serverCommand = start.origin === 'clone' ? `node ${shellWord(symbiBin)}` : symbi;
+  const serverCommand = clientServerCommand(start.origin);
   say(`   claude mcp add symbi -- ${serverCommand} mcp --project /abs/path/to/your/project`);
   note('Claude Code; README.md has the other IDEs and CLIs');
   if (start.origin === 'clone') say(`   npm run bench                              ${dim('the benchmark table for this machine')}`);
@@ -564,34 +613,4 @@ export async function runDemo(start: DemoStart): Promise<number> {
       : `The copy of the example was removed; \`${rerunKeeping}\` keeps it, for the symbi audit commands.`,
   );
   return failures.length === 0 ? 0 : 1;
-}
-
-function isMainModule(): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return import.meta.url === pathToFileURL(fs.realpathSync(entry)).href;
-  } catch {
-    return false;
-  }
-}
-
-// Run directly (scripts/demo.mjs starts this file through tsx): the clone route. `symbi demo` imports runDemo.
-if (isMainModule()) {
-  const options = parseDemoArgs(process.argv.slice(2));
-  if ('problem' in options) {
-    process.stderr.write(`demo: ${options.problem}\n`);
-    process.exit(2);
-  }
-  // npm runs scripts from the package root; INIT_CWD is where the person typed `npm run demo`.
-  const cwd = process.env.INIT_CWD ?? process.cwd();
-  runDemo({ origin: 'clone', npmScript: true, cwd, keep: options.keep }).then(
-    (status) => {
-      process.exitCode = status;
-    },
-    (error: unknown) => {
-      process.stderr.write(`demo: ${error instanceof Error ? oneLine(error.message) : String(error)}\n`);
-      process.exitCode = 1;
-    },
-  );
 }

@@ -198,8 +198,11 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
       assert.equal(fs.readdirSync(tmp).filter((n) => n.startsWith('symbi-demo-')).length, 1, 'one kept copy');
       // The suggested commands are the installed package's, and run as printed from where the demo ran.
       const next = stdout.slice(stdout.indexOf('What to run next'));
-      const commands = [...next.matchAll(/^ {3}(npx -y symbi-mcp audit (?:list|inspect) .*)$/gm)].map((m) => m[1]!);
-      assert.equal(commands.length, 2, `audit list and audit inspect, spelled npx -y symbi-mcp\n${shown}`);
+      // Spelled with this copy's bin by its absolute path: `npx -y symbi-mcp` would ask the public registry.
+      assert.doesNotMatch(stdout, /npx -y symbi-mcp/, 'never the unpublished name');
+      const bin = fs.realpathSync(installed.symbiMcpBin);
+      const commands = [...next.matchAll(/^ {3}(node (\S+) audit (?:list|inspect) .*)$/gm)].filter((m) => m[2] === bin).map((m) => m[1]!);
+      assert.equal(commands.length, 2, `audit list and audit inspect, spelled node ${bin}\n${shown}`);
       for (const line of commands) await run('sh', ['-c', line], { cwd: installed.dir, env, timeout: 120_000 });
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import os from 'node:os';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -111,13 +112,31 @@ export function textOf(result: unknown): string {
   return content.map((c) => c.text ?? '').join('');
 }
 
-/** The audit reference an invoke_agent result carries. */
+/** The audit reference an invoke_agent result carries, with the words it repeats from `content`. */
 export interface AuditRef {
   agent_id: string;
   audit: { run_id: string; path: string; public_key: string };
+  /** The released answer, on success. */
+  response?: string;
+  /** Why no answer was released, on an error after the journal opened. */
+  error?: { kind: string; message: string };
 }
 
-/** The audit reference of an invoke_agent result. */
+/**
+ * The audit reference of an invoke_agent result. Every caller also checks that structuredContent says
+ * what content says (the answer, or the failure with isError), since some clients show only one of
+ * them to their model (docs/clients.md).
+ */
 export function auditOf(result: unknown): AuditRef {
-  return (result as { structuredContent: AuditRef }).structuredContent;
+  const { structuredContent, isError } = result as { structuredContent: AuditRef; isError?: boolean };
+  assert.ok(structuredContent, 'an invoke_agent result with an audit reference');
+  if (isError === true) {
+    assert.equal(structuredContent.response, undefined, 'no answer beside an error');
+    assert.equal(structuredContent.error?.message, textOf(result), 'structuredContent.error says what content says');
+    assert.match(structuredContent.error.kind, /^[a-z0-9_]+$/);
+  } else {
+    assert.equal(structuredContent.error, undefined, 'no error beside an answer');
+    assert.equal(structuredContent.response, textOf(result), 'structuredContent.response is the answer content carries');
+  }
+  return structuredContent;
 }

@@ -1,36 +1,33 @@
 import type { Command } from 'commander';
 
-// `symbi demo`: the walk-through of `npm run demo`, run from an installed
-// package (`npx -y symbi-mcp demo`), so a person can try the server without a
-// clone, or from a clone's bin/symbi.js. The driver and its synthetic endpoint
-// (src/demo/) are loaded only for this command.
+// `symbi demo`: the walk-through of `npm run demo`, run from an installed package or from a clone's
+// bin/symbi.js, so a person can try the server without a clone; `symbi demo --endpoint` starts only its
+// local model endpoint, for trying invoke_agent from a real MCP client before having a key. The demo
+// (src/demo/) is loaded only for this command.
 
 export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
     .description('Walk through the server against a local synthetic model (no network, no key) and verify every journal')
     .option('--keep', 'keep the copy of the example the demo serves, and print the symbi audit commands for its journals')
-    // Anything else reaches the action, which refuses it in the demo's own words (the npm route shares them).
+    .option('--endpoint', 'start only the local synthetic model on 127.0.0.1 and print the lines for an MCP client, until Ctrl-C')
+    .option('--port <N>', 'the port --endpoint listens on (default 8642)')
+    // Commander only lists the options: the demo reads them itself, in the same words on both routes
+    // (the npm route shares them), so they are handed back as words. Anything else reaches it too.
     .allowUnknownOption()
     .allowExcessArguments()
     .exitOverride((err) => {
       process.exit(err.exitCode === 0 ? 0 : 2);
     })
-    .action(async (flags: { keep?: boolean }, command: Command) => {
-      const { runDemo, parseDemoArgs, thisCopyOrigin, DemoSetupError } = await import('../../demo/demo-run.js');
-      const leftover = parseDemoArgs(command.args);
-      if ('problem' in leftover) {
-        process.stderr.write(`symbi demo: ${leftover.problem}\n`);
-        process.exitCode = 2;
-        return;
-      }
-      try {
-        process.exitCode = await runDemo({ origin: thisCopyOrigin(), npmScript: false, cwd: process.cwd(), keep: flags.keep === true });
-      } catch (error) {
-        // The machine cannot run the demo: one line naming the cause and the fix, never a stack trace.
-        if (!(error instanceof DemoSetupError)) throw error;
-        process.stderr.write(`symbi demo: ${error.message}\n`);
-        process.exitCode = 1;
-      }
+    .action(async (flags: { keep?: boolean; endpoint?: boolean; port?: string }, command: Command) => {
+      const words = [
+        ...(flags.keep === true ? ['--keep'] : []),
+        ...(flags.endpoint === true ? ['--endpoint'] : []),
+        ...(flags.port !== undefined ? ['--port', flags.port] : []),
+        ...command.args,
+      ];
+      const { startDemo } = await import('../../demo/demo-main.js');
+      const { thisCopyOrigin } = await import('../../demo/demo-run.js');
+      process.exitCode = await startDemo(words, { origin: thisCopyOrigin(), npmScript: false, cwd: process.cwd() }, 'symbi demo');
     });
 }

@@ -5,7 +5,8 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, CANCELLED_INVOCATIONS_FINISHING_MAX, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
-import { RUN_PHASES, type InvokeOutcome, type ProviderNote } from '../../shared/worker-protocol.js';
+import type { InvokeOutcome, ProviderNote } from '../../shared/worker-protocol.js';
+import { runProgress } from './run-progress.js';
 import { preflightInvocation, type Preflight, type PreflightInputs } from '../runs/invoke-preflight.js';
 import { agentStandings, refusalText, type AgentStanding, type CallRefusal, type InvokeRefusal } from '../runs/agent-refusal.js';
 import type { AgentSummary } from '../startup/startup-snapshot.js';
@@ -57,8 +58,10 @@ const invokeArguments = declareStringArguments(TOOL, {
   },
 });
 
-// The structured result, on success and on errors after the journal opened;
-// both are typed from this schema, which is also the advertised outputSchema.
+// The structured result, on success and on errors after the journal opened; both are typed from
+// this schema, which is also the advertised outputSchema. It repeats the words of `content` because
+// some clients (Claude Code, Codex) show their model structuredContent alone when it is present
+// (docs/clients.md).
 const invokeAgentOutput = z.object({
   agent_id: z.string().describe('The principal UUID the response was produced under'),
   audit: z
@@ -68,6 +71,16 @@ const invokeAgentOutput = z.object({
       public_key: z.string().describe('Hex Ed25519 public key that verifies the journal'),
     })
     .describe('Reference to the signed journal of this invocation'),
+  response: z.string().optional().describe('The released answer, the same text as content; present when the call succeeded'),
+  error: z
+    .object({
+      kind: z
+        .string()
+        .describe('Why the run ended without an answer: policy_denied, tool_call_withheld, finish_<reason>, provider_http_<status>, cancelled, ...'),
+      message: z.string().describe('The same words as content'),
+    })
+    .optional()
+    .describe('Present when the call failed (isError): no answer was released'),
 });
 type InvokeAgentOutput = z.infer<typeof invokeAgentOutput>;
 
@@ -77,8 +90,9 @@ function failure(message: string, agentId?: string, outcome?: InvokeOutcome) {
     content: [{ type: 'text', text: `invoke_agent refused: ${message}` }],
   };
   if (outcome !== undefined && !outcome.ok && outcome.audit !== undefined && agentId !== undefined) {
-    result.content = [{ type: 'text', text: `invoke_agent failed: ${message} (audit: run ${outcome.audit.run_id}, journal ${outcome.audit.path})` }];
-    result.structuredContent = { agent_id: agentId, audit: outcome.audit };
+    const text = `invoke_agent failed: ${message} (audit: run ${outcome.audit.run_id}, journal ${outcome.audit.path})`;
+    result.content = [{ type: 'text', text }];
+    result.structuredContent = { agent_id: agentId, audit: outcome.audit, error: { kind: runEndReason(runEndOf(outcome)), message: text } };
   }
   return result;
 }
@@ -173,7 +187,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
       title: 'Invoke a registered agent (governed text response)',
       description:
         'Sends the registered conversational definition named by `agent` (an agents/*.symbi or *.dsl filename stem) and your prompt to the configured model provider and returns one text answer. ' +
-        'The answer is released only after the project Cedar policy permits its exact text and the signed audit journal is durable; structuredContent carries agent_id and the audit reference (run_id, journal path, public key). ' +
+        'The answer is released only after the project Cedar policy permits its exact text and the signed audit journal is durable; structuredContent carries the same answer as `response`, or the failure as `error` {kind, message}, beside agent_id and the audit reference (run_id, journal path, public key). ' +
         'No tools, commands or delegated work are executed. system_prompt is extra caller input sent as a user message; it cannot replace the definition. ' +
         `prompt is limited to ${sizeWords(PROMPT_MAX_BYTES)} and system_prompt to ${sizeWords(SYSTEM_PROMPT_MAX_BYTES)} of UTF-8.`,
       inputSchema: invokeArguments.inputSchema,
@@ -209,7 +223,10 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         const { definition, provider } = preflight;
         const runId = randomUUID();
         const progressToken = extra._meta?.progressToken;
-        const progressSent: Promise<void>[] = [];
+        const progress =
+          progressToken === undefined
+            ? undefined
+            : runProgress((notice) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken, ...notice } }));
         const startedAt = performance.now();
         let owner: RunOwner;
         try {
@@ -223,23 +240,13 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
               ...(session.guidance !== undefined ? { guidance: session.guidance } : {}),
             },
             {
-              onProgress: (phase) => {
-                if (progressToken === undefined) return;
-                // Progress names the phase only; model text never leaves before authorisation.
-                progressSent.push(
-                  extra
-                    .sendNotification({
-                      method: 'notifications/progress',
-                      params: { progressToken, progress: RUN_PHASES.indexOf(phase) + 1, total: RUN_PHASES.length, message: phase },
-                    })
-                    .catch(() => undefined),
-                );
-              },
+              onProgress: (phase) => progress?.phase(phase),
               // Said when it happens, not when the run ends.
               onProvider: (note) => logProviderNote(session.log, runId, note),
             },
           );
         } catch (err) {
+          await progress?.stop();
           // No worker thread could start (sandboxed-thread.ts): this call is refused with the reason; the server goes on.
           const refusal: InvokeRefusal = { kind: 'no_worker_thread', error: (err as Error).message };
           session.log.warn('invoke_agent refused: no worker thread could start', {
@@ -260,7 +267,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         session.signingKey.noteOutcome(outcome);
         extra.signal.removeEventListener('abort', onAbort);
         // Every progress notice goes out before the result that ends the request.
-        await Promise.all(progressSent);
+        await progress?.stop();
         const durationMs = Math.round(performance.now() - startedAt);
         const cancelAt = owner.cancelRequestedAt();
         if (cancelAt !== undefined) {
@@ -314,7 +321,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         });
 
         if (outcome.ok) {
-          const structuredContent: InvokeAgentOutput = { agent_id: definition.principal, audit: outcome.audit };
+          const structuredContent: InvokeAgentOutput = { agent_id: definition.principal, audit: outcome.audit, response: outcome.text };
           return { content: [{ type: 'text' as const, text: outcome.text }], structuredContent };
         }
         if (!outcome.terminalDurable && outcome.audit !== undefined) {
