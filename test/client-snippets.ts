@@ -192,6 +192,13 @@ function readmeSnippet(command: string): string {
   throw new Error(`README.md has no sh block with a "${command} ... symbi-mcp mcp" line`);
 }
 
+/** The README's `config.toml` block for a server entry (`[mcp_servers.symbi]`), whole. */
+function readmeToml(table: string): string {
+  const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+  for (const block of readme.matchAll(/^```toml\n([\s\S]*?)^```/gm)) if (block[1]!.startsWith(`${table}\n`)) return block[1]!;
+  throw new Error(`README.md has no toml block starting with ${table}`);
+}
+
 /** The first line of a docs/clients.md sh block that starts with `prefix`, whatever follows. */
 function clientsDocLine(prefix: string): string {
   const doc = fs.readFileSync(CLIENTS_DOC, 'utf8');
@@ -448,6 +455,13 @@ const SESSIONS: Record<ClientName, () => SessionSetup> = {
   }),
   codex: () => ({
     api: 'openai-responses',
+    // The README's config.toml form of the entry, in place of what its `codex mcp add` line wrote (the
+    // connection check ran that one): it carries tool_timeout_sec.
+    prepare: (s) =>
+      fs.writeFileSync(
+        path.join(s.home, '.codex', 'config.toml'),
+        readmeToml('[mcp_servers.symbi]').split(PROJECT_PLACEHOLDER).join(s.project).split(KEY_PLACEHOLDER).join(SERVER_KEY),
+      ),
     docLine: clientsDocLine('codex exec '),
     env: () => ({ FAKE_CODEX_MODEL_KEY: 'fake-codex-model-key' }),
     // Codex gives a server only the variables its entry names, so the provider URL goes into the entry.
@@ -474,6 +488,12 @@ function mergeJson(file: string, value: Record<string, unknown>): void {
 
 function excerpt(text: string, max = 240): string {
   return text.length <= max ? text : `${text.slice(0, max)}...`;
+}
+
+/** Up to `max` characters of `text` around the first match of `pattern` (its start when none). */
+function around(text: string, pattern: RegExp, max = 200): string {
+  const at = Math.max(0, (pattern.exec(text)?.index ?? 0) - 40);
+  return `${at > 0 ? '...' : ''}${excerpt(text.slice(at), max)}`;
 }
 
 /**
@@ -506,7 +526,9 @@ async function checkModelView(name: ClientName, s: Scratch, provider: SyntheticE
     const after = (n: number): RecordedRequest => {
       const found = model.requests.find((r) => r.toolName !== undefined && r.results.length === n);
       if (found === undefined)
-        throw new Error(`${name} never sent its model a request with ${n} tool result(s) (${model.requests.length} requests: ${model.requests.map((r) => `${r.method} ${r.path} tools=${r.toolName ?? '-'} results=${r.results.length}`).join('; ')})${tail_}`);
+        throw new Error(
+          `${name} never sent its model a request with ${n} tool result(s) (${model.requests.length} requests: ${model.requests.map((r) => `${r.method} ${r.path} tools=${r.toolName ?? '-'} results=${r.results.length}`).join('; ')})${tail_}`,
+        );
       return found;
     };
     const toolName = after(0).toolName!;
@@ -515,10 +537,12 @@ async function checkModelView(name: ClientName, s: Scratch, provider: SyntheticE
     const unknown = after(3).results[2]!;
     const problems: string[] = [];
     if (!answered.raw.includes(GOVERNED_ANSWER)) problems.push(`after the permitted call the model did not get the answer text: ${excerpt(answered.raw, 600)}`);
-    if (!/Cedar policy denied/.test(refused.raw)) problems.push(`after the Cedar refusal the model did not get the refusal in words: ${excerpt(refused.raw, 600)}`);
+    if (!/Cedar policy denied/.test(refused.raw))
+      problems.push(`after the Cedar refusal the model did not get the refusal in words: ${excerpt(refused.raw, 600)}`);
     if (refused.raw.includes('launch code is')) problems.push(`the withheld answer reached the model: ${excerpt(refused.raw, 600)}`);
     if (setup.flagsErrors && !refused.flaggedError) problems.push(`the Cedar refusal is not flagged as an error: ${excerpt(refused.raw, 600)}`);
-    if (!/unknown agent/.test(unknown.raw) || !unknown.raw.includes('nobody')) problems.push(`after the unknown agent the model did not get the refusal in words: ${excerpt(unknown.raw, 600)}`);
+    if (!/unknown agent/.test(unknown.raw) || !unknown.raw.includes('nobody'))
+      problems.push(`after the unknown agent the model did not get the refusal in words: ${excerpt(unknown.raw, 600)}`);
     if (setup.flagsErrors && !unknown.flaggedError) problems.push(`the unknown-agent refusal is not flagged as an error: ${excerpt(unknown.raw, 600)}`);
     const keyFragment = SERVER_KEY.slice(3, 27);
     for (const request of model.requests) {
@@ -531,9 +555,9 @@ async function checkModelView(name: ClientName, s: Scratch, provider: SyntheticE
     if (problems.length > 0) throw new Error(`${problems.join('\n')}${tail_}`);
     return [
       `tool ${toolName}`,
-      `answer: ${excerpt(answered.raw, 160)}`,
-      `Cedar refusal${refused.flaggedError ? ' (flagged)' : ''}: ${excerpt(refused.raw, 160)}`,
-      `unknown agent${unknown.flaggedError ? ' (flagged)' : ''}: ${excerpt(unknown.raw, 160)}`,
+      `answer: ${around(answered.raw, /quickstart owls/)}`,
+      `Cedar refusal${refused.flaggedError ? ' (flagged as an error)' : ''}: ${around(refused.raw, /Cedar policy denied/)}`,
+      `unknown agent${unknown.flaggedError ? ' (flagged as an error)' : ''}: ${around(unknown.raw, /unknown agent/)}`,
       `${model.requests.length} requests to the model, none with the server's key`,
     ].join('\n    ');
   } finally {

@@ -62,6 +62,11 @@ function asArray(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
 
+/** A JSON field as a string ('' when it is not one). */
+function str(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
 /** The name ending in `invoke_agent` (ours, prefixed by the server name) among a list of tool names. */
 function ourTool(names: string[]): string | undefined {
   return names.find((name) => /symbi.*invoke_agent$/.test(name));
@@ -70,7 +75,7 @@ function ourTool(names: string[]): string | undefined {
 // ---- Anthropic Messages (Claude Code) ----
 
 function anthropicToolNames(body: Json): string[] {
-  return asArray(body.tools).map((tool) => String(asObject(tool).name ?? ''));
+  return asArray(body.tools).map((tool) => str(asObject(tool).name));
 }
 
 /** The results of our tool's calls: tool_result blocks answering a tool_use of that name. */
@@ -91,7 +96,9 @@ function anthropicResults(body: Json, toolName: string | undefined): ToolResult[
 
 /** Whether the conversation already has a call of this tool (Claude Code's ToolSearch). */
 function anthropicCalled(body: Json, name: string): boolean {
-  return asArray(body.messages).some((message) => asArray(asObject(message).content).some((block) => asObject(block).type === 'tool_use' && asObject(block).name === name));
+  return asArray(body.messages).some((message) =>
+    asArray(asObject(message).content).some((block) => asObject(block).type === 'tool_use' && asObject(block).name === name),
+  );
 }
 
 function sse(res: ServerResponse, events: { event?: string; data: unknown }[]): void {
@@ -112,8 +119,7 @@ function anthropicAnswer(res: ServerResponse, body: Json, id: number, call: { na
     return;
   }
   const start = call === undefined ? { type: 'text', text: '' } : { ...block, input: {} };
-  const delta =
-    call === undefined ? { type: 'text_delta', text } : { type: 'input_json_delta', partial_json: JSON.stringify(call.input) };
+  const delta = call === undefined ? { type: 'text_delta', text } : { type: 'input_json_delta', partial_json: JSON.stringify(call.input) };
   sse(res, [
     {
       event: 'message_start',
@@ -133,7 +139,7 @@ function anthropicAnswer(res: ServerResponse, body: Json, id: number, call: { na
 // ---- Gemini generateContent / streamGenerateContent (Gemini CLI) ----
 
 function geminiToolNames(body: Json): string[] {
-  return asArray(body.tools).flatMap((tool) => asArray(asObject(tool).functionDeclarations).map((d) => String(asObject(d).name ?? '')));
+  return asArray(body.tools).flatMap((tool) => asArray(asObject(tool).functionDeclarations).map((d) => str(asObject(d).name)));
 }
 
 function geminiResults(body: Json, toolName: string | undefined): ToolResult[] {
@@ -214,7 +220,14 @@ function responsesAnswer(res: ServerResponse, body: Json, id: number, call: { na
   const item =
     call === undefined
       ? { type: 'message', role: 'assistant', id: `msg_fake_${id}`, status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] }
-      : { type: 'function_call', id: `fc_fake_${id}`, call_id: `call_fake_${id}`, status: 'completed', ...responsesCall(body, call.name), arguments: JSON.stringify(call.input) };
+      : {
+          type: 'function_call',
+          id: `fc_fake_${id}`,
+          call_id: `call_fake_${id}`,
+          status: 'completed',
+          ...responsesCall(body, call.name),
+          arguments: JSON.stringify(call.input),
+        };
   const usage = { input_tokens: 10, input_tokens_details: null, output_tokens: 5, output_tokens_details: null, total_tokens: 15 };
   sse(res, [
     { event: 'response.created', data: { type: 'response.created', response: { id: `resp_fake_${id}` } } },
@@ -242,15 +255,24 @@ export async function startFakeModel(api: ModelApi, script: ScriptedCall[]): Pro
       const body = asObject(parsed);
       const path = req.url ?? '/';
       const names = api === 'anthropic' ? anthropicToolNames(body) : api === 'gemini' ? geminiToolNames(body) : responsesToolNames(body);
-      // Claude Code defers MCP tools: it lists their names in a message and offers ToolSearch to load them.
-      const deferred = api === 'anthropic' && names.includes('ToolSearch') ? /mcp__symbi__invoke_agent(?![A-Za-z0-9_])/.exec(rawBody)?.[0] : undefined;
+      // Claude Code defers MCP tools: it lists their names in a message (or, while the server is still
+      // starting, the server's name as "still connecting") and offers ToolSearch, which loads a tool's
+      // schema and waits for a connecting server. A model that wants our tool asks ToolSearch first.
+      const deferred =
+        api === 'anthropic' &&
+        names.includes('ToolSearch') &&
+        (/mcp__symbi__invoke_agent(?![A-Za-z0-9_])/.test(rawBody) || /still connecting[^"]*\\nsymbi\\n/.test(rawBody))
+          ? 'mcp__symbi__invoke_agent'
+          : undefined;
       const toolName = ourTool(names) ?? deferred;
-      const results = api === 'anthropic' ? anthropicResults(body, toolName) : api === 'gemini' ? geminiResults(body, toolName) : responsesResults(body, toolName);
+      const results =
+        api === 'anthropic' ? anthropicResults(body, toolName) : api === 'gemini' ? geminiResults(body, toolName) : responsesResults(body, toolName);
       const record: RecordedRequest = { method: req.method ?? 'GET', path, headers: req.headers, rawBody, body: parsed, toolName, results };
       requests.push(record);
       for (const wake of [...waiters]) wake();
       const id = requests.length;
-      let next: { name: string; input: object } | undefined = toolName !== undefined && results.length < script.length ? { name: toolName, input: script[results.length]! } : undefined;
+      let next: { name: string; input: object } | undefined =
+        toolName !== undefined && results.length < script.length ? { name: toolName, input: script[results.length]! } : undefined;
       if (next !== undefined && deferred !== undefined && ourTool(names) === undefined && !anthropicCalled(body, 'ToolSearch'))
         next = { name: 'ToolSearch', input: { query: `select:${deferred}` } };
       const text = toolName !== undefined ? FINAL_TEXT : SIDE_TEXT;
@@ -275,7 +297,12 @@ export async function startFakeModel(api: ModelApi, script: ScriptedCall[]): Pro
         }
         // A side request that asked for JSON (Gemini CLI's next-speaker check) gets JSON that ends the turn.
         const wantsJson = asObject(body.generationConfig).responseMimeType === 'application/json';
-        geminiAnswer(res, path, next, wantsJson && next === undefined && toolName === undefined ? '{"reasoning":"The answer is complete.","next_speaker":"user"}' : text);
+        geminiAnswer(
+          res,
+          path,
+          next,
+          wantsJson && next === undefined && toolName === undefined ? '{"reasoning":"The answer is complete.","next_speaker":"user"}' : text,
+        );
       } else {
         responsesAnswer(res, body, id, next, text);
       }
