@@ -21,8 +21,16 @@
 // here. (Which answer is highlighted, and the order of the
 // dialogs, were seen in a terminal and are not checked.)
 //
+//
+// Then the model's view: each client runs headless with docs/clients.md's line (`claude -p`, `gemini -p`,
+// `codex exec`) against a scripted fake of its own model API on loopback (test/support/client-models.ts),
+// the server's own model being the demo's synthetic endpoint. The fake has the client call invoke_agent
+// three times: permitted (65 s, longer than any 60 s default clock), refused by Cedar, unknown agent. Each
+// next request the client sends its model must carry the answer text, then each refusal in words; none
+// may carry the server's provider key, which the snippet must hand to the server.
+//
 // Usage: node --import tsx test/client-snippets.ts [--only claude,gemini,codex] [--tarball FILE] [--keep]
-// Network: the npm registry only (the clients and the package's dependencies); no model is called.
+// Network: the npm registry only (the clients and the package's dependencies); no real model is called.
 
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
