@@ -34,18 +34,19 @@ describe('caller strings in error answers', () => {
   it('cuts and escapes an unknown tool name', async () => {
     const name = `${'x'.repeat(512 * 1024)}\n\u001b[2J\u202e${'y'.repeat(512 * 1024)}`;
     await server.send(jsonLine({ jsonrpc: '2.0', id: 'long-name', method: 'tools/call', params: { name, arguments: {} } }));
-    const answer = (await server.waitFor('long-name')) as { result?: { isError?: boolean; content: { text: string }[] } };
-    assert.equal(answer.result?.isError, true);
-    const text = answer.result.content.map((c) => c.text).join('');
-    assert.ok(text.length < 400, `${text.length} characters`);
-    assert.match(text, /^unknown tool "x+\.\.\."/);
+    // An unknown tool is a protocol error (-32602), as MCP's tools page lists it.
+    const answer = (await server.waitFor('long-name')) as { error?: { code: number; message: string } };
+    assert.equal(answer.error?.code, -32602);
+    const text = answer.error.message;
+    assert.ok(text.length < 500, `${text.length} characters`);
+    assert.match(text, /unknown tool "x+\.\.\."/);
     assert.doesNotMatch(text, UNSAFE);
 
     await server.send(jsonLine({ jsonrpc: '2.0', id: 'esc-name', method: 'tools/call', params: { name: 'a\u001b[2J\u202eb', arguments: {} } }));
-    const short = (await server.waitFor('esc-name')) as { result?: { isError?: boolean; content: { text: string }[] } };
-    assert.equal(short.result?.isError, true);
-    assert.doesNotMatch(short.result.content[0]!.text, UNSAFE);
-    assert.match(short.result.content[0]!.text, /a\\u001b\[2J\\u202eb/);
+    const short = (await server.waitFor('esc-name')) as { error?: { code: number; message: string } };
+    assert.equal(short.error?.code, -32602);
+    assert.doesNotMatch(short.error.message, UNSAFE);
+    assert.match(short.error.message, /a\\u001b\[2J\\u202eb/);
   });
 
   it('answers resources/read with a uri that is not a URI with -32602', async () => {

@@ -5,6 +5,8 @@ import fs from 'node:fs';
 import { makeProject, removeProject } from './support/project.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer, toolCallLine } from './support/raw-stdio.js';
 import { serverCommand, serverEnv, waitForStderr } from './support/server.js';
+import { ClientRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { SERVED_METHODS } from '../src/supervisor/session/mcp-session.js';
 import { waitFor } from './support/wait-for.js';
 
 // Every malformed JSON-RPC message written to the real server's standard
@@ -173,7 +175,7 @@ describe('malformed JSON-RPC over real stdio', () => {
       assert.match(message, /_meta/);
       assert.ok(!message.includes(MARKER), message);
     }
-    // A well-formed request for a method the server does not have: -32601, from the SDK.
+    // A well-formed request for a method the server does not serve: -32601.
     const unknown = { jsonrpc: '2.0', id: 134, method: 'vendor/unknown', params: { _meta: { [related]: { taskId: 't1' } } } };
     assertError(await answersTo(jsonLine(unknown), 134), { id: 134, code: -32601 }, 'unknown method');
     // The same _meta on a notification is never answered, but is logged without the bytes.
@@ -195,6 +197,37 @@ describe('malformed JSON-RPC over real stdio', () => {
     for (const [id, method, params] of cases) {
       assertError(await answersTo(jsonLine({ jsonrpc: '2.0', id, method, params })), { id, code: -32602 }, `${method} ${JSON.stringify(params)}`);
     }
+  });
+
+  // The methods the server serves are answered by their handlers; every other method of MCP's
+  // client requests is -32601 before its params are looked at (a probe for another revision's method
+  // must read "not found", not "bad params"). An unknown tool is -32602 naming the tools.
+  it('answers -32601 for every method it does not serve, whatever the params, and serves exactly SERVED_METHODS', async () => {
+    const served = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'resources/list', 'resources/templates/list', 'resources/read']);
+    assert.deepEqual([...SERVED_METHODS].sort(), [...served].sort(), 'the list the gate uses');
+    const everyMethod = ClientRequestSchema.options.map((option) => (option.shape.method as { value: string }).value);
+    let id = 900;
+    for (const method of everyMethod) {
+      id++;
+      const answers = await answersTo(jsonLine({ jsonrpc: '2.0', id, method, params: {} }), id);
+      assert.equal(answers.length, 1, `${method}: one answer`);
+      const code = (answers[0]!.error as { code?: number } | undefined)?.code;
+      if (served.has(method)) assert.notEqual(code, -32601, `${method} is served`);
+      else assert.equal(code, -32601, `${method} is not served: ${JSON.stringify(answers[0])}`);
+    }
+    for (const [method, params] of [
+      ['logging/setLevel', {}],
+      ['prompts/get', {}],
+      ['resources/subscribe', {}],
+      ['server/discover', { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } }],
+    ] as const) {
+      id++;
+      const message = assertError(await answersTo(jsonLine({ jsonrpc: '2.0', id, method, params })), { id, code: -32601 }, method);
+      assert.match(message, /^Method not found: .*; this server serves initialize, ping, resources\/list/);
+    }
+    id++;
+    const unknownTool = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } };
+    assert.match(assertError(await answersTo(jsonLine(unknownTool)), { id, code: -32602 }, 'unknown tool'), /unknown tool "no_such_tool"; the tools are /);
   });
 
   it('refuses tool arguments that are not an object with a one-line isError result', async () => {

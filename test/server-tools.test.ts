@@ -220,10 +220,16 @@ describe('symbi mcp project tools over stdio', () => {
     assert.equal((read.contents[0] as { text: string }).text, AGENTS_MD);
   });
 
-  it('answers an unknown tool name with a tool error and keeps serving', async () => {
-    const result = await server.call('no_such_tool', {});
-    assert.equal(result.isError, true);
-    assert.match(textOf(result), /no_such_tool not found/);
+  it('answers an unknown tool name with -32602 naming the tools, and keeps serving', async () => {
+    // MCP's tools page lists an unknown tool among the protocol errors (-32602), not as a tool result.
+    await assert.rejects(server.call('no_such_tool', {}), (error: Error & { code?: number }) => {
+      assert.equal(error.code, -32602);
+      assert.match(
+        error.message,
+        /unknown tool "no_such_tool"; the tools are get_agent_dsl, get_agents_md, invoke_agent, list_agents, parse_dsl, verify_schema$/,
+      );
+      return true;
+    });
     const ok = await server.call('get_agent_dsl', { agent: 'assistant' });
     assert.equal(ok.isError, undefined);
   });

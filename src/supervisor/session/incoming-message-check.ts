@@ -36,9 +36,13 @@ import { isRecord } from '../../shared/json-value.js';
 // - tools/call arguments that are not an object, or that carry `__proto__`
 //   (which the SDK's argument copy would silently drop): a tool result with
 //   isError and one line, like every other bad argument;
-// - a tools/call `name` no tool can have (MCP 2025-11-25 names tools with 1 to
-//   128 of A-Z, a-z, 0-9, "_", "-" and "."): the same tool error, the name cut
-//   and escaped, where the SDK would echo it whole in "Tool ... not found";
+// - a request for a method this server does not serve (its capabilities are
+//   tools and resources): -32601, before its params are judged, so a probe
+//   for a method of another revision is told "not found", not "bad params";
+// - a tools/call `name` that names no tool of this server: -32602, the protocol
+//   error MCP's tools page lists for an unknown tool (the SDK answers it with
+//   an isError result instead), naming the tools; the name cut and escaped,
+//   where the SDK would echo it whole in "Tool ... not found";
 // - a resources/read `uri` that is not a URI (the SDK's own URL parse would
 //   throw and answer -32603), or longer than RESOURCE_URI_MAX_CHARS: -32602.
 // Notifications (a string `method`, no `id` member) are never answered, as
@@ -50,6 +54,12 @@ import { isRecord } from '../../shared/json-value.js';
 // section 8.1 allows: the line is judged and forwarded without it.
 
 export type JsonRpcId = string | number;
+
+/** What this session serves: the request methods its handlers answer, and its tools' names. */
+export interface ServedSurface {
+  methods: ReadonlySet<string>;
+  tools: ReadonlySet<string>;
+}
 
 export type IncomingVerdict =
   /** A well-formed message: hand the line to the SDK (without a leading byte-order mark), or `line` instead when given. */
@@ -177,7 +187,7 @@ function judgeClientResponse(message: Record<string, unknown>): IncomingVerdict 
   return { kind: 'ignore', reason: 'malformed response from the client (responses are never answered)' };
 }
 
-function judgeRequest(message: Record<string, unknown>): IncomingVerdict {
+function judgeRequest(message: Record<string, unknown>, served: ServedSurface): IncomingVerdict {
   const id = isValidId(message.id) ? message.id : null;
   const invalid = (what: string): IncomingVerdict => ({
     kind: 'answer',
@@ -194,12 +204,24 @@ function judgeRequest(message: Record<string, unknown>): IncomingVerdict {
 
   const method = message.method;
   const params = message.params as Record<string, unknown> | undefined;
-  if (method === 'tools/call' && params !== undefined && typeof params.name === 'string' && !TOOL_NAME.test(params.name)) {
-    const problem = `unknown tool ${quoteForMessage(params.name)}; tool names are 1 to 128 letters, digits, "_", "-" or "." (tools/list names them)`;
+  if (!served.methods.has(method)) {
+    // The SDK's message schema (which checks `_meta`) must accept it first, as for any request.
+    const envelope = JSONRPCRequestSchema.safeParse(message);
+    if (!envelope.success) return invalid(firstIssue(envelope.error));
+    const what = `Method not found: ${quoteForMessage(method)}; this server serves ${[...served.methods].sort().join(', ')}`;
     return {
       kind: 'answer',
-      message: resultMessage(id, toolError(problem)),
-      reason: `answered a tool error: an unknown tool name of ${params.name.length} characters`,
+      message: errorMessage(id, ErrorCode.MethodNotFound, what),
+      reason: `answered -32601: a method of ${method.length} characters it does not serve`,
+    };
+  }
+  if (method === 'tools/call' && params !== undefined && typeof params.name === 'string' && !served.tools.has(params.name)) {
+    const shape = TOOL_NAME.test(params.name) ? '' : ' (tool names are 1 to 128 letters, digits, "_", "-" or ".")';
+    const what = `Invalid params for tools/call: unknown tool ${quoteForMessage(params.name)}${shape}; the tools are ${[...served.tools].sort().join(', ')}`;
+    return {
+      kind: 'answer',
+      message: errorMessage(id, ErrorCode.InvalidParams, what),
+      reason: `answered -32602: an unknown tool name of ${params.name.length} characters`,
     };
   }
   if (method === 'tools/call' && params !== undefined) {
@@ -218,8 +240,7 @@ function judgeRequest(message: Record<string, unknown>): IncomingVerdict {
     }
     return { kind: 'forward' };
   }
-  // Unknown methods go on, and the SDK answers them with -32601, but only once
-  // its message schema (which checks `_meta`) accepts them: it drops the rest unanswered.
+  // A served method the SDK has no schema for still passes its message schema, or the SDK would drop it unheard.
   const envelope = JSONRPCRequestSchema.safeParse(message);
   if (!envelope.success) return invalid(firstIssue(envelope.error));
   return { kind: 'forward' };
@@ -245,7 +266,7 @@ export function withoutByteOrderMark(line: Buffer): Buffer {
 }
 
 /** Judges one line (its newline and a trailing CR may be present; a leading byte-order mark is ignored). */
-export function judgeIncomingLine(line: Uint8Array): IncomingVerdict {
+export function judgeIncomingLine(line: Uint8Array, served: ServedSurface): IncomingVerdict {
   let text: string;
   try {
     // The decoder drops a leading byte-order mark (ignoreBOM is false), like withoutByteOrderMark.
@@ -275,7 +296,7 @@ export function judgeIncomingLine(line: Uint8Array): IncomingVerdict {
   }
   if (!('method' in value) && ('result' in value || 'error' in value)) return judgeClientResponse(value);
   if (typeof value.method === 'string' && !('id' in value)) return judgeNotification(value, value.method);
-  const verdict = judgeRequest(value);
+  const verdict = judgeRequest(value, served);
   return verdict.kind === 'forward' && value.method === 'initialize' ? withoutBatchRevision(value) : verdict;
 }
 

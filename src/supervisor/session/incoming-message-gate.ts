@@ -1,5 +1,5 @@
 import { Transform, type TransformCallback } from 'node:stream';
-import { judgeIncomingLine, withoutByteOrderMark } from './incoming-message-check.js';
+import { judgeIncomingLine, withoutByteOrderMark, type ServedSurface } from './incoming-message-check.js';
 
 // Sits between the line limiter and the SDK's stdio transport: each complete
 // line is judged (incoming-message-check.ts) and either passed on (without a
@@ -25,7 +25,10 @@ export interface GateEvents {
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class IncomingMessageGate extends Transform {
-  constructor(private readonly events: GateEvents) {
+  constructor(
+    private readonly events: GateEvents,
+    private readonly served: ServedSurface,
+  ) {
     super();
   }
 
@@ -51,7 +54,7 @@ export class IncomingMessageGate extends Transform {
 
   /** Acts on one line's verdict; true when the line went on to the SDK. */
   private judge(line: Buffer): boolean {
-    const verdict = judgeIncomingLine(line);
+    const verdict = judgeIncomingLine(line, this.served);
     switch (verdict.kind) {
       case 'forward':
         this.push(verdict.line !== undefined ? Buffer.from(verdict.line) : withoutByteOrderMark(line));

@@ -70,8 +70,34 @@ export interface McpSession {
   closeSession(reason: string): Promise<void>;
 }
 
-/** The SDK server with every tool of this session registered (invoke_agent only when `options` brings it). */
-function createMcpServer(context: SessionContext, options: SessionOptions = {}): McpServer {
+/**
+ * The request methods the SDK answers for this server's capabilities (tools and resources; the SDK
+ * sets their handlers when they are declared, and always answers initialize and ping). The message
+ * gate answers every other method -32601 itself; test/malformed-jsonrpc.test.ts holds the two lists equal.
+ */
+export const SERVED_METHODS: ReadonlySet<string> = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+]);
+
+/** Collects the name of every tool registered on `server` from now on: the gate refuses any other name. */
+function recordToolNames(server: McpServer): ReadonlySet<string> {
+  const names = new Set<string>();
+  const register = server.registerTool.bind(server) as (name: string, ...rest: unknown[]) => ReturnType<McpServer['registerTool']>;
+  server.registerTool = ((name: string, ...rest: unknown[]) => {
+    names.add(name);
+    return register(name, ...rest);
+  }) as McpServer['registerTool'];
+  return names;
+}
+
+/** The SDK server with every tool of this session registered (invoke_agent only when `options` brings it), and their names. */
+function createMcpServer(context: SessionContext, options: SessionOptions = {}): { server: McpServer; tools: ReadonlySet<string> } {
   const server = new McpServer(
     { name: SERVER_NAME, version: SERVER_VERSION },
     {
@@ -80,6 +106,7 @@ function createMcpServer(context: SessionContext, options: SessionOptions = {}):
         'Governed Symbiont server: list_agents, get_agent_dsl, parse_dsl and get_agents_md read the project through a pinned directory; invoke_agent returns one policy-checked text response with a signed audit reference.',
     },
   );
+  const tools = recordToolNames(server);
   registerProjectFileTools(server, context);
   // verify_schema only logs its insecure-mode warning and internal errors, both operator warnings.
   registerVerifySchemaTool(server, {
@@ -88,7 +115,7 @@ function createMcpServer(context: SessionContext, options: SessionOptions = {}):
     allowInsecure: schemapinInsecureFromEnv(options.env ?? process.env),
   });
   options.registerInvokeAgent?.(server);
-  return server;
+  return { server, tools };
 }
 
 /** Serves MCP on `io` through the line limiter and the message gate until standard input ends or closeSession is called. */
@@ -98,7 +125,7 @@ export async function startMcpSession(
   options: SessionOptions = {},
 ): Promise<McpSession> {
   const { log } = context;
-  const server = createMcpServer(context, options);
+  const { server, tools } = createMcpServer(context, options);
   let malformed = 0;
   const reportMalformed = (reason: string): void => {
     malformed++;
@@ -126,7 +153,7 @@ export async function startMcpSession(
       reportMalformed(`answered -32600: an input line of ${bytes} bytes, longer than the ${STDIN_LINE_MAX_BYTES}-byte line limit, was dropped`);
     },
   });
-  const gate = new IncomingMessageGate({ answer, report: reportMalformed, outputRoom });
+  const gate = new IncomingMessageGate({ answer, report: reportMalformed, outputRoom }, { methods: SERVED_METHODS, tools });
   io.stdin.pipe(limiter).pipe(gate);
   // The limiter only forwards whole lines of at most the cap, so this bound is never reached by one message.
   const ledger = new RequestLedger();

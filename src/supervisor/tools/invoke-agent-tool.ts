@@ -6,7 +6,7 @@ import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sd
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, CANCELLED_INVOCATIONS_FINISHING_MAX, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
 import type { InvokeOutcome, ProviderNote } from '../../shared/worker-protocol.js';
-import { runProgress } from './run-progress.js';
+import { runProgress } from '../runs/run-progress.js';
 import { preflightInvocation, type Preflight, type PreflightInputs } from '../runs/invoke-preflight.js';
 import { agentStandings, refusalText, type AgentStanding, type CallRefusal, type InvokeRefusal } from '../runs/agent-refusal.js';
 import type { AgentSummary } from '../startup/startup-snapshot.js';
@@ -17,6 +17,7 @@ import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js'
 import type { RunStatistics } from '../runs/run-statistics.js';
 import { runEndLevel, runEndOf, runEndOutcome, runEndReason } from '../runs/run-end.js';
 import type { SigningKeyGuard } from '../runs/signing-key-guard.js';
+import { traceContextOf } from '../runs/trace-context.js';
 
 export interface InvokeAgentSession extends PreflightInputs {
   owners: RunOwnerTable;
@@ -222,6 +223,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
         if (session.owners.closed !== undefined) return refused({ kind: 'shutting_down', why: session.owners.closed });
         const { definition, provider } = preflight;
         const runId = randomUUID();
+        const trace = traceContextOf(extra._meta);
         const progressToken = extra._meta?.progressToken;
         const progress =
           progressToken === undefined
@@ -257,7 +259,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
           });
           return refused(refusal);
         }
-        session.log.info('run started', { event: 'run.started', run_id: runId, agent: definition.declaredName, file: definition.file });
+        session.log.info('run started', { event: 'run.started', run_id: runId, agent: definition.declaredName, file: definition.file, ...trace });
         session.statistics?.inProgress(session.owners.size);
         const onAbort = (): void => owner.cancel('the caller cancelled the invocation', 'client');
         if (extra.signal.aborted) onAbort();
@@ -318,6 +320,7 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
           attempts: attempts.attempts,
           provider: provider.kind,
           model: provider.model,
+          ...trace,
         });
 
         if (outcome.ok) {
