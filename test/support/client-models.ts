@@ -44,8 +44,6 @@ export interface FakeModel {
   /** The origin, e.g. http://127.0.0.1:PORT. */
   origin: string;
   requests: RecordedRequest[];
-  /** Resolves with the first request carrying `n` tool results (a next request after call n). */
-  requestWithResults(n: number): Promise<RecordedRequest>;
   close(): Promise<void>;
 }
 
@@ -240,7 +238,6 @@ function responsesAnswer(res: ServerResponse, body: Json, id: number, call: { na
 /** Starts the fake of one client's model API, playing `script` (one invoke_agent call per entry). */
 export async function startFakeModel(api: ModelApi, script: ScriptedCall[]): Promise<FakeModel> {
   const requests: RecordedRequest[] = [];
-  const waiters = new Set<() => void>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -269,7 +266,6 @@ export async function startFakeModel(api: ModelApi, script: ScriptedCall[]): Pro
         api === 'anthropic' ? anthropicResults(body, toolName) : api === 'gemini' ? geminiResults(body, toolName) : responsesResults(body, toolName);
       const record: RecordedRequest = { method: req.method ?? 'GET', path, headers: req.headers, rawBody, body: parsed, toolName, results };
       requests.push(record);
-      for (const wake of [...waiters]) wake();
       const id = requests.length;
       let next: { name: string; input: object } | undefined =
         toolName !== undefined && results.length < script.length ? { name: toolName, input: script[results.length]! } : undefined;
@@ -316,19 +312,6 @@ export async function startFakeModel(api: ModelApi, script: ScriptedCall[]): Pro
   return {
     origin: `http://127.0.0.1:${port}`,
     requests,
-    requestWithResults(n) {
-      return new Promise((resolve) => {
-        const look = (): boolean => {
-          const found = requests.find((r) => r.toolName !== undefined && r.results.length === n);
-          if (found === undefined) return false;
-          waiters.delete(wake);
-          resolve(found);
-          return true;
-        };
-        const wake = (): void => void look();
-        if (!look()) waiters.add(wake);
-      });
-    },
     close() {
       server.closeAllConnections();
       return new Promise((resolve) => server.close(() => resolve()));
