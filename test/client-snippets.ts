@@ -412,7 +412,7 @@ const SERVER_KEY = 'sk-symbi-server-key-5f1d3a9c-never-shown-to-the-client-model
 const GOVERNED_ANSWER = 'The quickstart owls meet at dawn by the old mill.';
 /** Longer than the MCP SDK client's 60 s request timeout and the Gemini snippet's former 60,000 ms. */
 const SLOW_CALL_MS = 65_000;
-/** A headless session: the slow permitted call, then its time is well past every 60 s default. */
+/** The most a headless session may take: the client's start, the server's first start, the 65 s call, with room. */
 const SESSION_TIMEOUT_MS = 420_000;
 /** The calls the fake model asks for, in order: permitted (slow), refused by Cedar, unknown agent. */
 const SCRIPT: ScriptedCall[] = [
