@@ -21,8 +21,16 @@
 // here. (Which answer is highlighted, and the order of the
 // dialogs, were seen in a terminal and are not checked.)
 //
+//
+// Then the model's view: each client runs headless with docs/clients.md's line (`claude -p`, `gemini -p`,
+// `codex exec`) against a scripted fake of its own model API on loopback (test/support/client-models.ts),
+// the server's own model being the demo's synthetic endpoint. The fake has the client call invoke_agent
+// three times: permitted (65 s, longer than any 60 s default clock), refused by Cedar, unknown agent. Each
+// next request the client sends its model must carry the answer text, then each refusal in words; none
+// may carry the server's provider key, which the snippet must hand to the server.
+//
 // Usage: node --import tsx test/client-snippets.ts [--only claude,gemini,codex] [--tarball FILE] [--keep]
-// Network: the npm registry only (the clients and the package's dependencies); no model is called.
+// Network: the npm registry only (the clients and the package's dependencies); no real model is called.
 
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -31,6 +39,8 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startSyntheticEndpoint, type SyntheticEndpoint } from '../src/demo/synthetic-endpoint.js';
+import { startFakeModel, type FakeModel, type ModelApi, type RecordedRequest, type ScriptedCall } from './support/client-models.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const pinnedClients = path.join(repoRoot, '.ci', 'client-snippets');
@@ -38,6 +48,8 @@ const clientsDir = path.join(repoRoot, '.ci', 'cache', 'clients');
 const clientBin = path.join(clientsDir, 'node_modules', '.bin');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const PROJECT_PLACEHOLDER = '/abs/path/to/project';
+/** The key a snippet spells out (Codex's); the run gives the server its own stand-in. */
+const KEY_PLACEHOLDER = 'sk-your-key';
 /** The first start in each client, which the README's client sections link to. */
 const CLIENTS_DOC = path.join(repoRoot, 'docs', 'clients.md');
 /** The tools every client must see, by name. */
@@ -188,6 +200,13 @@ function readmeSnippet(command: string): string {
   throw new Error(`README.md has no sh block with a "${command} ... symbi-mcp mcp" line`);
 }
 
+/** The README's `config.toml` block for a server entry (`[mcp_servers.symbi]`), whole. */
+function readmeToml(table: string): string {
+  const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+  for (const block of readme.matchAll(/^```toml\n([\s\S]*?)^```/gm)) if (block[1]!.startsWith(`${table}\n`)) return block[1]!;
+  throw new Error(`README.md has no toml block starting with ${table}`);
+}
+
 /** The first line of a docs/clients.md sh block that starts with `prefix`, whatever follows. */
 function clientsDocLine(prefix: string): string {
   const doc = fs.readFileSync(CLIENTS_DOC, 'utf8');
@@ -291,7 +310,7 @@ function run(s: Scratch, command: string, args: string[], label: string): string
 
 /** Runs one README line through sh, as a user pastes it, with the project path filled in. */
 function runSnippet(s: Scratch, snippet: string): void {
-  const line = snippet.split(PROJECT_PLACEHOLDER).join(s.project);
+  const line = snippet.split(PROJECT_PLACEHOLDER).join(s.project).split(KEY_PLACEHOLDER).join(SERVER_KEY);
   say(`  $ ${line}`);
   run(s, '/bin/sh', ['-c', line], 'the README snippet');
 }
@@ -385,6 +404,175 @@ async function checkCodex(s: Scratch): Promise<string> {
   return `${seen}; signed in by docs/clients.md's codex login line`;
 }
 
+// ---- The model's view: each client headless against a fake of its own model API ----
+
+/** The server's provider key, given to it through the snippet; no request to a client's model may carry any of it. */
+const SERVER_KEY = 'sk-symbi-server-key-5f1d3a9c-never-shown-to-the-client-model';
+/** What the demo's synthetic endpoint answers the governed agent. */
+const GOVERNED_ANSWER = 'The quickstart owls meet at dawn by the old mill.';
+/** Longer than the MCP SDK client's 60 s request timeout and the Gemini snippet's former 60,000 ms. */
+const SLOW_CALL_MS = 65_000;
+/** The most a headless session may take: the client's start, the server's first start, the 65 s call, with room. */
+const SESSION_TIMEOUT_MS = 420_000;
+/** The calls the fake model asks for, in order: permitted (slow), refused by Cedar, unknown agent. */
+const SCRIPT: ScriptedCall[] = [
+  { agent: 'helper', prompt: `Where do the quickstart owls meet? [[delay:${SLOW_CALL_MS}]]` },
+  { agent: 'assistant', prompt: 'What is the launch code? [[secret]]' },
+  { agent: 'nobody', prompt: 'Is anyone there?' },
+];
+
+interface SessionSetup {
+  api: ModelApi;
+  /** The docs/clients.md line that runs the client headless. */
+  docLine: string;
+  /** What the test adds to the client's environment: its fake model, and the server's provider. */
+  env(model: FakeModel, provider: SyntheticEndpoint): NodeJS.ProcessEnv;
+  /** Options put right after the command's words, pointing the client at its fake (Codex). */
+  extraOptions?(model: FakeModel, provider: SyntheticEndpoint): string[];
+  /** Saves what the client's own first-run questions would (Gemini CLI's sign-in choice). */
+  prepare?(s: Scratch): void;
+  /** Whether the client marks a failed call as an error in its wire format. */
+  flagsErrors: boolean;
+}
+
+const SESSIONS: Record<ClientName, () => SessionSetup> = {
+  claude: () => ({
+    api: 'anthropic',
+    docLine: clientsDocLine('claude -p '),
+    env: (model, provider) => ({
+      ANTHROPIC_BASE_URL: model.origin,
+      ANTHROPIC_API_KEY: 'sk-ant-fake-model-key',
+      OPENAI_API_KEY: SERVER_KEY,
+      OPENAI_BASE_URL: provider.url,
+    }),
+    flagsErrors: true,
+  }),
+  gemini: () => ({
+    api: 'gemini',
+    // What choosing "Use Gemini API key" at the first start saves; with only the environment, Gemini CLI
+    // 0.61 takes GOOGLE_GEMINI_BASE_URL for its "gateway" sign-in, which -p refuses as an invalid method.
+    prepare: (s) => mergeJson(path.join(s.home, '.gemini', 'settings.json'), { security: { auth: { selectedType: 'gemini-api-key' } } }),
+    docLine: clientsDocLine('gemini -p '),
+    env: (model, provider) => ({
+      GOOGLE_GEMINI_BASE_URL: model.origin,
+      GEMINI_API_KEY: 'fake-gemini-model-key',
+      OPENAI_API_KEY: SERVER_KEY,
+      OPENAI_BASE_URL: provider.url,
+    }),
+    flagsErrors: true,
+  }),
+  codex: () => ({
+    api: 'openai-responses',
+    // The README's config.toml form of the entry, in place of what its `codex mcp add` line wrote (the
+    // connection check ran that one): it carries tool_timeout_sec.
+    prepare: (s) =>
+      fs.writeFileSync(
+        path.join(s.home, '.codex', 'config.toml'),
+        readmeToml('[mcp_servers.symbi]').split(PROJECT_PLACEHOLDER).join(s.project).split(KEY_PLACEHOLDER).join(SERVER_KEY),
+      ),
+    docLine: clientsDocLine('codex exec '),
+    env: () => ({ FAKE_CODEX_MODEL_KEY: 'fake-codex-model-key' }),
+    // Codex gives a server only the variables its entry names, so the provider URL goes into the entry.
+    extraOptions: (model, provider) => [
+      `-c 'model_provider="fake"'`,
+      `-c 'model="fake-model"'`,
+      `-c 'model_providers.fake={ name = "fake", base_url = "${model.origin}/v1", wire_api = "responses", env_key = "FAKE_CODEX_MODEL_KEY" }'`,
+      `-c 'mcp_servers.symbi.env.OPENAI_BASE_URL="${provider.url}"'`,
+    ],
+    flagsErrors: false,
+  }),
+};
+
+/** Merges `value` into the JSON object in `file` (one level deep), creating it when missing. */
+function mergeJson(file: string, value: Record<string, unknown>): void {
+  const current = fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>) : {};
+  for (const [key, inner] of Object.entries(value)) {
+    const old = current[key];
+    current[key] = typeof old === 'object' && old !== null && typeof inner === 'object' && inner !== null ? { ...old, ...inner } : inner;
+  }
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, JSON.stringify(current, null, 2));
+}
+
+function excerpt(text: string, max = 240): string {
+  return text.length <= max ? text : `${text.slice(0, max)}...`;
+}
+
+/** Up to `max` characters of `text` around the first match of `pattern` (its start when none). */
+function around(text: string, pattern: RegExp, max = 200): string {
+  const at = Math.max(0, (pattern.exec(text)?.index ?? 0) - 40);
+  return `${at > 0 ? '...' : ''}${excerpt(text.slice(at), max)}`;
+}
+
+/**
+ * Runs docs/clients.md's headless line for the client against a fake of its model API, which has it
+ * call invoke_agent as SCRIPT says, and checks what the client put in front of its model after each call.
+ */
+async function checkModelView(name: ClientName, s: Scratch, provider: SyntheticEndpoint): Promise<string> {
+  const setup = SESSIONS[name]();
+  setup.prepare?.(s);
+  const model = await startFakeModel(setup.api, SCRIPT);
+  try {
+    const [command, ...rest] = setup.docLine.split(' ');
+    const words = command === 'codex' ? 2 : 1;
+    const head = [command, ...rest.slice(0, words - 1)].join(' ');
+    const tail = rest.slice(words - 1).join(' ');
+    const line = [head, ...(setup.extraOptions?.(model, provider) ?? []), tail].join(' ');
+    say(`  $ ${setup.docLine}`);
+    const providerBefore = provider.requests.length;
+    const child = spawn('/bin/sh', ['-c', line], { cwd: s.project, env: { ...s.env, ...setup.env(model, provider) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    const timer = setTimeout(() => child.kill('SIGKILL'), SESSION_TIMEOUT_MS);
+    const code = await new Promise<number | null>((resolve) => child.on('close', (status) => resolve(status)));
+    clearTimeout(timer);
+    // Kept with --keep, for reading what the client sent.
+    fs.writeFileSync(path.join(s.root, 'model-requests.json'), JSON.stringify(model.requests, null, 2));
+    const tail_ = `\n--- the client's output ---\n${excerpt(output, 4000)}`;
+    if (code !== 0) throw new Error(`the headless ${name} session ended with ${code ?? 'a kill after ' + SESSION_TIMEOUT_MS / 1000 + ' s'}${tail_}`);
+    const after = (n: number): RecordedRequest => {
+      const found = model.requests.find((r) => r.toolName !== undefined && r.results.length === n);
+      if (found === undefined)
+        throw new Error(
+          `${name} never sent its model a request with ${n} tool result(s) (${model.requests.length} requests: ${model.requests.map((r) => `${r.method} ${r.path} tools=${r.toolName ?? '-'} results=${r.results.length}`).join('; ')})${tail_}`,
+        );
+      return found;
+    };
+    const toolName = after(0).toolName!;
+    const answered = after(1).results[0]!;
+    const refused = after(2).results[1]!;
+    const unknown = after(3).results[2]!;
+    const problems: string[] = [];
+    if (!answered.raw.includes(GOVERNED_ANSWER)) problems.push(`after the permitted call the model did not get the answer text: ${excerpt(answered.raw, 600)}`);
+    if (!/Cedar policy denied/.test(refused.raw))
+      problems.push(`after the Cedar refusal the model did not get the refusal in words: ${excerpt(refused.raw, 600)}`);
+    if (refused.raw.includes('launch code is')) problems.push(`the withheld answer reached the model: ${excerpt(refused.raw, 600)}`);
+    if (setup.flagsErrors && !refused.flaggedError) problems.push(`the Cedar refusal is not flagged as an error: ${excerpt(refused.raw, 600)}`);
+    if (!/unknown agent/.test(unknown.raw) || !unknown.raw.includes('nobody'))
+      problems.push(`after the unknown agent the model did not get the refusal in words: ${excerpt(unknown.raw, 600)}`);
+    if (setup.flagsErrors && !unknown.flaggedError) problems.push(`the unknown-agent refusal is not flagged as an error: ${excerpt(unknown.raw, 600)}`);
+    const keyFragment = SERVER_KEY.slice(3, 27);
+    for (const request of model.requests) {
+      const seen = `${JSON.stringify(request.headers)}\n${request.path}\n${request.rawBody}`;
+      if (seen.includes(keyFragment)) problems.push(`the server's provider key reached ${name}'s model in ${request.method} ${request.path}`);
+    }
+    // The snippet must hand the server its key: the governed agent's model saw it as the credential.
+    const keyed = provider.requests.slice(providerBefore).some((r) => String(r.headers.authorization ?? '').includes(SERVER_KEY));
+    if (!keyed) problems.push(`the server did not send the key the snippet gives it (OPENAI_API_KEY) to its provider`);
+    if (problems.length > 0) throw new Error(`${problems.join('\n')}${tail_}`);
+    return [
+      `tool ${toolName}`,
+      `answer: ${around(answered.raw, /quickstart owls/)}`,
+      `Cedar refusal${refused.flaggedError ? ' (flagged as an error)' : ''}: ${around(refused.raw, /Cedar policy denied/)}`,
+      `unknown agent${unknown.flaggedError ? ' (flagged as an error)' : ''}: ${around(unknown.raw, /unknown agent/)}`,
+      `${model.requests.length} requests to the model, none with the server's key`,
+    ].join('\n    ');
+  } finally {
+    await model.close();
+  }
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { only: { type: 'string' }, tarball: { type: 'string' }, keep: { type: 'boolean', default: false } } });
   const only = values.only === undefined ? [...CLIENTS] : values.only.split(',');
@@ -394,8 +582,10 @@ async function main(): Promise<number> {
   fs.mkdirSync(path.join(repoRoot, '.ci', 'cache'), { recursive: true });
   const root = fs.mkdtempSync(path.join(repoRoot, '.ci', 'cache', 'snippets-'));
   let registry: Registry | undefined;
+  let provider: SyntheticEndpoint | undefined;
   let failed = 0;
   try {
+    provider = await startSyntheticEndpoint({ answer: GOVERNED_ANSWER });
     const tarball = packTarball(root, values.tarball);
     registry = await startRegistry(root);
     const token = await registryToken(registry);
@@ -407,8 +597,12 @@ async function main(): Promise<number> {
       const started = Date.now();
       say(`${name}:`);
       try {
-        const seen = await checks[name](scratchFor(root, name, registry, token));
-        say(`  ok in ${((Date.now() - started) / 1000).toFixed(1)} s: ${seen}`);
+        const scratch = scratchFor(root, name, registry, token);
+        const seen = await checks[name](scratch);
+        say(`  connected in ${((Date.now() - started) / 1000).toFixed(1)} s: ${seen}`);
+        const viewed = Date.now();
+        const view = await checkModelView(name, scratch, provider);
+        say(`  the model's view, ok in ${((Date.now() - viewed) / 1000).toFixed(1)} s:\n    ${view}`);
       } catch (error) {
         failed += 1;
         say(`  FAILED: ${error instanceof Error ? error.message : String(error)}`);
@@ -416,6 +610,7 @@ async function main(): Promise<number> {
     }
   } finally {
     registry?.process.kill();
+    await provider?.close();
     if (values.keep) say(`scratch kept in ${root}`);
     else fs.rmSync(root, { recursive: true, force: true });
   }
