@@ -55,6 +55,42 @@ test('foreign bytes appended between two records fail the next append and every 
   assert.equal(report.error?.line, 2);
 });
 
+// Symbiont's writer rule (protected_journal.rs, ProtectedJournal::append): nothing that starts an
+// effect after a record with an unconfirmed outcome; the run's end is still written.
+const FAILED_FINISH = { DirectInferenceFinished: { call_id: 'c1', reason: { Error: { message: 'HTTP 500' } } } };
+
+test("Symbiont's writer rule: no request after a failed finish, in one group or later; the end is still written", async (t) => {
+  const { storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const writer = await JournalWriter.create(storage, runId, AGENT);
+  await writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }]);
+  const before = fs.statSync(writer.path).size;
+  await assert.rejects(
+    writer.appendAll([FAILED_FINISH, { DirectInferenceRequested: { call_id: 'c2' } }]),
+    /DirectInferenceRequested refused after record 2: execution stopped after an unconfirmed outcome; reconciliation is required/,
+  );
+  assert.equal(fs.statSync(writer.path).size, before, 'nothing of the refused group was written');
+  await writer.append(FAILED_FINISH);
+  await assert.rejects(writer.append({ BudgetReservationStarted: {} }), /BudgetReservationStarted refused after record 2/);
+  await assert.rejects(writer.append({ Started: {} }), /refused after record 2/);
+  // What starts nothing may follow, and the terminal record always may.
+  await writer.appendTerminal({ Error: { message: 'Inference failed: HTTP 500' } });
+  await writer.close();
+  assert.equal(inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex).exitCode, 2);
+});
+
+test("Symbiont's writer rule survives a resume: the owner's writer refuses a request after a failed finish", async (t) => {
+  const { storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const writer = await JournalWriter.create(storage, runId, AGENT);
+  await writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }, FAILED_FINISH]);
+  await writer.close();
+  const resumed = await JournalWriter.resume(storage, runId, AGENT);
+  await assert.rejects(resumed.append({ DirectInferenceRequested: { call_id: 'c2' } }), /refused after record 2/);
+  await resumed.appendTerminal({ Error: { message: 'the worker running this invocation failed' } });
+  await resumed.close();
+});
+
 test('a truncated journal fails the next effect append', async (t) => {
   const { storage } = setup(t);
   const writer = await JournalWriter.create(storage, crypto.randomUUID(), AGENT);
@@ -304,10 +340,10 @@ test('handover: the owner takes the journal only between writes; the writer then
   const first = writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }]);
   assert.equal(handover.take(), false, 'not while a write is on its way to the disk');
   await first;
-  // A record only the writer can write is pending (a failed attempt's finish before its retry).
+  // A record only the writer can write is pending (a call's finish, which lists the attempts only it knows).
   assert.equal(handover.hold(), true);
   assert.equal(handover.take(), false, 'not while the writer holds a pending record');
-  await writer.appendAll([{ DirectInferenceFinished: { call_id: 'c1' } }, { DirectInferenceRequested: { call_id: 'c2' } }]);
+  await writer.appendAll([{ DirectInferenceFinished: { call_id: 'c1', reason: 'Completed' } }, { DirectInferenceRequested: { call_id: 'c2' } }]);
   const before = fs.readFileSync(writer.path);
   assert.equal(handover.take(), true, 'between two writes');
   await assert.rejects(writer.append({ DirectInferenceFinished: { call_id: 'c2' } }), JournalTakenError);

@@ -163,6 +163,8 @@ const OPTIONAL_FIELDS = {
   DirectInferenceFinished: {
     provider_finish_reason: nullable('string'), // ours: the provider's own finish value, when the finish table names it
     error: PROVIDER_ERROR, // ours
+    // ours: the attempts of this call that failed before the one this finish records (retries share the call)
+    earlier_attempts: arrayOf(obj({ message: 'string', error: PROVIDER_ERROR })),
   },
   PolicyEvaluated: {
     approved_calls: arrayOf('json'),
