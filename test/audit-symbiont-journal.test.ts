@@ -272,6 +272,8 @@ test("docs/audit.md's table of outcomes lists the records test/support/symbiont-
   assert.deepEqual(rowOf('deadline during the provider call'), [...ROUTE_SEQUENCES.deadline]);
   assert.deepEqual(rowOf('cancelled during the provider call'), [...ROUTE_SEQUENCES.cancelledDuringCall]);
   assert.deepEqual(rowOf('cancelled before the provider call'), [...ROUTE_SEQUENCES.cancelledBeforeCall]);
+  assert.deepEqual(rowOf('refused by the model'), [...ROUTE_SEQUENCES.noProgress]);
+  assert.deepEqual(rowOf("a request over the route's budget"), [...ROUTE_SEQUENCES.overBudget]);
 });
 
 // Journals the previous version of this server wrote (commit b780a1b, six records, plain hex hashes),

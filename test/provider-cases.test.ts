@@ -184,6 +184,14 @@ describe('provider cases over stdio', () => {
       await invokeCase(openai, '[[finish:length,empty]]', { events: stopped(ANSWERED_CALL), error: /cut off at the output token limit/, terminal: EMPTY_STOP });
     });
 
+    it("a finished answer with no text and no tool call ends as Symbiont's no-progress stop", async () => {
+      await invokeCase(openai, '[[finish:stop,empty]]', { events: stopped(ANSWERED_CALL), error: /no text and no tool call/, terminal: EMPTY_STOP });
+    });
+
+    it("an answer of white space only (Rust's trim: Unicode white space, U+0085 included) is the same stop", async () => {
+      await invokeCase(openai, '[[finish:stop,blank]]', { events: stopped(ANSWERED_CALL), error: /no text and no tool call/, terminal: EMPTY_STOP });
+    });
+
     it('finish_reason "content_filter" is withheld as filtered', async () => {
       await invokeCase(openai, '[[finish:content_filter]]', { events: withheld(ANSWERED_CALL), error: /content filter/ });
     });

@@ -11,11 +11,12 @@
 // Provider cases from the OpenAI, OpenRouter and Anthropic documentation, in each wire format. Model
 // text that must never be released contains PARTIAL_MODEL_TEXT; provider error text contains
 // PROVIDER_ERROR_TEXT; an echoed prompt stands for a provider that quotes the request back.
-//   finish:VALUE[,empty]  the answer with that finish_reason / stop_reason (length, content_filter,
+//   finish:VALUE[,empty|,blank]  the answer with that finish_reason / stop_reason (length, content_filter,
 //                  max_tokens, refusal, pause_turn, model_context_window_exceeded, ...), partial text
-//                  (or none with `empty`, as a reasoning model that spent its budget thinking); the
-//                  values stop, end_turn and stop_sequence carry the whole fixed answer, and `none`
-//                  leaves the reason out (OpenAI wire) or null (Anthropic wire) with the fixed answer
+//                  (or none with `empty`, as a reasoning model that spent its budget thinking, or only
+//                  white space with `blank`); the values stop, end_turn and stop_sequence carry the
+//                  whole fixed answer (unless empty or blank), and `none` leaves the reason out
+//                  (OpenAI wire) or null (Anthropic wire) with the fixed answer
 //   refusal        OpenAI: message.refusal with content null; Anthropic: stop_reason "refusal"
 //   refusal-part   OpenAI: a content part of type "refusal"; Anthropic: as refusal
 //   choice-error   OpenRouter: finish_reason "error" with a choice-level error object (Anthropic: as error-in-200)
@@ -160,7 +161,7 @@ const WIRE_CASES = {
 function finishBody(format: WireFormat, id: number, model: string, arg: string | undefined, fixedAnswer: string): unknown {
   const [value, flag] = (arg ?? 'length').split(',') as [string, string | undefined];
   const complete = COMPLETE_FINISH_VALUES.has(value);
-  const text = complete ? fixedAnswer : flag === 'empty' ? '' : PARTIAL_MODEL_TEXT;
+  const text = flag === 'empty' ? '' : flag === 'blank' ? ' \n\t\u3000\u0085 ' : complete ? fixedAnswer : PARTIAL_MODEL_TEXT;
   const body = completionBody(format, id, model, '', text, false) as Record<string, unknown>;
   return WIRE_CASES[format].withFinish(body, value === 'none' ? null : value);
 }
