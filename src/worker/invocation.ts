@@ -241,6 +241,14 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     if (settlement === 'exceeded') {
       throw new RunStopped('the provider reported more tokens than the call reserved, so the response was withheld', { kind: 'usage_exceeded' });
     }
+    // An answer whose text had to be made well-formed where it entered (well-formed-response.ts) is not the
+    // provider's answer any more: its hashes are recorded, the text is never released nor written.
+    if (response.not_well_formed === true) {
+      throw new RunStopped("the provider's answer is not well-formed Unicode text (it holds an unpaired UTF-16 surrogate), so it was withheld", {
+        kind: 'provider_failed',
+        failure: 'malformed',
+      });
+    }
     // Symbiont's step stops here, before it proposes any action, on a refusal and on an answer with
     // neither text nor a tool call, and ends the run with its Error (phases.rs, produce_output).
     const noProgress = noProgressStop(response);

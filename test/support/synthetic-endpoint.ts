@@ -32,6 +32,12 @@
 //   reasoning-model OpenAI wire: HTTP 400 "unsupported_parameter" (param max_tokens) when the body
 //                  carries max_tokens, as OpenAI's reasoning models answer; else the fixed answer
 //
+// A hostile provider, trying to make the run's own journal fail verification:
+//   surrogate:text|args  an answer whose text ("a \ud800 b"), or whose tool call's arguments, hold an
+//                  unpaired UTF-16 surrogate, as a JSON escape
+//   huge-usage     the fixed answer reporting 2^53-1 prompt and 2^53-1 completion tokens
+//   error-code:N   HTTP 200 with the body {"error":{"code":N}} (N may be negative)
+//
 // Run as a process: `node --import tsx test/support/synthetic-endpoint.ts [--port N] [--mode M] [--answer TEXT]`
 // prints `SYNTHETIC_ENDPOINT_URL=<url>` on stdout once listening and serves until SIGTERM or SIGINT.
 
@@ -251,6 +257,24 @@ const refusal: ModeHandler = (c) => {
   return 'answered';
 };
 
+/** The text of the `surrogate` mode: a lone high surrogate between two words. */
+export const LONE_SURROGATE_TEXT = 'a \ud800 b';
+
+/** A complete answer whose text, or whose one tool call's arguments, hold LONE_SURROGATE_TEXT. */
+function surrogateBody(format: WireFormat, id: number, model: string, where: string | undefined): unknown {
+  if (where !== 'args') return completionBody(format, id, model, '', LONE_SURROGATE_TEXT, false);
+  const body = completionBody(format, id, model, '', '', true) as Record<string, unknown>;
+  if (format === 'openai-chat') {
+    const message = (body.choices as { message: { tool_calls: { function: { arguments: string } }[] } }[])[0]!.message;
+    // The arguments string itself holds the surrogate (JSON.stringify of an object would escape it inside).
+    message.tool_calls[0]!.function.arguments = `{"command":"${LONE_SURROGATE_TEXT}"}`;
+  } else {
+    const toolUse = (body.content as { type: string; input?: unknown }[]).find((block) => block.type === 'tool_use')!;
+    toolUse.input = { command: LONE_SURROGATE_TEXT };
+  }
+  return body;
+}
+
 /** The failure and provider-case modes, by name; a handler returning 'normal' lets the fixed answer through. */
 export const TEST_MODES: Readonly<Record<string, ModeHandler>> = {
   finish: (c) => {
@@ -285,6 +309,23 @@ export const TEST_MODES: Readonly<Record<string, ModeHandler>> = {
   'key-error': (c) => {
     const message = `Incorrect API key provided: ${splitByNewline(requestKey(c.record))}. You can find your key in your account settings.`;
     c.send(401, JSON.stringify(errorBody(c.record.format, 401, message, c.record.id)), { [requestIdHeader(c.record)]: `req_synthetic_${c.record.id}` });
+    return 'answered';
+  },
+  surrogate: (c) => {
+    // JSON.stringify writes the lone surrogate as the escape \ud800, which JSON.parse reads back as one.
+    c.send(200, JSON.stringify(surrogateBody(c.record.format, c.record.id, c.model, c.arg)));
+    return 'answered';
+  },
+  'huge-usage': (c) => {
+    const body = completionBody(c.record.format, c.record.id, c.model, c.prompt, c.fixedAnswer, false) as { usage: Record<string, number> };
+    const most = Number.MAX_SAFE_INTEGER;
+    body.usage =
+      c.record.format === 'openai-chat' ? { prompt_tokens: most, completion_tokens: most, total_tokens: most } : { input_tokens: most, output_tokens: most };
+    c.send(200, JSON.stringify(body));
+    return 'answered';
+  },
+  'error-code': (c) => {
+    c.send(200, JSON.stringify({ error: { code: Number(c.arg ?? '-1') } }));
     return 'answered';
   },
   'reasoning-model': (c) => {

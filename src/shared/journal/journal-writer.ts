@@ -12,7 +12,7 @@ import {
   TERMINATED_EVENT,
   type TerminalReason,
 } from './journal-format.js';
-import { inspectJournalBytes } from './journal-verifier.js';
+import { inspectJournalBytes, unsignableProblem } from './journal-verifier.js';
 import { isCanonicalUuid } from '../text/uuid.js';
 import { describeStorageFailure } from '../storage/storage-failure.js';
 import type { JournalHandover } from './journal-handover.js';
@@ -34,8 +34,11 @@ import { hasUnconfirmedOutcome, startsEffect, UNCONFIRMED_OUTCOME_REFUSAL } from
 // record before it, which is final only once durable.
 //
 // The writer signs only records Symbiont's own writer would append: nothing that starts an effect
-// after a record with an unconfirmed outcome (symbiont-writer-rule.ts). A run's records are built,
-// and typed, by run-records.ts. A record is a RunRecord (the event and its
+// after a record with an unconfirmed outcome (symbiont-writer-rule.ts), and nothing `audit inspect`
+// or Symbiont's types would refuse (unsignableProblem: an unpaired surrogate, a number above a u32
+// field or not written as the writer writes numbers). A run's records are built, and typed, by
+// run-records.ts; provider data is made well-formed where it enters (worker/providers/), so a
+// refusal here means a bug, and the run still ends with a terminal record that verifies. A record is a RunRecord (the event and its
 // entry's iteration), or a bare event, which gets iteration 1 (the 0.1 format, kept for tests of
 // the writer itself and of journals written by earlier versions).
 //
@@ -158,18 +161,26 @@ function entryParts(record: WriterRecord): { iteration: number; event: Record<st
   return isRunRecord(record) ? { iteration: record.iteration, event: record.event } : { iteration: 1, event: record };
 }
 
-/** A Terminated record with its Error message cut to TERMINAL_MESSAGE_MAX_CHARS. */
+/**
+ * A terminal Error message as the writer signs it: cut to TERMINAL_MESSAGE_MAX_CHARS, and well-formed
+ * (a cut, or a quoted value, can leave an unpaired surrogate, which would make the record unsignable).
+ */
+function terminalMessage(message: string): string {
+  return message.slice(0, TERMINAL_MESSAGE_MAX_CHARS).toWellFormed();
+}
+
+/** A Terminated record with its Error message made a terminalMessage. */
 function boundedTerminal(record: RunRecord): RunRecord {
   const event = record.event as { Terminated?: { reason: unknown } };
   const fields = event.Terminated;
   if (fields === undefined) throw new JournalWriteError('the terminal record must be a Terminated event');
   const reason = fields.reason as { Error?: { message?: unknown } } | string;
-  if (typeof reason === 'object' && typeof reason.Error?.message === 'string' && reason.Error.message.length > TERMINAL_MESSAGE_MAX_CHARS) {
+  if (typeof reason === 'object' && typeof reason.Error?.message === 'string') {
+    const message = terminalMessage(reason.Error.message);
+    if (message === reason.Error.message) return record;
     return {
       iteration: record.iteration,
-      event: {
-        Terminated: { ...fields, reason: { Error: { message: reason.Error.message.slice(0, TERMINAL_MESSAGE_MAX_CHARS) } } },
-      } as unknown as RunRecord['event'],
+      event: { Terminated: { ...fields, reason: { Error: { message } } } } as unknown as RunRecord['event'],
     };
   }
   return record;
@@ -456,7 +467,7 @@ export class JournalWriter {
     let last: WriterRecord;
     if (terminal === 'Completed') last = { [TERMINATED_EVENT]: { reason: 'Completed' } };
     else if (terminal !== null && typeof terminal === 'object' && 'Error' in terminal && typeof terminal.Error?.message === 'string') {
-      last = { [TERMINATED_EVENT]: { reason: { Error: { message: terminal.Error.message.slice(0, TERMINAL_MESSAGE_MAX_CHARS) } } } };
+      last = { [TERMINATED_EVENT]: { reason: { Error: { message: terminalMessage(terminal.Error.message) } } } };
     } else if (terminal !== null && typeof terminal === 'object' && isRunRecord(terminal)) {
       last = boundedTerminal(terminal);
     } else {
@@ -637,6 +648,12 @@ export class JournalWriter {
         });
       } catch (err) {
         throw new JournalWriteError(`the record cannot be expressed as JSON (${(err as Error).message})`);
+      }
+      // The one check before the signature: nothing is signed that `audit inspect` (or Symbiont's
+      // types) would refuse, whatever a provider put in it. The group is refused whole, unwritten.
+      const problem = unsignableProblem(payloadText, isRunRecord(record));
+      if (problem !== undefined) {
+        throw new JournalWriteError(`record ${sequence} (${Object.keys(event)[0]}) would not verify, so it was not signed: ${problem}`);
       }
       const payload = Buffer.from(payloadText, 'utf8');
       const line = encodeRecordLine(payload, this.signer.sign(payload));
