@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import canonicalize from 'canonicalize';
 import { seedKey } from './support/crafted-journal.js';
 import { inspect } from './support/journal.js';
-import { readAsSymbiont } from './support/symbiont-reader.js';
+import { checkWriterRule, readAsSymbiont } from './support/symbiont-reader.js';
 import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
 import { repoRoot } from './support/server-entry.js';
 
@@ -257,6 +257,22 @@ test("a record missing a field Symbiont's type requires is refused, as Symbiont'
   const { status, report } = inspect(file, runId, publicKeyHex);
   assert.equal(status, 1);
   assert.match((report.error as { message: string }).message, /line 14: malformed line: .*Terminated has no field "duration"/);
+});
+
+test("the test reader holds every journal to Symbiont's writer rule: nothing effect-starting after an unconfirmed outcome", () => {
+  const failed = { DirectInferenceFinished: { reason: { Error: { message: 'Inference failed' } } } };
+  // The order this server wrote a retry in before the rule: refused at the retry's reservation.
+  assert.throws(
+    () =>
+      checkWriterRule([{ Started: {} }, { DirectInferenceRequested: {} }, failed, { BudgetReservationFinished: {} }, { BudgetReservationStarted: {} }], 'j'),
+    /j:5: BudgetReservationStarted after the unconfirmed outcome at line 3/,
+  );
+  // A failed call's end, and a run that ends after an answered call, are what Symbiont's writer appends.
+  checkWriterRule(
+    [{ Started: {} }, { DirectInferenceRequested: {} }, failed, { BudgetReservationFinished: {} }, { BudgetUpdated: {} }, { Terminated: {} }],
+    'j',
+  );
+  checkWriterRule([{ Started: {} }, { DirectInferenceFinished: { reason: 'Completed' } }, { DirectInferenceRequested: {} }], 'j');
 });
 
 test("docs/audit.md's table of outcomes lists the records test/support/symbiont-route.ts expects", () => {

@@ -225,6 +225,21 @@ function hasUnconfirmedOutcome(name: string, fields: Record<string, unknown>): b
   return (name === 'DirectInferenceFinished' || name === 'Terminated') && fields.reason !== 'Completed';
 }
 
+/** Applies Symbiont's writer rule to a journal's events, in order; throws naming the first record its writer would have refused. */
+export function checkWriterRule(events: readonly Record<string, Record<string, unknown>>[], where: string): void {
+  let unconfirmedAt: number | undefined;
+  events.forEach((event, index) => {
+    const name = Object.keys(event)[0]!;
+    if (unconfirmedAt !== undefined && STARTS_EFFECT.has(name)) {
+      fail(
+        `${where}:${index + 1}`,
+        `${name} after the unconfirmed outcome at line ${unconfirmedAt}: Symbiont's writer refuses it (reconciliation is required)`,
+      );
+    }
+    if (unconfirmedAt === undefined && hasUnconfirmedOutcome(name, event[name]!)) unconfirmedAt = index + 1;
+  });
+}
+
 /**
  * The event names of a journal's records, after checking each deserializes under Symbiont's types
  * and that Symbiont's writer would have appended it (the rule above); throws naming the line and
@@ -233,8 +248,8 @@ function hasUnconfirmedOutcome(name: string, fields: Record<string, unknown>): b
 export function readAsSymbiont(file: string): string[] {
   const lines = fs.readFileSync(file, 'utf8').split('\n');
   if (lines.at(-1) !== '') throw new RecordRefused(`${file}: the last line has no newline`);
-  let unconfirmedAt: string | undefined;
-  return lines.slice(0, -1).map((line, index) => {
+  const events: Record<string, Record<string, unknown>>[] = [];
+  const names = lines.slice(0, -1).map((line, index) => {
     const at = `${file}:${index + 1}`;
     const signed = JSON.parse(line) as unknown;
     // protected_journal.rs SignedRecord, deny_unknown_fields.
@@ -242,11 +257,9 @@ export function readAsSymbiont(file: string): string[] {
     const record = (signed as { payload: { version: number; entry: { event: Record<string, Record<string, unknown>> } } }).payload;
     payload(record, `${at} payload`);
     if (record.version !== 2) fail(at, 'version is not 2');
-    const name = Object.keys(record.entry.event)[0]!;
-    if (unconfirmedAt !== undefined && STARTS_EFFECT.has(name)) {
-      fail(at, `${name} after the unconfirmed outcome at ${unconfirmedAt}: Symbiont's writer refuses it (reconciliation is required)`);
-    }
-    if (hasUnconfirmedOutcome(name, record.entry.event[name]!)) unconfirmedAt ??= `line ${index + 1}`;
-    return name;
+    events.push(record.entry.event);
+    return Object.keys(record.entry.event)[0]!;
   });
+  checkWriterRule(events, file);
+  return names;
 }
