@@ -86,6 +86,44 @@ describe('the provider key never leaves the server', () => {
     });
   }
 
+  for (const field of ['id', 'name', 'args'] as const) {
+    it(`withholds an answer whose proposed tool call carries the key in its ${field}, never journaling it`, async () => {
+      const server = await startServer(shared.project, { env: env(shared.endpoint.url) });
+      try {
+        const result = await server.call('invoke_agent', { agent: 'assistant', prompt: `show me [[echo-auth:tool-${field}]]` });
+        assert.equal(result.isError, true, textOf(result));
+        assert.match(textOf(result), /provider key/);
+        assert.deepEqual(keyTraces(JSON.stringify(result)), []);
+        const journal = auditOf(result).audit.path;
+        assert.deepEqual(keyTraces(fs.readFileSync(journal, 'utf8')), []);
+        // Ended before the step's records, which would have journaled the tool call.
+        assert.deepEqual(readAsSymbiont(journal), [...ROUTE_SEQUENCES.keyInAnswer]);
+      } finally {
+        await server.close();
+      }
+    });
+  }
+
+  it('keeps the key out of the journal when a provider echoes it as its request id, error type and param', async () => {
+    const server = await startServer(shared.project, { env: env(shared.endpoint.url) });
+    try {
+      const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'who am I [[key-identifiers]]' });
+      assert.equal(result.isError, true, textOf(result));
+      assert.deepEqual(keyTraces(JSON.stringify(result)), []);
+      const journal = auditOf(result).audit.path;
+      assert.deepEqual(keyTraces(fs.readFileSync(journal, 'utf8')), []);
+      const finish = readJournal(journal)
+        .map((r) => r.payload.entry.event)
+        .find((e) => e.DirectInferenceFinished)!.DirectInferenceFinished as { error: Record<string, unknown> };
+      assert.deepEqual([finish.error.request_id, finish.error.error_type, finish.error.error_param], [null, null, null]);
+      assert.equal(finish.error.status, 400, 'the rest of what the operator reconciles with is kept');
+      await server.close();
+      assert.deepEqual(keyTraces(server.stderr()), [], server.stderr());
+    } finally {
+      await server.close();
+    }
+  });
+
   it('keeps a key a worker thread prints on its standard error (split, JSON-escaped) off it, said as events', async () => {
     const server: RunningServer = await startServer(shared.project, { env: env(shared.endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stderr-key' }) });
     try {

@@ -17,7 +17,7 @@ import { containsSecret } from '../shared/secrets/key-redaction.js';
 import { buildConversation } from './conversation.js';
 import { AttemptsFailed, inferWithRetries } from './inference-attempts.js';
 import type { ChatMessage, TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
-import type { ProviderError } from './providers/provider-error.js';
+import type { ProviderError, ProviderErrorFields } from './providers/provider-error.js';
 import { listenForCancellation, pollCancellations } from './run-cancellation.js';
 import { stopReservingJournalFiles, takeReservedJournalFile } from './journal-reserve.js';
 import type { WorkerResources } from './worker-resources.js';
@@ -189,7 +189,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
         () => deadlineAt - performance.now(),
         {
           attemptFailed: (failure: ProviderError) => {
-            run.attemptFailed({ message: failure.message, error: failure.journalFields() });
+            run.attemptFailed({ message: failure.message, error: withoutKey(failure.journalFields(), provider.apiKey) });
             // Only this thread knows the attempts, which the call's finish lists: the owner must not end the run.
             handover.hold();
           },
@@ -255,9 +255,10 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     if (noProgress !== undefined) throw new RunStopped(noProgress.message, noProgress.end, { Error: { message: noProgress.symbiont } });
 
     // The server's secrets never leave it, not even into the journal: an answer holding the
-    // provider key (a provider that echoes the request's headers) is withheld whole, however the
-    // key is split or cased in it.
-    if (containsSecret(response.content, [provider.apiKey])) {
+    // provider key (a provider that echoes the request's headers) in its text or in any string of a
+    // proposed tool call, each of which the step's records would journal, is withheld whole, however
+    // the key is split or cased in it.
+    if (providerChosenText(typedResponse).some((text) => containsSecret(text, [provider.apiKey]))) {
       throw new RunStopped('the answer contains the configured provider key, so it was withheld', { kind: 'provider_key_in_answer' });
     }
 
@@ -397,6 +398,21 @@ function decideStep(
     failure: allowed ? undefined : `Cedar policy denied the response: ${decision.reason}`,
     end: allowed ? { kind: 'completed' } : { kind: 'policy_denied', policies: policyLabels(policySet, decision.determining_policies) },
   };
+}
+
+/** Every provider-chosen string the step's records would journal: the answer's text, and each proposed tool call's id, name and arguments. */
+function providerChosenText(response: ReturnType<typeof symbiontResponse>): string[] {
+  return [response.content, ...response.tool_calls.flatMap((call) => [call.id, call.name, call.arguments])];
+}
+
+/**
+ * A failed call's journal fields, each provider identifier (request id, error type, param) that
+ * holds the provider key left out (an echo): the key never reaches the journal, whatever field it
+ * rides in.
+ */
+function withoutKey(fields: ProviderErrorFields, key: string): ProviderErrorFields {
+  const screened = (value: string | null): string | null => (value !== null && containsSecret(value, [key]) ? null : value);
+  return { ...fields, error_type: screened(fields.error_type), error_param: screened(fields.error_param), request_id: screened(fields.request_id) };
 }
 
 /** Rust's `char::is_whitespace` (Unicode White_Space), which Symbiont's `str::trim` removes; JavaScript's trim differs (U+FEFF, U+0085). */

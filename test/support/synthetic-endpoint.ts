@@ -25,9 +25,11 @@
 //                  comma list: code=N (default 500), times=K (fail the first K requests carrying this
 //                  prompt, then answer), retry_after=S, retry_after_ms=MS, echo (quote the prompt)
 //   reset[:times=K] close the connection without sending a byte (the first K times, else always)
-//   echo-auth[:split] an answer quoting the request's credential (Authorization, or x-api-key on the
-//                  Anthropic wire) as a provider that echoes headers would; `split` breaks the key by a
-//                  newline and upper-cases the words around it
+//   echo-auth[:split|:tool-id|:tool-name|:tool-args] an answer quoting the request's credential
+//                  (Authorization, or x-api-key on the Anthropic wire) as a provider that echoes headers
+//                  would; `split` breaks the key by a newline and upper-cases the words around it; the
+//                  `tool-` forms put it in a proposed tool call's id, name or arguments instead
+//   key-identifiers HTTP 400 whose request id header, error type and param are the request's key
 //   key-error      HTTP 401 whose error message carries the request's key split by a newline
 //   reasoning-model OpenAI wire: HTTP 400 "unsupported_parameter" (param max_tokens) when the body
 //                  carries max_tokens, as OpenAI's reasoning models answer; else the fixed answer
@@ -257,6 +259,23 @@ const refusal: ModeHandler = (c) => {
   return 'answered';
 };
 
+/** A proposed tool call whose id, name or arguments (`field`) hold `key`. */
+function toolCallEcho(format: WireFormat, id: number, model: string, field: string, key: string): unknown {
+  const body = completionBody(format, id, model, '', '', true) as Record<string, unknown>;
+  if (format === 'openai-chat') {
+    const call = (body.choices as { message: { tool_calls: { id: string; function: { name: string; arguments: string } }[] } }[])[0]!.message.tool_calls[0]!;
+    if (field === 'id') call.id = `call_${key}`;
+    else if (field === 'name') call.function.name = `run_${key}`;
+    else call.function.arguments = JSON.stringify({ header: `Bearer ${key}` });
+  } else {
+    const call = (body.content as { type: string; id?: string; name?: string; input?: unknown }[]).find((block) => block.type === 'tool_use')!;
+    if (field === 'id') call.id = `toolu_${key}`;
+    else if (field === 'name') call.name = `run_${key}`;
+    else call.input = { header: key };
+  }
+  return body;
+}
+
 /** The text of the `surrogate` mode: a lone high surrogate between two words. */
 export const LONE_SURROGATE_TEXT = 'a \ud800 b';
 
@@ -302,8 +321,21 @@ export const TEST_MODES: Readonly<Record<string, ModeHandler>> = {
   },
   'echo-auth': (c) => {
     const key = requestKey(c.record);
+    if (c.arg?.startsWith('tool-') === true) {
+      c.send(200, JSON.stringify(toolCallEcho(c.record.format, c.record.id, c.model, c.arg.slice('tool-'.length), key)));
+      return 'answered';
+    }
     const text = c.arg === 'split' ? `YOUR HEADER WAS: BEARER ${splitByNewline(key)} (ECHOED)` : `Your header was: Authorization: Bearer ${key}`;
     c.send(200, JSON.stringify(completionBody(c.record.format, c.record.id, c.model, c.prompt, text, false)));
+    return 'answered';
+  },
+  'key-identifiers': (c) => {
+    const key = requestKey(c.record);
+    const body =
+      c.record.format === 'openai-chat'
+        ? { error: { message: PROVIDER_ERROR_TEXT, type: key, param: key, code: null } }
+        : { type: 'error', error: { type: key, message: PROVIDER_ERROR_TEXT }, request_id: key };
+    c.send(400, JSON.stringify(body), { [requestIdHeader(c.record)]: key });
     return 'answered';
   },
   'key-error': (c) => {
