@@ -153,7 +153,27 @@ const ENCODINGS: Record<string, (key: string) => string> = {
   percent: (key) => [...Buffer.from(key)].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join(''),
   fullwidth: (key) => [...key].map((c) => String.fromCharCode(c.charCodeAt(0) - 0x21 + 0xff01)).join(''),
   reversed: (key) => [...key].reverse().join(''),
+  // Issue 55: the escapes with the key's capitals as they are, and encodings each decoding to the key in one call.
+  'json-escapes': (key) => [...key].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`).join(''),
+  'x-escapes': (key) => [...key].map((c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join(''),
+  octal: (key) => [...Buffer.from(key)].map((byte) => `\\${byte.toString(8).padStart(3, '0')}`).join(''),
+  'html-decimal': (key) => [...key].map((c) => `&#${c.charCodeAt(0)};`).join(''),
+  'html-hex': (key) => [...key].map((c) => `&#x${c.charCodeAt(0).toString(16).toUpperCase()};`).join(''),
+  'colon-hex': (key) => Buffer.from(key).toString('hex').match(/../g)!.join(':'),
+  'double-percent': (key) => [...Buffer.from(key)].map((byte) => `%25${byte.toString(16).padStart(2, '0').toUpperCase()}`).join(''),
+  base32: (key) => base32(Buffer.from(key)),
+  'utf16le-base64': (key) => Buffer.from(key, 'utf16le').toString('base64'),
+  'utf16be-hex': (key) => Buffer.from(key, 'utf16le').swap16().toString('hex'),
+  'utf16be-base64': (key) => Buffer.from(key, 'utf16le').swap16().toString('base64'),
+  'utf16le-hex': (key) => Buffer.from(key, 'utf16le').toString('hex'),
 };
+
+/** RFC 4648 base32, unpadded, written here apart from the server's own. */
+function base32(bytes: Buffer): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  const bits = [...bytes].map((byte) => byte.toString(2).padStart(8, '0')).join('');
+  return (bits.match(/.{1,5}/g) ?? []).map((group) => alphabet[parseInt(group.padEnd(5, '0'), 2)]).join('');
+}
 
 /** The encoded forms of KEY that `text` still shows: the middle 16 characters of each (the edges of a base64 form also hold their neighbours' bits). */
 function encodedTraces(text: string): string[] {
