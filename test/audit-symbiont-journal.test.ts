@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import canonicalize from 'canonicalize';
 import { seedKey } from './support/crafted-journal.js';
 import { inspect } from './support/journal.js';
-import { readAsSymbiont } from './support/symbiont-reader.js';
+import { checkWriterRule, readAsSymbiont } from './support/symbiont-reader.js';
 import { ROUTE_SEQUENCES } from './support/symbiont-route.js';
 import { repoRoot } from './support/server-entry.js';
 
@@ -259,6 +259,22 @@ test("a record missing a field Symbiont's type requires is refused, as Symbiont'
   assert.match((report.error as { message: string }).message, /line 14: malformed line: .*Terminated has no field "duration"/);
 });
 
+test("the test reader holds every journal to Symbiont's writer rule: nothing effect-starting after an unconfirmed outcome", () => {
+  const failed = { DirectInferenceFinished: { reason: { Error: { message: 'Inference failed' } } } };
+  // The order this server wrote a retry in before the rule: refused at the retry's reservation.
+  assert.throws(
+    () =>
+      checkWriterRule([{ Started: {} }, { DirectInferenceRequested: {} }, failed, { BudgetReservationFinished: {} }, { BudgetReservationStarted: {} }], 'j'),
+    /j:5: BudgetReservationStarted after the unconfirmed outcome at line 3/,
+  );
+  // A failed call's end, and a run that ends after an answered call, are what Symbiont's writer appends.
+  checkWriterRule(
+    [{ Started: {} }, { DirectInferenceRequested: {} }, failed, { BudgetReservationFinished: {} }, { BudgetUpdated: {} }, { Terminated: {} }],
+    'j',
+  );
+  checkWriterRule([{ Started: {} }, { DirectInferenceFinished: { reason: 'Completed' } }, { DirectInferenceRequested: {} }], 'j');
+});
+
 test("docs/audit.md's table of outcomes lists the records test/support/symbiont-route.ts expects", () => {
   const text = fs.readFileSync(path.join(repoRoot, 'docs', 'audit.md'), 'utf8');
   const names = new Set<string>(ROUTE_SEQUENCES.permitted);
@@ -272,6 +288,8 @@ test("docs/audit.md's table of outcomes lists the records test/support/symbiont-
   assert.deepEqual(rowOf('deadline during the provider call'), [...ROUTE_SEQUENCES.deadline]);
   assert.deepEqual(rowOf('cancelled during the provider call'), [...ROUTE_SEQUENCES.cancelledDuringCall]);
   assert.deepEqual(rowOf('cancelled before the provider call'), [...ROUTE_SEQUENCES.cancelledBeforeCall]);
+  assert.deepEqual(rowOf('refused by the model'), [...ROUTE_SEQUENCES.noProgress]);
+  assert.deepEqual(rowOf("a request over the route's budget"), [...ROUTE_SEQUENCES.overBudget]);
 });
 
 // Journals the previous version of this server wrote (commit b780a1b, six records, plain hex hashes),

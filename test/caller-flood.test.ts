@@ -19,7 +19,11 @@ const AGENT_TEXT_BYTES = 512 * 1024;
 const DSL_CALLS = 160;
 const FLOOD_CAPACITY = 8;
 const FLOOD_CALLS = 48;
-const BIG_TEXT = 64 * 1024;
+/**
+ * The largest texts whose typed request still leaves output tokens in the route's 16,384-token budget
+ * (docs/audit.md): a larger request ends MaxTokens before any provider call.
+ */
+const BIG_TEXT = 5 * 1024;
 
 function rssKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);

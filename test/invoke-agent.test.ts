@@ -205,16 +205,22 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     });
   }
 
-  it('accepts a prompt of exactly 64 KiB', async () => {
+  it("takes a prompt of exactly 64 KiB, which the route's 16,384-token budget then ends MaxTokens, as Symbiont's route does", async () => {
     const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'x'.repeat(64 * 1024) } });
-    assert.equal(result.isError, undefined, textOf(result));
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /input tokens of the run's 16384-token budget/);
+    const ref = auditOf(result);
+    const records = readJournal(ref.audit.path);
+    assert.deepEqual(readAsSymbiont(ref.audit.path), [...ROUTE_SEQUENCES.overBudget]);
+    assert.equal(records.at(-1)!.payload.entry.event.Terminated!.reason, 'MaxTokens');
+    assert.equal(inspect(ref.audit.path, ref.audit.run_id, ref.audit.public_key).status, 0);
   });
 
   // The effect column, one entry per provider call and per token reservation (Symbiont's effects
   // rows): a response received and recorded is `result_recorded` (exit 0 even though the text is
   // withheld); a call that ended in an error or without a finish is `unknown` and needs
   // reconciliation (exit 2); a settled reservation is `result_recorded`. A 500 is retried twice,
-  // each attempt its own reservation and provider call. A withheld answer ends MaxIterations, as
+  // inside its one reservation and provider call. A withheld answer ends MaxIterations, as
   // Symbiont's route ends a denied one; a failed call ends in an Error.
   const PERMITTED_EFFECTS = ['result_recorded', 'result_recorded'];
   const FAILED_CALL_EFFECTS = ['result_recorded', 'unknown'];
@@ -223,21 +229,7 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
     ['a proposed tool call', 'use a tool [[tool-call]]', /tool call/, PERMITTED_EFFECTS, ROUTE_SEQUENCES.denied, 'MaxIterations'],
     // The body is refused while it is read, so the call failed at the provider (its finish is an error).
     ['an oversize answer', 'big [[oversize]]', /4194304|limit|too large|oversize/i, FAILED_CALL_EFFECTS, ROUTE_SEQUENCES.providerFailed, 'Error'],
-    [
-      'an HTTP 500',
-      'fail [[http500]]',
-      /500/,
-      [...FAILED_CALL_EFFECTS, ...FAILED_CALL_EFFECTS, ...FAILED_CALL_EFFECTS],
-      [
-        ...ROUTE_SEQUENCES.providerFailed.slice(0, 6),
-        'BudgetReservationStarted',
-        'DirectInferenceRequested',
-        'DirectInferenceFinished',
-        'BudgetReservationFinished',
-        ...ROUTE_SEQUENCES.providerFailed.slice(2),
-      ],
-      'Error',
-    ],
+    ['an HTTP 500', 'fail [[http500]]', /500/, FAILED_CALL_EFFECTS, ROUTE_SEQUENCES.providerFailed, 'Error'],
     ['malformed JSON', 'garble [[malformed]]', /malformed|JSON/i, FAILED_CALL_EFFECTS, ROUTE_SEQUENCES.providerFailed, 'Error'],
   ] as const) {
     it(`withholds the text for ${label} and ends the journal as Symbiont's route does`, async () => {

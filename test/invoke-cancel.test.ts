@@ -301,7 +301,8 @@ describe('shutdown and process loss', () => {
       const key = projectPublicKey(project);
       for (const file of journals) {
         assertCompleteJournal(file, key);
-        assert.match(JSON.stringify(terminalOf(file)), /shutting down/);
+        // Symbiont's words for a cancel, whoever cancelled (the caller sees "shutting down").
+        assert.deepEqual(terminalOf(file)?.reason, { Error: { message: 'agent execution cancelled' } });
       }
       assert.match(server.stderr(), /finalised/);
     } finally {
@@ -417,7 +418,7 @@ describe('shutdown and process loss', () => {
       assert.match(line, /terminal_durable=true/);
       // Written by the owner, exactly as the worker would have: the budget and the terminal record, one sync.
       assert.deepEqual(eventNames(readJournal(journal)), [...ROUTE_SEQUENCES.cancelledDuringCall]);
-      assert.deepEqual(terminalOf(journal)?.reason, { Error: { message: 'the caller cancelled the invocation' } });
+      assert.deepEqual(terminalOf(journal)?.reason, { Error: { message: 'agent execution cancelled' } });
       assert.equal(assertCompleteJournal(journal, projectPublicKey(project)), 2, 'the request record was durable: its effect is unknown');
       await waitFor('the run ended line', () => (/run ended .*outcome=cancelled reason=cancelled/.test(server.stderr()) ? true : undefined));
       // The server still answers.
@@ -461,7 +462,7 @@ describe('shutdown and process loss', () => {
       assert.ok(ownerFinished.length >= 1, 'at least one run was finished by its owner');
       const key = projectPublicKey(project);
       for (const file of ownerFinished) {
-        assert.match(JSON.stringify(terminalOf(file)?.reason), /the caller cancelled/);
+        assert.deepEqual(terminalOf(file)?.reason, { Error: { message: 'agent execution cancelled' } });
         assert.equal(assertCompleteJournal(file, key), 0, 'no provider call was made');
       }
       // Every cancelled run's journal is complete; only the hung run's is still open.

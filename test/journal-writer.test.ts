@@ -55,6 +55,82 @@ test('foreign bytes appended between two records fail the next append and every 
   assert.equal(report.error?.line, 2);
 });
 
+// Symbiont's writer rule (protected_journal.rs, ProtectedJournal::append): nothing that starts an
+// effect after a record with an unconfirmed outcome; the run's end is still written.
+const FAILED_FINISH = { DirectInferenceFinished: { call_id: 'c1', reason: { Error: { message: 'HTTP 500' } } } };
+
+test("Symbiont's writer rule: no request after a failed finish, in one group or later; the end is still written", async (t) => {
+  const { storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const writer = await JournalWriter.create(storage, runId, AGENT);
+  await writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }]);
+  const before = fs.statSync(writer.path).size;
+  await assert.rejects(
+    writer.appendAll([FAILED_FINISH, { DirectInferenceRequested: { call_id: 'c2' } }]),
+    /DirectInferenceRequested refused after record 2: execution stopped after an unconfirmed outcome; reconciliation is required/,
+  );
+  assert.equal(fs.statSync(writer.path).size, before, 'nothing of the refused group was written');
+  await writer.append(FAILED_FINISH);
+  await assert.rejects(writer.append({ BudgetReservationStarted: {} }), /BudgetReservationStarted refused after record 2/);
+  await assert.rejects(writer.append({ Started: {} }), /refused after record 2/);
+  // What starts nothing may follow, and the terminal record always may.
+  await writer.appendTerminal({ Error: { message: 'Inference failed: HTTP 500' } });
+  await writer.close();
+  assert.equal(inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex).exitCode, 2);
+});
+
+test("Symbiont's writer rule survives a resume: the owner's writer refuses a request after a failed finish", async (t) => {
+  const { storage } = setup(t);
+  const runId = crypto.randomUUID();
+  const writer = await JournalWriter.create(storage, runId, AGENT);
+  await writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }, FAILED_FINISH]);
+  await writer.close();
+  const resumed = await JournalWriter.resume(storage, runId, AGENT);
+  await assert.rejects(resumed.append({ DirectInferenceRequested: { call_id: 'c2' } }), /refused after record 2/);
+  await resumed.appendTerminal({ Error: { message: 'the worker running this invocation failed' } });
+  await resumed.close();
+});
+
+// The one check before the signature (journal-verifier.ts unsignableProblem): a record `audit inspect`
+// or Symbiont's types would refuse is never signed, the group is not written, and the run can end.
+const HASH = `sha256:${'0'.repeat(64)}`;
+function answeredFinish(usage: Record<string, number>): { iteration: number; event: never } {
+  const fields = { call_id: 'c1', reason: 'Completed', response_hash: HASH, response_bytes: 10, finish_reason: 'stop', usage };
+  return { iteration: 1, event: { DirectInferenceFinished: fields } as never };
+}
+
+for (const [label, record, why] of [
+  ['a token count above u32', answeredFinish({ prompt_tokens: 2 ** 32, completion_tokens: 1, total_tokens: 2 ** 32 + 1 }), /prompt_tokens is above 4294967295/],
+  ['a count above 2^53-1', answeredFinish({ prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 ** 60 }), /is above 9007199254740991/],
+  ['an unpaired surrogate', { ReasoningComplete: { iteration: 1, actions: [{ Respond: { content: 'a \ud800 b' } }] } }, /unpaired UTF-16 surrogate/],
+  [
+    'a negative status',
+    { DirectInferenceFinished: { call_id: 'c1', error: { status: -1 } } },
+    /the number -1 is not written as the journal writer writes numbers/,
+  ],
+] as const) {
+  test(`the writer refuses to sign ${label}, writes nothing of the group, and the run still ends verifiably`, async (t) => {
+    const { storage } = setup(t);
+    const runId = crypto.randomUUID();
+    const writer = await JournalWriter.create(storage, runId, AGENT);
+    await writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }]);
+    const before = fs.statSync(writer.path).size;
+    await assert.rejects(writer.appendAll([record, { PolicyEvaluated: { decision: 'deny' } }]), (err: unknown) => {
+      assert.ok(err instanceof JournalWriteError);
+      assert.match(err.message, /record 2 \(\w+\) would not verify, so it was not signed/);
+      assert.match(err.message, why);
+      return true;
+    });
+    assert.equal(fs.statSync(writer.path).size, before);
+    // Even a terminal message cut inside a surrogate pair is made well-formed before it is signed.
+    await writer.appendTerminal({ Error: { message: `${'x'.repeat(4095)}\u{1F600}` } });
+    await writer.close();
+    const { exitCode, report } = inspectJournal(writer.path, runId, storage.signingKey.publicKeyHex);
+    assert.equal(exitCode, 2, JSON.stringify(report));
+    assert.equal(report.journal_complete, true);
+  });
+}
+
 test('a truncated journal fails the next effect append', async (t) => {
   const { storage } = setup(t);
   const writer = await JournalWriter.create(storage, crypto.randomUUID(), AGENT);
@@ -304,10 +380,10 @@ test('handover: the owner takes the journal only between writes; the writer then
   const first = writer.appendAll([STARTED, { DirectInferenceRequested: { call_id: 'c1' } }]);
   assert.equal(handover.take(), false, 'not while a write is on its way to the disk');
   await first;
-  // A record only the writer can write is pending (a failed attempt's finish before its retry).
+  // A record only the writer can write is pending (a call's finish, which lists the attempts only it knows).
   assert.equal(handover.hold(), true);
   assert.equal(handover.take(), false, 'not while the writer holds a pending record');
-  await writer.appendAll([{ DirectInferenceFinished: { call_id: 'c1' } }, { DirectInferenceRequested: { call_id: 'c2' } }]);
+  await writer.appendAll([{ DirectInferenceFinished: { call_id: 'c1', reason: 'Completed' } }, { DirectInferenceRequested: { call_id: 'c2' } }]);
   const before = fs.readFileSync(writer.path);
   assert.equal(handover.take(), true, 'between two writes');
   await assert.rejects(writer.append({ DirectInferenceFinished: { call_id: 'c2' } }), JournalTakenError);

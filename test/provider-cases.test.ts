@@ -26,6 +26,7 @@ const AGENTS = {
 const KEY = 'sk-provider-cases-key-0123456789';
 // Symbiont's route, call by call (test/support/symbiont-route.ts): a failed call is its reservation,
 // its request, an error finish and a settlement with no usage; an answered call has its response too.
+// A run has one call, whatever its retries: Symbiont's writer allows no request after a failed finish.
 const OPENING = ['Started', 'BudgetOpened'];
 const CALL = ['BudgetReservationStarted', 'DirectInferenceRequested', 'DirectInferenceFinished', 'BudgetReservationFinished'];
 const ANSWERED_CALL = [
@@ -38,8 +39,12 @@ const ANSWERED_CALL = [
 const STEP = ['ReasoningComplete', 'PolicyEvaluated', 'ToolsDispatched', 'ToolBatchCompleted', 'ObservationsCollected'];
 const ENDING = ['BudgetUpdated', 'Terminated'];
 /** Withheld: after an answered call, the finish rule denies the step's action (MaxIterations); after a failed one, the run ends in an Error. */
-const withheld = (...calls: string[][]): string[] => [...OPENING, ...calls.flat(), ...(calls.at(-1) === ANSWERED_CALL ? STEP : []), ...ENDING];
-const completed = (...calls: string[][]): string[] => [...OPENING, ...calls.flat(), ...STEP, ...ENDING];
+const withheld = (call: string[]): string[] => [...OPENING, ...call, ...(call === ANSWERED_CALL ? STEP : []), ...ENDING];
+const completed = (call: string[]): string[] => [...OPENING, ...call, ...STEP, ...ENDING];
+/** Symbiont's early stops (a refusal, an empty answer): the answered call, then the run's end, no step. */
+const stopped = (call: string[]): string[] => [...OPENING, ...call, ...ENDING];
+const REFUSAL_STOP = 'model refused the request (stop_reason=refusal)';
+const EMPTY_STOP = 'model produced no tool calls and no text (no-progress turn)';
 
 /** Every identifier the synthetic endpoint sends: request ids and error types or codes. */
 const PROVIDER_IDENTIFIERS = /req_synthetic_|gen-synthetic-|_error\b|rate_limit|model_not_found|unsupported_parameter/;
@@ -59,8 +64,10 @@ const terminalReason = (records: JournalRecord[]): unknown => eventOf(records[re
 
 interface Expectation {
   events: string[];
-  /** The tool error (and the terminal record's message) must match; undefined for a released answer. */
+  /** The tool error (and the terminal record's message, unless `terminal` says otherwise) must match; undefined for a released answer. */
   error?: RegExp;
+  /** The terminal record's Error message, where Symbiont's words differ from the tool error. */
+  terminal?: RegExp | string;
 }
 
 async function invokeCase(server: RunningServer, directive: string, expected: Expectation): Promise<{ records: JournalRecord[]; text: string }> {
@@ -85,7 +92,16 @@ async function invokeCase(server: RunningServer, directive: string, expected: Ex
       // A withheld answer: the finish rule's reason is the step's denial, as Symbiont records a denied action.
       const decision = records.map(eventOf).find((e) => e.PolicyEvaluated !== undefined)!.PolicyEvaluated as { denied_calls: { reason: string }[] };
       assert.match(decision.denied_calls[0]!.reason, expected.error);
-    } else assert.match(reason.Error?.message ?? '', expected.error);
+    } else {
+      const message = reason.Error?.message ?? '';
+      if (typeof expected.terminal === 'string') assert.equal(message, expected.terminal);
+      else assert.match(message, expected.terminal ?? expected.error);
+      // A failed call ends the run in Symbiont's words: "Inference failed: " and the call's own error (phases.rs).
+      const finish = finishes(records).at(-1);
+      if (finish !== undefined && finish.reason !== 'Completed') {
+        assert.equal(message, `Inference failed: ${(finish.reason as { Error: { message: string } }).Error.message}`);
+      }
+    }
   }
   // The provider's identifiers (error types, request ids) are its own text: kept for the journal, never the caller.
   assert.doesNotMatch(shown, PROVIDER_IDENTIFIERS, 'no provider identifier in the result');
@@ -164,7 +180,16 @@ describe('provider cases over stdio', () => {
     });
 
     it('finish_reason "length" with empty text (a reasoning model spent its budget thinking) is withheld', async () => {
-      await invokeCase(openai, '[[finish:length,empty]]', { events: withheld(ANSWERED_CALL), error: /cut off at the output token limit/ });
+      // With no text, Symbiont's no-progress stop comes first: the run ends before the step.
+      await invokeCase(openai, '[[finish:length,empty]]', { events: stopped(ANSWERED_CALL), error: /cut off at the output token limit/, terminal: EMPTY_STOP });
+    });
+
+    it("a finished answer with no text and no tool call ends as Symbiont's no-progress stop", async () => {
+      await invokeCase(openai, '[[finish:stop,empty]]', { events: stopped(ANSWERED_CALL), error: /no text and no tool call/, terminal: EMPTY_STOP });
+    });
+
+    it("an answer of white space only (Rust's trim: Unicode white space, U+0085 included) is the same stop", async () => {
+      await invokeCase(openai, '[[finish:stop,blank]]', { events: stopped(ANSWERED_CALL), error: /no text and no tool call/, terminal: EMPTY_STOP });
     });
 
     it('finish_reason "content_filter" is withheld as filtered', async () => {
@@ -172,12 +197,12 @@ describe('provider cases over stdio', () => {
     });
 
     it('message.refusal with content null is withheld as refused, the refusal text never returned', async () => {
-      const { records } = await invokeCase(openai, '[[refusal]]', { events: withheld(ANSWERED_CALL), error: /refused to answer/ });
+      const { records } = await invokeCase(openai, '[[refusal]]', { events: stopped(ANSWERED_CALL), error: /refused to answer/, terminal: REFUSAL_STOP });
       assert.equal(finishes(records)[0]!.finish_reason, 'refusal');
     });
 
     it('a refusal content part is withheld as refused', async () => {
-      await invokeCase(openai, '[[refusal-part]]', { events: withheld(ANSWERED_CALL), error: /refused to answer/ });
+      await invokeCase(openai, '[[refusal-part]]', { events: stopped(ANSWERED_CALL), error: /refused to answer/, terminal: REFUSAL_STOP });
     });
 
     it('OpenRouter choice-level error (finish_reason "error") is a provider error, not an empty answer', async () => {
@@ -239,46 +264,58 @@ describe('provider cases over stdio', () => {
       });
     });
 
-    it('HTTP 429 is retried twice, each attempt its own journaled call, then reported', async () => {
+    it('HTTP 429 is retried twice inside one journaled call, then reported', async () => {
       const { records } = await invokeCase(openai, '[[http:code=429,retry_after_ms=5]]', {
-        events: withheld(CALL, CALL, CALL),
+        events: withheld(CALL),
         error: /after 3 attempts.*HTTP 429 .*rate limited by the provider \(the provider's identifiers are in the journal, Retry-After 5 ms\)/,
+        terminal: /^Inference failed: HTTP 429 .*rate limited by the provider/,
       });
-      assert.equal(new Set(callIds(records)).size, 3);
+      assert.equal(callIds(records).length, 1);
+      const [finish] = finishes(records);
+      assert.equal((finish!.error as { status: number }).status, 429);
+      // The two attempts before the last, each with its own status and identifiers.
+      const earlier = finish!.earlier_attempts as { message: string; error: { status: number; request_id: string } }[];
       assert.deepEqual(
-        finishes(records).map((f) => f.call_id),
-        callIds(records),
+        earlier.map((a) => a.error.status),
+        [429, 429],
       );
+      for (const attempt of earlier) {
+        assert.match(attempt.message, /HTTP 429/);
+        assert.match(attempt.error.request_id, /^req_synthetic_\d+$/);
+      }
     });
 
-    it('HTTP 503 then success: two calls in the journal, the answer released', async () => {
-      const { records } = await invokeCase(openai, '[[http:code=503,times=1,retry_after_ms=10]]', { events: completed(CALL, ANSWERED_CALL) });
-      const [failed, succeeded] = finishes(records);
-      assert.deepEqual((failed!.reason as { Error: { message: string } }).Error.message.match(/HTTP 503/)?.[0], 'HTTP 503');
-      assert.equal((failed!.error as { retry_after_ms: number }).retry_after_ms, 10);
-      assert.equal(succeeded!.reason, 'Completed');
+    it('HTTP 503 then success: one call in the journal, the failed attempt in its finish, the answer released', async () => {
+      const { records } = await invokeCase(openai, '[[http:code=503,times=1,retry_after_ms=10]]', { events: completed(ANSWERED_CALL) });
+      const [finish] = finishes(records);
+      assert.equal(finish!.reason, 'Completed');
+      const [failed] = finish!.earlier_attempts as { message: string; error: { retry_after_ms: number } }[];
+      assert.match(failed!.message, /HTTP 503/);
+      assert.equal(failed!.error.retry_after_ms, 10);
     });
 
     it('a Retry-After longer than the time left is not waited for; the error says how long was asked', async () => {
       await invokeCase(openai, '[[http:code=429,retry_after=600]]', {
         events: withheld(CALL),
         error: /the provider asked to wait 600 s before retrying, more than the .* left before the deadline/,
+        terminal: /^Inference failed: HTTP 429 /,
       });
     });
 
     it('a reasoning model that refuses max_tokens gets max_completion_tokens on the retry', async () => {
-      const { records } = await invokeCase(openai, '[[reasoning-model]]', { events: completed(CALL, ANSWERED_CALL) });
+      const { records } = await invokeCase(openai, '[[reasoning-model]]', { events: completed(ANSWERED_CALL) });
       const [refused, answered] = endpoint.requests.slice(-2).map((r) => r.body as Record<string, unknown>);
       assert.equal(refused!.max_tokens, 4096);
       assert.equal(answered!.max_completion_tokens, 4096);
       assert.ok(!('max_tokens' in answered!));
-      const error = finishes(records)[0]!.error as Record<string, unknown>;
+      const [refusedAttempt] = finishes(records)[0]!.earlier_attempts as { error: Record<string, unknown> }[];
+      const error = refusedAttempt!.error;
       assert.deepEqual([error.status, error.error_type, error.error_param], [400, 'unsupported_parameter', 'max_tokens']);
       assert.match(openai.stderr(), /the provider refused max_tokens; retrying with max_completion_tokens/);
     });
 
     it('a connection reset before any response byte is retried', async () => {
-      await invokeCase(openai, '[[reset:times=1]]', { events: completed(CALL, ANSWERED_CALL) });
+      await invokeCase(openai, '[[reset:times=1]]', { events: completed(ANSWERED_CALL) });
     });
 
     it('a cancel during the retry wait ends the run at once with its terminal record', async () => {
@@ -311,7 +348,7 @@ describe('provider cases over stdio', () => {
       assert.deepEqual(eventNames(records), withheld(CALL));
       assert.ok(Date.now() - cancelledAt < 5_000, 'the terminal record came long before the 60 s wait ended');
       const reason = terminalReason(records) as { Error?: { message: string } };
-      assert.match(reason.Error?.message ?? '', /cancel/);
+      assert.equal(reason.Error?.message, 'agent execution cancelled', "Symbiont's words for a cancel");
       // The failed attempt's finish keeps its own account (HTTP 503), recorded with the terminal record.
       assert.match(String((finishes(records)[0]!.reason as { Error: { message: string } }).Error.message), /HTTP 503/);
     });
@@ -331,7 +368,11 @@ describe('provider cases over stdio', () => {
     });
 
     it('stop_reason "refusal" is withheld as refused', async () => {
-      const { records } = await invokeCase(anthropic, '[[refusal]]', { events: withheld(ANSWERED_CALL), error: /refused to answer.*"refusal"/ });
+      const { records } = await invokeCase(anthropic, '[[refusal]]', {
+        events: stopped(ANSWERED_CALL),
+        error: /refused to answer.*"refusal"/,
+        terminal: REFUSAL_STOP,
+      });
       assert.equal(finishes(records)[0]!.finish_reason, 'refusal');
     });
 
@@ -358,7 +399,7 @@ describe('provider cases over stdio', () => {
     });
 
     it('HTTP 529 (overloaded) then success: retried as a second call', async () => {
-      await invokeCase(anthropic, '[[http:code=529,times=1,retry_after_ms=5]]', { events: completed(CALL, ANSWERED_CALL) });
+      await invokeCase(anthropic, '[[http:code=529,times=1,retry_after_ms=5]]', { events: completed(ANSWERED_CALL) });
     });
 
     it('HTTP 401 names ANTHROPIC_API_KEY', async () => {
@@ -456,7 +497,7 @@ describe('the output limit and the shipped restrict-by-capability example, for e
   }
 });
 
-describe('a retry is its own call, requested durably before it is sent', () => {
+describe('a retry is the same call, sent under its one durable request record', () => {
   let endpoint: SyntheticEndpoint;
   let project: string;
   let server: RunningServer;
@@ -480,13 +521,11 @@ describe('a retry is its own call, requested durably before it is sent', () => {
     removeProject(project);
   });
 
-  it('each attempt finds its own DirectInferenceRequested durable, after the previous attempt finished', async () => {
-    await invokeCase(server, '[[http:code=502,times=2,retry_after_ms=1]]', { events: completed(CALL, CALL, ANSWERED_CALL) });
-    assert.deepEqual(seenAtRequest, [
-      [...OPENING, ...CALL.slice(0, 2)],
-      [...OPENING, ...CALL, ...CALL.slice(0, 2)],
-      [...OPENING, ...CALL, ...CALL, ...CALL.slice(0, 2)],
-    ]);
+  it('every attempt finds the one DirectInferenceRequested durable, and no finish before the last attempt', async () => {
+    const { records } = await invokeCase(server, '[[http:code=502,times=2,retry_after_ms=1]]', { events: completed(ANSWERED_CALL) });
+    const requested = [...OPENING, ...CALL.slice(0, 2)];
+    assert.deepEqual(seenAtRequest, [requested, requested, requested]);
+    assert.equal((finishes(records)[0]!.earlier_attempts as unknown[]).length, 2);
   });
 });
 

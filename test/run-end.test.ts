@@ -16,6 +16,7 @@ const ENDS: { [Kind in RunEnd['kind']]: Extract<RunEnd, { kind: Kind }>[] } = {
   policy_denied: [{ kind: 'policy_denied', policies: ['forbid-secret-content'] }],
   tool_call_withheld: [{ kind: 'tool_call_withheld' }],
   finish_withheld: FINISH_REASONS.filter((finish) => finish !== 'complete').map((finish) => ({ kind: 'finish_withheld' as const, finish })),
+  empty_answer: [{ kind: 'empty_answer' }],
   provider_key_in_answer: [{ kind: 'provider_key_in_answer' }],
   provider_failed: [
     { kind: 'provider_failed', failure: 'http', status: 429 },

@@ -86,6 +86,44 @@ describe('the provider key never leaves the server', () => {
     });
   }
 
+  for (const field of ['id', 'name', 'args'] as const) {
+    it(`withholds an answer whose proposed tool call carries the key in its ${field}, never journaling it`, async () => {
+      const server = await startServer(shared.project, { env: env(shared.endpoint.url) });
+      try {
+        const result = await server.call('invoke_agent', { agent: 'assistant', prompt: `show me [[echo-auth:tool-${field}]]` });
+        assert.equal(result.isError, true, textOf(result));
+        assert.match(textOf(result), /provider key/);
+        assert.deepEqual(keyTraces(JSON.stringify(result)), []);
+        const journal = auditOf(result).audit.path;
+        assert.deepEqual(keyTraces(fs.readFileSync(journal, 'utf8')), []);
+        // Ended before the step's records, which would have journaled the tool call.
+        assert.deepEqual(readAsSymbiont(journal), [...ROUTE_SEQUENCES.keyInAnswer]);
+      } finally {
+        await server.close();
+      }
+    });
+  }
+
+  it('keeps the key out of the journal when a provider echoes it as its request id, error type and param', async () => {
+    const server = await startServer(shared.project, { env: env(shared.endpoint.url) });
+    try {
+      const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'who am I [[key-identifiers]]' });
+      assert.equal(result.isError, true, textOf(result));
+      assert.deepEqual(keyTraces(JSON.stringify(result)), []);
+      const journal = auditOf(result).audit.path;
+      assert.deepEqual(keyTraces(fs.readFileSync(journal, 'utf8')), []);
+      const finish = readJournal(journal)
+        .map((r) => r.payload.entry.event)
+        .find((e) => e.DirectInferenceFinished)!.DirectInferenceFinished as { error: Record<string, unknown> };
+      assert.deepEqual([finish.error.request_id, finish.error.error_type, finish.error.error_param], [null, null, null]);
+      assert.equal(finish.error.status, 400, 'the rest of what the operator reconciles with is kept');
+      await server.close();
+      assert.deepEqual(keyTraces(server.stderr()), [], server.stderr());
+    } finally {
+      await server.close();
+    }
+  });
+
   it('keeps a key a worker thread prints on its standard error (split, JSON-escaped) off it, said as events', async () => {
     const server: RunningServer = await startServer(shared.project, { env: env(shared.endpoint.url, { SYMBI_FAULT_INJECTION: 'worker-stderr-key' }) });
     try {
@@ -115,7 +153,27 @@ const ENCODINGS: Record<string, (key: string) => string> = {
   percent: (key) => [...Buffer.from(key)].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join(''),
   fullwidth: (key) => [...key].map((c) => String.fromCharCode(c.charCodeAt(0) - 0x21 + 0xff01)).join(''),
   reversed: (key) => [...key].reverse().join(''),
+  // Issue 55: the escapes with the key's capitals as they are, and encodings each decoding to the key in one call.
+  'json-escapes': (key) => [...key].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0').toUpperCase()}`).join(''),
+  'x-escapes': (key) => [...key].map((c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join(''),
+  octal: (key) => [...Buffer.from(key)].map((byte) => `\\${byte.toString(8).padStart(3, '0')}`).join(''),
+  'html-decimal': (key) => [...key].map((c) => `&#${c.charCodeAt(0)};`).join(''),
+  'html-hex': (key) => [...key].map((c) => `&#x${c.charCodeAt(0).toString(16).toUpperCase()};`).join(''),
+  'colon-hex': (key) => Buffer.from(key).toString('hex').match(/../g)!.join(':'),
+  'double-percent': (key) => [...Buffer.from(key)].map((byte) => `%25${byte.toString(16).padStart(2, '0').toUpperCase()}`).join(''),
+  base32: (key) => base32(Buffer.from(key)),
+  'utf16le-base64': (key) => Buffer.from(key, 'utf16le').toString('base64'),
+  'utf16be-hex': (key) => Buffer.from(key, 'utf16le').swap16().toString('hex'),
+  'utf16be-base64': (key) => Buffer.from(key, 'utf16le').swap16().toString('base64'),
+  'utf16le-hex': (key) => Buffer.from(key, 'utf16le').toString('hex'),
 };
+
+/** RFC 4648 base32, unpadded, written here apart from the server's own. */
+function base32(bytes: Buffer): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  const bits = [...bytes].map((byte) => byte.toString(2).padStart(8, '0')).join('');
+  return (bits.match(/.{1,5}/g) ?? []).map((group) => alphabet[parseInt(group.padEnd(5, '0'), 2)]).join('');
+}
 
 /** The encoded forms of KEY that `text` still shows: the middle 16 characters of each (the edges of a base64 form also hold their neighbours' bits). */
 function encodedTraces(text: string): string[] {

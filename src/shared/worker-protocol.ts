@@ -101,6 +101,8 @@ export type RunEnd =
   | { kind: 'policy_denied'; policies: string[] }
   | { kind: 'tool_call_withheld' }
   | { kind: 'finish_withheld'; finish: FinishReason }
+  /** A finished answer with no text and no tool call: Symbiont's no-progress stop. */
+  | { kind: 'empty_answer' }
   | { kind: 'provider_key_in_answer' }
   | { kind: 'provider_failed'; failure: ProviderFailureKind; status?: number }
   | { kind: 'usage_exceeded' }

@@ -7,19 +7,16 @@ import { ProviderError } from './providers/provider-error.js';
 import { decideRetry, isRetryable, MAX_RETRIES, otherTokenLimitParameter } from './providers/retry-policy.js';
 
 // The provider call of one run, tried again on a transient failure (retry-policy.ts says which and
-// when). Each attempt is its own provider call in the journal: the run's journal code is told when an
-// attempt failed (so that attempt's finish can be recorded) and asked to make the next attempt's
-// request record durable before it is sent. A successful first attempt costs one function call more
-// than calling the provider directly.
+// when). Every attempt is the same provider call in the journal, under its one request record
+// (Symbiont's writer allows no new request after a failed finish): the run's journal code is told
+// when an attempt failed, so the call's finish can list it, and when a retry is about to be sent. A
+// successful first attempt costs one function call more than calling the provider directly.
 
 export interface AttemptJournal {
-  /** An attempt failed; its finish record is to be written before anything that follows it. */
+  /** An attempt failed; the call's finish lists it. */
   attemptFailed(failure: ProviderError): void;
-  /**
-   * After the wait: record the failed attempt's finish and the next attempt's request, durably.
-   * Returns the next attempt's request (its output tokens are what the run's budget still allows).
-   */
-  beforeRetry(): Promise<TypedInferenceRequest>;
+  /** After the wait, before the retry is sent (a stopped run throws here). Returns the request to send again. */
+  beforeRetry(): TypedInferenceRequest;
   /** A retry is decided, before its wait: the operator hears of it now, not when the run ends. */
   retrying?(retry: { attempt: number; failure: ProviderError; waitMs: number }): void;
   /** Attempt `attempt` is about to be sent (the operator's count of attempts). */
@@ -76,7 +73,7 @@ export async function inferWithRetries(
         config = { ...config, tokenLimitParameter: otherLimit };
         limitSwitched = true;
         journal.retrying?.({ attempt, failure: error, waitMs: 0 });
-        attemptRequest = await journal.beforeRetry();
+        attemptRequest = journal.beforeRetry();
         continue;
       }
       const decision = decideRetry(error, attempt - 1, msLeft());
@@ -87,7 +84,7 @@ export async function inferWithRetries(
       journal.retrying?.({ attempt, failure: error, waitMs: decision.waitMs });
       // A cancel or the deadline during the wait ends it at once (the delay rejects on abort).
       await delay(signal, decision.waitMs);
-      attemptRequest = await journal.beforeRetry();
+      attemptRequest = journal.beforeRetry();
     }
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { closeAuditStorage, openRunAuditStorage, type AuditStorage } from '../shared/storage/audit-storage.js';
 import { digestJson, type HashedRequest, type RunRecord, RunRecords, symbiontHash } from '../shared/journal/run-records.js';
+import { INFERENCE_FAILED_PREFIX, RUN_CANCELLED_MESSAGE } from '../shared/journal/journal-format.js';
 import type { EventFields, ProposedAction, TerminationReason } from '../shared/journal/journal-records.js';
 import { symbiontResponse } from './symbiont-response.js';
 import { JournalExistsError, JournalWriter } from '../shared/journal/journal-writer.js';
@@ -15,9 +16,8 @@ import type { AuditReference, InvokeOutcome, InvokeTask, RunDefinition, RunEnd, 
 import { containsSecret } from '../shared/secrets/key-redaction.js';
 import { buildConversation } from './conversation.js';
 import { AttemptsFailed, inferWithRetries } from './inference-attempts.js';
-import { MAX_RETRIES } from './providers/retry-policy.js';
 import type { ChatMessage, TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
-import type { ProviderError } from './providers/provider-error.js';
+import type { ProviderError, ProviderErrorFields } from './providers/provider-error.js';
 import { listenForCancellation, pollCancellations } from './run-cancellation.js';
 import { stopReservingJournalFiles, takeReservedJournalFile } from './journal-reserve.js';
 import type { WorkerResources } from './worker-resources.js';
@@ -141,8 +141,8 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     // Symbiont's input reservation: the request's bytes, a bound on its tokens, plus a margin.
     const fullRequest = digestJson(hashedRequest(conversation, provider.model, provider.maxOutputTokens));
     const inputTokens = RunRecords.inputTokens(fullRequest.bytes);
-    run.budgetSized(new RunRecords(definition, startedAtMs, RunRecords.tokenLimit(inputTokens, provider.maxOutputTokens, MAX_RETRIES + 1)));
-    // One provider call: its tokens reserved and its request record built; the request it sends is the one hashed.
+    // The provider call: its tokens reserved and its request record built; the request it sends is the one hashed.
+    // Its retries, if any, send the same request under the same records.
     const nextCall = (): CallRecords & { request: TypedInferenceRequest } => {
       const { records } = run;
       const reservation = records.reserve(inputTokens, provider.maxOutputTokens);
@@ -189,8 +189,8 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
         () => deadlineAt - performance.now(),
         {
           attemptFailed: (failure: ProviderError) => {
-            run.attemptFailed(failure.message, failure.journalFields());
-            // Only this thread can write that finish, with the retry's request or the terminal record.
+            run.attemptFailed({ message: failure.message, error: withoutKey(failure.journalFields(), provider.apiKey) });
+            // Only this thread knows the attempts, which the call's finish lists: the owner must not end the run.
             handover.hold();
           },
           retrying: ({ attempt, failure, waitMs }) => {
@@ -201,17 +201,19 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
           },
           sending: (attempt) => notify({ type: 'attempt', attempt }),
           notRetried: (why) => notify({ type: 'not_retried', why }),
-          beforeRetry: async () => {
-            const next = await run.retryRequest(nextCall);
+          beforeRetry: () => {
             throwIfStopped();
-            return next.request;
+            run.retrying();
+            return first.request;
           },
         },
         providerNotes,
       );
     } catch (err) {
       if (stopSignal.aborted) throw new RunStopped(stopReason(), stoppedEnd());
-      if (err instanceof AttemptsFailed) throw new RunStopped(err.message, providerEnd(err.failure));
+      // Symbiont's words for the run's end; the call's finish has the error itself.
+      if (err instanceof AttemptsFailed)
+        throw new RunStopped(err.message, providerEnd(err.failure), { Error: { message: `${INFERENCE_FAILED_PREFIX}${err.failure.message}` } });
       throw err;
     }
     const typedResponse = symbiontResponse(response);
@@ -223,8 +225,9 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
       );
     }
     // The second: the response's hashes and the settlement (one sync) before the policy runs.
-    const settlement = await run.responseReceived((answered) =>
+    const settlement = await run.responseReceived((answered, earlierAttempts) =>
       run.records.response(answered.reservation, {
+        earlierAttempts,
         callId: answered.callId,
         responseDigest: responseDigest.digest,
         responseBytes: responseDigest.bytes,
@@ -238,11 +241,24 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     if (settlement === 'exceeded') {
       throw new RunStopped('the provider reported more tokens than the call reserved, so the response was withheld', { kind: 'usage_exceeded' });
     }
+    // An answer whose text had to be made well-formed where it entered (well-formed-response.ts) is not the
+    // provider's answer any more: its hashes are recorded, the text is never released nor written.
+    if (response.not_well_formed === true) {
+      throw new RunStopped("the provider's answer is not well-formed Unicode text (it holds an unpaired UTF-16 surrogate), so it was withheld", {
+        kind: 'provider_failed',
+        failure: 'malformed',
+      });
+    }
+    // Symbiont's step stops here, before it proposes any action, on a refusal and on an answer with
+    // neither text nor a tool call, and ends the run with its Error (phases.rs, produce_output).
+    const noProgress = noProgressStop(response);
+    if (noProgress !== undefined) throw new RunStopped(noProgress.message, noProgress.end, { Error: { message: noProgress.symbiont } });
 
     // The server's secrets never leave it, not even into the journal: an answer holding the
-    // provider key (a provider that echoes the request's headers) is withheld whole, however the
-    // key is split or cased in it.
-    if (containsSecret(response.content, [provider.apiKey])) {
+    // provider key (a provider that echoes the request's headers) in its text or in any string of a
+    // proposed tool call, each of which the step's records would journal, is withheld whole, however
+    // the key is split or cased in it.
+    if (providerChosenText(typedResponse).some((text) => containsSecret(text, [provider.apiKey]))) {
       throw new RunStopped('the answer contains the configured provider key, so it was withheld', { kind: 'provider_key_in_answer' });
     }
 
@@ -253,11 +269,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     const stopped = stopSignal.aborted;
     const failure = stopped ? stopReason() : step.failure;
     const end: RunEnd = stopped ? stoppedEnd() : step.end;
-    const reason: TerminationReason = stopped
-      ? stoppedTermination(cancellation.reason(), stopReason())
-      : step.failure === undefined
-        ? 'Completed'
-        : 'MaxIterations';
+    const reason: TerminationReason = stopped ? stoppedTermination(cancellation.reason()) : step.failure === undefined ? 'Completed' : 'MaxIterations';
     // The third: the decision and the terminal record, durable together before any text leaves.
     await run.decided(step.reasoning, step.fields, reason, stopped);
     const terminalDurableAt = epochNow();
@@ -277,7 +289,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
         err instanceof RunStopped && err.termination !== undefined
           ? err.termination
           : stopSignal.aborted
-            ? stoppedTermination(cancellation.reason(), message)
+            ? stoppedTermination(cancellation.reason())
             : { Error: { message } };
       terminalDurable = await run.failed(reason, cancelled);
     }
@@ -388,9 +400,52 @@ function decideStep(
   };
 }
 
-/** How Symbiont ends a stopped run: `Timeout` at the deadline, an `Error` for a cancel. */
-function stoppedTermination(cancelReason: string | undefined, message: string): TerminationReason {
-  return cancelReason === undefined ? 'Timeout' : { Error: { message } };
+/** Every provider-chosen string the step's records would journal: the answer's text, and each proposed tool call's id, name and arguments. */
+function providerChosenText(response: ReturnType<typeof symbiontResponse>): string[] {
+  return [response.content, ...response.tool_calls.flatMap((call) => [call.id, call.name, call.arguments])];
+}
+
+/**
+ * A failed call's journal fields, each provider identifier (request id, error type, param) that
+ * holds the provider key left out (an echo): the key never reaches the journal, whatever field it
+ * rides in.
+ */
+function withoutKey(fields: ProviderErrorFields, key: string): ProviderErrorFields {
+  const screened = (value: string | null): string | null => (value !== null && containsSecret(value, [key]) ? null : value);
+  return { ...fields, error_type: screened(fields.error_type), error_param: screened(fields.error_param), request_id: screened(fields.request_id) };
+}
+
+/** Rust's `char::is_whitespace` (Unicode White_Space), which Symbiont's `str::trim` removes; JavaScript's trim differs (U+FEFF, U+0085). */
+const ONLY_RUST_WHITESPACE = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
+
+/**
+ * Symbiont's two early stops after a provider answer (phases.rs, produce_output), in its order and
+ * words: a refusal, then an answer with no tool call and only white space. `message` is ours, for
+ * the caller.
+ */
+function noProgressStop(response: TypedInferenceResponse): { message: string; end: RunEnd; symbiont: string } | undefined {
+  if (response.finish_reason === 'refused') {
+    return {
+      message: finishWithheld(response.finish_reason, response.provider_finish_reason)!,
+      end: { kind: 'finish_withheld', finish: response.finish_reason },
+      symbiont: 'model refused the request (stop_reason=refusal)',
+    };
+  }
+  if (response.tool_calls.length === 0 && ONLY_RUST_WHITESPACE.test(response.content)) {
+    return {
+      message:
+        finishWithheld(response.finish_reason, response.provider_finish_reason) ??
+        'the model answered with no text and no tool call; there is nothing to release',
+      end: response.finish_reason === 'complete' ? { kind: 'empty_answer' } : { kind: 'finish_withheld', finish: response.finish_reason },
+      symbiont: 'model produced no tool calls and no text (no-progress turn)',
+    };
+  }
+  return undefined;
+}
+
+/** How Symbiont ends a stopped run: `Timeout` at the deadline, an `Error` in its own words for a cancel. */
+function stoppedTermination(cancelReason: string | undefined): TerminationReason {
+  return cancelReason === undefined ? 'Timeout' : { Error: { message: RUN_CANCELLED_MESSAGE } };
 }
 
 /** The request as the journal hashes it: Symbiont's `Conversation` and `InferenceOptions` (docs/audit.md). */

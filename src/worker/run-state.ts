@@ -10,19 +10,25 @@ import type { AuditReference } from '../shared/worker-protocol.js';
 //   state             entered when                                 a failure in it still writes, before BudgetUpdated and Terminated
 //   no_journal        the task starts                              nothing: there is no journal (refused, or claimed by the owner)
 //   journal_open      the journal file exists                      Started, BudgetOpened
-//   request_durable   a request record is durable (a call is open) the call's settlement with no usage, unless a cancel stopped it
-//   attempt_failed    the open call failed and a retry may follow  the failed call's finish and settlement
+//   request_durable   the request record is durable (an attempt    the call's settlement with no usage, unless a cancel stopped it
+//                     of the call is in flight)
+//   attempt_failed    the call's last attempt failed; a retry may  the call's finish (an error, with the earlier attempts) and settlement
+//                     follow
 //   response_durable  the response records are durable             nothing more
 //   ended             the terminal record is durable               (nothing is written any more)
 //
 // Transitions (the methods below); each that writes is one write and one sync:
 //   no_journal       -> journal_open      journalCreated    nothing yet (the file exists)
 //   journal_open     -> request_durable   firstRequest      Started, BudgetOpened, the reservation, DirectInferenceRequested
-//   request_durable  -> attempt_failed    attemptFailed     nothing yet: the finish waits for the next write
-//   attempt_failed   -> request_durable   retryRequest      the failed call's finish and settlement, the retry's reservation and request
+//   request_durable  -> attempt_failed    attemptFailed     nothing: the finish waits for the call's last attempt
+//   attempt_failed   -> request_durable   retrying          nothing: a retry is the same request, under the same record
 //   request_durable  -> response_durable  responseReceived  DirectInferenceResponseReceived, DirectInferenceFinished, the settlement
 //   response_durable -> ended             decided           ReasoningComplete, PolicyEvaluated (and the dispatch records), BudgetUpdated, Terminated
 //   any of the four between -> ended      failed            what the state still lacks (above), BudgetUpdated, Terminated
+//
+// Retries live inside the one provider call: Symbiont's writer refuses a new reservation or request
+// after a finish that is not Completed (symbiont-writer-rule.ts), so a run has one reservation, one
+// request and one finish, and the finish lists the attempts that failed before its own outcome.
 //
 // A write that fails leaves the state, and the budget, as they were, so the run's end records
 // what the journal holds.
@@ -35,6 +41,9 @@ export interface OpenCall {
   reservation: Reservation;
 }
 
+/** One failed attempt of the call: our words and the identifiers its finish keeps (journal-records.ts). */
+export type FailedAttempt = NonNullable<EventFields<'DirectInferenceFinished'>['earlier_attempts']>[number];
+
 /** What a step that sends a request hands over: the call it opens and its request records. */
 export interface CallRecords {
   call: OpenCall;
@@ -44,9 +53,10 @@ export interface CallRecords {
 type State =
   | { name: 'no_journal' }
   | { name: 'journal_open' }
-  | { name: 'request_durable'; call: OpenCall }
-  /** A failed attempt's finish and settlement, held until the next records (a retry's request, or the end) share their sync. */
-  | { name: 'attempt_failed'; finish: RunRecord[] }
+  /** `earlier`: the attempts of this call that failed before the one in flight. */
+  | { name: 'request_durable'; call: OpenCall; earlier: FailedAttempt[] }
+  /** `failed`: the call's attempts so far, all failed, the last one being the call's outcome if no retry follows. */
+  | { name: 'attempt_failed'; call: OpenCall; failed: FailedAttempt[] }
   | { name: 'response_durable' }
   | { name: 'ended' };
 
@@ -80,12 +90,6 @@ export class RunState {
     this.state = { name: 'journal_open' };
   }
 
-  /** The budget's size, once the request is known. */
-  budgetSized(records: RunRecords): void {
-    this.expect('journal_open');
-    this.records = records;
-  }
-
   /**
    * journal_open -> request_durable: Started, BudgetOpened, the reservation and
    * DirectInferenceRequested share one write and one sync: the protocol needs the request record
@@ -98,34 +102,33 @@ export class RunState {
       next = nextCall();
       return [...this.records.opening(), ...next.records];
     });
-    this.state = { name: 'request_durable', call: next!.call };
+    this.state = { name: 'request_durable', call: next!.call, earlier: [] };
     return next!;
   }
 
-  /** request_durable -> attempt_failed: the call's finish (an error) and settlement, written with what follows. */
-  attemptFailed(message: string, error: EventFields<'DirectInferenceFinished'>['error']): void {
-    const { call } = this.expect('request_durable');
-    this.state = { name: 'attempt_failed', finish: this.records.failedCall(call.reservation, call.callId, message, error) };
+  /** request_durable -> attempt_failed: the attempt in flight failed; its finish waits for the call's last attempt. */
+  attemptFailed(attempt: FailedAttempt): void {
+    const { call, earlier } = this.expect('request_durable');
+    this.state = { name: 'attempt_failed', call, failed: [...earlier, attempt] };
   }
 
-  /** attempt_failed -> request_durable: each retry is its own call, its request record durable before it is sent, in the same sync as the failed attempt's finish. */
-  async retryRequest<Call extends CallRecords>(nextCall: () => Call): Promise<Call> {
-    const { finish } = this.expect('attempt_failed');
-    let next: Call | undefined;
-    await this.durably(() => {
-      next = nextCall();
-      return [...finish, ...next.records];
-    });
-    this.state = { name: 'request_durable', call: next!.call };
-    return next!;
+  /** attempt_failed -> request_durable: a retry of the same request, under the request record already durable. */
+  retrying(): void {
+    const { call, failed } = this.expect('attempt_failed');
+    this.state = { name: 'request_durable', call, earlier: failed };
   }
 
-  /** request_durable -> response_durable: the response records and the reservation's settlement, durable (one write, one sync) before the policy runs. */
-  async responseReceived(build: (call: OpenCall) => { records: RunRecord[]; outcome: SettlementOutcome }): Promise<SettlementOutcome> {
-    const { call } = this.expect('request_durable');
+  /**
+   * request_durable -> response_durable: the response records and the reservation's settlement, durable
+   * (one write, one sync) before the policy runs; `earlier` lists the attempts that failed before it.
+   */
+  async responseReceived(
+    build: (call: OpenCall, earlier: FailedAttempt[]) => { records: RunRecord[]; outcome: SettlementOutcome },
+  ): Promise<SettlementOutcome> {
+    const { call, earlier } = this.expect('request_durable');
     let received: ReturnType<typeof build> | undefined;
     await this.durably(() => {
-      received = build(call);
+      received = build(call, earlier);
       return received.records;
     });
     this.state = { name: 'response_durable' };
@@ -149,7 +152,8 @@ export class RunState {
    * the records the state still lacks share the terminal record's sync; if they cannot be written
    * (a tampered file), the terminal record is tried alone, once the opening records are durable.
    * As in Symbiont's route, a call stopped by a cancel keeps no finish and no settlement (its
-   * effect is unknown), and one stopped by the deadline or an error is settled with no usage.
+   * effect is unknown), and one stopped by the deadline or an error is settled with no usage; a
+   * call whose last attempt failed gets its finish (an error) and its settlement.
    * Returns whether the terminal record is durable.
    */
   async failed(reason: TerminationReason, cancelled: boolean): Promise<boolean> {
@@ -160,7 +164,7 @@ export class RunState {
       state.name === 'journal_open'
         ? this.records.opening()
         : state.name === 'attempt_failed'
-          ? state.finish
+          ? this.records.failedCall(state.call.reservation, state.call.callId, state.failed)
           : state.name === 'request_durable' && !cancelled
             ? [this.records.settleUnknown(state.call.reservation)]
             : [];

@@ -49,13 +49,14 @@ function toolCallRequest(raw: unknown): ToolCallRequest {
 }
 
 export function symbiontResponse(response: TypedInferenceResponse): SymbiontResponse {
+  // Each count is at most 2^32-1 (response-fields.ts); so is the total, Symbiont's u32 too.
   const prompt = response.usage?.input_tokens ?? 0;
   const completion = response.usage?.output_tokens ?? 0;
   return {
     content: response.content,
     tool_calls: response.tool_calls.map(toolCallRequest),
     finish_reason: FINISH[response.finish_reason],
-    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: Math.min(prompt + completion, 0xffff_ffff) },
     model: response.model ?? '',
   };
 }

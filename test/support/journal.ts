@@ -5,7 +5,7 @@ import path from 'node:path';
 import nacl from 'tweetnacl';
 import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
 import { symbiBin } from './server-entry.js';
-import { readAsSymbiont } from './symbiont-reader.js';
+import { checkWriterRule, readAsSymbiont } from './symbiont-reader.js';
 
 // Reading a test project's signed journals: their records, the project's
 // public key, and `symbi audit inspect`'s verdict on them (in this process, or as a process).
@@ -21,14 +21,21 @@ export interface JournalRecord {
   };
 }
 
-/** Every complete record of a journal file, in order (a line still being written, with no newline yet, is not one). */
+/**
+ * Every complete record of a journal file, in order (a line still being written, with no newline yet,
+ * is not one). A journal of Symbiont's records (its first a `Started` with a `config`) is also held to
+ * Symbiont's writer rule (symbiont-reader.ts), so every test that reads a journal checks it.
+ */
 export function readJournal(file: string): JournalRecord[] {
   const text = fs.readFileSync(file, 'utf8');
-  return text
+  const records: JournalRecord[] = text
     .slice(0, text.lastIndexOf('\n') + 1)
     .split('\n')
     .filter((l) => l.length > 0)
     .map((line) => ({ line, payload: JSON.parse(line).payload }));
+  const events = records.map((r) => r.payload?.entry?.event);
+  if (events.every((e) => typeof e === 'object' && e !== null) && events[0]?.Started?.config !== undefined) checkWriterRule(events, file);
+  return records;
 }
 
 /** The event name of each record, in order. */

@@ -217,18 +217,49 @@ const entry = struct({
 // protected_journal.rs Payload, deny_unknown_fields; version 2 carries a run_id.
 const payload = struct({ version: u32, run_id: opt(uuid), previous_hash: string, entry }, {}, true);
 
-/** The event names of a journal's records, after checking each deserializes under Symbiont's types; throws naming the line and field otherwise. */
+// protected_journal.rs, ProtectedJournal::append: once a record with an unconfirmed outcome is written
+// (has_unconfirmed_outcome), an effect-starting record (starts_effect) is refused: "execution stopped
+// after an unconfirmed outcome; reconciliation is required". Only the variants this route writes matter.
+const STARTS_EFFECT = new Set(['Started', 'BudgetReservationStarted', 'DirectInferenceRequested']);
+function hasUnconfirmedOutcome(name: string, fields: Record<string, unknown>): boolean {
+  return (name === 'DirectInferenceFinished' || name === 'Terminated') && fields.reason !== 'Completed';
+}
+
+/** Applies Symbiont's writer rule to a journal's events, in order; throws naming the first record its writer would have refused. */
+export function checkWriterRule(events: readonly Record<string, Record<string, unknown>>[], where: string): void {
+  let unconfirmedAt: number | undefined;
+  events.forEach((event, index) => {
+    const name = Object.keys(event)[0]!;
+    if (unconfirmedAt !== undefined && STARTS_EFFECT.has(name)) {
+      fail(
+        `${where}:${index + 1}`,
+        `${name} after the unconfirmed outcome at line ${unconfirmedAt}: Symbiont's writer refuses it (reconciliation is required)`,
+      );
+    }
+    if (unconfirmedAt === undefined && hasUnconfirmedOutcome(name, event[name]!)) unconfirmedAt = index + 1;
+  });
+}
+
+/**
+ * The event names of a journal's records, after checking each deserializes under Symbiont's types
+ * and that Symbiont's writer would have appended it (the rule above); throws naming the line and
+ * field otherwise.
+ */
 export function readAsSymbiont(file: string): string[] {
   const lines = fs.readFileSync(file, 'utf8').split('\n');
   if (lines.at(-1) !== '') throw new RecordRefused(`${file}: the last line has no newline`);
-  return lines.slice(0, -1).map((line, index) => {
+  const events: Record<string, Record<string, unknown>>[] = [];
+  const names = lines.slice(0, -1).map((line, index) => {
     const at = `${file}:${index + 1}`;
     const signed = JSON.parse(line) as unknown;
     // protected_journal.rs SignedRecord, deny_unknown_fields.
     struct({ payload: any, signature: string }, {}, true)(signed, at);
-    const record = (signed as { payload: { version: number; entry: { event: Record<string, unknown> } } }).payload;
+    const record = (signed as { payload: { version: number; entry: { event: Record<string, Record<string, unknown>> } } }).payload;
     payload(record, `${at} payload`);
     if (record.version !== 2) fail(at, 'version is not 2');
+    events.push(record.entry.event);
     return Object.keys(record.entry.event)[0]!;
   });
+  checkWriterRule(events, file);
+  return names;
 }

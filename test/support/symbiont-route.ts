@@ -17,10 +17,12 @@ export const ROUTE_SEQUENCES = {
   permitted: [...OPENING, ...REQUEST, ...RESPONSE, 'ReasoningComplete', 'PolicyEvaluated', ...DISPATCH, ...ENDING],
   /** Denied by Cedar, or withheld by the finish rule (tool call, truncation, filter): 14 records, ending MaxIterations. */
   denied: [...OPENING, ...REQUEST, ...RESPONSE, 'ReasoningComplete', 'PolicyEvaluated', ...DISPATCH, ...ENDING],
-  /** The provider failed (no retry): the finish is an error. */
+  /** The provider failed, after any retries (they share the one call): the finish is an error. */
   providerFailed: [...OPENING, ...REQUEST, ...FAILED_CALL, ...ENDING],
-  /** The provider failed once and answered on the retry: each attempt is its own group. */
-  retriedThenPermitted: [...OPENING, ...REQUEST, ...FAILED_CALL, ...REQUEST, ...RESPONSE, 'ReasoningComplete', 'PolicyEvaluated', ...DISPATCH, ...ENDING],
+  /** Symbiont's early stops, a refusal or an answer with no text and no tool call: answered, settled, then ended with an Error. */
+  noProgress: [...OPENING, ...REQUEST, ...RESPONSE, ...ENDING],
+  /** The request leaves no output token in the route's budget: ended MaxTokens before any call. */
+  overBudget: [...OPENING, ...ENDING],
   /** The deadline passed during the provider call: no finish, the reservation settled as unknown, Timeout. */
   deadline: [...OPENING, ...REQUEST, 'BudgetReservationFinished', ...ENDING],
   /** Cancelled during the provider call: no finish and no settlement. */

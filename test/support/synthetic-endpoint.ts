@@ -11,11 +11,12 @@
 // Provider cases from the OpenAI, OpenRouter and Anthropic documentation, in each wire format. Model
 // text that must never be released contains PARTIAL_MODEL_TEXT; provider error text contains
 // PROVIDER_ERROR_TEXT; an echoed prompt stands for a provider that quotes the request back.
-//   finish:VALUE[,empty]  the answer with that finish_reason / stop_reason (length, content_filter,
+//   finish:VALUE[,empty|,blank]  the answer with that finish_reason / stop_reason (length, content_filter,
 //                  max_tokens, refusal, pause_turn, model_context_window_exceeded, ...), partial text
-//                  (or none with `empty`, as a reasoning model that spent its budget thinking); the
-//                  values stop, end_turn and stop_sequence carry the whole fixed answer, and `none`
-//                  leaves the reason out (OpenAI wire) or null (Anthropic wire) with the fixed answer
+//                  (or none with `empty`, as a reasoning model that spent its budget thinking, or only
+//                  white space with `blank`); the values stop, end_turn and stop_sequence carry the
+//                  whole fixed answer (unless empty or blank), and `none` leaves the reason out
+//                  (OpenAI wire) or null (Anthropic wire) with the fixed answer
 //   refusal        OpenAI: message.refusal with content null; Anthropic: stop_reason "refusal"
 //   refusal-part   OpenAI: a content part of type "refusal"; Anthropic: as refusal
 //   choice-error   OpenRouter: finish_reason "error" with a choice-level error object (Anthropic: as error-in-200)
@@ -24,12 +25,20 @@
 //                  comma list: code=N (default 500), times=K (fail the first K requests carrying this
 //                  prompt, then answer), retry_after=S, retry_after_ms=MS, echo (quote the prompt)
 //   reset[:times=K] close the connection without sending a byte (the first K times, else always)
-//   echo-auth[:split] an answer quoting the request's credential (Authorization, or x-api-key on the
-//                  Anthropic wire) as a provider that echoes headers would; `split` breaks the key by a
-//                  newline and upper-cases the words around it
+//   echo-auth[:split|:tool-id|:tool-name|:tool-args] an answer quoting the request's credential
+//                  (Authorization, or x-api-key on the Anthropic wire) as a provider that echoes headers
+//                  would; `split` breaks the key by a newline and upper-cases the words around it; the
+//                  `tool-` forms put it in a proposed tool call's id, name or arguments instead
+//   key-identifiers HTTP 400 whose request id header, error type and param are the request's key
 //   key-error      HTTP 401 whose error message carries the request's key split by a newline
 //   reasoning-model OpenAI wire: HTTP 400 "unsupported_parameter" (param max_tokens) when the body
 //                  carries max_tokens, as OpenAI's reasoning models answer; else the fixed answer
+//
+// A hostile provider, trying to make the run's own journal fail verification:
+//   surrogate:text|args  an answer whose text ("a \ud800 b"), or whose tool call's arguments, hold an
+//                  unpaired UTF-16 surrogate, as a JSON escape
+//   huge-usage     the fixed answer reporting 2^53-1 prompt and 2^53-1 completion tokens
+//   error-code:N   HTTP 200 with the body {"error":{"code":N}} (N may be negative)
 //
 // Run as a process: `node --import tsx test/support/synthetic-endpoint.ts [--port N] [--mode M] [--answer TEXT]`
 // prints `SYNTHETIC_ENDPOINT_URL=<url>` on stdout once listening and serves until SIGTERM or SIGINT.
@@ -160,7 +169,7 @@ const WIRE_CASES = {
 function finishBody(format: WireFormat, id: number, model: string, arg: string | undefined, fixedAnswer: string): unknown {
   const [value, flag] = (arg ?? 'length').split(',') as [string, string | undefined];
   const complete = COMPLETE_FINISH_VALUES.has(value);
-  const text = complete ? fixedAnswer : flag === 'empty' ? '' : PARTIAL_MODEL_TEXT;
+  const text = flag === 'empty' ? '' : flag === 'blank' ? ' \n\t\u3000\u0085 ' : complete ? fixedAnswer : PARTIAL_MODEL_TEXT;
   const body = completionBody(format, id, model, '', text, false) as Record<string, unknown>;
   return WIRE_CASES[format].withFinish(body, value === 'none' ? null : value);
 }
@@ -250,6 +259,41 @@ const refusal: ModeHandler = (c) => {
   return 'answered';
 };
 
+/** A proposed tool call whose id, name or arguments (`field`) hold `key`. */
+function toolCallEcho(format: WireFormat, id: number, model: string, field: string, key: string): unknown {
+  const body = completionBody(format, id, model, '', '', true) as Record<string, unknown>;
+  if (format === 'openai-chat') {
+    const call = (body.choices as { message: { tool_calls: { id: string; function: { name: string; arguments: string } }[] } }[])[0]!.message.tool_calls[0]!;
+    if (field === 'id') call.id = `call_${key}`;
+    else if (field === 'name') call.function.name = `run_${key}`;
+    else call.function.arguments = JSON.stringify({ header: `Bearer ${key}` });
+  } else {
+    const call = (body.content as { type: string; id?: string; name?: string; input?: unknown }[]).find((block) => block.type === 'tool_use')!;
+    if (field === 'id') call.id = `toolu_${key}`;
+    else if (field === 'name') call.name = `run_${key}`;
+    else call.input = { header: key };
+  }
+  return body;
+}
+
+/** The text of the `surrogate` mode: a lone high surrogate between two words. */
+export const LONE_SURROGATE_TEXT = 'a \ud800 b';
+
+/** A complete answer whose text, or whose one tool call's arguments, hold LONE_SURROGATE_TEXT. */
+function surrogateBody(format: WireFormat, id: number, model: string, where: string | undefined): unknown {
+  if (where !== 'args') return completionBody(format, id, model, '', LONE_SURROGATE_TEXT, false);
+  const body = completionBody(format, id, model, '', '', true) as Record<string, unknown>;
+  if (format === 'openai-chat') {
+    const message = (body.choices as { message: { tool_calls: { function: { arguments: string } }[] } }[])[0]!.message;
+    // The arguments string itself holds the surrogate (JSON.stringify of an object would escape it inside).
+    message.tool_calls[0]!.function.arguments = `{"command":"${LONE_SURROGATE_TEXT}"}`;
+  } else {
+    const toolUse = (body.content as { type: string; input?: unknown }[]).find((block) => block.type === 'tool_use')!;
+    toolUse.input = { command: LONE_SURROGATE_TEXT };
+  }
+  return body;
+}
+
 /** The failure and provider-case modes, by name; a handler returning 'normal' lets the fixed answer through. */
 export const TEST_MODES: Readonly<Record<string, ModeHandler>> = {
   finish: (c) => {
@@ -277,13 +321,43 @@ export const TEST_MODES: Readonly<Record<string, ModeHandler>> = {
   },
   'echo-auth': (c) => {
     const key = requestKey(c.record);
+    if (c.arg?.startsWith('tool-') === true) {
+      c.send(200, JSON.stringify(toolCallEcho(c.record.format, c.record.id, c.model, c.arg.slice('tool-'.length), key)));
+      return 'answered';
+    }
     const text = c.arg === 'split' ? `YOUR HEADER WAS: BEARER ${splitByNewline(key)} (ECHOED)` : `Your header was: Authorization: Bearer ${key}`;
     c.send(200, JSON.stringify(completionBody(c.record.format, c.record.id, c.model, c.prompt, text, false)));
+    return 'answered';
+  },
+  'key-identifiers': (c) => {
+    const key = requestKey(c.record);
+    const body =
+      c.record.format === 'openai-chat'
+        ? { error: { message: PROVIDER_ERROR_TEXT, type: key, param: key, code: null } }
+        : { type: 'error', error: { type: key, message: PROVIDER_ERROR_TEXT }, request_id: key };
+    c.send(400, JSON.stringify(body), { [requestIdHeader(c.record)]: key });
     return 'answered';
   },
   'key-error': (c) => {
     const message = `Incorrect API key provided: ${splitByNewline(requestKey(c.record))}. You can find your key in your account settings.`;
     c.send(401, JSON.stringify(errorBody(c.record.format, 401, message, c.record.id)), { [requestIdHeader(c.record)]: `req_synthetic_${c.record.id}` });
+    return 'answered';
+  },
+  surrogate: (c) => {
+    // JSON.stringify writes the lone surrogate as the escape \ud800, which JSON.parse reads back as one.
+    c.send(200, JSON.stringify(surrogateBody(c.record.format, c.record.id, c.model, c.arg)));
+    return 'answered';
+  },
+  'huge-usage': (c) => {
+    const body = completionBody(c.record.format, c.record.id, c.model, c.prompt, c.fixedAnswer, false) as { usage: Record<string, number> };
+    const most = Number.MAX_SAFE_INTEGER;
+    body.usage =
+      c.record.format === 'openai-chat' ? { prompt_tokens: most, completion_tokens: most, total_tokens: most } : { input_tokens: most, output_tokens: most };
+    c.send(200, JSON.stringify(body));
+    return 'answered';
+  },
+  'error-code': (c) => {
+    c.send(200, JSON.stringify({ error: { code: Number(c.arg ?? '-1') } }));
     return 'answered';
   },
   'reasoning-model': (c) => {

@@ -17,6 +17,11 @@ export const REQUESTED_EVENT = 'DirectInferenceRequested';
 export const RESPONSE_EVENT = 'DirectInferenceResponseReceived';
 export const FINISHED_EVENT = 'DirectInferenceFinished';
 
+/** Symbiont's terminal words for a run its caller cancelled (reasoning_loop.rs, run_cancellable). */
+export const RUN_CANCELLED_MESSAGE = 'agent execution cancelled';
+/** Symbiont's terminal words for a failed provider call: this prefix, then the call's error (phases.rs, produce_output). */
+export const INFERENCE_FAILED_PREFIX = 'Inference failed: ';
+
 /** Symbiont's `TerminationReason` (journal-records.ts); the 0.1 format wrote only the first and the last. */
 export type TerminalReason =
   'Completed' | 'MaxIterations' | 'MaxTokens' | 'Timeout' | 'UnconfirmedEffects' | { PolicyDenial: { reason: string } } | { Error: { message: string } };

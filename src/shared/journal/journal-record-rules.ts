@@ -10,7 +10,8 @@ import { isCanonicalUuid } from '../text/uuid.js';
 // every reader finds one meaning in it. Numbers are judged earlier, as they are read
 // (journalNumberProblem).
 
-export type Scalar = 'string' | 'uint' | 'float' | 'bool' | 'hex64' | 'sha256' | 'uuid' | 'terminal_reason' | 'json';
+/** `uint`: a `u64` or `usize` (held to 2^53-1, as every integer here); `u32`: a Rust `u32`, at most 2^32-1. */
+export type Scalar = 'string' | 'uint' | 'u32' | 'float' | 'bool' | 'hex64' | 'sha256' | 'uuid' | 'terminal_reason' | 'json';
 export type Fields = { readonly [key: string]: Rule };
 export type Rule =
   | Scalar
@@ -28,6 +29,7 @@ interface ScalarTypes {
   sha256: string;
   uuid: string;
   uint: number;
+  u32: number;
   float: number;
   bool: boolean;
   json: unknown;
@@ -150,6 +152,9 @@ export function isHex64(value: unknown): value is string {
   return typeof value === 'string' && HEX64.test(value);
 }
 
+/** The largest Rust `u32`, the type of Symbiont's token counts (inference.rs `Usage`) and budget fields. */
+export const U32_MAX = 0xffff_ffff;
+
 const PLAIN_INTEGER = /^(?:0|[1-9][0-9]*)$/;
 // A fraction as serde_json writes an f32 widened to f64 (LoopConfig.temperature: 0.30000001192092896).
 const PLAIN_FRACTION = /^(?:0|[1-9][0-9]{0,5})\.[0-9]{0,16}[1-9]$/;
@@ -253,6 +258,9 @@ function ruleProblem(value: unknown, rule: Rule, path: (string | number)[], how:
       return typeof value === 'string' ? undefined : `${at} is ${describe(value)}, not a string`;
     case 'uint':
       return typeof value === 'number' && Number.isInteger(value) ? undefined : `${at} is ${describe(value)}, not an integer`;
+    case 'u32':
+      if (typeof value !== 'number' || !Number.isInteger(value)) return `${at} is ${describe(value)}, not an integer`;
+      return value <= U32_MAX ? undefined : `${at} is above ${U32_MAX}, the largest value of Symbiont's u32 field`;
     case 'float':
       return typeof value === 'number' ? undefined : `${at} is ${describe(value)}, not a number`;
     case 'bool':

@@ -11,10 +11,10 @@ import { arrayOf, type Fields, type InferFields, literal, nullable, obj, PROVIDE
 // unknown fields (LoopEvent variants and the free-form maps), never in a `deny_unknown_fields` type.
 
 /** `std::time::Duration` as serde writes it. */
-const DURATION = obj({ secs: 'uint', nanos: 'uint' });
+const DURATION = obj({ secs: 'uint', nanos: 'u32' });
 
 /** inference.rs `Usage`. */
-const USAGE = obj({ prompt_tokens: 'uint', completion_tokens: 'uint', total_tokens: 'uint' });
+const USAGE = obj({ prompt_tokens: 'u32', completion_tokens: 'u32', total_tokens: 'u32' });
 
 /** loop_types.rs `TerminationReason`. */
 const TERMINATION_REASON = variants({
@@ -32,10 +32,10 @@ const FINISH_REASON = literal('stop', 'tool_calls', 'max_tokens', 'content_filte
 
 /** loop_types.rs `RecoveryStrategy`. */
 const RECOVERY_STRATEGY = variants({
-  Retry: { max_attempts: 'uint', base_delay: DURATION },
+  Retry: { max_attempts: 'u32', base_delay: DURATION },
   Fallback: { alternatives: arrayOf('string') },
   CachedResult: { max_staleness: DURATION },
-  LlmRecovery: { max_recovery_attempts: 'uint' },
+  LlmRecovery: { max_recovery_attempts: 'u32' },
   Escalate: { queue: 'string', context_snapshot: 'bool' },
   DeadLetter: null,
 });
@@ -43,8 +43,8 @@ const RECOVERY_STRATEGY = variants({
 /** loop_types.rs `LoopConfig` (`shared_budget` is `#[serde(skip)]`; the orga-adaptive fields are skipped when unset). */
 const LOOP_CONFIG = obj(
   {
-    max_iterations: 'uint',
-    max_total_tokens: 'uint',
+    max_iterations: 'u32',
+    max_total_tokens: 'u32',
     timeout: DURATION,
     default_recovery: RECOVERY_STRATEGY,
     tool_timeout: DURATION,
@@ -53,9 +53,9 @@ const LOOP_CONFIG = obj(
   },
   {
     temperature: 'float',
-    max_output_tokens: 'uint',
-    max_delegation_depth: 'uint',
-    delegation_depth: 'uint',
+    max_output_tokens: 'u32',
+    max_delegation_depth: 'u32',
+    delegation_depth: 'u32',
     delegation_chain: arrayOf('string'),
     tool_definitions: arrayOf('json'),
     tool_choice: 'json',
@@ -66,18 +66,18 @@ const LOOP_CONFIG = obj(
 const RUN_AUDIT_REFERENCE = obj({ run_id: 'uuid', path: 'string', public_key: 'hex64' });
 
 /** budget/journal.rs `ScopeIdentity` (deny_unknown_fields). */
-const SCOPE_IDENTITY = obj({ scope: 'uint', parent: nullable('uint'), limit: 'uint' });
+const SCOPE_IDENTITY = obj({ scope: 'uint', parent: nullable('uint'), limit: 'u32' });
 
 /** budget/journal.rs `InferenceReservation` (deny_unknown_fields: nothing of ours goes here). */
 const INFERENCE_RESERVATION = obj({
   id: 'uuid',
   root_id: 'uuid',
   ancestors: arrayOf(SCOPE_IDENTITY),
-  input_tokens: 'uint',
-  output_tokens: 'uint',
+  input_tokens: 'u32',
+  output_tokens: 'u32',
   agent_id: 'uuid',
   audit: nullable(RUN_AUDIT_REFERENCE),
-  iteration: 'uint',
+  iteration: 'u32',
   provider: 'string',
   model: 'string',
   request_hash: 'sha256',
@@ -88,11 +88,11 @@ const INFERENCE_RESERVATION = obj({
 const BUDGET_SNAPSHOT = obj({
   root_id: 'uuid',
   scope: 'uint',
-  limit: 'uint',
+  limit: 'u32',
   usage: USAGE,
-  reserved_tokens: 'uint',
-  uncertain_tokens: 'uint',
-  available_tokens: 'uint',
+  reserved_tokens: 'u32',
+  uncertain_tokens: 'u32',
+  available_tokens: 'u32',
   exceeded: 'bool',
 });
 
@@ -124,7 +124,7 @@ const EXECUTION_CONTEXT = obj({} as Record<never, never>, {
 /** The `LoopEvent` variants of Symbiont's registered-response route, in the order a permitted run writes them. */
 export const RECORDS = {
   Started: { agent_id: 'uuid', config: LOOP_CONFIG, execution_context: EXECUTION_CONTEXT },
-  BudgetOpened: { root_id: 'uuid', limit: 'uint' },
+  BudgetOpened: { root_id: 'uuid', limit: 'u32' },
   BudgetReservationStarted: { reservation: INFERENCE_RESERVATION },
   DirectInferenceRequested: {
     call_id: 'string',
@@ -147,13 +147,13 @@ export const RECORDS = {
     usage: USAGE,
   },
   BudgetReservationFinished: { root_id: 'uuid', reservation_id: 'uuid', usage: USAGE, outcome: literal('confirmed', 'unknown', 'exceeded') },
-  ReasoningComplete: { iteration: 'uint', actions: arrayOf(PROPOSED_ACTION), usage: USAGE },
-  PolicyEvaluated: { iteration: 'uint', action_count: 'uint', denied_count: 'uint' },
-  ToolsDispatched: { iteration: 'uint', tool_count: 'uint', duration: DURATION },
-  ToolBatchCompleted: { iteration: 'uint', observations: arrayOf(OBSERVATION), duration: DURATION },
-  ObservationsCollected: { iteration: 'uint', observation_count: 'uint' },
+  ReasoningComplete: { iteration: 'u32', actions: arrayOf(PROPOSED_ACTION), usage: USAGE },
+  PolicyEvaluated: { iteration: 'u32', action_count: 'uint', denied_count: 'uint' },
+  ToolsDispatched: { iteration: 'u32', tool_count: 'uint', duration: DURATION },
+  ToolBatchCompleted: { iteration: 'u32', observations: arrayOf(OBSERVATION), duration: DURATION },
+  ObservationsCollected: { iteration: 'u32', observation_count: 'uint' },
   BudgetUpdated: { budget: BUDGET_SNAPSHOT },
-  Terminated: { reason: TERMINATION_REASON, iterations: 'uint', total_usage: USAGE, duration: DURATION },
+  Terminated: { reason: TERMINATION_REASON, iterations: 'u32', total_usage: USAGE, duration: DURATION },
 } as const satisfies Record<string, Fields>;
 
 /** Fields a record may have beyond those Symbiont requires: its `Option` and `default` fields, and ours. */
@@ -163,6 +163,8 @@ const OPTIONAL_FIELDS = {
   DirectInferenceFinished: {
     provider_finish_reason: nullable('string'), // ours: the provider's own finish value, when the finish table names it
     error: PROVIDER_ERROR, // ours
+    // ours: the attempts of this call that failed before the one this finish records (retries share the call)
+    earlier_attempts: arrayOf(obj({ message: 'string', error: PROVIDER_ERROR })),
   },
   PolicyEvaluated: {
     approved_calls: arrayOf('json'),

@@ -549,6 +549,31 @@ interface FormatState {
   reservations: Map<string, EffectRow>;
 }
 
+/**
+ * Why a payload the journal writer is about to sign would be refused by this verifier, or undefined:
+ * the writer's one check before its signature (journal-writer.ts), with the rules every line is held
+ * to here (strict JSON: no unpaired surrogate, every number as the writer writes it) and, for a
+ * record of Symbiont's format, its declaration (journal-records.ts: Symbiont's field types, `u32`
+ * counts included) and its entry's iteration. The chain and the order are the writer's own.
+ */
+export function unsignableProblem(payloadText: string, symbiontRecord: boolean): string | undefined {
+  let payload: unknown;
+  try {
+    payload = parseStrictJson(payloadText, { checkNumber: journalNumberProblem, maxDepth: PAYLOAD_MAX_DEPTH });
+  } catch (err) {
+    if (!(err instanceof StrictJsonError)) throw err;
+    return err.at === '' ? err.message : `${err.at}: ${err.message}`;
+  }
+  if (!symbiontRecord) return undefined;
+  const entry = isRecord(payload) && isRecord(payload.entry) ? payload.entry : {};
+  const event = isRecord(entry.event) ? entry.event : {};
+  const name = Object.keys(event)[0] ?? '';
+  const fields = event[name];
+  const problem = eventProblem(SYMBIONT_FORMAT, name, fields);
+  if (problem !== undefined || !isRecord(fields)) return problem ?? `the fields of ${name} are not an object`;
+  return iterationProblem(SYMBIONT_FORMAT, name, fields, entry.iteration);
+}
+
 /** Symbiont's records begin with a Started that has its `config`; a journal of this server's 0.1 format does not. */
 function formatOf(name: string, fields: unknown): RecordFormat {
   if (name === STARTED_EVENT) return isRecord(fields) && Object.hasOwn(fields, 'config') ? SYMBIONT_FORMAT : LEGACY_FORMAT;

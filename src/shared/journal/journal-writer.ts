@@ -12,13 +12,14 @@ import {
   TERMINATED_EVENT,
   type TerminalReason,
 } from './journal-format.js';
-import { inspectJournalBytes } from './journal-verifier.js';
+import { inspectJournalBytes, unsignableProblem } from './journal-verifier.js';
 import { isCanonicalUuid } from '../text/uuid.js';
 import { describeStorageFailure } from '../storage/storage-failure.js';
 import type { JournalHandover } from './journal-handover.js';
 import { journalTurns, type ReleaseTurn } from './journal-turns.js';
 import type { RunBudget, RunRecord } from './run-records.js';
 import { isRecord } from '../json-value.js';
+import { hasUnconfirmedOutcome, startsEffect, UNCONFIRMED_OUTCOME_REFUSAL } from './symbiont-writer-rule.js';
 
 // Appends signed, chained records to one run's journal. Each append is durable
 // (fdatasync) before its promise resolves, because the caller acts on that
@@ -32,8 +33,12 @@ import { isRecord } from '../json-value.js';
 // still. Appends of one writer run one at a time: a record's hash chains to the
 // record before it, which is final only once durable.
 //
-// The writer signs whatever records it is given and does not inspect field contents: a run's
-// records are built, and typed, by run-records.ts. A record is a RunRecord (the event and its
+// The writer signs only records Symbiont's own writer would append: nothing that starts an effect
+// after a record with an unconfirmed outcome (symbiont-writer-rule.ts), and nothing `audit inspect`
+// or Symbiont's types would refuse (unsignableProblem: an unpaired surrogate, a number above a u32
+// field or not written as the writer writes numbers). A run's records are built, and typed, by
+// run-records.ts; provider data is made well-formed where it enters (worker/providers/), so a
+// refusal here means a bug, and the run still ends with a terminal record that verifies. A record is a RunRecord (the event and its
 // entry's iteration), or a bare event, which gets iteration 1 (the 0.1 format, kept for tests of
 // the writer itself and of journals written by earlier versions).
 //
@@ -156,18 +161,26 @@ function entryParts(record: WriterRecord): { iteration: number; event: Record<st
   return isRunRecord(record) ? { iteration: record.iteration, event: record.event } : { iteration: 1, event: record };
 }
 
-/** A Terminated record with its Error message cut to TERMINAL_MESSAGE_MAX_CHARS. */
+/**
+ * A terminal Error message as the writer signs it: cut to TERMINAL_MESSAGE_MAX_CHARS, and well-formed
+ * (a cut, or a quoted value, can leave an unpaired surrogate, which would make the record unsignable).
+ */
+function terminalMessage(message: string): string {
+  return message.slice(0, TERMINAL_MESSAGE_MAX_CHARS).toWellFormed();
+}
+
+/** A Terminated record with its Error message made a terminalMessage. */
 function boundedTerminal(record: RunRecord): RunRecord {
   const event = record.event as { Terminated?: { reason: unknown } };
   const fields = event.Terminated;
   if (fields === undefined) throw new JournalWriteError('the terminal record must be a Terminated event');
   const reason = fields.reason as { Error?: { message?: unknown } } | string;
-  if (typeof reason === 'object' && typeof reason.Error?.message === 'string' && reason.Error.message.length > TERMINAL_MESSAGE_MAX_CHARS) {
+  if (typeof reason === 'object' && typeof reason.Error?.message === 'string') {
+    const message = terminalMessage(reason.Error.message);
+    if (message === reason.Error.message) return record;
     return {
       iteration: record.iteration,
-      event: {
-        Terminated: { ...fields, reason: { Error: { message: reason.Error.message.slice(0, TERMINAL_MESSAGE_MAX_CHARS) } } },
-      } as unknown as RunRecord['event'],
+      event: { Terminated: { ...fields, reason: { Error: { message } } } } as unknown as RunRecord['event'],
     };
   }
   return record;
@@ -230,6 +243,8 @@ export class JournalWriter {
   /** Set once the file can no longer be trusted to hold exactly our chain; effect appends then fail. */
   private broken: string | undefined;
   private terminated = false;
+  /** The first durable record with an unconfirmed outcome (symbiont-writer-rule.ts), once there is one. */
+  private unconfirmedAt: number | undefined;
   private closed = false;
   /** The new journal's directory sync, started at creation; the first append waits for it. Settles with the error code of a failure. */
   private directorySynced: Promise<string | undefined> | undefined;
@@ -366,6 +381,11 @@ export class JournalWriter {
       writer.sequence = chainEnd.nextSequence;
       writer.previousHash = chainEnd.previousHash;
       writer.expectedSize = chainEnd.verifiedBytes;
+      // A provider call finished with an error is an unconfirmed outcome: nothing effect-starting may follow it.
+      const unconfirmed = report.effects.find(
+        (effect) => effect.identity.kind === 'direct_inference' && effect.finish_sequence !== null && effect.outcome === 'unknown',
+      );
+      writer.unconfirmedAt = unconfirmed?.finish_sequence ?? undefined;
       writer.unfinishedCalls = report.effects.flatMap((effect) =>
         effect.finish_sequence === null && effect.identity.kind === 'direct_inference' ? [effect.identity.call_id] : [],
       );
@@ -447,18 +467,35 @@ export class JournalWriter {
     let last: WriterRecord;
     if (terminal === 'Completed') last = { [TERMINATED_EVENT]: { reason: 'Completed' } };
     else if (terminal !== null && typeof terminal === 'object' && 'Error' in terminal && typeof terminal.Error?.message === 'string') {
-      last = { [TERMINATED_EVENT]: { reason: { Error: { message: terminal.Error.message.slice(0, TERMINAL_MESSAGE_MAX_CHARS) } } } };
+      last = { [TERMINATED_EVENT]: { reason: { Error: { message: terminalMessage(terminal.Error.message) } } } };
     } else if (terminal !== null && typeof terminal === 'object' && isRunRecord(terminal)) {
       last = boundedTerminal(terminal);
     } else {
       throw new JournalWriteError('a terminal reason is "Completed", { Error: { message: string } } or a Terminated record');
     }
+    // The terminal record itself starts nothing, so the writer rule is checked on what precedes it.
     if (preceding.length > 0) this.checkEffects(preceding);
     else if (this.sequence === 0) throw new JournalWriteError(`${this.path}: a Terminated record needs a durable Started record before it`);
     // Record the tampering if we see it, but write anyway: this is the last word on the run.
     else this.checkFileEnd();
     await this.writeRecords([...preceding, last], urgent);
     this.terminated = true;
+  }
+
+  /**
+   * Symbiont's writer rule over a group about to be written after the durable records: no record that
+   * starts an effect once one with an unconfirmed outcome is written (symbiont-writer-rule.ts).
+   */
+  private checkWriterRule(events: readonly WriterRecord[]): void {
+    let unconfirmedAt = this.unconfirmedAt;
+    events.forEach((record, index) => {
+      const { event } = entryParts(record);
+      const name = Object.keys(event)[0]!;
+      if (unconfirmedAt !== undefined && startsEffect(name)) {
+        throw new JournalWriteError(`${this.path}: ${name} refused after record ${unconfirmedAt}: ${UNCONFIRMED_OUTCOME_REFUSAL}`);
+      }
+      if (unconfirmedAt === undefined && hasUnconfirmedOutcome(name, event[name] as Record<string, unknown>)) unconfirmedAt = this.sequence + index;
+    });
   }
 
   /** A method, not an inline check, so TypeScript does not narrow `broken` across the checkFileEnd() that may set it. */
@@ -476,6 +513,7 @@ export class JournalWriter {
         throw new JournalWriteError(`the first record of a journal must be Started, not ${name}`);
       }
     });
+    this.checkWriterRule(events);
     this.refuseIfBroken();
     this.checkFileEnd();
     this.refuseIfBroken();
@@ -611,6 +649,12 @@ export class JournalWriter {
       } catch (err) {
         throw new JournalWriteError(`the record cannot be expressed as JSON (${(err as Error).message})`);
       }
+      // The one check before the signature: nothing is signed that `audit inspect` (or Symbiont's
+      // types) would refuse, whatever a provider put in it. The group is refused whole, unwritten.
+      const problem = unsignableProblem(payloadText, isRunRecord(record));
+      if (problem !== undefined) {
+        throw new JournalWriteError(`record ${sequence} (${Object.keys(event)[0]}) would not verify, so it was not signed: ${problem}`);
+      }
       const payload = Buffer.from(payloadText, 'utf8');
       const line = encodeRecordLine(payload, this.signer.sign(payload));
       if (line.length > JOURNAL_LINE_MAX_BYTES) {
@@ -634,6 +678,11 @@ export class JournalWriter {
       await directorySynced;
       throw this.failedWrite(err, events.length);
     }
+    events.forEach((record, index) => {
+      const { event } = entryParts(record);
+      const name = Object.keys(event)[0]!;
+      if (this.unconfirmedAt === undefined && hasUnconfirmedOutcome(name, event[name] as Record<string, unknown>)) this.unconfirmedAt = this.sequence + index;
+    });
     this.expectedSize += bytes.length;
     this.previousHash = previousHash;
     this.sequence = sequence;

@@ -23,10 +23,12 @@ import {
 // classifier recomputes each settlement, so the arithmetic here must be exactly its own.
 
 type ExecutionContext = NonNullable<EventFields<'Started'>['execution_context']>;
+/** One failed attempt of a provider call, as its finish lists it (ours, `earlier_attempts`). */
+type FailedAttempt = NonNullable<EventFields<'DirectInferenceFinished'>['earlier_attempts']>[number];
 
 export const RUN_SURFACE = 'mcp-server';
 export const RUN_MODE = 'text_response';
-/** LoopConfig.max_total_tokens on the response route, and the budget root's limit. */
+/** LoopConfig.max_total_tokens on the response route, and the budget root's limit (response_run.rs). */
 export const ROUTE_TOKEN_LIMIT = 16_384;
 /** LoopConfig.timeout on the response route: the agent's timeout, at most this. */
 const ROUTE_TIMEOUT_CAP_SECS = 120;
@@ -184,18 +186,9 @@ export class RunRecords {
   constructor(
     private readonly definition: RunDefinition,
     private readonly startedAtMs: number,
-    tokenLimit: number = ROUTE_TOKEN_LIMIT,
   ) {
-    this.budget = new RunBudget(randomUUID(), tokenLimit);
-  }
-
-  /**
-   * The run's token budget: Symbiont's 16,384, raised when this server's attempts at a request
-   * (each reserves its input and its output, and a failed one stays charged as uncertain) need
-   * more, so that a prompt within the specification's limits is never refused for the budget.
-   */
-  static tokenLimit(inputTokens: number, maxOutputTokens: number, attempts: number): number {
-    return Math.max(ROUTE_TOKEN_LIMIT, attempts * (inputTokens + maxOutputTokens));
+    // The route's budget, whatever the request: retries share the call's one reservation.
+    this.budget = new RunBudget(randomUUID(), ROUTE_TOKEN_LIMIT);
   }
 
   /** `Started` and `BudgetOpened`: the first two records of every run. */
@@ -310,6 +303,8 @@ export class RunRecords {
       finishReason: EventFields<'DirectInferenceFinished'>['finish_reason'];
       providerFinishReason: string | null;
       usage: Usage;
+      /** The attempts of this call that failed before the one answered (ours). */
+      earlierAttempts: FailedAttempt[];
     },
   ): { records: RunRecord[]; outcome: SettlementOutcome } {
     const outcome = this.budget.settle(reservation.id, call.usage);
@@ -334,6 +329,7 @@ export class RunRecords {
             finish_reason: call.finishReason,
             provider_finish_reason: call.providerFinishReason,
             usage: call.usage,
+            ...(call.earlierAttempts.length > 0 ? { earlier_attempts: call.earlierAttempts } : {}),
           }),
         },
         this.settlement(reservation.id, call.usage, outcome),
@@ -341,19 +337,25 @@ export class RunRecords {
     };
   }
 
-  /** A provider call that failed: its finish (an error, no response) and its reservation settled with no usage. */
-  failedCall(reservation: Reservation, callId: string, message: string, error?: EventFields<'DirectInferenceFinished'>['error']): RunRecord[] {
+  /**
+   * A provider call whose every attempt failed: its finish (an error, no response; the last attempt's
+   * words and identifiers, the earlier attempts listed) and its reservation settled with no usage.
+   */
+  failedCall(reservation: Reservation, callId: string, attempts: readonly FailedAttempt[]): RunRecord[] {
+    const last = attempts.at(-1);
+    if (last === undefined) throw new Error('a failed call has at least one failed attempt');
     return [
       {
         iteration: 1,
         event: journalEvent('DirectInferenceFinished', {
           call_id: callId,
-          reason: { Error: { message } },
+          reason: { Error: { message: last.message } },
           response_hash: null,
           response_bytes: 0,
           finish_reason: null,
           usage: ZERO_USAGE,
-          ...(error !== undefined ? { error } : {}),
+          error: last.error,
+          ...(attempts.length > 1 ? { earlier_attempts: attempts.slice(0, -1) } : {}),
         }),
       },
       this.settleUnknown(reservation),

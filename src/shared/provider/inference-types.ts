@@ -28,4 +28,6 @@ export interface TypedInferenceResponse {
   provider_finish_reason: string | null;
   usage: TypedInferenceUsage | null;
   model: string | null;
+  /** Set when the provider's strings held unpaired surrogates, replaced with U+FFFD (well-formed-response.ts): never released. */
+  not_well_formed?: true;
 }

@@ -151,14 +151,62 @@ function base64Core(bytes: Buffer, offset: 0 | 1 | 2, alphabet: 'base64' | 'base
   return encoded.slice(first, last);
 }
 
-/** Further spellings of `secret` a provider or proxy may echo: base64 and base64url at each alignment, hex, reversed. */
+const BASE32_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+
+/** RFC 4648 base32 of `bytes`, without padding. */
+function base32(bytes: Buffer): string {
+  let out = '';
+  let bits = 0;
+  let value = 0;
+  for (const byte of bytes) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += BASE32_ALPHABET[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    value &= (1 << bits) - 1;
+  }
+  return bits > 0 ? out + BASE32_ALPHABET[(value << (5 - bits)) & 31] : out;
+}
+
+/** As base64Core, for base32 (five bytes to eight characters): the characters whose five bits all come from `bytes`. */
+function base32Core(bytes: Buffer, offset: number): string {
+  const encoded = base32(Buffer.concat([Buffer.alloc(offset), bytes]));
+  return encoded.slice(Math.ceil((offset * 8) / 5), Math.floor(((offset + bytes.length) * 8) / 5));
+}
+
+/** The base64 and base64url cores of `bytes` at each alignment. */
+function base64Cores(bytes: Buffer): string[] {
+  return (['base64', 'base64url'] as const).flatMap((alphabet) => ([0, 1, 2] as const).map((offset) => base64Core(bytes, offset, alphabet)));
+}
+
+/**
+ * Further spellings of `secret` a provider or proxy may echo: base64 and base64url at each
+ * alignment, base32 at each alignment, hex (also colon-separated), the UTF-16 (LE and BE) bytes in
+ * hex and base64, HTML numeric entities (decimal and hex), octal escapes, double percent-encoding,
+ * reversed. JSON `\u`, `\x` and single percent escapes need no spelling: the search reads them.
+ */
 function encodedSpellings(secret: string): string[] {
   const bytes = Buffer.from(secret, 'utf8');
-  const spellings = [bytes.toString('hex'), [...secret].reverse().join('')];
-  for (const alphabet of ['base64', 'base64url'] as const) {
-    for (const offset of [0, 1, 2] as const) spellings.push(base64Core(bytes, offset, alphabet));
-  }
-  return spellings;
+  const utf16le = Buffer.from(secret, 'utf16le');
+  const utf16be = Buffer.from(utf16le).swap16();
+  const codePoints = [...secret].map((c) => c.codePointAt(0) as number);
+  return [
+    bytes.toString('hex'),
+    [...bytes].map((byte) => byte.toString(16).padStart(2, '0')).join(':'),
+    [...secret].reverse().join(''),
+    ...base64Cores(bytes),
+    ...[0, 1, 2, 3, 4].map((offset) => base32Core(bytes, offset)),
+    utf16le.toString('hex'),
+    utf16be.toString('hex'),
+    ...base64Cores(utf16le),
+    ...base64Cores(utf16be),
+    codePoints.map((code) => `&#${code};`).join(''),
+    codePoints.map((code) => `&#x${code.toString(16)};`).join(''),
+    [...bytes].map((byte) => `\\${byte.toString(8).padStart(3, '0')}`).join(''),
+    [...bytes].map((byte) => `%25${byte.toString(16).padStart(2, '0')}`).join(''),
+  ];
 }
 
 /** Each secret's needles, worked out once per secret (the log redacts every line with the same few). */
@@ -288,19 +336,22 @@ function looseKeyPattern(key: string): RegExp {
 
 /**
  * Whether `text` holds one of `secrets` (of at least SECRET_MIN_CHARS), however split, escaped,
- * encoded or cased: one regular-expression search per needle, so a megabyte answer costs
- * milliseconds, then, where percent escapes or non-ASCII characters could hide one otherwise, a
- * search of the folded text.
+ * encoded or cased: each key by one regular expression (which also takes any escape between two
+ * of its characters for a gap), then every needle, the key and its encodings, in the folded text,
+ * which reads every escape whatever the case of its digits (`\u0053` for a capital, a `\x` escape)
+ * and folds every compatibility form. About 35 ms a megabyte; one expression per needle would cost
+ * ten times that.
  */
 export function containsSecret(text: string, secrets: readonly string[]): boolean {
   const keys = needles(secrets);
-  if (keys.some((key) => looseKeyPattern(key).test(text))) return true;
-  // The folded text costs more to make (tens of ms a megabyte); only percent escapes and non-ASCII
-  // characters can hold a spelling the expressions above miss (a mix of forms, a ligature).
-  return keys.length > 0 && MAY_NEED_FOLDING.test(text) && mayHold(flatten(text), keys, false);
+  if (keys.length === 0) return false;
+  const own = secrets.filter((secret) => secret.length >= SECRET_MIN_CHARS).map((secret) => flatten(secret));
+  if (own.some((key) => key.length > 0 && looseKeyPattern(key).test(text))) return true;
+  if (mayHold(flatten(text), keys, false)) return true;
+  // A "%" just before a needle that starts with two hex digits would be read as an escape and hide
+  // its first character: the text is looked at again with no percent escape read (as secretRanges does).
+  return text.includes('%') && mayHold(flatten(text, false), keys, false);
 }
-
-const MAY_NEED_FOLDING = /[%\u0080-\uffff]/;
 
 /**
  * The secrets configured in `env`: every provider key variable that is set (whichever provider

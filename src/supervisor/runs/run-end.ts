@@ -41,6 +41,7 @@ export function runEndLevel(ok: boolean, end: RunEnd, cancelledBy: CancelSource 
     case 'policy_denied':
     case 'tool_call_withheld':
     case 'finish_withheld':
+    case 'empty_answer':
     case 'provider_key_in_answer':
     case 'request_too_large':
     case 'response_too_large':

@@ -2,6 +2,7 @@ import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:wor
 import pTimeout from 'p-timeout';
 import type { Piscina } from 'piscina';
 import { JournalHandover } from '../../shared/journal/journal-handover.js';
+import { RUN_CANCELLED_MESSAGE } from '../../shared/journal/journal-format.js';
 import type { AuditReference, InvokeOutcome, InvokeTask, ProviderNote, RunDefinition, RunPhase, WorkerNotice } from '../../shared/worker-protocol.js';
 import type { ClaimOutcome } from './unstarted-run-finaliser.js';
 
@@ -229,12 +230,13 @@ class OwnedRun implements RunOwner {
     this.drainNotices();
     const { task } = this;
     if (this.journal === undefined) {
-      this.claim = this.finaliseUnstarted(task.runId, task.definition, reason).catch((): ClaimOutcome => ({ claimed: false }));
+      // The journal gets Symbiont's words for a cancel; the caller gets `reason`.
+      this.claim = this.finaliseUnstarted(task.runId, task.definition, RUN_CANCELLED_MESSAGE).catch((): ClaimOutcome => ({ claimed: false }));
     } else if (this.handover.take()) {
       // Between two of the worker's writes: the owner ends the run now, rather than when the
       // worker's thread, busy with other runs, reaches the cancel (journal-handover.ts).
       const audit = this.journal;
-      this.claim = this.recoverTerminal(task.runId, task.definition.principal, reason).then(
+      this.claim = this.recoverTerminal(task.runId, task.definition.principal, RUN_CANCELLED_MESSAGE).then(
         (durable): ClaimOutcome => ({
           claimed: true,
           finalised: durable ? { audit, terminalDurableAt: performance.timeOrigin + performance.now() } : undefined,

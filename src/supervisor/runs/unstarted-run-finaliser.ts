@@ -27,7 +27,7 @@ export function loadJournalWriter(): Promise<typeof import('../../shared/journal
 
 /**
  * Finalises a run cancelled before its worker thread started it: `Started`, `BudgetOpened`,
- * `BudgetUpdated`, then `Terminated` with the cancel as its `Error` reason, in one write and one
+ * `BudgetUpdated`, then `Terminated` with the cancel's `Error` (Symbiont's words), in one write and one
  * sync. A busy worker can take tens of milliseconds to pick up a queued task,
  * and the cancel's terminal record should not wait for that.
  *

@@ -5,6 +5,7 @@ import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared
 import { callAnthropicMessages } from './anthropic-messages.js';
 import { callOpenAiChat } from './openai-chat.js';
 import { ProviderError } from './provider-error.js';
+import { wellFormedResponse } from './well-formed-response.js';
 
 /** One POST in a wire format and its answer as the typed response (a wire module's entry point). */
 type WireCall = (
@@ -44,5 +45,5 @@ export async function callProvider(
   if (config.apiKey !== '' && !/^[\x21-\x7e]+$/.test(config.apiKey)) {
     throw new ProviderError('the provider API key contains characters not allowed in an HTTP header', 'network');
   }
-  return WIRE_CALLS[PROVIDERS[config.kind].wire](config, request, signal, operatorNotes);
+  return wellFormedResponse(await WIRE_CALLS[PROVIDERS[config.kind].wire](config, request, signal, operatorNotes));
 }

@@ -126,7 +126,8 @@ export function errorObjectFields(parsed: unknown): ErrorObjectFields {
     if (type !== null) fields.errorType = type;
     const param = typeof e.param === 'string' ? shortIdentifier(e.param) : null;
     if (param !== null) fields.param = param;
-    if (typeof e.code === 'number' && Number.isSafeInteger(e.code)) fields.code = e.code;
+    // Kept only when it is an HTTP status a journal can carry as one (100 to 599); any other number is not one.
+    if (typeof e.code === 'number' && Number.isSafeInteger(e.code) && e.code >= 100 && e.code <= 599) fields.code = e.code;
     if (typeof e.message === 'string') fields.message = e.message;
   }
   if (fields.message === undefined && typeof top.message === 'string') fields.message = top.message;
