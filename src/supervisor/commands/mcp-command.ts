@@ -219,13 +219,34 @@ export async function assembleSession(
 }
 
 /** `symbi mcp` itself: pins the project, takes the snapshot, serves stdio MCP and shuts down with every run finalised. */
+/**
+ * Keeps SIGUSR1 from opening Node's inspector on 127.0.0.1:9229, where any
+ * local user could read process.env (the provider key) and run code as the
+ * server. A JavaScript listener replaces Node's own handler for the signal
+ * (libuv installs its sigaction over it), on every Node line served; Node 20
+ * has no --disable-sigusr1. The listener stays for the life of the process:
+ * removing it would leave SIGUSR1's default action, which ends the process.
+ */
+function keepInspectorClosed(): (log: OperatorLog) => void {
+  let logTo: OperatorLog | undefined;
+  process.on('SIGUSR1', () => {
+    logTo?.info('SIGUSR1 ignored: this server never opens the Node.js inspector', { event: 'signal.ignored', signal: 'SIGUSR1' });
+  });
+  return (log) => {
+    logTo = log;
+  };
+}
+
 export async function runMcpServer(options: McpCommandOptions): Promise<void> {
+  // First, so that no moment of startup is open to it.
+  const reportSigusr1To = keepInspectorClosed();
   keepConsoleOffStdout();
   preferSmallHeaps();
   const project = pinProjectOption(options.project, 'mcp');
   const secrets = configuredSecrets(process.env);
   const log = createOperatorLog(options.logFormat, secrets);
   captureStandardError(log, secrets);
+  reportSigusr1To(log);
   const session = await assembleSession(project, options, {
     log,
     env: process.env,
