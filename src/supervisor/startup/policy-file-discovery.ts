@@ -1,14 +1,16 @@
 import fs from 'node:fs';
 import { POLICY_DISCOVERY_MAX_ENTRIES, POLICY_FILE_MAX_BYTES } from '../../shared/limits.js';
 import { ConfinementError, decodeUtf8Strict, PinnedDirectory, readTextFileAt } from '../../shared/confinement/index.js';
-import { projectDirectoriesProblem } from '../../shared/storage/directory-ownership.js';
+import { OtherWritersError, projectDirectoriesProblem, refuseOtherWriters, trustedWritersProblem } from '../../shared/storage/directory-ownership.js';
 import { policyModeProblem } from '../../shared/policy/policy-file-modes.js';
 import type { PolicyFileInput } from '../../shared/policy/policy-set.js';
 
 // Collects the Cedar policy files in the order the policy loader expects:
 // policies/*.cedar sorted by name, then policies/mcp-server/*.cedar sorted.
 // Anything that cannot be read cleanly, or that another user could rewrite
-// (policy-file-modes.ts), becomes an input with an error, which the loader
+// (policy-file-modes.ts: no group or other write bit; then the writer check
+// of directory-ownership.ts, which reads ACLs by descriptor, counts a folder's
+// inheritable entries and names who writes), becomes an input with an error, which the loader
 // turns into deny-all: a broken configuration never falls back to the default
 // permission. So does a project root, or a directory above it, that another
 // user could change (directory-ownership.ts): checked whether or not policies/
@@ -49,11 +51,12 @@ function readPolicyDirectory(project: PinnedDirectory, dirFd: number, prefix: st
   for (const name of names) {
     const shown = `${prefix}/${name}`;
     try {
-      const file = readTextFileAt(project.route, dirFd, name, POLICY_FILE_MAX_BYTES, shown);
-      const modeProblem = policyModeProblem(file.stat);
-      out.push(modeProblem === undefined ? { path: shown, text: file.text } : { path: shown, refused: modeProblem });
+      const inspect = refuseOtherWriters(`${project.displayPath}/${shown}`, (stat) => policyModeProblem(stat));
+      const file = readTextFileAt(project.route, dirFd, name, POLICY_FILE_MAX_BYTES, shown, inspect);
+      out.push({ path: shown, text: file.text });
     } catch (err) {
-      out.push({ path: shown, error: err instanceof ConfinementError ? err.message : `${shown}: cannot be read` });
+      if (err instanceof OtherWritersError) out.push({ path: shown, refused: err.message });
+      else out.push({ path: shown, error: err instanceof ConfinementError ? err.message : `${shown}: cannot be read` });
     }
   }
 }
@@ -76,8 +79,9 @@ export function collectPolicyFiles(project: PinnedDirectory): PolicyFileInput[] 
       continue;
     }
     try {
-      const modeProblem = policyModeProblem(fs.fstatSync(opened));
-      if (modeProblem !== undefined) out.push({ path: `${components.join('/')}/`, refused: modeProblem });
+      const stat = fs.fstatSync(opened);
+      const problem = policyModeProblem(stat) ?? trustedWritersProblem(opened, `${project.displayPath}/${components.join('/')}`, stat);
+      if (problem !== undefined) out.push({ path: `${components.join('/')}/`, refused: problem });
       readPolicyDirectory(project, opened, components.join('/'), out);
     } finally {
       fs.closeSync(opened);

@@ -4,6 +4,7 @@ import { extractAgentsMdGuidance, type AgentsMdGuidance } from '../../shared/age
 import type { RegistryEntry } from '../../shared/dsl/conversational-definition.js';
 import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../../shared/policy/policy-set.js';
 import { openAuditStorage } from '../../shared/storage/audit-storage.js';
+import { OtherWritersError, refuseOtherWriters } from '../../shared/storage/directory-ownership.js';
 import { discoverAgentSources, type DiscoveryResult, type SkippedSource } from './agent-discovery.js';
 import { collectPolicyFiles } from './policy-file-discovery.js';
 
@@ -52,11 +53,13 @@ export interface SnapshotResult {
   auditStorage: AuditStorageHandle | null;
 }
 
+// AGENTS.md is guidance the model is given: one that another user could write is left out.
 function readAgentsMd(project: PinnedDirectory): AgentsMdSnapshot {
   try {
-    const { text, bytes } = project.readTextFile('AGENTS.md', AGENTS_MD_MAX_BYTES);
+    const { text, bytes } = project.readTextFile('AGENTS.md', AGENTS_MD_MAX_BYTES, {}, refuseOtherWriters(`${project.displayPath}/AGENTS.md`));
     return { present: true, bytes, text, guidance: extractAgentsMdGuidance(text) };
   } catch (err) {
+    if (err instanceof OtherWritersError) return { present: false, reason: `AGENTS.md: ${err.message}`, missing: false };
     if (err instanceof ConfinementError) return { present: false, reason: err.message, missing: err.code === 'not_found' };
     return { present: false, reason: 'AGENTS.md: cannot be read', missing: false };
   }
