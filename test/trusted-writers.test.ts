@@ -9,6 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { symbiBin } from './support/server-entry.js';
 import { invokeOnce, providerEnv } from './support/server.js';
+import { directoryWritersProblem, type WriterCheckLevel } from '../src/shared/storage/directory-ownership.js';
+import { ACL_TAG, type DirectoryAcl, NFS4_ACE_FLAG, NFS4_ACE_TYPE, type PosixAclEntry } from '../src/shared/storage/directory-acl.js';
 
 // Everything the server trusts below the project root goes through one writer
 // check (directory-ownership.ts): agents/ and each agent file, AGENTS.md,
@@ -216,5 +218,72 @@ describe('who can write what the server trusts below the project root', { skip }
     assert.match(outcome.text, /unknown agent/);
     assert.equal(outcome.requests, 0);
     assert.match(outcome.stderr, new RegExp(`agents/assistant\\.symbi.*writable by user ${bob}`));
+  });
+});
+
+describe('the writer rule below the project root, as a pure function', () => {
+  // Recorded account files: the server's user and group, and another user with a group of its own.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-writer-rule-'));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const me = 1000;
+  const other = 2000;
+  const accounts = (() => {
+    const files = { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group'), nsswitch: path.join(dir, 'nsswitch.conf') };
+    fs.writeFileSync(files.passwd, `me:x:${me}:${me}::/:/bin/sh\nbob:x:${other}:${other}::/:/bin/sh\n`);
+    fs.writeFileSync(files.group, `me:x:${me}:\nbob:x:${other}:\n`);
+    fs.writeFileSync(files.nsswitch, 'passwd: files\ngroup: files\n');
+    return files;
+  })();
+  const posix = (...entries: Array<[number, number, number?]>): PosixAclEntry[] => entries.map(([tag, perm, id = 0xffffffff]) => ({ tag, perm, id }));
+  // What `setfacl -d -m u:bob:rwx` leaves on a 0755 folder: a default ACL, and no access ACL beyond the mode.
+  const defaults = (maskPerm: number) =>
+    posix([ACL_TAG.USER_OBJ, 7], [ACL_TAG.USER, 7, other], [ACL_TAG.GROUP_OBJ, 5], [ACL_TAG.MASK, maskPerm], [ACL_TAG.OTHER, 5]);
+  const judge = (mode: number, acl: DirectoryAcl, level: WriterCheckLevel, platform = 'linux') =>
+    directoryWritersProblem({ uid: me, gid: me, mode }, '/p/x', me, { acl, level, accounts, platform, serverGid: me });
+
+  it("a folder's default ACL entry counts below the root, only as far as its mask lets it; the root's is not read", () => {
+    const withDefaults: DirectoryAcl = { kind: 'posix', entries: [], defaults: defaults(7) };
+    assert.match(
+      judge(0o40755, withDefaults, 'folder') ?? '',
+      /^\/p\/x is writable by user bob \(uid 2000\) through its default ACL entry user:bob:rwx, mask rwx; what is created in it inherits the entry, so another user could write that \(fix: setfacl -R -d -x u:bob \/p\/x\)$/,
+    );
+    assert.equal(judge(0o40755, { kind: 'posix', entries: [], defaults: defaults(5) }, 'folder'), undefined, 'masked to r-x');
+    assert.equal(judge(0o40755, withDefaults, 'holding'), undefined);
+  });
+
+  it('a named entry writes only through the mask, both ways', () => {
+    const named = (maskPerm: number): DirectoryAcl => ({
+      kind: 'posix',
+      entries: posix([ACL_TAG.USER_OBJ, 6], [ACL_TAG.USER, 7, other], [ACL_TAG.GROUP_OBJ, 4], [ACL_TAG.MASK, maskPerm], [ACL_TAG.OTHER, 4]),
+    });
+    assert.match(judge(0o100674, named(7), 'file') ?? '', /writable by user bob .*another user could rewrite it \(fix: setfacl -x u:bob \/p\/x\)$/);
+    assert.equal(judge(0o100654, named(5), 'file'), undefined);
+  });
+
+  it('an inherit-only NFSv4 allow entry counts on a folder below the root, not on the root or a file', () => {
+    const aces = [
+      { type: NFS4_ACE_TYPE.ALLOW, flag: 0, mask: 0x1f01ff, who: 'OWNER@' },
+      { type: NFS4_ACE_TYPE.ALLOW, flag: NFS4_ACE_FLAG.INHERIT_ONLY | NFS4_ACE_FLAG.FILE_INHERIT, mask: 0x6, who: 'bob@example.com' },
+    ];
+    assert.match(judge(0o40755, { kind: 'nfs4', aces }, 'folder') ?? '', /writable by principal bob@example\.com through its inherit-only NFSv4 ACL entry/);
+    assert.equal(judge(0o40755, { kind: 'nfs4', aces }, 'holding'), undefined);
+    assert.equal(judge(0o100644, { kind: 'nfs4', aces }, 'file'), undefined);
+  });
+
+  it('the sticky bit excuses others writing a folder below the root, as it does not for the root', () => {
+    assert.equal(judge(0o41777, { kind: 'none' }, 'holding'), undefined);
+    assert.match(judge(0o41757, { kind: 'none' }, 'folder') ?? '', /^\/p\/x is writable by every user \(mode 1757\); .* \(fix: chmod -R o-w \/p\/x\)$/);
+  });
+
+  it('an ACL this server does not interpret is removed recursively from a folder, with the platform command', () => {
+    const distrusted: DirectoryAcl = { kind: 'distrusted', why: 'its ACL has an allow entry' };
+    assert.match(judge(0o40755, distrusted, 'folder', 'darwin') ?? '', /\(fix: chmod -R -N \/p\/x\)$/);
+    assert.match(judge(0o40755, distrusted, 'folder', 'freebsd') ?? '', /\(fix: setfacl -R -b \/p\/x\)$/);
+    assert.match(judge(0o100644, distrusted, 'file', 'darwin') ?? '', /\(fix: chmod -N \/p\/x\)$/);
+  });
+
+  it('macOS: a folder below the root writable by staff is refused, as the root is', () => {
+    const staff = directoryWritersProblem({ uid: me, gid: 20, mode: 0o40775 }, '/p/x', me, { level: 'folder', accounts, platform: 'darwin', serverGid: 20 });
+    assert.match(staff ?? '', /writable by group 20 \(mode 0775\), the primary group of every local user; .*\(fix: chmod -R g-w \/p\/x\)$/);
   });
 });
