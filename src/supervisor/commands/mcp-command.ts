@@ -145,7 +145,7 @@ export async function assembleSession(
   surroundings: SessionSurroundings,
 ): Promise<AssembledSession> {
   const { log, env, io } = surroundings;
-  const { snapshot, auditStorage } = takeStartupSnapshot(project);
+  const { snapshot, auditStorage, changeReference } = takeStartupSnapshot(project);
   // The analysis thread starts with the first DSL text to analyse: the startup
   // analysis after the handshake, or an earlier parse_dsl or list_agents.
   const dslAnalysis = new DslAnalysisPool({ log });
@@ -178,9 +178,9 @@ export async function assembleSession(
         return refusal === undefined ? undefined : refusalText(refusal);
       });
       writeProviderSummary(runtime.session.provider, log);
-      // From here on, an edit to what the snapshot was read from is said once (project-change-watch.ts);
-      // the files are looked at before "serving" is said, so no edit made after that line goes unseen.
-      watchProjectChanges(project, log);
+      // From here on, an edit to what the snapshot was read from is said once (project-change-watch.ts),
+      // compared with what the snapshot read, so an edit made since (while the agents were analysed) is named too.
+      watchProjectChanges(project, log, { reference: changeReference });
       log.info('serving MCP on standard input/output', { event: 'startup.serving' });
     }));
   };

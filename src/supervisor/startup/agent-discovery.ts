@@ -69,8 +69,8 @@ function listDirectory(route: DescriptorRoute, dirFd: number): ListedNames {
   return { names, undecodable, inspected: listed.names.length, truncated: listed.truncated };
 }
 
-/** Reads agents/*.symbi and *.dsl once, through the pinned directory, within the discovery limits. */
-export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult {
+/** Reads agents/*.symbi and *.dsl once, through the pinned directory, within the discovery limits; `record` sees each file's descriptor before it is read. */
+export function discoverAgentSources(project: PinnedDirectory, record?: (file: string, fd: number) => void): DiscoveryResult {
   const result: DiscoveryResult = {
     sources: [],
     skipped: [],
@@ -119,7 +119,11 @@ export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult 
       let text: string;
       let bytes: number;
       try {
-        ({ text, bytes } = readTextFileAt(project.route, dirFd, name, DSL_FILE_MAX_BYTES, file, refuseOtherWriters(`${project.displayPath}/${file}`)));
+        const refuse = refuseOtherWriters(`${project.displayPath}/${file}`);
+        ({ text, bytes } = readTextFileAt(project.route, dirFd, name, DSL_FILE_MAX_BYTES, file, (fd, stat) => {
+          record?.(file, fd);
+          refuse(fd, stat);
+        }));
       } catch (err) {
         const reason = err instanceof ConfinementError ? stripShownPath(err.message, file) : err instanceof OtherWritersError ? err.message : 'cannot be read';
         result.skipped.push({ file, reason });

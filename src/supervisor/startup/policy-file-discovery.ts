@@ -30,7 +30,7 @@ function openPolicyDirectory(project: PinnedDirectory, components: string[]): nu
   }
 }
 
-function readPolicyDirectory(project: PinnedDirectory, dirFd: number, prefix: string, out: PolicyFileInput[]): void {
+function readPolicyDirectory(project: PinnedDirectory, dirFd: number, prefix: string, out: PolicyFileInput[], record?: FileRecorder): void {
   const names: string[] = [];
   const listed = project.route.list(dirFd, POLICY_DISCOVERY_MAX_ENTRIES);
   if (listed.truncated) {
@@ -51,8 +51,11 @@ function readPolicyDirectory(project: PinnedDirectory, dirFd: number, prefix: st
   for (const name of names) {
     const shown = `${prefix}/${name}`;
     try {
-      const inspect = refuseOtherWriters(`${project.displayPath}/${shown}`, (stat) => policyModeProblem(stat));
-      const file = readTextFileAt(project.route, dirFd, name, POLICY_FILE_MAX_BYTES, shown, inspect);
+      const refuse = refuseOtherWriters(`${project.displayPath}/${shown}`, (stat) => policyModeProblem(stat));
+      const file = readTextFileAt(project.route, dirFd, name, POLICY_FILE_MAX_BYTES, shown, (fd, stat) => {
+        record?.(shown, fd);
+        refuse(fd, stat);
+      });
       out.push({ path: shown, text: file.text });
     } catch (err) {
       if (err instanceof OtherWritersError) out.push({ path: shown, refused: err.message });
@@ -61,8 +64,11 @@ function readPolicyDirectory(project: PinnedDirectory, dirFd: number, prefix: st
   }
 }
 
+/** Sees each policy file's descriptor before its bytes are read (the change watch's reference, startup-snapshot.ts). */
+type FileRecorder = (file: string, fd: number) => void;
+
 /** The policy files of the project, in load order, each with its text or the reason it cannot be trusted. */
-export function collectPolicyFiles(project: PinnedDirectory): PolicyFileInput[] {
+export function collectPolicyFiles(project: PinnedDirectory, record?: FileRecorder): PolicyFileInput[] {
   const out: PolicyFileInput[] = [];
   const directoriesProblem = projectDirectoriesProblem(project);
   if (directoriesProblem !== undefined) out.push({ path: 'project directories', refused: directoriesProblem });
@@ -82,7 +88,7 @@ export function collectPolicyFiles(project: PinnedDirectory): PolicyFileInput[] 
       const stat = fs.fstatSync(opened);
       const problem = policyModeProblem(stat) ?? trustedWritersProblem(opened, `${project.displayPath}/${components.join('/')}`, stat);
       if (problem !== undefined) out.push({ path: `${components.join('/')}/`, refused: problem });
-      readPolicyDirectory(project, opened, components.join('/'), out);
+      readPolicyDirectory(project, opened, components.join('/'), out, record);
     } finally {
       fs.closeSync(opened);
     }
