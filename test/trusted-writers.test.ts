@@ -140,7 +140,12 @@ describe('who can write what the server trusts below the project root', { skip }
       const recursive = target === 'agents' || target === 'policies' ? '-R ' : '';
       // With a POSIX ACL the group bits show the mask; for policies the rule of no group write bit speaks first, and its fix clears the mask.
       const expected = target.startsWith('policies')
-        ? refusal(target, dir, `is writable by its group \\(mode 0${target === 'policies' ? '775' : '674'}\\)`, 'chmod go-w')
+        ? refusal(
+            target,
+            dir,
+            `is writable by its group \\(mode 0${target === 'policies' ? '775' : '674'}\\)`,
+            escape(`chmod ${recursive}go-w ${dir}/${target}`),
+          )
         : refusal(
             target,
             dir,
@@ -163,7 +168,7 @@ describe('who can write what the server trusts below the project root', { skip }
       const mode = target === 'agents' || target === 'policies' ? '0775' : '0664';
       const recursive = target === 'agents' || target === 'policies' ? '-R ' : '';
       const expected = target.startsWith('policies')
-        ? refusal(target, dir, `is writable by its group \\(mode ${mode}\\)`, 'chmod go-w')
+        ? refusal(target, dir, `is writable by its group \\(mode ${mode}\\)`, escape(`chmod ${recursive}go-w ${dir}/${target}`))
         : refusal(
             target,
             dir,
@@ -179,7 +184,7 @@ describe('who can write what the server trusts below the project root', { skip }
       const mode = target === 'agents' || target === 'policies' ? '0757' : '0646';
       const recursive = target === 'agents' || target === 'policies' ? '-R ' : '';
       const expected = target.startsWith('policies')
-        ? refusal(target, dir, `is writable by others \\(mode ${mode}\\)`, 'chmod go-w')
+        ? refusal(target, dir, `is writable by others \\(mode ${mode}\\)`, escape(`chmod ${recursive}go-w ${dir}/${target}`))
         : refusal(target, dir, `is writable by every user \\(mode ${mode}\\)`, escape(`chmod ${recursive}o-w ${dir}/${target}`));
       assert.match(report, expected, `${target}:\n${report}`);
     }

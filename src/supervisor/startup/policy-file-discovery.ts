@@ -51,7 +51,7 @@ function readPolicyDirectory(project: PinnedDirectory, dirFd: number, prefix: st
   for (const name of names) {
     const shown = `${prefix}/${name}`;
     try {
-      const refuse = refuseOtherWriters(`${project.displayPath}/${shown}`, (stat) => policyModeProblem(stat));
+      const refuse = refuseOtherWriters(`${project.displayPath}/${shown}`, (stat) => policyModeProblem(stat, `${project.displayPath}/${shown}`));
       const file = readTextFileAt(project.route, dirFd, name, POLICY_FILE_MAX_BYTES, shown, (fd, stat) => {
         record?.(shown, fd);
         refuse(fd, stat);
@@ -86,7 +86,8 @@ export function collectPolicyFiles(project: PinnedDirectory, record?: FileRecord
     }
     try {
       const stat = fs.fstatSync(opened);
-      const problem = policyModeProblem(stat) ?? trustedWritersProblem(opened, `${project.displayPath}/${components.join('/')}`, stat);
+      const absolute = `${project.displayPath}/${components.join('/')}`;
+      const problem = policyModeProblem(stat, absolute) ?? trustedWritersProblem(opened, absolute, stat);
       if (problem !== undefined) out.push({ path: `${components.join('/')}/`, refused: problem });
       readPolicyDirectory(project, opened, components.join('/'), out, record);
     } finally {
