@@ -370,18 +370,31 @@ function createReader(koffi: typeof Koffi, platform: string): AclReader {
   }
 }
 
-/** A POSIX access ACL that gives uid 65534 (nobody) r-x: what the proof on Linux sets on its scratch directory. */
-function proofPosixAcl(): Buffer {
-  const entries: Array<[number, number, number]> = [
-    [ACL_TAG.USER_OBJ, 7, 0xffffffff],
-    [ACL_TAG.USER, 5, 65534],
-    [ACL_TAG.GROUP_OBJ, 5, 0xffffffff],
-    [ACL_TAG.MASK, 5, 0xffffffff],
-    [ACL_TAG.OTHER, 0, 0xffffffff],
+const UNDEFINED_ID = 0xffffffff;
+/** The uid and gid the Linux proof names in its entries: nobody and nogroup. */
+const PROOF_ID = 65534;
+
+/**
+ * POSIX ACL entries the Linux proof sets on its scratch folder: named user and
+ * group entries with write, and a mask `maskPerm` that lets them write (7, the
+ * positive control) or takes write away (5, the negative control).
+ */
+export function proofPosixEntries(maskPerm: number): PosixAclEntry[] {
+  return [
+    { tag: ACL_TAG.USER_OBJ, perm: 7, id: UNDEFINED_ID },
+    { tag: ACL_TAG.USER, perm: 7, id: PROOF_ID },
+    { tag: ACL_TAG.GROUP_OBJ, perm: 5, id: UNDEFINED_ID },
+    { tag: ACL_TAG.GROUP, perm: 7, id: PROOF_ID },
+    { tag: ACL_TAG.MASK, perm: maskPerm, id: UNDEFINED_ID },
+    { tag: ACL_TAG.OTHER, perm: 0, id: UNDEFINED_ID },
   ];
+}
+
+/** The `system.posix_acl_access` (or `_default`) value of `entries`, as setfacl would write it. */
+export function posixAclValue(entries: readonly PosixAclEntry[]): Buffer {
   const value = Buffer.alloc(POSIX_ACL_HEADER_BYTES + entries.length * POSIX_ACL_ENTRY_BYTES);
   value.writeUInt32LE(POSIX_ACL_XATTR_VERSION, 0);
-  entries.forEach(([tag, perm, id], i) => {
+  entries.forEach(({ tag, perm, id }, i) => {
     const at = POSIX_ACL_HEADER_BYTES + i * POSIX_ACL_ENTRY_BYTES;
     value.writeUInt16LE(tag, at);
     value.writeUInt16LE(perm, at + 2);
@@ -390,28 +403,75 @@ function proofPosixAcl(): Buffer {
   return value;
 }
 
+/** One ACL the proof gives its scratch folder, and what reading it back must give. */
+interface ProofControl {
+  what: string;
+  set: () => boolean;
+  /** Whether `acl`, read by path or by descriptor, is what was set. */
+  expected: (acl: DirectoryAcl, how: 'path' | 'descriptor') => boolean;
+}
+
+/** A short text of what was read, for a failed proof's one line (the parent reads its first 300 characters): `posix u::7,u:65534:5,...`. */
+function readText(acl: DirectoryAcl): string {
+  if (acl.kind !== 'posix') return JSON.stringify(acl);
+  const letters: Record<number, string> = {
+    [ACL_TAG.USER_OBJ]: 'u',
+    [ACL_TAG.USER]: 'u',
+    [ACL_TAG.GROUP_OBJ]: 'g',
+    [ACL_TAG.GROUP]: 'g',
+    [ACL_TAG.MASK]: 'm',
+    [ACL_TAG.OTHER]: 'o',
+  };
+  const text = (entries: readonly PosixAclEntry[]) =>
+    entries.map((e) => `${letters[e.tag] ?? `0x${e.tag.toString(16)}`}:${e.id === UNDEFINED_ID ? '' : e.id}:${e.perm}`).join(',');
+  return `posix ${text(acl.entries)}${acl.defaults === undefined ? '' : ` default ${text(acl.defaults)}`}`;
+}
+
+const sameEntries = (a: readonly PosixAclEntry[] | undefined, b: readonly PosixAclEntry[]) => JSON.stringify(a) === JSON.stringify(b);
+
 /**
- * Gives the scratch directory an ACL entry with the system's own means, so the
- * reader's calls on an ACL that has entries run too: Linux, lsetxattr (the one
- * call only the proof makes) with an entry for nobody; macOS, chmod +a with a
- * deny entry. What the entry is expected to read as, or undefined where none
+ * The ACLs the proof gives its scratch folder with the system's own means, in
+ * order, so the reader's calls on ACLs with entries run too, each to be read
+ * back by path and by descriptor. Linux, through lsetxattr (the one call only
+ * the proof makes): a positive control (named user and group entries writing
+ * through an rwx mask) and a negative one (the same entries under an r-x
+ * mask), which must read back entry for entry, so a wrong tag, permission or
+ * layout constant fails here; then a default ACL, which a folder read by
+ * descriptor must show. macOS, chmod +a with a deny entry. Empty where none
  * could be set (a file system without ACLs; FreeBSD, whose UFS needs them
  * mounted in and whose ZFS gives every directory a trivial NFSv4 ACL already).
  */
-function giveScratchAnEntry(koffi: typeof Koffi, dir: string): ((acl: DirectoryAcl) => boolean) | undefined {
+function scratchControls(koffi: typeof Koffi, dir: string): ProofControl[] {
   if (process.platform === 'linux') {
     const lsetxattr = koffi.load(null).func('int lsetxattr(const char *, const char *, void *, size_t, int)');
-    const value = proofPosixAcl();
-    if (lsetxattr(dir, POSIX_ACL_XATTR, value, value.length, 0) !== 0) return undefined;
-    return (acl) => acl.kind === 'posix' && acl.entries.some((e) => e.tag === ACL_TAG.USER && e.id === 65534 && e.perm === 5);
+    const set = (name: string, entries: PosixAclEntry[]) => () => {
+      const value = posixAclValue(entries);
+      return lsetxattr(dir, name, value, value.length, 0) === 0;
+    };
+    const access = (acl: DirectoryAcl, mask: number) => acl.kind === 'posix' && sameEntries(acl.entries, proofPosixEntries(mask));
+    return [
+      { what: 'an access ACL whose named entries write', set: set(POSIX_ACL_XATTR, proofPosixEntries(7)), expected: (acl) => access(acl, 7) },
+      { what: 'an access ACL whose mask takes write away', set: set(POSIX_ACL_XATTR, proofPosixEntries(5)), expected: (acl) => access(acl, 5) },
+      {
+        what: 'a default ACL',
+        set: set(POSIX_DEFAULT_ACL_XATTR, proofPosixEntries(7)),
+        // By path only the access ACL is read; by descriptor a folder's default ACL too.
+        expected: (acl, how) =>
+          access(acl, 5) && acl.kind === 'posix' && (how === 'path' ? acl.defaults === undefined : sameEntries(acl.defaults, proofPosixEntries(7))),
+      },
+    ];
   }
   if (process.platform === 'darwin') {
-    const set = spawnSync('/bin/chmod', ['+a', 'everyone deny delete', dir], { stdio: 'ignore' });
-    if (set.status !== 0) return undefined;
-    // A deny entry grants nothing: the walk over the entries ends (EINVAL) with no allow entry found.
-    return (acl) => acl.kind === 'none';
+    return [
+      {
+        what: 'a deny entry',
+        set: () => spawnSync('/bin/chmod', ['+a', 'everyone deny delete', dir], { stdio: 'ignore' }).status === 0,
+        // A deny entry grants nothing: the walk over the entries ends (EINVAL) with no allow entry found.
+        expected: (acl) => acl.kind === 'none',
+      },
+    ];
   }
-  return undefined;
+  return [];
 }
 
 /**
@@ -462,16 +522,19 @@ export function proveAclReaderHere(): { ok: true } | { ok: false; reason: string
     if (fresh.kind === 'distrusted' && fresh.errno !== undefined) return failed('a new directory is read', fresh.why);
     const freshFd = byDescriptor();
     if (freshFd.kind === 'distrusted' && freshFd.errno !== undefined) return failed('a new directory is read by descriptor', freshFd.why);
-    const expected = giveScratchAnEntry(koffi, root);
-    if (expected !== undefined) {
-      const withEntry = reader.byPath(root);
-      if (!expected(withEntry)) return failed('a directory given an ACL entry reads as set', `read as ${JSON.stringify(withEntry)}`);
-      const withEntryFd = byDescriptor();
-      if (!expected(withEntryFd)) return failed('a directory given an ACL entry reads as set by descriptor', `read as ${JSON.stringify(withEntryFd)}`);
+    for (const control of scratchControls(koffi, root)) {
+      // A file system that refuses the first ACL has none to read back: what was proven above stands.
+      if (!control.set()) break;
+      const byPath = reader.byPath(root);
+      if (!control.expected(byPath, 'path')) return failed(`a directory given ${control.what} reads as set`, `read as ${readText(byPath)}`);
+      const byFd = byDescriptor();
+      if (!control.expected(byFd, 'descriptor')) return failed(`a directory given ${control.what} reads as set by descriptor`, `read as ${readText(byFd)}`);
     }
     return { ok: true };
   } finally {
     // Plain unlink and rmdir: a recursive removal may call libc's fdopendir, which this child is not here to prove.
+    // macOS: the deny entry forbids deleting the folder until its ACL is removed.
+    if (process.platform === 'darwin') spawnSync('/bin/chmod', ['-N', root], { stdio: 'ignore' });
     try {
       fs.unlinkSync(path.join(root, 'file'));
       fs.rmdirSync(root);
