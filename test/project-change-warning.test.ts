@@ -6,6 +6,8 @@ import { suiteFixture, suiteScratch } from './support/suite-fixture.js';
 import { namespaceSkip } from './support/mount-namespace.js';
 import { writeFiles } from './support/project.js';
 import { providerEnv, serverEnv, startServer, textOf, waitForStderr, type RunningServer } from './support/server.js';
+import { INITIALIZE, jsonLine, spawnRawServer } from './support/raw-stdio.js';
+import { waitFor } from './support/wait-for.js';
 
 // Edits after startup (issue 34, item 4): the snapshot rule stays (nothing changes until a
 // restart), and the first change is said once on standard error, naming what changed. Issue 48,
@@ -70,6 +72,35 @@ for (const mode of MODES) {
         fs.appendFileSync(path.join(shared.project, 'AGENTS.md'), 'more\n');
         await server.close();
         assert.equal(changedLines(server.stderr()).length, 1);
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('names an edit made after the snapshot read the files and before the watch started (issue 56)', async () => {
+      const project = fresh();
+      const server = spawnRawServer(project, { env: { ...serverEnv(), ...mode.env } });
+      try {
+        // The snapshot is taken before initialize is answered; the watch starts after the startup
+        // summary, which waits for `initialized` (never sent here) and the agents' analysis.
+        await server.send(jsonLine(INITIALIZE));
+        await server.waitFor('init');
+        assert.doesNotMatch(server.stderr(), /startup\.serving/, 'the watch has not started yet');
+        fs.appendFileSync(path.join(project, 'policies', 'respond.cedar'), 'forbid (principal, action, resource);\n');
+        await waitFor('project.changed', () => (server.stderr().includes('project.changed') ? true : undefined), 30_000);
+        assert.deepEqual(changedFiles(server.stderr()), ['policies/respond.cedar']);
+      } finally {
+        await server.end();
+      }
+    });
+
+    it('says nothing when nothing changes after the snapshot', async () => {
+      const server = await startServer(fresh(), { env: { ...serverEnv(), ...mode.env } });
+      try {
+        await serving(server, mode.polls);
+        // Longer than a poll interval: the first look and at least one poll compare with the snapshot's reference.
+        await new Promise((resolve) => setTimeout(resolve, 2500));
+        assert.deepEqual(changedLines(server.stderr()), []);
       } finally {
         await server.close();
       }

@@ -82,6 +82,50 @@ ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size) 
   return -1;
 }
 `,
+  // The reader's call by descriptor (fgetxattr, below the project root), crashing.
+  'crash-fgetxattr': `#include <signal.h>
+#include <sys/types.h>
+ssize_t fgetxattr(int fd, const char *name, void *value, size_t size) {
+  (void)fd; (void)name; (void)value; (void)size;
+  raise(SIGSEGV);
+  return -1;
+}
+`,
+  // Stand-ins whose reader would see no writer where there is one, or one where there is none: the
+  // proof's controls (an ACL whose named entries write, the same under a mask without write) must
+  // catch each. They touch only the POSIX ACL attributes and pass everything else to the real calls.
+  ...Object.fromEntries(
+    (
+      [
+        // Calls that fail keep failing as they would (the errno checks come first); one that succeeds says there is no ACL.
+        ['xattr-sees-no-acl', 'ssize_t n = REAL; if (n < 0) return n; errno = ENODATA; return -1;'],
+        ['xattr-loses-write', 'ssize_t n = REAL; for (ssize_t at = 4; value != 0 && at + 8 <= n; at += 8) ((unsigned char *)value)[at + 2] &= ~2; return n;'],
+        [
+          'xattr-mask-always-rwx',
+          'ssize_t n = REAL; for (ssize_t at = 4; value != 0 && at + 8 <= n; at += 8) if (((unsigned char *)value)[at] == 0x10) ((unsigned char *)value)[at + 2] = 7; return n;',
+        ],
+      ] as const
+    ).map(([name, body]) => [
+      name,
+      `#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/types.h>
+static int posix_acl(const char *name) { return strncmp(name, "system.posix_acl_", 17) == 0; }
+ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size) {
+  ssize_t (*real)(const char *, const char *, void *, size_t) = (ssize_t (*)(const char *, const char *, void *, size_t))dlsym(RTLD_NEXT, "lgetxattr");
+  if (!posix_acl(name)) return real(path, name, value, size);
+  ${body.replace('REAL', 'real(path, name, value, size)')}
+}
+ssize_t fgetxattr(int fd, const char *name, void *value, size_t size) {
+  ssize_t (*real)(int, const char *, void *, size_t) = (ssize_t (*)(int, const char *, void *, size_t))dlsym(RTLD_NEXT, "fgetxattr");
+  if (!posix_acl(name)) return real(fd, name, value, size);
+  ${body.replace('REAL', 'real(fd, name, value, size)')}
+}
+`,
+    ]),
+  ),
 };
 
 function preloadSkip(): string | undefined {
@@ -326,6 +370,41 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
       await server.close();
     }
   });
+
+  it('a crashing fgetxattr (the read by descriptor) costs the ownership check, not the server', async () => {
+    const server = await serve({ LD_PRELOAD: lib('crash-fgetxattr') });
+    try {
+      const audit = await ownershipRefusal(server);
+      assert.match(audit, ACL_CRASHED, audit);
+    } finally {
+      await server.close();
+    }
+  });
+
+  // The proof's positive and negative controls (issue 56): a reader that never sees an entry, that
+  // loses its write permission, or that always sees a mask with write, fails the proof, and the project is refused.
+  const blindReaders: Array<[string, RegExp]> = [
+    [
+      'xattr-sees-no-acl',
+      /the ACL reader failed its self-test: a directory given an access ACL whose named entries write reads as set: read as \{"kind":"none"\}/,
+    ],
+    [
+      'xattr-loses-write',
+      /the ACL reader failed its self-test: a directory given an access ACL whose named entries write reads as set: read as posix u::5,u:65534:5,g::5,g:65534:5,m::5,o::0/,
+    ],
+    ['xattr-mask-always-rwx', /the ACL reader failed its self-test: a directory given an access ACL whose mask takes write away reads as set: read as /],
+  ];
+  for (const [stand, said] of blindReaders) {
+    it(`a reader that cannot see what an ACL grants (${stand}) fails the ACL proof, and the project is refused with it`, async () => {
+      const server = await serve({ LD_PRELOAD: lib(stand) });
+      try {
+        const audit = await ownershipRefusal(server);
+        assert.match(audit, said, audit);
+      } finally {
+        await server.close();
+      }
+    });
+  }
 
   const wrongCalls: Array<[string, RegExp]> = [
     [

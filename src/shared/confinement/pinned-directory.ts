@@ -37,6 +37,9 @@ function isSymlinkAt(route: DescriptorRoute, dirFd: number, name: string): boole
   return false;
 }
 
+/** Looks at a file opened for reading before its bytes are read (a writer check); throws to refuse it. */
+export type OpenFileInspection = (fd: number, stat: fs.Stats) => void;
+
 export interface ConfinedText {
   text: string;
   bytes: number;
@@ -141,7 +144,7 @@ export class PinnedDirectory {
   }
 
   /** Reads a regular, single-link, UTF-8 file at a project-relative path. */
-  readTextFile(relPath: string, maxBytes: number, rules: PathRules = {}): ConfinedText {
+  readTextFile(relPath: string, maxBytes: number, rules: PathRules = {}, inspect?: OpenFileInspection): ConfinedText {
     const components = projectPathComponents(relPath, rules);
     const shown = components.join('/');
     const route = this.route;
@@ -153,12 +156,12 @@ export class PinnedDirectory {
       } catch {
         // The walk below gives the precise refusal.
       }
-      if (fd !== undefined) return readOpenTextFile(fd, maxBytes, shown);
+      if (fd !== undefined) return readOpenTextFile(fd, maxBytes, shown, inspect);
     }
     const fileName = components[components.length - 1]!;
     const dirFd = this.openDirectory(components.slice(0, -1));
     try {
-      return readTextFileAt(route, dirFd, fileName, maxBytes, shown);
+      return readTextFileAt(route, dirFd, fileName, maxBytes, shown, inspect);
     } finally {
       fs.closeSync(dirFd);
     }
@@ -240,18 +243,26 @@ export function entryIdentityAt(route: DescriptorRoute, dirFd: number, name: str
 }
 
 /** Reads the regular, single-link, UTF-8 file `name` inside `dirFd`, at most `maxBytes`. */
-export function readTextFileAt(route: DescriptorRoute, dirFd: number, name: string, maxBytes: number, shown: string): ConfinedText {
+export function readTextFileAt(
+  route: DescriptorRoute,
+  dirFd: number,
+  name: string,
+  maxBytes: number,
+  shown: string,
+  inspect?: OpenFileInspection,
+): ConfinedText {
   const { fd, stat } = openRegularFileAt(route, dirFd, name, shown);
-  return readCheckedTextFile(fd, stat, maxBytes, shown);
+  return readCheckedTextFile(fd, stat, maxBytes, shown, inspect);
 }
 
-function readOpenTextFile(fd: number, maxBytes: number, shown: string): ConfinedText {
-  return readCheckedTextFile(fd, checkRegularFile(fd, shown), maxBytes, shown);
+function readOpenTextFile(fd: number, maxBytes: number, shown: string, inspect?: OpenFileInspection): ConfinedText {
+  return readCheckedTextFile(fd, checkRegularFile(fd, shown), maxBytes, shown, inspect);
 }
 
-/** Reads and closes `fd`, already checked (`stat`) to be a lone regular file. */
-function readCheckedTextFile(fd: number, stat: fs.Stats, maxBytes: number, shown: string): ConfinedText {
+/** Reads and closes `fd`, already checked (`stat`) to be a lone regular file, after `inspect` looked at it by descriptor. */
+function readCheckedTextFile(fd: number, stat: fs.Stats, maxBytes: number, shown: string, inspect?: OpenFileInspection): ConfinedText {
   try {
+    inspect?.(fd, stat);
     if (stat.size > maxBytes) throw new ConfinementError('too_large', `${shown}: is ${stat.size} bytes; the limit is ${maxBytes} bytes`);
     // Read at most maxBytes + 1 so a file that grows after fstat is still caught.
     const buffer = Buffer.alloc(Math.min(stat.size, maxBytes) + 1);

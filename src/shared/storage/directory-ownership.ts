@@ -8,6 +8,7 @@ import {
   NFS4_ACE_FLAG,
   NFS4_ACE_TYPE,
   NFS4_WRITE_MASK,
+  readDescriptorAcl,
   readDirectoryAcl,
   removeAclCommand,
   type DirectoryAcl,
@@ -44,9 +45,20 @@ const MACOS_STAFF_GID = 20;
 /** What the writer check reads of a directory's status. */
 export type DirectoryStatus = Pick<fs.Stats, 'uid' | 'gid' | 'mode'>;
 
+/**
+ * Which level is judged: `holding`, the project root or a directory above it, whose
+ * entries could be renamed (the default); or, below the root, a `folder` the server
+ * reads or keeps (policies/, agents/, .symbiont/...) or a `file` in one, whose content
+ * matters. Below the root the sticky bit excuses nothing (adding a policy file is the
+ * attack), a folder's inheritable entries count, and the fixes for a folder are recursive.
+ */
+export type WriterCheckLevel = 'holding' | 'folder' | 'file';
+
 export interface WriterCheckOptions {
   /** The directory's extended ACL (none when absent). */
   acl?: DirectoryAcl;
+  /** What is judged (holding when absent). */
+  level?: WriterCheckLevel;
   /** The account files (tests only). */
   accounts?: AccountFiles;
   /** The platform whose rules apply (tests only; process.platform otherwise). */
@@ -61,55 +73,99 @@ function permText(perm: number): string {
   return `${perm & ACL_PERM.READ ? 'r' : '-'}${perm & ACL_PERM.WRITE ? 'w' : '-'}${perm & ACL_PERM.EXECUTE ? 'x' : '-'}`;
 }
 
+const CONSEQUENCES: Record<WriterCheckLevel, string> = {
+  holding: CONSEQUENCE,
+  folder: 'another user could add, replace or rename what the server reads in it',
+  file: 'another user could rewrite it',
+};
+
+/** The mode a new entry starts from under a folder's default ACL: its owner, group class (the mask, else the owning group) and other entries. */
+function inheritedMode(defaults: readonly PosixAclEntry[]): number {
+  const perm = (tag: number) => defaults.find((e) => e.tag === tag)?.perm ?? 0;
+  const groupClass = defaults.some((e) => e.tag === ACL_TAG.MASK) ? perm(ACL_TAG.MASK) : perm(ACL_TAG.GROUP_OBJ);
+  return (perm(ACL_TAG.USER_OBJ) << 6) | (groupClass << 3) | perm(ACL_TAG.OTHER);
+}
+
 /**
  * Why users other than `serverUid` and root can change the entries of the
- * directory `shown` with this status and ACL, each writer with how it writes
- * and the fix, joined on one line; undefined when none can.
+ * directory `shown` (or, below the root, the folder or file: `options.level`)
+ * with this status and ACL, each writer with how it writes and the fix,
+ * joined on one line; undefined when none can.
  */
 export function directoryWritersProblem(stat: DirectoryStatus, shown: string, serverUid: number, options: WriterCheckOptions = {}): string | undefined {
-  const { acl = { kind: 'none' }, accounts, platform = process.platform, serverGid = process.getgid?.(), groupsJudged } = options;
+  const problems = writers(stat, shown, serverUid, options, false);
+  const { acl = { kind: 'none' }, level = 'holding' } = options;
+  // A folder's default ACL is what its new entries start with: judged as their own ACL would be.
+  if (level === 'folder' && acl.kind === 'posix' && acl.defaults !== undefined && acl.defaults.length > 0) {
+    const inherited = { ...stat, mode: inheritedMode(acl.defaults) };
+    problems.push(...writers(inherited, shown, serverUid, { ...options, acl: { kind: 'posix', entries: acl.defaults } }, true));
+  }
+  return problems.length === 0 ? undefined : problems.join('; ');
+}
+
+/** The writers of directoryWritersProblem, one clause each; `inherited`: judging a folder's default ACL, as what is created inside will have it. */
+function writers(stat: DirectoryStatus, shown: string, serverUid: number, options: WriterCheckOptions, inherited: boolean): string[] {
+  const { acl = { kind: 'none' }, level = 'holding', accounts, platform = process.platform, serverGid = process.getgid?.(), groupsJudged } = options;
+  const consequence = inherited ? 'what is created in it inherits the entry, so another user could write that' : CONSEQUENCES[level];
+  const recursive = level === 'folder' ? ' -R' : '';
+  // Each fix names a command that removes this writer; a default ACL entry is removed with -d, every default ACL with -k.
+  const fix = {
+    group: inherited ? `setfacl -R -k ${shown}` : `chmod${recursive} g-w ${shown}`,
+    other: inherited ? `setfacl -R -k ${shown}` : `chmod${recursive} o-w ${shown}`,
+    aclUser: (user: string) => `setfacl${recursive}${inherited ? ' -d' : ''} -x u:${user} ${shown}`,
+    aclGroup: (group: string) => `setfacl${recursive}${inherited ? ' -d' : ''} -x g:${group} ${shown}`,
+    allAcls: `${removeAclCommand(platform).replace(' ', `${recursive} `)} ${shown}`,
+  };
+  const entryWord = inherited ? 'default ACL entry' : 'ACL entry';
   const trusted = (uid: number | undefined) => uid === serverUid || uid === ROOT_UID;
-  if (!trusted(stat.uid)) {
+  if (!inherited && !trusted(stat.uid)) {
     const owner = userNameOf(stat.uid, accounts);
     const serverName = userNameOf(serverUid, accounts) ?? String(serverUid);
-    return `${shown} is owned by uid ${stat.uid}${owner ? ` (${owner})` : ''}, not by the server's user or root; ${CONSEQUENCE} (fix: chown ${serverName} ${shown}, or move the project)`;
+    const elsewhere = level === 'holding' ? ', or move the project' : '';
+    return [
+      `${shown} is owned by uid ${stat.uid}${owner ? ` (${owner})` : ''}, not by the server's user or root; ${consequence} (fix: chown${recursive} ${serverName} ${shown}${elsewhere})`,
+    ];
   }
   if (acl.kind === 'distrusted') {
-    return `${shown} cannot be proved safe: ${acl.why}; ${CONSEQUENCE} (fix: ${removeAclCommand(process.platform)} ${shown}, or move the project)`;
+    const elsewhere = level === 'holding' ? ', or move the project' : '';
+    return [`${shown} cannot be proved safe: ${acl.why}; ${consequence} (fix: ${fix.allAcls}${elsewhere})`];
   }
-  if ((stat.mode & STICKY) !== 0) return undefined;
-  const mode = fileModeText(stat.mode);
+  // Write access under the sticky bit lets others add entries beside the project, never rename it away; below the root, adding is the attack.
+  if (level === 'holding' && (stat.mode & STICKY) !== 0) return [];
+  const mode = inherited ? 'its default ACL' : `mode ${fileModeText(stat.mode)}`;
+  const problems: string[] = [];
   if ((stat.mode & OTHER_WRITE) !== 0) {
-    return `${shown} is writable by every user (mode ${mode}) without the sticky bit; ${CONSEQUENCE} (fix: chmod o-w ${shown})`;
+    const sticky = level === 'holding' ? ' without the sticky bit' : '';
+    problems.push(`${shown} is writable by every user (${mode})${sticky}; ${consequence} (fix: ${fix.other})`);
+    if (level === 'holding') return problems;
   }
 
   /** Why group `gid`, writing `how`, may include someone besides the server's user and root; undefined when it cannot. */
-  const groupProblem = (gid: number, how: string, fix: string): string | undefined => {
+  const groupProblem = (gid: number, how: string, groupFix: string): string | undefined => {
     groupsJudged?.add(gid);
     if (platform === 'darwin') {
       if (gid === serverGid && gid !== MACOS_STAFF_GID) return undefined;
       const name = localGroup(gid, accounts)?.name ?? String(gid);
       const whose = gid === MACOS_STAFF_GID ? 'the primary group of every local user' : "not the server user's own primary group";
-      return `${shown} is writable by group ${name} ${how}, ${whose}; macOS keeps group members in Open Directory, which this server does not query, so members besides the server's user cannot be ruled out; ${CONSEQUENCE} (fix: ${fix})`;
+      return `${shown} is writable by group ${name} ${how}, ${whose}; macOS keeps group members in Open Directory, which this server does not query, so members besides the server's user cannot be ruled out; ${consequence} (fix: ${groupFix})`;
     }
     const group = localGroup(gid, accounts);
     if (group === undefined) {
-      return `${shown} is writable by group ${gid} ${how}, which /etc/group does not list, so its members cannot be checked; ${CONSEQUENCE} (fix: ${fix})`;
+      return `${shown} is writable by group ${gid} ${how}, which /etc/group does not list, so its members cannot be checked; ${consequence} (fix: ${groupFix})`;
     }
     const others = group.members.filter((member) => !trusted(member.uid)).map((member) => (member.via ? `${member.name} (${member.via})` : member.name));
     if (others.length > 0)
-      return `${shown} is writable by group ${group.name} ${how}, whose members include ${others.join(', ')}; ${CONSEQUENCE} (fix: ${fix})`;
+      return `${shown} is writable by group ${group.name} ${how}, whose members include ${others.join(', ')}; ${consequence} (fix: ${groupFix})`;
     if (group.passwordIn !== undefined) {
-      return `${shown} is writable by group ${group.name} ${how}, which has a password in ${group.passwordIn}, so whoever knows it can join with newgrp; ${CONSEQUENCE} (fix: ${fix}, or gpasswd -r ${group.name})`;
+      return `${shown} is writable by group ${group.name} ${how}, which has a password in ${group.passwordIn}, so whoever knows it can join with newgrp; ${consequence} (fix: ${groupFix}, or gpasswd -r ${group.name})`;
     }
     const outOfReach = membersOutOfReach(accounts);
     if (outOfReach !== undefined) {
-      return `${shown} is writable by group ${group.name} ${how}, and ${outOfReach}, so members besides the server's user cannot be ruled out; ${CONSEQUENCE} (fix: ${fix})`;
+      return `${shown} is writable by group ${group.name} ${how}, and ${outOfReach}, so members besides the server's user cannot be ruled out; ${consequence} (fix: ${groupFix})`;
     }
     return undefined;
   };
 
-  const problems: string[] = [];
   const entries: PosixAclEntry[] = acl.kind === 'posix' ? acl.entries : [];
   // With an ACL the group bits of the mode are its mask; each entry but the owner's and other's writes only as far as the mask allows.
   const mask = entries.find((e) => e.tag === ACL_TAG.MASK)?.perm ?? ACL_PERM.READ | ACL_PERM.WRITE | ACL_PERM.EXECUTE;
@@ -118,11 +174,11 @@ export function directoryWritersProblem(stat: DirectoryStatus, shown: string, se
   const groupObject = entries.find((e) => e.tag === ACL_TAG.GROUP_OBJ);
   if (groupObject !== undefined) {
     if (writes(groupObject)) {
-      const problem = groupProblem(stat.gid, `(mode ${mode}, ACL entry group::${permText(groupObject.perm)}${maskText})`, `chmod g-w ${shown}`);
+      const problem = groupProblem(stat.gid, `(${mode}, ${entryWord} group::${permText(groupObject.perm)}${maskText})`, fix.group);
       if (problem !== undefined) problems.push(problem);
     }
   } else if ((stat.mode & GROUP_WRITE) !== 0) {
-    const problem = groupProblem(stat.gid, `(mode ${mode})`, `chmod g-w ${shown}`);
+    const problem = groupProblem(stat.gid, `(${mode})`, fix.group);
     if (problem !== undefined) problems.push(problem);
   }
   for (const entry of entries) {
@@ -131,39 +187,39 @@ export function directoryWritersProblem(stat: DirectoryStatus, shown: string, se
       const name = userNameOf(entry.id, accounts);
       const shownUser = name ?? String(entry.id);
       problems.push(
-        `${shown} is writable by user ${name ? `${name} (uid ${entry.id})` : `uid ${entry.id}`} through its ACL entry user:${shownUser}:${permText(entry.perm)}${maskText}; ${CONSEQUENCE} (fix: setfacl -x u:${shownUser} ${shown})`,
+        `${shown} is writable by user ${name ? `${name} (uid ${entry.id})` : `uid ${entry.id}`} through its ${entryWord} user:${shownUser}:${permText(entry.perm)}${maskText}; ${consequence} (fix: ${fix.aclUser(shownUser)})`,
       );
     } else if (entry.tag === ACL_TAG.GROUP) {
       const shownGroup = localGroup(entry.id, accounts)?.name ?? String(entry.id);
-      const problem = groupProblem(
-        entry.id,
-        `through its ACL entry group:${shownGroup}:${permText(entry.perm)}${maskText}`,
-        `setfacl -x g:${shownGroup} ${shown}`,
-      );
+      const problem = groupProblem(entry.id, `through its ${entryWord} group:${shownGroup}:${permText(entry.perm)}${maskText}`, fix.aclGroup(shownGroup));
       if (problem !== undefined) problems.push(problem);
     }
   }
   if (acl.kind === 'nfs4') {
-    // Deny entries take nothing away here (an allow entry before them may still grant), and
-    // inherit-only entries apply to what is created inside, not to this directory.
+    // Deny entries take nothing away here (an allow entry before them may still grant). Inherit-only
+    // entries apply to what is created inside, not to this directory: they count for a folder below the root.
+    const inheritable = NFS4_ACE_FLAG.FILE_INHERIT | NFS4_ACE_FLAG.DIRECTORY_INHERIT;
     for (const ace of acl.aces) {
-      if (ace.type !== NFS4_ACE_TYPE.ALLOW || (ace.flag & NFS4_ACE_FLAG.INHERIT_ONLY) !== 0 || (ace.mask & NFS4_WRITE_MASK) === 0) continue;
-      const how = `through its NFSv4 ACL entry allowing ${ace.who} access mask 0x${ace.mask.toString(16)}`;
-      const fix = `remove the entry with nfs4_setfacl -x (nfs4_getfacl ${shown} lists it)`;
+      if (ace.type !== NFS4_ACE_TYPE.ALLOW || (ace.mask & NFS4_WRITE_MASK) === 0) continue;
+      const inheritOnly = (ace.flag & NFS4_ACE_FLAG.INHERIT_ONLY) !== 0;
+      if (inheritOnly && (level !== 'folder' || (ace.flag & inheritable) === 0)) continue;
+      const kindOfEntry = inheritOnly ? 'inherit-only NFSv4 ACL entry (for what is created in it)' : 'NFSv4 ACL entry';
+      const how = `through its ${kindOfEntry} allowing ${ace.who} access mask 0x${ace.mask.toString(16)}`;
+      const nfs4Fix = `remove the entry with nfs4_setfacl${recursive} -x (nfs4_getfacl ${shown} lists it)`;
       if (ace.who === 'OWNER@') continue;
       if (ace.who === 'GROUP@') {
-        if ((stat.mode & GROUP_WRITE) !== 0) continue; // judged above from the mode bits
-        const problem = groupProblem(stat.gid, how, fix);
+        if (!inheritOnly && (stat.mode & GROUP_WRITE) !== 0) continue; // judged above from the mode bits
+        const problem = groupProblem(stat.gid, how, nfs4Fix);
         if (problem !== undefined) problems.push(problem);
       } else if (ace.who === 'EVERYONE@') {
-        problems.push(`${shown} is writable by every user ${how}; ${CONSEQUENCE} (fix: ${fix})`);
+        problems.push(`${shown} is writable by every user ${how}; ${consequence} (fix: ${nfs4Fix})`);
       } else {
         const kind = (ace.flag & NFS4_ACE_FLAG.IDENTIFIER_GROUP) !== 0 ? 'group' : 'principal';
-        problems.push(`${shown} is writable by ${kind} ${ace.who} ${how}, which this server cannot map to local users; ${CONSEQUENCE} (fix: ${fix})`);
+        problems.push(`${shown} is writable by ${kind} ${ace.who} ${how}, which this server cannot map to local users; ${consequence} (fix: ${nfs4Fix})`);
       }
     }
   }
-  return problems.length === 0 ? undefined : problems.join('; ');
+  return problems;
 }
 
 function sameIdentity(a: fs.BigIntStats, b: fs.BigIntStats): boolean {
@@ -285,4 +341,45 @@ function walkProblem(project: PinnedDirectory, groupsJudged: Set<number>, aclsUn
   if (unreachable !== undefined) problems.push(unreachable);
   else if (problems.length === 0 && path.dirname(shown) !== shown) problems.push(moved(shown));
   return problems.length === 0 ? undefined : problems.join('; ');
+}
+
+/**
+ * Why users other than the server's and root could change the open folder or
+ * file `fd` that the server trusts below the project root (policies/ and its
+ * files, agents/ and its files, AGENTS.md, .symbiont/ and what it keeps),
+ * shown as `shown` (an absolute path, so that the fix works from anywhere):
+ * the rule of the project root, read by descriptor, without the sticky bit's
+ * leniency, with a folder's inheritable ACL entries counted. Undefined when
+ * nobody else can (or no uids, off POSIX).
+ */
+export function trustedWritersProblem(fd: number, shown: string, stat: fs.Stats = fs.fstatSync(fd), accounts?: AccountFiles): string | undefined {
+  const serverUid = process.getuid?.();
+  if (serverUid === undefined) return undefined;
+  const level: WriterCheckLevel = stat.isDirectory() ? 'folder' : 'file';
+  const noReader = aclReaderProblem();
+  if (noReader !== undefined) {
+    return `${shown} cannot be checked for other writers: ${noReader}; ${CONSEQUENCES[level]} (fix: start the server without any library preloaded into it that replaces these C calls (LD_PRELOAD, /etc/ld.so.preload); if there is none, report this line with the system's name and version)`;
+  }
+  const acl = readDescriptorAcl(fd, level === 'folder');
+  return directoryWritersProblem(stat, shown, serverUid, { acl, level, accounts });
+}
+
+/** A trusted file that another user could write, refused while it was being read (refuseOtherWriters). */
+export class OtherWritersError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OtherWritersError';
+  }
+}
+
+/**
+ * A look at a file opened for reading (PinnedDirectory.readTextFile, readTextFileAt)
+ * that throws OtherWritersError when `rule` or trustedWritersProblem finds a
+ * problem: the bytes read are those of the file judged, through the same descriptor.
+ */
+export function refuseOtherWriters(shown: string, rule?: (stat: fs.Stats) => string | undefined): (fd: number, stat: fs.Stats) => void {
+  return (fd, stat) => {
+    const problem = rule?.(stat) ?? trustedWritersProblem(fd, shown, stat);
+    if (problem !== undefined) throw new OtherWritersError(problem);
+  };
 }

@@ -61,9 +61,18 @@ interface PasswdEntry {
   gid: number;
 }
 
+/** The lines last read of each file, by its identity then: the writer check judges a group once per file it checks (a thousand agent files in a umask 002 project). */
+const linesRead = new Map<string, { identity: string; lines: string[] }>();
+
 function readLines(file: string): string[] {
   try {
-    return fs.readFileSync(file, 'utf8').split('\n');
+    const s = fs.statSync(file, { bigint: true });
+    const identity = `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+    const known = linesRead.get(file);
+    if (known?.identity === identity) return known.lines;
+    const lines = fs.readFileSync(file, 'utf8').split('\n');
+    linesRead.set(file, { identity, lines });
+    return lines;
   } catch {
     return [];
   }

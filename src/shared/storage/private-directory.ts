@@ -1,11 +1,16 @@
 import fs from 'node:fs';
 import { ConfinementError, type DescriptorRoute, PinnedDirectory, projectFilesUnavailable } from '../confinement/index.js';
 import { fileModeText } from '../text/file-mode.js';
+import { trustedWritersProblem } from './directory-ownership.js';
 
 // The server's own storage (.symbiont/ and what lies below it) must be private:
 // a real directory (never a symlink), owned by the server's user, with no group
 // or other permission bits. Anything else could let another user read or plant
-// evidence, so it is refused rather than repaired.
+// evidence, so it is refused rather than repaired. At startup (when a level
+// may be created) each level also goes through the writer check of
+// directory-ownership.ts, which reads its ACL by descriptor, a default ACL
+// included: what the server creates there later inherits it. A run's worker
+// repeats the mode rule only (it loads no ACL reader).
 
 export class UnsafeStorageError extends Error {
   constructor(message: string) {
@@ -90,6 +95,10 @@ export function openPrivateDirectory(project: PinnedDirectory, components: reado
       if (current !== project.fd) fs.closeSync(current);
       current = next;
       checkPrivateDirectory(current, shown);
+      if (create) {
+        const writers = trustedWritersProblem(current, shown);
+        if (writers !== undefined) throw new UnsafeStorageError(`${shown}: unsafe storage: ${writers}`);
+      }
     }
     return current;
   } catch (err) {

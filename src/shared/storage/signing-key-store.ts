@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { type DescriptorRoute, entryIdentityAt, fileFlags, hardLinkProblem } from '../confinement/index.js';
 import { privateModeProblem, UnsafeStorageError } from './private-directory.js';
+import { trustedWritersProblem } from './directory-ownership.js';
 import { ED25519_SEED_BYTES, signingKeyFromSeed, type ProjectSigningKey } from '../signing/signing-key.js';
 import { describeStorageFailure } from './storage-failure.js';
 import { sha256Hex } from '../canonical-json.js';
@@ -171,8 +172,11 @@ function identityOf(stat: fs.Stats, seed: Uint8Array): KeyFileIdentity {
   };
 }
 
-/** Opens, checks and reads the key file; undefined when it does not exist. Throws UnsafeStorageError. */
-export function readKeyFile(route: DescriptorRoute, dirFd: number, shown: string): KeyFileRead | undefined {
+/**
+ * Opens, checks and reads the key file; undefined when it does not exist. Throws UnsafeStorageError.
+ * `checkWriters` (at startup, where the ACL reader may load) adds the writer check of directory-ownership.ts.
+ */
+export function readKeyFile(route: DescriptorRoute, dirFd: number, shown: string, checkWriters = false): KeyFileRead | undefined {
   let fd: number;
   try {
     fd = route.openAt(dirFd, SIGNING_KEY_FILE, fileFlags(route));
@@ -194,6 +198,8 @@ export function readKeyFile(route: DescriptorRoute, dirFd: number, shown: string
     if (linked !== undefined && !isBeingNamed(route, dirFd, fd, stat)) throw new UnsafeStorageError(`${shown}: unsafe signing key: ${linked}`);
     const modeProblem = privateModeProblem(stat.mode, KEY_FILE_MODE);
     if (modeProblem !== undefined) throw new UnsafeStorageError(`${shown}: unsafe signing key: ${modeProblem}`);
+    const writers = checkWriters ? trustedWritersProblem(fd, shown, stat) : undefined;
+    if (writers !== undefined) throw new UnsafeStorageError(`${shown}: unsafe signing key: ${writers}`);
     // Read one byte more than a seed so an oversized file is noticed even if it grew after fstat.
     const buffer = Buffer.alloc(ED25519_SEED_BYTES + 1);
     let filled = 0;
@@ -247,7 +253,7 @@ export function pinSigningKeyFile(route: DescriptorRoute, dirFd: number, shownDi
 }
 
 function readAndBuild(route: DescriptorRoute, dirFd: number, shown: string): PinnedSigningKey | undefined {
-  const read = readKeyFile(route, dirFd, shown);
+  const read = readKeyFile(route, dirFd, shown, true);
   if (read === undefined) return undefined;
   return { key: signingKeyFromSeed(read.seed), seed: read.seed, file: read.identity, shownPath: shown };
 }

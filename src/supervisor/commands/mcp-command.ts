@@ -145,7 +145,7 @@ export async function assembleSession(
   surroundings: SessionSurroundings,
 ): Promise<AssembledSession> {
   const { log, env, io } = surroundings;
-  const { snapshot, auditStorage } = takeStartupSnapshot(project);
+  const { snapshot, auditStorage, changeReference } = takeStartupSnapshot(project);
   // The analysis thread starts with the first DSL text to analyse: the startup
   // analysis after the handshake, or an earlier parse_dsl or list_agents.
   const dslAnalysis = new DslAnalysisPool({ log });
@@ -178,9 +178,9 @@ export async function assembleSession(
         return refusal === undefined ? undefined : refusalText(refusal);
       });
       writeProviderSummary(runtime.session.provider, log);
-      // From here on, an edit to what the snapshot was read from is said once (project-change-watch.ts);
-      // the files are looked at before "serving" is said, so no edit made after that line goes unseen.
-      watchProjectChanges(project, log);
+      // From here on, an edit to what the snapshot was read from is said once (project-change-watch.ts),
+      // compared with what the snapshot read, so an edit made since (while the agents were analysed) is named too.
+      watchProjectChanges(project, log, { reference: changeReference });
       log.info('serving MCP on standard input/output', { event: 'startup.serving' });
     }));
   };
@@ -219,13 +219,34 @@ export async function assembleSession(
 }
 
 /** `symbi mcp` itself: pins the project, takes the snapshot, serves stdio MCP and shuts down with every run finalised. */
+/**
+ * Keeps SIGUSR1 from opening Node's inspector on 127.0.0.1:9229, where any
+ * local user could read process.env (the provider key) and run code as the
+ * server. A JavaScript listener replaces Node's own handler for the signal
+ * (libuv installs its sigaction over it), on every Node line served; Node 20
+ * has no --disable-sigusr1. The listener stays for the life of the process:
+ * removing it would leave SIGUSR1's default action, which ends the process.
+ */
+function keepInspectorClosed(): (log: OperatorLog) => void {
+  let logTo: OperatorLog | undefined;
+  process.on('SIGUSR1', () => {
+    logTo?.info('SIGUSR1 ignored: this server never opens the Node.js inspector', { event: 'signal.ignored', signal: 'SIGUSR1' });
+  });
+  return (log) => {
+    logTo = log;
+  };
+}
+
 export async function runMcpServer(options: McpCommandOptions): Promise<void> {
+  // First, so that no moment of startup is open to it.
+  const reportSigusr1To = keepInspectorClosed();
   keepConsoleOffStdout();
   preferSmallHeaps();
   const project = pinProjectOption(options.project, 'mcp');
   const secrets = configuredSecrets(process.env);
   const log = createOperatorLog(options.logFormat, secrets);
   captureStandardError(log, secrets);
+  reportSigusr1To(log);
   const session = await assembleSession(project, options, {
     log,
     env: process.env,

@@ -42,6 +42,7 @@ export const LOG_EVENTS = [
   'shutdown',
   'shutdown.unfinalised',
   'shutdown.forced',
+  'signal.ignored',
 ] as const;
 
 export type LogEvent = (typeof LOG_EVENTS)[number];

@@ -1,10 +1,14 @@
 import fs from 'node:fs';
 import { ConfinementError, decodeUtf8Strict, type DescriptorRoute, PinnedDirectory, readTextFileAt } from '../../shared/confinement/index.js';
 import { DISCOVERY_MAX_ENTRIES, DISCOVERY_MAX_RETAINED_BYTES, DSL_FILE_MAX_BYTES } from '../../shared/limits.js';
+import { OtherWritersError, refuseOtherWriters, trustedWritersProblem } from '../../shared/storage/directory-ownership.js';
 
 // Source discovery: the agent sources in agents/ (not recursive) read once at
 // startup through the pinned directory. Every file left out is recorded with
-// the reason so the operator can see it on standard error.
+// the reason so the operator can see it on standard error. An agent file is
+// the model's system message and the Cedar context, so one that another user
+// could write is left out, and an agents/ that another user could write (add
+// or replace files in) loads no agents (directory-ownership.ts).
 
 const AGENTS_DIRECTORY = 'agents';
 const SOURCE_EXTENSIONS = ['.symbi', '.dsl'] as const;
@@ -65,8 +69,8 @@ function listDirectory(route: DescriptorRoute, dirFd: number): ListedNames {
   return { names, undecodable, inspected: listed.names.length, truncated: listed.truncated };
 }
 
-/** Reads agents/*.symbi and *.dsl once, through the pinned directory, within the discovery limits. */
-export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult {
+/** Reads agents/*.symbi and *.dsl once, through the pinned directory, within the discovery limits; `record` sees each file's descriptor before it is read. */
+export function discoverAgentSources(project: PinnedDirectory, record?: (file: string, fd: number) => void): DiscoveryResult {
   const result: DiscoveryResult = {
     sources: [],
     skipped: [],
@@ -86,6 +90,11 @@ export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult 
   }
   result.agentsDirectoryPresent = true;
   try {
+    const writers = trustedWritersProblem(dirFd, `${project.displayPath}/${AGENTS_DIRECTORY}`);
+    if (writers !== undefined) {
+      result.directoryProblem = `${AGENTS_DIRECTORY}/ can be changed by another user, so no agents were loaded: ${writers}`;
+      return result;
+    }
     const listed = listDirectory(project.route, dirFd);
     result.entriesInspected = listed.inspected;
     if (listed.truncated) {
@@ -110,9 +119,14 @@ export function discoverAgentSources(project: PinnedDirectory): DiscoveryResult 
       let text: string;
       let bytes: number;
       try {
-        ({ text, bytes } = readTextFileAt(project.route, dirFd, name, DSL_FILE_MAX_BYTES, file));
+        const refuse = refuseOtherWriters(`${project.displayPath}/${file}`);
+        ({ text, bytes } = readTextFileAt(project.route, dirFd, name, DSL_FILE_MAX_BYTES, file, (fd, stat) => {
+          record?.(file, fd);
+          refuse(fd, stat);
+        }));
       } catch (err) {
-        result.skipped.push({ file, reason: err instanceof ConfinementError ? stripShownPath(err.message, file) : 'cannot be read' });
+        const reason = err instanceof ConfinementError ? stripShownPath(err.message, file) : err instanceof OtherWritersError ? err.message : 'cannot be read';
+        result.skipped.push({ file, reason });
         continue;
       }
       if (result.retainedBytes + bytes > DISCOVERY_MAX_RETAINED_BYTES) {

@@ -1,14 +1,16 @@
 import fs from 'node:fs';
 import { POLICY_DISCOVERY_MAX_ENTRIES, POLICY_FILE_MAX_BYTES } from '../../shared/limits.js';
 import { ConfinementError, decodeUtf8Strict, PinnedDirectory, readTextFileAt } from '../../shared/confinement/index.js';
-import { projectDirectoriesProblem } from '../../shared/storage/directory-ownership.js';
+import { OtherWritersError, projectDirectoriesProblem, refuseOtherWriters, trustedWritersProblem } from '../../shared/storage/directory-ownership.js';
 import { policyModeProblem } from '../../shared/policy/policy-file-modes.js';
 import type { PolicyFileInput } from '../../shared/policy/policy-set.js';
 
 // Collects the Cedar policy files in the order the policy loader expects:
 // policies/*.cedar sorted by name, then policies/mcp-server/*.cedar sorted.
 // Anything that cannot be read cleanly, or that another user could rewrite
-// (policy-file-modes.ts), becomes an input with an error, which the loader
+// (policy-file-modes.ts: no group or other write bit; then the writer check
+// of directory-ownership.ts, which reads ACLs by descriptor, counts a folder's
+// inheritable entries and names who writes), becomes an input with an error, which the loader
 // turns into deny-all: a broken configuration never falls back to the default
 // permission. So does a project root, or a directory above it, that another
 // user could change (directory-ownership.ts): checked whether or not policies/
@@ -28,7 +30,7 @@ function openPolicyDirectory(project: PinnedDirectory, components: string[]): nu
   }
 }
 
-function readPolicyDirectory(project: PinnedDirectory, dirFd: number, prefix: string, out: PolicyFileInput[]): void {
+function readPolicyDirectory(project: PinnedDirectory, dirFd: number, prefix: string, out: PolicyFileInput[], record?: FileRecorder): void {
   const names: string[] = [];
   const listed = project.route.list(dirFd, POLICY_DISCOVERY_MAX_ENTRIES);
   if (listed.truncated) {
@@ -49,17 +51,24 @@ function readPolicyDirectory(project: PinnedDirectory, dirFd: number, prefix: st
   for (const name of names) {
     const shown = `${prefix}/${name}`;
     try {
-      const file = readTextFileAt(project.route, dirFd, name, POLICY_FILE_MAX_BYTES, shown);
-      const modeProblem = policyModeProblem(file.stat);
-      out.push(modeProblem === undefined ? { path: shown, text: file.text } : { path: shown, refused: modeProblem });
+      const refuse = refuseOtherWriters(`${project.displayPath}/${shown}`, (stat) => policyModeProblem(stat, `${project.displayPath}/${shown}`));
+      const file = readTextFileAt(project.route, dirFd, name, POLICY_FILE_MAX_BYTES, shown, (fd, stat) => {
+        record?.(shown, fd);
+        refuse(fd, stat);
+      });
+      out.push({ path: shown, text: file.text });
     } catch (err) {
-      out.push({ path: shown, error: err instanceof ConfinementError ? err.message : `${shown}: cannot be read` });
+      if (err instanceof OtherWritersError) out.push({ path: shown, refused: err.message });
+      else out.push({ path: shown, error: err instanceof ConfinementError ? err.message : `${shown}: cannot be read` });
     }
   }
 }
 
+/** Sees each policy file's descriptor before its bytes are read (the change watch's reference, startup-snapshot.ts). */
+type FileRecorder = (file: string, fd: number) => void;
+
 /** The policy files of the project, in load order, each with its text or the reason it cannot be trusted. */
-export function collectPolicyFiles(project: PinnedDirectory): PolicyFileInput[] {
+export function collectPolicyFiles(project: PinnedDirectory, record?: FileRecorder): PolicyFileInput[] {
   const out: PolicyFileInput[] = [];
   const directoriesProblem = projectDirectoriesProblem(project);
   if (directoriesProblem !== undefined) out.push({ path: 'project directories', refused: directoriesProblem });
@@ -76,9 +85,11 @@ export function collectPolicyFiles(project: PinnedDirectory): PolicyFileInput[] 
       continue;
     }
     try {
-      const modeProblem = policyModeProblem(fs.fstatSync(opened));
-      if (modeProblem !== undefined) out.push({ path: `${components.join('/')}/`, refused: modeProblem });
-      readPolicyDirectory(project, opened, components.join('/'), out);
+      const stat = fs.fstatSync(opened);
+      const absolute = `${project.displayPath}/${components.join('/')}`;
+      const problem = policyModeProblem(stat, absolute) ?? trustedWritersProblem(opened, absolute, stat);
+      if (problem !== undefined) out.push({ path: `${components.join('/')}/`, refused: problem });
+      readPolicyDirectory(project, opened, components.join('/'), out, record);
     } finally {
       fs.closeSync(opened);
     }

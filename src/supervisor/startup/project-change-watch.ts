@@ -47,6 +47,15 @@ const WATCHED: readonly { components: string[]; keep: (name: string) => boolean 
 /** Project-relative path -> what identifies its current content (or why it could not be looked at). */
 type Fingerprint = Map<string, string>;
 
+/** What the watch compares with: the project as the startup snapshot read it (takeChangeReference, then descriptorState of each file read). */
+export type ChangeReference = ReadonlyMap<string, string>;
+
+/** What identifies the content of the open file `fd`: the state the look records for it. */
+export function descriptorState(fd: number): string {
+  const s = fs.fstatSync(fd, { bigint: true });
+  return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}:${s.mode}`;
+}
+
 function entryState(project: PinnedDirectory, dirFd: number, name: string): string {
   const route = project.route;
   let fd: number;
@@ -56,8 +65,7 @@ function entryState(project: PinnedDirectory, dirFd: number, name: string): stri
     return `unopenable ${(err as NodeJS.ErrnoException).code ?? 'error'}`;
   }
   try {
-    const s = fs.fstatSync(fd, { bigint: true });
-    return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}:${s.mode}`;
+    return descriptorState(fd);
   } catch {
     return 'unstattable';
   } finally {
@@ -95,7 +103,15 @@ function fingerprint(project: PinnedDirectory): Fingerprint {
   return out;
 }
 
-function differences(before: Fingerprint, after: Fingerprint): string[] {
+/**
+ * The look's fingerprint, taken by the startup snapshot before it reads anything; the snapshot then
+ * replaces each file's entry with the state of the descriptor it read that file through.
+ */
+export function takeChangeReference(project: PinnedDirectory): Map<string, string> {
+  return fingerprint(project);
+}
+
+function differences(before: ChangeReference, after: Fingerprint): string[] {
   const changed = new Set<string>();
   for (const [file, state] of before) if (after.get(file) !== state) changed.add(file);
   for (const file of after.keys()) if (!before.has(file)) changed.add(file);
@@ -207,6 +223,11 @@ function watchFolders(project: PinnedDirectory, env: NodeJS.ProcessEnv, notice: 
 }
 
 export interface ChangeWatchOptions {
+  /**
+   * What the startup snapshot read (startup-snapshot.ts): an edit made after it, even before the
+   * watch starts, is named. Without it (tests), the files as they are when the watch starts.
+   */
+  reference?: ChangeReference;
   /** Where SYMBI_CHANGE_WATCH is read; process.env when absent. */
   env?: NodeJS.ProcessEnv;
   intervalMs?: number;
@@ -216,7 +237,7 @@ export interface ChangeWatchOptions {
 export function watchProjectChanges(project: PinnedDirectory, log: OperatorLog, options: ChangeWatchOptions = {}): () => void {
   if (!project.access.available) return () => undefined;
   const intervalMs = options.intervalMs ?? CHANGE_LOOK_INTERVAL_MS;
-  let before: Fingerprint | undefined;
+  let before: ChangeReference | undefined;
   let stopped = false;
   let watchers: fs.FSWatcher[] = [];
   let poll: NodeJS.Timeout | undefined;
@@ -269,14 +290,17 @@ export function watchProjectChanges(project: PinnedDirectory, log: OperatorLog, 
     // What the broken watch may have missed.
     lookSoon();
   });
-  // Fingerprinted once the watches are in place: an edit made meanwhile is in `before` or notified.
+  // The snapshot's reference: what changed since it read the files, before the watches were in
+  // place, is found by one look now. Without it, fingerprinted once the watches are in place: an
+  // edit made meanwhile is in `before` or notified.
   try {
-    before = fingerprint(project);
+    before = options.reference ?? fingerprint(project);
   } catch {
     if ('watchers' in notifications) closeAll(notifications.watchers);
     return () => undefined;
   }
   if ('watchers' in notifications) watchers = notifications.watchers;
   else pollInstead(notifications.reason, notifications.level);
+  if (options.reference !== undefined) lookSoon();
   return stop;
 }

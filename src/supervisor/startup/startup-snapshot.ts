@@ -4,8 +4,10 @@ import { extractAgentsMdGuidance, type AgentsMdGuidance } from '../../shared/age
 import type { RegistryEntry } from '../../shared/dsl/conversational-definition.js';
 import { loadPolicySet, type LoadedPolicySet, type PolicyFileInput } from '../../shared/policy/policy-set.js';
 import { openAuditStorage } from '../../shared/storage/audit-storage.js';
+import { OtherWritersError, refuseOtherWriters } from '../../shared/storage/directory-ownership.js';
 import { discoverAgentSources, type DiscoveryResult, type SkippedSource } from './agent-discovery.js';
 import { collectPolicyFiles } from './policy-file-discovery.js';
+import { descriptorState, takeChangeReference, type ChangeReference } from './project-change-watch.js';
 
 // The startup snapshot: everything the server learns about the project when
 // it starts, taken once and frozen. Files added or changed later cannot be
@@ -50,13 +52,24 @@ export type AuditStorageHandle = ReturnType<typeof openAuditStorage>;
 export interface SnapshotResult {
   snapshot: StartupSnapshot;
   auditStorage: AuditStorageHandle | null;
+  /** What the change watch compares with: the files as this snapshot read them (project-change-watch.ts). */
+  changeReference: ChangeReference;
 }
 
-function readAgentsMd(project: PinnedDirectory): AgentsMdSnapshot {
+/** Called with each file the snapshot reads, on the descriptor its bytes are read from, before they are read. */
+export type ReadRecorder = (file: string, fd: number) => void;
+
+// AGENTS.md is guidance the model is given: one that another user could write is left out.
+function readAgentsMd(project: PinnedDirectory, record?: ReadRecorder): AgentsMdSnapshot {
+  const refuse = refuseOtherWriters(`${project.displayPath}/AGENTS.md`);
   try {
-    const { text, bytes } = project.readTextFile('AGENTS.md', AGENTS_MD_MAX_BYTES);
+    const { text, bytes } = project.readTextFile('AGENTS.md', AGENTS_MD_MAX_BYTES, {}, (fd, stat) => {
+      record?.('AGENTS.md', fd);
+      refuse(fd, stat);
+    });
     return { present: true, bytes, text, guidance: extractAgentsMdGuidance(text) };
   } catch (err) {
+    if (err instanceof OtherWritersError) return { present: false, reason: `AGENTS.md: ${err.message}`, missing: false };
     if (err instanceof ConfinementError) return { present: false, reason: err.message, missing: err.code === 'not_found' };
     return { present: false, reason: 'AGENTS.md: cannot be read', missing: false };
   }
@@ -101,12 +114,12 @@ function unavailableSnapshot(project: PinnedDirectory, reason: string): Snapshot
     policy: { files: [], set: loadPolicySet(policyInputs) },
     audit: { ready: false, reason },
   };
-  return { snapshot: deepFreeze(snapshot), auditStorage: null };
+  return { snapshot: deepFreeze(snapshot), auditStorage: null, changeReference: new Map() };
 }
 
 /** The project's policy set as the server loads it at startup (`symbi policy` loads it here too). */
-export function readPolicySet(project: PinnedDirectory): StartupSnapshot['policy'] {
-  const policyInputs: PolicyFileInput[] = collectPolicyFiles(project);
+export function readPolicySet(project: PinnedDirectory, record?: ReadRecorder): StartupSnapshot['policy'] {
+  const policyInputs: PolicyFileInput[] = collectPolicyFiles(project, record);
   return { files: policyInputs.map((f) => f.path), set: loadPolicySet(policyInputs) };
 }
 
@@ -117,9 +130,14 @@ export function registryOf(discovery: DiscoveryResult): RegistryEntry[] {
 
 export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
   if (!project.access.available) return unavailableSnapshot(project, project.access.reason);
-  const discovery = discoverAgentSources(project);
+  // The change watch's reference: the project as looked at now, each file then as this snapshot
+  // reads it (the state of the descriptor its bytes come from), so an edit made after a file was
+  // read is named, however late the watch starts.
+  const changeReference = takeChangeReference(project);
+  const record: ReadRecorder = (file, fd) => changeReference.set(file, descriptorState(fd));
+  const discovery = discoverAgentSources(project, record);
   const registry = registryOf(discovery);
-  const policy = readPolicySet(project);
+  const policy = readPolicySet(project, record);
   // A folder without agents/ is not a project (often a project's subfolder the server was
   // started in by mistake): nothing is created in it, not even the audit storage.
   const { audit, storage } =
@@ -142,11 +160,11 @@ export function takeStartupSnapshot(project: PinnedDirectory): SnapshotResult {
       entriesInspected: discovery.entriesInspected,
       retainedBytes: discovery.retainedBytes,
     },
-    agentsMd: readAgentsMd(project),
+    agentsMd: readAgentsMd(project, record),
     policy,
     audit,
   };
   // A first start has just created .symbiont/: reserve it too (reserved-directories.ts).
   project.recordReservedDirectories();
-  return { snapshot: deepFreeze(snapshot), auditStorage: storage };
+  return { snapshot: deepFreeze(snapshot), auditStorage: storage, changeReference };
 }
