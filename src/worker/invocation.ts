@@ -148,7 +148,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
       const reservation = records.reserve(inputTokens, provider.maxOutputTokens);
       if (reservation === undefined) {
         throw new RunStopped(
-          `the request needs ${inputTokens} input tokens of the run's ${records.budget.limit}-token budget and leaves none for an answer`,
+          `the request needs ${inputTokens} input tokens of the run's ${records.budget.limit}-token budget and leaves none for an answer; shorten the prompt or system_prompt (a typed request of up to ${records.budget.limit - provider.maxOutputTokens - RunRecords.inputTokens(0)} bytes, definition and guidance included, leaves room for a full answer)`,
           { kind: 'request_too_large' },
           'MaxTokens',
         );
