@@ -32,10 +32,3 @@ export function encodeRecordLine(payload: Uint8Array, signature: Uint8Array): Bu
   return Buffer.concat([LINE_PREFIX, payload, SIGNATURE_KEY, Buffer.from(sig, 'ascii'), LINE_END]);
 }
 
-/** A terminal reason in a few words for a table (audit list): `completed`, `error: ...`, or the reason's name. */
-export function describeTerminalReason(reason: TerminalReason): string {
-  if (reason === 'Completed') return 'completed';
-  if (typeof reason === 'string') return reason === 'MaxIterations' ? 'withheld (MaxIterations)' : reason === 'Timeout' ? 'timeout' : reason;
-  if ('PolicyDenial' in reason) return `policy denial: ${reason.PolicyDenial.reason}`;
-  return `error: ${reason.Error.message}`;
-}

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import { ConfinementError, type DescriptorRoute, fileFlags, type PinnedDirectory } from '../confinement/index.js';
 import { checkPrivateDirectory, UnsafeStorageError } from '../storage/private-directory.js';
 import { GOVERNED_COMPONENTS, governedDisplayPath } from '../storage/audit-storage.js';
-import { describeTerminalReason, JOURNAL_FILE_SUFFIX, type TerminalReason } from './journal-format.js';
+import { JOURNAL_FILE_SUFFIX, type TerminalReason } from './journal-format.js';
+import { describeRunEnding, type RunEnding } from './run-ending.js';
 import { inspectJournal, type InspectVerdict, type RecordFormatName } from './journal-verifier.js';
 import { loadSigningKeyFile } from '../storage/signing-key-store.js';
 import { CANONICAL_UUID_PATTERN } from '../text/uuid.js';
@@ -24,6 +25,8 @@ export interface RunSummary {
   started_at: string | null;
   last_event: string | null;
   outcome: string;
+  /** How the run ended, read from its records (run-ending.ts); null without a key or when verification failed. */
+  ending: RunEnding | null;
   /** The Terminated record's reason as signed (any of Symbiont's TerminationReason values), null without one or when not checked. */
   terminal_reason: TerminalReason | null;
   /** `audit inspect`'s verdict with the project key: complete, requires_reconciliation or failed; not_checked without a key. */
@@ -107,6 +110,7 @@ function summarise(route: DescriptorRoute, dirFd: number, governedPath: string, 
       started_at: null,
       last_event: null,
       outcome: 'unknown (no key)',
+      ending: null,
       terminal_reason: null,
       verdict: 'not_checked',
       requires_reconciliation: null,
@@ -119,8 +123,10 @@ function summarise(route: DescriptorRoute, dirFd: number, governedPath: string, 
   let outcome: string;
   if (exitCode === 1) outcome = 'verification failed';
   // Whether the run needs reconciliation is its verdict, shown for every outcome, not only Completed ones.
-  else if (report.terminal_reason !== null) outcome = describeTerminalReason(report.terminal_reason).replace(/\s+/g, ' ').slice(0, 67);
-  else outcome = 'incomplete (no Terminated record)';
+  else
+    outcome = describeRunEnding(report.ending ?? { kind: 'incomplete' })
+      .replace(/\s+/g, ' ')
+      .slice(0, 67);
   return {
     run_id: runId,
     path,
@@ -129,6 +135,7 @@ function summarise(route: DescriptorRoute, dirFd: number, governedPath: string, 
     started_at: report.started_at,
     last_event: report.last_event,
     outcome,
+    ending: exitCode === 1 ? null : report.ending,
     terminal_reason: exitCode === 1 ? null : report.terminal_reason,
     verdict: report.verdict,
     requires_reconciliation: report.verdict === 'failed' ? null : report.requires_reconciliation,

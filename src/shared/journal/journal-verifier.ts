@@ -1,3 +1,4 @@
+import { RunEndingReader, type RunEnding } from './run-ending.js';
 import { createRequire } from 'node:module';
 import type { KeyObject } from 'node:crypto';
 import { sha256Hex } from '../canonical-json.js';
@@ -94,6 +95,8 @@ export interface InspectReport {
   journal_complete: boolean;
   requires_reconciliation: boolean;
   terminal_reason: TerminalReason | null;
+  /** How the run ended, read from its verified records (run-ending.ts); null when verification failed. */
+  ending: RunEnding | null;
   /** Complete records that verified (all of them unless verification failed). */
   verified_records: number;
   /** Bytes covered by those records. */
@@ -174,6 +177,7 @@ function emptyReport(journal: string, runId: string, publicKeyHex: string): Insp
     journal_complete: false,
     requires_reconciliation: false,
     terminal_reason: null,
+    ending: null,
     verified_records: 0,
     verified_bytes: 0,
     unverified_tail_bytes: 0,
@@ -254,6 +258,7 @@ export function inspectJournalBytes(
   };
   const fail = (line: number | null, message: string) => {
     report.verdict = 'failed';
+    report.ending = null;
     report.journal_complete = false;
     report.requires_reconciliation = false;
     report.error = { line, message };
@@ -335,7 +340,7 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
   if (crossCheck && options.onCrossCheckEstimate !== undefined) estimateCrossCheck(bytes, rawPublicKey, options.onCrossCheckEstimate);
   const stopAt = options.timeLimitMs === undefined ? Infinity : performance.now() + options.timeLimitMs;
   const calls = new Map<string, EffectRow & { response_recorded: boolean }>();
-  const state: FormatState = { format: undefined, budget: undefined, reservations: new Map() };
+  const state: FormatState = { format: undefined, budget: undefined, reservations: new Map(), ending: new RunEndingReader() };
   let previousHash = GENESIS_PREVIOUS_HASH;
   let start = 0;
   let lineNumber = 0;
@@ -444,6 +449,7 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
     if (badIteration !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${badIteration}`);
 
     checkEventOrder(name, fields, report, calls, lineNumber, state);
+    state.ending.observe(name, fields);
     if (name === STARTED_EVENT) chainEnd.startedAtMs = Date.parse(entry.timestamp);
 
     if (report.records === 0 && name === STARTED_EVENT) report.started_at = entry.timestamp;
@@ -462,6 +468,7 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
   // Rows in the order their requests were recorded; the internal flag stays internal.
   const rows: EffectRow[] = [...calls.values()].map(({ response_recorded: _, ...row }) => row);
   report.effects = [...rows, ...state.reservations.values()].sort((a, b) => a.start_sequence - b.start_sequence);
+  report.ending = state.ending.ending(report.terminal_reason);
   chainEnd.budget = state.budget;
 }
 
@@ -547,6 +554,8 @@ interface FormatState {
   budget: RunBudget | undefined;
   /** The reservations started so far, by id: their effect rows. */
   reservations: Map<string, EffectRow>;
+  /** How the run ended, as the records say. */
+  ending: RunEndingReader;
 }
 
 /**
