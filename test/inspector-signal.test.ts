@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { describe, it } from 'node:test';
 import { makeProject, removeProject } from './support/project.js';
 import { jsonLine, spawnInitializedServer, toolCallLine } from './support/raw-stdio.js';
+import { waitFor } from './support/wait-for.js';
 
 // Node.js opens its inspector on 127.0.0.1:9229 when the process gets
 // SIGUSR1; any local user can then connect to it, read process.env (the
@@ -49,14 +50,16 @@ describe('SIGUSR1 does not open the inspector', { skip: process.platform === 'li
       await server.send(toolCallLine(1, 'list_agents', {}));
       await server.waitFor(1);
       server.kill('SIGUSR1');
-      // Node's inspector starts listening within milliseconds of the signal; give it ample time.
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      assert.deepEqual(listeningPorts(server.pid), []);
-      assert.doesNotMatch(server.stderr(), /Debugger listening/);
-      assert.match(server.stderr(), /SIGUSR1 ignored: this server never opens the Node\.js inspector/);
+      // The server says when it has handled the signal (without the listener no such line comes, and
+      // the wait fails); a request answered after that line gives an inspector time to have opened.
+      await waitFor('the signal.ignored line', () =>
+        /SIGUSR1 ignored: this server never opens the Node\.js inspector/.test(server.stderr()) ? true : undefined,
+      );
       await server.send(jsonLine({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'list_agents', arguments: {} } }));
       const answer = await server.waitFor(2);
       assert.ok('result' in answer, `list_agents after SIGUSR1: ${JSON.stringify(answer)}`);
+      assert.deepEqual(listeningPorts(server.pid), []);
+      assert.doesNotMatch(server.stderr(), /Debugger listening/);
       assert.equal(await server.end(), 0);
     } finally {
       server.kill('SIGKILL');
