@@ -82,7 +82,7 @@ async function governedCall(): Promise<number[]> {
   const marks = new Map<RunPhase | 'end', number>();
   const task: InvokeTask = { runId: randomUUID(), definition, prompt: 'hello', reportProgress: false, port: port2, handover: new SharedArrayBuffer(4) };
   const t0 = performance.now();
-  const outcome = await performInvocation(task, resources, (phase) => marks.set(phase, performance.now()));
+  const outcome = await performInvocation(task, resources, { afterNotice: (phase) => marks.set(phase, performance.now()) });
   marks.set('end', performance.now());
   // As a worker thread does after each run (invoke-task.ts): the next run's journal file, made outside the timed call.
   reserveNextJournalFile(resources);

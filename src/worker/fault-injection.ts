@@ -5,6 +5,7 @@ import v8 from 'node:v8';
 import { threadId } from 'node:worker_threads';
 import { JournalHandover } from '../shared/journal/journal-handover.js';
 import type { RunPhase } from '../shared/worker-protocol.js';
+import type { PhaseHooks } from './invocation.js';
 
 // Test-only: lets the suite prove what happens when a worker thread dies,
 // stops responding, runs out of memory, writes to standard output or looks at
@@ -20,7 +21,25 @@ export interface FaultContext {
   handover: SharedArrayBuffer;
 }
 
-export function faultHook(mode: string | undefined, prompt: string, context: FaultContext): ((phase: RunPhase) => void) | undefined {
+/**
+ * The fault hooks of a run, if its prompt carries the mode's marker: `beforeNotice` runs as a phase is
+ * reached, before its progress notice leaves; `afterNotice` right after.
+ */
+export function faultHooks(mode: string | undefined, prompt: string, context: FaultContext): PhaseHooks | undefined {
+  const afterNotice = afterNoticeHook(mode, prompt, context);
+  // The hang holds the journal before the request_sent notice leaves: a test that has seen the notice
+  // then knows no cancel can take the journal (held after it, the owner could win on a loaded machine).
+  const beforeNotice =
+    mode === 'worker-hang-after-request' && prompt.includes('[[fault:worker-hang]]')
+      ? (phase: RunPhase) => {
+          if (phase === 'request_sent') new JournalHandover(context.handover).hold();
+        }
+      : undefined;
+  if (afterNotice === undefined && beforeNotice === undefined) return undefined;
+  return { ...(beforeNotice !== undefined ? { beforeNotice } : {}), ...(afterNotice !== undefined ? { afterNotice } : {}) };
+}
+
+function afterNoticeHook(mode: string | undefined, prompt: string, context: FaultContext): ((phase: RunPhase) => void) | undefined {
   if (mode === 'worker-exit-after-request' && prompt.includes('[[fault:worker-exit]]')) {
     // process.exit() in a worker thread ends that thread only.
     return (phase) => {
@@ -28,12 +47,11 @@ export function faultHook(mode: string | undefined, prompt: string, context: Fau
     };
   }
   if (mode === 'worker-hang-after-request' && prompt.includes('[[fault:worker-hang]]')) {
-    // Blocks this worker thread for good without burning CPU, holding the run's journal as a
-    // write stuck on its way to the disk would: neither the worker nor the owner can end the run.
+    // Blocks this worker thread for good without burning CPU, holding the run's journal (taken in
+    // faultHooks' beforeNotice) as a write stuck on its way to the disk would: neither the worker nor
+    // the owner can end the run.
     return (phase) => {
-      if (phase !== 'request_sent') return;
-      new JournalHandover(context.handover).hold();
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
+      if (phase === 'request_sent') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
     };
   }
   if (mode === 'worker-hang-between-writes' && prompt.includes('[[fault:worker-hang]]')) {

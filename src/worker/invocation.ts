@@ -45,7 +45,13 @@ function providerEnd(failure: ProviderError): RunEnd {
  * guards, and the text is returned only after the terminal record is durable.
  * Whatever goes wrong after the journal exists, a terminal record is attempted.
  */
-export async function performInvocation(task: InvokeTask, resources: WorkerResources, afterPhase?: (phase: RunPhase) => void): Promise<InvokeOutcome> {
+/** Test-only hooks around each phase's progress notice (fault-injection.ts). */
+export interface PhaseHooks {
+  beforeNotice?: (phase: RunPhase) => void;
+  afterNotice?: (phase: RunPhase) => void;
+}
+
+export async function performInvocation(task: InvokeTask, resources: WorkerResources, hooks?: PhaseHooks): Promise<InvokeOutcome> {
   const { definition } = task;
   const notify = (notice: WorkerNotice): void => {
     try {
@@ -55,8 +61,9 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     }
   };
   const progress = (phase: RunPhase): void => {
+    hooks?.beforeNotice?.(phase);
     if (task.reportProgress) notify({ type: 'progress', phase });
-    afterPhase?.(phase);
+    hooks?.afterNotice?.(phase);
   };
 
   const cancellation = listenForCancellation(task.port);

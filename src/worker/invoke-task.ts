@@ -44,14 +44,14 @@ resources.journalSyncInThread = () => runsInFlight === 1;
 // SYMBI_FAULT_INJECTION (handed over in the boot data), so a production worker never evaluates it.
 const faults = boot.faultInjection === undefined ? undefined : await import('./fault-injection.js');
 faults?.whileLoading(boot.faultInjection);
-const faultHook = faults?.faultHook;
+const faultHooks = faults?.faultHooks;
 // The supervisor trims the C allocator once a thread is up (heap-footprint.ts).
 parentPort?.postMessage({ type: WORKER_BOOTED_MESSAGE, threadId } satisfies WorkerBootedMessage);
 
 export default async function invokeTask(task: InvokeTask): Promise<InvokeOutcome> {
   runsInFlight += 1;
   try {
-    return await performInvocation(task, resources, faultHook?.(boot.faultInjection, task.prompt, { apiKey: boot.provider.apiKey, handover: task.handover }));
+    return await performInvocation(task, resources, faultHooks?.(boot.faultInjection, task.prompt, { apiKey: boot.provider.apiKey, handover: task.handover }));
   } finally {
     runsInFlight -= 1;
     task.port.close();
