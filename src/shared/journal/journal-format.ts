@@ -31,4 +31,3 @@ export function encodeRecordLine(payload: Uint8Array, signature: Uint8Array): Bu
   const sig = Buffer.from(signature).toString('base64');
   return Buffer.concat([LINE_PREFIX, payload, SIGNATURE_KEY, Buffer.from(sig, 'ascii'), LINE_END]);
 }
-
