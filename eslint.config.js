@@ -4,7 +4,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 // `new Worker(...)` and `new Piscina(...)` only in the thread factory, which applies the whole sandbox
-// (test/worker-sandbox.test.ts checks the same by scanning src/).
+// (test/process/worker-sandbox.test.ts checks the same by scanning src/).
 const threadRules = [
   {
     selector: 'NewExpression[callee.name=/^(Worker|Piscina)$/], NewExpression[callee.property.name=/^(Worker|Piscina)$/]',

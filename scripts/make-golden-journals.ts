@@ -1,7 +1,7 @@
 // Writes the golden journals of this server's current format into test/fixtures/<folder>/: one
 // journal per outcome, each written by a real server against the synthetic endpoint, the public key
 // that verifies them, and manifest.json with each journal's verdict, terminal reason and records as
-// `audit inspect` gave them when they were made. test/golden-journals.test.ts holds every later
+// `audit inspect` gave them when they were made. test/unit/golden-journals.test.ts holds every later
 // version to those verdicts, so a change that stops old journals from verifying fails a test.
 //
 //   node --import tsx scripts/make-golden-journals.ts [folder]   (after npm run build; default journals-0.2)

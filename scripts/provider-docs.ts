@@ -1,7 +1,7 @@
 // `npm run docs:providers`: writes what the documentation says about each provider kind from its
 // declaration (src/shared/provider/provider-kinds.ts): the table in docs/providers.md, between its
 // two marker comments, and the kinds `symbi check --json` may report in docs/check.schema.json.
-// test/provider-docs.test.ts fails while either file differs from what this writes.
+// test/unit/provider-docs.test.ts fails while either file differs from what this writes.
 
 import fs from 'node:fs';
 import path from 'node:path';

@@ -2,7 +2,7 @@
 // 1. the worst in-process analysis time (lex, parse, report, JSON) of any text
 //    up to 1 MiB found here: the rows of the table, then a sweep of
 //    every grammar context with every repeated unit (the fuzz test's
-//    amplifier, test/dsl-hostile.test.ts) at 256 KiB, ranked by CPU time, the slowest re-run at
+//    amplifier, test/unit/dsl-hostile.test.ts) at 256 KiB, ranked by CPU time, the slowest re-run at
 //    1 MiB. Target: at most 1 s.
 // 2. through the built server, the parse_dsl of that worst input, with a
 //    list_agents sent 100 ms later and then every 25 ms while it runs (as the

@@ -1,5 +1,5 @@
 // Scripted fakes of the model APIs Claude Code, Gemini CLI and Codex talk to, on 127.0.0.1, for
-// test/client-snippets.ts: each client, started headless against its fake, is made to call our
+// test/e2e/client-snippets.ts: each client, started headless against its fake, is made to call our
 // invoke_agent tool a few times, and the fake records what the client then sends its model.
 //
 // The script is stateless: a request that offers our tool is answered by looking at how many tool

@@ -1,4 +1,4 @@
-// test/confinement-routes.test.ts reruns the confinement suites (confinement-attacks,
+// test/process/confinement-routes.test.ts reruns the confinement suites (confinement-attacks,
 // confinement-race, audit-storage) under each forced route (CONFINEMENT_RERUN=route), and in a
 // mount namespace whose /proc is empty under each route that does not need /proc
 // (CONFINEMENT_RERUN=no-proc). A test whose behaviour does not change with what a rerun varies

@@ -17,7 +17,7 @@ import { builtModule } from './server-entry.js';
 // signals, exit codes, the environment a child gets, captured stderr, other
 // users) stays tested through a real process (./server.ts).
 //
-// The wiring is loaded from dist/ (npm run build first), as test/dsl-hostile-server.test.ts
+// The wiring is loaded from dist/ (npm run build first), as test/process/dsl-hostile-server.test.ts
 // loads its pool: a worker thread does not inherit tsx's loader on every Node line
 // (src/supervisor/threads/dsl-analysis-pool.ts), and dist/'s threads start dist/'s modules.
 //

@@ -4,7 +4,7 @@ import { PinnedDirectory } from '../../src/shared/confinement/index.js';
 import { checkDescriptorAccess } from '../../src/shared/confinement/route-choice.js';
 import { closeAuditStorage, openAuditStorage } from '../../src/shared/storage/audit-storage.js';
 
-// One racer of test/signing-key-race.test.ts: a real process that proves its
+// One racer of test/process/signing-key-race.test.ts: a real process that proves its
 // confinement route once, then, for each project path read from standard
 // input, opens that project's audit storage as a server's startup does
 // (creating .symbiont/ and the signing key when absent) and answers one JSON

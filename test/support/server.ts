@@ -33,7 +33,7 @@ export function serverEnv(): Record<string, string> {
   return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? os.tmpdir(), ...confinementRouteEnv() };
 }
 
-/** SYMBI_CONFINEMENT_ROUTE, when the suite runs under a forced route (test/confinement-routes.test.ts), for the servers it starts. */
+/** SYMBI_CONFINEMENT_ROUTE, when the suite runs under a forced route (test/process/confinement-routes.test.ts), for the servers it starts. */
 export function confinementRouteEnv(): Record<string, string> {
   const route = process.env.SYMBI_CONFINEMENT_ROUTE;
   return route ? { SYMBI_CONFINEMENT_ROUTE: route } : {};

@@ -97,7 +97,7 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
     // loaded (respond-validation.ts), and cedarRequestParts and cedarResponse build exactly the
     // schema's entity and context, refusing anything else: Cedar checking the request against
     // the schema again would repeat that, at about 40% of each decision (docs/benchmarks.md).
-    // test/policy-authorization.test.ts checks that every request built here passes that check.
+    // test/unit/policy-authorization.test.ts checks that every request built here passes that check.
     answer = cedar.statefulIsAuthorized({
       principal: parts.principal,
       action: ACTION_UID,

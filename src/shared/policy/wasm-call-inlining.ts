@@ -8,7 +8,7 @@
 // before 13.6 knows only i32, i64, f32 and f64 there and reaches `UNREACHABLE()` for a
 // reference (Deoptimizer::TranslatedValueForWasmReturnKind): SIGTRAP, "# Fatal error in ,
 // line 0 # unreachable code", every MCP caller left waiting. Node 20 (V8 11.3) and Node 22
-// (V8 12.4) are affected, Node 24 (V8 13.6) is not; test/wasm-deopt-guard.test.ts shows both
+// (V8 12.4) are affected, Node 24 (V8 13.6) is not; test/process/wasm-deopt-guard.test.ts shows both
 // the abort and the fix with Cedar itself, on a worker thread.
 //
 // V8 flags are process-wide, so turning the inlining off once covers the supervisor and every

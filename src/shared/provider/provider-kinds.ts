@@ -3,7 +3,7 @@
 // environment (provider-config.ts), the key variables redacted (key-redaction.ts), the HTTP failure
 // explanations and the token-limit retry (src/worker/), the kinds `symbi check --json` may report
 // (docs/check.schema.json) and the table in docs/providers.md (both written by
-// scripts/provider-docs.ts; test/provider-docs.test.ts fails when they lag). Per wire format, the
+// scripts/provider-docs.ts; test/unit/provider-docs.test.ts fails when they lag). Per wire format, the
 // finish-reason map (finish-reasons.ts), the request and answer translation (the worker's wire
 // modules, provider-call.ts) and the synthetic endpoint's simulation are `Record<WireFormat, ...>`
 // tables, so a new wire format missing one of them does not compile. docs/development.md has the

@@ -1,6 +1,6 @@
 // The names of the events the server writes on standard error, one line each
 // (operator-log.ts). docs/running.md documents each with its level and fields,
-// and test/operator-events.test.ts checks every line a session writes against
+// and test/process/operator-events.test.ts checks every line a session writes against
 // that table, and this list against it.
 
 export const LOG_EVENTS = [

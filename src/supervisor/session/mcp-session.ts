@@ -73,7 +73,7 @@ export interface McpSession {
 /**
  * The request methods the SDK answers for this server's capabilities (tools and resources; the SDK
  * sets their handlers when they are declared, and always answers initialize and ping). The message
- * gate answers every other method -32601 itself; test/malformed-jsonrpc.test.ts holds the two lists equal.
+ * gate answers every other method -32601 itself; test/process/malformed-jsonrpc.test.ts holds the two lists equal.
  */
 export const SERVED_METHODS: ReadonlySet<string> = new Set([
   'initialize',

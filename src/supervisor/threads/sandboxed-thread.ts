@@ -9,7 +9,7 @@ import { THREAD_SANDBOX_MODULE } from '../../shared/worker-modules.js';
 
 // Every worker thread the server starts is made here, so that each one, of
 // every kind, gets the whole sandbox and a new kind cannot forget part of it
-// (test/worker-sandbox.test.ts fails on a `new Worker` or `new Piscina`
+// (test/process/worker-sandbox.test.ts fails on a `new Worker` or `new Piscina`
 // anywhere else in src/):
 //
 // - an empty environment: unrelated secrets in the IDE's environment, and the
