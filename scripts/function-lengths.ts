@@ -56,7 +56,7 @@ export function longFunctionsInFile(file: string, text: string, limit: number): 
   const found: LongFunction[] = [];
   const visit = (node: ts.Node): void => {
     if (ts.isFunctionLike(node) && 'body' in node && node.body !== undefined) {
-      const fn = node as ts.FunctionLikeDeclaration;
+      const fn = node;
       const first = source.getLineAndCharacterOfPosition(fn.getStart(source)).line;
       const last = source.getLineAndCharacterOfPosition(fn.getEnd()).line;
       const lines = last - first + 1;
