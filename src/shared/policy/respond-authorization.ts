@@ -97,7 +97,7 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
     // loaded (respond-validation.ts), and cedarRequestParts and cedarResponse build exactly the
     // schema's entity and context, refusing anything else: Cedar checking the request against
     // the schema again would repeat that, at a large part of each decision's cost (measured in
-    // docs/benchmarks.md, "Cedar decides without the schema").
+    // docs/benchmarks.md, "Governance cost, third round: each change side by side").
     // test/policy-authorization.test.ts checks that every request built here passes that check.
     answer = cedar.statefulIsAuthorized({
       principal: parts.principal,

@@ -56,8 +56,9 @@ export function isPublicKeyHex(text: string): boolean {
 }
 
 // The answers for the last key asked about. Both depend on the hex alone, and the curve check is
-// BigInt arithmetic a run's owner, resuming journals of the project's one key at every cancel,
-// would otherwise repeat each time (the cost is measured in docs/benchmarks.md, "checked once").
+// BigInt arithmetic a run's owner, resuming journals of the project's one key at every cancel, would
+// otherwise repeat each time (measured in docs/benchmarks.md, "Cancellation from 64 to 4,096 calls
+// in flight").
 let lastChecked: { hex: string; problem: string | undefined } | undefined;
 let lastImported: { hex: string; key: crypto.KeyObject } | undefined;
 
