@@ -67,7 +67,7 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     // response_durable -> ended.
     return await invocation.decide(response, typedResponse);
   } catch (err) {
-    // Any state with a journal -> ended.
+    // Any state with a journal -> ended (without one, nothing is written).
     return await invocation.endAfterFailure(err);
   } finally {
     await invocation.close();
