@@ -11,8 +11,10 @@
 // the same from src/, dist/ and bundle/. The command line is split into chunks: its dynamic imports (the sub-commands, the
 // demo) load only when reached. Each worker thread's module is bundled whole, in one file, so that
 // it runs exactly when the thread loads it (thread-sandbox.ts, every thread's first module, must take
-// standard output over before anything else runs; in a split bundle shared chunks would run first);
-// test-only fault injection is its own file beside it, imported only when the test setting is present.
+// standard output over before anything else runs; in a split bundle shared chunks would run first).
+// The test suite's own settings stay out (src/shared/test-switches.ts): SYMBI_SHIPPED_BUNDLE is
+// defined, so the command line refuses them at startup, and the fault injection module a worker
+// imports under one of them is left unbuilt (its import stays, never reached).
 //
 // Because what is bundled no longer appears in node_modules, the build also writes what a user's
 // scanner and lawyer need: bundle/THIRD_PARTY_LICENSES.txt (every bundled package's licence text) and
@@ -37,7 +39,7 @@ const CLI_ENTRY = 'supervisor/cli.ts';
  */
 export const WORKER_ENTRIES = ['worker/thread-sandbox.ts', 'worker/invoke-task.ts', 'worker/dsl-analysis-task.ts'];
 
-/** Modules a worker imports dynamically only under a test setting: built beside it, never inside it. */
+/** Modules a worker imports dynamically only under a test setting: in dist/ only, never in the bundle. */
 const WORKER_TEST_ONLY = ['worker/fault-injection.ts'];
 
 interface Manifest {
@@ -187,6 +189,8 @@ const common = {
   plugins: [lazyRequires, abortControllerXModules, nodeHttpAsCommonJs],
   // A bundled CommonJS library's require() of a Node.js built-in needs a real require in ESM output.
   banner: { js: "import { createRequire as __symbiCreateRequire } from 'node:module'; const require = __symbiCreateRequire(import.meta.url);" },
+  // Marks the shipped bundle: it refuses the test suite's settings (src/shared/test-switches.ts).
+  define: { SYMBI_SHIPPED_BUNDLE: 'true' },
   legalComments: 'none',
   metafile: true,
   logLevel: 'warning',
@@ -194,7 +198,7 @@ const common = {
 
 const installedExternals = installed.flatMap((name) => [name, `${name}/*`]);
 
-/** A plugin that leaves a worker's imports of its test-only modules as imports of the files built beside it. */
+/** A plugin that leaves a worker's imports of its test-only modules as imports, of files the bundle does not hold. */
 const testOnlyBeside: Plugin = {
   name: 'test-only-beside',
   setup(b) {
@@ -216,7 +220,7 @@ async function main(): Promise<void> {
   });
   const workers = await build({
     ...common,
-    entryPoints: [...WORKER_ENTRIES, ...WORKER_TEST_ONLY].map((entry) => path.join('src', entry)),
+    entryPoints: WORKER_ENTRIES.map((entry) => path.join('src', entry)),
     external: installedExternals,
     plugins: [lazyRequires, abortControllerXModules, nodeHttpAsCommonJs, testOnlyBeside],
   });

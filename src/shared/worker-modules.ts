@@ -10,3 +10,9 @@ export const THREAD_SANDBOX_MODULE = new URL('worker/thread-sandbox.js', BUILD_R
 export const INVOKE_TASK_MODULE = new URL('worker/invoke-task.js', BUILD_ROOT);
 /** The DSL analysis thread's task. */
 export const DSL_ANALYSIS_TASK_MODULE = new URL('worker/dsl-analysis-task.js', BUILD_ROOT);
+/**
+ * The command line of this build, for a child process that must run the same build (route-proof.ts):
+ * dist/'s honours the test-only settings and the bundle's refuses them (test-switches.ts). Under tsx
+ * there is no such JavaScript file; the child then runs bin/symbi.js.
+ */
+export const BUILD_CLI_MODULE = new URL('supervisor/cli.js', BUILD_ROOT);

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { packageVersion } from '../shared/package-version.js';
+import { testSwitchRefusal } from '../shared/test-switches.js';
 
 // Entry point of the `symbi` command line. Each sub-command lives in its own
 // module under ./commands; only the one being run is loaded (none for
@@ -25,6 +26,13 @@ program
   .version(packageVersion, '-V, --version', 'print the symbi-mcp version')
   .showHelpAfterError(false)
   .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
+
+// The installed package refuses the test suite's settings rather than ignore them (test-switches.ts).
+const refusal = testSwitchRefusal();
+if (refusal !== undefined) {
+  process.stderr.write(`symbi: ${refusal}\n`);
+  process.exit(2);
+}
 
 const requested = process.argv[2];
 // `symbi --project X` (an MCP client configured without the sub-command): say which one was meant.

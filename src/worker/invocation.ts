@@ -18,7 +18,7 @@ import { buildConversation } from './conversation.js';
 import { AttemptsFailed, inferWithRetries } from './inference-attempts.js';
 import type { ChatMessage, TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
 import type { ProviderError, ProviderErrorFields } from './providers/provider-error.js';
-import { listenForCancellation, pollCancellations } from './run-cancellation.js';
+import { listenForCancellation, pollCancellations, type RunCancellation } from './run-cancellation.js';
 import { stopReservingJournalFiles, takeReservedJournalFile } from './journal-reserve.js';
 import type { WorkerResources } from './worker-resources.js';
 import { RunState, type CallRecords } from './run-state.js';
@@ -40,82 +40,127 @@ function providerEnd(failure: ProviderError): RunEnd {
   return { kind: 'provider_failed', failure: failure.kind, ...(failure.status !== undefined ? { status: failure.status } : {}) };
 }
 
-/**
- * One governed invocation: every journal record is durable before the step it
- * guards, and the text is returned only after the terminal record is durable.
- * Whatever goes wrong after the journal exists, a terminal record is attempted.
- */
 /** Test-only hooks around each phase's progress notice (fault-injection.ts). */
 export interface PhaseHooks {
   beforeNotice?: (phase: RunPhase) => void;
   afterNotice?: (phase: RunPhase) => void;
 }
 
+/**
+ * One governed invocation: every journal record is durable before the step it
+ * guards, and the text is returned only after the terminal record is durable.
+ * Whatever goes wrong after the journal exists, a terminal record is attempted.
+ * It reads as the run's states (run-state.ts): each step below is one transition, and writes
+ * that transition's records and notices.
+ */
 export async function performInvocation(task: InvokeTask, resources: WorkerResources, hooks?: PhaseHooks): Promise<InvokeOutcome> {
-  const { definition } = task;
-  const notify = (notice: WorkerNotice): void => {
-    try {
-      task.port.postMessage(notice);
-    } catch {
-      // The supervisor side may be gone; the journal is what matters.
-    }
-  };
-  const progress = (phase: RunPhase): void => {
-    hooks?.beforeNotice?.(phase);
-    if (task.reportProgress) notify({ type: 'progress', phase });
-    hooks?.afterNotice?.(phase);
-  };
+  const invocation = new Invocation(task, resources, hooks);
+  try {
+    // no_journal -> journal_open, unless the run is refused or its owner claimed the journal.
+    const refused = await invocation.openJournal();
+    if (refused !== undefined) return refused;
+    // journal_open -> request_durable -> (attempt_failed -> request_durable)* -> response_durable.
+    const request = await invocation.sendRequest();
+    const response = await invocation.callProvider(request);
+    const typedResponse = await invocation.receiveResponse(response);
+    invocation.screenAnswer(response, typedResponse);
+    // response_durable -> ended.
+    return await invocation.decide(response, typedResponse);
+  } catch (err) {
+    // Any state with a journal -> ended (without one, nothing is written).
+    return await invocation.endAfterFailure(err);
+  } finally {
+    await invocation.close();
+  }
+}
 
-  const cancellation = listenForCancellation(task.port);
+/** One run's signals, journal state and notices: the transitions performInvocation takes, each in one method. */
+class Invocation {
+  private readonly definition: RunDefinition;
+  private readonly cancellation: RunCancellation;
   // One signal for every way a run stops, a cancel or the deadline (a plain listener and timer:
   // AbortSignal.any and an abortable sleep cost every run measurably more, docs/benchmarks.md).
-  const stop = new AbortController();
-  const stopSignal = stop.signal;
-  const stopOnCancel = (): void => stop.abort(cancellation.signal.reason);
-  if (cancellation.signal.aborted) stopOnCancel();
-  else cancellation.signal.addEventListener('abort', stopOnCancel, { once: true });
-  let deadlineTimer: NodeJS.Timeout | undefined;
-  const stopReason = (): string => cancellation.reason() ?? `the response deadline of ${formatSeconds(definition.timeoutMs)} passed`;
-  const stoppedEnd = (): RunEnd => ({ kind: cancellation.reason() !== undefined ? 'cancelled' : 'deadline' });
+  private readonly stop = new AbortController();
+  private readonly stopOnCancel = (): void => this.stop.abort(this.cancellation.signal.reason);
   // The owner may end a cancelled run's journal itself, between two of this thread's writes.
-  const handover = new JournalHandover(task.handover);
-  const throwIfStopped = (): void => {
-    pollCancellations();
-    if (stopSignal.aborted) throw new RunStopped(stopReason(), stoppedEnd());
-    if (handover.taken) {
-      // The owner posted the cancel before it took the journal: the cancel is on the port by now.
-      pollCancellations();
-      throw new RunStopped(stopReason(), { kind: 'cancelled' });
-    }
-  };
-  const startedAtMs = Date.now();
+  private readonly handover: JournalHandover;
   // The run's journal state (run-state.ts): what is durable, and so what its end still writes.
-  const run = new RunState(new RunRecords(definition, startedAtMs));
-  let storage: AuditStorage | undefined;
+  private readonly run: RunState;
+  private storage: AuditStorage | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private deadlineAt = 0;
+  private audit: AuditReference | undefined;
   // The provider's own error words: standard error only (at once), never the result or the journal.
-  const providerNotes = {
+  private readonly providerNotes = {
     push: (...notes: string[]): number => {
-      for (const text of notes) notify({ type: 'provider', note: { kind: 'message', text } });
+      for (const text of notes) this.notify({ type: 'provider', note: { kind: 'message', text } });
       return 0;
     },
   };
 
-  try {
+  constructor(
+    private readonly task: InvokeTask,
+    private readonly resources: WorkerResources,
+    private readonly hooks: PhaseHooks | undefined,
+  ) {
+    this.definition = task.definition;
+    this.cancellation = listenForCancellation(task.port);
+    if (this.cancellation.signal.aborted) this.stopOnCancel();
+    else this.cancellation.signal.addEventListener('abort', this.stopOnCancel, { once: true });
+    this.handover = new JournalHandover(task.handover);
+    this.run = new RunState(new RunRecords(this.definition, Date.now()));
+  }
+
+  private notify(notice: WorkerNotice): void {
+    try {
+      this.task.port.postMessage(notice);
+    } catch {
+      // The supervisor side may be gone; the journal is what matters.
+    }
+  }
+
+  private progress(phase: RunPhase): void {
+    this.hooks?.beforeNotice?.(phase);
+    if (this.task.reportProgress) this.notify({ type: 'progress', phase });
+    this.hooks?.afterNotice?.(phase);
+  }
+
+  private get cancelled(): boolean {
+    return this.cancellation.reason() !== undefined;
+  }
+
+  private stopReason(): string {
+    return this.cancellation.reason() ?? `the response deadline of ${formatSeconds(this.definition.timeoutMs)} passed`;
+  }
+
+  private stoppedEnd(): RunEnd {
+    return { kind: this.cancelled ? 'cancelled' : 'deadline' };
+  }
+
+  private throwIfStopped(): void {
+    pollCancellations();
+    if (this.stop.signal.aborted) throw new RunStopped(this.stopReason(), this.stoppedEnd());
+    if (this.handover.taken) {
+      // The owner posted the cancel before it took the journal: the cancel is on the port by now.
+      pollCancellations();
+      throw new RunStopped(this.stopReason(), { kind: 'cancelled' });
+    }
+  }
+
+  /**
+   * no_journal -> journal_open: the journal file, and the `journal` notice. Returns the run's outcome
+   * instead when no journal may exist: the key file changed, or the run's owner claimed it.
+   */
+  async openJournal(): Promise<InvokeOutcome | undefined> {
+    const { task, resources, definition } = this;
     // Even a run cancelled before it started gets its journal: every accepted run
     // has a Started and a Terminated record, so an auditor can count them.
-    storage = openRunAuditStorage(resources.project, resources.signingKey);
+    const storage = (this.storage = openRunAuditStorage(resources.project, resources.signingKey));
     // Refused before any journal when the key file is no longer the one this process signs for,
     // looked at in the very directory the journal would be created in.
     const keyFileChange = signingKeyFileChange(storage.route, storage.governedDirFd, resources.signingKeyFile);
     if (keyFileChange !== undefined) {
-      return {
-        ok: false,
-        message: keyFileChange,
-        terminalDurable: false,
-        cancelled: cancellation.reason() !== undefined,
-        keyFileChange,
-        end: { kind: 'key_file_changed' },
-      };
+      return { ok: false, message: keyFileChange, terminalDurable: false, cancelled: this.cancelled, keyFileChange, end: { kind: 'key_file_changed' } };
     }
     let writer: JournalWriter;
     try {
@@ -123,28 +168,37 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
       writer = await JournalWriter.create(storage, task.runId, definition.principal, {
         reservedFd,
         syncInThread: resources.journalSyncInThread,
-        handover,
-        stopSignal,
+        handover: this.handover,
+        stopSignal: this.stop.signal,
       });
       if (reservedFd !== undefined && !writer.usedReservedFile) stopReservingJournalFiles();
     } catch (err) {
       // A run cancelled before this thread started it is finalised by its owner,
       // and creating the journal is the owner's claim: nothing is left to write here.
       pollCancellations();
-      const reason = cancellation.reason();
+      const reason = this.cancellation.reason();
       if (err instanceof JournalExistsError && reason !== undefined)
         return { ok: false, message: reason, terminalDurable: false, cancelled: true, end: { kind: 'cancelled' } };
       throw err;
     }
     const audit: AuditReference = { run_id: task.runId, path: writer.path, public_key: storage.signingKey.publicKeyHex };
-    run.journalCreated(writer, audit);
-    notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
+    this.audit = audit;
+    this.run.journalCreated(writer, audit);
+    this.notify({ type: 'journal', path: audit.path, publicKey: audit.public_key });
     // The deadline covers the whole invocation after the journal opens.
-    const deadlineAt = performance.now() + definition.timeoutMs;
-    deadlineTimer = setTimeout(() => stop.abort(new Error('deadline')), definition.timeoutMs);
+    this.deadlineAt = performance.now() + definition.timeoutMs;
+    this.deadlineTimer = setTimeout(() => this.stop.abort(new Error('deadline')), definition.timeoutMs);
+    return undefined;
+  }
 
-    const conversation = buildConversation(task);
-    const { provider } = resources;
+  /**
+   * journal_open -> request_durable: the first durable point, the opening records and the request
+   * record (one sync) before the request leaves, then the `journal_opened` and `request_sent` notices.
+   */
+  async sendRequest(): Promise<TypedInferenceRequest> {
+    const { run, audit } = this;
+    const conversation = buildConversation(this.task);
+    const { provider } = this.resources;
     // Symbiont's input reservation: the request's bytes, a bound on its tokens, plus a margin.
     const fullRequest = digestJson(hashedRequest(conversation, provider.model, provider.maxOutputTokens));
     const inputTokens = RunRecords.inputTokens(fullRequest.bytes);
@@ -176,53 +230,69 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
         records: records.request(
           reservation,
           { callId, provider: provider.kind, model: provider.model, requestDigest: digest.digest, requestBytes: digest.bytes },
-          audit,
+          audit!,
         ),
       };
     };
-    throwIfStopped();
-    // The first durable point: the request record (with the opening records, one sync) before the request leaves.
+    this.throwIfStopped();
     const first = await run.firstRequest(nextCall);
-    progress('journal_opened');
-    progress('request_sent');
-    throwIfStopped();
+    this.progress('journal_opened');
+    this.progress('request_sent');
+    this.throwIfStopped();
+    return first.request;
+  }
 
-    let response: TypedInferenceResponse;
+  /**
+   * request_durable -> attempt_failed -> request_durable, as often as the call is retried: nothing is
+   * written until the call's last attempt, only the attempt, retry and provider notices.
+   */
+  async callProvider(request: TypedInferenceRequest): Promise<TypedInferenceResponse> {
+    const { run } = this;
+    const { provider } = this.resources;
+    const stopSignal = this.stop.signal;
     try {
-      response = await inferWithRetries(
+      return await inferWithRetries(
         provider,
-        first.request,
+        request,
         stopSignal,
-        () => deadlineAt - performance.now(),
+        () => this.deadlineAt - performance.now(),
         {
           attemptFailed: (failure: ProviderError) => {
             run.attemptFailed({ message: failure.message, error: withoutKey(failure.journalFields(), provider.apiKey) });
             // Only this thread knows the attempts, which the call's finish lists: the owner must not end the run.
-            handover.hold();
+            this.handover.hold();
           },
           retrying: ({ attempt, failure, waitMs }) => {
-            notify({
+            this.notify({
               type: 'provider',
               note: { kind: 'retry', attempt, nextAttempt: attempt + 1, status: failure.status ?? null, failure: failure.kind, waitMs },
             });
           },
-          sending: (attempt) => notify({ type: 'attempt', attempt }),
-          notRetried: (why) => notify({ type: 'not_retried', why }),
+          sending: (attempt) => this.notify({ type: 'attempt', attempt }),
+          notRetried: (why) => this.notify({ type: 'not_retried', why }),
           beforeRetry: () => {
-            throwIfStopped();
+            this.throwIfStopped();
             run.retrying();
-            return first.request;
+            return request;
           },
         },
-        providerNotes,
+        this.providerNotes,
       );
     } catch (err) {
-      if (stopSignal.aborted) throw new RunStopped(stopReason(), stoppedEnd());
+      if (stopSignal.aborted) throw new RunStopped(this.stopReason(), this.stoppedEnd());
       // Symbiont's words for the run's end; the call's finish has the error itself.
       if (err instanceof AttemptsFailed)
         throw new RunStopped(err.message, providerEnd(err.failure), { Error: { message: `${INFERENCE_FAILED_PREFIX}${err.failure.message}` } });
       throw err;
     }
+  }
+
+  /**
+   * request_durable -> response_durable: the second durable point, the response's hashes and the
+   * settlement (one sync) before the policy runs, then the `response_received` notice.
+   */
+  async receiveResponse(response: TypedInferenceResponse): Promise<TypedResponse> {
+    const { run } = this;
     const typedResponse = symbiontResponse(response);
     const responseDigest = digestJson(typedResponse);
     if (responseDigest.bytes > TYPED_RESPONSE_MAX_BYTES || Buffer.byteLength(JSON.stringify(response.content), 'utf8') > ANSWER_IN_JOURNAL_MAX_BYTES) {
@@ -231,7 +301,6 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
         { kind: 'response_too_large' },
       );
     }
-    // The second: the response's hashes and the settlement (one sync) before the policy runs.
     const settlement = await run.responseReceived((answered, earlierAttempts) =>
       run.records.response(answered.reservation, {
         earlierAttempts,
@@ -243,11 +312,16 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
         usage: typedResponse.usage,
       }),
     );
-    progress('response_received');
-    throwIfStopped();
+    this.progress('response_received');
+    this.throwIfStopped();
     if (settlement === 'exceeded') {
       throw new RunStopped('the provider reported more tokens than the call reserved, so the response was withheld', { kind: 'usage_exceeded' });
     }
+    return typedResponse;
+  }
+
+  /** In response_durable, before the policy: the answers the run withholds whatever the policy says (each ends the run as a failure). */
+  screenAnswer(response: TypedInferenceResponse, typedResponse: TypedResponse): void {
     // An answer whose text had to be made well-formed where it entered (well-formed-response.ts) is not the
     // provider's answer any more: its hashes are recorded, the text is never released nor written.
     if (response.not_well_formed === true) {
@@ -265,38 +339,49 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
     // provider key (a provider that echoes the request's headers) in its text or in any string of a
     // proposed tool call, each of which the step's records would journal, is withheld whole, however
     // the key is split or cased in it.
-    if (providerChosenText(typedResponse).some((text) => containsSecret(text, [provider.apiKey]))) {
+    if (providerChosenText(typedResponse).some((text) => containsSecret(text, [this.resources.provider.apiKey]))) {
       throw new RunStopped('the answer contains the configured provider key, so it was withheld', { kind: 'provider_key_in_answer' });
     }
+  }
 
-    const step = decideStep(run.records, response, typedResponse, definition, task.runId, resources.policySet);
+  /**
+   * response_durable -> ended: the third durable point, the step's decision and the terminal record
+   * together before any text leaves, then the `policy_evaluated` notice.
+   */
+  async decide(response: TypedInferenceResponse, typedResponse: TypedResponse): Promise<InvokeOutcome> {
+    const { run, task, audit } = this;
+    const step = decideStep(run.records, response, typedResponse, this.definition, task.runId, this.resources.policySet);
     // A cancel that arrived while the policy ran still wins over its decision: the step's records
     // stay, and the run ends as a stopped run does, with nothing dispatched.
     pollCancellations();
-    const stopped = stopSignal.aborted;
-    const failure = stopped ? stopReason() : step.failure;
-    const end: RunEnd = stopped ? stoppedEnd() : step.end;
-    const reason: TerminationReason = stopped ? stoppedTermination(cancellation.reason()) : step.failure === undefined ? 'Completed' : 'MaxIterations';
-    // The third: the decision and the terminal record, durable together before any text leaves.
+    const stopped = this.stop.signal.aborted;
+    const failure = stopped ? this.stopReason() : step.failure;
+    const end: RunEnd = stopped ? this.stoppedEnd() : step.end;
+    const reason: TerminationReason = stopped ? stoppedTermination(this.cancellation.reason()) : step.failure === undefined ? 'Completed' : 'MaxIterations';
     await run.decided(step.reasoning, step.fields, reason, stopped);
     const terminalDurableAt = epochNow();
-    progress('policy_evaluated');
+    this.progress('policy_evaluated');
     if (failure !== undefined) {
-      return { ok: false, message: failure, audit, terminalDurable: true, terminalDurableAt, cancelled: cancellation.reason() !== undefined, end };
+      return { ok: false, message: failure, audit, terminalDurable: true, terminalDurableAt, cancelled: this.cancelled, end };
     }
-    return { ok: true, text: response.content, audit, terminalDurableAt, end };
-  } catch (err) {
+    return { ok: true, text: response.content, audit: audit!, terminalDurableAt, end };
+  }
+
+  /** Any state with a journal -> ended, after a failure: what the state still lacks, and the terminal record. */
+  async endAfterFailure(err: unknown): Promise<InvokeOutcome> {
+    const { run } = this;
+    const stopSignal = this.stop.signal;
     const message = describeFailure(err);
     // The state the failure left says what is still missing before the terminal record (run-state.ts).
     const state = run.name;
     let terminalDurable = false;
     if (state !== 'no_journal' && state !== 'ended') {
-      const cancelled = stopSignal.aborted && cancellation.reason() !== undefined;
+      const cancelled = stopSignal.aborted && this.cancelled;
       const reason: TerminationReason =
         err instanceof RunStopped && err.termination !== undefined
           ? err.termination
           : stopSignal.aborted
-            ? stoppedTermination(cancellation.reason())
+            ? stoppedTermination(this.cancellation.reason())
             : { Error: { message } };
       terminalDurable = await run.failed(reason, cancelled);
     }
@@ -304,23 +389,29 @@ export async function performInvocation(task: InvokeTask, resources: WorkerResou
       err instanceof RunStopped
         ? err.end
         : stopSignal.aborted
-          ? stoppedEnd()
+          ? this.stoppedEnd()
           : state === 'no_journal' || state === 'journal_open'
             ? { kind: 'journal_failed' }
             : { kind: 'internal_error' };
-    const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: cancellation.reason() !== undefined, end };
+    const result: InvokeOutcome = { ok: false, message, terminalDurable, cancelled: this.cancelled, end };
     if (terminalDurable) result.terminalDurableAt = epochNow();
     // A journal whose first records never became durable was removed by its writer: the run has no reference.
     if (run.audit !== undefined && run.writer?.journalRemoved !== true) result.audit = run.audit;
     return result;
-  } finally {
-    clearTimeout(deadlineTimer);
-    cancellation.signal.removeEventListener('abort', stopOnCancel);
-    cancellation.dispose();
-    await run.writer?.close().catch(() => undefined);
-    if (storage !== undefined) closeAuditStorage(storage);
+  }
+
+  /** Whatever the run's end: the timer, the cancel listener, the journal file and the storage released. */
+  async close(): Promise<void> {
+    clearTimeout(this.deadlineTimer);
+    this.cancellation.signal.removeEventListener('abort', this.stopOnCancel);
+    this.cancellation.dispose();
+    await this.run.writer?.close().catch(() => undefined);
+    if (this.storage !== undefined) closeAuditStorage(this.storage);
   }
 }
+
+/** The response as Symbiont's journal types it. */
+type TypedResponse = ReturnType<typeof symbiontResponse>;
 
 /** The step's decision on the answer: the reasoning record, the PolicyEvaluated fields, and the run's failure and end when the answer is withheld. */
 interface StepDecision {

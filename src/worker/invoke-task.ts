@@ -12,6 +12,7 @@ import {
   type WorkerBootData,
 } from '../shared/worker-protocol.js';
 import { performInvocation } from './invocation.js';
+import { TEST_SWITCHES_HONOURED } from '../shared/test-switches.js';
 import type { WorkerResources } from './worker-resources.js';
 import { reserveNextJournalFile } from './journal-reserve.js';
 
@@ -41,8 +42,9 @@ let runsInFlight = 0;
 resources.journalSyncInThread = () => runsInFlight === 1;
 
 // Test-only fault injection is a module of its own, loaded only when the operator set
-// SYMBI_FAULT_INJECTION (handed over in the boot data), so a production worker never evaluates it.
-const faults = boot.faultInjection === undefined ? undefined : await import('./fault-injection.js');
+// SYMBI_FAULT_INJECTION (handed over in the boot data), so a production worker never evaluates it;
+// the shipped bundle does not hold it at all (test-switches.ts).
+const faults = boot.faultInjection === undefined || !TEST_SWITCHES_HONOURED ? undefined : await import('./fault-injection.js');
 faults?.whileLoading(boot.faultInjection);
 const faultHooks = faults?.faultHooks;
 // The supervisor trims the C allocator once a thread is up (heap-footprint.ts).

@@ -34,7 +34,7 @@ const publisher = ecKeyPair();
 const attacker = ecKeyPair();
 const SCHEMA_TEXT = JSON.stringify(SAMPLE_SCHEMA);
 
-describe('SchemaPin pins are keyed by the normalised host', () => {
+describe('SchemaPin pins are keyed by the normalized host', () => {
   let dir: string;
   let keys: KeyServer;
   let project: string;
@@ -139,7 +139,7 @@ describe('SchemaPin pins are keyed by the normalised host', () => {
     const repinned = await verify(`http://localhost:${port}/key.pem`, attacker);
     assert.equal(repinned.verified, true, repinned.message);
     assert.equal(repinned.pinned, 'new');
-    // The store is rewritten in normalised spellings.
+    // The store is rewritten in normalized spellings.
     assert.deepEqual(storedHosts().sort(), [`127.0.0.1:${port}`, `localhost:${port}`]);
   });
 

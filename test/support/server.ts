@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import os from 'node:os';
+import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { symbiBin } from './server-entry.js';
+import { TEST_ONLY_SETTINGS } from '../../src/shared/test-switches.js';
+import { repoRoot, symbiBin } from './server-entry.js';
 import { waitFor } from './wait-for.js';
 
 // A real `symbi mcp` child process on a test project, driven over stdio by the
@@ -21,9 +23,15 @@ export interface ServerOptions {
   cwd?: string;
 }
 
-/** The command and arguments that run `symbi mcp` on `project` as `options` say (no environment). */
+/**
+ * The command and arguments that run `symbi mcp` on `project` as `options` say (no environment).
+ * A server given a test-only setting (src/shared/test-switches.ts) runs the clone's build in dist/:
+ * the bundle bin/symbi.js runs, like the installed package, refuses those settings.
+ */
 export function serverCommand(project: string, options: ServerOptions = {}): { command: string; args: string[] } {
-  const node = [process.execPath, symbiBin, 'mcp', '--project', project, ...(options.args ?? [])];
+  const testOnly = TEST_ONLY_SETTINGS.some((name) => options.env?.[name] !== undefined);
+  const entry = testOnly ? path.join(repoRoot, 'dist', 'supervisor', 'cli.js') : symbiBin;
+  const node = [process.execPath, entry, 'mcp', '--project', project, ...(options.args ?? [])];
   const [command, ...args] = [...(options.launcher ?? []), ...node];
   return { command: command!, args };
 }

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { isRecord } from '../json-value.js';
+import { TEST_SWITCHES_HONOURED } from '../test-switches.js';
 
 // The open(2) flags every confinement route uses. Node.js builds fs.constants
 // from the platform's own headers, so those values are taken from there (on
@@ -71,7 +72,8 @@ export type OverridableConstant = (typeof OVERRIDABLE_CONSTANTS)[number];
 /** The test-only constant overrides from the environment (empty in production). Throws on a malformed value. */
 export function testConstantOverrides(env: NodeJS.ProcessEnv = process.env): Partial<Record<OverridableConstant, number>> {
   const raw = env[TEST_CONSTANTS_ENV];
-  if (raw === undefined || raw === '') return {};
+  // The shipped bundle never honours it (test-switches.ts; its command line refuses it at startup).
+  if (raw === undefined || raw === '' || !TEST_SWITCHES_HONOURED) return {};
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);

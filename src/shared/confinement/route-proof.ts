@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { packageRootUrl } from '../package-version.js';
+import { BUILD_CLI_MODULE } from '../worker-modules.js';
 import type { RouteName } from './descriptor-route.js';
 import { testConstantOverrides, type OverridableConstant } from './open-flags.js';
 import { proofCacheDirectory, proofKey, readProofCache, rememberProof, type ProofSubject } from './proof-cache.js';
@@ -51,7 +53,8 @@ function lastLine(text: string): string {
 }
 
 function runChild(name: ProofSubject, env: NodeJS.ProcessEnv, deadlineMs: number): ChildProof {
-  const entry = fileURLToPath(new URL('bin/symbi.js', packageRootUrl));
+  const buildCli = fileURLToPath(BUILD_CLI_MODULE);
+  const entry = fs.existsSync(buildCli) ? buildCli : fileURLToPath(new URL('bin/symbi.js', packageRootUrl));
   const started = performance.now();
   const run = spawnSync(process.execPath, [entry, ROUTE_PROOF_COMMAND, name], {
     env,

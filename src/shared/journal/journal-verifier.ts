@@ -368,35 +368,7 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
     const cut = cutRecordLine(line);
     if (!cut.ok) throw new LineFailure(lineNumber, `${at}: malformed line: ${cut.problem}`);
 
-    const weakSignature = ed25519SignatureProblem(cut.signature);
-    if (weakSignature !== undefined) throw new LineFailure(lineNumber, `${at}: bad signature: ${weakSignature}`);
-    const nodeOk = verifyWithNodeCrypto(publicKey, cut.payload, cut.signature);
-    if (crossCheck) {
-      let naclOk = false;
-      try {
-        naclOk = nacl.sign.detached.verify(cut.payload, cut.signature, rawPublicKey);
-      } catch {
-        naclOk = false;
-      }
-      if (naclOk !== nodeOk) {
-        throw new LineFailure(
-          lineNumber,
-          `${at}: Node.js crypto (${nodeOk ? 'valid' : 'invalid'}) and tweetnacl (${naclOk ? 'valid' : 'invalid'}) disagree on the signature`,
-        );
-      }
-    }
-    if (!nodeOk) throw new LineFailure(lineNumber, `${at}: bad signature: the payload does not verify with the given public key`);
-
-    let payload: unknown;
-    try {
-      payload = parseStrictJson(decodeUtf8Strict(cut.payload, at), { checkNumber: journalNumberProblem, maxDepth: PAYLOAD_MAX_DEPTH });
-    } catch (err) {
-      const why = err instanceof StrictJsonError ? err.message : 'the payload is not valid UTF-8';
-      throw new LineFailure(lineNumber, `${at}: malformed line: ${why}`);
-    }
-    if (!isRecord(payload)) throw new LineFailure(lineNumber, `${at}: malformed line: the payload is not a JSON object`);
-    const payloadExtra = unknownKeyProblem(payload, PAYLOAD_FIELDS, 'the payload');
-    if (payloadExtra !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${payloadExtra}`);
+    const payload = verifiedPayload(cut, publicKey, rawPublicKey, crossCheck, lineNumber);
     if (payload.version !== JOURNAL_FORMAT_VERSION) {
       throw new LineFailure(lineNumber, `${at}: unsupported payload version (expected ${JOURNAL_FORMAT_VERSION})`);
     }
@@ -470,6 +442,47 @@ function verifyBytes(bytes: Buffer, report: InspectReport, publicKey: KeyObject,
   report.effects = [...rows, ...state.reservations.values()].sort((a, b) => a.start_sequence - b.start_sequence);
   report.ending = state.ending.ending(report.terminal_reason);
   chainEnd.budget = state.budget;
+}
+
+/** A record line's signature checked (by tweetnacl too, for a cross-check), then its payload parsed: a JSON object of the payload's fields only. */
+function verifiedPayload(
+  cut: { payload: Buffer; signature: Buffer },
+  publicKey: KeyObject,
+  rawPublicKey: Buffer,
+  crossCheck: boolean,
+  lineNumber: number,
+): Record<string, unknown> {
+  const at = `line ${lineNumber}`;
+  const weakSignature = ed25519SignatureProblem(cut.signature);
+  if (weakSignature !== undefined) throw new LineFailure(lineNumber, `${at}: bad signature: ${weakSignature}`);
+  const nodeOk = verifyWithNodeCrypto(publicKey, cut.payload, cut.signature);
+  if (crossCheck) {
+    let naclOk = false;
+    try {
+      naclOk = nacl.sign.detached.verify(cut.payload, cut.signature, rawPublicKey);
+    } catch {
+      naclOk = false;
+    }
+    if (naclOk !== nodeOk) {
+      throw new LineFailure(
+        lineNumber,
+        `${at}: Node.js crypto (${nodeOk ? 'valid' : 'invalid'}) and tweetnacl (${naclOk ? 'valid' : 'invalid'}) disagree on the signature`,
+      );
+    }
+  }
+  if (!nodeOk) throw new LineFailure(lineNumber, `${at}: bad signature: the payload does not verify with the given public key`);
+
+  let payload: unknown;
+  try {
+    payload = parseStrictJson(decodeUtf8Strict(cut.payload, at), { checkNumber: journalNumberProblem, maxDepth: PAYLOAD_MAX_DEPTH });
+  } catch (err) {
+    const why = err instanceof StrictJsonError ? err.message : 'the payload is not valid UTF-8';
+    throw new LineFailure(lineNumber, `${at}: malformed line: ${why}`);
+  }
+  if (!isRecord(payload)) throw new LineFailure(lineNumber, `${at}: malformed line: the payload is not a JSON object`);
+  const payloadExtra = unknownKeyProblem(payload, PAYLOAD_FIELDS, 'the payload');
+  if (payloadExtra !== undefined) throw new LineFailure(lineNumber, `${at}: malformed line: ${payloadExtra}`);
+  return payload;
 }
 
 function checkEventOrder(

@@ -96,7 +96,8 @@ export function authorizeRespond(set: LoadedPolicySet, request: RespondRequest):
     // No schema at decision time. The set was validated against the respond schema when it was
     // loaded (respond-validation.ts), and cedarRequestParts and cedarResponse build exactly the
     // schema's entity and context, refusing anything else: Cedar checking the request against
-    // the schema again would repeat that, at about 40% of each decision (docs/benchmarks.md).
+    // the schema again would repeat that, at a large part of each decision's cost (measured in
+    // docs/benchmarks.md, "Governance cost, third round: each change side by side").
     // test/unit/policy-authorization.test.ts checks that every request built here passes that check.
     answer = cedar.statefulIsAuthorized({
       principal: parts.principal,

@@ -14,7 +14,7 @@ export interface PublicKeyDocument {
   key: KeyObject;
   /** "sha256:" + lowercase hex SHA-256 of the key's canonical (uncompressed-point) SPKI DER. */
   fingerprint: string;
-  /** Normalised (lowercase) revoked fingerprints listed by the document. */
+  /** Normalized (lowercase) revoked fingerprints listed by the document. */
   revokedKeys: string[];
 }
 
@@ -102,12 +102,12 @@ function parseRevoked(value: unknown): string[] {
     throw new SchemaPinCheckError(`the key document lists ${value.length} revoked keys; at most ${REVOKED_KEYS_MAX} are accepted`);
   }
   return value.map((entry, i) => {
-    const normalised = typeof entry === 'string' ? entry.trim().toLowerCase() : '';
-    if (!isKeyFingerprint(normalised)) {
+    const normalized = typeof entry === 'string' ? entry.trim().toLowerCase() : '';
+    if (!isKeyFingerprint(normalized)) {
       // A revocation list we cannot read must not be ignored: that would un-revoke keys.
       throw new SchemaPinCheckError(`the key document's revoked_keys[${i}] is not a "sha256:<64 hex digits>" fingerprint`);
     }
-    return normalised;
+    return normalized;
   });
 }
 

@@ -26,10 +26,10 @@ export function keyUrlPort(url: URL): number {
   return port;
 }
 
-/** The pin key of a key URL: its normalised host, plus ":port" when the dialled port is not 443. */
+/** The pin key of a key URL: its normalized host, plus ":port" when the dialled port is not 443. */
 export function pinHostOf(url: URL): string {
   const port = keyUrlPort(url);
-  return port === HTTPS_PORT ? normaliseHostname(url.hostname) : `${normaliseHostname(url.hostname)}:${port}`;
+  return port === HTTPS_PORT ? normalizeHostname(url.hostname) : `${normalizeHostname(url.hostname)}:${port}`;
 }
 
 /**
@@ -37,7 +37,7 @@ export function pinHostOf(url: URL): string {
  * ("Example.COM.", "[::ffff:1.2.3.4]:8443", "bücher.example"). Text that is
  * not a host is only lower-cased, so it still names its own pin.
  */
-export function normalisePinHost(text: string): string {
+export function normalizePinHost(text: string): string {
   let url: URL;
   try {
     // Parsed as an https authority: the same rules as a key URL's host, and 443 is the default port.
@@ -50,7 +50,7 @@ export function normalisePinHost(text: string): string {
   return url.port === '0' ? text.toLowerCase() : pinHostOf(url);
 }
 
-function normaliseHostname(hostname: string): string {
+function normalizeHostname(hostname: string): string {
   const bare = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
   if (net.isIPv6(bare)) {
     const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(canonicalIPv6(bare));

@@ -4,7 +4,7 @@ import { projectDirectoriesProblem } from '../storage/directory-ownership.js';
 import { SCHEMAPIN_PINS_MAX_BYTES } from '../limits.js';
 import { ConfinementError, type PinnedDirectory, readTextFileAt } from '../confinement/index.js';
 import { openPrivateDirectory, UnsafeStorageError } from '../storage/private-directory.js';
-import { normalisePinHost } from './pin-host.js';
+import { normalizePinHost } from './pin-host.js';
 import { SchemaPinCheckError } from './schemapin-errors.js';
 import { isKeyFingerprint } from './key-document.js';
 import { isRecord } from '../json-value.js';
@@ -17,9 +17,9 @@ import { fileModeText } from '../text/file-mode.js';
 // fsync, rename) so a crash leaves either the old or the new pin set.
 // Updates are synchronous, so within one process no two of them interleave;
 // two processes updating at once resolve as last writer wins.
-// Hosts are keyed by their normalised spelling (pin-host.ts), both the host
+// Hosts are keyed by their normalized spelling (pin-host.ts), both the host
 // asked about and every key read from the file, so a pin stored in an older
-// spelling still matches and is rewritten normalised on the next update.
+// spelling still matches and is rewritten normalized on the next update.
 
 export interface PinEntry {
   fingerprint: string;
@@ -40,7 +40,7 @@ export class PinStore {
 
   /** The pin for `host`, or null. */
   lookup(host: string): PinEntry | null {
-    return this.withDirectory((dirFd) => this.read(dirFd).get(normalisePinHost(host)) ?? null);
+    return this.withDirectory((dirFd) => this.read(dirFd).get(normalizePinHost(host)) ?? null);
   }
 
   /** Every pin, by host. */
@@ -53,7 +53,7 @@ export class PinStore {
    * when `pinIfAbsent` (the signature verified) and reports 'new'; otherwise 'unpinned'.
    */
   check(host: string, fingerprint: string, pinIfAbsent: boolean, now: Date = new Date()): PinOutcome {
-    const key = normalisePinHost(host);
+    const key = normalizePinHost(host);
     return this.withDirectory((dirFd) => {
       const pins = this.read(dirFd);
       const pinned = pins.get(key);
@@ -67,7 +67,7 @@ export class PinStore {
 
   /** Removes the pin for `host`; returns what was removed, or null when there was none. */
   unpin(host: string): PinEntry | null {
-    const key = normalisePinHost(host);
+    const key = normalizePinHost(host);
     return this.withDirectory((dirFd) => {
       const pins = this.read(dirFd);
       const removed = pins.get(key) ?? null;
@@ -166,7 +166,7 @@ function parsePins(text: string, shown: string): Map<string, PinEntry> {
       damaged(`the pin for ${JSON.stringify(host)} needs a "sha256:<hex>" fingerprint and a first_seen time`);
     }
     const pin = { fingerprint: e!.fingerprint as string, first_seen: e!.first_seen as string };
-    const key = normalisePinHost(host);
+    const key = normalizePinHost(host);
     const other = result.get(key);
     // Two spellings of one host (the later one pinned while spellings were told apart):
     // the first key seen for the host is its trust-on-first-use pin.

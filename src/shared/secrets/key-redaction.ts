@@ -339,8 +339,8 @@ function looseKeyPattern(key: string): RegExp {
  * encoded or cased: each key by one regular expression (which also takes any escape between two
  * of its characters for a gap), then every needle, the key and its encodings, in the folded text,
  * which reads every escape whatever the case of its digits (`\u0053` for a capital, a `\x` escape)
- * and folds every compatibility form. About 35 ms a megabyte; one expression per needle would cost
- * ten times that.
+ * and folds every compatibility form. One expression per needle would cost many times that
+ * (docs/benchmarks.md, "Key redaction and the answer check", has the figures).
  */
 export function containsSecret(text: string, secrets: readonly string[]): boolean {
   const keys = needles(secrets);

@@ -55,9 +55,10 @@ export function isPublicKeyHex(text: string): boolean {
   return PUBLIC_KEY_HEX.test(text);
 }
 
-// The answers for the last key asked about. Both depend on the hex alone, and the curve check costs
-// about a millisecond of arithmetic: a run's owner, resuming journals of the project's one key at
-// every cancel, spent a tenth of the supervisor's time on it at 512 calls in flight (docs/benchmarks.md).
+// The answers for the last key asked about. Both depend on the hex alone, and the curve check is
+// BigInt arithmetic a run's owner, resuming journals of the project's one key at every cancel, would
+// otherwise repeat each time (measured in docs/benchmarks.md, "Cancellation from 64 to 4,096 calls
+// in flight").
 let lastChecked: { hex: string; problem: string | undefined } | undefined;
 let lastImported: { hex: string; key: crypto.KeyObject } | undefined;
 

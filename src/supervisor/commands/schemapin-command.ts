@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { KiB, SCHEMA_MAX_BYTES } from '../../shared/limits.js';
 import { PinnedDirectory, pinProject, ReservedDirectoriesError } from '../../shared/confinement/index.js';
 import { insecureWarning, schemapinInsecureFromEnv } from '../../shared/schemapin/insecure-mode.js';
-import { normalisePinHost, pinHostOf } from '../../shared/schemapin/pin-host.js';
+import { normalizePinHost, pinHostOf } from '../../shared/schemapin/pin-host.js';
 import { PinStore } from '../../shared/schemapin/pin-store.js';
 import { prepareSchema } from '../../shared/schemapin/schema-document.js';
 import { loadSigningKey, signCanonicalSchema } from '../../shared/schemapin/schema-signature.js';
@@ -74,7 +74,7 @@ function pinHostArgument(text: string): string {
     }
   }
   if (trimmed === '' || /[\s/]/.test(trimmed)) throw new SchemaPinInputError('give the pinned host as host or host:port (as `symbi schemapin pins` lists it)');
-  return normalisePinHost(trimmed);
+  return normalizePinHost(trimmed);
 }
 
 function reportError(err: unknown): void {

@@ -25,8 +25,8 @@ import type { OperatorLog } from '../operator/operator-log.js';
 //   their type (statfs) chooses the poll. SYMBI_CHANGE_WATCH=poll chooses it too.
 //
 // Beside notifications there is no slower safety poll: what only a poll would see (docs/running.md,
-// "Edits after startup") is rare, and one look a minute at 1,000 agents (about 10 ms of CPU) is more
-// than ten times what an idle server-filesystem spends once started (docs/benchmarks.md, "Idle CPU").
+// "Edits after startup") is rare, and even one look a minute at 1,000 agents would cost an idle
+// server many times the CPU an idle server-filesystem spends (measured in docs/benchmarks.md, "Idle CPU").
 
 /** How often the files are looked at without notifications, and at most how often with them. */
 export const CHANGE_LOOK_INTERVAL_MS = 2000;
