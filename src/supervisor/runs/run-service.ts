@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { CANCELLED_INVOCATIONS_FINISHING_MAX } from '../../shared/limits.js';
 import { GOVERNED_COMPONENTS } from '../../shared/storage/audit-storage.js';
-import type { AuditReference, ProviderNote } from '../../shared/worker-protocol.js';
+import type { AuditReference, InvokeOutcome, ProviderNote } from '../../shared/worker-protocol.js';
 import type { OperatorLog } from '../operator/operator-log.js';
 import { agentStandings, refusalText, type AgentStanding, type CallRefusal, type InvokeRefusal } from './agent-refusal.js';
 import { preflightInvocation, type InvokeArguments, type Preflight, type PreflightInputs } from './invoke-preflight.js';
@@ -12,7 +12,7 @@ import { runProgress, type ProgressNotice } from './run-progress.js';
 import type { RunStatistics } from './run-statistics.js';
 import type { SigningKeyGuard } from './signing-key-guard.js';
 import type { AgentSummary } from '../startup/startup-snapshot.js';
-import { traceContextOf } from './trace-context.js';
+import { traceContextOf, type TraceContext } from './trace-context.js';
 
 // The governed run behind invoke_agent, whatever carries the call: admission (capacity, preflight,
 // refusal before any journal), the run with its owner (which outlives the request), progress, the
@@ -142,34 +142,115 @@ function journalInProject(journalPath: string): string {
   return path.posix.join(...GOVERNED_COMPONENTS, path.basename(journalPath));
 }
 
+/**
+ * Admission: a place under capacity, the registry and selection awaited, preflight. Either the
+ * preflight that lets the run start, or the report of a call refused before any journal.
+ */
+async function admitCall(
+  session: InvokeAgentSession,
+  capacity: ReturnType<typeof capacityGuard>,
+  args: InvokeArguments,
+  signal: AbortSignal,
+): Promise<{ ok: true; preflight: Extract<Preflight, { ok: true }> } | { ok: false; report: InvokeReport }> {
+  const atCapacity = capacity.admit(signal);
+  if (atCapacity !== undefined) return { ok: false, report: refusedBefore(atCapacity) };
+  let preflight: Preflight;
+  // For an unknown name: what could be invoked instead.
+  let registered: readonly AgentStanding[] | undefined;
+  try {
+    const registry = await session.analysedRegistry();
+    await session.prepareSelection(registry, args.agent);
+    preflight = preflightInvocation(args, { ...session, registry });
+    if (!preflight.ok && preflight.refusal.kind === 'unknown_agent') registered = await agentStandings(session, await session.analysedAgents());
+  } finally {
+    // Synchronous from here to owners.start, so no other call can take this place meanwhile.
+    capacity.release(signal);
+  }
+  if (!preflight.ok) {
+    const reason = refusalText(preflight.refusal, registered);
+    session.statistics?.refused('before_inference');
+    session.log.info('invoke_agent refused before inference', { event: 'invoke.refused', agent: args.agent, refusal: preflight.refusal.kind, reason });
+    return { ok: false, report: { kind: 'refused', message: reason } };
+  }
+  // Shutdown began while this call was admitted: it is answered, and starts nothing.
+  if (session.owners.closed !== undefined) return { ok: false, report: refusedBefore({ kind: 'shutting_down', why: session.owners.closed }) };
+  return { ok: true, preflight };
+}
+
+/** What the operator hears when a run has ended: a cancel, a Cedar denial, and the one run.ended line. Returns run.ended's reason. */
+function logRunEnd(
+  session: InvokeAgentSession,
+  run: { runId: string; owner: RunOwner; outcome: InvokeOutcome; preflight: Extract<Preflight, { ok: true }>; durationMs: number; trace: TraceContext },
+): string {
+  const { runId, owner, outcome, durationMs, trace } = run;
+  const { definition, provider } = run.preflight;
+  const cancelAt = owner.cancelRequestedAt();
+  if (cancelAt !== undefined) {
+    // Measured to the moment the terminal record's sync returned, in whichever
+    // thread wrote it; a terminal record already durable at the cancel counts as 0.
+    const durableAt = outcome.terminalDurableAt ?? performance.timeOrigin + performance.now();
+    // A cancel that came after the answer was recorded changes nothing: the line says so
+    // rather than "cancelled" before a run.ended that says "completed".
+    session.log.info(
+      outcome.ok
+        ? 'cancel requested after the answer was recorded; the answer stands'
+        : `run cancelled by the ${owner.cancelledBy() === 'shutdown' ? "server's shutdown" : 'client'}`,
+      {
+        event: 'run.cancelled',
+        run_id: runId,
+        by: owner.cancelledBy(),
+        terminal_durable: outcome.ok || outcome.terminalDurable,
+        cancel_to_terminal_ms: Number(Math.max(0, durableAt - (performance.timeOrigin + cancelAt)).toFixed(1)),
+      },
+    );
+  }
+  const end = runEndOf(outcome);
+  const reason = runEndReason(end);
+  const outcomeName = runEndOutcome(outcome, end);
+  if (end.kind === 'policy_denied') {
+    session.log.warn('Cedar policy denied the response', {
+      event: 'policy.denied',
+      run_id: runId,
+      agent: definition.declaredName,
+      policies: end.policies,
+    });
+  }
+  session.statistics?.runEnded(outcomeName, reason, durationMs);
+  const attempts = owner.attemptReport();
+  const cancelledBy = outcome.ok ? undefined : owner.cancelledBy();
+  // What an operator acts on in one line: why, where the journal is, what was called and how often.
+  session.log.write(runEndLevel(outcome.ok, end, cancelledBy), 'run ended', {
+    event: 'run.ended',
+    run_id: runId,
+    agent: definition.declaredName,
+    outcome: outcomeName,
+    reason,
+    ...(end.kind === 'policy_denied' ? { policies: end.policies } : {}),
+    ...(end.kind === 'cancelled' && cancelledBy !== undefined ? { cancelled_by: cancelledBy } : {}),
+    ...(attempts.notRetried !== undefined ? { not_retried: attempts.notRetried } : {}),
+    duration_ms: durationMs,
+    journal: outcome.audit === undefined ? null : journalInProject(outcome.audit.path),
+    attempts: attempts.attempts,
+    provider: provider.kind,
+    model: provider.model,
+    ...trace,
+  });
+  if (!outcome.ok && !outcome.terminalDurable && outcome.audit !== undefined) {
+    // The server failed to finish its own record: an error, whatever ended the run.
+    session.log.error('run ended without a durable terminal record', { event: 'run.unfinalised', run_id: runId });
+  }
+  return reason;
+}
+
 /** The run service of one session: one governed run per admitted call, through the run owner table. */
 export function createRunService(session: InvokeAgentSession): RunService {
   const capacity = capacityGuard(session);
   return {
     async invoke(args, call) {
-      const atCapacity = capacity.admit(call.signal);
-      if (atCapacity !== undefined) return refusedBefore(atCapacity);
-      let preflight: Preflight;
-      // For an unknown name: what could be invoked instead.
-      let registered: readonly AgentStanding[] | undefined;
-      try {
-        const registry = await session.analysedRegistry();
-        await session.prepareSelection(registry, args.agent);
-        preflight = preflightInvocation(args, { ...session, registry });
-        if (!preflight.ok && preflight.refusal.kind === 'unknown_agent') registered = await agentStandings(session, await session.analysedAgents());
-      } finally {
-        // Synchronous from here to owners.start below, so no other call can take this place meanwhile.
-        capacity.release(call.signal);
-      }
-      if (!preflight.ok) {
-        const reason = refusalText(preflight.refusal, registered);
-        session.statistics?.refused('before_inference');
-        session.log.info('invoke_agent refused before inference', { event: 'invoke.refused', agent: args.agent, refusal: preflight.refusal.kind, reason });
-        return { kind: 'refused', message: reason };
-      }
-      // Shutdown began while this call was admitted: it is answered, and starts nothing.
-      if (session.owners.closed !== undefined) return refusedBefore({ kind: 'shutting_down', why: session.owners.closed });
-      const { definition, provider } = preflight;
+      const admitted = await admitCall(session, capacity, args, call.signal);
+      if (!admitted.ok) return admitted.report;
+      const { preflight } = admitted;
+      const { definition } = preflight;
       const runId = randomUUID();
       const trace = traceContextOf(call.meta);
       const progress = call.progress === undefined ? undefined : runProgress(call.progress);
@@ -215,63 +296,8 @@ export function createRunService(session: InvokeAgentSession): RunService {
       // Every progress notice goes out before the result that ends the request.
       await progress?.stop();
       const durationMs = Math.round(performance.now() - startedAt);
-      const cancelAt = owner.cancelRequestedAt();
-      if (cancelAt !== undefined) {
-        // Measured to the moment the terminal record's sync returned, in whichever
-        // thread wrote it; a terminal record already durable at the cancel counts as 0.
-        const durableAt = outcome.terminalDurableAt ?? performance.timeOrigin + performance.now();
-        // A cancel that came after the answer was recorded changes nothing: the line says so
-        // rather than "cancelled" before a run.ended that says "completed".
-        session.log.info(
-          outcome.ok
-            ? 'cancel requested after the answer was recorded; the answer stands'
-            : `run cancelled by the ${owner.cancelledBy() === 'shutdown' ? "server's shutdown" : 'client'}`,
-          {
-            event: 'run.cancelled',
-            run_id: runId,
-            by: owner.cancelledBy(),
-            terminal_durable: outcome.ok || outcome.terminalDurable,
-            cancel_to_terminal_ms: Number(Math.max(0, durableAt - (performance.timeOrigin + cancelAt)).toFixed(1)),
-          },
-        );
-      }
-      const end = runEndOf(outcome);
-      const reason = runEndReason(end);
-      const outcomeName = runEndOutcome(outcome, end);
-      if (end.kind === 'policy_denied') {
-        session.log.warn('Cedar policy denied the response', {
-          event: 'policy.denied',
-          run_id: runId,
-          agent: definition.declaredName,
-          policies: end.policies,
-        });
-      }
-      session.statistics?.runEnded(outcomeName, reason, durationMs);
-      const attempts = owner.attemptReport();
-      const cancelledBy = outcome.ok ? undefined : owner.cancelledBy();
-      // What an operator acts on in one line: why, where the journal is, what was called and how often.
-      session.log.write(runEndLevel(outcome.ok, end, cancelledBy), 'run ended', {
-        event: 'run.ended',
-        run_id: runId,
-        agent: definition.declaredName,
-        outcome: outcomeName,
-        reason,
-        ...(end.kind === 'policy_denied' ? { policies: end.policies } : {}),
-        ...(end.kind === 'cancelled' && cancelledBy !== undefined ? { cancelled_by: cancelledBy } : {}),
-        ...(attempts.notRetried !== undefined ? { not_retried: attempts.notRetried } : {}),
-        duration_ms: durationMs,
-        journal: outcome.audit === undefined ? null : journalInProject(outcome.audit.path),
-        attempts: attempts.attempts,
-        provider: provider.kind,
-        model: provider.model,
-        ...trace,
-      });
-
+      const reason = logRunEnd(session, { runId, owner, outcome, preflight, durationMs, trace });
       if (outcome.ok) return { kind: 'answered', text: outcome.text, agentId: definition.principal, audit: outcome.audit };
-      if (!outcome.terminalDurable && outcome.audit !== undefined) {
-        // The server failed to finish its own record: an error, whatever ended the run.
-        session.log.error('run ended without a durable terminal record', { event: 'run.unfinalised', run_id: runId });
-      }
       if (outcome.audit === undefined) return { kind: 'refused', message: outcome.message };
       return { kind: 'failed', message: outcome.message, reason, agentId: definition.principal, audit: outcome.audit };
     },
