@@ -206,9 +206,21 @@ function writers(stat: DirectoryStatus, shown: string, serverUid: number, option
       if (inheritOnly && (level !== 'folder' || (ace.flag & inheritable) === 0)) continue;
       const kindOfEntry = inheritOnly ? 'inherit-only NFSv4 ACL entry (for what is created in it)' : 'NFSv4 ACL entry';
       const how = `through its ${kindOfEntry} allowing ${ace.who} access mask 0x${ace.mask.toString(16)}`;
-      const nfs4Fix = `remove the entry with nfs4_setfacl${recursive} -x (nfs4_getfacl ${shown} lists it)`;
+      // FreeBSD's setfacl -b leaves the trivial entries the mode bits make; Linux NFS clients edit an NFSv4 ACL with nfs4_setfacl.
+      const nfs4Fix =
+        platform === 'freebsd'
+          ? `setfacl${recursive} -b ${shown}, or remove the entry with setfacl -x (getfacl ${shown} lists it)`
+          : `remove the entry with nfs4_setfacl${recursive} -x (nfs4_getfacl ${shown} lists it)`;
       if (ace.who === 'OWNER@') continue;
-      if (ace.who === 'GROUP@') {
+      if (ace.uid !== undefined) {
+        // FreeBSD: a user entry names the uid the kernel checks.
+        if (trusted(ace.uid)) continue;
+        const name = userNameOf(ace.uid, accounts);
+        problems.push(`${shown} is writable by user ${name ? `${name} (uid ${ace.uid})` : `uid ${ace.uid}`} ${how}; ${consequence} (fix: ${nfs4Fix})`);
+      } else if (ace.gid !== undefined) {
+        const problem = groupProblem(ace.gid, how, nfs4Fix);
+        if (problem !== undefined) problems.push(problem);
+      } else if (ace.who === 'GROUP@') {
         if (!inheritOnly && (stat.mode & GROUP_WRITE) !== 0) continue; // judged above from the mode bits
         const problem = groupProblem(stat.gid, how, nfs4Fix);
         if (problem !== undefined) problems.push(problem);
