@@ -116,7 +116,13 @@ const DARWIN_PC_EXTENDED_SECURITY_NP = 13;
 /** acl_perm_t bits (the kauth rights), those the proof sets. */
 export const DARWIN_ACL_PERM = { ADD_FILE: 1 << 2, DELETE: 1 << 4, ADD_SUBDIRECTORY: 1 << 5, DELETE_CHILD: 1 << 6 } as const;
 /** acl_flag_t bits of an entry: INHERITED, FILE_INHERIT, DIRECTORY_INHERIT, LIMIT_INHERIT, ONLY_INHERIT. */
-export const DARWIN_ACL_ENTRY_FLAG = { INHERITED: 1 << 4, FILE_INHERIT: 1 << 5, DIRECTORY_INHERIT: 1 << 6, LIMIT_INHERIT: 1 << 7, ONLY_INHERIT: 1 << 8 } as const;
+export const DARWIN_ACL_ENTRY_FLAG = {
+  INHERITED: 1 << 4,
+  FILE_INHERIT: 1 << 5,
+  DIRECTORY_INHERIT: 1 << 6,
+  LIMIT_INHERIT: 1 << 7,
+  ONLY_INHERIT: 1 << 8,
+} as const;
 
 // FreeBSD (sys/sys/acl.h, sys/sys/unistd.h, lib/libc/posix1e/acl_entry.c): acl_get_entry returns 1
 // with an entry, 0 past the last, -1 on error; ACL_NEXT_ENTRY is 1, not macOS's -1.
@@ -294,9 +300,23 @@ function aclReader(): AclReader | string {
 export function aclProofCode(): string {
   const functions = [createReader, proveAclReaderHere, scratchControls, freebsdPosixControls, parsePosixAcl, parseNfs4Acl, proofPosixEntries, posixAclValue];
   const constants = {
-    darwin: [DARWIN_ACL_TYPE_EXTENDED, DARWIN_ACL_FIRST_ENTRY, DARWIN_ACL_NEXT_ENTRY, DARWIN_ACL_EXTENDED_ALLOW, DARWIN_ACL_EXTENDED_DENY, DARWIN_ACL_MAX_ENTRIES],
+    darwin: [
+      DARWIN_ACL_TYPE_EXTENDED,
+      DARWIN_ACL_FIRST_ENTRY,
+      DARWIN_ACL_NEXT_ENTRY,
+      DARWIN_ACL_EXTENDED_ALLOW,
+      DARWIN_ACL_EXTENDED_DENY,
+      DARWIN_ACL_MAX_ENTRIES,
+    ],
     darwinMore: [DARWIN_PC_EXTENDED_SECURITY_NP, DARWIN_ACL_PERM, DARWIN_ACL_ENTRY_FLAG, DARWIN_PROOF_ENTRIES],
-    freebsd: [FREEBSD_ACL_TYPE_ACCESS, FREEBSD_ACL_TYPE_NFS4, FREEBSD_ACL_FIRST_ENTRY, FREEBSD_ACL_NEXT_ENTRY, FREEBSD_ACL_MAX_ENTRIES, FREEBSD_PC_ACL_EXTENDED],
+    freebsd: [
+      FREEBSD_ACL_TYPE_ACCESS,
+      FREEBSD_ACL_TYPE_NFS4,
+      FREEBSD_ACL_FIRST_ENTRY,
+      FREEBSD_ACL_NEXT_ENTRY,
+      FREEBSD_ACL_MAX_ENTRIES,
+      FREEBSD_PC_ACL_EXTENDED,
+    ],
     freebsdMore: [FREEBSD_PC_ACL_NFS4, FREEBSD_ACL_TAG, [...FREEBSD_ENTRY_TYPES], FREEBSD_NFS4_PERMS, FREEBSD_NFS4_FLAGS, FREEBSD_PROOF_ENTRIES],
     linux: [POSIX_ACL_XATTR, POSIX_DEFAULT_ACL_XATTR, NFS4_ACL_XATTR, ACL_TAG, ACL_PERM, NFS4_ACE_TYPE, NFS4_ACE_FLAG, PROOF_ID],
   };
@@ -409,7 +429,9 @@ function createReader(koffi: typeof Koffi, platform: string): AclReader {
       // Inheritable entries are entries too: any allow entry, whatever it applies to, is distrusted.
       const read = (target: string | number): DirectoryAcl => {
         // A volume without ACLs (NFSv3, smbfs, FUSE, FAT) answers acl_get_*_np as if no ACL were set: asked first, it is said.
-        const supported = Number(typeof target === 'number' ? fpathconf(target, DARWIN_PC_EXTENDED_SECURITY_NP) : pathconf(target, DARWIN_PC_EXTENDED_SECURITY_NP));
+        const supported = Number(
+          typeof target === 'number' ? fpathconf(target, DARWIN_PC_EXTENDED_SECURITY_NP) : pathconf(target, DARWIN_PC_EXTENDED_SECURITY_NP),
+        );
         if (supported < 0) return failedCall(koffi.errno(), 'whether its file system has ACLs');
         if (supported === 0) {
           return { kind: 'unreadable', why: 'its file system does not support ACLs (pathconf _PC_EXTENDED_SECURITY_NP is 0), so only its mode bits were read' };
@@ -433,7 +455,10 @@ function createReader(koffi: typeof Koffi, platform: string): AclReader {
               return failedCall(code);
             }
             if (walked.length >= DARWIN_ACL_MAX_ENTRIES) {
-              return { kind: 'distrusted', why: `its ACL cannot be read: the walk over its entries did not end after ${DARWIN_ACL_MAX_ENTRIES}, the most macOS keeps` };
+              return {
+                kind: 'distrusted',
+                why: `its ACL cannot be read: the walk over its entries did not end after ${DARWIN_ACL_MAX_ENTRIES}, the most macOS keeps`,
+              };
             }
             const current = koffi.decode(entry, 'void *') as unknown;
             if (getTag(current, tag) !== 0) return failedCall(koffi.errno(), 'an entry of its ACL');
@@ -500,7 +525,10 @@ function createReader(koffi: typeof Koffi, platform: string): AclReader {
           if (got === 0) return aces;
           if (got < 0) return failedCall(koffi.errno());
           if (aces.length >= FREEBSD_ACL_MAX_ENTRIES) {
-            return { kind: 'distrusted', why: `its ACL cannot be read: the walk over its entries did not end after ${FREEBSD_ACL_MAX_ENTRIES}, the most FreeBSD keeps` };
+            return {
+              kind: 'distrusted',
+              why: `its ACL cannot be read: the walk over its entries did not end after ${FREEBSD_ACL_MAX_ENTRIES}, the most FreeBSD keeps`,
+            };
           }
           const current = koffi.decode(entry, 'void *') as unknown;
           if (getTag(current, tag) !== 0 || getEntryType(current, type) !== 0) return failedCall(koffi.errno(), 'an entry of its ACL');
@@ -777,13 +805,23 @@ function scratchControls(koffi: typeof Koffi, dir: string): ProofControl[] {
         what: `two allow entries and a deny entry (${granting.map((e) => e.text).join('; ')})`,
         set: () => add(granting),
         // Any allow entry is distrusted; every entry must have been walked, with its tag, permissions and flags.
-        expected: (acl) => acl.kind === 'distrusted' && sameDarwinEntries(acl.walked, granting.map((e) => e.ace)),
+        expected: (acl) =>
+          acl.kind === 'distrusted' &&
+          sameDarwinEntries(
+            acl.walked,
+            granting.map((e) => e.ace),
+          ),
       },
       {
         what: `deny entries alone (${denying.map((e) => e.text).join('; ')})`,
         set: () => ran('/bin/chmod', '-N', dir) && add(denying),
         // Deny entries grant nothing: no ACL to distrust, and both were walked.
-        expected: (acl) => acl.kind === 'none' && sameDarwinEntries(acl.walked, denying.map((e) => e.ace)),
+        expected: (acl) =>
+          acl.kind === 'none' &&
+          sameDarwinEntries(
+            acl.walked,
+            denying.map((e) => e.ace),
+          ),
       },
     ];
   }
@@ -798,7 +836,11 @@ function scratchControls(koffi: typeof Koffi, dir: string): ProofControl[] {
       ) &&
       (mayGrant || !acl.aces.some((a) => a.type === NFS4_ACE_TYPE.ALLOW && (a.uid !== undefined || a.gid !== undefined)));
     return [
-      { what: `NFSv4 allow entries and a deny entry (${granting.map((e) => e.text).join(',')})`, set: () => add(granting), expected: (acl) => nfs4(acl, granting, true) },
+      {
+        what: `NFSv4 allow entries and a deny entry (${granting.map((e) => e.text).join(',')})`,
+        set: () => add(granting),
+        expected: (acl) => nfs4(acl, granting, true),
+      },
       {
         what: `NFSv4 deny entries alone (${denying.map((e) => e.text).join(',')})`,
         set: () => ran('/bin/setfacl', '-b', dir) && add(denying),
