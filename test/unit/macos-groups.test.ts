@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { directoryWritersProblem } from '../../src/shared/storage/directory-ownership.js';
-import { macAccountsFrom, macGroupProblem, parsePlist, type MacAccounts, type MacGroup } from '../../src/shared/storage/macos-groups.js';
+import { macAccountsFrom, macGroupProblem, parsePlist, type MacAccounts, type MacGroup, type MacUser } from '../../src/shared/storage/macos-groups.js';
 
 // macOS keeps group members in Open Directory. A group-writable level is
 // trusted only when the local directory's records prove the group the server
@@ -26,7 +26,7 @@ const annGroup = (change: Partial<MacGroup> = {}): MacGroup => ({
 const STAFF: MacGroup = { name: 'staff', gid: 20, guid: 'ABCDEFAB-CDEF-ABCD-EFAB-CDEF00000014', members: ['root'], memberGuids: [], nested: [] };
 
 /** A local-only Mac with ann (the server's user), bob and root, and `groups`. */
-function mac(groups: MacGroup[], change: Partial<{ searchPath: string[]; users: (typeof ME_USER)[] }> = {}): MacAccounts {
+function mac(groups: MacGroup[], change: Partial<{ searchPath: string[]; users: MacUser[] }> = {}): MacAccounts {
   return { searchPath: ['/Local/Default'], users: [ME_USER, BOB_USER, ROOT_USER], groups: [STAFF, ...groups], ...change };
 }
 
