@@ -666,6 +666,15 @@ interface ProofControl {
 
 /** A short text of what was read, for a failed proof's one line (the parent reads its first 300 characters): `posix u::7,u:65534:5,...`. */
 function readText(acl: DirectoryAcl): string {
+  // macOS: each entry walked as type:permissions:flags; NFSv4: A or D, flags, mask and principal.
+  const walked =
+    (acl.kind === 'none' || acl.kind === 'distrusted') && acl.walked !== undefined
+      ? ` ${acl.walked.map((e) => `${e.type}:0x${e.perms.toString(16)}:0x${e.flags.toString(16)}`).join(',')}`
+      : '';
+  if (acl.kind === 'nfs4')
+    return `nfs4 ${acl.aces.map((a) => `${'ADUL'[a.type] ?? a.type}:0x${a.flag.toString(16)}:0x${a.mask.toString(16)}:${a.who}`).join(',')}`;
+  if (acl.kind === 'none' && walked !== '') return `none${walked}`;
+  if (acl.kind === 'distrusted' && walked !== '') return `distrusted${walked} (${acl.errno ?? acl.why.slice(0, 60)})`;
   if (acl.kind !== 'posix') return JSON.stringify(acl);
   const letters: Record<number, string> = {
     [ACL_TAG.USER_OBJ]: 'u',
@@ -802,7 +811,7 @@ function scratchControls(koffi: typeof Koffi, dir: string): ProofControl[] {
     const { granting, denying } = DARWIN_PROOF_ENTRIES;
     return [
       {
-        what: `two allow entries and a deny entry (${granting.map((e) => e.text).join('; ')})`,
+        what: 'two allow entries and a deny entry (chmod +a)',
         set: () => add(granting),
         // Any allow entry is distrusted; every entry must have been walked, with its tag, permissions and flags.
         expected: (acl) =>
@@ -813,7 +822,7 @@ function scratchControls(koffi: typeof Koffi, dir: string): ProofControl[] {
           ),
       },
       {
-        what: `deny entries alone (${denying.map((e) => e.text).join('; ')})`,
+        what: 'deny entries alone (chmod +a)',
         set: () => ran('/bin/chmod', '-N', dir) && add(denying),
         // Deny entries grant nothing: no ACL to distrust, and both were walked.
         expected: (acl) =>
@@ -837,12 +846,12 @@ function scratchControls(koffi: typeof Koffi, dir: string): ProofControl[] {
       (mayGrant || !acl.aces.some((a) => a.type === NFS4_ACE_TYPE.ALLOW && (a.uid !== undefined || a.gid !== undefined)));
     return [
       {
-        what: `NFSv4 allow entries and a deny entry (${granting.map((e) => e.text).join(',')})`,
+        what: 'NFSv4 allow entries and a deny entry (setfacl -a)',
         set: () => add(granting),
         expected: (acl) => nfs4(acl, granting, true),
       },
       {
-        what: `NFSv4 deny entries alone (${denying.map((e) => e.text).join(',')})`,
+        what: 'NFSv4 deny entries alone (setfacl -a)',
         set: () => ran('/bin/setfacl', '-b', dir) && add(denying),
         expected: (acl) => nfs4(acl, denying, false),
       },
@@ -855,7 +864,7 @@ function scratchControls(koffi: typeof Koffi, dir: string): ProofControl[] {
 function freebsdPosixControls(dir: string): ProofControl[] {
   return [
     {
-      what: `POSIX.1e named entries (u:${FREEBSD_NOBODY}:rwx,g:${FREEBSD_NOBODY}:rwx)`,
+      what: 'POSIX.1e named entries (setfacl -m)',
       set: () => ran('/bin/setfacl', '-m', `u:${FREEBSD_NOBODY}:rwx,g:${FREEBSD_NOBODY}:rwx`, dir),
       expected: (acl) => acl.kind === 'distrusted' && acl.errno === undefined,
     },
@@ -884,7 +893,8 @@ export function proveAclReaderHere(): { ok: true; controls: number } | { ok: fal
   } catch (err) {
     return { ok: false, reason: `cannot be used: ${(err as Error).message}` };
   }
-  const failed = (check: string, detail: string) => ({ ok: false as const, reason: `failed its self-test: ${check}: ${detail}` });
+  // The parent reads the first 300 characters of the answer's line: the detail is kept short enough for the line to stay JSON.
+  const failed = (check: string, detail: string) => ({ ok: false as const, reason: `failed its self-test: ${check}: ${detail.slice(0, 160)}` });
   let root: string;
   try {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-acl-proof-'));
