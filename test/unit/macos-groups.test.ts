@@ -37,8 +37,9 @@ describe('macOS: a group is trusted only when its local records prove it the use
     assert.equal(macGroupProblem(4242, ME, mac([annGroup({ members: ['ann', 'root'], memberGuids: [MY_GUID.toLowerCase(), ROOT_USER.guid] })])), undefined);
   });
 
-  it('staff is refused, whatever its records list', () => {
+  it('staff is refused, whatever its records list, and when the directory cannot be read', () => {
     assert.match(macGroupProblem(20, ME, mac([])) ?? '', /^the primary group macOS gives every local user$/);
+    assert.match(macGroupProblem(20, ME, { problem: 'dscl could not run' }) ?? '', /^the primary group macOS gives every local user$/);
   });
 
   it('a search policy that reaches beyond the local node is refused, naming the node', () => {

@@ -70,8 +70,9 @@ const HOW_TO_CHECK = 'see dscl /Search -read / CSPSearchPath and dscl . -read /G
  * server's user and root, under a local-only search policy, and not staff.
  */
 export function macGroupProblem(gid: number, serverUid: number, accounts: MacAccounts): string | undefined {
-  if ('problem' in accounts) return `whose members cannot be read: ${accounts.problem}; so members besides the server's user cannot be ruled out`;
+  // staff first: it is refused whatever the directory says, or whether it could be read.
   if (gid === MACOS_STAFF_GID) return 'the primary group macOS gives every local user';
+  if ('problem' in accounts) return `whose members cannot be read: ${accounts.problem}; so members besides the server's user cannot be ruled out`;
   const elsewhere = accounts.searchPath.filter((node) => node !== MACOS_LOCAL_NODE);
   if (elsewhere.length > 0 || !accounts.searchPath.includes(MACOS_LOCAL_NODE)) {
     const nodes = elsewhere.length > 0 ? elsewhere.join(', ') : 'no local node';
@@ -103,7 +104,8 @@ export function macGroupProblem(gid: number, serverUid: number, accounts: MacAcc
 
 /** The local name of group `gid` for messages, where the local node holds it. */
 export function macGroupName(gid: number, accounts: MacAccounts): string | undefined {
-  return 'problem' in accounts ? undefined : accounts.groups.find((group) => group.gid === gid)?.name;
+  const local = 'problem' in accounts ? undefined : accounts.groups.find((group) => group.gid === gid)?.name;
+  return local ?? (gid === MACOS_STAFF_GID ? 'staff' : undefined);
 }
 
 // --- reading dscl's -plist output -------------------------------------------
