@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { proofKey } from '../../src/shared/confinement/proof-cache.js';
 import { directoryWritersProblem } from '../../src/shared/storage/directory-ownership.js';
 import {
+  aclProofCode,
   DARWIN_PROOF_ENTRIES,
   type DirectoryAcl,
   FREEBSD_NFS4_PERMS,
@@ -127,5 +129,17 @@ describe('the writer check on the NFSv4 entries the FreeBSD reader gives', () =>
     const inherited = { ...user(65534), flag: NFS4_ACE_FLAG.INHERIT_ONLY | NFS4_ACE_FLAG.FILE_INHERIT };
     assert.match(judge([...trivial, inherited]) ?? '', /through its inherit-only NFSv4 ACL entry \(for what is created in it\)/);
     assert.equal(judge([...trivial, inherited], 'file'), undefined);
+  });
+});
+
+describe("the remembered ACL proof is keyed on the proof's code", () => {
+  it('a digest of the reader and the proof, the same within a build; another digest is another key', () => {
+    assert.match(aclProofCode(), /^sha256:[0-9a-f]{64}$/);
+    assert.equal(aclProofCode(), aclProofCode());
+    const env = { ...process.env, LD_PRELOAD: '', LD_AUDIT: '' };
+    const key = proofKey('acl', env, aclProofCode());
+    if (key === undefined) return; // a system whose identity cannot be told remembers nothing
+    assert.notEqual(key, proofKey('acl', env, 'sha256:another'));
+    assert.notEqual(key, proofKey('acl', env));
   });
 });
