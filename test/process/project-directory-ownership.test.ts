@@ -534,46 +534,6 @@ describe('group members as glibc and the shadow group file give them', () => {
   });
 });
 
-describe('macOS: group members live in Open Directory', () => {
-  // What a macOS /etc/group says (recorded): only root is listed in staff and admin, and
-  // its header says Open Directory provides the information outside single-user mode.
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-macos-groups-'));
-  after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const files: AccountFiles = { passwd: path.join(dir, 'passwd'), group: path.join(dir, 'group'), nsswitch: path.join(dir, 'absent-nsswitch.conf') };
-  fs.writeFileSync(files.passwd, 'nobody:*:-2:-2::0:0:Unprivileged User:/var/empty:/usr/bin/false\nroot:*:0:0::0:0:System Administrator:/var/root:/bin/sh\n');
-  fs.writeFileSync(
-    files.group,
-    '##\n# Group Database\n#\n# Note that this file is consulted directly only when the system is running\n# in single-user mode.  At other times this information is provided by\n# Open Directory.\n##\nnobody:*:-2:\nwheel:*:0:root\neveryone:*:12:\nstaff:*:20:root\nadmin:*:80:root\n',
-  );
-  const USER_UID = 501;
-  const judge = (gid: number, serverGid: number, mode = 0o40775) =>
-    directoryWritersProblem({ uid: USER_UID, gid, mode }, '/Users/Shared/project', USER_UID, { accounts: files, platform: 'darwin', serverGid });
-
-  it('a folder writable by staff is refused, though /etc/group lists only root in it', () => {
-    assert.match(
-      judge(20, 20) ?? '',
-      /\/Users\/Shared\/project is writable by group staff \(mode 0775\), the primary group of every local user; macOS keeps group members in Open Directory, which this server does not query, .*\(fix: chmod g-w \/Users\/Shared\/project\)/,
-    );
-    // The same lines on Linux are judged by the local files, which see no one else: the reason macOS needs its own rule.
-    assert.equal(directoryWritersProblem({ uid: USER_UID, gid: 20, mode: 0o40775 }, '/p', USER_UID, { accounts: files, platform: 'linux' }), undefined);
-  });
-
-  it('a folder writable by admin or everyone is refused', () => {
-    assert.match(
-      judge(80, 20) ?? '',
-      /writable by group admin \(mode 0775\), not the server user's own primary group; macOS keeps group members in Open Directory/,
-    );
-    assert.match(judge(12, 20) ?? '', /writable by group everyone/);
-    assert.match(judge(4242, 20) ?? '', /writable by group 4242 /);
-  });
-
-  it("a folder writable by the user's own primary group (not staff) passes, and one no group can write is unaffected", () => {
-    assert.equal(judge(4242, 4242), undefined);
-    assert.equal(judge(20, 20, 0o40755), undefined);
-    assert.equal(judge(80, 20, 0o41775), undefined, 'the sticky bit: others may add entries, never rename ours');
-  });
-});
-
 describe('the walk checks the directories that hold the pinned project', () => {
   it('a project moved after it was pinned cannot be checked by its old path, and is refused', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-moved-'));

@@ -10,18 +10,29 @@ import type { RouteName } from '../../src/shared/confinement/index.js';
 // that fails its proof fails the suite instead.
 
 export const REQUIRED_ROUTES_ENV = 'SYMBI_TEST_REQUIRED_ROUTES';
+/**
+ * The ACL reader's proof (src/shared/storage/directory-acl.ts), which REQUIRED_ROUTES_ENV may name beside
+ * the routes: where it is required, its controls must have run (test/process/acl-proof-controls.test.ts).
+ */
+export const ACL_PROOF = 'acl';
+const REQUIRABLE: readonly string[] = [...ROUTE_NAMES, ACL_PROOF];
 
-/** The routes REQUIRED_ROUTES_ENV names; throws on a name that is not a route, so a typo cannot turn the check off. */
-function requiredRoutes(env: NodeJS.ProcessEnv): RouteName[] {
+/** The routes (and `acl`) REQUIRED_ROUTES_ENV names; throws on a name that is neither, so a typo cannot turn the check off. */
+function requiredRoutes(env: NodeJS.ProcessEnv): Array<RouteName | typeof ACL_PROOF> {
   const value = env[REQUIRED_ROUTES_ENV] ?? '';
   const names = value
     .split(',')
     .map((name) => name.trim())
     .filter((name) => name !== '');
-  const unknown = names.filter((name) => !(ROUTE_NAMES as readonly string[]).includes(name));
+  const unknown = names.filter((name) => !REQUIRABLE.includes(name));
   if (unknown.length > 0)
-    throw new Error(`${REQUIRED_ROUTES_ENV}=${value}: ${unknown.join(', ')} is not a route; use a comma-separated list of ${ROUTE_NAMES.join(', ')}`);
-  return names as RouteName[];
+    throw new Error(`${REQUIRED_ROUTES_ENV}=${value}: ${unknown.join(', ')} is not a route; use a comma-separated list of ${REQUIRABLE.join(', ')}`);
+  return names as Array<RouteName | typeof ACL_PROOF>;
+}
+
+/** Whether REQUIRED_ROUTES_ENV requires the ACL proof to run its controls here. */
+export function aclProofRequired(env: NodeJS.ProcessEnv = process.env): boolean {
+  return requiredRoutes(env).includes(ACL_PROOF);
 }
 
 /**

@@ -83,7 +83,8 @@ describe('the GitHub Actions workflow', () => {
   it('runs npm test on Linux x64 and arm64, macOS arm64 and x64, and FreeBSD', () => {
     const text = fs.readFileSync(path.join(workflows, 'ci.yml'), 'utf8');
     assert.deepEqual([...new Set(runnerLabels(text))].sort(), [...CURRENT_GITHUB_LABELS].sort(), 'the runners the jobs use');
-    assert.match(text, /vmactions\/freebsd-vm@v1/);
+    // Pinned to a commit, with the release it is named beside it.
+    assert.match(text, /vmactions\/freebsd-vm@[0-9a-f]{40} # v1\.\d+\.\d+$/m);
     assert.match(text, /node: \[20, 22, 24\]/);
     const runs = text.match(/^\s*(run: )?(sudo env "PATH=\$PATH" )?(SYMBI_TEST_REQUIRED_ROUTES=\S+ )?npm test$/gm) ?? [];
     assert.equal(runs.length, 3, 'npm test in each job: Linux, macOS, FreeBSD');
@@ -93,10 +94,15 @@ describe('the GitHub Actions workflow', () => {
     const text = fs.readFileSync(path.join(workflows, 'ci.yml'), 'utf8');
     const required = [...text.matchAll(/^.*\bSYMBI_TEST_REQUIRED_ROUTES=(\S+) npm test$/gm)].map(([, routes]) => routes!.split(','));
     assert.equal(required.length, 3, 'every npm test names the routes it requires');
-    // Linux has all three routes; macOS and FreeBSD have the libc walk only.
+    // Linux has all three routes; macOS and FreeBSD have the libc walk only. Every job requires the
+    // ACL proof (acl), whose controls must run there.
     assert.deepEqual(
       required.map((routes) => [...routes].sort()),
-      [['libc', 'openat2', 'proc'], ['libc'], ['libc']],
+      [
+        ['acl', 'libc', 'openat2', 'proc'],
+        ['acl', 'libc'],
+        ['acl', 'libc'],
+      ],
     );
   });
 

@@ -16,8 +16,9 @@ import type { RouteName } from './descriptor-route.js';
 // contents of /etc/ld.so.preload and the LD_PRELOAD, LD_AUDIT and
 // DYLD_INSERT_LIBRARIES variables. When any of these changes, the route is
 // proven again; when one cannot be read, nothing is remembered and the route is
-// proven at every start. The ACL reader's proof is keyed the same way: its
-// calls go into the same C library, under the same preloads.
+// proven at every start. The ACL reader's proof is keyed the same way (its
+// calls go into the same C library, under the same preloads), and on a digest
+// of the reader's and the proof's code too.
 //
 // The file lives in the user's cache directory ($XDG_CACHE_HOME, else
 // ~/.cache, then symbi-mcp/route-proofs.json). Another user who could write it
@@ -33,12 +34,17 @@ const MAX_ENTRIES = 64;
 /** What a child proves (route-proof.ts): a confinement route, or `acl`, the ACL reader's calls (storage/directory-acl.ts). */
 export type ProofSubject = RouteName | 'acl';
 
-/** What a proof depends on, as one string; undefined when any of it cannot be told (then nothing is remembered). */
-export function proofKey(route: ProofSubject, env: NodeJS.ProcessEnv = process.env): string | undefined {
+/**
+ * What a proof depends on, as one string; undefined when any of it cannot be told (then nothing is remembered).
+ * `code`: a digest of the code proven and of the proof itself (the ACL reader gives one), so a change to
+ * either is proven again even where the package version stays the same (a checkout between releases).
+ */
+export function proofKey(route: ProofSubject, env: NodeJS.ProcessEnv = process.env, code?: string): string | undefined {
   const system = systemIdentity();
   if (system === undefined) return undefined;
   const inputs = JSON.stringify({
     route,
+    ...(code === undefined ? {} : { code }),
     symbi: packageVersion,
     node: process.version,
     koffi: koffiVersion(),

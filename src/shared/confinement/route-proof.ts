@@ -87,9 +87,15 @@ function runChild(name: ProofSubject, env: NodeJS.ProcessEnv, deadlineMs: number
  * this system's proof is remembered. With test-only constant overrides the
  * cache is neither read nor written: a bent route is always proven afresh.
  */
-export function proveInChild(name: ProofSubject, env: NodeJS.ProcessEnv, overrides: Partial<Record<OverridableConstant, number>>): ChildProof {
+export function proveInChild(
+  name: ProofSubject,
+  env: NodeJS.ProcessEnv,
+  overrides: Partial<Record<OverridableConstant, number>>,
+  /** A digest of the code proven and of its proof, part of what is remembered (proofKey). */
+  code?: string,
+): ChildProof {
   const bent = Object.keys(overrides).length > 0;
-  const key = bent ? undefined : proofKey(name, env);
+  const key = bent ? undefined : proofKey(name, env, code);
   const dir = proofCacheDirectory(env);
   const cache = key === undefined ? { entries: [] } : readProofCache(dir);
   if (key !== undefined && cache.entries.includes(key)) return { ok: true, note: 'its child-process proof is remembered for this system' };

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type Koffi from 'koffi';
+import { sha256Hex } from '../canonical-json.js';
 import { errnoError, loadKoffi, proveInChild } from '../confinement/index.js';
 
 // A directory's or file's extended ACL, as the kernel would apply it, read by
@@ -30,17 +31,27 @@ import { errnoError, loadKoffi, proveInChild } from '../confinement/index.js';
 //   POSIX attribute is unsupported; a file system answering EOPNOTSUPP to both
 //   (CIFS, FUSE, vfat) has no ACL this server can read, which is said, not
 //   hidden.
-// - macOS: acl_get_link_np(path, ACL_TYPE_EXTENDED = 0x100), or acl_get_fd_np(fd, same), returns NULL with
-//   ENOENT when there is no ACL. Entries are walked with acl_get_entry
-//   (ACL_FIRST_ENTRY = 0, ACL_NEXT_ENTRY = -1; -1 with EINVAL past the last)
-//   and acl_get_tag_type (ACL_EXTENDED_ALLOW = 1, ACL_EXTENDED_DENY = 2). A deny
-//   entry never grants anything (home folders carry "everyone deny delete"),
-//   so only allow entries count; this server does not interpret their
-//   permissions and distrusts any.
-// - FreeBSD: acl_get_link_np(path, type), or acl_get_fd_np(fd, type), for ACL_TYPE_NFS4 (4, ZFS) and
-//   ACL_TYPE_ACCESS (2, UFS); EINVAL or EOPNOTSUPP means the file system does
-//   not use that kind. acl_is_trivial_np says whether an ACL only repeats the
-//   mode bits; any other ACL is distrusted, not interpreted.
+// - macOS: pathconf(_PC_EXTENDED_SECURITY_NP) first, as a volume without ACLs
+//   (NFSv3, smbfs, FUSE, FAT) would otherwise read as having none; then
+//   acl_get_link_np(path, ACL_TYPE_EXTENDED = 0x100), or acl_get_fd_np(fd,
+//   same), which returns NULL with ENOENT when there is no ACL. Every entry is
+//   walked with acl_get_entry (ACL_FIRST_ENTRY = 0, ACL_NEXT_ENTRY = -1; -1
+//   with EINVAL past the last), with its tag (acl_get_tag_type:
+//   ACL_EXTENDED_ALLOW = 1, ACL_EXTENDED_DENY = 2), permissions
+//   (acl_get_permset_mask_np) and flags (acl_get_flagset_np, acl_get_flag_np),
+//   which the proof compares with what it set. A deny entry never grants
+//   anything (home folders carry "everyone deny delete"), so only the other
+//   entries count; this server does not interpret their permissions and
+//   distrusts any.
+// - FreeBSD: pathconf(_PC_ACL_NFS4) and pathconf(_PC_ACL_EXTENDED) say which
+//   kind the file system keeps, if any. An NFSv4 ACL (ZFS, or UFS mounted with
+//   nfsv4acls), from acl_get_link_np(path, ACL_TYPE_NFS4 = 4) or
+//   acl_get_fd_np, is walked entry by entry (ACL_FIRST_ENTRY = 0,
+//   ACL_NEXT_ENTRY = 1; 1 with an entry, 0 past the last) into the RFC 7530
+//   terms the Linux NFSv4 reading uses, each user or group entry with its uid
+//   or gid, and judged the same way. A POSIX.1e access ACL (UFS mounted with
+//   acls, ACL_TYPE_ACCESS = 2) is distrusted unless acl_is_trivial_np says it
+//   only repeats the mode bits.
 // An ACL that cannot be read is distrusted, with the reason.
 //
 // These calls are proven in a child process before the server makes them
@@ -90,20 +101,90 @@ const POSIX_ACL_ENTRY_BYTES = 8;
 /** Linux limits an xattr value to 64 KiB (XATTR_SIZE_MAX). */
 const XATTR_SIZE_MAX = 65536;
 
+// macOS (xnu bsd/sys/acl.h, bsd/sys/kauth.h; Apple Libc posix1e/acl_entry.c), checked against the
+// SDK headers (MacOSX SDK usr/include/sys/acl.h and sys/unistd.h, as mirrored in ziglang/zig
+// lib/libc/include/any-macos*): acl_get_entry returns 0 with an entry, -1 with EINVAL past the last.
 const DARWIN_ACL_TYPE_EXTENDED = 0x100;
 const DARWIN_ACL_FIRST_ENTRY = 0;
 const DARWIN_ACL_NEXT_ENTRY = -1;
 const DARWIN_ACL_EXTENDED_ALLOW = 1;
+const DARWIN_ACL_EXTENDED_DENY = 2;
+/** KAUTH_ACL_MAX_ENTRIES: a walk that goes on longer did not end. */
+const DARWIN_ACL_MAX_ENTRIES = 128;
+/** pathconf(2): 1 when the volume supports extended security (ACLs), 0 when not. */
+const DARWIN_PC_EXTENDED_SECURITY_NP = 13;
+/** acl_perm_t bits (the kauth rights), those the proof sets. */
+export const DARWIN_ACL_PERM = { ADD_FILE: 1 << 2, DELETE: 1 << 4, ADD_SUBDIRECTORY: 1 << 5, DELETE_CHILD: 1 << 6 } as const;
+/** acl_flag_t bits of an entry: INHERITED, FILE_INHERIT, DIRECTORY_INHERIT, LIMIT_INHERIT, ONLY_INHERIT. */
+export const DARWIN_ACL_ENTRY_FLAG = {
+  INHERITED: 1 << 4,
+  FILE_INHERIT: 1 << 5,
+  DIRECTORY_INHERIT: 1 << 6,
+  LIMIT_INHERIT: 1 << 7,
+  ONLY_INHERIT: 1 << 8,
+} as const;
+
+// FreeBSD (sys/sys/acl.h, sys/sys/unistd.h, lib/libc/posix1e/acl_entry.c): acl_get_entry returns 1
+// with an entry, 0 past the last, -1 on error; ACL_NEXT_ENTRY is 1, not macOS's -1.
 const FREEBSD_ACL_TYPE_ACCESS = 2;
 const FREEBSD_ACL_TYPE_NFS4 = 4;
+const FREEBSD_ACL_FIRST_ENTRY = 0;
+const FREEBSD_ACL_NEXT_ENTRY = 1;
+/** ACL_MAX_ENTRIES: a walk that goes on longer did not end. */
+const FREEBSD_ACL_MAX_ENTRIES = 254;
+/** pathconf(2) names: 1 when the file system uses POSIX.1e ACLs (_PC_ACL_EXTENDED) or NFSv4 ACLs (_PC_ACL_NFS4). */
+const FREEBSD_PC_ACL_EXTENDED = 59;
+const FREEBSD_PC_ACL_NFS4 = 64;
+/** acl_tag_t values. */
+export const FREEBSD_ACL_TAG = { USER_OBJ: 0x1, USER: 0x2, GROUP_OBJ: 0x4, GROUP: 0x8, EVERYONE: 0x40 } as const;
+/** acl_entry_type_t values, and the NFSv4 ACE type (RFC 7530) each is. */
+const FREEBSD_ENTRY_TYPES: ReadonlyMap<number, number> = new Map([
+  [0x100, 0], // ALLOW
+  [0x200, 1], // DENY
+  [0x400, 2], // AUDIT
+  [0x800, 3], // ALARM
+]);
+/** Each FreeBSD NFSv4 acl_perm_t bit and the RFC 7530 access mask bit it is. */
+export const FREEBSD_NFS4_PERMS: ReadonlyArray<readonly [freebsd: number, rfc: number]> = [
+  [0x8, 0x1], // READ_DATA / LIST_DIRECTORY
+  [0x10, 0x2], // WRITE_DATA / ADD_FILE
+  [0x20, 0x4], // APPEND_DATA / ADD_SUBDIRECTORY
+  [0x40, 0x8], // READ_NAMED_ATTRS
+  [0x80, 0x10], // WRITE_NAMED_ATTRS
+  [0x1, 0x20], // EXECUTE
+  [0x100, 0x40], // DELETE_CHILD
+  [0x200, 0x80], // READ_ATTRIBUTES
+  [0x400, 0x100], // WRITE_ATTRIBUTES
+  [0x800, 0x10000], // DELETE
+  [0x1000, 0x20000], // READ_ACL
+  [0x2000, 0x40000], // WRITE_ACL
+  [0x4000, 0x80000], // WRITE_OWNER
+  [0x8000, 0x100000], // SYNCHRONIZE
+];
+/**
+ * FreeBSD's NFSv4 entry flags (acl_flag_t) have the RFC 7530 values: FILE_INHERIT, DIRECTORY_INHERIT, NO_PROPAGATE,
+ * INHERIT_ONLY, SUCCESSFUL_ACCESS, FAILED_ACCESS. INHERITED (0x80) is left out: older releases' acl_get_flag_np
+ * refuses it (EINVAL), and it changes nothing about who may write.
+ */
+const FREEBSD_NFS4_FLAGS = [0x1, 0x2, 0x4, 0x8, 0x10, 0x20];
 
 /** One entry of an NFSv4 ACL (RFC 7530 section 6.2.1). */
 export interface Nfs4Ace {
   type: number;
   flag: number;
   mask: number;
-  /** The principal: OWNER@, GROUP@, EVERYONE@, another special name, or a user or group ("bob@example.com"). */
+  /** The principal: OWNER@, GROUP@, EVERYONE@, another special name, or a user or group ("bob@example.com"; on FreeBSD "user:1001", "group:1001"). */
   who: string;
+  /** FreeBSD: the uid of a user entry, the gid of a group entry (the kernel's numbers, which the writer check judges as it does mode bits). */
+  uid?: number;
+  gid?: number;
+}
+
+/** One entry of a macOS extended ACL as the reader walked it: its tag, its permission bits and its flags (acl_permset_mask_t, acl_flag_t). */
+export interface DarwinAce {
+  type: 'allow' | 'deny' | 'other';
+  perms: number;
+  flags: number;
 }
 
 export const NFS4_ACE_TYPE = { ALLOW: 0, DENY: 1, AUDIT: 2, ALARM: 3 } as const;
@@ -117,8 +198,8 @@ export const NFS4_WRITE_MASK = 0x2 | 0x4 | 0x40 | 0x10000 | 0x40000 | 0x80000;
 
 /** What a directory's extended ACL adds to its mode bits. */
 export type DirectoryAcl =
-  /** No extended ACL: the mode bits say who can write. */
-  | { kind: 'none' }
+  /** No extended ACL, or (macOS) one of deny entries only, which grant nothing (`walked`): the mode bits say who can write. */
+  | { kind: 'none'; walked?: DarwinAce[] }
   /**
    * A Linux access ACL, to be read entry by entry (`entries` empty when the mode bits are the
    * whole access ACL), and a folder's default ACL (`defaults`), which what is created inside inherits.
@@ -129,7 +210,7 @@ export type DirectoryAcl =
   /** A file system that exposes no ACL this server can read: the mode bits are all it sees, and `why` says so. */
   | { kind: 'unreadable'; why: string }
   /** An ACL this server cannot read or does not interpret: the directory is distrusted for `why` (`errno`: the error a failed call gave). */
-  | { kind: 'distrusted'; why: string; errno?: string };
+  | { kind: 'distrusted'; why: string; errno?: string; walked?: DarwinAce[] };
 
 /** Parses a `system.posix_acl_access` value; throws an Error saying what is malformed. */
 export function parsePosixAcl(value: Uint8Array): PosixAclEntry[] {
@@ -197,7 +278,7 @@ let reader: AclReader | string | undefined;
  */
 function aclReader(): AclReader | string {
   if (reader === undefined) {
-    const proof = proveInChild(ACL_PROOF_SUBJECT, process.env, {});
+    const proof = proveInChild(ACL_PROOF_SUBJECT, process.env, {}, aclProofCode());
     if (!proof.ok) {
       reader = `the ACL reader ${proof.reason}`;
     } else {
@@ -209,6 +290,37 @@ function aclReader(): AclReader | string {
     }
   }
   return reader;
+}
+
+/**
+ * A digest of what the ACL proof proves and how: the reader's and the proof's functions (their source
+ * text, as this build holds it) and the constants they use. The remembered proof is keyed on it, so a
+ * reader or proof that changed is proven again though the package version did not.
+ */
+export function aclProofCode(): string {
+  const functions = [createReader, proveAclReaderHere, scratchControls, freebsdPosixControls, parsePosixAcl, parseNfs4Acl, proofPosixEntries, posixAclValue];
+  const constants = {
+    darwin: [
+      DARWIN_ACL_TYPE_EXTENDED,
+      DARWIN_ACL_FIRST_ENTRY,
+      DARWIN_ACL_NEXT_ENTRY,
+      DARWIN_ACL_EXTENDED_ALLOW,
+      DARWIN_ACL_EXTENDED_DENY,
+      DARWIN_ACL_MAX_ENTRIES,
+    ],
+    darwinMore: [DARWIN_PC_EXTENDED_SECURITY_NP, DARWIN_ACL_PERM, DARWIN_ACL_ENTRY_FLAG, DARWIN_PROOF_ENTRIES],
+    freebsd: [
+      FREEBSD_ACL_TYPE_ACCESS,
+      FREEBSD_ACL_TYPE_NFS4,
+      FREEBSD_ACL_FIRST_ENTRY,
+      FREEBSD_ACL_NEXT_ENTRY,
+      FREEBSD_ACL_MAX_ENTRIES,
+      FREEBSD_PC_ACL_EXTENDED,
+    ],
+    freebsdMore: [FREEBSD_PC_ACL_NFS4, FREEBSD_ACL_TAG, [...FREEBSD_ENTRY_TYPES], FREEBSD_NFS4_PERMS, FREEBSD_NFS4_FLAGS, FREEBSD_PROOF_ENTRIES],
+    linux: [POSIX_ACL_XATTR, POSIX_DEFAULT_ACL_XATTR, NFS4_ACL_XATTR, ACL_TAG, ACL_PERM, NFS4_ACE_TYPE, NFS4_ACE_FLAG, PROOF_ID],
+  };
+  return `sha256:${sha256Hex(functions.map((f) => f.toString()).join('\n') + JSON.stringify(constants))}`;
 }
 
 /** Why no directory's ACL can be read in this process (its reader was refused), or undefined when the reader is usable. */
@@ -302,66 +414,207 @@ function createReader(koffi: typeof Koffi, platform: string): AclReader {
       return { byPath: (dir) => read(dir, false), byDescriptor: read };
     }
     case 'darwin': {
+      const pathconf = libc.func('long pathconf(const char *, int)');
+      const fpathconf = libc.func('long fpathconf(int, int)');
       const getLink = libc.func('void *acl_get_link_np(const char *, int)');
       const getFd = libc.func('void *acl_get_fd_np(int, int)');
-      // acl_entry_t * and acl_tag_t * are caller buffers (see the top of this file).
+      // acl_entry_t *, acl_tag_t *, acl_permset_mask_t * and acl_flagset_t * are caller buffers (see the top of this file).
       const getEntry = libc.func('int acl_get_entry(void *, int, void *)');
       const getTag = libc.func('int acl_get_tag_type(void *, void *)');
+      const getPermsetMask = libc.func('int acl_get_permset_mask_np(void *, void *)');
+      const getFlagset = libc.func('int acl_get_flagset_np(void *, void *)');
+      const getFlag = libc.func('int acl_get_flag_np(void *, int)');
       const free = libc.func('int acl_free(void *)');
+      const entryFlags = Object.values(DARWIN_ACL_ENTRY_FLAG);
       // Inheritable entries are entries too: any allow entry, whatever it applies to, is distrusted.
       const read = (target: string | number): DirectoryAcl => {
+        // A volume without ACLs (NFSv3, smbfs, FUSE, FAT) answers acl_get_*_np as if no ACL were set: asked first, it is said.
+        const supported = Number(
+          typeof target === 'number' ? fpathconf(target, DARWIN_PC_EXTENDED_SECURITY_NP) : pathconf(target, DARWIN_PC_EXTENDED_SECURITY_NP),
+        );
+        if (supported < 0) return failedCall(koffi.errno(), 'whether its file system has ACLs');
+        if (supported === 0) {
+          return { kind: 'unreadable', why: 'its file system does not support ACLs (pathconf _PC_EXTENDED_SECURITY_NP is 0), so only its mode bits were read' };
+        }
         const acl = (typeof target === 'number' ? getFd(target, DARWIN_ACL_TYPE_EXTENDED) : getLink(target, DARWIN_ACL_TYPE_EXTENDED)) as unknown;
         if (acl === null) {
           const code = koffi.errno();
           return code === errno.ENOENT ? { kind: 'none' } : failedCall(code);
         }
+        const walked: DarwinAce[] = [];
         try {
-          // acl_entry_t is a pointer: 8 bytes on the 64-bit systems served (libc-route.ts refuses others).
+          // acl_entry_t and acl_flagset_t are pointers: 8 bytes on the 64-bit systems served (libc-route.ts refuses others).
           const entry = Buffer.alloc(8);
           const tag = new Int32Array(1);
+          const perms = Buffer.alloc(8);
+          const flagset = Buffer.alloc(8);
           for (let which = DARWIN_ACL_FIRST_ENTRY; ; which = DARWIN_ACL_NEXT_ENTRY) {
             if (getEntry(acl, which, entry) !== 0) {
               const code = koffi.errno();
-              return code === errno.EINVAL ? { kind: 'none' } : failedCall(code);
+              if (code === errno.EINVAL) break;
+              return failedCall(code);
             }
-            if (getTag(koffi.decode(entry, 'void *'), tag) !== 0) return failedCall(koffi.errno(), 'an entry of its ACL');
-            if (tag[0] === DARWIN_ACL_EXTENDED_ALLOW) {
-              return { kind: 'distrusted', why: 'its ACL has an allow entry (ls -led shows it), and this server does not interpret macOS ACL permissions' };
+            if (walked.length >= DARWIN_ACL_MAX_ENTRIES) {
+              return {
+                kind: 'distrusted',
+                why: `its ACL cannot be read: the walk over its entries did not end after ${DARWIN_ACL_MAX_ENTRIES}, the most macOS keeps`,
+              };
             }
+            const current = koffi.decode(entry, 'void *') as unknown;
+            if (getTag(current, tag) !== 0) return failedCall(koffi.errno(), 'an entry of its ACL');
+            if (getPermsetMask(current, perms) !== 0) return failedCall(koffi.errno(), "an entry's permissions in its ACL");
+            if (getFlagset(current, flagset) !== 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
+            const set = koffi.decode(flagset, 'void *') as unknown;
+            let flags = 0;
+            for (const flag of entryFlags) {
+              const has = Number(getFlag(set, flag));
+              if (has < 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
+              if (has > 0) flags |= flag;
+            }
+            const type = tag[0] === DARWIN_ACL_EXTENDED_ALLOW ? 'allow' : tag[0] === DARWIN_ACL_EXTENDED_DENY ? 'deny' : 'other';
+            walked.push({ type, perms: Number(perms.readBigUInt64LE(0)), flags });
           }
         } finally {
           free(acl);
         }
+        // A deny entry never grants anything (home folders carry "everyone deny delete"); any other entry is distrusted.
+        const granting = walked.filter((e) => e.type !== 'deny').length;
+        if (granting === 0) return walked.length === 0 ? { kind: 'none' } : { kind: 'none', walked };
+        const entries = granting === 1 ? 'an allow entry' : `${granting} allow entries`;
+        return {
+          kind: 'distrusted',
+          why: `its ACL has ${entries} (ls -led shows them), and this server does not interpret macOS ACL permissions`,
+          walked,
+        };
       };
       return { byPath: read, byDescriptor: (fd) => read(fd) };
     }
     case 'freebsd': {
+      const lpathconf = libc.func('long lpathconf(const char *, int)');
+      const fpathconf = libc.func('long fpathconf(int, int)');
       const getLink = libc.func('void *acl_get_link_np(const char *, int)');
       const getFd = libc.func('void *acl_get_fd_np(int, int)');
-      // int * is a caller buffer (see the top of this file).
+      // int *, acl_entry_t *, acl_tag_t *, acl_entry_type_t *, acl_permset_t * and acl_flagset_t * are caller buffers (see the top of this file).
       const isTrivial = libc.func('int acl_is_trivial_np(void *, void *)');
+      const getEntry = libc.func('int acl_get_entry(void *, int, void *)');
+      const getTag = libc.func('int acl_get_tag_type(void *, void *)');
+      const getEntryType = libc.func('int acl_get_entry_type_np(void *, void *)');
+      const getPermset = libc.func('int acl_get_permset(void *, void *)');
+      const getPerm = libc.func('int acl_get_perm_np(void *, uint32_t)');
+      const getFlagset = libc.func('int acl_get_flagset_np(void *, void *)');
+      const getFlag = libc.func('int acl_get_flag_np(void *, uint16_t)');
+      const getQualifier = libc.func('void *acl_get_qualifier(void *)');
       const free = libc.func('int acl_free(void *)');
-      const notThisKind = new Set([errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP]);
-      // An NFSv4 ACL with inheritable entries is not trivial; a UFS folder's POSIX.1e default ACL is not read.
-      const read = (target: string | number): DirectoryAcl => {
-        for (const type of [FREEBSD_ACL_TYPE_NFS4, FREEBSD_ACL_TYPE_ACCESS]) {
-          const acl = (typeof target === 'number' ? getFd(target, type) : getLink(target, type)) as unknown;
-          if (acl === null) {
-            const code = koffi.errno();
-            if (notThisKind.has(code)) continue;
-            return failedCall(code);
+      /** Whether the file system uses ACLs of kind `name` (1), or not (0); a negative errno when the call failed. */
+      const uses = (target: string | number, name: number): number => {
+        const answer = Number(typeof target === 'number' ? fpathconf(target, name) : lpathconf(target, name));
+        if (answer >= 0) return answer;
+        const code = koffi.errno();
+        // EINVAL: the file system does not know the name, so it has no such ACLs.
+        return code === errno.EINVAL ? 0 : -code;
+      };
+      /** An NFSv4 ACL's entries (acl_get_entry, tag, type, permissions, flags, qualifier), as the RFC 7530 values the writer check judges. */
+      const walk = (acl: unknown): Nfs4Ace[] | DirectoryAcl => {
+        const aces: Nfs4Ace[] = [];
+        const entry = Buffer.alloc(8);
+        const tag = new Uint32Array(1);
+        const type = new Uint16Array(1);
+        const pointer = Buffer.alloc(8);
+        for (let which = FREEBSD_ACL_FIRST_ENTRY; ; which = FREEBSD_ACL_NEXT_ENTRY) {
+          const got = Number(getEntry(acl, which, entry));
+          if (got === 0) return aces;
+          if (got < 0) return failedCall(koffi.errno());
+          if (aces.length >= FREEBSD_ACL_MAX_ENTRIES) {
+            return {
+              kind: 'distrusted',
+              why: `its ACL cannot be read: the walk over its entries did not end after ${FREEBSD_ACL_MAX_ENTRIES}, the most FreeBSD keeps`,
+            };
           }
-          try {
-            const trivial = new Int32Array(1);
-            if (isTrivial(acl, trivial) !== 0) return failedCall(koffi.errno());
-            if (trivial[0] === 0) {
-              return { kind: 'distrusted', why: 'it has an extended ACL (getfacl shows it), and this server does not interpret FreeBSD ACL entries' };
+          const current = koffi.decode(entry, 'void *') as unknown;
+          if (getTag(current, tag) !== 0 || getEntryType(current, type) !== 0) return failedCall(koffi.errno(), 'an entry of its ACL');
+          const aceType = FREEBSD_ENTRY_TYPES.get(type[0]!);
+          if (aceType === undefined) return { kind: 'distrusted', why: `its ACL cannot be read: an entry has the unknown type 0x${type[0]!.toString(16)}` };
+          if (getPermset(current, pointer) !== 0) return failedCall(koffi.errno(), "an entry's permissions in its ACL");
+          const permset = koffi.decode(pointer, 'void *') as unknown;
+          let mask = 0;
+          for (const [bit, rfc] of FREEBSD_NFS4_PERMS) {
+            const has = Number(getPerm(permset, bit));
+            if (has < 0) return failedCall(koffi.errno(), "an entry's permissions in its ACL");
+            if (has > 0) mask |= rfc;
+          }
+          if (getFlagset(current, pointer) !== 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
+          const flagset = koffi.decode(pointer, 'void *') as unknown;
+          let flag = 0;
+          for (const bit of FREEBSD_NFS4_FLAGS) {
+            const has = Number(getFlag(flagset, bit));
+            if (has < 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
+            if (has > 0) flag |= bit;
+          }
+          const ace: Nfs4Ace = { type: aceType, flag, mask, who: '' };
+          switch (tag[0]) {
+            case FREEBSD_ACL_TAG.USER_OBJ:
+              ace.who = 'OWNER@';
+              break;
+            case FREEBSD_ACL_TAG.GROUP_OBJ:
+              ace.who = 'GROUP@';
+              ace.flag |= NFS4_ACE_FLAG.IDENTIFIER_GROUP;
+              break;
+            case FREEBSD_ACL_TAG.EVERYONE:
+              ace.who = 'EVERYONE@';
+              break;
+            case FREEBSD_ACL_TAG.USER:
+            case FREEBSD_ACL_TAG.GROUP: {
+              // The qualifier is a copy of the uid_t or gid_t (a u32), freed with acl_free.
+              const qualifier = getQualifier(current) as unknown;
+              if (qualifier === null) return failedCall(koffi.errno(), "an entry's user or group in its ACL");
+              const id = koffi.decode(qualifier, 'uint32_t') as number;
+              free(qualifier);
+              if (tag[0] === FREEBSD_ACL_TAG.USER) {
+                ace.who = `user:${id}`;
+                ace.uid = id;
+              } else {
+                ace.who = `group:${id}`;
+                ace.gid = id;
+                ace.flag |= NFS4_ACE_FLAG.IDENTIFIER_GROUP;
+              }
+              break;
             }
-          } finally {
-            free(acl);
+            default:
+              return { kind: 'distrusted', why: `its ACL cannot be read: an entry has the unknown tag 0x${tag[0]!.toString(16)}` };
           }
+          aces.push(ace);
         }
-        return { kind: 'none' };
+      };
+      // ZFS (and UFS mounted with nfsv4acls) keep NFSv4 ACLs, read entry by entry; UFS mounted with acls keeps POSIX.1e
+      // ones, of which any that says more than the mode bits is distrusted (a folder's default ACL is not read).
+      const read = (target: string | number): DirectoryAcl => {
+        const nfs4 = uses(target, FREEBSD_PC_ACL_NFS4);
+        if (nfs4 < 0) return failedCall(-nfs4, 'whether its file system has ACLs');
+        const posix = nfs4 > 0 ? 0 : uses(target, FREEBSD_PC_ACL_EXTENDED);
+        if (posix < 0) return failedCall(-posix, 'whether its file system has ACLs');
+        if (nfs4 === 0 && posix === 0) {
+          return {
+            kind: 'unreadable',
+            why: 'its file system supports neither NFSv4 nor POSIX.1e ACLs (pathconf _PC_ACL_NFS4 and _PC_ACL_EXTENDED are 0), so only its mode bits were read',
+          };
+        }
+        const type = nfs4 > 0 ? FREEBSD_ACL_TYPE_NFS4 : FREEBSD_ACL_TYPE_ACCESS;
+        const acl = (typeof target === 'number' ? getFd(target, type) : getLink(target, type)) as unknown;
+        if (acl === null) return failedCall(koffi.errno());
+        try {
+          if (nfs4 > 0) {
+            const aces = walk(acl);
+            return Array.isArray(aces) ? { kind: 'nfs4', aces } : aces;
+          }
+          const trivial = new Int32Array(1);
+          if (isTrivial(acl, trivial) !== 0) return failedCall(koffi.errno());
+          if (trivial[0] === 0) {
+            return { kind: 'distrusted', why: 'it has an extended POSIX.1e ACL (getfacl shows it), and this server does not interpret those on FreeBSD' };
+          }
+          return { kind: 'none' };
+        } finally {
+          free(acl);
+        }
       };
       return { byPath: read, byDescriptor: (fd) => read(fd) };
     }
@@ -413,6 +666,15 @@ interface ProofControl {
 
 /** A short text of what was read, for a failed proof's one line (the parent reads its first 300 characters): `posix u::7,u:65534:5,...`. */
 function readText(acl: DirectoryAcl): string {
+  // macOS: each entry walked as type:permissions:flags; NFSv4: A or D, flags, mask and principal.
+  const walked =
+    (acl.kind === 'none' || acl.kind === 'distrusted') && acl.walked !== undefined
+      ? ` ${acl.walked.map((e) => `${e.type}:0x${e.perms.toString(16)}:0x${e.flags.toString(16)}`).join(',')}`
+      : '';
+  if (acl.kind === 'nfs4')
+    return `nfs4 ${acl.aces.map((a) => `${'ADUL'[a.type] ?? a.type}:0x${a.flag.toString(16)}:0x${a.mask.toString(16)}:${a.who}`).join(',')}`;
+  if (acl.kind === 'none' && walked !== '') return `none${walked}`;
+  if (acl.kind === 'distrusted' && walked !== '') return `distrusted${walked} (${acl.errno ?? acl.why.slice(0, 60)})`;
   if (acl.kind !== 'posix') return JSON.stringify(acl);
   const letters: Record<number, string> = {
     [ACL_TAG.USER_OBJ]: 'u',
@@ -429,17 +691,100 @@ function readText(acl: DirectoryAcl): string {
 
 const sameEntries = (a: readonly PosixAclEntry[] | undefined, b: readonly PosixAclEntry[]) => JSON.stringify(a) === JSON.stringify(b);
 
+/** The macOS entries the proof sets, as the reader must walk them: two allow entries and a deny entry, then two deny entries alone. */
+export const DARWIN_PROOF_ENTRIES = {
+  granting: [
+    { text: 'nobody allow add_file,delete_child', ace: { type: 'allow', perms: DARWIN_ACL_PERM.ADD_FILE | DARWIN_ACL_PERM.DELETE_CHILD, flags: 0 } },
+    {
+      text: 'everyone allow add_subdirectory,file_inherit,directory_inherit',
+      ace: { type: 'allow', perms: DARWIN_ACL_PERM.ADD_SUBDIRECTORY, flags: DARWIN_ACL_ENTRY_FLAG.FILE_INHERIT | DARWIN_ACL_ENTRY_FLAG.DIRECTORY_INHERIT },
+    },
+    { text: 'nobody deny delete', ace: { type: 'deny', perms: DARWIN_ACL_PERM.DELETE, flags: 0 } },
+  ],
+  denying: [
+    { text: 'everyone deny delete', ace: { type: 'deny', perms: DARWIN_ACL_PERM.DELETE, flags: 0 } },
+    { text: 'nobody deny add_file,add_subdirectory', ace: { type: 'deny', perms: DARWIN_ACL_PERM.ADD_FILE | DARWIN_ACL_PERM.ADD_SUBDIRECTORY, flags: 0 } },
+  ],
+} as const satisfies Record<string, ReadonlyArray<{ text: string; ace: DarwinAce }>>;
+
+/** nobody's uid and gid on FreeBSD (/etc/passwd, /etc/group): the principal of the FreeBSD proof's entries. */
+const FREEBSD_NOBODY = 65534;
+const RFC_ACCESS = { ADD_FILE: 0x2, ADD_SUBDIRECTORY: 0x4, DELETE_CHILD: 0x40, DELETE: 0x10000, SYNCHRONIZE: 0x100000 } as const;
+/** The FreeBSD NFSv4 entries the proof sets (setfacl's text), and each as the reader must give it in RFC 7530 terms. */
+export const FREEBSD_PROOF_ENTRIES = {
+  granting: [
+    {
+      text: `user:${FREEBSD_NOBODY}:write_data/delete_child::allow`,
+      ace: { type: NFS4_ACE_TYPE.ALLOW, flag: 0, mask: RFC_ACCESS.ADD_FILE | RFC_ACCESS.DELETE_CHILD, who: `user:${FREEBSD_NOBODY}`, uid: FREEBSD_NOBODY },
+    },
+    {
+      text: `group:${FREEBSD_NOBODY}:append_data:fd:allow`,
+      ace: {
+        type: NFS4_ACE_TYPE.ALLOW,
+        flag: NFS4_ACE_FLAG.FILE_INHERIT | NFS4_ACE_FLAG.DIRECTORY_INHERIT | NFS4_ACE_FLAG.IDENTIFIER_GROUP,
+        mask: RFC_ACCESS.ADD_SUBDIRECTORY,
+        who: `group:${FREEBSD_NOBODY}`,
+        gid: FREEBSD_NOBODY,
+      },
+    },
+    {
+      text: `user:${FREEBSD_NOBODY}:delete::deny`,
+      ace: { type: NFS4_ACE_TYPE.DENY, flag: 0, mask: RFC_ACCESS.DELETE, who: `user:${FREEBSD_NOBODY}`, uid: FREEBSD_NOBODY },
+    },
+  ],
+  denying: [
+    {
+      text: `user:${FREEBSD_NOBODY}:write_data/delete_child::deny`,
+      ace: { type: NFS4_ACE_TYPE.DENY, flag: 0, mask: RFC_ACCESS.ADD_FILE | RFC_ACCESS.DELETE_CHILD, who: `user:${FREEBSD_NOBODY}`, uid: FREEBSD_NOBODY },
+    },
+    {
+      text: `group:${FREEBSD_NOBODY}:append_data::deny`,
+      ace: {
+        type: NFS4_ACE_TYPE.DENY,
+        flag: NFS4_ACE_FLAG.IDENTIFIER_GROUP,
+        mask: RFC_ACCESS.ADD_SUBDIRECTORY,
+        who: `group:${FREEBSD_NOBODY}`,
+        gid: FREEBSD_NOBODY,
+      },
+    },
+  ],
+} as const satisfies Record<string, ReadonlyArray<{ text: string; ace: Nfs4Ace }>>;
+
+const darwinKey = (e: DarwinAce) => `${e.type}:${e.perms}:${e.flags}`;
+/** Whether the macOS entries walked are exactly `expected`, in any order (chmod +a puts deny entries first). */
+export function sameDarwinEntries(walked: readonly DarwinAce[] | undefined, expected: readonly DarwinAce[]): boolean {
+  return JSON.stringify((walked ?? []).map(darwinKey).sort()) === JSON.stringify(expected.map(darwinKey).sort());
+}
+
+/**
+ * Whether `aces` hold each of `expected` (the trivial owner@, group@ and everyone@ entries a
+ * file system keeps besides are not compared; SYNCHRONIZE, which ZFS may add, is not either).
+ */
+export function holdsNfs4Entries(aces: readonly Nfs4Ace[], expected: readonly Nfs4Ace[]): boolean {
+  const key = (a: Nfs4Ace) => `${a.type}:${a.flag}:${a.mask & ~RFC_ACCESS.SYNCHRONIZE}:${a.who}:${a.uid ?? ''}:${a.gid ?? ''}`;
+  const read = new Set(aces.map(key));
+  return expected.every((e) => read.has(key(e)));
+}
+
+/** Runs `command` with `args` and says whether it succeeded (the proof sets ACLs with the system's own tools). */
+function ran(command: string, ...args: string[]): boolean {
+  return spawnSync(command, args, { stdio: 'ignore' }).status === 0;
+}
+
 /**
  * The ACLs the proof gives its scratch folder with the system's own means, in
  * order, so the reader's calls on ACLs with entries run too, each to be read
- * back by path and by descriptor. Linux, through lsetxattr (the one call only
- * the proof makes): a positive control (named user and group entries writing
- * through an rwx mask) and a negative one (the same entries under an r-x
- * mask), which must read back entry for entry, so a wrong tag, permission or
- * layout constant fails here; then a default ACL, which a folder read by
- * descriptor must show. macOS, chmod +a with a deny entry. Empty where none
- * could be set (a file system without ACLs; FreeBSD, whose UFS needs them
- * mounted in and whose ZFS gives every directory a trivial NFSv4 ACL already).
+ * back by path and by descriptor. Each platform has a positive control (entries
+ * that grant, which must be seen as set) and a negative one (entries that only
+ * deny, which must be seen and must not grant), of two entries or more, so a
+ * wrong tag, type, permission, flag, first-entry or next-entry constant fails
+ * here rather than hide every real entry. Linux, through lsetxattr (the one call only
+ * the proof makes): named user and group entries writing through an rwx mask,
+ * the same entries under an r-x mask, then a default ACL, which a folder read by
+ * descriptor must show. macOS, chmod +a: two allow entries (one inheritable) and
+ * a deny entry, then, the ACL removed, two deny entries alone. FreeBSD, setfacl:
+ * on NFSv4 ACLs (ZFS) the same shape with user and group entries for nobody; on
+ * POSIX.1e ACLs (UFS mounted with acls) named entries, then none.
  */
 function scratchControls(koffi: typeof Koffi, dir: string): ProofControl[] {
   if (process.platform === 'linux') {
@@ -462,16 +807,69 @@ function scratchControls(koffi: typeof Koffi, dir: string): ProofControl[] {
     ];
   }
   if (process.platform === 'darwin') {
+    const add = (entries: ReadonlyArray<{ text: string }>) => entries.every(({ text }) => ran('/bin/chmod', '+a', text, dir));
+    const { granting, denying } = DARWIN_PROOF_ENTRIES;
     return [
       {
-        what: 'a deny entry',
-        set: () => spawnSync('/bin/chmod', ['+a', 'everyone deny delete', dir], { stdio: 'ignore' }).status === 0,
-        // A deny entry grants nothing: the walk over the entries ends (EINVAL) with no allow entry found.
-        expected: (acl) => acl.kind === 'none',
+        what: 'two allow entries and a deny entry (chmod +a)',
+        set: () => add(granting),
+        // Any allow entry is distrusted; every entry must have been walked, with its tag, permissions and flags.
+        expected: (acl) =>
+          acl.kind === 'distrusted' &&
+          sameDarwinEntries(
+            acl.walked,
+            granting.map((e) => e.ace),
+          ),
+      },
+      {
+        what: 'deny entries alone (chmod +a)',
+        set: () => ran('/bin/chmod', '-N', dir) && add(denying),
+        // Deny entries grant nothing: no ACL to distrust, and both were walked.
+        expected: (acl) =>
+          acl.kind === 'none' &&
+          sameDarwinEntries(
+            acl.walked,
+            denying.map((e) => e.ace),
+          ),
+      },
+    ];
+  }
+  if (process.platform === 'freebsd') {
+    const add = (entries: ReadonlyArray<{ text: string }>) => ran('/bin/setfacl', '-a', '0', entries.map((e) => e.text).join(','), dir);
+    const { granting, denying } = FREEBSD_PROOF_ENTRIES;
+    const nfs4 = (acl: DirectoryAcl, expected: ReadonlyArray<{ ace: Nfs4Ace }>, mayGrant: boolean) =>
+      acl.kind === 'nfs4' &&
+      holdsNfs4Entries(
+        acl.aces,
+        expected.map((e) => e.ace),
+      ) &&
+      (mayGrant || !acl.aces.some((a) => a.type === NFS4_ACE_TYPE.ALLOW && (a.uid !== undefined || a.gid !== undefined)));
+    return [
+      {
+        what: 'NFSv4 allow entries and a deny entry (setfacl -a)',
+        set: () => add(granting),
+        expected: (acl) => nfs4(acl, granting, true),
+      },
+      {
+        what: 'NFSv4 deny entries alone (setfacl -a)',
+        set: () => ran('/bin/setfacl', '-b', dir) && add(denying),
+        expected: (acl) => nfs4(acl, denying, false),
       },
     ];
   }
   return [];
+}
+
+/** FreeBSD's controls where the file system keeps POSIX.1e ACLs (UFS mounted with acls) rather than NFSv4 ones: named entries are distrusted, none are not. */
+function freebsdPosixControls(dir: string): ProofControl[] {
+  return [
+    {
+      what: 'POSIX.1e named entries (setfacl -m)',
+      set: () => ran('/bin/setfacl', '-m', `u:${FREEBSD_NOBODY}:rwx,g:${FREEBSD_NOBODY}:rwx`, dir),
+      expected: (acl) => acl.kind === 'distrusted' && acl.errno === undefined,
+    },
+    { what: 'those entries removed (setfacl -b)', set: () => ran('/bin/setfacl', '-b', dir), expected: (acl) => acl.kind === 'none' },
+  ];
 }
 
 /**
@@ -480,10 +878,13 @@ function scratchControls(koffi: typeof Koffi, dir: string): ProofControl[] {
  * directory: a path through a regular file, which must fail with ENOTDIR, so
  * errno is known to be read from the call that set it; the same for a closed
  * descriptor, which must fail with EBADF; the directory as created (any answer
- * but a failed call passes); the same with an ACL entry given to it where the
- * system allows (it must read back as set, by path and by descriptor). Says how it went.
+ * but a failed call passes); then the controls (scratchControls), each read back
+ * by path and by descriptor. On macOS and FreeBSD a file system that says it has
+ * no ACLs (pathconf) must read as such, and one that says it has them must take
+ * every control. The scratch folder's entries are removed before the folder.
+ * Says how it went, with the number of controls that ran.
  */
-export function proveAclReaderHere(): { ok: true } | { ok: false; reason: string } {
+export function proveAclReaderHere(): { ok: true; controls: number } | { ok: false; reason: string } {
   let koffi: typeof Koffi;
   let reader: AclReader;
   try {
@@ -492,7 +893,8 @@ export function proveAclReaderHere(): { ok: true } | { ok: false; reason: string
   } catch (err) {
     return { ok: false, reason: `cannot be used: ${(err as Error).message}` };
   }
-  const failed = (check: string, detail: string) => ({ ok: false as const, reason: `failed its self-test: ${check}: ${detail}` });
+  // The parent reads the first 300 characters of the answer's line: the detail is kept short enough for the line to stay JSON.
+  const failed = (check: string, detail: string) => ({ ok: false as const, reason: `failed its self-test: ${check}: ${detail.slice(0, 160)}` });
   let root: string;
   try {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'symbi-acl-proof-'));
@@ -522,19 +924,33 @@ export function proveAclReaderHere(): { ok: true } | { ok: false; reason: string
     if (fresh.kind === 'distrusted' && fresh.errno !== undefined) return failed('a new directory is read', fresh.why);
     const freshFd = byDescriptor();
     if (freshFd.kind === 'distrusted' && freshFd.errno !== undefined) return failed('a new directory is read by descriptor', freshFd.why);
-    for (const control of scratchControls(koffi, root)) {
-      // A file system that refuses the first ACL has none to read back: what was proven above stands.
-      if (!control.set()) break;
+    // macOS and FreeBSD say whether the file system has ACLs (pathconf): where it has none, the reader must say so
+    // (never "no ACL"), and no control can be set; where it has them, every control must be set and read back.
+    const asked = process.platform === 'darwin' || process.platform === 'freebsd';
+    if (asked && (fresh.kind === 'unreadable') !== (freshFd.kind === 'unreadable')) {
+      return failed('a directory read by path and by descriptor is on the same file system', `read as ${readText(fresh)} and ${readText(freshFd)}`);
+    }
+    if (asked && fresh.kind === 'unreadable') return { ok: true, controls: 0 };
+    const freebsdPosix = process.platform === 'freebsd' && fresh.kind !== 'nfs4';
+    let controls = 0;
+    for (const control of freebsdPosix ? freebsdPosixControls(root) : scratchControls(koffi, root)) {
+      if (!control.set()) {
+        if (asked) return failed(`a directory on a file system that says it has ACLs can be given ${control.what}`, 'the system tool refused');
+        // Linux: a file system that refuses the first ACL has none to read back: what was proven above stands.
+        break;
+      }
       const byPath = reader.byPath(root);
       if (!control.expected(byPath, 'path')) return failed(`a directory given ${control.what} reads as set`, `read as ${readText(byPath)}`);
       const byFd = byDescriptor();
       if (!control.expected(byFd, 'descriptor')) return failed(`a directory given ${control.what} reads as set by descriptor`, `read as ${readText(byFd)}`);
+      controls++;
     }
-    return { ok: true };
+    return { ok: true, controls };
   } finally {
     // Plain unlink and rmdir: a recursive removal may call libc's fdopendir, which this child is not here to prove.
-    // macOS: the deny entry forbids deleting the folder until its ACL is removed.
-    if (process.platform === 'darwin') spawnSync('/bin/chmod', ['-N', root], { stdio: 'ignore' });
+    // Whatever entries the folder holds go first (a deny entry can forbid deleting it): chmod -N, setfacl -b.
+    if (process.platform === 'darwin') ran('/bin/chmod', '-N', root);
+    if (process.platform === 'freebsd') ran('/bin/setfacl', '-b', root);
     try {
       fs.unlinkSync(path.join(root, 'file'));
       fs.rmdirSync(root);

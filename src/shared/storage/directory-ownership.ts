@@ -15,6 +15,7 @@ import {
   type PosixAclEntry,
 } from './directory-acl.js';
 import { localGroup, membersOutOfReach, unreadAccountFiles, userNameOf, type AccountFiles } from './local-accounts.js';
+import { macAccounts, macGroupName, macGroupProblem, type MacAccounts } from './macos-groups.js';
 import { fileModeText } from '../text/file-mode.js';
 
 // Who may rename what the project holds. The policy files and the audit
@@ -39,8 +40,6 @@ const GROUP_WRITE = 0o020;
 const OTHER_WRITE = 0o002;
 const STICKY = 0o1000;
 const CONSEQUENCE = 'another user could rename policies/ or .symbiont/ beneath it';
-/** staff, the primary group macOS gives every local user (dscl . -read /Users/NAME PrimaryGroupID). */
-const MACOS_STAFF_GID = 20;
 
 /** What the writer check reads of a directory's status. */
 export type DirectoryStatus = Pick<fs.Stats, 'uid' | 'gid' | 'mode'>;
@@ -63,8 +62,8 @@ export interface WriterCheckOptions {
   accounts?: AccountFiles;
   /** The platform whose rules apply (tests only; process.platform otherwise). */
   platform?: string;
-  /** The server user's primary gid (tests only; process.getgid() otherwise). */
-  serverGid?: number;
+  /** macOS: the local directory's users and groups and the search policy (tests only; read with dscl otherwise, macos-groups.ts). */
+  macAccounts?: MacAccounts;
   /** Each gid whose members the check had to judge is added here (so a caller can say what it could not read). */
   groupsJudged?: Set<number>;
 }
@@ -105,7 +104,7 @@ export function directoryWritersProblem(stat: DirectoryStatus, shown: string, se
 
 /** The writers of directoryWritersProblem, one clause each; `inherited`: judging a folder's default ACL, as what is created inside will have it. */
 function writers(stat: DirectoryStatus, shown: string, serverUid: number, options: WriterCheckOptions, inherited: boolean): string[] {
-  const { acl = { kind: 'none' }, level = 'holding', accounts, platform = process.platform, serverGid = process.getgid?.(), groupsJudged } = options;
+  const { acl = { kind: 'none' }, level = 'holding', accounts, platform = process.platform, groupsJudged } = options;
   const consequence = inherited ? 'what is created in it inherits the entry, so another user could write that' : CONSEQUENCES[level];
   const recursive = level === 'folder' ? ' -R' : '';
   // Each fix names a command that removes this writer; a default ACL entry is removed with -d, every default ACL with -k.
@@ -144,10 +143,12 @@ function writers(stat: DirectoryStatus, shown: string, serverUid: number, option
   const groupProblem = (gid: number, how: string, groupFix: string): string | undefined => {
     groupsJudged?.add(gid);
     if (platform === 'darwin') {
-      if (gid === serverGid && gid !== MACOS_STAFF_GID) return undefined;
-      const name = localGroup(gid, accounts)?.name ?? String(gid);
-      const whose = gid === MACOS_STAFF_GID ? 'the primary group of every local user' : "not the server user's own primary group";
-      return `${shown} is writable by group ${name} ${how}, ${whose}; macOS keeps group members in Open Directory, which this server does not query, so members besides the server's user cannot be ruled out; ${consequence} (fix: ${groupFix})`;
+      // Open Directory holds the members, not /etc/group: trusted only when its local records prove the group the user's alone.
+      const directory = options.macAccounts ?? macAccounts();
+      const why = macGroupProblem(gid, serverUid, directory);
+      if (why === undefined) return undefined;
+      const name = macGroupName(gid, directory) ?? String(gid);
+      return `${shown} is writable by group ${name} ${how}, ${why}; ${consequence} (fix: ${groupFix})`;
     }
     const group = localGroup(gid, accounts);
     if (group === undefined) {
@@ -205,9 +206,21 @@ function writers(stat: DirectoryStatus, shown: string, serverUid: number, option
       if (inheritOnly && (level !== 'folder' || (ace.flag & inheritable) === 0)) continue;
       const kindOfEntry = inheritOnly ? 'inherit-only NFSv4 ACL entry (for what is created in it)' : 'NFSv4 ACL entry';
       const how = `through its ${kindOfEntry} allowing ${ace.who} access mask 0x${ace.mask.toString(16)}`;
-      const nfs4Fix = `remove the entry with nfs4_setfacl${recursive} -x (nfs4_getfacl ${shown} lists it)`;
+      // FreeBSD's setfacl -b leaves the trivial entries the mode bits make; Linux NFS clients edit an NFSv4 ACL with nfs4_setfacl.
+      const nfs4Fix =
+        platform === 'freebsd'
+          ? `setfacl${recursive} -b ${shown}, or remove the entry with setfacl -x (getfacl ${shown} lists it)`
+          : `remove the entry with nfs4_setfacl${recursive} -x (nfs4_getfacl ${shown} lists it)`;
       if (ace.who === 'OWNER@') continue;
-      if (ace.who === 'GROUP@') {
+      if (ace.uid !== undefined) {
+        // FreeBSD: a user entry names the uid the kernel checks.
+        if (trusted(ace.uid)) continue;
+        const name = userNameOf(ace.uid, accounts);
+        problems.push(`${shown} is writable by user ${name ? `${name} (uid ${ace.uid})` : `uid ${ace.uid}`} ${how}; ${consequence} (fix: ${nfs4Fix})`);
+      } else if (ace.gid !== undefined) {
+        const problem = groupProblem(ace.gid, how, nfs4Fix);
+        if (problem !== undefined) problems.push(problem);
+      } else if (ace.who === 'GROUP@') {
         if (!inheritOnly && (stat.mode & GROUP_WRITE) !== 0) continue; // judged above from the mode bits
         const problem = groupProblem(stat.gid, how, nfs4Fix);
         if (problem !== undefined) problems.push(problem);
