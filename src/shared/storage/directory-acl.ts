@@ -352,272 +352,286 @@ function failedCall(code: number, what = 'its ACL'): DirectoryAcl {
   return { kind: 'distrusted', why: `${what} cannot be read (${name})`, errno: name };
 }
 
-function createReader(koffi: typeof Koffi, platform: string): AclReader {
-  const libc = koffi.load(null);
+// In each reader, every `koffi.errno()` is the first thing after the call that failed: nothing else calls into C in between.
+type Libc = ReturnType<(typeof Koffi)['load']>;
+
+/** Linux: the POSIX ACL extended attributes, or an NFSv4 mount's, read by path or descriptor. */
+function linuxReader(koffi: typeof Koffi, libc: Libc): AclReader {
   const errno = os.constants.errno;
-  // Every `koffi.errno()` below is the first thing after the call that failed: nothing else calls into C in between.
-  switch (platform) {
-    case 'linux': {
-      const lgetxattr = libc.func('long lgetxattr(const char *, const char *, void *, size_t)');
-      const fgetxattr = libc.func('long fgetxattr(int, const char *, void *, size_t)');
-      const unsupported = new Set([errno.ENOTSUP, errno.EOPNOTSUPP]);
-      /** The attribute's value, or the errno that refused it; a value that grew between the two calls is read again. */
-      const readAttribute = (target: string | number, name: string): Buffer | number => {
-        const get = (value: Buffer | null, size: number): number =>
-          Number(typeof target === 'number' ? fgetxattr(target, name, value, size) : lgetxattr(target, name, value, size));
-        for (let attempt = 0; attempt < 3; attempt++) {
-          const size = get(null, 0);
-          if (size < 0) return koffi.errno();
-          const value = Buffer.alloc(Math.min(size, XATTR_SIZE_MAX));
-          const read = get(value, value.length);
-          if (read >= 0) return value.subarray(0, read);
-          const code = koffi.errno();
-          if (code !== errno.ERANGE) return code;
-        }
-        return errno.ERANGE;
-      };
-      const read = (target: string | number, folder: boolean): DirectoryAcl => {
-        const posix = readAttribute(target, POSIX_ACL_XATTR);
-        if (typeof posix === 'number' && posix !== errno.ENODATA) {
-          if (!unsupported.has(posix)) return failedCall(posix);
-          // No POSIX ACLs on this file system: an NFSv4 mount keeps its ACL in another attribute.
-          const nfs4 = readAttribute(target, NFS4_ACL_XATTR);
-          if (typeof nfs4 !== 'number') {
-            try {
-              return { kind: 'nfs4', aces: parseNfs4Acl(nfs4) };
-            } catch (err) {
-              return { kind: 'distrusted', why: `its ACL cannot be read: ${(err as Error).message}` };
-            }
-          }
-          if (nfs4 === errno.ENODATA) return { kind: 'none' };
-          if (!unsupported.has(nfs4)) return failedCall(nfs4);
-          return {
-            kind: 'unreadable',
-            why: `its file system (${fileSystemName(target)}) exposes neither a POSIX nor an NFSv4 ACL (EOPNOTSUPP), so only its mode bits were read`,
-          };
-        }
-        let entries: PosixAclEntry[] = [];
-        let defaults: PosixAclEntry[] = [];
+  const lgetxattr = libc.func('long lgetxattr(const char *, const char *, void *, size_t)');
+  const fgetxattr = libc.func('long fgetxattr(int, const char *, void *, size_t)');
+  const unsupported = new Set([errno.ENOTSUP, errno.EOPNOTSUPP]);
+  /** The attribute's value, or the errno that refused it; a value that grew between the two calls is read again. */
+  const readAttribute = (target: string | number, name: string): Buffer | number => {
+    const get = (value: Buffer | null, size: number): number =>
+      Number(typeof target === 'number' ? fgetxattr(target, name, value, size) : lgetxattr(target, name, value, size));
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const size = get(null, 0);
+      if (size < 0) return koffi.errno();
+      const value = Buffer.alloc(Math.min(size, XATTR_SIZE_MAX));
+      const read = get(value, value.length);
+      if (read >= 0) return value.subarray(0, read);
+      const code = koffi.errno();
+      if (code !== errno.ERANGE) return code;
+    }
+    return errno.ERANGE;
+  };
+  const read = (target: string | number, folder: boolean): DirectoryAcl => {
+    const posix = readAttribute(target, POSIX_ACL_XATTR);
+    if (typeof posix === 'number' && posix !== errno.ENODATA) {
+      if (!unsupported.has(posix)) return failedCall(posix);
+      // No POSIX ACLs on this file system: an NFSv4 mount keeps its ACL in another attribute.
+      const nfs4 = readAttribute(target, NFS4_ACL_XATTR);
+      if (typeof nfs4 !== 'number') {
         try {
-          if (typeof posix !== 'number') entries = parsePosixAcl(posix);
-          if (folder) {
-            const inherited = readAttribute(target, POSIX_DEFAULT_ACL_XATTR);
-            if (typeof inherited !== 'number') defaults = parsePosixAcl(inherited);
-            else if (inherited !== errno.ENODATA) return failedCall(inherited, 'its default ACL');
-          }
+          return { kind: 'nfs4', aces: parseNfs4Acl(nfs4) };
         } catch (err) {
           return { kind: 'distrusted', why: `its ACL cannot be read: ${(err as Error).message}` };
         }
-        if (typeof posix === 'number' && defaults.length === 0) return { kind: 'none' };
-        return defaults.length === 0 ? { kind: 'posix', entries } : { kind: 'posix', entries, defaults };
+      }
+      if (nfs4 === errno.ENODATA) return { kind: 'none' };
+      if (!unsupported.has(nfs4)) return failedCall(nfs4);
+      return {
+        kind: 'unreadable',
+        why: `its file system (${fileSystemName(target)}) exposes neither a POSIX nor an NFSv4 ACL (EOPNOTSUPP), so only its mode bits were read`,
       };
-      return { byPath: (dir) => read(dir, false), byDescriptor: read };
     }
-    case 'darwin': {
-      const pathconf = libc.func('long pathconf(const char *, int)');
-      const fpathconf = libc.func('long fpathconf(int, int)');
-      const getLink = libc.func('void *acl_get_link_np(const char *, int)');
-      const getFd = libc.func('void *acl_get_fd_np(int, int)');
-      // acl_entry_t *, acl_tag_t *, acl_permset_mask_t * and acl_flagset_t * are caller buffers (see the top of this file).
-      const getEntry = libc.func('int acl_get_entry(void *, int, void *)');
-      const getTag = libc.func('int acl_get_tag_type(void *, void *)');
-      const getPermsetMask = libc.func('int acl_get_permset_mask_np(void *, void *)');
-      const getFlagset = libc.func('int acl_get_flagset_np(void *, void *)');
-      const getFlag = libc.func('int acl_get_flag_np(void *, int)');
-      const free = libc.func('int acl_free(void *)');
-      const entryFlags = Object.values(DARWIN_ACL_ENTRY_FLAG);
-      // Inheritable entries are entries too: any allow entry, whatever it applies to, is distrusted.
-      const read = (target: string | number): DirectoryAcl => {
-        // A volume without ACLs (NFSv3, smbfs, FUSE, FAT) answers acl_get_*_np as if no ACL were set: asked first, it is said.
-        const supported = Number(
-          typeof target === 'number' ? fpathconf(target, DARWIN_PC_EXTENDED_SECURITY_NP) : pathconf(target, DARWIN_PC_EXTENDED_SECURITY_NP),
-        );
-        if (supported < 0) return failedCall(koffi.errno(), 'whether its file system has ACLs');
-        if (supported === 0) {
-          return { kind: 'unreadable', why: 'its file system does not support ACLs (pathconf _PC_EXTENDED_SECURITY_NP is 0), so only its mode bits were read' };
-        }
-        const acl = (typeof target === 'number' ? getFd(target, DARWIN_ACL_TYPE_EXTENDED) : getLink(target, DARWIN_ACL_TYPE_EXTENDED)) as unknown;
-        if (acl === null) {
+    let entries: PosixAclEntry[] = [];
+    let defaults: PosixAclEntry[] = [];
+    try {
+      if (typeof posix !== 'number') entries = parsePosixAcl(posix);
+      if (folder) {
+        const inherited = readAttribute(target, POSIX_DEFAULT_ACL_XATTR);
+        if (typeof inherited !== 'number') defaults = parsePosixAcl(inherited);
+        else if (inherited !== errno.ENODATA) return failedCall(inherited, 'its default ACL');
+      }
+    } catch (err) {
+      return { kind: 'distrusted', why: `its ACL cannot be read: ${(err as Error).message}` };
+    }
+    if (typeof posix === 'number' && defaults.length === 0) return { kind: 'none' };
+    return defaults.length === 0 ? { kind: 'posix', entries } : { kind: 'posix', entries, defaults };
+  };
+  return { byPath: (dir) => read(dir, false), byDescriptor: read };
+}
+
+/** macOS: the extended ACL walked entry by entry, after pathconf says the volume has ACLs. */
+function darwinReader(koffi: typeof Koffi, libc: Libc): AclReader {
+  const errno = os.constants.errno;
+  const pathconf = libc.func('long pathconf(const char *, int)');
+  const fpathconf = libc.func('long fpathconf(int, int)');
+  const getLink = libc.func('void *acl_get_link_np(const char *, int)');
+  const getFd = libc.func('void *acl_get_fd_np(int, int)');
+  // acl_entry_t *, acl_tag_t *, acl_permset_mask_t * and acl_flagset_t * are caller buffers (see the top of this file).
+  const getEntry = libc.func('int acl_get_entry(void *, int, void *)');
+  const getTag = libc.func('int acl_get_tag_type(void *, void *)');
+  const getPermsetMask = libc.func('int acl_get_permset_mask_np(void *, void *)');
+  const getFlagset = libc.func('int acl_get_flagset_np(void *, void *)');
+  const getFlag = libc.func('int acl_get_flag_np(void *, int)');
+  const free = libc.func('int acl_free(void *)');
+  const entryFlags = Object.values(DARWIN_ACL_ENTRY_FLAG);
+  // Inheritable entries are entries too: any allow entry, whatever it applies to, is distrusted.
+  const read = (target: string | number): DirectoryAcl => {
+    // A volume without ACLs (NFSv3, smbfs, FUSE, FAT) answers acl_get_*_np as if no ACL were set: asked first, it is said.
+    const supported = Number(typeof target === 'number' ? fpathconf(target, DARWIN_PC_EXTENDED_SECURITY_NP) : pathconf(target, DARWIN_PC_EXTENDED_SECURITY_NP));
+    if (supported < 0) return failedCall(koffi.errno(), 'whether its file system has ACLs');
+    if (supported === 0) {
+      return { kind: 'unreadable', why: 'its file system does not support ACLs (pathconf _PC_EXTENDED_SECURITY_NP is 0), so only its mode bits were read' };
+    }
+    const acl = (typeof target === 'number' ? getFd(target, DARWIN_ACL_TYPE_EXTENDED) : getLink(target, DARWIN_ACL_TYPE_EXTENDED)) as unknown;
+    if (acl === null) {
+      const code = koffi.errno();
+      return code === errno.ENOENT ? { kind: 'none' } : failedCall(code);
+    }
+    const walked: DarwinAce[] = [];
+    try {
+      // acl_entry_t and acl_flagset_t are pointers: 8 bytes on the 64-bit systems served (libc-route.ts refuses others).
+      const entry = Buffer.alloc(8);
+      const tag = new Int32Array(1);
+      const perms = Buffer.alloc(8);
+      const flagset = Buffer.alloc(8);
+      for (let which = DARWIN_ACL_FIRST_ENTRY; ; which = DARWIN_ACL_NEXT_ENTRY) {
+        if (getEntry(acl, which, entry) !== 0) {
           const code = koffi.errno();
-          return code === errno.ENOENT ? { kind: 'none' } : failedCall(code);
+          if (code === errno.EINVAL) break;
+          return failedCall(code);
         }
-        const walked: DarwinAce[] = [];
-        try {
-          // acl_entry_t and acl_flagset_t are pointers: 8 bytes on the 64-bit systems served (libc-route.ts refuses others).
-          const entry = Buffer.alloc(8);
-          const tag = new Int32Array(1);
-          const perms = Buffer.alloc(8);
-          const flagset = Buffer.alloc(8);
-          for (let which = DARWIN_ACL_FIRST_ENTRY; ; which = DARWIN_ACL_NEXT_ENTRY) {
-            if (getEntry(acl, which, entry) !== 0) {
-              const code = koffi.errno();
-              if (code === errno.EINVAL) break;
-              return failedCall(code);
-            }
-            if (walked.length >= DARWIN_ACL_MAX_ENTRIES) {
-              return {
-                kind: 'distrusted',
-                why: `its ACL cannot be read: the walk over its entries did not end after ${DARWIN_ACL_MAX_ENTRIES}, the most macOS keeps`,
-              };
-            }
-            const current = koffi.decode(entry, 'void *') as unknown;
-            if (getTag(current, tag) !== 0) return failedCall(koffi.errno(), 'an entry of its ACL');
-            if (getPermsetMask(current, perms) !== 0) return failedCall(koffi.errno(), "an entry's permissions in its ACL");
-            if (getFlagset(current, flagset) !== 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
-            const set = koffi.decode(flagset, 'void *') as unknown;
-            let flags = 0;
-            for (const flag of entryFlags) {
-              const has = Number(getFlag(set, flag));
-              if (has < 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
-              if (has > 0) flags |= flag;
-            }
-            const type = tag[0] === DARWIN_ACL_EXTENDED_ALLOW ? 'allow' : tag[0] === DARWIN_ACL_EXTENDED_DENY ? 'deny' : 'other';
-            walked.push({ type, perms: Number(perms.readBigUInt64LE(0)), flags });
-          }
-        } finally {
-          free(acl);
-        }
-        // A deny entry never grants anything (home folders carry "everyone deny delete"); any other entry is distrusted.
-        const granting = walked.filter((e) => e.type !== 'deny').length;
-        if (granting === 0) return walked.length === 0 ? { kind: 'none' } : { kind: 'none', walked };
-        const entries = granting === 1 ? 'an allow entry' : `${granting} allow entries`;
-        return {
-          kind: 'distrusted',
-          why: `its ACL has ${entries} (ls -led shows them), and this server does not interpret macOS ACL permissions`,
-          walked,
-        };
-      };
-      return { byPath: read, byDescriptor: (fd) => read(fd) };
-    }
-    case 'freebsd': {
-      const lpathconf = libc.func('long lpathconf(const char *, int)');
-      const fpathconf = libc.func('long fpathconf(int, int)');
-      const getLink = libc.func('void *acl_get_link_np(const char *, int)');
-      const getFd = libc.func('void *acl_get_fd_np(int, int)');
-      // int *, acl_entry_t *, acl_tag_t *, acl_entry_type_t *, acl_permset_t * and acl_flagset_t * are caller buffers (see the top of this file).
-      const isTrivial = libc.func('int acl_is_trivial_np(void *, void *)');
-      const getEntry = libc.func('int acl_get_entry(void *, int, void *)');
-      const getTag = libc.func('int acl_get_tag_type(void *, void *)');
-      const getEntryType = libc.func('int acl_get_entry_type_np(void *, void *)');
-      const getPermset = libc.func('int acl_get_permset(void *, void *)');
-      const getPerm = libc.func('int acl_get_perm_np(void *, uint32_t)');
-      const getFlagset = libc.func('int acl_get_flagset_np(void *, void *)');
-      const getFlag = libc.func('int acl_get_flag_np(void *, uint16_t)');
-      const getQualifier = libc.func('void *acl_get_qualifier(void *)');
-      const free = libc.func('int acl_free(void *)');
-      /** Whether the file system uses ACLs of kind `name` (1), or not (0); a negative errno when the call failed. */
-      const uses = (target: string | number, name: number): number => {
-        const answer = Number(typeof target === 'number' ? fpathconf(target, name) : lpathconf(target, name));
-        if (answer >= 0) return answer;
-        const code = koffi.errno();
-        // EINVAL: the file system does not know the name, so it has no such ACLs.
-        return code === errno.EINVAL ? 0 : -code;
-      };
-      /** An NFSv4 ACL's entries (acl_get_entry, tag, type, permissions, flags, qualifier), as the RFC 7530 values the writer check judges. */
-      const walk = (acl: unknown): Nfs4Ace[] | DirectoryAcl => {
-        const aces: Nfs4Ace[] = [];
-        const entry = Buffer.alloc(8);
-        const tag = new Uint32Array(1);
-        const type = new Uint16Array(1);
-        const pointer = Buffer.alloc(8);
-        for (let which = FREEBSD_ACL_FIRST_ENTRY; ; which = FREEBSD_ACL_NEXT_ENTRY) {
-          const got = Number(getEntry(acl, which, entry));
-          if (got === 0) return aces;
-          if (got < 0) return failedCall(koffi.errno());
-          if (aces.length >= FREEBSD_ACL_MAX_ENTRIES) {
-            return {
-              kind: 'distrusted',
-              why: `its ACL cannot be read: the walk over its entries did not end after ${FREEBSD_ACL_MAX_ENTRIES}, the most FreeBSD keeps`,
-            };
-          }
-          const current = koffi.decode(entry, 'void *') as unknown;
-          if (getTag(current, tag) !== 0 || getEntryType(current, type) !== 0) return failedCall(koffi.errno(), 'an entry of its ACL');
-          const aceType = FREEBSD_ENTRY_TYPES.get(type[0]!);
-          if (aceType === undefined) return { kind: 'distrusted', why: `its ACL cannot be read: an entry has the unknown type 0x${type[0]!.toString(16)}` };
-          if (getPermset(current, pointer) !== 0) return failedCall(koffi.errno(), "an entry's permissions in its ACL");
-          const permset = koffi.decode(pointer, 'void *') as unknown;
-          let mask = 0;
-          for (const [bit, rfc] of FREEBSD_NFS4_PERMS) {
-            const has = Number(getPerm(permset, bit));
-            if (has < 0) return failedCall(koffi.errno(), "an entry's permissions in its ACL");
-            if (has > 0) mask |= rfc;
-          }
-          if (getFlagset(current, pointer) !== 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
-          const flagset = koffi.decode(pointer, 'void *') as unknown;
-          let flag = 0;
-          for (const bit of FREEBSD_NFS4_FLAGS) {
-            const has = Number(getFlag(flagset, bit));
-            if (has < 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
-            if (has > 0) flag |= bit;
-          }
-          const ace: Nfs4Ace = { type: aceType, flag, mask, who: '' };
-          switch (tag[0]) {
-            case FREEBSD_ACL_TAG.USER_OBJ:
-              ace.who = 'OWNER@';
-              break;
-            case FREEBSD_ACL_TAG.GROUP_OBJ:
-              ace.who = 'GROUP@';
-              ace.flag |= NFS4_ACE_FLAG.IDENTIFIER_GROUP;
-              break;
-            case FREEBSD_ACL_TAG.EVERYONE:
-              ace.who = 'EVERYONE@';
-              break;
-            case FREEBSD_ACL_TAG.USER:
-            case FREEBSD_ACL_TAG.GROUP: {
-              // The qualifier is a copy of the uid_t or gid_t (a u32), freed with acl_free.
-              const qualifier = getQualifier(current) as unknown;
-              if (qualifier === null) return failedCall(koffi.errno(), "an entry's user or group in its ACL");
-              const id = koffi.decode(qualifier, 'uint32_t') as number;
-              free(qualifier);
-              if (tag[0] === FREEBSD_ACL_TAG.USER) {
-                ace.who = `user:${id}`;
-                ace.uid = id;
-              } else {
-                ace.who = `group:${id}`;
-                ace.gid = id;
-                ace.flag |= NFS4_ACE_FLAG.IDENTIFIER_GROUP;
-              }
-              break;
-            }
-            default:
-              return { kind: 'distrusted', why: `its ACL cannot be read: an entry has the unknown tag 0x${tag[0]!.toString(16)}` };
-          }
-          aces.push(ace);
-        }
-      };
-      // ZFS (and UFS mounted with nfsv4acls) keep NFSv4 ACLs, read entry by entry; UFS mounted with acls keeps POSIX.1e
-      // ones, of which any that says more than the mode bits is distrusted (a folder's default ACL is not read).
-      const read = (target: string | number): DirectoryAcl => {
-        const nfs4 = uses(target, FREEBSD_PC_ACL_NFS4);
-        if (nfs4 < 0) return failedCall(-nfs4, 'whether its file system has ACLs');
-        const posix = nfs4 > 0 ? 0 : uses(target, FREEBSD_PC_ACL_EXTENDED);
-        if (posix < 0) return failedCall(-posix, 'whether its file system has ACLs');
-        if (nfs4 === 0 && posix === 0) {
+        if (walked.length >= DARWIN_ACL_MAX_ENTRIES) {
           return {
-            kind: 'unreadable',
-            why: 'its file system supports neither NFSv4 nor POSIX.1e ACLs (pathconf _PC_ACL_NFS4 and _PC_ACL_EXTENDED are 0), so only its mode bits were read',
+            kind: 'distrusted',
+            why: `its ACL cannot be read: the walk over its entries did not end after ${DARWIN_ACL_MAX_ENTRIES}, the most macOS keeps`,
           };
         }
-        const type = nfs4 > 0 ? FREEBSD_ACL_TYPE_NFS4 : FREEBSD_ACL_TYPE_ACCESS;
-        const acl = (typeof target === 'number' ? getFd(target, type) : getLink(target, type)) as unknown;
-        if (acl === null) return failedCall(koffi.errno());
-        try {
-          if (nfs4 > 0) {
-            const aces = walk(acl);
-            return Array.isArray(aces) ? { kind: 'nfs4', aces } : aces;
-          }
-          const trivial = new Int32Array(1);
-          if (isTrivial(acl, trivial) !== 0) return failedCall(koffi.errno());
-          if (trivial[0] === 0) {
-            return { kind: 'distrusted', why: 'it has an extended POSIX.1e ACL (getfacl shows it), and this server does not interpret those on FreeBSD' };
-          }
-          return { kind: 'none' };
-        } finally {
-          free(acl);
+        const current = koffi.decode(entry, 'void *') as unknown;
+        if (getTag(current, tag) !== 0) return failedCall(koffi.errno(), 'an entry of its ACL');
+        if (getPermsetMask(current, perms) !== 0) return failedCall(koffi.errno(), "an entry's permissions in its ACL");
+        if (getFlagset(current, flagset) !== 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
+        const set = koffi.decode(flagset, 'void *') as unknown;
+        let flags = 0;
+        for (const flag of entryFlags) {
+          const has = Number(getFlag(set, flag));
+          if (has < 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
+          if (has > 0) flags |= flag;
         }
-      };
-      return { byPath: read, byDescriptor: (fd) => read(fd) };
+        const type = tag[0] === DARWIN_ACL_EXTENDED_ALLOW ? 'allow' : tag[0] === DARWIN_ACL_EXTENDED_DENY ? 'deny' : 'other';
+        walked.push({ type, perms: Number(perms.readBigUInt64LE(0)), flags });
+      }
+    } finally {
+      free(acl);
     }
+    // A deny entry never grants anything (home folders carry "everyone deny delete"); any other entry is distrusted.
+    const granting = walked.filter((e) => e.type !== 'deny').length;
+    if (granting === 0) return walked.length === 0 ? { kind: 'none' } : { kind: 'none', walked };
+    const entries = granting === 1 ? 'an allow entry' : `${granting} allow entries`;
+    return {
+      kind: 'distrusted',
+      why: `its ACL has ${entries} (ls -led shows them), and this server does not interpret macOS ACL permissions`,
+      walked,
+    };
+  };
+  return { byPath: read, byDescriptor: (fd) => read(fd) };
+}
+
+/** FreeBSD: NFSv4 ACLs entry by entry, POSIX.1e ones as trivial or not, after pathconf says which the file system has. */
+function freebsdReader(koffi: typeof Koffi, libc: Libc): AclReader {
+  const errno = os.constants.errno;
+  const lpathconf = libc.func('long lpathconf(const char *, int)');
+  const fpathconf = libc.func('long fpathconf(int, int)');
+  const getLink = libc.func('void *acl_get_link_np(const char *, int)');
+  const getFd = libc.func('void *acl_get_fd_np(int, int)');
+  // int *, acl_entry_t *, acl_tag_t *, acl_entry_type_t *, acl_permset_t * and acl_flagset_t * are caller buffers (see the top of this file).
+  const isTrivial = libc.func('int acl_is_trivial_np(void *, void *)');
+  const getEntry = libc.func('int acl_get_entry(void *, int, void *)');
+  const getTag = libc.func('int acl_get_tag_type(void *, void *)');
+  const getEntryType = libc.func('int acl_get_entry_type_np(void *, void *)');
+  const getPermset = libc.func('int acl_get_permset(void *, void *)');
+  const getPerm = libc.func('int acl_get_perm_np(void *, uint32_t)');
+  const getFlagset = libc.func('int acl_get_flagset_np(void *, void *)');
+  const getFlag = libc.func('int acl_get_flag_np(void *, uint16_t)');
+  const getQualifier = libc.func('void *acl_get_qualifier(void *)');
+  const free = libc.func('int acl_free(void *)');
+  /** Whether the file system uses ACLs of kind `name` (1), or not (0); a negative errno when the call failed. */
+  const uses = (target: string | number, name: number): number => {
+    const answer = Number(typeof target === 'number' ? fpathconf(target, name) : lpathconf(target, name));
+    if (answer >= 0) return answer;
+    const code = koffi.errno();
+    // EINVAL: the file system does not know the name, so it has no such ACLs.
+    return code === errno.EINVAL ? 0 : -code;
+  };
+  /** An NFSv4 ACL's entries (acl_get_entry, tag, type, permissions, flags, qualifier), as the RFC 7530 values the writer check judges. */
+  const walk = (acl: unknown): Nfs4Ace[] | DirectoryAcl => {
+    const aces: Nfs4Ace[] = [];
+    const entry = Buffer.alloc(8);
+    const tag = new Uint32Array(1);
+    const type = new Uint16Array(1);
+    const pointer = Buffer.alloc(8);
+    for (let which = FREEBSD_ACL_FIRST_ENTRY; ; which = FREEBSD_ACL_NEXT_ENTRY) {
+      const got = Number(getEntry(acl, which, entry));
+      if (got === 0) return aces;
+      if (got < 0) return failedCall(koffi.errno());
+      if (aces.length >= FREEBSD_ACL_MAX_ENTRIES) {
+        return {
+          kind: 'distrusted',
+          why: `its ACL cannot be read: the walk over its entries did not end after ${FREEBSD_ACL_MAX_ENTRIES}, the most FreeBSD keeps`,
+        };
+      }
+      const current = koffi.decode(entry, 'void *') as unknown;
+      if (getTag(current, tag) !== 0 || getEntryType(current, type) !== 0) return failedCall(koffi.errno(), 'an entry of its ACL');
+      const aceType = FREEBSD_ENTRY_TYPES.get(type[0]!);
+      if (aceType === undefined) return { kind: 'distrusted', why: `its ACL cannot be read: an entry has the unknown type 0x${type[0]!.toString(16)}` };
+      if (getPermset(current, pointer) !== 0) return failedCall(koffi.errno(), "an entry's permissions in its ACL");
+      const permset = koffi.decode(pointer, 'void *') as unknown;
+      let mask = 0;
+      for (const [bit, rfc] of FREEBSD_NFS4_PERMS) {
+        const has = Number(getPerm(permset, bit));
+        if (has < 0) return failedCall(koffi.errno(), "an entry's permissions in its ACL");
+        if (has > 0) mask |= rfc;
+      }
+      if (getFlagset(current, pointer) !== 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
+      const flagset = koffi.decode(pointer, 'void *') as unknown;
+      let flag = 0;
+      for (const bit of FREEBSD_NFS4_FLAGS) {
+        const has = Number(getFlag(flagset, bit));
+        if (has < 0) return failedCall(koffi.errno(), "an entry's flags in its ACL");
+        if (has > 0) flag |= bit;
+      }
+      const ace: Nfs4Ace = { type: aceType, flag, mask, who: '' };
+      switch (tag[0]) {
+        case FREEBSD_ACL_TAG.USER_OBJ:
+          ace.who = 'OWNER@';
+          break;
+        case FREEBSD_ACL_TAG.GROUP_OBJ:
+          ace.who = 'GROUP@';
+          ace.flag |= NFS4_ACE_FLAG.IDENTIFIER_GROUP;
+          break;
+        case FREEBSD_ACL_TAG.EVERYONE:
+          ace.who = 'EVERYONE@';
+          break;
+        case FREEBSD_ACL_TAG.USER:
+        case FREEBSD_ACL_TAG.GROUP: {
+          // The qualifier is a copy of the uid_t or gid_t (a u32), freed with acl_free.
+          const qualifier = getQualifier(current) as unknown;
+          if (qualifier === null) return failedCall(koffi.errno(), "an entry's user or group in its ACL");
+          const id = koffi.decode(qualifier, 'uint32_t') as number;
+          free(qualifier);
+          if (tag[0] === FREEBSD_ACL_TAG.USER) {
+            ace.who = `user:${id}`;
+            ace.uid = id;
+          } else {
+            ace.who = `group:${id}`;
+            ace.gid = id;
+            ace.flag |= NFS4_ACE_FLAG.IDENTIFIER_GROUP;
+          }
+          break;
+        }
+        default:
+          return { kind: 'distrusted', why: `its ACL cannot be read: an entry has the unknown tag 0x${tag[0]!.toString(16)}` };
+      }
+      aces.push(ace);
+    }
+  };
+  // ZFS (and UFS mounted with nfsv4acls) keep NFSv4 ACLs, read entry by entry; UFS mounted with acls keeps POSIX.1e
+  // ones, of which any that says more than the mode bits is distrusted (a folder's default ACL is not read).
+  const read = (target: string | number): DirectoryAcl => {
+    const nfs4 = uses(target, FREEBSD_PC_ACL_NFS4);
+    if (nfs4 < 0) return failedCall(-nfs4, 'whether its file system has ACLs');
+    const posix = nfs4 > 0 ? 0 : uses(target, FREEBSD_PC_ACL_EXTENDED);
+    if (posix < 0) return failedCall(-posix, 'whether its file system has ACLs');
+    if (nfs4 === 0 && posix === 0) {
+      return {
+        kind: 'unreadable',
+        why: 'its file system supports neither NFSv4 nor POSIX.1e ACLs (pathconf _PC_ACL_NFS4 and _PC_ACL_EXTENDED are 0), so only its mode bits were read',
+      };
+    }
+    const type = nfs4 > 0 ? FREEBSD_ACL_TYPE_NFS4 : FREEBSD_ACL_TYPE_ACCESS;
+    const acl = (typeof target === 'number' ? getFd(target, type) : getLink(target, type)) as unknown;
+    if (acl === null) return failedCall(koffi.errno());
+    try {
+      if (nfs4 > 0) {
+        const aces = walk(acl);
+        return Array.isArray(aces) ? { kind: 'nfs4', aces } : aces;
+      }
+      const trivial = new Int32Array(1);
+      if (isTrivial(acl, trivial) !== 0) return failedCall(koffi.errno());
+      if (trivial[0] === 0) {
+        return { kind: 'distrusted', why: 'it has an extended POSIX.1e ACL (getfacl shows it), and this server does not interpret those on FreeBSD' };
+      }
+      return { kind: 'none' };
+    } finally {
+      free(acl);
+    }
+  };
+  return { byPath: read, byDescriptor: (fd) => read(fd) };
+}
+
+function createReader(koffi: typeof Koffi, platform: string): AclReader {
+  const libc = koffi.load(null);
+  switch (platform) {
+    case 'linux':
+      return linuxReader(koffi, libc);
+    case 'darwin':
+      return darwinReader(koffi, libc);
+    case 'freebsd':
+      return freebsdReader(koffi, libc);
     default:
       throw new Error(`no ACL interface is known for ${platform}`);
   }

@@ -102,9 +102,48 @@ export function directoryWritersProblem(stat: DirectoryStatus, shown: string, se
   return problems.length === 0 ? undefined : problems.join('; ');
 }
 
+/** What groupWriterProblem needs of the level being judged. */
+interface GroupJudgement {
+  shown: string;
+  consequence: string;
+  serverUid: number;
+  options: WriterCheckOptions & { platform: string };
+}
+
+/** Why group `gid`, writing `how`, may include someone besides the server's user and root; undefined when it cannot. */
+function groupWriterProblem(judged: GroupJudgement, gid: number, how: string, groupFix: string): string | undefined {
+  const { shown, consequence, serverUid, options } = judged;
+  const { accounts, platform, groupsJudged } = options;
+  const trusted = (uid: number | undefined) => uid === serverUid || uid === ROOT_UID;
+  groupsJudged?.add(gid);
+  if (platform === 'darwin') {
+    // Open Directory holds the members, not /etc/group: trusted only when its local records prove the group the user's alone.
+    const directory = options.macAccounts ?? macAccounts();
+    const why = macGroupProblem(gid, serverUid, directory);
+    if (why === undefined) return undefined;
+    const name = macGroupName(gid, directory) ?? String(gid);
+    return `${shown} is writable by group ${name} ${how}, ${why}; ${consequence} (fix: ${groupFix})`;
+  }
+  const group = localGroup(gid, accounts);
+  if (group === undefined) {
+    return `${shown} is writable by group ${gid} ${how}, which /etc/group does not list, so its members cannot be checked; ${consequence} (fix: ${groupFix})`;
+  }
+  const others = group.members.filter((member) => !trusted(member.uid)).map((member) => (member.via ? `${member.name} (${member.via})` : member.name));
+  if (others.length > 0)
+    return `${shown} is writable by group ${group.name} ${how}, whose members include ${others.join(', ')}; ${consequence} (fix: ${groupFix})`;
+  if (group.passwordIn !== undefined) {
+    return `${shown} is writable by group ${group.name} ${how}, which has a password in ${group.passwordIn}, so whoever knows it can join with newgrp; ${consequence} (fix: ${groupFix}, or gpasswd -r ${group.name})`;
+  }
+  const outOfReach = membersOutOfReach(accounts);
+  if (outOfReach !== undefined) {
+    return `${shown} is writable by group ${group.name} ${how}, and ${outOfReach}, so members besides the server's user cannot be ruled out; ${consequence} (fix: ${groupFix})`;
+  }
+  return undefined;
+}
+
 /** The writers of directoryWritersProblem, one clause each; `inherited`: judging a folder's default ACL, as what is created inside will have it. */
 function writers(stat: DirectoryStatus, shown: string, serverUid: number, options: WriterCheckOptions, inherited: boolean): string[] {
-  const { acl = { kind: 'none' }, level = 'holding', accounts, platform = process.platform, groupsJudged } = options;
+  const { acl = { kind: 'none' }, level = 'holding', accounts, platform = process.platform } = options;
   const consequence = inherited ? 'what is created in it inherits the entry, so another user could write that' : CONSEQUENCES[level];
   const recursive = level === 'folder' ? ' -R' : '';
   // Each fix names a command that removes this writer; a default ACL entry is removed with -d, every default ACL with -k.
@@ -139,33 +178,8 @@ function writers(stat: DirectoryStatus, shown: string, serverUid: number, option
     if (level === 'holding') return problems;
   }
 
-  /** Why group `gid`, writing `how`, may include someone besides the server's user and root; undefined when it cannot. */
-  const groupProblem = (gid: number, how: string, groupFix: string): string | undefined => {
-    groupsJudged?.add(gid);
-    if (platform === 'darwin') {
-      // Open Directory holds the members, not /etc/group: trusted only when its local records prove the group the user's alone.
-      const directory = options.macAccounts ?? macAccounts();
-      const why = macGroupProblem(gid, serverUid, directory);
-      if (why === undefined) return undefined;
-      const name = macGroupName(gid, directory) ?? String(gid);
-      return `${shown} is writable by group ${name} ${how}, ${why}; ${consequence} (fix: ${groupFix})`;
-    }
-    const group = localGroup(gid, accounts);
-    if (group === undefined) {
-      return `${shown} is writable by group ${gid} ${how}, which /etc/group does not list, so its members cannot be checked; ${consequence} (fix: ${groupFix})`;
-    }
-    const others = group.members.filter((member) => !trusted(member.uid)).map((member) => (member.via ? `${member.name} (${member.via})` : member.name));
-    if (others.length > 0)
-      return `${shown} is writable by group ${group.name} ${how}, whose members include ${others.join(', ')}; ${consequence} (fix: ${groupFix})`;
-    if (group.passwordIn !== undefined) {
-      return `${shown} is writable by group ${group.name} ${how}, which has a password in ${group.passwordIn}, so whoever knows it can join with newgrp; ${consequence} (fix: ${groupFix}, or gpasswd -r ${group.name})`;
-    }
-    const outOfReach = membersOutOfReach(accounts);
-    if (outOfReach !== undefined) {
-      return `${shown} is writable by group ${group.name} ${how}, and ${outOfReach}, so members besides the server's user cannot be ruled out; ${consequence} (fix: ${groupFix})`;
-    }
-    return undefined;
-  };
+  const groupProblem = (gid: number, how: string, groupFix: string): string | undefined =>
+    groupWriterProblem({ shown, consequence, serverUid, options: { ...options, platform } }, gid, how, groupFix);
 
   const entries: PosixAclEntry[] = acl.kind === 'posix' ? acl.entries : [];
   // With an ACL the group bits of the mode are its mask; each entry but the owner's and other's writes only as far as the mask allows.
