@@ -6,11 +6,13 @@ import { DEFAULT_ANSWER, SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEn
 import { MAX_OUTPUT_TOKENS, MiB } from '../src/shared/limits.js';
 import { providerConfigFor, type ProviderConfig } from '../src/shared/provider/provider-config.js';
 import type { ProviderKind } from '../src/shared/provider/provider-kinds.js';
-import { parseAnthropicMessagesResponse } from '../src/worker/providers/anthropic-messages.js';
-import { parseOpenAiChatResponse } from '../src/worker/providers/openai-chat.js';
 import type { TypedInferenceRequest } from '../src/shared/provider/inference-types.js';
 import { callProvider } from '../src/worker/providers/provider-call.js';
 import { ProviderError } from '../src/worker/providers/provider-error.js';
+import { parseWireAnswer } from '../src/worker/providers/wire-call.js';
+
+const parseOpenAiChatResponse = (json: unknown) => parseWireAnswer('openai-chat', json);
+const parseAnthropicMessagesResponse = (json: unknown) => parseWireAnswer('anthropic-messages', json);
 
 const KEY = 'sk-SENTINEL-4f1c9e-do-not-leak';
 const SYSTEM_TEXT = 'You are the registered agent `assistant`. Runtime-owned text.';

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FINISH_REASONS, FINISH_TABLE, explainFinish, normalizeFinish, shortIdentifier } from '../src/shared/provider/finish-reasons.js';
 import { ProviderError } from '../src/worker/providers/provider-error.js';
-import { errorObjectFields, requestIdOf, retryAfterMs, safeExcerpt } from '../src/worker/providers/provider-http.js';
+import { commonErrorFields } from '../src/shared/provider/wire-format.js';
+import { requestIdOf, retryAfterMs, safeExcerpt } from '../src/worker/providers/provider-http.js';
 import { BACKOFF_MAX_MS, MAX_RETRIES, RETRYABLE_HTTP_STATUSES, backoffMs, decideRetry, isRetryable } from '../src/worker/providers/retry-policy.js';
 
 // The pure rules behind the stdio cases in provider-cases.test.ts: which failures are retried and
@@ -88,18 +89,18 @@ describe('reading provider answers', () => {
   });
 
   it('error bodies of the three shapes give identifiers, never free text as a type', () => {
-    assert.deepEqual(errorObjectFields({ error: { message: 'm', type: 'invalid_request_error', code: 'model_not_found' } }), {
+    assert.deepEqual(commonErrorFields({ error: { message: 'm', type: 'invalid_request_error', code: 'model_not_found' } }), {
       errorType: 'model_not_found',
       message: 'm',
     });
-    assert.deepEqual(errorObjectFields({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' }, request_id: 'req_1' }), {
+    assert.deepEqual(commonErrorFields({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' }, request_id: 'req_1' }), {
       errorType: 'overloaded_error',
       message: 'Overloaded',
       requestId: 'req_1',
     });
-    assert.deepEqual(errorObjectFields({ error: { code: 402, message: 'credits' } }), { code: 402, message: 'credits' });
-    assert.deepEqual(errorObjectFields({ error: { type: 'Here is the secret: 0000', message: 'x' } }), { message: 'x' });
-    assert.deepEqual(errorObjectFields({ error: "model 'x' not found" }), { message: "model 'x' not found" });
+    assert.deepEqual(commonErrorFields({ error: { code: 402, message: 'credits' } }), { code: 402, message: 'credits' });
+    assert.deepEqual(commonErrorFields({ error: { type: 'Here is the secret: 0000', message: 'x' } }), { message: 'x' });
+    assert.deepEqual(commonErrorFields({ error: "model 'x' not found" }), { message: "model 'x' not found" });
   });
 
   it('the provider message kept for standard error is capped and has keys redacted', () => {
@@ -140,9 +141,9 @@ describe('finish vocabulary', () => {
 
   it('a value the table does not name is unknown, kept for standard error only, and never quoted in the explanation', () => {
     const speaking = normalizeFinish('openai-chat', 'here-is-the-secret.launch-code-is-0000');
-    assert.deepEqual(speaking, { finish: 'unknown', providerValue: null, unrecognised: 'here-is-the-secret.launch-code-is-0000' });
-    assert.equal(normalizeFinish('anthropic-messages', { a: 1 }).unrecognised, 'a JSON object');
-    assert.equal(normalizeFinish('anthropic-messages', null).unrecognised, undefined);
+    assert.deepEqual(speaking, { finish: 'unknown', providerValue: null, unrecognized: 'here-is-the-secret.launch-code-is-0000' });
+    assert.equal(normalizeFinish('anthropic-messages', { a: 1 }).unrecognized, 'a JSON object');
+    assert.equal(normalizeFinish('anthropic-messages', null).unrecognized, undefined);
     assert.doesNotMatch(explainFinish('unknown', 'here-is-the-secret.launch-code-is-0000'), /launch-code/);
     assert.doesNotMatch(explainFinish('complete', 'eos_token'), /eos_token/);
   });
