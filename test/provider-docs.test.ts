@@ -119,10 +119,14 @@ describe('each declaration drives selection and redaction', () => {
     const shaped: Record<WireFormat, string> = {
       'openai-chat': `sk-proj-${'a1B2'.repeat(10)}`,
       'anthropic-messages': `sk-ant-api03-${'x9Y8'.repeat(10)}`,
+      'gemini-generate-content': `AIza${'SyD3-f_9'.repeat(4)}abc`,
     };
     for (const wire of WIRE_FORMAT_NAMES) {
       assert.match(shaped[wire], new RegExp(`^(?:${WIRE_FORMATS[wire].keyShape.source})$`), `${wire}: the sample has the declared shape`);
       assert.equal(redactKeys(`the provider said: key ${shaped[wire]} is bad`, []), 'the provider said: key [redacted] is bad', wire);
     }
+    // Google's keys are exactly 39 characters: a longer run is not one of them, a shorter one neither.
+    assert.equal(redactKeys(`AIza${'b'.repeat(36)}`, []), `AIza${'b'.repeat(36)}`);
+    assert.equal(redactKeys(`AIza${'b'.repeat(34)}`, []), `AIza${'b'.repeat(34)}`);
   });
 });

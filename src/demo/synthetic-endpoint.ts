@@ -1,7 +1,7 @@
 // A local inference endpoint: the model `symbi demo` talks to, and the base the tests, benchmarks and
 // stress runs build on (test/support/synthetic-endpoint.ts adds the failure and provider-case modes, so
 // they never ship in this module). It speaks every wire format the server does: a POST path ending in
-// a wire format's `fake.pathSuffix` (/chat/completions, /messages) is answered in
+// a wire format's `fake.pathSuffix` (/chat/completions, /messages, :generateContent) is answered in
 // it, and the declaration (src/shared/provider/wire-*.ts) reads the request back: its last user
 // message, its model and its key.
 //
@@ -187,6 +187,20 @@ const WIRE_SIMULATIONS = {
         stop_reason: withToolCall ? 'tool_use' : 'end_turn',
         stop_sequence: null,
         usage: { input_tokens: approximateTokens(prompt), output_tokens: approximateTokens(text) },
+      };
+    },
+  },
+  'gemini-generate-content': {
+    completion: (id, model, prompt, text, withToolCall) => {
+      const parts: unknown[] = [{ text }];
+      if (withToolCall) parts.push({ functionCall: { id: `call_synthetic_${id}`, name: SYNTHETIC_TOOL_NAME, args: { command: 'ls -la' } } });
+      const promptTokens = approximateTokens(prompt);
+      const answerTokens = approximateTokens(text);
+      return {
+        candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
+        usageMetadata: { promptTokenCount: promptTokens, candidatesTokenCount: answerTokens, totalTokenCount: promptTokens + answerTokens },
+        modelVersion: model,
+        responseId: `synthetic-${id}`,
       };
     },
   },

@@ -8,33 +8,35 @@
 //   malformed      HTTP 200 with a body that is not JSON
 //   drip:MS        the fixed answer, written a few bytes at a time with MS ms between writes
 //
-// Provider cases from the OpenAI, OpenRouter and Anthropic documentation, in each wire format
+// Provider cases from the OpenAI, OpenRouter, Anthropic and Google documentation, in each wire format
 // (WIRE_CASES: one entry per wire format, so a new one does not compile without its cases). Model
 // text that must never be released contains PARTIAL_MODEL_TEXT; provider error text contains
 // PROVIDER_ERROR_TEXT; an echoed prompt stands for a provider that quotes the request back.
 //   finish:VALUE[,empty|,blank]  the answer with that finish_reason / stop_reason / finishReason (length,
-//                  content_filter, max_tokens, refusal, pause_turn, ...), partial text
+//                  content_filter, max_tokens, refusal, pause_turn, MAX_TOKENS, SAFETY, ...), partial text
 //                  (or none with `empty`, as a reasoning model that spent its budget thinking, or only
-//                  white space with `blank`); the values stop, end_turn and stop_sequence carry the
+//                  white space with `blank`); the values stop, end_turn, stop_sequence and STOP carry the
 //                  whole fixed answer (unless empty or blank), and `none` leaves the reason out
-//                  (OpenAI wire) or null (Anthropic wire) with the fixed answer
-//   refusal        OpenAI: message.refusal with content null; Anthropic: stop_reason "refusal"
+//                  (OpenAI and Gemini wire) or null (Anthropic wire) with the fixed answer
+//   refusal        OpenAI: message.refusal with content null; Anthropic: stop_reason "refusal";
+//                  Gemini (which has no refusal of its own): as blocked
 //   refusal-part   OpenAI: a content part of type "refusal"; otherwise as refusal
-//   blocked[:REASON] a prompt blocked before any answer, for REASON where the wire format names one
-//                  (default SAFETY); OpenAI: finish_reason content_filter with no text; Anthropic:
-//                  stop_reason refusal with no text
-//   thought        the fixed answer with thinking (PARTIAL_MODEL_TEXT) beside it, where the wire format
-//                  carries thinking in the answer's content; otherwise the fixed answer
+//   blocked[:REASON] a prompt blocked before any answer: Gemini's promptFeedback.blockReason (default
+//                  SAFETY) with no candidates; OpenAI: finish_reason content_filter with no text;
+//                  Anthropic: stop_reason refusal with no text
+//   thought        Gemini: the fixed answer after a part with `thought: true` holding PARTIAL_MODEL_TEXT;
+//                  otherwise the fixed answer
 //   choice-error   OpenRouter: finish_reason "error" with a choice-level error object (otherwise as error-in-200)
 //   error-in-200   a top-level error object inside an HTTP 200 answer
 //   http:OPTIONS   an HTTP error in the wire format's error shape, with a request id header where the
 //                  wire format has one. OPTIONS is a comma list: code=N (default 500), times=K (fail the
 //                  first K requests carrying this prompt, then answer), retry_after=S, retry_after_ms=MS,
-//                  echo (quote the prompt); a wire format whose error body says more also takes
-//                  status=S (its status word), reason=R and retry_delay=D (a wait in the body, "30s")
+//                  echo (quote the prompt); Gemini's body also takes status=S (its canonical status,
+//                  else the one Google documents for the code), reason=R (an ErrorInfo detail) and
+//                  retry_delay=D (a RetryInfo detail, "30s")
 //   reset[:times=K] close the connection without sending a byte (the first K times, else always)
 //   echo-auth[:split|:tool-id|:tool-name|:tool-args] an answer quoting the request's credential (as
-//                  its wire format sends it: Authorization, x-api-key) as a provider
+//                  its wire format sends it: Authorization, x-api-key, x-goog-api-key) as a provider
 //                  that echoes headers would; `split` breaks the key by a newline and upper-cases the
 //                  words around it; the `tool-` forms put it in a proposed tool call's id, name or
 //                  arguments instead
@@ -97,7 +99,7 @@ function directiveOptions(arg: string | undefined): Map<string, string> {
   return options;
 }
 
-/** What the http mode's options may add to an error body, where the wire format's body carries it. */
+/** What the http mode's options may add to an error body (Gemini's details). */
 interface ErrorExtras {
   status?: string;
   reason?: string;
@@ -130,7 +132,31 @@ interface WireCases {
   setUsage(body: Record<string, unknown>, tokens: number): void;
 }
 
+// Google's canonical status for each HTTP status it documents (https://ai.google.dev/gemini-api/docs/troubleshooting).
+const GOOGLE_STATUS: Record<number, string> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  429: 'RESOURCE_EXHAUSTED',
+  500: 'INTERNAL',
+  503: 'UNAVAILABLE',
+  504: 'DEADLINE_EXCEEDED',
+};
+
+/** Gemini's answer to a prompt its filters blocked: no candidates, the reason in promptFeedback. */
+function geminiBlocked(body: Record<string, unknown>, reason: string): unknown {
+  const promptTokens = (body.usageMetadata as { promptTokenCount: number }).promptTokenCount;
+  return {
+    promptFeedback: { blockReason: reason, safetyRatings: [{ category: 'HARM_CATEGORY_DANGEROUS_CONTENT', probability: 'HIGH' }] },
+    usageMetadata: { promptTokenCount: promptTokens, totalTokenCount: promptTokens },
+    modelVersion: body.modelVersion,
+  };
+}
+
 const firstChoice = (body: Record<string, unknown>): Record<string, unknown> => (body.choices as Record<string, unknown>[])[0]!;
+const firstCandidate = (body: Record<string, unknown>): Record<string, unknown> => (body.candidates as Record<string, unknown>[])[0]!;
+const geminiParts = (body: Record<string, unknown>): Record<string, unknown>[] => (firstCandidate(body).content as { parts: Record<string, unknown>[] }).parts;
 
 // One set of cases per wire format: a wire format the endpoint cannot simulate does not compile.
 const WIRE_CASES: Readonly<Record<WireFormat, WireCases>> = {
@@ -220,6 +246,54 @@ const WIRE_CASES: Readonly<Record<WireFormat, WireCases>> = {
       body.usage = { input_tokens: tokens, output_tokens: tokens };
     },
   },
+  'gemini-generate-content': {
+    withFinish: (body, reason) => {
+      const candidate = firstCandidate(body);
+      if (reason === null) delete candidate.finishReason;
+      else candidate.finishReason = reason;
+      return body;
+    },
+    // Gemini has no refusal of its own: what stands for one is a blocked prompt.
+    refusal: (body) => geminiBlocked(body, 'SAFETY'),
+    blocked: geminiBlocked,
+    withThought: (body, thought) => {
+      geminiParts(body).unshift({ text: thought, thought: true });
+      return body;
+    },
+    error: (status, message, _id, extras) => {
+      const details: unknown[] = [];
+      if (extras.reason !== undefined) {
+        details.push({
+          '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+          reason: extras.reason,
+          domain: 'googleapis.com',
+          metadata: { service: 'generativelanguage.googleapis.com' },
+        });
+      }
+      if (extras.retryDelay !== undefined) details.push({ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: extras.retryDelay });
+      return { error: { code: status, message, status: extras.status ?? GOOGLE_STATUS[status] ?? 'UNKNOWN', ...(details.length > 0 ? { details } : {}) } };
+    },
+    identifiersError: (message, value) => ({
+      error: { code: 400, message, status: value, details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: value, domain: value }] },
+    }),
+    // Google's answers carry no request id header of their own.
+    requestIdHeader: null,
+    errorIn200: (c) => {
+      // A gateway in front of the API that answers 200 with Google's error body.
+      c.send(200, JSON.stringify(WIRE_CASES['gemini-generate-content'].error(c.mode === 'choice-error' ? 500 : 503, PROVIDER_ERROR_TEXT, c.record.id, {})));
+    },
+    // Gemini's output limit is always generationConfig.maxOutputTokens.
+    refusesLimitField: () => false,
+    setToolCall: (body, field, value) => {
+      const call = geminiParts(body).find((part) => part.functionCall !== undefined)!.functionCall as { id: string; name: string; args: unknown };
+      if (field === 'id') call.id = `call_${value}`;
+      else if (field === 'name') call.name = `run_${value}`;
+      else call.args = { command: value };
+    },
+    setUsage: (body, tokens) => {
+      body.usageMetadata = { promptTokenCount: tokens, candidatesTokenCount: tokens, totalTokenCount: tokens };
+    },
+  },
 };
 
 function finishBody(format: WireFormat, id: number, model: string, arg: string | undefined, fixedAnswer: string): unknown {
@@ -234,7 +308,7 @@ function refusalBody(format: WireFormat, id: number, model: string, asPart: bool
   return WIRE_CASES[format].refusal(completionBody(format, id, model, '', PARTIAL_MODEL_TEXT, false) as Record<string, unknown>, asPart);
 }
 
-/** The wire format's error object: OpenAI {error: {message, type, code}}, Anthropic {type: "error", error, request_id}. */
+/** The wire format's error object: OpenAI {error: {message, type, code}}, Anthropic {type: "error", error, request_id}, Google {error: {code, message, status, details}}. */
 function errorBody(format: WireFormat, status: number, message: string, id: number, extras: ErrorExtras = {}): unknown {
   return WIRE_CASES[format].error(status, message, id, extras);
 }

@@ -12,6 +12,7 @@
 
 import { ANTHROPIC_MESSAGES } from './wire-anthropic-messages.js';
 import { TOKEN_LIMIT_PARAMETERS, type TokenLimitParameter, type WireFormatDeclaration } from './wire-format.js';
+import { GEMINI_GENERATE_CONTENT } from './wire-gemini-generate-content.js';
 import { OPENAI_CHAT } from './wire-openai-chat.js';
 
 export { TOKEN_LIMIT_PARAMETERS, type TokenLimitParameter };
@@ -19,6 +20,7 @@ export { TOKEN_LIMIT_PARAMETERS, type TokenLimitParameter };
 const WIRE_FORMAT_DECLARATIONS = {
   'openai-chat': OPENAI_CHAT,
   'anthropic-messages': ANTHROPIC_MESSAGES,
+  'gemini-generate-content': GEMINI_GENERATE_CONTENT,
 } as const satisfies Record<string, WireFormatDeclaration>;
 
 /** A request and answer shape a provider speaks; one name each, used everywhere. */
@@ -78,14 +80,22 @@ export function isAzureHost(hostname: string): boolean {
 // https://platform.openai.com/docs/deprecations names gpt-5.4-mini as the substitute for the mini
 // models it retires), openai/gpt-5.4-mini for OpenRouter, claude-sonnet-4-6 for Anthropic
 // (claude-sonnet-4-5 is deprecated and retires at the end of November 2026 per
-// https://platform.claude.com/docs/en/about-claude/model-deprecations).
+// https://platform.claude.com/docs/en/about-claude/model-deprecations). Checked 2026-12-06:
+// gemini-3.5-flash for Gemini (generally available since May 2026 with no shutdown date announced,
+// while the gemini-2.5 models it follows are retired: https://ai.google.dev/gemini-api/docs/deprecations).
 //
 // Output limit: the OpenAI wire format names it `max_completion_tokens` on OpenAI's own API and on
 // Azure OpenAI, where `max_tokens` is deprecated and refused by reasoning models (o-series, gpt-5
 // family; https://platform.openai.com/docs/api-reference/chat/create), and `max_tokens` on every
 // other OpenAI-compatible server (Ollama, vLLM, LM Studio, OpenRouter), which may not know the new name.
 //
-// Request ids: x-request-id (OpenAI, OpenRouter), request-id (Anthropic), apim-request-id (Azure).
+// Keys: Gemini's come from GEMINI_API_KEY or GOOGLE_API_KEY, the two names Google's own libraries
+// read (https://ai.google.dev/gemini-api/docs/api-key). Google's libraries prefer GOOGLE_API_KEY
+// when both are set; here the Gemini-specific name wins, since GOOGLE_API_KEY is also what other
+// Google APIs (Maps, ...) are configured with.
+//
+// Request ids: x-request-id (OpenAI, OpenRouter), request-id (Anthropic), apim-request-id (Azure);
+// the Gemini API documents none.
 //
 // The order of the entries is the selection order: with no SYMBI_PROVIDER, the first configured wins.
 const PROVIDER_DECLARATIONS = {
@@ -131,6 +141,20 @@ const PROVIDER_DECLARATIONS = {
     defaultModel: 'claude-sonnet-4-6',
     baseUrlShape: 'it is the origin, such as https://api.anthropic.com, without /v1',
     requestIdHeader: 'request-id',
+    gatewayRequestIdHeaders: [],
+  },
+  gemini: {
+    title: 'Google Gemini',
+    shownAs: 'gemini',
+    wire: 'gemini-generate-content',
+    keyVariables: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
+    keylessWithBaseUrl: false,
+    baseUrlVariable: 'GEMINI_BASE_URL',
+    defaultBaseUrl: 'https://generativelanguage.googleapis.com',
+    modelVariables: ['GEMINI_MODEL', 'CHAT_MODEL'],
+    defaultModel: 'gemini-3.5-flash',
+    baseUrlShape: 'it is the origin, such as https://generativelanguage.googleapis.com, without /v1beta',
+    requestIdHeader: null,
     gatewayRequestIdHeaders: [],
   },
 } satisfies Record<string, ProviderDeclaration>;
