@@ -1,7 +1,9 @@
 // A local inference endpoint: the model `symbi demo` talks to, and the base the tests, benchmarks and
 // stress runs build on (test/support/synthetic-endpoint.ts adds the failure and provider-case modes, so
-// they never ship in this module). It speaks OpenAI Chat Completions (any POST path ending in
-// /chat/completions) and Anthropic Messages (any POST path ending in /messages).
+// they never ship in this module). It speaks every wire format the server does: a POST path ending in
+// a wire format's `fake.pathSuffix` (/chat/completions, /messages, :generateContent) is answered in
+// it, and the declaration (src/shared/provider/wire-*.ts) reads the request back: its last user
+// message, its model and its key.
 //
 // The behaviour is picked per request by a directive anywhere in the LAST user message, `[[mode]]` or
 // `[[mode:arg]]`, else by the default mode. The modes here:
@@ -22,7 +24,7 @@
 
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { WireFormat } from '../shared/provider/provider-kinds.js';
+import { WIRE_FORMAT_NAMES, WIRE_FORMATS, type WireFormat } from '../shared/provider/provider-kinds.js';
 
 export const DEFAULT_ANSWER = 'Hello from the synthetic endpoint.';
 export const SECRET_ANSWER = 'Here is the secret you asked for: the launch code is 0000.';
@@ -35,6 +37,8 @@ const OWN_MODES = ['fixed', 'echo', 'delay', 'hold', 'secret'];
 export interface ReceivedRequest {
   id: number;
   path: string;
+  /** The request target as sent, query included. */
+  target: string;
   headers: IncomingHttpHeaders;
   /** The parsed JSON body (undefined when it was not JSON). */
   body: unknown;
@@ -89,6 +93,8 @@ export interface ModeContext {
   arg: string | undefined;
   prompt: string;
   model: string;
+  /** The key the request carried, as its wire format sends it ("" without one). */
+  key: string;
   fixedAnswer: string;
   res: ServerResponse;
   /** The answer headers every mode sends (content type, and Connection: close when keepAlive is false). */
@@ -119,29 +125,6 @@ function parseDirective(text: string, known: ReadonlySet<string>): Directive | u
   return undefined;
 }
 
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) {
-    return content
-      .map((part: unknown) =>
-        typeof part === 'object' && part !== null && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : '',
-      )
-      .join('');
-  }
-  return '';
-}
-
-/** The text of the last user message of a chat request body. */
-export function lastUserText(body: unknown): string {
-  const messages = (body as { messages?: unknown } | null)?.messages;
-  if (!Array.isArray(messages)) return '';
-  for (let i = messages.length - 1; i >= 0; i -= 1) {
-    const message = messages[i] as { role?: unknown; content?: unknown } | null;
-    if (message !== null && typeof message === 'object' && message.role === 'user') return contentText(message.content);
-  }
-  return '';
-}
-
 /** A directive's millisecond argument, capped; the fallback when it is missing or not a number. */
 export function boundedMs(arg: string | undefined, fallback: number): number {
   const value = Number(arg);
@@ -152,15 +135,13 @@ function approximateTokens(text: string): number {
   return Math.max(1, Math.ceil(text.length / 4));
 }
 
-function requestModel(body: unknown): string {
-  const model = (body as { model?: unknown } | null)?.model;
-  return typeof model === 'string' ? model : 'synthetic-model';
+/** The text of the last user message of a request in the wire format (where a directive is looked for). */
+export function lastUserText(format: WireFormat, body: unknown): string {
+  return WIRE_FORMATS[format].fake.prompt(body);
 }
 
-/** How the endpoint speaks one wire format: which POST paths it answers, and a complete answer. */
+/** How the endpoint answers in one wire format (the paths it takes and how it reads a request are its declaration's). */
 interface WireSimulation {
-  /** Any POST path ending so is answered in this wire format. */
-  pathSuffix: string;
   /** A complete answer with the given text (or a proposed tool call). */
   completion(id: number, model: string, prompt: string, text: string, withToolCall: boolean): unknown;
 }
@@ -168,7 +149,6 @@ interface WireSimulation {
 // One simulation per wire format: a wire format the endpoint cannot speak does not compile.
 const WIRE_SIMULATIONS = {
   'openai-chat': {
-    pathSuffix: '/chat/completions',
     completion: (id, model, prompt, text, withToolCall) => {
       const message: Record<string, unknown> = { role: 'assistant', content: withToolCall ? null : text };
       if (withToolCall) {
@@ -193,7 +173,6 @@ const WIRE_SIMULATIONS = {
     },
   },
   'anthropic-messages': {
-    pathSuffix: '/messages',
     completion: (id, model, prompt, text, withToolCall) => {
       const content: unknown[] = [{ type: 'text', text }];
       if (withToolCall) {
@@ -211,9 +190,21 @@ const WIRE_SIMULATIONS = {
       };
     },
   },
+  'gemini-generate-content': {
+    completion: (id, model, prompt, text, withToolCall) => {
+      const parts: unknown[] = [{ text }];
+      if (withToolCall) parts.push({ functionCall: { id: `call_synthetic_${id}`, name: SYNTHETIC_TOOL_NAME, args: { command: 'ls -la' } } });
+      const promptTokens = approximateTokens(prompt);
+      const answerTokens = approximateTokens(text);
+      return {
+        candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
+        usageMetadata: { promptTokenCount: promptTokens, candidatesTokenCount: answerTokens, totalTokenCount: promptTokens + answerTokens },
+        modelVersion: model,
+        responseId: `synthetic-${id}`,
+      };
+    },
+  },
 } satisfies Record<WireFormat, WireSimulation>;
-
-const WIRE_FORMAT_NAMES = Object.keys(WIRE_SIMULATIONS) as WireFormat[];
 
 /** A complete answer in the wire format, with the given text (or a proposed tool call). */
 export function completionBody(format: WireFormat, id: number, model: string, prompt: string, text: string, withToolCall: boolean): unknown {
@@ -268,8 +259,10 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
   };
 
   async function answer(record: ReceivedRequest, directive: Directive, res: ServerResponse, closed: Promise<void>, isClosed: () => boolean): Promise<void> {
-    const prompt = lastUserText(record.body);
-    const model = requestModel(record.body);
+    const reader = WIRE_FORMATS[record.format].fake;
+    const prompt = reader.prompt(record.body);
+    const model = reader.model(record.body, record.path) ?? 'synthetic-model';
+    const key = reader.key(record.headers);
     const { mode, arg } = directive;
 
     if (mode === 'delay') await sleep(boundedMs(arg, 0), closed);
@@ -299,7 +292,7 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
 
     const handler = Object.hasOwn(extraModes, mode) ? extraModes[mode] : undefined;
     if (handler !== undefined) {
-      const context: ModeContext = { record, mode, arg, prompt, model, fixedAnswer, res, headers, send, closed, isClosed, failThisTime };
+      const context: ModeContext = { record, mode, arg, prompt, model, key, fixedAnswer, res, headers, send, closed, isClosed, failThisTime };
       if ((await handler(context)) === 'answered') return;
       send(200, JSON.stringify(completionBody(record.format, record.id, model, prompt, fixedAnswer, false)));
       return;
@@ -338,11 +331,11 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
       control(req, res, path);
       return;
     }
-    const format = req.method === 'POST' ? WIRE_FORMAT_NAMES.find((wire) => path.endsWith(WIRE_SIMULATIONS[wire].pathSuffix)) : undefined;
+    const format = req.method === 'POST' ? WIRE_FORMAT_NAMES.find((wire) => path.endsWith(WIRE_FORMATS[wire].fake.pathSuffix)) : undefined;
     if (format === undefined) {
       req.resume();
       res.writeHead(404, { 'Content-Type': 'application/json', Connection: 'close' });
-      const allowed = WIRE_FORMAT_NAMES.map((wire) => `POST ...${WIRE_SIMULATIONS[wire].pathSuffix}`).join(', ');
+      const allowed = WIRE_FORMAT_NAMES.map((wire) => `POST ...${WIRE_FORMATS[wire].fake.pathSuffix}`).join(', ');
       res.end(JSON.stringify({ error: { message: `no such endpoint: ${req.method} ${path} (allowed: ${allowed})` } }));
       return;
     }
@@ -370,10 +363,11 @@ export async function startSyntheticEndpoint(options: SyntheticEndpointOptions =
       } catch {
         body = undefined;
       }
-      const directive = parseDirective(lastUserText(body), knownModes) ?? defaultDirective!;
+      const directive = parseDirective(lastUserText(format, body), knownModes) ?? defaultDirective!;
       const record: ReceivedRequest = {
         id: requests.length + 1,
         path,
+        target: req.url ?? '/',
         headers: req.headers,
         body,
         rawBody,

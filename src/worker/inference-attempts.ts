@@ -1,6 +1,6 @@
 import { delay } from 'abort-controller-x';
 import type { ProviderConfig } from '../shared/provider/provider-config.js';
-import { PROVIDERS } from '../shared/provider/provider-kinds.js';
+import { tokenLimitIsChosen } from '../shared/provider/provider-kinds.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../shared/provider/inference-types.js';
 import { callProvider } from './providers/provider-call.js';
 import { ProviderError } from './providers/provider-error.js';
@@ -64,8 +64,8 @@ export async function inferWithRetries(
           `attempt ${attempt}${error.status === undefined ? '' : ` HTTP ${error.status}`}${identifiers}: ${error.details.providerMessage ?? '(no message)'}`,
         );
       }
-      // Only a provider whose output-limit field is chosen per endpoint has another name to try (provider-kinds.ts).
-      const otherLimit = !PROVIDERS[config.kind].tokenLimit.chosen || limitSwitched ? undefined : otherTokenLimitParameter(error, config.tokenLimitParameter);
+      // Only a wire format whose output-limit field the endpoint chooses has another name to try (wire-format.ts, OutputLimit).
+      const otherLimit = !tokenLimitIsChosen(config.kind) || limitSwitched ? undefined : otherTokenLimitParameter(error, config.tokenLimitParameter);
       if (otherLimit !== undefined && attempt - 1 < MAX_RETRIES) {
         operatorNotes.push(
           `the provider refused ${config.tokenLimitParameter}; retrying with ${otherLimit} (set SYMBI_TOKEN_LIMIT_PARAMETER=${otherLimit} to skip the refused call)`,

@@ -49,7 +49,7 @@ function toolCallRequest(raw: unknown): ToolCallRequest {
 }
 
 export function symbiontResponse(response: TypedInferenceResponse): SymbiontResponse {
-  // Each count is at most 2^32-1 (response-fields.ts); so is the total, Symbiont's u32 too.
+  // Each count is at most 2^32-1 (wire-format.ts, tokenCount); so is the total, Symbiont's u32 too.
   const prompt = response.usage?.input_tokens ?? 0;
   const completion = response.usage?.output_tokens ?? 0;
   return {

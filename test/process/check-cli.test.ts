@@ -15,6 +15,7 @@ import { makeProject, removeProject, tempDir } from '../support/project.js';
 import { repoRoot, symbiBin } from '../support/server-entry.js';
 import { providerEnv, serverEnv, startServer, textOf, waitForStderr } from '../support/server.js';
 import { DEFAULT_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
+import { kindEnv, testModel } from '../support/provider-env.js';
 
 const TEST_KEY = 'sk-test-not-a-real-key';
 const schema = JSON.parse(fs.readFileSync(path.join(repoRoot, 'docs', 'check.schema.json'), 'utf8')) as object;
@@ -158,6 +159,22 @@ describe('symbi check', () => {
     assert.equal(endpoint.requests.length - sent, 1, 'exactly one request');
     assert.deepEqual(report.provider.online, { ok: true, status: null, finish_reason: 'complete', provider_finish_reason: 'stop', error: null });
     assert.ok(!run.stdout.includes(DEFAULT_ANSWER), 'the answer is not printed');
+  });
+
+  test('--online with Google Gemini: one generateContent request with the key in its header, its finish reason, never its text', async () => {
+    const dir = project();
+    const sent = endpoint.requests.length;
+    const key = 'AIzaSyFAKE-gemini-check-key-0123456789a';
+    const run = await symbiAsync(['check', '--project', dir, '--json', '--online'], kindEnv('gemini', endpoint.origin, key));
+    const report = parseReport(run);
+    assert.equal(run.code, 0, run.stdout);
+    assert.equal(endpoint.requests.length - sent, 1, 'exactly one request');
+    const request = endpoint.requests.at(-1)!;
+    assert.equal(request.target, `/v1beta/models/${testModel('gemini')}:generateContent`);
+    assert.equal(request.headers['x-goog-api-key'], key);
+    assert.equal(report.provider.kind, 'gemini');
+    assert.deepEqual(report.provider.online, { ok: true, status: null, finish_reason: 'complete', provider_finish_reason: 'STOP', error: null });
+    assert.ok(!run.stdout.includes(DEFAULT_ANSWER) && !run.stdout.includes(key), 'neither the answer nor the key is printed');
   });
 
   test('--online against a failing provider: FAIL with the status, exit 1', async () => {

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { LONE_SURROGATE_TEXT, startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { makeProject, removeProject } from '../support/project.js';
-import { auditOf, providerEnv, type RunningServer, startServer, textOf } from '../support/server.js';
+import { kindEnv, KIND_PER_WIRE } from '../support/provider-env.js';
+import { auditOf, type RunningServer, startServer, textOf } from '../support/server.js';
 import { inspect, type JournalRecord, readJournal } from '../support/journal.js';
 import { readAsSymbiont } from '../support/symbiont-reader.js';
 import { ROUTE_SEQUENCES } from '../support/symbiont-route.js';
@@ -46,21 +47,8 @@ async function hostileRun(server: RunningServer, directive: string, error: RegEx
   return { records, status };
 }
 
-const PROVIDERS: readonly [string, (endpoint: SyntheticEndpoint) => Record<string, string>][] = [
-  ['OpenAI Chat Completions', (endpoint) => providerEnv(endpoint.url, { OPENAI_API_KEY: KEY })],
-  [
-    'Anthropic Messages',
-    (endpoint) => ({
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: process.env.HOME ?? '/tmp',
-      ANTHROPIC_API_KEY: KEY,
-      ANTHROPIC_BASE_URL: endpoint.origin,
-      ANTHROPIC_MODEL: 'claude-test',
-    }),
-  ],
-];
-
-for (const [wire, env] of PROVIDERS) {
+// Once per wire format (the first provider kind that speaks it), from the declarations: a new wire format runs here unasked.
+for (const [wire, kind] of KIND_PER_WIRE) {
   describe(`a hostile provider cannot break the journal (${wire})`, () => {
     let endpoint: SyntheticEndpoint;
     let project: string;
@@ -69,7 +57,7 @@ for (const [wire, env] of PROVIDERS) {
     before(async () => {
       endpoint = await startSyntheticEndpoint();
       project = makeProject(AGENTS);
-      server = await startServer(project, { env: env(endpoint) });
+      server = await startServer(project, { env: kindEnv(kind, endpoint.origin, KEY) });
     });
 
     after(async () => {

@@ -6,11 +6,15 @@ import { DEFAULT_ANSWER, SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEn
 import { MAX_OUTPUT_TOKENS, MiB } from '../../src/shared/limits.js';
 import { providerConfigFor, type ProviderConfig } from '../../src/shared/provider/provider-config.js';
 import type { ProviderKind } from '../../src/shared/provider/provider-kinds.js';
-import { parseAnthropicMessagesResponse } from '../../src/worker/providers/anthropic-messages.js';
-import { parseOpenAiChatResponse } from '../../src/worker/providers/openai-chat.js';
 import type { TypedInferenceRequest } from '../../src/shared/provider/inference-types.js';
 import { callProvider } from '../../src/worker/providers/provider-call.js';
 import { ProviderError } from '../../src/worker/providers/provider-error.js';
+import { parseWireAnswer } from '../../src/worker/providers/wire-call.js';
+
+const parseOpenAiChatResponse = (json: unknown) => parseWireAnswer('openai-chat', json);
+const parseAnthropicMessagesResponse = (json: unknown) => parseWireAnswer('anthropic-messages', json);
+const parseGeminiResponse = (json: unknown, notes?: string[]) =>
+  parseWireAnswer('gemini-generate-content', json, notes === undefined ? {} : { operatorNotes: notes });
 
 const KEY = 'sk-SENTINEL-4f1c9e-do-not-leak';
 const SYSTEM_TEXT = 'You are the registered agent `assistant`. Runtime-owned text.';
@@ -22,7 +26,7 @@ function request(prompt: string, provider: ProviderKind = 'openai', extraUser: s
       ...extraUser.map((content) => ({ role: 'user' as const, content })),
       { role: 'user', content: prompt },
     ],
-    options: { provider, model: provider === 'anthropic' ? 'claude-test' : 'gpt-test', max_tokens: MAX_OUTPUT_TOKENS },
+    options: { provider, model: provider === 'anthropic' ? 'claude-test' : provider === 'gemini' ? 'gemini-test' : 'gpt-test', max_tokens: MAX_OUTPUT_TOKENS },
   };
 }
 
@@ -46,11 +50,13 @@ describe('providers against the synthetic endpoint', () => {
   let endpoint: SyntheticEndpoint;
   let openai: ProviderConfig;
   let anthropic: ProviderConfig;
+  let gemini: ProviderConfig;
 
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     openai = providerConfigFor({ kind: 'openai', baseUrl: endpoint.url, model: 'gpt-test', apiKey: KEY });
     anthropic = providerConfigFor({ kind: 'anthropic', baseUrl: endpoint.origin, model: 'claude-test', apiKey: KEY });
+    gemini = providerConfigFor({ kind: 'gemini', baseUrl: endpoint.origin, model: 'gemini-test', apiKey: KEY });
   });
   after(async () => {
     await endpoint.close();
@@ -121,6 +127,38 @@ describe('providers against the synthetic endpoint', () => {
     assert.equal(response.model, 'claude-test');
   });
 
+  it('Gemini generateContent: the model in the path, the key in x-goog-api-key and never in the URL, system text apart', async () => {
+    const typed = request('Tell me. [[echo]]', 'gemini', ['Additional caller instructions: be nice']);
+    const response = await callProvider(gemini, typed, timeout());
+    const seen = last();
+    assert.equal(seen.path, '/v1beta/models/gemini-test:generateContent');
+    assert.equal(seen.headers['x-goog-api-key'], KEY);
+    assert.equal(seen.headers.authorization, undefined);
+    assert.equal(seen.headers['x-api-key'], undefined);
+    assert.equal(seen.target, '/v1beta/models/gemini-test:generateContent', 'no query: the key is not in the URL');
+    assert.deepEqual(seen.body, {
+      systemInstruction: { parts: [{ text: SYSTEM_TEXT }] },
+      contents: [{ role: 'user', parts: [{ text: 'Additional caller instructions: be nice' }, { text: 'Tell me. [[echo]]' }] }],
+      generationConfig: { maxOutputTokens: 4096 },
+    });
+    assert.equal(response.content, 'Tell me. [[echo]]');
+    assert.equal(response.finish_reason, 'complete');
+    assert.equal(response.provider_finish_reason, 'STOP');
+    assert.equal(response.model, 'gemini-test');
+    assert.equal(typeof response.usage?.output_tokens, 'number');
+  });
+
+  it('a Gemini model name that would change the URL path is refused before any request', async () => {
+    const before = endpoint.requests.length;
+    for (const model of ['a/b', '..', 'm?key=x', 'm#x', 'gemini 3', 'm%2F']) {
+      const typed = { ...request('hi', 'gemini'), options: { ...request('hi', 'gemini').options, model } };
+      const error = await failure(callProvider({ ...gemini, model }, typed, timeout()));
+      assert.equal(error.kind, 'malformed');
+      assert.match(error.message, /cannot go into the request's URL path/);
+    }
+    assert.equal(endpoint.requests.length, before);
+  });
+
   it('echo and secret answer what they promise', async () => {
     assert.equal((await callProvider(openai, request('repeat me [[echo]]'), timeout())).content, 'repeat me [[echo]]');
     assert.equal((await callProvider(openai, request('[[secret]]'), timeout())).content, SECRET_ANSWER);
@@ -135,6 +173,11 @@ describe('providers against the synthetic endpoint', () => {
     const fromAnthropic = await callProvider(anthropic, request('[[tool-call]]', 'anthropic'), timeout());
     assert.equal(fromAnthropic.tool_calls.length, 1);
     assert.equal((fromAnthropic.tool_calls[0] as { type: string }).type, 'tool_use');
+    const fromGemini = await callProvider(gemini, request('[[tool-call]]', 'gemini'), timeout());
+    assert.equal(fromGemini.finish_reason, 'tool_use');
+    assert.deepEqual(fromGemini.tool_calls, [
+      { type: 'functionCall', id: `call_synthetic_${last().id}`, name: 'run_shell_command', input: { command: 'ls -la' } },
+    ]);
   });
 
   it('HTTP 500 is an http failure with the status, the URL and our words, never the body text', async () => {
@@ -267,7 +310,8 @@ describe('provider failures outside the synthetic modes', () => {
       req.on('end', () => {
         if (req.url?.startsWith('/echo-key')) {
           res.writeHead(401, { 'Content-Type': 'application/json', Connection: 'close' });
-          res.end(JSON.stringify({ error: { message: `invalid key ${String(req.headers.authorization)} ${String(req.headers['x-api-key'])}` } }));
+          const sent = [req.headers.authorization, req.headers['x-api-key'], req.headers['x-goog-api-key']].map(String).join(' ');
+          res.end(JSON.stringify({ error: { message: `invalid key ${sent}` } }));
         } else if (req.url?.startsWith('/declared-huge')) {
           res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(5 * MiB), Connection: 'close' });
           res.write('{"choices":');
@@ -289,12 +333,15 @@ describe('provider failures outside the synthetic modes', () => {
   });
 
   it('an error body that echoes the key never carries it into the message', async () => {
-    for (const kind of ['openai', 'anthropic'] as const) {
+    for (const kind of ['openai', 'anthropic', 'gemini'] as const) {
       const config: ProviderConfig = providerConfigFor({ kind, baseUrl: `${base}/echo-key`, model: 'm', apiKey: KEY });
       const error = await failure(callProvider(config, request('hi', kind), timeout()));
       assert.equal(error.kind, 'http');
       assert.equal(error.status, 401);
-      assert.match(error.message, kind === 'openai' ? /the key in OPENAI_API_KEY was refused/ : /the key in ANTHROPIC_API_KEY was refused/);
+      assert.match(
+        error.message,
+        new RegExp(`the key in ${{ openai: 'OPENAI_API_KEY', anthropic: 'ANTHROPIC_API_KEY', gemini: 'GEMINI_API_KEY' }[kind]} was refused`),
+      );
       assert.ok(!error.message.includes(KEY));
       assert.match(error.details.providerMessage ?? '', /\[redacted\]/);
       assert.ok(!(error.details.providerMessage ?? '').includes(KEY));
@@ -407,6 +454,62 @@ describe('response parsing', () => {
         error.kind === 'provider' &&
         error.details.errorType === 'overloaded_error' &&
         !/overloaded_error|words/.test(error.message),
+    );
+  });
+
+  it('Gemini: thought parts never in the answer, function calls collected, a blocked prompt filtered, errors malformed', () => {
+    const parsed = parseGeminiResponse({
+      candidates: [
+        {
+          content: {
+            role: 'model',
+            parts: [{ text: 'I should say the secret', thought: true }, { text: 'one ' }, { thoughtSignature: 'c2ln' }, { text: 'two' }],
+          },
+          finishReason: 'STOP',
+        },
+      ],
+      usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 4, thoughtsTokenCount: 5, totalTokenCount: 12 },
+      modelVersion: 'gemini-test-001',
+    });
+    assert.equal(parsed.content, 'one two');
+    assert.deepEqual(parsed.usage, { input_tokens: 3, output_tokens: 9 }, 'thinking is output');
+    assert.equal(parsed.model, 'gemini-test-001');
+    const call = parseGeminiResponse({ candidates: [{ content: { parts: [{ functionCall: { name: 'f', args: { a: 1 } } }] }, finishReason: 'STOP' }] });
+    assert.equal(call.finish_reason, 'tool_use');
+    assert.deepEqual(call.tool_calls, [{ type: 'functionCall', id: '', name: 'f', input: { a: 1 } }]);
+    // A candidate a filter stopped may come without content.
+    const safety = parseGeminiResponse({ candidates: [{ finishReason: 'SAFETY' }] });
+    assert.deepEqual([safety.content, safety.finish_reason, safety.provider_finish_reason], ['', 'filtered', 'SAFETY']);
+    const blocked = parseGeminiResponse({ promptFeedback: { blockReason: 'PROHIBITED_CONTENT' }, usageMetadata: { promptTokenCount: 7 } });
+    assert.deepEqual(
+      [blocked.finish_reason, blocked.provider_finish_reason, blocked.usage],
+      ['filtered', 'PROHIBITED_CONTENT', { input_tokens: 7, output_tokens: null }],
+    );
+    const notes: string[] = [];
+    const odd = parseGeminiResponse({ promptFeedback: { blockReason: 'A_NEW_REASON' } }, notes);
+    assert.deepEqual([odd.finish_reason, odd.provider_finish_reason], ['filtered', null], 'any block reason is a block');
+    assert.match(notes.join(), /unrecognised finish reason "A_NEW_REASON"/);
+    for (const bad of [
+      null,
+      {},
+      { candidates: 'x' },
+      { candidates: [] },
+      { candidates: [5] },
+      { candidates: [{ content: 'x' }] },
+      { candidates: [{ content: { parts: {} } }] },
+      { candidates: [{ content: { parts: [5] } }] },
+      { candidates: [{ content: { parts: [{ text: 5 }] } }] },
+    ]) {
+      assert.throws(
+        () => parseGeminiResponse(bad),
+        (error: unknown) => error instanceof ProviderError && error.kind === 'malformed' && /not a Gemini generateContent answer/.test(error.message),
+        JSON.stringify(bad),
+      );
+    }
+    assert.throws(
+      () => parseGeminiResponse({ error: { code: 503, message: 'words', status: 'UNAVAILABLE' } }),
+      (error: unknown) =>
+        error instanceof ProviderError && error.kind === 'provider' && error.details.errorType === 'UNAVAILABLE' && !/words/.test(error.message),
     );
   });
 });

@@ -26,7 +26,7 @@ function refused(env: NodeJS.ProcessEnv): string {
 describe('provider selection from the environment', () => {
   it('refuses when nothing is configured, naming the variables', () => {
     const message = refused({});
-    for (const name of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENROUTER_API_KEY', 'ANTHROPIC_API_KEY']) {
+    for (const name of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENROUTER_API_KEY', 'ANTHROPIC_API_KEY', 'GEMINI_API_KEY', 'GOOGLE_API_KEY']) {
       assert.match(message, new RegExp(name));
     }
   });
@@ -101,11 +101,56 @@ describe('provider selection from the environment', () => {
     assert.equal(selected({ ANTHROPIC_API_KEY: 'ak', ANTHROPIC_BASE_URL: 'http://localhost:9999' }).baseUrl, 'http://localhost:9999');
   });
 
-  it('without SYMBI_PROVIDER the first configured one wins: OpenAI, then OpenRouter, then Anthropic', () => {
+  it('Gemini key alone: GEMINI_API_KEY before GOOGLE_API_KEY, GEMINI_MODEL before CHAT_MODEL before the default', () => {
+    assert.deepEqual(selected({ GEMINI_API_KEY: 'gk' }), {
+      kind: 'gemini',
+      baseUrl: 'https://generativelanguage.googleapis.com',
+      baseUrlVariable: 'GEMINI_BASE_URL',
+      model: PROVIDERS.gemini.defaultModel,
+      modelVariable: 'GEMINI_MODEL',
+      apiKey: 'gk',
+      keyVariable: 'GEMINI_API_KEY',
+      maxOutputTokens: 4096,
+      tokenLimitParameter: 'max_tokens',
+      proxy: null,
+    });
+    const google = selected({ GOOGLE_API_KEY: 'google-k' });
+    assert.deepEqual([google.kind, google.apiKey, google.keyVariable], ['gemini', 'google-k', 'GOOGLE_API_KEY']);
+    assert.equal(selected({ GOOGLE_API_KEY: 'google-k', GEMINI_API_KEY: 'gemini-k' }).apiKey, 'gemini-k');
+    assert.equal(selected({ GEMINI_API_KEY: 'gk', CHAT_MODEL: 'chat-m' }).model, 'chat-m');
+    assert.equal(selected({ GEMINI_API_KEY: 'gk', CHAT_MODEL: 'chat-m', GEMINI_MODEL: 'gemini-m' }).model, 'gemini-m');
+    assert.equal(selected({ GEMINI_API_KEY: 'gk', GEMINI_BASE_URL: 'http://localhost:9999/' }).baseUrl, 'http://localhost:9999');
+    assert.match(refused({ SYMBI_PROVIDER: 'gemini', OPENAI_API_KEY: 'a' }), /^SYMBI_PROVIDER=gemini but neither GEMINI_API_KEY nor GOOGLE_API_KEY is set$/);
+  });
+
+  it('a Gemini model name that would change the URL path is refused in one line, without quoting it', () => {
+    for (const [model, problem] of [
+      ['models/gemini-3.5-flash', 'contains "/"'],
+      ['..', 'contains ".."'],
+      ['gemini?key=stolen', 'contains "?"'],
+      ['gemini#frag', 'contains "#"'],
+      ['gemini%2Fx', 'contains "%"'],
+      ['a\\b', 'contains "\\"'],
+      ['gemini 3', 'contains white space'],
+      ['gemini\u00e9', 'contains characters other than printable ASCII'],
+    ] as const) {
+      const message = refused({ GEMINI_API_KEY: 'gk', GEMINI_MODEL: model });
+      assert.equal(
+        message,
+        `GEMINI_MODEL ${problem}, which cannot go into the request's URL path (allowed: a model name such as ${PROVIDERS.gemini.defaultModel}, without a models/ prefix)`,
+      );
+    }
+    assert.match(refused({ GEMINI_API_KEY: 'gk', CHAT_MODEL: 'gem\u0000ini' }), /^CHAT_MODEL contains control characters/);
+    // The same names are fine where the model travels in the body.
+    assert.equal(selected({ OPENROUTER_API_KEY: 'k', CHAT_MODEL: 'google/gemini-3.5-flash' }).model, 'google/gemini-3.5-flash');
+  });
+
+  it('without SYMBI_PROVIDER the first configured one wins: OpenAI, then OpenRouter, then Anthropic, then Gemini', () => {
     const all = { OPENAI_API_KEY: 'a', OPENROUTER_API_KEY: 'b', ANTHROPIC_API_KEY: 'c' };
     assert.equal(selected(all).kind, 'openai');
     assert.equal(selected({ OPENROUTER_API_KEY: 'b', ANTHROPIC_API_KEY: 'c' }).kind, 'openrouter');
     assert.equal(selected({ OPENAI_BASE_URL: 'http://127.0.0.1:1/v1', ANTHROPIC_API_KEY: 'c' }).kind, 'openai');
+    assert.equal(selected({ ANTHROPIC_API_KEY: 'c', GEMINI_API_KEY: 'd' }).kind, 'anthropic');
   });
 
   it('SYMBI_PROVIDER picks explicitly, case-insensitively', () => {
@@ -122,10 +167,10 @@ describe('provider selection from the environment', () => {
   });
 
   it('an unknown SYMBI_PROVIDER is refused, naming the allowed values', () => {
-    const message = refused({ SYMBI_PROVIDER: 'gemini', OPENAI_API_KEY: 'a' });
+    const message = refused({ SYMBI_PROVIDER: 'mistral', OPENAI_API_KEY: 'a' });
     assert.match(message, /SYMBI_PROVIDER/);
-    assert.match(message, /openai, openrouter, anthropic/);
-    assert.match(message, /gemini/);
+    assert.match(message, /openai, openrouter, anthropic, gemini/);
+    assert.match(message, /mistral/);
     // A hostile value is not echoed.
     const hostile = refused({ SYMBI_PROVIDER: 'x\u001b[31m'.repeat(30), OPENAI_API_KEY: 'a' });
     assert.ok(!hostile.includes('\u001b'));
@@ -167,14 +212,16 @@ describe('provider selection from the environment', () => {
       describeProvider(selected({ OPENROUTER_API_KEY: key })),
       `openrouter ${PROVIDERS.openrouter.defaultBaseUrl} model ${PROVIDERS.openrouter.defaultModel}`,
     );
+    assert.equal(describeProvider(selected({ GEMINI_API_KEY: key })), `gemini ${PROVIDERS.gemini.defaultBaseUrl} model ${PROVIDERS.gemini.defaultModel}`);
   });
 });
 
 describe('defaults, output limit, token-limit parameter, Azure and proxies', () => {
-  it('defaults are models the providers list as current (checked 2026-11-30), not the retiring ones', () => {
+  it('defaults are models the providers list as current (checked 2026-11-30, Gemini 2026-12-06), not the retiring ones', () => {
     assert.equal(PROVIDERS.openai.defaultModel, 'gpt-5.4-mini');
     assert.equal(PROVIDERS.openrouter.defaultModel, 'openai/gpt-5.4-mini');
     assert.equal(PROVIDERS.anthropic.defaultModel, 'claude-sonnet-4-6');
+    assert.equal(PROVIDERS.gemini.defaultModel, 'gemini-3.5-flash');
   });
 
   it('max_completion_tokens for OpenAI and Azure OpenAI, max_tokens for every other compatible server', () => {
@@ -263,6 +310,10 @@ describe('defaults, output limit, token-limit parameter, Azure and proxies', () 
       'OPENROUTER_API_KEY',
       'ANTHROPIC_API_KEY',
       'ANTHROPIC_MODEL',
+      'GEMINI_API_KEY',
+      'GOOGLE_API_KEY',
+      'GEMINI_BASE_URL',
+      'GEMINI_MODEL',
       'SYMBI_PROVIDER',
       'SYMBI_MAX_OUTPUT_TOKENS',
       'SYMBI_TOKEN_LIMIT_PARAMETER',

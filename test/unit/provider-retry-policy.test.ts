@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FINISH_REASONS, FINISH_TABLE, explainFinish, normalizeFinish, shortIdentifier } from '../../src/shared/provider/finish-reasons.js';
+import { WIRE_FORMAT_NAMES, WIRE_FORMATS } from '../../src/shared/provider/provider-kinds.js';
+import { protobufDurationMs } from '../../src/shared/provider/wire-gemini-generate-content.js';
+import { commonErrorFields } from '../../src/shared/provider/wire-format.js';
 import { ProviderError } from '../../src/worker/providers/provider-error.js';
-import { errorObjectFields, requestIdOf, retryAfterMs, safeExcerpt } from '../../src/worker/providers/provider-http.js';
+import { requestIdOf, retryAfterMs, safeExcerpt } from '../../src/worker/providers/provider-http.js';
 import { BACKOFF_MAX_MS, MAX_RETRIES, RETRYABLE_HTTP_STATUSES, backoffMs, decideRetry, isRetryable } from '../../src/worker/providers/retry-policy.js';
 
 // The pure rules behind the stdio cases in provider-cases.test.ts: which failures are retried and
@@ -87,19 +90,72 @@ describe('reading provider answers', () => {
     assert.equal(requestIdOf({ 'x-request-id': 'free text with spaces' }), null);
   });
 
+  it("Google's error body: its status, ErrorInfo's reason as the type, RetryInfo's delay", () => {
+    const errorFields = WIRE_FORMATS['gemini-generate-content'].errorFields;
+    const badKey = {
+      error: {
+        code: 400,
+        message: 'API key not valid. Please pass a valid API key.',
+        status: 'INVALID_ARGUMENT',
+        details: [
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: 'API_KEY_INVALID',
+            domain: 'googleapis.com',
+            metadata: { service: 'generativelanguage.googleapis.com' },
+          },
+          { '@type': 'type.googleapis.com/google.rpc.LocalizedMessage', locale: 'en-US', message: 'API key not valid. Please pass a valid API key.' },
+        ],
+      },
+    };
+    assert.deepEqual(errorFields(badKey), {
+      errorType: 'API_KEY_INVALID',
+      errorStatus: 'INVALID_ARGUMENT',
+      code: 400,
+      message: 'API key not valid. Please pass a valid API key.',
+    });
+    const quota = {
+      error: {
+        code: 429,
+        message: 'You exceeded your current quota.',
+        status: 'RESOURCE_EXHAUSTED',
+        details: [
+          {
+            '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+            violations: [{ quotaMetric: 'generativelanguage.googleapis.com/generate_content_free_tier_requests' }],
+          },
+          { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '31s' },
+        ],
+      },
+    };
+    assert.deepEqual(errorFields(quota), {
+      errorType: 'RESOURCE_EXHAUSTED',
+      errorStatus: 'RESOURCE_EXHAUSTED',
+      code: 429,
+      message: 'You exceeded your current quota.',
+      retryAfterMs: 31_000,
+    });
+    // Free text where an identifier belongs is dropped, as in every wire format.
+    assert.deepEqual(errorFields({ error: { code: 400, status: 'the secret is 0000', message: 'x' } }), { code: 400, message: 'x' });
+    assert.equal(protobufDurationMs('1.5s'), 1_500);
+    assert.equal(protobufDurationMs('0.000000001s'), 1);
+    assert.equal(protobufDurationMs('30'), undefined);
+    assert.equal(protobufDurationMs(30), undefined);
+  });
+
   it('error bodies of the three shapes give identifiers, never free text as a type', () => {
-    assert.deepEqual(errorObjectFields({ error: { message: 'm', type: 'invalid_request_error', code: 'model_not_found' } }), {
+    assert.deepEqual(commonErrorFields({ error: { message: 'm', type: 'invalid_request_error', code: 'model_not_found' } }), {
       errorType: 'model_not_found',
       message: 'm',
     });
-    assert.deepEqual(errorObjectFields({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' }, request_id: 'req_1' }), {
+    assert.deepEqual(commonErrorFields({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' }, request_id: 'req_1' }), {
       errorType: 'overloaded_error',
       message: 'Overloaded',
       requestId: 'req_1',
     });
-    assert.deepEqual(errorObjectFields({ error: { code: 402, message: 'credits' } }), { code: 402, message: 'credits' });
-    assert.deepEqual(errorObjectFields({ error: { type: 'Here is the secret: 0000', message: 'x' } }), { message: 'x' });
-    assert.deepEqual(errorObjectFields({ error: "model 'x' not found" }), { message: "model 'x' not found" });
+    assert.deepEqual(commonErrorFields({ error: { code: 402, message: 'credits' } }), { code: 402, message: 'credits' });
+    assert.deepEqual(commonErrorFields({ error: { type: 'Here is the secret: 0000', message: 'x' } }), { message: 'x' });
+    assert.deepEqual(commonErrorFields({ error: "model 'x' not found" }), { message: "model 'x' not found" });
   });
 
   it('the provider message kept for standard error is capped and has keys redacted', () => {
@@ -122,12 +178,31 @@ describe('finish vocabulary', () => {
     }
   });
 
-  it('only stop, a missing OpenAI reason, end_turn and stop_sequence are complete', () => {
+  it('only stop, a missing OpenAI reason, end_turn, stop_sequence and STOP are complete', () => {
     const complete = FINISH_TABLE.filter((r) => r.finish === 'complete').map((r) => `${r.wire}:${r.raw}`);
-    assert.deepEqual(complete.sort(), ['anthropic-messages:end_turn', 'anthropic-messages:stop_sequence', 'openai-chat:null', 'openai-chat:stop']);
+    assert.deepEqual(complete.sort(), [
+      'anthropic-messages:end_turn',
+      'anthropic-messages:stop_sequence',
+      'gemini-generate-content:STOP',
+      'openai-chat:null',
+      'openai-chat:stop',
+    ]);
     assert.equal(normalizeFinish('anthropic-messages', null).finish, 'unknown');
+    assert.equal(normalizeFinish('gemini-generate-content', null).finish, 'unknown');
     assert.equal(normalizeFinish('openai-chat', 'end_turn').finish, 'unknown');
     assert.equal(normalizeFinish('anthropic-messages', 'stop').finish, 'unknown');
+    assert.equal(normalizeFinish('gemini-generate-content', 'stop').finish, 'unknown', "Google's values are upper case");
+  });
+
+  it("every wire format's rows name each value once, and its value explains itself in our words", () => {
+    for (const wire of WIRE_FORMAT_NAMES) {
+      const rows = WIRE_FORMATS[wire].finish.rows;
+      assert.ok(
+        rows.some((r) => r.finish === 'complete'),
+        `${wire} has a value for a finished answer`,
+      );
+      for (const row of rows.filter((r) => r.raw !== null)) assert.match(explainFinish(row.finish, row.raw), new RegExp(`"${row.raw}"`), `${wire}:${row.raw}`);
+    }
   });
 
   it('a provider value that is not a short identifier is neither recorded nor taken for a missing one', () => {
@@ -140,9 +215,9 @@ describe('finish vocabulary', () => {
 
   it('a value the table does not name is unknown, kept for standard error only, and never quoted in the explanation', () => {
     const speaking = normalizeFinish('openai-chat', 'here-is-the-secret.launch-code-is-0000');
-    assert.deepEqual(speaking, { finish: 'unknown', providerValue: null, unrecognised: 'here-is-the-secret.launch-code-is-0000' });
-    assert.equal(normalizeFinish('anthropic-messages', { a: 1 }).unrecognised, 'a JSON object');
-    assert.equal(normalizeFinish('anthropic-messages', null).unrecognised, undefined);
+    assert.deepEqual(speaking, { finish: 'unknown', providerValue: null, unrecognized: 'here-is-the-secret.launch-code-is-0000' });
+    assert.equal(normalizeFinish('anthropic-messages', { a: 1 }).unrecognized, 'a JSON object');
+    assert.equal(normalizeFinish('anthropic-messages', null).unrecognized, undefined);
     assert.doesNotMatch(explainFinish('unknown', 'here-is-the-secret.launch-code-is-0000'), /launch-code/);
     assert.doesNotMatch(explainFinish('complete', 'eos_token'), /eos_token/);
   });

@@ -35,7 +35,7 @@ action respond appliesTo {
       sha256: String,
       bytes: Long,
       finish_reason: String,          // "complete": only a finished answer is ever judged and released
-      provider_finish_reason: String, // the provider's own value: "stop", "end_turn", "stop_sequence", or ""
+      provider_finish_reason: String, // the provider's own value ("stop", "end_turn", ...; it differs by provider), or ""
     },
   },
 };

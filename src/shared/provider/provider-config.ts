@@ -11,8 +11,10 @@
 //   Authorization header: local servers (Ollama, vLLM, LM Studio) need no key, and setting a base URL
 //   is an explicit choice of endpoint.
 // - Empty or blank variables count as unset.
-// - A provider with several model variables (Anthropic: ANTHROPIC_MODEL, then CHAT_MODEL) reads the
-//   first one set.
+// - A provider with several key variables (Gemini: GEMINI_API_KEY, then GOOGLE_API_KEY) or model
+//   variables (Anthropic: ANTHROPIC_MODEL, then CHAT_MODEL) reads the first one set.
+// - A model name that goes into the URL path (Gemini's) may hold nothing that would change the path:
+//   no `/`, `\`, `?`, `#`, `%`, `..`, white space or control characters (wire-format.ts, modelPathProblem).
 //
 // Output limit: the specification caps a response at 4,096 tokens; SYMBI_MAX_OUTPUT_TOKENS may lower
 // it (a vLLM server with a short context rejects a request asking for more than it can hold), never
@@ -31,9 +33,11 @@ import {
   PROVIDER_KINDS,
   PROVIDERS,
   TOKEN_LIMIT_PARAMETERS,
+  wireOf,
   type ProviderKind,
   type TokenLimitParameter,
 } from './provider-kinds.js';
+import { modelPathProblem } from './wire-format.js';
 
 export interface ProxySetting {
   /** http(s) URL of the proxy; may hold credentials, so it is never shown (see shownProxy). */
@@ -49,13 +53,13 @@ export interface ProviderConfig {
   model: string;
   /** Empty string when no key is configured (local OpenAI-compatible servers). */
   apiKey: string;
-  /** The variables an operator would change, named in errors: the key, the base URL and the model. */
+  /** The variables an operator would change, named in errors: the key (the one it was read from), the base URL and the model. */
   keyVariable: string;
   baseUrlVariable: string;
   modelVariable: string;
   /** Output tokens asked for: MAX_OUTPUT_TOKENS unless SYMBI_MAX_OUTPUT_TOKENS lowers it. */
   maxOutputTokens: number;
-  /** Sent only by a provider whose field name is chosen per endpoint (provider-kinds.ts); the others always send max_tokens. */
+  /** Sent only by a provider whose field name is chosen per endpoint (provider-kinds.ts); the others send their wire format's one field. */
   tokenLimitParameter: TokenLimitParameter;
   proxy: ProxySetting | null;
 }
@@ -65,7 +69,7 @@ export type ProviderSelection = { ok: true; config: ProviderConfig } | { ok: fal
 /** Every environment variable this module reads, and nothing else does for the provider. */
 export const PROVIDER_ENVIRONMENT_VARIABLES: readonly string[] = [
   'SYMBI_PROVIDER',
-  ...new Set(PROVIDER_KINDS.flatMap((kind) => [PROVIDERS[kind].keyVariable, PROVIDERS[kind].baseUrlVariable, ...PROVIDERS[kind].modelVariables])),
+  ...new Set(PROVIDER_KINDS.flatMap((kind) => [...PROVIDERS[kind].keyVariables, PROVIDERS[kind].baseUrlVariable, ...PROVIDERS[kind].modelVariables])),
   'SYMBI_MAX_OUTPUT_TOKENS',
   'SYMBI_TOKEN_LIMIT_PARAMETER',
   'https_proxy',
@@ -101,13 +105,20 @@ function checkKey(name: string, key: string): string {
   return key;
 }
 
-function checkModel(name: string, model: string): string {
+function checkModel(name: string, model: string, kind: ProviderKind): string {
   if (model.length > MODEL_MAX_CHARS) {
     throw new SelectionError(`${name} is longer than ${MODEL_MAX_CHARS} characters`);
   }
   // eslint-disable-next-line no-control-regex -- matching control characters is the point
   if (/[\u0000-\u001f\u007f]/.test(model)) {
-    throw new SelectionError(`${name} contains control characters (allowed: a plain model name such as ${PROVIDERS.openai.defaultModel})`);
+    throw new SelectionError(`${name} contains control characters (allowed: a plain model name such as ${PROVIDERS[kind].defaultModel})`);
+  }
+  // The value is never quoted: it may be anything, and the line goes to the caller and the log.
+  const problem = wireOf(kind).modelInPath ? modelPathProblem(model) : undefined;
+  if (problem !== undefined) {
+    throw new SelectionError(
+      `${name} ${problem}, which cannot go into the request's URL path (allowed: a model name such as ${PROVIDERS[kind].defaultModel}, without a models/ prefix)`,
+    );
   }
   return model;
 }
@@ -245,7 +256,7 @@ function completeConfig(env: NodeJS.ProcessEnv, choice: ProviderChoice): Provide
 export function providerConfigFor(choice: Pick<ProviderConfig, 'kind' | 'baseUrl' | 'model' | 'apiKey'> & Partial<ProviderConfig>): ProviderConfig {
   const declared = PROVIDERS[choice.kind];
   return {
-    keyVariable: declared.keyVariable,
+    keyVariable: declared.keyVariables[0],
     baseUrlVariable: declared.baseUrlVariable,
     modelVariable: declared.modelVariables[0],
     maxOutputTokens: MAX_OUTPUT_TOKENS,
@@ -255,30 +266,47 @@ export function providerConfigFor(choice: Pick<ProviderConfig, 'kind' | 'baseUrl
   };
 }
 
-/** Whether the environment configures this provider: its key is set, or its base URL where that alone is enough. */
-function isConfigured(env: NodeJS.ProcessEnv, kind: ProviderKind): boolean {
-  const declared = PROVIDERS[kind];
-  return read(env, declared.keyVariable) !== undefined || (declared.keylessWithBaseUrl && read(env, declared.baseUrlVariable) !== undefined);
+/** The variable a provider's key is read from: the first of its key variables that is set. */
+function keyVariableOf(env: NodeJS.ProcessEnv, kind: ProviderKind): string | undefined {
+  return PROVIDERS[kind].keyVariables.find((name) => read(env, name) !== undefined);
 }
 
-/** What configures a provider, for a line saying it is not configured: "OPENROUTER_API_KEY", "OPENAI_API_KEY or OPENAI_BASE_URL". */
-function configuredBy(kind: ProviderKind, joiner: 'or' | 'nor'): string {
+/** Whether the environment configures this provider: a key is set, or its base URL where that alone is enough. */
+function isConfigured(env: NodeJS.ProcessEnv, kind: ProviderKind): boolean {
   const declared = PROVIDERS[kind];
-  return declared.keylessWithBaseUrl ? `${declared.keyVariable} ${joiner} ${declared.baseUrlVariable}` : declared.keyVariable;
+  return keyVariableOf(env, kind) !== undefined || (declared.keylessWithBaseUrl && read(env, declared.baseUrlVariable) !== undefined);
+}
+
+/** The variables any one of which configures a provider: its key variables, and its base URL where that alone is enough. */
+function configuringVariables(kind: ProviderKind): string[] {
+  const declared = PROVIDERS[kind];
+  return [...declared.keyVariables, ...(declared.keylessWithBaseUrl ? [declared.baseUrlVariable] : [])];
+}
+
+/** What configures a provider, for a line saying none is configured: "OPENROUTER_API_KEY", "OPENAI_API_KEY or OPENAI_BASE_URL". */
+function configuredBy(kind: ProviderKind): string {
+  return configuringVariables(kind).join(' or ');
+}
+
+/** Why an explicitly chosen provider is not configured: "ANTHROPIC_API_KEY is not set", "neither OPENAI_API_KEY nor OPENAI_BASE_URL is set". */
+function notConfigured(kind: ProviderKind): string {
+  const names = configuringVariables(kind);
+  return names.length === 1 ? `${names[0]} is not set` : `neither ${names.slice(0, -1).join(', ')} nor ${names.at(-1)} is set`;
 }
 
 function configFor(env: NodeJS.ProcessEnv, kind: ProviderKind): ProviderConfig {
   const declared = PROVIDERS[kind];
-  const key = read(env, declared.keyVariable);
+  const keyVariable = keyVariableOf(env, kind) ?? declared.keyVariables[0];
+  const key = read(env, keyVariable);
   const modelVariable = declared.modelVariables.find((name) => read(env, name) !== undefined) ?? declared.modelVariables[0];
   return completeConfig(env, {
     kind,
     baseUrl: checkBaseUrl(declared.baseUrlVariable, read(env, declared.baseUrlVariable) ?? declared.defaultBaseUrl),
     baseUrlVariable: declared.baseUrlVariable,
-    model: checkModel(modelVariable, read(env, modelVariable) ?? declared.defaultModel),
+    model: checkModel(modelVariable, read(env, modelVariable) ?? declared.defaultModel, kind),
     modelVariable,
-    apiKey: key === undefined ? '' : checkKey(declared.keyVariable, key),
-    keyVariable: declared.keyVariable,
+    apiKey: key === undefined ? '' : checkKey(keyVariable, key),
+    keyVariable,
   });
 }
 
@@ -290,16 +318,13 @@ function select(env: NodeJS.ProcessEnv): ProviderConfig {
       const shown = explicit.length > 40 || !/^[\x20-\x7e]+$/.test(explicit) ? 'an unrecognised value' : `"${explicit}"`;
       throw new SelectionError(`SYMBI_PROVIDER is ${shown} (allowed: ${PROVIDER_KINDS.join(', ')})`);
     }
-    if (!isConfigured(env, kind)) {
-      const missing = PROVIDERS[kind].keylessWithBaseUrl ? `neither ${configuredBy(kind, 'nor')} is set` : `${configuredBy(kind, 'or')} is not set`;
-      throw new SelectionError(`SYMBI_PROVIDER=${kind} but ${missing}`);
-    }
+    if (!isConfigured(env, kind)) throw new SelectionError(`SYMBI_PROVIDER=${kind} but ${notConfigured(kind)}`);
     return configFor(env, kind);
   }
 
   const kind = PROVIDER_KINDS.find((k) => isConfigured(env, k));
   if (kind !== undefined) return configFor(env, kind);
-  const choices = PROVIDER_KINDS.map((k) => configuredBy(k, 'or'));
+  const choices = PROVIDER_KINDS.map((k) => configuredBy(k));
   const listed = choices.length > 1 ? `${choices.slice(0, -1).join(', ')}, or ${choices.at(-1)}` : choices.join('');
   throw new SelectionError(`no model provider is configured (set ${listed}; SYMBI_PROVIDER picks one)`);
 }

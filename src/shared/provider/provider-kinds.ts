@@ -1,58 +1,46 @@
-// The model providers this server can talk to, one declaration each, and the wire formats they speak.
-// Everything else that differs by provider is derived from these two tables: selection from the
-// environment (provider-config.ts), the key variables redacted (key-redaction.ts), the HTTP failure
-// explanations and the token-limit retry (src/worker/), the kinds `symbi check --json` may report
-// (docs/check.schema.json) and the table in docs/providers.md (both written by
-// scripts/provider-docs.ts; test/unit/provider-docs.test.ts fails when they lag). Per wire format, the
-// finish-reason map (finish-reasons.ts), the request and answer translation (the worker's wire
-// modules, provider-call.ts) and the synthetic endpoint's simulation are `Record<WireFormat, ...>`
-// tables, so a new wire format missing one of them does not compile. docs/development.md has the
-// checklist.
+// The model providers this server can talk to, one declaration each, built on the wire formats they
+// speak (one declaration each too: wire-*.ts, listed in WIRE_FORMATS below). Everything else that
+// differs by provider or wire format is derived from these two tables: selection from the
+// environment (provider-config.ts), the keys redacted (key-redaction.ts: the key variables, and
+// every wire format's key shape), the request, the answer's parser and the HTTP failure
+// explanations (src/worker/providers/), the finish-reason table (finish-reasons.ts), how the
+// synthetic endpoint reads a request back (src/demo/synthetic-endpoint.ts), and the tables of
+// docs/providers.md, the README and docs/cedar-policies.md with the kinds `symbi check --json` may
+// report (all written by scripts/provider-docs.ts; test/unit/provider-docs.test.ts fails when they lag).
+// What is not read from a declaration is a `Record<WireFormat, ...>` or `Record<ProviderKind, ...>`
+// table, so a new entry missing one of them does not compile. docs/development.md has the checklist.
 
-/** The request field that carries the output limit on the OpenAI wire format. */
-export type TokenLimitParameter = 'max_tokens' | 'max_completion_tokens';
+import { ANTHROPIC_MESSAGES } from './wire-anthropic-messages.js';
+import { TOKEN_LIMIT_PARAMETERS, type TokenLimitParameter, type WireFormatDeclaration } from './wire-format.js';
+import { GEMINI_GENERATE_CONTENT } from './wire-gemini-generate-content.js';
+import { OPENAI_CHAT } from './wire-openai-chat.js';
 
-export const TOKEN_LIMIT_PARAMETERS: readonly TokenLimitParameter[] = ['max_tokens', 'max_completion_tokens'];
-
-interface WireFormatDeclaration {
-  /** How the documentation names it. */
-  title: string;
-  /** The specification of its request and answer. */
-  reference: string;
-}
+export { TOKEN_LIMIT_PARAMETERS, type TokenLimitParameter };
 
 const WIRE_FORMAT_DECLARATIONS = {
-  'openai-chat': {
-    title: 'OpenAI Chat Completions',
-    reference: 'https://platform.openai.com/docs/api-reference/chat',
-  },
-  'anthropic-messages': {
-    title: 'Anthropic Messages',
-    reference: 'https://platform.claude.com/docs/en/api/messages',
-  },
-} satisfies Record<string, WireFormatDeclaration>;
+  'openai-chat': OPENAI_CHAT,
+  'anthropic-messages': ANTHROPIC_MESSAGES,
+  'gemini-generate-content': GEMINI_GENERATE_CONTENT,
+} as const satisfies Record<string, WireFormatDeclaration>;
 
 /** A request and answer shape a provider speaks; one name each, used everywhere. */
 export type WireFormat = keyof typeof WIRE_FORMAT_DECLARATIONS;
 
 export const WIRE_FORMATS: Readonly<Record<WireFormat, WireFormatDeclaration>> = WIRE_FORMAT_DECLARATIONS;
 
-/**
- * How a provider names the output limit in its request. `chosen`: the endpoint decides between
- * max_tokens and max_completion_tokens (SYMBI_TOKEN_LIMIT_PARAMETER overrides the default, and a
- * 400 naming the field sent is tried once with the other name); only the OpenAI wire format takes
- * either. `fixed`: always max_tokens, never switched.
- */
-export type TokenLimitBehaviour = { chosen: true; defaultFor: (host: string) => TokenLimitParameter } | { chosen: false };
+/** Every wire format, in the table's order. */
+export const WIRE_FORMAT_NAMES: readonly WireFormat[] = Object.keys(WIRE_FORMATS) as WireFormat[];
 
-export interface ProviderDeclaration {
+/** The wire formats whose output limit's name the endpoint chooses (OutputLimit in wire-format.ts). */
+type ChoosingWire = { [W in WireFormat]: (typeof WIRE_FORMAT_DECLARATIONS)[W]['outputLimit'] extends { chosen: true } ? W : never }[WireFormat];
+
+interface ProviderFields {
   /** How the documentation names it. */
   title: string;
   /** The first word of the operator's provider line (startup.provider, `symbi check`). */
   shownAs: string;
-  wire: WireFormat;
-  /** The variable its key is read from (always redacted, whichever provider is chosen). */
-  keyVariable: string;
+  /** The variables its key is read from, the first one set winning (every one is redacted, whichever provider is chosen). */
+  keyVariables: readonly [string, ...string[]];
   /** Whether its base URL variable alone configures it, sending no key (local servers need none). */
   keylessWithBaseUrl: boolean;
   baseUrlVariable: string;
@@ -60,14 +48,23 @@ export interface ProviderDeclaration {
   /** The first one set names the model; with none set, the default is reported as set by the first. */
   modelVariables: readonly [string, ...string[]];
   defaultModel: string;
-  tokenLimit: TokenLimitBehaviour;
   /** What its base URL looks like, for the explanation of a 404. */
   baseUrlShape: string;
-  /** The header its answers carry their request id in (kept in the journal when it is a short identifier). */
-  requestIdHeader: string;
+  /** The header its answers carry their request id in (kept in the journal when it is a short identifier); null when it sends none. */
+  requestIdHeader: string | null;
   /** Request-id headers of a gateway in front of it (Azure's API Management), read after every provider's own. */
   gatewayRequestIdHeaders: readonly string[];
 }
+
+/**
+ * A provider: its fields, its wire format and, exactly when that wire format lets the endpoint choose
+ * the output limit's name, which name it takes at a host before SYMBI_TOKEN_LIMIT_PARAMETER.
+ */
+export type ProviderDeclaration = {
+  [W in WireFormat]: ProviderFields & { wire: W } & (W extends ChoosingWire
+      ? { tokenLimitDefault: (host: string) => TokenLimitParameter }
+      : { tokenLimitDefault?: never });
+}[WireFormat];
 
 // Azure OpenAI and Azure AI Foundry hosts. Their v1 API (https://RESOURCE.openai.azure.com/openai/v1,
 // Bearer key, deployment name as the model) speaks the OpenAI wire format without api-version.
@@ -83,14 +80,22 @@ export function isAzureHost(hostname: string): boolean {
 // https://platform.openai.com/docs/deprecations names gpt-5.4-mini as the substitute for the mini
 // models it retires), openai/gpt-5.4-mini for OpenRouter, claude-sonnet-4-6 for Anthropic
 // (claude-sonnet-4-5 is deprecated and retires at the end of November 2026 per
-// https://platform.claude.com/docs/en/about-claude/model-deprecations).
+// https://platform.claude.com/docs/en/about-claude/model-deprecations). Checked 2026-12-06:
+// gemini-3.5-flash for Gemini (generally available since May 2026 with no shutdown date announced,
+// while the gemini-2.5 models it follows are retired: https://ai.google.dev/gemini-api/docs/deprecations).
 //
 // Output limit: the OpenAI wire format names it `max_completion_tokens` on OpenAI's own API and on
 // Azure OpenAI, where `max_tokens` is deprecated and refused by reasoning models (o-series, gpt-5
 // family; https://platform.openai.com/docs/api-reference/chat/create), and `max_tokens` on every
 // other OpenAI-compatible server (Ollama, vLLM, LM Studio, OpenRouter), which may not know the new name.
 //
-// Request ids: x-request-id (OpenAI, OpenRouter), request-id (Anthropic), apim-request-id (Azure).
+// Keys: Gemini's come from GEMINI_API_KEY or GOOGLE_API_KEY, the two names Google's own libraries
+// read (https://ai.google.dev/gemini-api/docs/api-key). Google's libraries prefer GOOGLE_API_KEY
+// when both are set; here the Gemini-specific name wins, since GOOGLE_API_KEY is also what other
+// Google APIs (Maps, ...) are configured with.
+//
+// Request ids: x-request-id (OpenAI, OpenRouter), request-id (Anthropic), apim-request-id (Azure);
+// the Gemini API documents none.
 //
 // The order of the entries is the selection order: with no SYMBI_PROVIDER, the first configured wins.
 const PROVIDER_DECLARATIONS = {
@@ -98,16 +103,13 @@ const PROVIDER_DECLARATIONS = {
     title: 'OpenAI',
     shownAs: 'openai-compatible',
     wire: 'openai-chat',
-    keyVariable: 'OPENAI_API_KEY',
+    keyVariables: ['OPENAI_API_KEY'],
     keylessWithBaseUrl: true,
     baseUrlVariable: 'OPENAI_BASE_URL',
     defaultBaseUrl: 'https://api.openai.com/v1',
     modelVariables: ['CHAT_MODEL'],
     defaultModel: 'gpt-5.4-mini',
-    tokenLimit: {
-      chosen: true,
-      defaultFor: (host) => (host === 'api.openai.com' || isAzureHost(host) ? 'max_completion_tokens' : 'max_tokens'),
-    },
+    tokenLimitDefault: (host) => (host === 'api.openai.com' || isAzureHost(host) ? 'max_completion_tokens' : 'max_tokens'),
     baseUrlShape: 'an OpenAI-compatible base URL usually ends in /v1',
     requestIdHeader: 'x-request-id',
     gatewayRequestIdHeaders: ['apim-request-id'],
@@ -116,13 +118,13 @@ const PROVIDER_DECLARATIONS = {
     title: 'OpenRouter',
     shownAs: 'openrouter',
     wire: 'openai-chat',
-    keyVariable: 'OPENROUTER_API_KEY',
+    keyVariables: ['OPENROUTER_API_KEY'],
     keylessWithBaseUrl: false,
     baseUrlVariable: 'OPENROUTER_BASE_URL',
     defaultBaseUrl: 'https://openrouter.ai/api/v1',
     modelVariables: ['CHAT_MODEL'],
     defaultModel: 'openai/gpt-5.4-mini',
-    tokenLimit: { chosen: true, defaultFor: () => 'max_tokens' },
+    tokenLimitDefault: () => 'max_tokens',
     baseUrlShape: 'an OpenAI-compatible base URL usually ends in /v1',
     requestIdHeader: 'x-request-id',
     gatewayRequestIdHeaders: [],
@@ -131,15 +133,28 @@ const PROVIDER_DECLARATIONS = {
     title: 'Anthropic',
     shownAs: 'anthropic-messages',
     wire: 'anthropic-messages',
-    keyVariable: 'ANTHROPIC_API_KEY',
+    keyVariables: ['ANTHROPIC_API_KEY'],
     keylessWithBaseUrl: false,
     baseUrlVariable: 'ANTHROPIC_BASE_URL',
     defaultBaseUrl: 'https://api.anthropic.com',
     modelVariables: ['ANTHROPIC_MODEL', 'CHAT_MODEL'],
     defaultModel: 'claude-sonnet-4-6',
-    tokenLimit: { chosen: false },
     baseUrlShape: 'it is the origin, such as https://api.anthropic.com, without /v1',
     requestIdHeader: 'request-id',
+    gatewayRequestIdHeaders: [],
+  },
+  gemini: {
+    title: 'Google Gemini',
+    shownAs: 'gemini',
+    wire: 'gemini-generate-content',
+    keyVariables: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
+    keylessWithBaseUrl: false,
+    baseUrlVariable: 'GEMINI_BASE_URL',
+    defaultBaseUrl: 'https://generativelanguage.googleapis.com',
+    modelVariables: ['GEMINI_MODEL', 'CHAT_MODEL'],
+    defaultModel: 'gemini-3.5-flash',
+    baseUrlShape: 'it is the origin, such as https://generativelanguage.googleapis.com, without /v1beta',
+    requestIdHeader: null,
     gatewayRequestIdHeaders: [],
   },
 } satisfies Record<string, ProviderDeclaration>;
@@ -152,16 +167,34 @@ export const PROVIDERS: Readonly<Record<ProviderKind, ProviderDeclaration>> = PR
 /** Every kind, in selection order. */
 export const PROVIDER_KINDS: readonly ProviderKind[] = Object.keys(PROVIDERS) as ProviderKind[];
 
-/** The output limit's field name a provider takes at a base URL before SYMBI_TOKEN_LIMIT_PARAMETER. */
+/** The wire format a provider speaks. */
+export function wireOf(kind: ProviderKind): WireFormatDeclaration {
+  return WIRE_FORMATS[PROVIDERS[kind].wire];
+}
+
+/** Whether the endpoint chooses the provider's output-limit name (so SYMBI_TOKEN_LIMIT_PARAMETER and the one retry with the other name apply). */
+export function tokenLimitIsChosen(kind: ProviderKind): boolean {
+  return wireOf(kind).outputLimit.chosen;
+}
+
+/** The output limit's field name a provider takes at a base URL before SYMBI_TOKEN_LIMIT_PARAMETER (max_tokens where nothing is chosen: unused). */
 export function defaultTokenLimitParameter(kind: ProviderKind, baseUrl: string): TokenLimitParameter {
-  const limit = PROVIDERS[kind].tokenLimit;
-  return limit.chosen ? limit.defaultFor(new URL(baseUrl).hostname) : 'max_tokens';
+  return PROVIDERS[kind].tokenLimitDefault?.(new URL(baseUrl).hostname) ?? 'max_tokens';
+}
+
+/** The output limit's field as a request of this provider sends it: the chosen name, or the wire format's one field. */
+export function tokenLimitField(kind: ProviderKind, chosen: TokenLimitParameter): string {
+  const limit = wireOf(kind).outputLimit;
+  return limit.chosen ? chosen : limit.field;
 }
 
 /** The headers a provider's request id may come in: every provider's own, then the gateways'. */
 export const REQUEST_ID_HEADERS: readonly string[] = [
-  ...new Set([...PROVIDER_KINDS.map((kind) => PROVIDERS[kind].requestIdHeader), ...PROVIDER_KINDS.flatMap((kind) => PROVIDERS[kind].gatewayRequestIdHeaders)]),
+  ...new Set([
+    ...PROVIDER_KINDS.flatMap((kind) => PROVIDERS[kind].requestIdHeader ?? []),
+    ...PROVIDER_KINDS.flatMap((kind) => PROVIDERS[kind].gatewayRequestIdHeaders),
+  ]),
 ];
 
-/** Every provider's key variable: a key set in any of them is a secret, whichever provider is chosen. */
-export const KEY_VARIABLES: readonly string[] = PROVIDER_KINDS.map((kind) => PROVIDERS[kind].keyVariable);
+/** Every provider's key variables: a key set in any of them is a secret, whichever provider is chosen. */
+export const KEY_VARIABLES: readonly string[] = [...new Set(PROVIDER_KINDS.flatMap((kind) => PROVIDERS[kind].keyVariables))];

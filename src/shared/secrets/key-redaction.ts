@@ -6,7 +6,8 @@
 // invisible format characters (zero-width, bidi), or by case. The comparison runs on a skeleton
 // of the text with every such separator taken out, and the matching stretch of the original
 // text is replaced. Text from elsewhere (a provider's words, a library's stray line) also loses
-// anything shaped like another key, since an echoed request can carry one (sk-..., Bearer tokens).
+// anything shaped like another key, since an echoed request can carry one (each wire format declares
+// its keys' shape: sk-..., AIza...; and Bearer tokens).
 //
 // A provider or a proxy may also echo the key encoded: the `Authorization` header in base64 or
 // base64url (whole, so the key sits at any byte offset in it), the key in hex or percent-encoded,
@@ -16,10 +17,11 @@
 // (encodedSpellings). A transform no one anticipated (a key cut into pieces and reordered,
 // encrypted, spelled out in words) no filter can find: docs/limits.md says so.
 
-import { KEY_VARIABLES } from '../provider/provider-kinds.js';
+import { KEY_VARIABLES, WIRE_FORMAT_NAMES, WIRE_FORMATS } from '../provider/provider-kinds.js';
 
 export const REDACTED = '[redacted]';
-const KEY_SHAPED = /\b(sk|rk|pk)-[A-Za-z0-9_-]{8,}/g;
+/** Text shaped like any wire format's keys (wire-format.ts, keyShape). */
+const KEY_SHAPED = new RegExp(WIRE_FORMAT_NAMES.map((wire) => `(?:${WIRE_FORMATS[wire].keyShape.source})`).join('|'), 'g');
 const BEARER_TOKEN = /\bBearer\s+\S+/gi;
 /**
  * Keys shorter than this are placeholders (local servers take "ollama", "none", "x"): looking

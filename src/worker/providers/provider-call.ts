@@ -1,25 +1,9 @@
 import { MAX_OUTPUT_TOKENS } from '../../shared/limits.js';
 import type { ProviderConfig } from '../../shared/provider/provider-config.js';
-import { PROVIDERS, type WireFormat } from '../../shared/provider/provider-kinds.js';
 import type { TypedInferenceRequest, TypedInferenceResponse } from '../../shared/provider/inference-types.js';
-import { callAnthropicMessages } from './anthropic-messages.js';
-import { callOpenAiChat } from './openai-chat.js';
 import { ProviderError } from './provider-error.js';
 import { wellFormedResponse } from './well-formed-response.js';
-
-/** One POST in a wire format and its answer as the typed response (a wire module's entry point). */
-type WireCall = (
-  config: ProviderConfig,
-  request: TypedInferenceRequest,
-  signal: AbortSignal,
-  operatorNotes?: Pick<string[], 'push'>,
-) => Promise<TypedInferenceResponse>;
-
-// The wire module of each wire format: a wire format without one does not compile.
-const WIRE_CALLS = {
-  'openai-chat': callOpenAiChat,
-  'anthropic-messages': callAnthropicMessages,
-} satisfies Record<WireFormat, WireCall>;
+import { callWire } from './wire-call.js';
 
 /**
  * Sends one typed request to the configured provider and returns its typed response.
@@ -45,5 +29,5 @@ export async function callProvider(
   if (config.apiKey !== '' && !/^[\x21-\x7e]+$/.test(config.apiKey)) {
     throw new ProviderError('the provider API key contains characters not allowed in an HTTP header', 'network');
   }
-  return wellFormedResponse(await WIRE_CALLS[PROVIDERS[config.kind].wire](config, request, signal, operatorNotes));
+  return wellFormedResponse(await callWire(config, request, signal, operatorNotes));
 }

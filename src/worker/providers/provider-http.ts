@@ -3,11 +3,12 @@ import type { Agent, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { http, https } from '../../shared/node-http.js';
 import { isIP } from 'node:net';
 import tls, { type PeerCertificate } from 'node:tls';
-import { shortIdentifier } from '../../shared/provider/finish-reasons.js';
+import { shortIdentifier } from '../../shared/provider/finish-vocabulary.js';
 import { TYPED_RESPONSE_MAX_BYTES } from '../../shared/limits.js';
 import { packageVersion } from '../../shared/package-version.js';
 import type { ProxySetting } from '../../shared/provider/provider-config.js';
 import { REQUEST_ID_HEADERS } from '../../shared/provider/provider-kinds.js';
+import type { ErrorFields } from '../../shared/provider/wire-format.js';
 import { redactKeys } from '../../shared/secrets/key-redaction.js';
 import { readCappedBody } from './capped-body.js';
 import { ProviderError, type ProviderErrorDetails } from './provider-error.js';
@@ -33,8 +34,10 @@ export interface JsonPost {
   /** The API key, scrubbed from every message this call produces. */
   secret: string;
   proxy: ProxySetting | null;
-  /** Our fixed words for an HTTP failure status. */
-  explainStatus: (status: number) => string;
+  /** The identifiers and message of the wire format's error body. */
+  errorFields: (body: unknown) => ErrorFields;
+  /** Our fixed words for an HTTP failure, by its status and the identifiers its body gave. */
+  explainFailure: (status: number, fields: ErrorFields) => string;
 }
 
 export interface JsonAnswer {
@@ -98,44 +101,6 @@ export function requestIdOf(headers: IncomingHttpHeaders): string | null {
   return null;
 }
 
-/**
- * The identifiers and the message of a provider error object, from the OpenAI shape
- * `{error: {message, type, code}}`, the Anthropic shape `{type: "error", error: {type, message},
- * request_id}` and the OpenRouter shape `{error: {code, message}}`.
- */
-export interface ErrorObjectFields {
-  errorType?: string;
-  /** OpenAI's `param`: the request field the error is about (max_tokens, ...). */
-  param?: string;
-  requestId?: string;
-  code?: number;
-  message?: string;
-}
-
-/** The identifiers and message of a provider error body, each identifier only when it is a short identifier. */
-export function errorObjectFields(parsed: unknown): ErrorObjectFields {
-  if (typeof parsed !== 'object' || parsed === null) return {};
-  const top = parsed as { error?: unknown; request_id?: unknown; message?: unknown };
-  const error = top.error;
-  const fields: ErrorObjectFields = {};
-  if (typeof error === 'string') fields.message = error;
-  if (typeof error === 'object' && error !== null) {
-    const e = error as { type?: unknown; code?: unknown; message?: unknown; param?: unknown };
-    // OpenAI's string `code` is the most specific; OpenRouter's numeric `code` is an HTTP-like status.
-    const type = (typeof e.code === 'string' ? shortIdentifier(e.code) : null) ?? (typeof e.type === 'string' ? shortIdentifier(e.type) : null);
-    if (type !== null) fields.errorType = type;
-    const param = typeof e.param === 'string' ? shortIdentifier(e.param) : null;
-    if (param !== null) fields.param = param;
-    // Kept only when it is an HTTP status a journal can carry as one (100 to 599); any other number is not one.
-    if (typeof e.code === 'number' && Number.isSafeInteger(e.code) && e.code >= 100 && e.code <= 599) fields.code = e.code;
-    if (typeof e.message === 'string') fields.message = e.message;
-  }
-  if (fields.message === undefined && typeof top.message === 'string') fields.message = top.message;
-  const requestId = shortIdentifier(top.request_id);
-  if (requestId !== null) fields.requestId = requestId;
-  return fields;
-}
-
 /** Reads at most ERROR_BODY_READ_BYTES of an error body; a failed read leaves it short. */
 function readErrorBody(response: IncomingMessage): Promise<Buffer> {
   return new Promise<Buffer>((resolve) => {
@@ -164,7 +129,7 @@ function httpFailure(status: number, bytes: Buffer, headers: IncomingHttpHeaders
   } catch {
     parsed = undefined;
   }
-  const fields = errorObjectFields(parsed);
+  const fields = post.errorFields(parsed);
   const details: ProviderErrorDetails = {
     status,
     body: { sha256: createHash('sha256').update(bytes).digest('hex'), bytes: bytes.byteLength },
@@ -173,11 +138,17 @@ function httpFailure(status: number, bytes: Buffer, headers: IncomingHttpHeaders
   if (fields.param !== undefined) details.errorParam = fields.param;
   const requestId = requestIdOf(headers) ?? fields.requestId;
   if (requestId !== undefined) details.requestId = requestId;
-  const wait = retryAfterMs(headers);
+  // The Retry-After header, else a wait the body asks for (Google's RetryInfo).
+  const wait = retryAfterMs(headers) ?? (fields.retryAfterMs === undefined ? undefined : Math.min(RETRY_AFTER_MAX_MS, fields.retryAfterMs));
   if (wait !== undefined) details.retryAfterMs = wait;
   const providerText = fields.message ?? (parsed === undefined ? bytes.toString('utf8') : '');
   if (providerText !== '') details.providerMessage = safeExcerpt(providerText, post.secret);
-  return new ProviderError(`HTTP ${status} from POST ${shownTarget}: ${post.explainStatus(status)}${identifierSuffix(details)}`, 'http', status, details);
+  return new ProviderError(
+    `HTTP ${status} from POST ${shownTarget}: ${post.explainFailure(status, fields)}${identifierSuffix(details)}`,
+    'http',
+    status,
+    details,
+  );
 }
 
 /**

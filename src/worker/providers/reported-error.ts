@@ -1,10 +1,12 @@
-import type { NormalizedFinish } from '../../shared/provider/finish-reasons.js';
+import type { NormalizedFinish } from '../../shared/provider/finish-vocabulary.js';
+import type { ErrorFields } from '../../shared/provider/wire-format.js';
 import { ProviderError, type ProviderErrorDetails } from './provider-error.js';
-import { errorObjectFields, identifierSuffix, safeExcerpt } from './provider-http.js';
+import { identifierSuffix, safeExcerpt } from './provider-http.js';
 
 // An error the provider reports inside a successful HTTP answer: OpenRouter's top-level `{"error": ...}`
 // in a 200 and its choice-level `error` with finish_reason "error" (https://openrouter.ai/docs/api-reference/errors),
-// Anthropic's `{"type": "error", ...}` body. Described in our words with the identifiers only.
+// Anthropic's `{"type": "error", ...}` body, Google's error body from a gateway that answered 200.
+// Described in our words with the identifiers only, read by the wire format's own error-field reader.
 
 export interface AnswerContext {
   /** The URL tried, without credentials. */
@@ -16,8 +18,7 @@ export interface AnswerContext {
 }
 
 /** The ProviderError for an error reported inside an HTTP 200 answer: our words, the identifiers kept for the journal. */
-export function reportedError(errorBody: unknown, where: 'in the answer' | 'while generating the answer', context: AnswerContext = {}): ProviderError {
-  const fields = errorObjectFields(errorBody);
+export function reportedError(fields: ErrorFields, where: 'in the answer' | 'while generating the answer', context: AnswerContext = {}): ProviderError {
   const details: ProviderErrorDetails = {};
   if (fields.code !== undefined) details.status = fields.code;
   if (fields.errorType !== undefined) details.errorType = fields.errorType;
@@ -31,7 +32,7 @@ export function reportedError(errorBody: unknown, where: 'in the answer' | 'whil
 }
 
 /** Puts a finish value the table does not name on standard error (capped, keys removed); the caller and the journal see `unknown`. */
-export function noteUnrecognisedFinish(normalized: NormalizedFinish, context: AnswerContext): void {
-  if (normalized.unrecognised === undefined) return;
-  context.operatorNotes?.push(`unrecognised finish reason "${safeExcerpt(normalized.unrecognised, context.secret ?? '')}", reported to the caller as unknown`);
+export function noteUnrecognizedFinish(normalized: NormalizedFinish, context: AnswerContext): void {
+  if (normalized.unrecognized === undefined) return;
+  context.operatorNotes?.push(`unrecognised finish reason "${safeExcerpt(normalized.unrecognized, context.secret ?? '')}", reported to the caller as unknown`);
 }

@@ -5,7 +5,10 @@ import { ProviderError } from './provider-error.js';
 //
 // Transient by the providers' own documentation: 408 (request timeout), 429 (rate limited), 500,
 // 502, 503, 504, and Anthropic's 529 (overloaded, https://platform.claude.com/docs/en/api/errors);
-// OpenRouter documents 408, 429, 502 and 503 the same way (https://openrouter.ai/docs/api-reference/errors).
+// OpenRouter documents 408, 429, 502 and 503 the same way (https://openrouter.ai/docs/api-reference/errors),
+// Google 429 RESOURCE_EXHAUSTED, 500 INTERNAL, 503 UNAVAILABLE and 504 DEADLINE_EXCEEDED
+// (https://ai.google.dev/gemini-api/docs/troubleshooting#error-codes), whose wait comes in the error
+// body's RetryInfo rather than a Retry-After header (provider-http.ts reads either).
 // A connection reset before any byte of the answer arrived (typically a keep-alive connection the
 // server had just closed) never reached the model either. Everything else is final: a 400 sent again
 // fails again, and a failure after the answer began may have been billed and acted on.
