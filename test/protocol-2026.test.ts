@@ -7,6 +7,7 @@ import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/j
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
 import { CACHE_HINTS, LIST_TTL_MS } from '../src/supervisor/session/mcp-session.js';
 import { MODERN_REVISIONS } from '../src/supervisor/session/incoming-message-check.js';
+import { STDIN_LINE_MAX_BYTES } from '../src/shared/limits.js';
 
 // MCP 2026-07-28 in raw lines, as Claude Code 2.1.332 speaks it: `server/discover` first, then every
 // request with the per-request `_meta` envelope and no `initialize` (the specification's
@@ -163,7 +164,7 @@ describe('MCP 2026-07-28 in raw lines', () => {
   });
 });
 
-describe('MCP 2026-07-28: a request read when standard input ends', () => {
+describe('MCP 2026-07-28: the session ending, the line limit, the fallback', () => {
   it('gets exactly one answer, its run its terminal record, and the server exits 0', async () => {
     const endpoint = await startSyntheticEndpoint();
     const project = makeProject(FILES);
@@ -186,6 +187,49 @@ describe('MCP 2026-07-28: a request read when standard input ends', () => {
       endpoint.releaseAll();
       await server.end().catch(() => undefined);
       await endpoint.close();
+      removeProject(project);
+    }
+  });
+
+  it('answers a call in flight on SIGTERM exactly once, and ends its journal', async () => {
+    const endpoint = await startSyntheticEndpoint();
+    const project = makeProject(FILES);
+    const server = spawnRawServer(project, { env: providerEnv(endpoint.url) });
+    try {
+      await server.send(request(7, 'tools/call', { name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'wait [[hold]]' } }));
+      await endpoint.waitForRequests(1, 30_000);
+      server.kill('SIGTERM');
+      const answer = (await server.waitFor(7, 30_000)) as Answer;
+      assert.equal((answer.result as { isError?: boolean } | undefined)?.isError, true, JSON.stringify(answer));
+      assert.equal(await server.exited, 0, server.stderr());
+      assert.equal(server.messages().filter((m) => m.id === 7).length, 1, 'exactly one answer');
+      assertCompleteJournal(journalsIn(project)[0]!, projectPublicKey(project));
+    } finally {
+      endpoint.releaseAll();
+      await server.end().catch(() => undefined);
+      await endpoint.close();
+      removeProject(project);
+    }
+  });
+
+  it('keeps its own 8 MiB line limit in front of the SDK (whose stdio buffer would take 10 MB)', async () => {
+    const project = makeProject(FILES);
+    const server = spawnRawServer(project);
+    try {
+      assert.equal(STDIN_LINE_MAX_BYTES, 8 * 1024 * 1024);
+      // 9 MiB: over this server's limit, under the SDK's default buffer of 10 * 1024 * 1024 bytes.
+      const padding = 'x'.repeat(9 * 1024 * 1024);
+      await server.send(request('big', 'tools/list', {}, { ...ENVELOPE, padding }));
+      await server.send(request('after', 'tools/list'));
+      const after = (await server.waitFor('after', 30_000)) as Answer;
+      assert.equal(after.result?.resultType, 'complete', 'the session goes on');
+      const refused = server.messages().filter((m) => m.id === null) as Answer[];
+      assert.equal(refused.length, 1, JSON.stringify(refused));
+      assert.equal(refused[0]!.error?.code, -32600);
+      assert.match(refused[0]!.error.message, /one line is limited to 8388608 bytes/);
+      assert.equal(server.messages().filter((m) => m.id === 'big').length, 0, 'the dropped line never reached the SDK');
+    } finally {
+      await server.end();
       removeProject(project);
     }
   });
