@@ -76,7 +76,7 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     for (const name of Object.keys(manifest.dependencies)) {
       assert.ok(fs.existsSync(path.join(installed.dir, 'node_modules', name, 'package.json')), `${name} is installed`);
     }
-    for (const name of ['@modelcontextprotocol/sdk', 'zod', 'commander', 'pino', 'express']) {
+    for (const name of ['@modelcontextprotocol/server', '@modelcontextprotocol/core', '@modelcontextprotocol/sdk', 'zod', 'commander', 'pino', 'express']) {
       assert.ok(!fs.existsSync(path.join(installed.dir, 'node_modules', name)), `${name} is bundled, not installed`);
     }
   });
@@ -87,7 +87,7 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     const listed = [...licences.matchAll(/^-{78}\n(\S+) (\S+) \((.+)\)$/gm)].map((m) => ({ name: m[1]!, version: m[2]! }));
     // What src/ imports from devDependencies is bundled, each at the version the lock file pins.
     const lock = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
-    for (const name of ['@modelcontextprotocol/sdk', 'zod', 'commander', 'pino', 'tweetnacl', 'canonicalize']) {
+    for (const name of ['@modelcontextprotocol/server', '@modelcontextprotocol/core', 'zod', 'commander', 'pino', 'tweetnacl', 'canonicalize']) {
       const version = lock.packages[`node_modules/${name}`]!.version;
       assert.ok(
         listed.some((p) => p.name === name && p.version === version),
