@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './support/synthetic-endpoint.js';
 import { makeProject, removeProject } from './support/project.js';
-import { providerEnv } from './support/server.js';
+import { providerEnv, waitForStderr } from './support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from './support/journal.js';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer } from './support/raw-stdio.js';
 import { CACHE_HINTS, LIST_TTL_MS } from '../src/supervisor/session/mcp-session.js';
@@ -119,6 +119,10 @@ describe('MCP 2026-07-28 in raw lines', () => {
     const missing = oneLineError(await ask(server, 'v-3', 'tools/list', {}, { [CAPABILITIES_KEY]: {} }), -32022, 'no version');
     assert.match(missing.message, /has no "io\.modelcontextprotocol\/protocolVersion"/);
     assert.deepEqual(missing.data, { supported: ['2026-07-28'] });
+    // The operator hears what was wrong, never the client's bytes.
+    const logged = await waitForStderr(server, (text) => (text.match(/answered -32022/g) ?? []).length >= 3);
+    assert.match(logged, /answered -32022: a protocol version of 10 characters it does not serve/);
+    assert.ok(!logged.includes('2099-01-01'), 'the requested version is not logged');
   });
 
   it('answers what 2026-07-28 removed, and a request without the envelope, with exactly one error each', async () => {

@@ -280,7 +280,11 @@ function judgeRequest(message: Record<string, unknown>, served: ServedSurface): 
     return {
       kind: 'answer',
       message: { jsonrpc: '2.0', id, error: { code: UNSUPPORTED_PROTOCOL_VERSION, message: `Unsupported protocol version: ${version.what}`, data } },
-      reason: `answered -32022: ${version.what}`,
+      // The operator hears what was wrong, never the client's bytes.
+      reason:
+        version.requested === undefined
+          ? 'answered -32022: a request envelope without a protocol version'
+          : `answered -32022: a protocol version of ${version.requested.length} characters it does not serve`,
     };
   }
   if (method === 'tools/call' && params !== undefined && typeof params.name === 'string' && !served.tools.has(params.name)) {
