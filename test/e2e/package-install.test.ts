@@ -60,8 +60,10 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
       (e) => /^(test|scripts|src|dist|\.ci)\//.test(e) || /\.test\.|\.ts$|\.map$|(^|\/)fixtures\//.test(e) || /^tsconfig/.test(e),
     );
     assert.deepEqual(unwanted, [], 'no test files, TypeScript sources, fixtures, scripts or source maps');
-    // The bundle is readable JavaScript (not minified), so a user can inspect what runs.
-    assert.ok(fs.statSync(installed.tarball).size < 768 * 1024, `the tarball stays small (${fs.statSync(installed.tarball).size} bytes)`);
+    // The bundle is readable JavaScript (not minified), so a user can inspect what runs. The MCP SDK's
+    // v2 packages (the server for both protocol generations, and the client `symbi demo` drives it
+    // with) made it 163 KB larger than with 1.32's single package: 760,751 bytes before, 923,442 after (2026-12-06).
+    assert.ok(fs.statSync(installed.tarball).size < 1024 * 1024, `the tarball stays small (${fs.statSync(installed.tarball).size} bytes)`);
   });
 
   it('builds in prepack and runs nothing at install time', () => {
