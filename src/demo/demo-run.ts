@@ -14,8 +14,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { packageRootUrl } from '../shared/package-version.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from './synthetic-endpoint.js';
 
@@ -503,7 +503,7 @@ export async function runDemo(start: DemoStart): Promise<number> {
     const requestsBefore = endpoint.requests.length;
     const controller = new AbortController();
     const slow = client
-      .callTool({ name: 'invoke_agent', arguments: { agent: 'helper', prompt: 'Take your time. [[hold]]' } }, undefined, { signal: controller.signal })
+      .callTool({ name: 'invoke_agent', arguments: { agent: 'helper', prompt: 'Take your time. [[hold]]' } }, { signal: controller.signal })
       .then(
         () => 'answered',
         () => 'cancelled',

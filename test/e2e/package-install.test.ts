@@ -60,8 +60,10 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
       (e) => /^(test|scripts|src|dist|\.ci)\//.test(e) || /\.test\.|\.ts$|\.map$|(^|\/)fixtures\//.test(e) || /^tsconfig/.test(e),
     );
     assert.deepEqual(unwanted, [], 'no test files, TypeScript sources, fixtures, scripts or source maps');
-    // The bundle is readable JavaScript (not minified), so a user can inspect what runs.
-    assert.ok(fs.statSync(installed.tarball).size < 768 * 1024, `the tarball stays small (${fs.statSync(installed.tarball).size} bytes)`);
+    // The bundle is readable JavaScript (not minified), so a user can inspect what runs. The MCP SDK's
+    // v2 packages (the server for both protocol generations, and the client `symbi demo` drives it
+    // with) made it 163 KB larger than with 1.32's single package: 760,751 bytes before, 923,442 after (2026-12-06).
+    assert.ok(fs.statSync(installed.tarball).size < 1024 * 1024, `the tarball stays small (${fs.statSync(installed.tarball).size} bytes)`);
   });
 
   it('builds in prepack and runs nothing at install time', () => {
@@ -76,7 +78,7 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     for (const name of Object.keys(manifest.dependencies)) {
       assert.ok(fs.existsSync(path.join(installed.dir, 'node_modules', name, 'package.json')), `${name} is installed`);
     }
-    for (const name of ['@modelcontextprotocol/sdk', 'zod', 'commander', 'pino', 'express']) {
+    for (const name of ['@modelcontextprotocol/server', '@modelcontextprotocol/core', '@modelcontextprotocol/sdk', 'zod', 'commander', 'pino', 'express']) {
       assert.ok(!fs.existsSync(path.join(installed.dir, 'node_modules', name)), `${name} is bundled, not installed`);
     }
   });
@@ -87,7 +89,7 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     const listed = [...licences.matchAll(/^-{78}\n(\S+) (\S+) \((.+)\)$/gm)].map((m) => ({ name: m[1]!, version: m[2]! }));
     // What src/ imports from devDependencies is bundled, each at the version the lock file pins.
     const lock = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
-    for (const name of ['@modelcontextprotocol/sdk', 'zod', 'commander', 'pino', 'tweetnacl', 'canonicalize']) {
+    for (const name of ['@modelcontextprotocol/server', '@modelcontextprotocol/core', 'zod', 'commander', 'pino', 'tweetnacl', 'canonicalize']) {
       const version = lock.packages[`node_modules/${name}`]!.version;
       assert.ok(
         listed.some((p) => p.name === name && p.version === version),

@@ -201,9 +201,20 @@ describe('malformed JSON-RPC over real stdio', () => {
 
   // The methods the server serves are answered by their handlers; every other method of MCP's
   // client requests is -32601 before its params are looked at (a probe for another revision's method
-  // must read "not found", not "bad params"). An unknown tool is -32602 naming the tools.
+  // must read "not found", not "bad params"). An unknown tool is -32602 naming the tools. This session
+  // opened with initialize (2025-06-18): server/discover, a 2026-07-28 method, is served by the
+  // server (in that era) and answered -32601 by the SDK.
   it('answers -32601 for every method it does not serve, whatever the params, and serves exactly SERVED_METHODS', async () => {
-    const served = new Set(['initialize', 'ping', 'tools/list', 'tools/call', 'resources/list', 'resources/templates/list', 'resources/read']);
+    const served = new Set([
+      'initialize',
+      'ping',
+      'server/discover',
+      'tools/list',
+      'tools/call',
+      'resources/list',
+      'resources/templates/list',
+      'resources/read',
+    ]);
     assert.deepEqual([...SERVED_METHODS].sort(), [...served].sort(), 'the list the gate uses');
     const everyMethod = ClientRequestSchema.options.map((option) => (option.shape.method as { value: string }).value);
     let id = 900;
@@ -215,16 +226,23 @@ describe('malformed JSON-RPC over real stdio', () => {
       if (served.has(method)) assert.notEqual(code, -32601, `${method} is served`);
       else assert.equal(code, -32601, `${method} is not served: ${JSON.stringify(answers[0])}`);
     }
+    const envelope = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
     for (const [method, params] of [
       ['logging/setLevel', {}],
       ['prompts/get', {}],
       ['resources/subscribe', {}],
-      ['server/discover', { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } }],
+      ['subscriptions/listen', { _meta: envelope, filter: {} }],
     ] as const) {
       id++;
       const message = assertError(await answersTo(jsonLine({ jsonrpc: '2.0', id, method, params })), { id, code: -32601 }, method);
       assert.match(message, /^Method not found: .*; this server serves initialize, ping, resources\/list/);
     }
+    id++;
+    assertError(
+      await answersTo(jsonLine({ jsonrpc: '2.0', id, method: 'server/discover', params: { _meta: envelope } }), id),
+      { id, code: -32601 },
+      'server/discover after initialize',
+    );
     id++;
     const unknownTool = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } };
     assert.match(assertError(await answersTo(jsonLine(unknownTool)), { id, code: -32602 }, 'unknown tool'), /unknown tool "no_such_tool"; the tools are /);
@@ -407,8 +425,10 @@ describe('the MCP revision with batches is not negotiated', () => {
 });
 
 // Claude Code 2.1.332 first probes for MCP 2026-07-28 with `server/discover`, before any
-// `initialize`, and falls back to `initialize` on a JSON-RPC error. The probe must get exactly one
-// prompt error (with the probe's id) and leave the session as a new one, ready for `initialize`.
+// `initialize`, and falls back to `initialize` on a JSON-RPC error other than a recognized 2026-07-28
+// one (basic/transports/stdio.mdx, "Backward Compatibility"). A probe with the whole envelope is
+// answered (test/process/protocol-2026.test.ts); one whose envelope is incomplete gets exactly one error,
+// which is not a 2026-07-28 error, and initialize then opens a working 2025-era session.
 describe('a server/discover probe before initialize', () => {
   let probeProject: string;
   before(() => {
@@ -416,16 +436,16 @@ describe('a server/discover probe before initialize', () => {
   });
   after(() => removeProject(probeProject));
 
-  it('is answered with one JSON-RPC error, and initialize then opens a working session', async () => {
+  it('with an incomplete envelope is answered with one -32602, and initialize then opens a working session', async () => {
     const raw = spawnRawServer(probeProject);
     try {
       await raw.send(
         jsonLine({ jsonrpc: '2.0', id: 0, method: 'server/discover', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } }),
       );
       const probe = (await raw.waitFor(0)) as { error?: { code: number; message: string }; result?: unknown };
-      assert.equal(probe.result, undefined, 'no result for a method this server does not speak');
-      // -32601 (method not found) is what Claude Code falls back to initialize on.
-      assert.equal(probe.error?.code, -32601, JSON.stringify(probe.error));
+      assert.equal(probe.result, undefined, 'no result for an envelope without the client capabilities');
+      assert.equal(probe.error?.code, -32602, JSON.stringify(probe.error));
+      assert.match(probe.error.message, /clientCapabilities/);
       assert.ok(!probe.error.message.includes('\n'), 'one line');
       await raw.send(jsonLine(INITIALIZE));
       const init = (await raw.waitFor('init')) as { result: { protocolVersion: string } };

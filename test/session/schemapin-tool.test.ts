@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Client, type CallToolResult } from '@modelcontextprotocol/client';
+import { InMemoryTransport, McpServer } from '@modelcontextprotocol/server';
 import { SCHEMA_MAX_BYTES } from '../../src/shared/limits.js';
 import { registerVerifySchemaTool } from '../../src/supervisor/tools/verify-schema-tool.js';
 import { SAMPLE_SCHEMA, ecKeyPair, signSchema, startKeyServer, tempProject, type KeyServer, type TempProject } from '../support/schemapin-fixtures.js';
@@ -73,10 +71,10 @@ describe('verify_schema MCP tool', () => {
   });
 
   it('verifies a signed schema and returns the report as structured content and the same JSON text', async () => {
-    const result = (await client.callTool({
+    const result = await client.callTool({
       name: 'verify_schema',
       arguments: { schema: JSON.stringify(SAMPLE_SCHEMA), public_key_url: keys.url('/.well-known/schemapin.json'), signature },
-    })) as CallToolResult;
+    });
     assert.notEqual(result.isError, true);
     const structured = result.structuredContent as Record<string, unknown>;
     assert.equal(structured.verified, true, String(structured.message));
@@ -87,10 +85,10 @@ describe('verify_schema MCP tool', () => {
   });
 
   it('returns a failed verification normally, with verified false', async () => {
-    const result = (await client.callTool({
+    const result = await client.callTool({
       name: 'verify_schema',
       arguments: { schema: JSON.stringify({ ...SAMPLE_SCHEMA, name: 'write_file' }), public_key_url: keys.url('/.well-known/schemapin.json'), signature },
-    })) as CallToolResult;
+    });
     assert.notEqual(result.isError, true);
     const structured = result.structuredContent as Record<string, unknown>;
     assert.equal(structured.verified, false);
@@ -108,7 +106,7 @@ describe('verify_schema MCP tool', () => {
       [{ schema: '{}', public_key_url: 'https://x.example/' + 'a'.repeat(9000) }, /public_key_url is \d+ bytes; the limit is 8192 bytes/],
     ];
     for (const [args, pattern] of cases) {
-      const result = (await client.callTool({ name: 'verify_schema', arguments: args })) as CallToolResult;
+      const result = await client.callTool({ name: 'verify_schema', arguments: args });
       assert.equal(result.isError, true, String(pattern));
       const text = textOf(result);
       assert.match(text, pattern);
@@ -126,10 +124,10 @@ describe('verify_schema MCP tool without the insecure switch', () => {
     try {
       assert.deepEqual(logged, []);
       const key = ecKeyPair();
-      const result = (await client.callTool({
+      const result = await client.callTool({
         name: 'verify_schema',
         arguments: { schema: JSON.stringify(SAMPLE_SCHEMA), public_key_url: 'https://127.0.0.1/key.pem', signature: signSchema(SAMPLE_SCHEMA, key.privateKey) },
-      })) as CallToolResult;
+      });
       const structured = result.structuredContent as Record<string, unknown>;
       assert.equal(structured.verified, false);
       assert.match(String(structured.message), /loopback address/);

@@ -49,8 +49,21 @@ export interface InProcessServer extends Omit<RunningServer, 'transport' | 'pid'
   exitCode(): number | undefined;
 }
 
-/** Starts the session on `project` in this process and connects an SDK client to it. */
-export async function startInProcessServer(project: string, options: InProcessOptions = {}): Promise<InProcessServer> {
+/** A session served in this process on two in-memory streams, with no client: a test writes and reads the lines itself. */
+export interface InProcessSession {
+  /** The session's standard input. */
+  toServer: PassThrough;
+  /** The session's standard output. */
+  fromServer: PassThrough;
+  /** Resolves with the reason once the session has closed. */
+  closed: Promise<string>;
+  /** The shutdown steps `symbi mcp` takes once its session has closed; settles with its exit code. */
+  shutdown: (cause: string) => Promise<number>;
+  stderr: () => string;
+}
+
+/** Assembles the session on `project` in this process, on in-memory streams, as `symbi mcp` would. */
+export async function startInProcessSession(project: string, options: InProcessOptions = {}): Promise<InProcessSession> {
   const [{ assembleSession }, { createOperatorLog }, { orderlyShutdown }, { pinProject }, { configuredSecrets }] = await Promise.all([
     import(builtModule('supervisor/commands/mcp-command.js')) as Promise<McpCommand>,
     import(builtModule('supervisor/operator/operator-log.js')) as Promise<OperatorLogModule>,
@@ -64,7 +77,6 @@ export async function startInProcessServer(project: string, options: InProcessOp
   const toServer = new PassThrough();
   const fromServer = new PassThrough();
   let ended: Promise<number> | undefined;
-  let exitCode: number | undefined;
   const session = await assembleSession(
     pinProject(project, env),
     {
@@ -78,23 +90,39 @@ export async function startInProcessServer(project: string, options: InProcessOp
       io: { stdin: toServer, stdout: fromServer },
       shutdownWith: (deps) => {
         const steps = orderlyShutdown(deps);
-        return (cause) => (ended ??= steps(cause).then((code) => (exitCode = code)));
+        return (cause) => (ended ??= steps(cause));
       },
     },
   );
+  return {
+    toServer,
+    fromServer,
+    closed: session.closed,
+    shutdown: async (cause) => {
+      await session.shutdown(cause);
+      return ended!;
+    },
+    stderr: () => lines.join(''),
+  };
+}
+
+/** Starts the session on `project` in this process and connects an SDK client to it. */
+export async function startInProcessServer(project: string, options: InProcessOptions = {}): Promise<InProcessServer> {
+  const { toServer, fromServer, closed, shutdown, stderr } = await startInProcessSession(project, options);
+  let exitCode: number | undefined;
   const client = new Client({ name: 'symbi-test', version: '0.0.0' });
   await client.connect(new StdioServerTransport(fromServer, toServer));
   let closing: Promise<void> | undefined;
   return {
     client,
-    stderr: () => lines.join(''),
+    stderr,
     exitCode: () => exitCode,
     // As the process ends: the client closes the session's input, and the session shuts down with every run finalised.
     close: () =>
       (closing ??= (async () => {
         toServer.end();
-        const reason = await session.closed;
-        await session.shutdown(`session closed: ${reason}`);
+        const reason = await closed;
+        exitCode = await shutdown(`session closed: ${reason}`);
         await client.close().catch(() => undefined);
       })()),
     call: async (name, args) => (await client.callTool({ name, arguments: args })) as CallToolResult,

@@ -17,7 +17,7 @@ import { repoRoot } from '../support/server-entry.js';
 const STARTS_A_PROCESS =
   /node:child_process|\b(startServer|invokeOnce|spawnRawServer|spawnInitializedServer|spawnRawStdio|inspectWithCli|runInspector|symbiBin)\b/;
 /** What serves a session in the test process. */
-const SERVES_IN_PROCESS = /\b(startInProcessServer|InMemoryTransport)\b/;
+const SERVES_IN_PROCESS = /\b(startInProcessServer|startInProcessSession|InMemoryTransport)\b/;
 
 function testFiles(folder: string): string[] {
   const dir = path.join(repoRoot, 'test', folder);

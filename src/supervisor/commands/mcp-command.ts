@@ -14,7 +14,7 @@ import type { SessionContext } from '../startup/session-context.js';
 import { createInvokeAgentBackend } from '../session/invoke-agent-backend.js';
 import { preferSmallHeaps } from '../threads/heap-footprint.js';
 import { installShutdown, type ShutdownDependencies } from '../session/shutdown.js';
-import { registerInvokeAgentTool } from '../tools/invoke-agent-tool.js';
+import { invokeAgentRegistrar } from '../tools/invoke-agent-tool.js';
 import { RunStatistics } from '../runs/run-statistics.js';
 import { agentStandings, refusalText } from '../runs/agent-refusal.js';
 import { watchProjectChanges } from '../startup/project-change-watch.js';
@@ -184,9 +184,14 @@ export async function assembleSession(
       log.info('serving MCP on standard input/output', { event: 'startup.serving' });
     }));
   };
+  const afterHandshake = (): void => {
+    void summaryOnce();
+    runtime.warmUp();
+  };
   const session = await startMcpSession(context, io, {
-    registerInvokeAgent: (server) => registerInvokeAgentTool(server, runtime.session),
+    registerInvokeAgent: invokeAgentRegistrar(runtime.session),
     onInputEnd: () => void shutdown?.('the client closed standard input'),
+    onClientReady: afterHandshake,
     env,
   });
   const ending = surroundings.shutdownWith({
@@ -209,11 +214,6 @@ export async function assembleSession(
     summary: () => statistics.writeSummary(log, 'shutdown'),
   });
   shutdown = ending;
-  const afterHandshake = (): void => {
-    void summaryOnce();
-    runtime.warmUp();
-  };
-  session.server.server.oninitialized = afterHandshake;
   setTimeout(afterHandshake, HANDSHAKE_WAIT_MS).unref();
   return { closed: session.closed, shutdown: ending };
 }

@@ -40,7 +40,10 @@ export interface InvokeAgentSession extends PreflightInputs {
 
 /** One call as the service sees it, free of any transport. */
 export interface InvokeCall {
-  /** Aborted when the caller cancels: the run is cancelled, and still ends its journal. */
+  /**
+   * Aborted when the caller cancels, or when the transport that carried the call closes (the MCP
+   * SDK's v2 aborts its handlers then): the run is cancelled, keeps its owner, and still ends its journal.
+   */
   signal: AbortSignal;
   /** Sends one progress notice to the caller; absent when the caller asked for none. */
   progress?: (notice: ProgressNotice) => Promise<void>;

@@ -1,12 +1,21 @@
 import {
-  ClientNotificationSchema,
-  ClientRequestSchema,
-  ErrorCode,
+  CallToolRequestSchema,
+  CancelledNotificationSchema,
+  DiscoverRequestSchema,
+  InitializedNotificationSchema,
+  InitializeRequestSchema,
   JSONRPCNotificationSchema,
   JSONRPCRequestSchema,
   JSONRPCResponseSchema,
-  type CallToolResult,
-} from '@modelcontextprotocol/sdk/types.js';
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  PingRequestSchema,
+  ProgressNotificationSchema,
+  ReadResourceRequestSchema,
+  RootsListChangedNotificationSchema,
+} from '@modelcontextprotocol/core';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { z } from 'zod';
 import { describeType, quoteForMessage, toolError } from '../tools/tool-arguments.js';
 import { isRecord } from '../../shared/json-value.js';
@@ -15,7 +24,10 @@ import { isRecord } from '../../shared/json-value.js';
 // whatever its message schema rejects with no answer, so the client would wait
 // until its own timeout; here every malformed request gets a JSON-RPC error,
 // per JSON-RPC 2.0 (https://www.jsonrpc.org/specification, sections 4.1, 5
-// and 5.1) and the MCP revisions the SDK negotiates:
+// and 5.1) and the MCP revisions the SDK negotiates. What "well formed" means
+// comes from the SDK's public schemas (@modelcontextprotocol/core: the JSON-RPC
+// message shapes its stdio transport parses every line with, and each served
+// method's request), named one by one below:
 // - a line that is not UTF-8 JSON: -32700, id null;
 // - a batch (an array): one -32600, id null, and nothing in it runs. MCP
 //   2025-03-26 is the only revision with batches (a receiver MUST accept
@@ -39,6 +51,12 @@ import { isRecord } from '../../shared/json-value.js';
 // - a request for a method this server does not serve (its capabilities are
 //   tools and resources): -32601, before its params are judged, so a probe
 //   for a method of another revision is told "not found", not "bad params";
+// - a request carrying MCP 2026-07-28's per-request envelope
+//   (`_meta["io.modelcontextprotocol/protocolVersion"]`) for a revision this
+//   server does not serve, or the envelope's other keys without a version:
+//   -32022 (UnsupportedProtocolVersionError, with the revisions it does serve),
+//   as that revision's versioning page says (basic/versioning.mdx), whichever
+//   era the connection is in;
 // - a tools/call `name` that names no tool of this server: -32602, the protocol
 //   error MCP's tools page lists for an unknown tool (the SDK answers it with
 //   an isError result instead), naming the tools; the name cut and escaped,
@@ -72,6 +90,24 @@ export type IncomingVerdict =
   | { kind: 'blank' };
 
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** JSON-RPC 2.0's error codes (section 5.1), and MCP 2026-07-28's for an unsupported protocol version (schema.ts). */
+const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
+const METHOD_NOT_FOUND = -32601;
+const INVALID_PARAMS = -32602;
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+
+/** The revisions of the per-request era this server serves (the SDK's server/discover lists the same; a test holds them equal). */
+export const MODERN_REVISIONS: readonly string[] = ['2026-07-28'];
+/** The `_meta` keys of 2026-07-28's per-request envelope (schema.ts, RequestMetaObject). */
+const PROTOCOL_VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
+const ENVELOPE_KEYS = [
+  PROTOCOL_VERSION_KEY,
+  'io.modelcontextprotocol/clientInfo',
+  'io.modelcontextprotocol/clientCapabilities',
+  'io.modelcontextprotocol/logLevel',
+];
 /** A resource URI longer than this is refused: the SDK echoes the URI of a resource it does not know. */
 const RESOURCE_URI_MAX_CHARS = 2048;
 const REQUEST_MEMBERS = new Set(['jsonrpc', 'id', 'method', 'params']);
@@ -80,18 +116,25 @@ const VALID_ID = 'a string or an integer between -(2^53-1) and 2^53-1';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function methodSchemas(union: { options: readonly z.ZodType[] }): Map<string, z.ZodType> {
-  const byMethod = new Map<string, z.ZodType>();
-  for (const option of union.options) {
-    const method = (option as unknown as { shape: { method: { value: unknown } } }).shape.method.value;
-    if (typeof method === 'string') byMethod.set(method, option);
-  }
-  return byMethod;
-}
-
-// The SDK's own per-method schemas, so "invalid params" means exactly what its handlers would reject.
-const REQUEST_SCHEMAS = methodSchemas(ClientRequestSchema);
-const NOTIFICATION_SCHEMAS = methodSchemas(ClientNotificationSchema);
+// The SDK's public per-method schemas, so "invalid params" means exactly what its handlers would
+// reject: one for each method this server serves (mcp-session.ts SERVED_METHODS), and the client
+// notifications it acts on. Any other notification passes on if its message shape is right.
+const REQUEST_SCHEMAS: ReadonlyMap<string, z.ZodType> = new Map<string, z.ZodType>([
+  ['initialize', InitializeRequestSchema],
+  ['ping', PingRequestSchema],
+  ['server/discover', DiscoverRequestSchema],
+  ['tools/list', ListToolsRequestSchema],
+  ['tools/call', CallToolRequestSchema],
+  ['resources/list', ListResourcesRequestSchema],
+  ['resources/templates/list', ListResourceTemplatesRequestSchema],
+  ['resources/read', ReadResourceRequestSchema],
+]);
+const NOTIFICATION_SCHEMAS: ReadonlyMap<string, z.ZodType> = new Map<string, z.ZodType>([
+  ['notifications/cancelled', CancelledNotificationSchema],
+  ['notifications/initialized', InitializedNotificationSchema],
+  ['notifications/progress', ProgressNotificationSchema],
+  ['notifications/roots/list_changed', RootsListChangedNotificationSchema],
+]);
 
 // A number is safe to show (it cannot hold a prompt) and says why it was refused: 1.5, 1e+300.
 function describeId(value: unknown): string {
@@ -166,6 +209,22 @@ function resourceUriProblem(uri: unknown): string | null {
   return URL.canParse(uri) ? null : 'uri: not a URI (resources/list names the resources)';
 }
 
+/**
+ * Why a request's per-request envelope names no revision this server serves, or null: a version
+ * outside MODERN_REVISIONS, or the envelope's other keys with no version at all. A request with no
+ * envelope key is a 2025-era request (the SDK serves it as such); a version of the wrong type is a
+ * malformed envelope, which the SDK answers -32602.
+ */
+function unsupportedVersion(params: Record<string, unknown> | undefined): { what: string; requested?: string } | null {
+  const meta = params?._meta;
+  if (!isRecord(meta) || !ENVELOPE_KEYS.some((key) => key in meta)) return null;
+  const served = `this server serves ${MODERN_REVISIONS.join(', ')} with the per-request _meta envelope, and 2024-11-05 to 2025-11-25 through initialize`;
+  if (!(PROTOCOL_VERSION_KEY in meta)) return { what: `the request's _meta has no "${PROTOCOL_VERSION_KEY}"; ${served}` };
+  const requested = meta[PROTOCOL_VERSION_KEY];
+  if (typeof requested !== 'string' || MODERN_REVISIONS.includes(requested)) return null;
+  return { what: `${quoteForMessage(requested, 40)}; ${served}`, requested: requested.slice(0, 40) };
+}
+
 function judgeNotification(message: Record<string, unknown>, method: string): IncomingVerdict {
   const problem =
     (message.jsonrpc !== '2.0' ? '"jsonrpc" must be "2.0"' : null) ?? unexpectedMember(message, NOTIFICATION_MEMBERS) ?? envelopeParamsProblem(message);
@@ -191,7 +250,7 @@ function judgeRequest(message: Record<string, unknown>, served: ServedSurface): 
   const id = isValidId(message.id) ? message.id : null;
   const invalid = (what: string): IncomingVerdict => ({
     kind: 'answer',
-    message: errorMessage(id, ErrorCode.InvalidRequest, `Invalid Request: ${what}`),
+    message: errorMessage(id, INVALID_REQUEST, `Invalid Request: ${what}`),
     reason: `answered -32600: ${what}`,
   });
   if (message.jsonrpc !== '2.0') return invalid('"jsonrpc" must be "2.0"');
@@ -211,8 +270,21 @@ function judgeRequest(message: Record<string, unknown>, served: ServedSurface): 
     const what = `Method not found: ${quoteForMessage(method)}; this server serves ${[...served.methods].sort().join(', ')}`;
     return {
       kind: 'answer',
-      message: errorMessage(id, ErrorCode.MethodNotFound, what),
+      message: errorMessage(id, METHOD_NOT_FOUND, what),
       reason: `answered -32601: a method of ${method.length} characters it does not serve`,
+    };
+  }
+  const version = unsupportedVersion(params);
+  if (version !== null) {
+    const data = version.requested === undefined ? { supported: [...MODERN_REVISIONS] } : { supported: [...MODERN_REVISIONS], requested: version.requested };
+    return {
+      kind: 'answer',
+      message: { jsonrpc: '2.0', id, error: { code: UNSUPPORTED_PROTOCOL_VERSION, message: `Unsupported protocol version: ${version.what}`, data } },
+      // The operator hears what was wrong, never the client's bytes.
+      reason:
+        version.requested === undefined
+          ? 'answered -32022: a request envelope without a protocol version'
+          : `answered -32022: a protocol version of ${version.requested.length} characters it does not serve`,
     };
   }
   if (method === 'tools/call' && params !== undefined && typeof params.name === 'string' && !served.tools.has(params.name)) {
@@ -220,7 +292,7 @@ function judgeRequest(message: Record<string, unknown>, served: ServedSurface): 
     const what = `Invalid params for tools/call: unknown tool ${quoteForMessage(params.name)}${shape}; the tools are ${[...served.tools].sort().join(', ')}`;
     return {
       kind: 'answer',
-      message: errorMessage(id, ErrorCode.InvalidParams, what),
+      message: errorMessage(id, INVALID_PARAMS, what),
       reason: `answered -32602: an unknown tool name of ${params.name.length} characters`,
     };
   }
@@ -236,7 +308,7 @@ function judgeRequest(message: Record<string, unknown>, served: ServedSurface): 
     const problem = parsed.success ? (method === 'resources/read' ? resourceUriProblem(params?.uri) : null) : firstIssue(parsed.error);
     if (problem !== null) {
       const what = `Invalid params for ${method}: ${problem}`;
-      return { kind: 'answer', message: errorMessage(id, ErrorCode.InvalidParams, what), reason: `answered -32602: ${what}` };
+      return { kind: 'answer', message: errorMessage(id, INVALID_PARAMS, what), reason: `answered -32602: ${what}` };
     }
     return { kind: 'forward' };
   }
@@ -253,7 +325,7 @@ function judgeBatch(batch: unknown[]): IncomingVerdict {
   if (onlyNotifications) return { kind: 'ignore', reason: `a batch of ${batch.length} notifications (not answered): ${what}` };
   return {
     kind: 'answer',
-    message: errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: ${what}`),
+    message: errorMessage(null, INVALID_REQUEST, `Invalid Request: ${what}`),
     reason: `answered -32600: a batch of ${batch.length} messages`,
   };
 }
@@ -274,7 +346,7 @@ export function judgeIncomingLine(line: Uint8Array, served: ServedSurface): Inco
   } catch {
     return {
       kind: 'answer',
-      message: errorMessage(null, ErrorCode.ParseError, 'Parse error: the line is not valid UTF-8'),
+      message: errorMessage(null, PARSE_ERROR, 'Parse error: the line is not valid UTF-8'),
       reason: 'answered -32700: not valid UTF-8',
     };
   }
@@ -285,14 +357,14 @@ export function judgeIncomingLine(line: Uint8Array, served: ServedSurface): Inco
   } catch {
     return {
       kind: 'answer',
-      message: errorMessage(null, ErrorCode.ParseError, 'Parse error: the line is not valid JSON'),
+      message: errorMessage(null, PARSE_ERROR, 'Parse error: the line is not valid JSON'),
       reason: 'answered -32700: not valid JSON',
     };
   }
   if (Array.isArray(value)) return judgeBatch(value);
   if (!isRecord(value)) {
     const what = `a message must be a JSON object, got ${describeType(value)}`;
-    return { kind: 'answer', message: errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: ${what}`), reason: `answered -32600: ${what}` };
+    return { kind: 'answer', message: errorMessage(null, INVALID_REQUEST, `Invalid Request: ${what}`), reason: `answered -32600: ${what}` };
   }
   if (!('method' in value) && ('result' in value || 'error' in value)) return judgeClientResponse(value);
   if (typeof value.method === 'string' && !('id' in value)) return judgeNotification(value, value.method);
@@ -314,5 +386,5 @@ function withoutBatchRevision(request: Record<string, unknown>): IncomingVerdict
 
 /** The answer to a line dropped for its length: its id cannot be read, so the error carries null. */
 export function overlongLineAnswer(bytes: number, limit: number): Record<string, unknown> {
-  return errorMessage(null, ErrorCode.InvalidRequest, `Invalid Request: the message is ${bytes} bytes; one line is limited to ${limit} bytes`);
+  return errorMessage(null, INVALID_REQUEST, `Invalid Request: the message is ${bytes} bytes; one line is limited to ${limit} bytes`);
 }

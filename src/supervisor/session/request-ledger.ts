@@ -1,5 +1,4 @@
-import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage, MessageExtraInfo, RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage, MessageExtraInfo, RequestId, Transport, TransportSendOptions } from '@modelcontextprotocol/server';
 
 // The ledger of requests read: every request the SDK is handed enters it, and
 // leaves it exactly once, when its answer is written or when the client
@@ -37,12 +36,16 @@ export class RequestLedger {
     return this.openCount;
   }
 
-  /** The transport the SDK server connects to: `inner`, with every request and answer passing through this ledger. */
-  around(inner: Transport): Transport {
+  /**
+   * The transport the SDK serves on: `inner`, with every request and answer passing through this
+   * ledger; `onClosed` hears when `inner` has closed.
+   */
+  around(inner: Transport, onClosed?: () => void): Transport {
     this.inner = inner;
     const wrapped: Transport = {
       start: () => inner.start(),
       close: () => inner.close(),
+      setProtocolVersion: (version: string) => inner.setProtocolVersion?.(version),
       send: (message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> => {
         const m = message as Message;
         if (isAnswer(m) && !this.leave(m.id)) return Promise.resolve();
@@ -63,11 +66,16 @@ export class RequestLedger {
       wrapped.onmessage?.(message, extra);
     };
     inner.onclose = () => {
-      // A closed transport answers nothing more (the SDK aborts every handler): nothing is owed any longer.
+      // A closed transport answers nothing more (the SDK aborts every handler in flight and sends
+      // nothing for it): nothing is owed any longer.
       this.open.clear();
       this.openCount = 0;
       this.settle();
-      wrapped.onclose?.();
+      try {
+        wrapped.onclose?.();
+      } finally {
+        onClosed?.();
+      }
     };
     inner.onerror = (err: Error) => wrapped.onerror?.(err);
     return wrapped;

@@ -1,9 +1,7 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, McpServer, ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, PROMPT_MAX_BYTES, SYSTEM_PROMPT_MAX_BYTES } from '../../shared/limits.js';
-import { createRunService, type InvokeAgentSession, type InvokeReport } from '../runs/run-service.js';
+import { createRunService, type InvokeAgentSession, type InvokeReport, type RunService } from '../runs/run-service.js';
 import { declareStringArguments, guarded, sizeWords } from './tool-arguments.js';
 
 // invoke_agent as an MCP tool: its arguments and result declared once, the call handed to the run
@@ -73,9 +71,17 @@ function toolResult(report: InvokeReport): CallToolResult {
   }
 }
 
-/** Registers invoke_agent: its arguments read here, the run by the run service, its report as the tool result. */
-export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentSession): void {
+/**
+ * What registers invoke_agent on each server the SDK builds for the connection (a 2026-07-28 probe's,
+ * then a 2025-era one's): one run service for the session, so capacity is counted once.
+ */
+export function invokeAgentRegistrar(session: InvokeAgentSession): (server: McpServer) => void {
   const service = createRunService(session);
+  return (server) => registerInvokeAgentTool(server, session, service);
+}
+
+/** Registers invoke_agent: its arguments read here, the run by the run service, its report as the tool result. */
+export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentSession, service: RunService = createRunService(session)): void {
   server.registerTool(
     'invoke_agent',
     {
@@ -91,13 +97,16 @@ export function registerInvokeAgentTool(server: McpServer, session: InvokeAgentS
     },
     guarded(
       TOOL,
-      async (raw: unknown, extra: RequestHandlerExtra<ServerRequest, ServerNotification>) => {
-        const progressToken = extra._meta?.progressToken;
+      async (raw: unknown, ctx: ServerContext) => {
+        // The SDK aborts this signal when the client cancels the request, and also when the
+        // transport closes (v2): either way the run is cancelled and still ends its journal.
+        const { signal, _meta: meta } = ctx.mcpReq;
+        const progressToken = meta?.progressToken;
         const report = await service.invoke(invokeArguments.read(raw), {
-          signal: extra.signal,
-          ...(extra._meta !== undefined ? { meta: extra._meta } : {}),
+          signal,
+          ...(meta !== undefined ? { meta } : {}),
           ...(progressToken !== undefined
-            ? { progress: (notice) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken, ...notice } }) }
+            ? { progress: (notice) => ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, ...notice } }) }
             : {}),
         });
         return toolResult(report);

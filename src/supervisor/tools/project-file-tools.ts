@@ -1,5 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode, type CallToolResult, type McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { AGENT_NAME_MAX_BYTES, AGENTS_MD_MAX_BYTES, DSL_FILE_MAX_BYTES } from '../../shared/limits.js';
 import { ConfinementError, projectFilesUnavailable, projectPathComponents } from '../../shared/confinement/index.js';
@@ -269,9 +268,9 @@ function registerAgentsMdResource(server: McpServer, context: SessionContext): v
     AGENTS_MD_RESOURCE_URI,
     { title: 'AGENTS.md', description: 'Guidance for agents working in this project', mimeType: 'text/markdown' },
     () => {
-      if (!access.available) throw new McpError(ErrorCode.InternalError, `AGENTS.md: ${projectFilesUnavailable(access.reason)}`);
+      if (!access.available) throw new ProtocolError(ProtocolErrorCode.InternalError, `AGENTS.md: ${projectFilesUnavailable(access.reason)}`);
       const read = readAgentsMdNow(context);
-      if ('error' in read) throw new McpError(ErrorCode.InvalidParams, read.error);
+      if ('error' in read) throw new ProtocolError(ProtocolErrorCode.InvalidParams, read.error);
       return { contents: [{ uri: AGENTS_MD_RESOURCE_URI, mimeType: 'text/markdown', text: read.text }] };
     },
   );

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 import { KiB } from '../../shared/limits.js';
 import { escapeToOneLine } from '../../shared/text/one-line-text.js';
 import { isRecord } from '../../shared/json-value.js';

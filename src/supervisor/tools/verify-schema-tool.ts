@@ -1,5 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { SCHEMA_KEY_URL_MAX_BYTES, SCHEMA_MAX_BYTES } from '../../shared/limits.js';
 import type { PinnedDirectory } from '../../shared/confinement/index.js';
