@@ -15,7 +15,7 @@ import { repoRoot } from '../support/server-entry.js';
 
 /** What starts a process in a test file: a child process, or the support helpers that spawn one. */
 const STARTS_A_PROCESS =
-  /node:child_process|\b(startServer|invokeOnce|spawnRawServer|spawnInitializedServer|spawnRawStdio|inspectWithCli|runInspector|symbiBin)\b/;
+  /node:child_process|\b(startServer|invokeOnce|spawnRawServer|spawnInitializedServer|spawnRawStdio|inspectWithCli|runInspector|startGenerationServer|symbiBin)\b/;
 /** What serves a session in the test process. */
 const SERVES_IN_PROCESS = /\b(startInProcessServer|startInProcessSession|InMemoryTransport)\b/;
 
