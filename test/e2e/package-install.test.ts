@@ -115,30 +115,18 @@ describe('the packed and installed package', { timeout: 300_000 }, () => {
     }
   });
 
-  it('loads test-only fault injection only through a dynamic import, never from what a worker loads at start', () => {
+  it('ships no test-only fault injection: no fault-injection file, no fault marker in any bundled file', () => {
+    // The bundle's build leaves it out (scripts/build-bundle.ts); test/process/bundle-test-switches.test.ts
+    // shows the bundle refusing the setting (its worker keeps a guarded import that never runs). Here: the package a user installs.
     const bundle = path.join(installed.dir, 'node_modules', 'symbi-mcp', 'bundle');
-    const loadedAtStart = new Set<string>();
-    const visit = (file: string): void => {
-      if (loadedAtStart.has(file)) return;
-      loadedAtStart.add(file);
-      const source = fs.readFileSync(file, 'utf8');
-      for (const m of source.matchAll(/^(?:import|export)\s[^;]*?from\s*"(\.[^"]+)"|^import\s*"(\.[^"]+)"/gm))
-        visit(path.resolve(path.dirname(file), (m[1] ?? m[2])!));
-    };
-    visit(path.join(bundle, 'worker', 'invoke-task.js'));
-    visit(path.join(bundle, 'supervisor', 'cli.js'));
-    const injection = fs.readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => path.basename(f).startsWith('fault-injection'));
-    assert.equal(injection.length, 1, 'fault injection is a file of its own');
-    const file = path.join(bundle, injection[0]!);
-    assert.ok(loadedAtStart.size > 3, 'the static import graph was followed');
-    assert.ok(!loadedAtStart.has(file), 'no statically imported file loads the fault-injection file');
-    assert.match(
-      fs.readFileSync(path.join(bundle, 'worker', 'invoke-task.js'), 'utf8'),
-      /import\("\.\/fault-injection\.js"\)/,
-      'the worker imports it dynamically, from beside itself',
+    const files = fs.readdirSync(bundle, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
+    assert.ok(files.length > 3, 'the bundle was read');
+    assert.deepEqual(
+      files.filter((f) => path.basename(f).startsWith('fault-injection')),
+      [],
     );
-    for (const file of loadedAtStart)
-      assert.doesNotMatch(fs.readFileSync(file, 'utf8'), /\[\[fault:worker-/, `${path.relative(bundle, file)} holds no fault-injection code`);
+    for (const file of files)
+      assert.doesNotMatch(fs.readFileSync(path.join(bundle, file), 'utf8'), /\[\[fault:worker-/, `${file} holds no fault-injection code`);
   });
 
   it('ships the demo endpoint without the test-only failure and provider-case modes', () => {
