@@ -11,15 +11,22 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { buildCheckReport } from '../../src/supervisor/commands/check-command.js';
-import { runPolicyTest, runPolicyValidate, type PolicyTestOptions } from '../../src/supervisor/commands/policy-command.js';
-import { pinProject } from '../../src/shared/confinement/index.js';
+import type { PolicyTestOptions } from '../../src/supervisor/commands/policy-command.js';
 import { runCommandInProcess } from '../support/cli-in-process.js';
 import { removeProject, tempDir } from '../support/project.js';
-import { repoRoot, symbiBin } from '../support/server-entry.js';
+import { builtModule, repoRoot, symbiBin } from '../support/server-entry.js';
 import { startInProcessServer } from '../support/in-process-server.js';
 import { providerEnv, serverEnv, textOf, waitForStderr } from '../support/server.js';
 import { SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
+
+// The commands' code from dist/, as the in-process session loads it: the check's DSL analysis thread starts dist/'s modules.
+const { runPolicyTest, runPolicyValidate } = (await import(
+  builtModule('supervisor/commands/policy-command.js')
+)) as typeof import('../../src/supervisor/commands/policy-command.js');
+const { buildCheckReport } = (await import(
+  builtModule('supervisor/commands/check-command.js')
+)) as typeof import('../../src/supervisor/commands/check-command.js');
+const { pinProject } = (await import(builtModule('shared/confinement/index.js'))) as typeof import('../../src/shared/confinement/index.js');
 
 interface Run {
   code: number | null;
