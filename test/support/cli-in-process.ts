@@ -25,9 +25,12 @@ class Exited extends Error {
 export function runCommandInProcess(command: () => void): CommandRun {
   const out: string[] = [];
   const err: string[] = [];
-  const { stdout, stderr } = process;
-  const writes = { stdout: stdout.write, stderr: stderr.write };
-  const exit = process.exit;
+  // Each replaced property is put back as it was: an own property restored, one inherited deleted.
+  const replaced = [
+    { target: process.stdout, key: 'write', own: Object.getOwnPropertyDescriptor(process.stdout, 'write') },
+    { target: process.stderr, key: 'write', own: Object.getOwnPropertyDescriptor(process.stderr, 'write') },
+    { target: process, key: 'exit', own: Object.getOwnPropertyDescriptor(process, 'exit') },
+  ] as const;
   const savedExitCode = process.exitCode;
   const keep =
     (into: string[]) =>
@@ -35,11 +38,12 @@ export function runCommandInProcess(command: () => void): CommandRun {
       into.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8'));
       return true;
     };
-  stdout.write = keep(out) as typeof stdout.write;
-  stderr.write = keep(err) as typeof stderr.write;
-  process.exit = ((code?: number) => {
+  const exit = (code?: number): never => {
     throw new Exited(code ?? 0);
-  }) as typeof process.exit;
+  };
+  Object.defineProperty(process.stdout, 'write', { value: keep(out), configurable: true, writable: true });
+  Object.defineProperty(process.stderr, 'write', { value: keep(err), configurable: true, writable: true });
+  Object.defineProperty(process, 'exit', { value: exit, configurable: true, writable: true });
   process.exitCode = undefined;
   let code: number;
   try {
@@ -50,9 +54,10 @@ export function runCommandInProcess(command: () => void): CommandRun {
     if (!(error instanceof Exited)) throw error;
     code = error.code;
   } finally {
-    stdout.write = writes.stdout;
-    stderr.write = writes.stderr;
-    process.exit = exit;
+    for (const { target, key, own } of replaced) {
+      if (own === undefined) Reflect.deleteProperty(target, key);
+      else Object.defineProperty(target, key, own);
+    }
     process.exitCode = savedExitCode;
   }
   return { code, stdout: out.join(''), stderr: err.join('') };
