@@ -8,11 +8,16 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { pinProject } from '../../src/shared/confinement/index.js';
 import { openAuditStorage, closeAuditStorage } from '../../src/shared/storage/audit-storage.js';
 import { JournalWriter } from '../../src/shared/journal/journal-writer.js';
+import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
+import { listRuns } from '../../src/shared/journal/journal-listing.js';
 import { responsePrincipal } from '../../src/shared/agent-identity.js';
 import { symbiBin } from '../support/server-entry.js';
 
 // `symbi audit inspect` refusals of the file itself and of its arguments, and
-// `symbi audit list`, through the real command line.
+// `symbi audit list`, through the real command line. The verdict on each file
+// comes from the verifier the command runs (inspectJournal), and the JSON
+// listing from listRuns, in this process; the command runs where it alone
+// decides (its arguments, the usage line, the table) and for one file refusal.
 
 const bin = symbiBin;
 const KEY = '22'.repeat(32);
@@ -30,8 +35,15 @@ function tempDir(t: { after(fn: () => void): void }, prefix: string): string {
   return dir;
 }
 
-function expectFileRefusal(file: string, pattern: RegExp) {
-  const r = symbi(['audit', 'inspect', file, '--run-id', RUN, '--public-key', KEY]);
+/** `symbi audit inspect FILE --run-id RUN --public-key KEY`: exit status and JSON report, from a process or from the verifier in this process. */
+function inspect(file: string, asProcess: boolean): { status: number | null; stdout: string; stderr: string } {
+  if (asProcess) return symbi(['audit', 'inspect', file, '--run-id', RUN, '--public-key', KEY]);
+  const { exitCode, report } = inspectJournal(path.resolve(file), RUN, KEY);
+  return { status: exitCode, stdout: JSON.stringify(report), stderr: '' };
+}
+
+function expectFileRefusal(file: string, pattern: RegExp, asProcess = false) {
+  const r = inspect(file, asProcess);
   assert.equal(r.status, 1, r.stderr);
   const report = JSON.parse(r.stdout);
   assert.equal(report.verdict, 'failed');
@@ -43,7 +55,8 @@ test('inspect refuses a FIFO promptly, a symlink, a directory, a missing file an
   const dir = tempDir(t, 'audit-cli-');
   const fifo = path.join(dir, 'journal.fifo');
   execFileSync('mkfifo', [fifo]);
-  expectFileRefusal(fifo, /not a regular file/);
+  // As a process, whose timeout would end a read that waited for a writer.
+  expectFileRefusal(fifo, /not a regular file/, true);
 
   const real = path.join(dir, 'real.jsonl');
   fs.writeFileSync(real, '');
@@ -90,7 +103,7 @@ test('a file without one signed record is not a journal: empty or a lone fragmen
     ['{"payload":{"version":2', /no signed record, only an unauthenticated fragment/],
   ] as const) {
     fs.writeFileSync(file, content);
-    const r = symbi(['audit', 'inspect', file, '--run-id', RUN, '--public-key', KEY]);
+    const r = inspect(file, false);
     assert.equal(r.status, 1, r.stderr);
     const report = JSON.parse(r.stdout);
     assert.equal(report.verdict, 'failed');
@@ -139,8 +152,8 @@ test('audit list: runs newest first with agent, outcome and verification, plus t
   assert.match(table.stdout, /Whoever can write the project can also replace that key/);
   assert.match(table.stdout, new RegExp(storage.signingKey.publicKeyHex));
 
-  const json = symbi(['audit', 'list', '--project', dir, '--json']);
-  const listing = JSON.parse(json.stdout);
+  // `audit list --json` prints this listing as JSON.
+  const listing = JSON.parse(JSON.stringify(listRuns(pinProject(dir))));
   assert.equal(listing.public_key, storage.signingKey.publicKeyHex);
   assert.deepEqual(
     listing.runs.map((r: { run_id: string }) => r.run_id),

@@ -1,7 +1,13 @@
 // `symbi check` through the real CLI on real projects: its verdicts are the
 // server's own (compared with what `symbi mcp` says and does on the same
 // project), its JSON validates against docs/check.schema.json, and it never
-// prints a key or a model's answer.
+// prints a key or a model's answer. A project's report is built by the
+// function `symbi check` runs (buildCheckReport, printed by formatCheckReport or
+// as JSON), in this process, and the server it is compared with is the session
+// `symbi mcp` serves, in this process too (test/support/in-process-server.ts);
+// the command runs as a process where the command line is the point: the text
+// and JSON reports as printed with their exit status, --strict and --online as
+// parsed, usage errors, and another user's process.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -11,11 +17,18 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { CheckReport } from '../../src/supervisor/commands/check-command.js';
+import { startInProcessServer } from '../support/in-process-server.js';
 import { makeProject, removeProject, tempDir } from '../support/project.js';
-import { repoRoot, symbiBin } from '../support/server-entry.js';
+import { builtModule, repoRoot, symbiBin } from '../support/server-entry.js';
 import { providerEnv, serverEnv, startServer, textOf, waitForStderr } from '../support/server.js';
 import { DEFAULT_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { kindEnv, testModel } from '../support/provider-env.js';
+
+// The check's code from dist/, as the in-process session loads it: its DSL analysis thread starts dist/'s modules.
+const { buildCheckReport, formatCheckReport } = (await import(
+  builtModule('supervisor/commands/check-command.js')
+)) as typeof import('../../src/supervisor/commands/check-command.js');
+const { pinProject } = (await import(builtModule('shared/confinement/index.js'))) as typeof import('../../src/shared/confinement/index.js');
 
 const TEST_KEY = 'sk-test-not-a-real-key';
 const schema = JSON.parse(fs.readFileSync(path.join(repoRoot, 'docs', 'check.schema.json'), 'utf8')) as object;
@@ -62,6 +75,17 @@ function checkJson(project: string, env: Record<string, string>, extra: string[]
   return { run, report: parseReport(run) };
 }
 
+/** What `symbi check --project DIR --json` prints and exits with, from the report it prints (buildCheckReport), built in this process with `env` as its environment. */
+async function checkJsonInProcess(
+  project: string,
+  env: Record<string, string>,
+  options: { strict?: boolean; online?: boolean } = {},
+): Promise<{ run: Run; report: Report }> {
+  const report = await buildCheckReport(pinProject(project, env), { strict: options.strict === true, online: options.online === true }, env);
+  const run = { code: report.exit_code, stdout: `${JSON.stringify(report, null, 2)}\n`, stderr: '' };
+  return { run, report: parseReport(run) };
+}
+
 function copyQuickstart(): string {
   const dir = path.join(tempDir('symbi-check-'), 'quickstart');
   fs.cpSync(path.join(repoRoot, 'examples', 'quickstart'), dir, { recursive: true });
@@ -101,7 +125,7 @@ describe('symbi check', () => {
     assert.ok(!text.stdout.includes(TEST_KEY) && !text.stderr.includes(TEST_KEY), 'the key is never printed');
     assert.match(text.stdout, /key set in OPENAI_API_KEY/);
 
-    const { report } = checkJson(dir, env);
+    const { report } = await checkJsonInProcess(dir, env);
     assert.equal(report.serves, true);
     assert.equal(report.policy.mode, 'configured');
     assert.deepEqual(
@@ -112,7 +136,7 @@ describe('symbi check', () => {
     assert.equal(pipeline.invocable, false);
 
     // The server refuses the same agent with the same words.
-    const server = await startServer(dir, { env });
+    const server = await startInProcessServer(dir, { env });
     try {
       const result = await server.call('invoke_agent', { agent: 'pipeline', prompt: 'hello' });
       assert.equal(result.isError, true);
@@ -124,10 +148,10 @@ describe('symbi check', () => {
     }
   });
 
-  test('--strict fails on a finding (the refused agent); without it the same project passes', () => {
+  test('--strict fails on a finding (the refused agent); without it the same project passes', async () => {
     const dir = project();
     const env = providerEnv(endpoint.url);
-    const { run, report } = checkJson(dir, env, ['--strict']);
+    const { run, report } = await checkJsonInProcess(dir, env, { strict: true });
     assert.equal(run.code, 1);
     assert.equal(report.serves, true, 'the server would still serve');
     assert.match(symbi(['check', '--project', dir, '--strict'], env).stdout, /\(--strict: a finding fails the check\)$/m);
@@ -137,14 +161,15 @@ describe('symbi check', () => {
     const checked = project();
     const served = project();
     const env = providerEnv(endpoint.url);
+    // The first check as a process (what the command creates), the second in this process.
     const first = checkJson(checked, env).report;
     assert.equal(first.storage.signing_key!.created, true);
     assert.equal(first.storage.signing_key!.mode, '0600');
-    const second = checkJson(checked, env).report;
+    const second = (await checkJsonInProcess(checked, env)).report;
     assert.equal(second.storage.signing_key!.created, false, 'the second check finds the key');
     assert.equal(second.storage.signing_key!.public_key, first.storage.signing_key!.public_key);
 
-    const server = await startServer(served, { env });
+    const server = await startInProcessServer(served, { env });
     await waitForStderr(server, (t) => t.includes('serving MCP'));
     await server.close();
     assert.deepEqual(tree(checked), tree(served), 'the check leaves the same files as a server start');
@@ -165,8 +190,7 @@ describe('symbi check', () => {
     const dir = project();
     const sent = endpoint.requests.length;
     const key = 'AIzaSyFAKE-gemini-check-key-0123456789a';
-    const run = await symbiAsync(['check', '--project', dir, '--json', '--online'], kindEnv('gemini', endpoint.origin, key));
-    const report = parseReport(run);
+    const { run, report } = await checkJsonInProcess(dir, kindEnv('gemini', endpoint.origin, key), { online: true });
     assert.equal(run.code, 0, run.stdout);
     assert.equal(endpoint.requests.length - sent, 1, 'exactly one request');
     const request = endpoint.requests.at(-1)!;
@@ -181,8 +205,7 @@ describe('symbi check', () => {
     const failing = await startSyntheticEndpoint({ defaultMode: 'http500' });
     try {
       const dir = project();
-      const run = await symbiAsync(['check', '--project', dir, '--json', '--online'], providerEnv(failing.url));
-      const report = parseReport(run);
+      const { run, report } = await checkJsonInProcess(dir, providerEnv(failing.url), { online: true });
       assert.equal(run.code, 1);
       assert.equal(report.provider.online!.ok, false);
       assert.equal(report.provider.online!.status, 500);
@@ -192,13 +215,13 @@ describe('symbi check', () => {
     }
   });
 
-  test('a deny-all policy set: FAIL naming the file, every agent refused as invoke_agent refuses it, exit 1', () => {
+  test('a deny-all policy set: FAIL naming the file, every agent refused as invoke_agent refuses it, exit 1', async () => {
     const dir = project();
     fs.writeFileSync(
       path.join(dir, 'policies', 'mcp-server', 'respond.cedar'),
       'permit (principal, action, resource) when { context.response.content.contains("x") };\n',
     );
-    const { run, report } = checkJson(dir, providerEnv(endpoint.url));
+    const { run, report } = await checkJsonInProcess(dir, providerEnv(endpoint.url));
     assert.equal(run.code, 1);
     assert.equal(report.serves, false);
     assert.equal(report.policy.mode, 'deny-all');
@@ -206,37 +229,38 @@ describe('symbi check', () => {
     for (const agent of report.agents.list.filter((a) => a.stem !== 'pipeline')) {
       assert.match(agent.reason ?? '', /^Cedar policy denies every response from agent `\w+`: deny-all policy set: /);
     }
-    const text = symbi(['check', '--project', dir], providerEnv(endpoint.url));
+    // The text `symbi check` prints for this report.
+    const text = { stdout: formatCheckReport(report) };
     assert.match(text.stdout, /^ {2}FAIL {2}the policy set denies every response: /m);
     assert.match(text.stdout, /^result: symbi mcp would not serve as configured; /m);
   });
 
-  test('a missing provider key: FAIL naming the variable, exit 1', () => {
+  test('a missing provider key: FAIL naming the variable, exit 1', async () => {
     const dir = project();
     const env = { ...serverEnv(), SYMBI_PROVIDER: 'anthropic' };
-    const { run, report } = checkJson(dir, env);
+    const { run, report } = await checkJsonInProcess(dir, env);
     assert.equal(run.code, 1);
     assert.equal(report.provider.configured, false);
     assert.equal(report.provider.problem, 'SYMBI_PROVIDER=anthropic but ANTHROPIC_API_KEY is not set');
-    const none = checkJson(dir, serverEnv()).report;
+    const none = (await checkJsonInProcess(dir, serverEnv())).report;
     assert.match(none.provider.problem ?? '', /^no model provider is configured/);
   });
 
-  test('an unsafe signing key: FAIL in storage, exit 1', () => {
+  test('an unsafe signing key: FAIL in storage, exit 1', async () => {
     const dir = project();
     const env = providerEnv(endpoint.url);
-    checkJson(dir, env);
+    await checkJsonInProcess(dir, env);
     fs.chmodSync(path.join(dir, '.symbiont', 'governed', 'audit-signing.key'), 0o644);
-    const { run, report } = checkJson(dir, env);
+    const { run, report } = await checkJsonInProcess(dir, env);
     assert.equal(run.code, 1);
     assert.equal(report.storage.audit.ready, false);
     assert.match(report.storage.audit.reason ?? '', /unsafe signing key: mode 0644 grants group or other access; expected 0600/);
     assert.equal(report.storage.signing_key, null);
   });
 
-  test('no confinement route: FAIL with the reason, and nothing else read', () => {
+  test('no confinement route: FAIL with the reason, and nothing else read', async () => {
     const dir = project();
-    const { run, report } = checkJson(dir, { ...providerEnv(endpoint.url), SYMBI_CONFINEMENT_ROUTE: 'nonesuch' });
+    const { run, report } = await checkJsonInProcess(dir, { ...providerEnv(endpoint.url), SYMBI_CONFINEMENT_ROUTE: 'nonesuch' });
     assert.equal(run.code, 1);
     assert.equal(report.confinement.available, false);
     assert.match(report.confinement.reason ?? '', /SYMBI_CONFINEMENT_ROUTE="nonesuch" is not a route/);
@@ -245,7 +269,7 @@ describe('symbi check', () => {
     assert.ok(!fs.existsSync(path.join(dir, '.symbiont')), 'no storage was created');
   });
 
-  test('left-out files, ambiguous stems and AGENTS.md without a section are reported', () => {
+  test('left-out files, ambiguous stems and AGENTS.md without a section are reported', async () => {
     const dir = makeProject({
       'agents/twin.symbi': 'agent twin {}\n',
       'agents/twin.dsl': 'agent twin {}\n',
@@ -253,7 +277,7 @@ describe('symbi check', () => {
       'AGENTS.md': '# notes only\n',
     });
     projects.push(path.join(dir, 'x'));
-    const { report } = checkJson(dir, providerEnv(endpoint.url));
+    const { report } = await checkJsonInProcess(dir, providerEnv(endpoint.url));
     assert.deepEqual(report.agents.ambiguous_stems, [{ stem: 'twin', files: ['agents/twin.dsl', 'agents/twin.symbi'] }]);
     assert.deepEqual(report.agents.left_out, [{ file: 'agents/.hidden.symbi', reason: 'hidden file names are not read' }]);
     assert.equal(report.agents_md.guidance, null);

@@ -5,13 +5,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
+import { publicKeyHexProblem } from '../../src/shared/signing/signing-key.js';
 import { craftJournal, runEvents, seedKey, type Signer } from '../support/crafted-journal.js';
 import { symbiBin } from '../support/server-entry.js';
 
 // `symbi audit inspect` on journals crafted byte by byte and signed with a
 // key of the test's own (Node.js crypto, independent of the verifier): a
 // validly signed record must still have one meaning for every reader, and a
-// public key must be a key no honest signer could fail to hold.
+// public key must be a key no honest signer could fail to hold. Each crafted
+// journal's verdict comes from the verifier the command runs (inspectJournal)
+// and each key's from the check it makes first (publicKeyHexProblem), called in
+// this process; the command itself (its exit status, its JSON report on
+// standard output, one line on standard error) runs as a process for a journal
+// that verifies, one that is refused and a key that is refused.
 
 const RUN = '5d0b3c8e-8f55-4f1e-9a51-3f1d2c7b9a10';
 const { sign: signWithKey, publicKeyHex: KEY } = seedKey(crypto.randomBytes(32));
@@ -32,14 +39,39 @@ function inspectBytes(t: { after(fn: () => void): void }, bytes: Buffer, key = K
   return r;
 }
 
-function expectRefused(t: { after(fn: () => void): void }, bytes: Buffer, line: number, pattern: RegExp) {
+/** `symbi audit inspect JOURNAL --run-id RUN --public-key KEY [--cross-check]` on `bytes`, in this process: its exit status and report, as JSON. */
+function inspectInProcess(t: { after(fn: () => void): void }, bytes: Buffer, key = KEY, crossCheck = false) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-one-meaning-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, `${RUN}.jsonl`);
+  fs.writeFileSync(file, bytes);
+  const { exitCode, report } = inspectJournal(file, RUN, key, { crossCheck });
+  return {
+    status: exitCode,
+    report: JSON.parse(JSON.stringify(report)) as { verdict: string; records: number; error: { line: number | null; message: string } },
+  };
+}
+
+/**
+ * The journal is refused at `line` for the reason `pattern` matches. The verdict comes from the verifier,
+ * in this process; `asProcess` also runs the command, whose report must be that verdict, with one line
+ * on standard error besides the cross-check estimate.
+ */
+function expectRefused(t: { after(fn: () => void): void }, bytes: Buffer, line: number, pattern: RegExp, asProcess = false) {
+  const checkReport = (status: number | null, report: { verdict: string; error: { line: number | null; message: string } }, shown: string) => {
+    assert.equal(status, 1, shown);
+    assert.equal(report.verdict, 'failed');
+    assert.equal(report.error.line, line);
+    assert.match(report.error.message, pattern);
+    assert.match(report.error.message, new RegExp(`^line ${line}: malformed line: `));
+    // The command prints it as one line on stderr (`verification failed: MESSAGE`), shown by the process run.
+    assert.doesNotMatch(report.error.message, /[\r\n]/);
+  };
+  const inProcess = inspectInProcess(t, bytes, KEY, true);
+  checkReport(inProcess.status, inProcess.report, JSON.stringify(inProcess.report));
+  if (!asProcess) return;
   const r = inspectBytes(t, bytes, KEY, ['--cross-check']);
-  assert.equal(r.status, 1, `${r.stdout}\n${r.stderr}`);
-  const report = JSON.parse(r.stdout);
-  assert.equal(report.verdict, 'failed');
-  assert.equal(report.error.line, line);
-  assert.match(report.error.message, pattern);
-  assert.match(report.error.message, new RegExp(`^line ${line}: malformed line: `));
+  checkReport(r.status, JSON.parse(r.stdout), `${r.stdout}\n${r.stderr}`);
   const said = r.stderr
     .trim()
     .split('\n')
@@ -59,6 +91,7 @@ test('a duplicated key is refused at any depth, naming the record and the key', 
     journalBytes(RUN_EVENTS, (p, i) => (i === 1 ? p.replace(`"run_id":"${RUN}"`, `"run_id":"other","run_id":"${RUN}"`) : p)),
     2,
     /duplicate key "run_id"/,
+    true,
   );
   expectRefused(
     t,
@@ -139,22 +172,30 @@ const forgeWithIdentity: Signer = () => Buffer.concat([Buffer.from(IDENTITY, 'he
 
 test('a small-order or non-canonical public key is refused before any record is read', (t) => {
   const forged = journalBytes(RUN_EVENTS, undefined, forgeWithIdentity);
-  for (const extra of [[], ['--cross-check']]) {
-    const r = inspectBytes(t, forged, IDENTITY, extra);
-    assert.equal(r.status, 1, `${r.stdout}\n${r.stderr}`);
-    assert.equal(r.stdout, '');
-    assert.match(r.stderr, /^error: --public-key: the public key is a point of small order/);
-  }
+  // As a process: the command refuses the key as a usage error, before it looks at --cross-check.
+  const r = inspectBytes(t, forged, IDENTITY, ['--cross-check']);
+  assert.equal(r.status, 1, `${r.stdout}\n${r.stderr}`);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /^error: --public-key: the public key is a point of small order/);
+  // The command's check on each key (it prints `error: --public-key: PROBLEM` and exits 1), and the
+  // verifier's own refusal of the same key with or without the cross-check: nothing read, exit 1.
+  const refusedKey = (key: string, problem: RegExp) => {
+    assert.match(publicKeyHexProblem(key) ?? '', problem, key);
+    for (const crossCheck of [false, true]) {
+      const { status, report } = inspectInProcess(t, forged, key, crossCheck);
+      assert.equal(status, 1, JSON.stringify(report));
+      assert.equal(report.records, 0, 'no record is read');
+      assert.equal(report.error.line, null);
+      assert.match(report.error.message, problem);
+    }
+  };
+  refusedKey(IDENTITY, /^the public key is a point of small order/);
   // The other small-order points: order 2 (y = p - 1), order 4 (y = 0), order 8.
   for (const key of [`ec${'ff'.repeat(30)}7f`, '00'.repeat(32), '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05']) {
-    const r = inspectBytes(t, forged, key);
-    assert.equal(r.status, 1);
-    assert.match(r.stderr, /small order/);
+    refusedKey(key, /small order/);
   }
   // y = p + 2 spells the point y = 2 a second way: not canonical.
-  const r = inspectBytes(t, forged, `ef${'ff'.repeat(30)}7f`);
-  assert.equal(r.status, 1);
-  assert.match(r.stderr, /not a canonical encoding/);
+  refusedKey(`ef${'ff'.repeat(30)}7f`, /not a canonical encoding/);
 });
 
 test('a signature whose S is not below the group order is refused, even where tweetnacl would accept it', (t) => {
@@ -165,7 +206,7 @@ test('a signature whose S is not below the group order is refused, even where tw
     const sBytes = Buffer.from(s.toString(16).padStart(64, '0'), 'hex').reverse();
     return Buffer.concat([signature.subarray(0, 32), sBytes]);
   };
-  const r = inspectBytes(t, journalBytes(RUN_EVENTS, undefined, malleable), KEY, ['--cross-check']);
+  const r = inspectInProcess(t, journalBytes(RUN_EVENTS, undefined, malleable), KEY, true);
   assert.equal(r.status, 1);
-  assert.match(JSON.parse(r.stdout).error.message, /^line 1: bad signature: the signature is not canonical \(S is not below the group order L\)/);
+  assert.match(r.report.error.message, /^line 1: bad signature: the signature is not canonical \(S is not below the group order L\)/);
 });

@@ -38,7 +38,8 @@ export function registerDslCommand(program: Command): void {
     });
 }
 
-function readDslFile(path: string): Uint8Array {
+/** Reads the file `symbi dsl` was given, or throws its one-line usage error; exported for the tests of each refusal. */
+export function readDslFile(path: string): Uint8Array {
   const shown = JSON.stringify(path);
   let fd: number;
   try {
