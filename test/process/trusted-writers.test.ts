@@ -8,7 +8,8 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { symbiBin } from '../support/server-entry.js';
-import { invokeOnce, providerEnv } from '../support/server.js';
+import { providerEnv } from '../support/server.js';
+import { checkReport, invokeInProcess } from '../support/ownership-sessions.js';
 import { directoryWritersProblem, type WriterCheckLevel } from '../../src/shared/storage/directory-ownership.js';
 import { ACL_TAG, type DirectoryAcl, NFS4_ACE_FLAG, NFS4_ACE_TYPE, type PosixAclEntry } from '../../src/shared/storage/directory-acl.js';
 
@@ -21,7 +22,10 @@ import { ACL_TAG, type DirectoryAcl, NFS4_ACE_FLAG, NFS4_ACE_TYPE, type PosixAcl
 // folder or file denies every response, .symbiont/ is unusable storage), with
 // the fix named; an entry the ACL mask takes write from is no writer; a sound
 // project still serves. Run as root (the server too, so root's own group has
-// no other member); skipped otherwise.
+// no other member); skipped otherwise. What `symbi check` reports and what the
+// server answers are built in the test process (ownership-sessions.ts: the
+// check's report and the session `symbi mcp` serves, from dist/), as root
+// either way; one real `symbi check` shows the command prints that report.
 
 const PERMIT = 'permit(principal, action == Action::"respond", resource);\n';
 const ANSWER = 'Hello from the synthetic endpoint.';
@@ -107,10 +111,17 @@ describe('who can write what the server trusts below the project root', { skip }
     return dir;
   }
 
-  async function check(dir: string): Promise<string> {
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base };
+  const checkEnv = (): Record<string, string> => ({ PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base });
+
+  /** What `symbi check --project dir` prints, built in this process. */
+  function check(dir: string): Promise<string> {
+    return checkReport(dir, checkEnv());
+  }
+
+  /** The same report from the real command. */
+  async function checkCommand(dir: string): Promise<string> {
     try {
-      return (await run(process.execPath, [symbiBin, 'check', '--project', dir], { env, encoding: 'utf8' })).stdout;
+      return (await run(process.execPath, [symbiBin, 'check', '--project', dir], { env: checkEnv(), encoding: 'utf8' })).stdout;
     } catch (err) {
       // No provider is configured, so check always reports a failure; its report is what is judged.
       return (err as { stdout: string }).stdout;
@@ -129,8 +140,10 @@ describe('who can write what the server trusts below the project root', { skip }
 
   it('a sound project serves', async () => {
     const dir = project();
+    // The real command once; every other report here is built in process.
+    for (const line of SOUND) assert.match(await checkCommand(dir), line);
     for (const line of SOUND) assert.match(await check(dir), line);
-    const outcome = await invokeOnce(dir, { env: { ...providerEnv(endpoint.url), HOME: base } }, endpoint);
+    const outcome = await invokeInProcess(dir, { ...providerEnv(endpoint.url), HOME: base }, endpoint);
     assert.equal(outcome.isError, false, `${outcome.text}\n${outcome.stderr}`);
     assert.equal(outcome.text, ANSWER);
   });
@@ -216,9 +229,9 @@ describe('who can write what the server trusts below the project root', { skip }
     );
   });
 
-  it('a real server leaves out an agent file the second user may write, and answers that the agent is unknown', async () => {
+  it('the server leaves out an agent file the second user may write, and answers that the agent is unknown', async () => {
     const dir = project(`setfacl -m u:${bob}:rw agents/assistant.symbi`);
-    const outcome = await invokeOnce(dir, { env: { ...providerEnv(endpoint.url), HOME: base } }, endpoint);
+    const outcome = await invokeInProcess(dir, { ...providerEnv(endpoint.url), HOME: base }, endpoint);
     assert.equal(outcome.isError, true, outcome.text);
     assert.match(outcome.text, /unknown agent/);
     assert.equal(outcome.requests, 0);
