@@ -40,9 +40,11 @@ export async function invokeInProcess(project: string, env: Record<string, strin
   return { ...answer, requests: endpoint.requests.length - sent };
 }
 
-/** A child process that serves one project after another, each as invokeOnce would. */
+/** A child process that serves one project after another, each as invokeOnce would, and reports as `symbi check` would. */
 export interface SessionHost {
   invoke(project: string): Promise<InvokeOutcome>;
+  /** What `symbi check --project dir` would print, run by the host. */
+  check(dir: string): Promise<string>;
   /** Ends the host; rejects unless it exited 0. */
   close(): Promise<void>;
 }
@@ -65,21 +67,29 @@ export function startSessionHost(options: { env: Record<string, string>; launche
     child.on('close', (code) => resolve(code));
   });
   const answers = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const exchange = async <T>(request: Record<string, string>): Promise<T> => {
+    child.stdin.write(`${JSON.stringify(request)}\n`);
+    const next = await answers.next();
+    if (next.done === true) throw new Error(`the session host ended (exit ${String(await exited)}): ${stderr}`);
+    const answer = JSON.parse(next.value as string) as T | { error: string };
+    if (typeof answer === 'object' && answer !== null && 'error' in answer) throw new Error(`the session host failed ${JSON.stringify(request)}: ${answer.error}`);
+    return answer as T;
+  };
+  // One request at a time: each answer is the next line, and the requests counted are the run's own.
   let queue: Promise<unknown> = Promise.resolve();
+  const inTurn = <T>(step: () => Promise<T>): Promise<T> => {
+    const turn = queue.then(step);
+    queue = turn.catch(() => undefined);
+    return turn;
+  };
   return {
-    invoke: (project) => {
-      const asked = queue.then(async () => {
+    invoke: (project) =>
+      inTurn(async () => {
         const sent = endpoint.requests.length;
-        child.stdin.write(`${JSON.stringify(project)}\n`);
-        const next = await answers.next();
-        if (next.done === true) throw new Error(`the session host ended (exit ${String(await exited)}): ${stderr}`);
-        const answer = JSON.parse(next.value as string) as SessionAnswer | { error: string };
-        if ('error' in answer) throw new Error(`the session host could not serve ${project}: ${answer.error}`);
+        const answer = await exchange<SessionAnswer>({ invoke: project });
         return { ...answer, requests: endpoint.requests.length - sent };
-      });
-      queue = asked.catch(() => undefined);
-      return asked;
-    },
+      }),
+    check: (dir) => inTurn(async () => (await exchange<{ report: string }>({ check: dir })).report),
     close: async () => {
       child.stdin.end();
       const code = await exited;
