@@ -6,27 +6,24 @@ import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synth
 import { makeProject, removeProject } from '../support/project.js';
 import { namespaceSkip } from '../support/mount-namespace.js';
 import { auditOf, providerEnv, startServer, textOf, type RunningServer } from '../support/server.js';
-import { type InProcessServer, startInProcessServer } from '../support/in-process-server.js';
 
 // The audit reference names the journal by the project's path at startup,
 // while the journal is written through the directory pinned then. Once that
 // path leads elsewhere (the folder renamed and a new empty one made in its
 // place), a run would hand back a reference to nothing: it is refused before
-// any provider call, with one line, and standard error says so once. A
-// renamed folder is the session's own logic, served in the test process; a
-// lazy unmount needs the server in a mount namespace of its own, a process.
+// any provider call, with one line, and standard error says so once.
 
 const AGENTS = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
 
 describe('invoke_agent after the project folder moved', () => {
   let endpoint: SyntheticEndpoint;
   let project: string;
-  let server: InProcessServer;
+  let server: RunningServer;
 
   before(async () => {
     project = makeProject(AGENTS, 'project-moved-');
     endpoint = await startSyntheticEndpoint();
-    server = await startInProcessServer(project, { env: providerEnv(endpoint.url) });
+    server = await startServer(project, { env: providerEnv(endpoint.url) });
   });
 
   after(async () => {

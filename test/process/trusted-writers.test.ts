@@ -128,14 +128,24 @@ describe('who can write what the server trusts below the project root', { skip }
     }
   }
 
-  /** Runs `symbi check` on one project per target, changed by `change(target)`, and gives each report. */
+  /**
+   * Runs `symbi check` on projects changed by `change(target)` for every target, and gives each
+   * target's report. Targets whose refusals hide none of each other's share a project: a folder
+   * refused would leave out what it holds, so agents/ and policies/ go in one, the files in them in another.
+   */
   async function checkEach(change: (target: Target) => string): Promise<Array<{ target: Target; dir: string; report: string }>> {
-    return Promise.all(
-      TARGETS.map(async (target) => {
-        const dir = project(change(target));
-        return { target, dir, report: await check(dir) };
+    const groups: Target[][] = [
+      ['agents', 'AGENTS.md', 'policies'],
+      ['agents/assistant.symbi', 'policies/respond.cedar'],
+    ];
+    const checked = await Promise.all(
+      groups.map(async (targets) => {
+        const dir = project(targets.map(change).join(' && '));
+        const report = await check(dir);
+        return targets.map((target) => ({ target, dir, report }));
       }),
     );
+    return checked.flat();
   }
 
   it('a sound project serves', async () => {
@@ -204,12 +214,14 @@ describe('who can write what the server trusts below the project root', { skip }
   });
 
   it("a folder's default ACL entry giving write counts for what will be created in it; masked out, it does not", async () => {
-    for (const folder of ['agents', 'policies'] as const) {
-      const dir = project(`setfacl -d -m u:${bob}:rwx ${folder}`);
-      const report = await check(dir);
+    // Both folders in one project: neither refusal hides the other.
+    const folders = ['agents', 'policies'] as const;
+    const dir = project(folders.map((folder) => `setfacl -d -m u:${bob}:rwx ${folder}`).join(' && '));
+    const report = await check(dir);
+    const masked = await check(project(folders.map((folder) => `setfacl -d -m u:${bob}:rwx,m::r-x ${folder}`).join(' && ')));
+    for (const folder of folders) {
       const why = `is writable by user ${bob} \\(uid ${bobUid}\\) through its default ACL entry user:${bob}:rwx, mask rwx; what is created in it inherits the entry`;
       assert.match(report, refusal(folder, dir, why, escape(`setfacl -R -d -x u:${bob} ${dir}/${folder}`)), `${folder}:\n${report}`);
-      const masked = await check(project(`setfacl -d -m u:${bob}:rwx,m::r-x ${folder}`));
       for (const line of SOUND) assert.match(masked, line, `${folder} masked:\n${masked}`);
     }
   });

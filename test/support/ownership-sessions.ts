@@ -72,7 +72,8 @@ export function startSessionHost(options: { env: Record<string, string>; launche
     const next = await answers.next();
     if (next.done === true) throw new Error(`the session host ended (exit ${String(await exited)}): ${stderr}`);
     const answer = JSON.parse(next.value as string) as T | { error: string };
-    if (typeof answer === 'object' && answer !== null && 'error' in answer) throw new Error(`the session host failed ${JSON.stringify(request)}: ${answer.error}`);
+    if (typeof answer === 'object' && answer !== null && 'error' in answer)
+      throw new Error(`the session host failed ${JSON.stringify(request)}: ${answer.error}`);
     return answer as T;
   };
   // One request at a time: each answer is the next line, and the requests counted are the run's own.
