@@ -138,6 +138,7 @@ describe('who can write what the server trusts below the project root', { skip }
       ['agents', 'AGENTS.md', 'policies'],
       ['agents/assistant.symbi', 'policies/respond.cedar'],
     ];
+    assert.deepEqual(groups.flat().sort(), [...TARGETS].sort(), 'every level is tried');
     const checked = await Promise.all(
       groups.map(async (targets) => {
         const dir = project(targets.map(change).join(' && '));

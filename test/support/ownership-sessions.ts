@@ -59,7 +59,7 @@ export function startSessionHost(options: { env: Record<string, string>; launche
   // Compiled (.test-build/) the host is a sibling .js; from TypeScript it needs tsx's loader, found from the repository root.
   const host = path.join(path.dirname(own), `ownership-session-host${path.extname(own)}`);
   const [command, ...args] = [...(options.launcher ?? []), process.execPath, ...(typeScript ? ['--import', 'tsx'] : []), host];
-  const child = spawn(command!, args, { env: options.env, cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(command, args, { env: options.env, cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
   const exited = new Promise<number | null>((resolve, reject) => {
@@ -71,10 +71,10 @@ export function startSessionHost(options: { env: Record<string, string>; launche
     child.stdin.write(`${JSON.stringify(request)}\n`);
     const next = await answers.next();
     if (next.done === true) throw new Error(`the session host ended (exit ${String(await exited)}): ${stderr}`);
-    const answer = JSON.parse(next.value as string) as T | { error: string };
+    const answer = JSON.parse(next.value) as T | { error: string };
     if (typeof answer === 'object' && answer !== null && 'error' in answer)
       throw new Error(`the session host failed ${JSON.stringify(request)}: ${answer.error}`);
-    return answer as T;
+    return answer;
   };
   // One request at a time: each answer is the next line, and the requests counted are the run's own.
   let queue: Promise<unknown> = Promise.resolve();
