@@ -31,112 +31,108 @@ function bindLauncher(project: string, binds: ReadonlyArray<[string, string]>, b
   return ['unshare', '-m', 'sh', '-c', `${mounts} && exec "$0" "$@"`];
 }
 
-describe(
-  'reserved directories by identity, and mounts inside the project (bind, overlay and tmpfs mounts in a private mount namespace)',
-  { skip: namespaceSkip() },
-  () => {
-    let project: string;
-    let server: RunningServer | undefined;
+describe('reserved directories by identity, and mounts in the project (in a private mount namespace)', { skip: namespaceSkip() }, () => {
+  let project: string;
+  let server: RunningServer | undefined;
 
-    before(async () => {
-      project = makeProject(
-        {
-          'agents/good.symbi': GOOD,
-          'agents/sub/ok.symbi': GOOD,
-          'policies/mcp-server/respond.cedar': POLICY,
-          'policies/x.symbi': `agent leaked { } // ${MARKER}\n`,
-          'policies/sub/y.symbi': `agent leaked { } // ${MARKER}\n`,
-          '.symbiont/governed/leak.symbi': `agent leaked { } // ${MARKER}\n`,
-        },
-        'symbi-reserved-',
-      );
-      const dirs = ['agents/alias', 'agents/subalias', 'agents/storage', 'agents/governed', 'agents/ov', 'agents/tmp', 'agents/bound', 'agents/empty'];
-      for (const dir of dirs) fs.mkdirSync(path.join(project, dir));
-      fs.chmodSync(path.join(project, '.symbiont'), 0o700);
-      fs.chmodSync(path.join(project, '.symbiont/governed'), 0o700);
-      // One server for the aliases and the other mounts: each test asks by its own paths.
-      const q = (rel: string): string => quoted(project, rel);
-      server = await startServer(project, {
-        launcher: bindLauncher(
-          project,
-          [
-            ['policies', 'agents/alias'],
-            ['policies/sub', 'agents/subalias'],
-            ['.symbiont', 'agents/storage'],
-            ['.symbiont/governed', 'agents/governed'],
-            ['agents/sub', 'agents/bound'],
-          ],
-          [
-            // A lower-only overlay needs two layers: policies/ over an empty folder.
-            `mount -t overlay overlay -o lowerdir=${q('policies')}:${q('agents/empty')} ${q('agents/ov')}`,
-            `mount -t tmpfs none ${q('agents/tmp')}`,
-            `printf 'agent t {\\n}\\n' > ${q('agents/tmp/t.symbi')}`,
-          ],
-        ),
-      });
+  before(async () => {
+    project = makeProject(
+      {
+        'agents/good.symbi': GOOD,
+        'agents/sub/ok.symbi': GOOD,
+        'policies/mcp-server/respond.cedar': POLICY,
+        'policies/x.symbi': `agent leaked { } // ${MARKER}\n`,
+        'policies/sub/y.symbi': `agent leaked { } // ${MARKER}\n`,
+        '.symbiont/governed/leak.symbi': `agent leaked { } // ${MARKER}\n`,
+      },
+      'symbi-reserved-',
+    );
+    const dirs = ['agents/alias', 'agents/subalias', 'agents/storage', 'agents/governed', 'agents/ov', 'agents/tmp', 'agents/bound', 'agents/empty'];
+    for (const dir of dirs) fs.mkdirSync(path.join(project, dir));
+    fs.chmodSync(path.join(project, '.symbiont'), 0o700);
+    fs.chmodSync(path.join(project, '.symbiont/governed'), 0o700);
+    // One server for the aliases and the other mounts: each test asks by its own paths.
+    const q = (rel: string): string => quoted(project, rel);
+    server = await startServer(project, {
+      launcher: bindLauncher(
+        project,
+        [
+          ['policies', 'agents/alias'],
+          ['policies/sub', 'agents/subalias'],
+          ['.symbiont', 'agents/storage'],
+          ['.symbiont/governed', 'agents/governed'],
+          ['agents/sub', 'agents/bound'],
+        ],
+        [
+          // A lower-only overlay needs two layers: policies/ over an empty folder.
+          `mount -t overlay overlay -o lowerdir=${q('policies')}:${q('agents/empty')} ${q('agents/ov')}`,
+          `mount -t tmpfs none ${q('agents/tmp')}`,
+          `printf 'agent t {\\n}\\n' > ${q('agents/tmp/t.symbi')}`,
+        ],
+      ),
     });
+  });
 
-    after(async () => {
-      await server?.close();
-      removeProject(project);
-    });
+  after(async () => {
+    await server?.close();
+    removeProject(project);
+  });
 
-    it('parse_dsl {file} through an alias of policies/, a folder in it, .symbiont/ or its folders is refused, naming what it is', async () => {
-      const served = server!;
-      const refused: Array<[string, RegExp]> = [
-        ['agents/alias/x.symbi', /agents\/alias is policies\/ reached under another name; the policies directory is not readable/],
-        ['agents/alias/sub/y.symbi', /agents\/alias is policies\/ reached under another name/],
-        ['agents/subalias/y.symbi', /agents\/subalias is policies\/sub\/ reached under another name/],
-        ['agents/storage/governed/leak.symbi', /agents\/storage is \.symbiont\/ reached under another name; the server's own storage/],
-        ['agents/governed/leak.symbi', /agents\/governed is \.symbiont\/governed\/ reached under another name/],
-      ];
-      for (const [file, reason] of refused) {
-        const result = await served.call('parse_dsl', { file });
-        assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
-        assert.match(textOf(result), reason, file);
-        assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
-      }
-      for (const file of ['agents/good.symbi', 'agents/sub/ok.symbi']) {
-        const result = await served.call('parse_dsl', { file });
-        assert.equal(result.isError, undefined, `${file}: ${textOf(result)}`);
-      }
-      const stderr = await waitForStderr(served, (t) => t.includes('serving MCP'));
-      assert.match(stderr, /policies\/mcp-server\/respond\.cedar: loaded 1 polic/, stderr);
-    });
+  it('parse_dsl {file} through an alias of policies/, a folder in it, .symbiont/ or its folders is refused, naming what it is', async () => {
+    const served = server!;
+    const refused: Array<[string, RegExp]> = [
+      ['agents/alias/x.symbi', /agents\/alias is policies\/ reached under another name; the policies directory is not readable/],
+      ['agents/alias/sub/y.symbi', /agents\/alias is policies\/ reached under another name/],
+      ['agents/subalias/y.symbi', /agents\/subalias is policies\/sub\/ reached under another name/],
+      ['agents/storage/governed/leak.symbi', /agents\/storage is \.symbiont\/ reached under another name; the server's own storage/],
+      ['agents/governed/leak.symbi', /agents\/governed is \.symbiont\/governed\/ reached under another name/],
+    ];
+    for (const [file, reason] of refused) {
+      const result = await served.call('parse_dsl', { file });
+      assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
+      assert.match(textOf(result), reason, file);
+      assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
+    }
+    for (const file of ['agents/good.symbi', 'agents/sub/ok.symbi']) {
+      const result = await served.call('parse_dsl', { file });
+      assert.equal(result.isError, undefined, `${file}: ${textOf(result)}`);
+    }
+    const stderr = await waitForStderr(served, (t) => t.includes('serving MCP'));
+    assert.match(stderr, /policies\/mcp-server\/respond\.cedar: loaded 1 polic/, stderr);
+  });
 
-    // Mounts inside the project are not descended into (overlay and tmpfs).
-    it('an overlay with policies/ as its lower layer, and a tmpfs, are refused; a bind mount of an ordinary folder on the same file system is read', async () => {
-      const served = server!;
-      for (const file of ['agents/ov/x.symbi', 'agents/tmp/t.symbi']) {
-        const result = await served.call('parse_dsl', { file });
-        assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
-        const dir = file.split('/').slice(0, 2).join('/');
-        assert.match(textOf(result), new RegExp(`path refused: ${dir} is on another file system than the project \\(a mount point inside it\\)`), file);
-        assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
-      }
-      const bound = await served.call('parse_dsl', { file: 'agents/bound/ok.symbi' });
-      assert.equal(bound.isError, undefined, textOf(bound));
-    });
+  // Mounts inside the project are not descended into (overlay and tmpfs).
+  it('an overlay with policies/ as its lower layer, and a tmpfs, are refused; a bind mount of an ordinary folder on the same file system is read', async () => {
+    const served = server!;
+    for (const file of ['agents/ov/x.symbi', 'agents/tmp/t.symbi']) {
+      const result = await served.call('parse_dsl', { file });
+      assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
+      const dir = file.split('/').slice(0, 2).join('/');
+      assert.match(textOf(result), new RegExp(`path refused: ${dir} is on another file system than the project \\(a mount point inside it\\)`), file);
+      assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
+    }
+    const bound = await served.call('parse_dsl', { file: 'agents/bound/ok.symbi' });
+    assert.equal(bound.isError, undefined, textOf(bound));
+  });
 
-    it('an agents/ that is policies/ under another name loads no agents: list_agents and get_agent_dsl show nothing of it', async () => {
-      const other = makeProject({ 'policies/leaked.symbi': `agent leaked { } // ${MARKER}\n`, 'policies/respond.cedar': POLICY }, 'symbi-reserved-agents-');
-      fs.mkdirSync(path.join(other, 'agents'));
-      const server = await startServer(other, { launcher: bindLauncher(other, [['policies', 'agents']]) });
-      try {
-        const list = await server.call('list_agents', {});
-        assert.deepEqual((list.structuredContent as { agents: unknown[] }).agents, [], textOf(list));
-        const dsl = await server.call('get_agent_dsl', { agent: 'leaked' });
-        assert.equal(dsl.isError, true);
-        assert.ok(!JSON.stringify([list, dsl]).includes(MARKER));
-        const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
-        assert.match(stderr, /agents\/ is a reserved directory \(policies\/ or \.symbiont\/\) reached under another name, so no agents were loaded/, stderr);
-      } finally {
-        await server.close();
-        removeProject(other);
-      }
-    });
-  },
-);
+  it('an agents/ that is policies/ under another name loads no agents: list_agents and get_agent_dsl show nothing of it', async () => {
+    const other = makeProject({ 'policies/leaked.symbi': `agent leaked { } // ${MARKER}\n`, 'policies/respond.cedar': POLICY }, 'symbi-reserved-agents-');
+    fs.mkdirSync(path.join(other, 'agents'));
+    const server = await startServer(other, { launcher: bindLauncher(other, [['policies', 'agents']]) });
+    try {
+      const list = await server.call('list_agents', {});
+      assert.deepEqual((list.structuredContent as { agents: unknown[] }).agents, [], textOf(list));
+      const dsl = await server.call('get_agent_dsl', { agent: 'leaked' });
+      assert.equal(dsl.isError, true);
+      assert.ok(!JSON.stringify([list, dsl]).includes(MARKER));
+      const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+      assert.match(stderr, /agents\/ is a reserved directory \(policies\/ or \.symbiont\/\) reached under another name, so no agents were loaded/, stderr);
+    } finally {
+      await server.close();
+      removeProject(other);
+    }
+  });
+});
 
 /** Runs `symbi mcp` on `project` with standard input closed (a server that starts then ends at once, exit 0): its exit code and output. */
 function runUntilExit(project: string): Promise<{ code: number | null; stderr: string; stdout: string }> {
