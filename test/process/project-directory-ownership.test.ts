@@ -13,6 +13,7 @@ import { type DirectoryAcl, NFS4_ACE_FLAG, parseNfs4Acl, parsePosixAcl } from '.
 import { namespaceSkip } from '../support/mount-namespace.js';
 import { symbiBin } from '../support/server-entry.js';
 import { invokeOnce, type InvokeOutcome, providerEnv } from '../support/server.js';
+import { invokeInProcess, type SessionHost, startSessionHost } from '../support/ownership-sessions.js';
 
 // A project folder another local user can change must never yield a permissive
 // answer. A shared project root (owner alice, group team with a second member
@@ -29,6 +30,14 @@ import { invokeOnce, type InvokeOutcome, providerEnv } from '../support/server.j
 // ACLs, and a real rename by the second user; /etc/group and
 // /etc/nsswitch.conf are changed only in a private mount namespace, over a
 // bind-mounted copy.
+//
+// What the server decides is the startup snapshot's logic, judged for the
+// user it runs as: the first case runs a real `symbi mcp` (and `symbi
+// schemapin`) as alice; the other cases as alice are served one after another
+// by one session host process running as alice (ownership-sessions.ts: the
+// session `symbi mcp` serves, from dist/), and those as root in the test
+// process. A changed /etc file needs a mount namespace, so those cases each
+// run a real `symbi mcp` in one.
 
 const FORBID_HELLO = 'forbid(principal, action == Action::"respond", resource) when { context.response.content like "*Hello*" };\n';
 const PERMIT = 'permit(principal, action == Action::"respond", resource);\n';
@@ -83,6 +92,7 @@ describe('a project folder another user can change', () => {
   });
 
   after(async () => {
+    await aliceHost?.close();
     await endpoint.close();
     fs.rmSync(base, { recursive: true, force: true });
     if (tools) return;
@@ -110,9 +120,25 @@ describe('a project folder another user can change', () => {
     return root;
   }
 
+  const serverEnvironment = (): Record<string, string> => ({ ...providerEnv(endpoint.url), HOME: base });
+  const asUser = (user: string): string[] => ['setpriv', '--reuid', user, '--regid', user, '--init-groups'];
+
+  /** A real `symbi mcp` on `project`, run as `runAs` (root when absent) under the `namespace` launcher, asked once. */
+  function invokeServer(project: string, runAs?: string, namespace: string[] = []): Promise<InvokeOutcome> {
+    const launcher = [...namespace, ...(runAs === undefined ? [] : asUser(runAs))];
+    return invokeOnce(project, { env: serverEnvironment(), launcher }, endpoint);
+  }
+
+  /** The session host that serves as alice, started at its first use. */
+  let aliceHost: SessionHost | undefined;
+  const asAlice = (): SessionHost => (aliceHost ??= startSessionHost({ env: serverEnvironment(), launcher: asUser(alice) }, endpoint));
+
+  /** What the server answers on `project` run as `runAs` (alice, or root when absent), in a mount namespace when `namespace` launches one. */
   function invoke(project: string, runAs?: string, namespace: string[] = []): Promise<InvokeOutcome> {
-    const launcher = [...namespace, ...(runAs === undefined ? [] : ['setpriv', '--reuid', runAs, '--regid', runAs, '--init-groups'])];
-    return invokeOnce(project, { env: { ...providerEnv(endpoint.url), HOME: base }, launcher }, endpoint);
+    if (namespace.length > 0) return invokeServer(project, runAs, namespace);
+    if (runAs === undefined) return invokeInProcess(project, serverEnvironment(), endpoint);
+    assert.equal(runAs, alice, 'the session host serves as alice');
+    return asAlice().invoke(project);
   }
 
   function assertAnswered(outcome: InvokeOutcome): void {
@@ -156,7 +182,7 @@ describe('a project folder another user can change', () => {
     execFileSync('runuser', ['-u', bob, '--', 'mv', path.join(project, 'policies'), path.join(project, 'policies-off')]);
     assert.equal(fs.existsSync(path.join(project, 'policies')), false, 'the second member could rename policies/');
 
-    const outcome = await invoke(project, alice);
+    const outcome = await invokeServer(project, alice);
     const fix = new RegExp(`${project} is writable by group ${team} \\(mode 2775\\), whose members include ${bob}; .*\\(fix: chmod g-w ${project}\\)`);
     assertRefusedNaming(outcome, fix);
     assert.equal(fs.existsSync(path.join(project, '.symbiont')), false, 'no storage was created in the shared root');
@@ -327,22 +353,17 @@ describe('a project folder another user can change', () => {
     if ((fs.statSync('/etc/gshadow', { throwIfNoEntry: false })?.mode ?? 0o004) & 0o004)
       return t.skip('skipped: /etc/gshadow is absent or readable by everyone here');
     const project = makeProject('gshadow-unread', PERMIT, 0o2775, { user: alice, group: alice });
-    const check = spawnSync('setpriv', ['--reuid', alice, '--regid', alice, '--init-groups', process.execPath, symbiBin, 'check', '--project', project], {
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base },
-    });
-    assert.match(check.stdout, /ownership: .* can be changed only by this user and root/, check.stdout + check.stderr);
+    // The report `symbi check` prints, built by the session host running as alice.
+    const check = await asAlice().check(project);
+    assert.match(check, /ownership: .* can be changed only by this user and root/, check);
     assert.match(
-      check.stdout,
+      check,
       /ownership: could not read \/etc\/gshadow \(EACCES\), so group members and administrators listed only there \(newgrp, sg, gpasswd\) were not counted/,
     );
     // A project no group can write needs no group's members: nothing is said.
     const closed = makeProject('gshadow-unread-closed', PERMIT, 0o755, { user: alice, group: alice });
-    const quiet = spawnSync('setpriv', ['--reuid', alice, '--regid', alice, '--init-groups', process.execPath, symbiBin, 'check', '--project', closed], {
-      encoding: 'utf8',
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base },
-    });
-    assert.doesNotMatch(quiet.stdout, /could not read/, quiet.stdout);
+    const quiet = await asAlice().check(closed);
+    assert.doesNotMatch(quiet, /could not read/, quiet);
   });
 
   it('a group-writable root denies all when the system takes groups from a directory service too', { skip: noNamespace }, async (t) => {

@@ -4,8 +4,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { RESERVED_POLICY_DIRECTORIES_MAX } from '../../src/shared/limits.js';
+import { pinProject, ReservedDirectoriesError } from '../../src/shared/confinement/index.js';
 import { makeProject, removeProject } from '../support/project.js';
-import { serverCommand, serverEnv, startServer, textOf, waitForStderr } from '../support/server.js';
+import { type RunningServer, serverCommand, serverEnv, startServer, textOf, waitForStderr } from '../support/server.js';
 import { namespaceSkip } from '../support/mount-namespace.js';
 
 // policies/ and .symbiont/ are reserved by what they are (device and inode,
@@ -13,23 +14,28 @@ import { namespaceSkip } from '../support/mount-namespace.js';
 // mount namespace stands in for every other name a directory can have (a
 // case-insensitive volume's Policies/, a second mount of the same tree): the
 // server runs in the namespace, and no tool reaches the reserved directories
-// through the alias.
+// through the alias. Mounts that need no project of their own share one server.
 
 const MARKER = 'RESERVED-MARKER-41c2';
 const GOOD = 'agent good {\n}\n';
 const POLICY = '@id("permit-respond")\npermit (principal, action == Action::"respond", resource);\n';
 
-/** `unshare -m` with each [source, target] bind-mounted (paths below `project`), then the server. */
-function bindLauncher(project: string, binds: ReadonlyArray<[string, string]>): string[] {
-  const q = (rel: string): string => `'${path.join(project, rel).replaceAll("'", "'\\''")}'`;
-  const mounts = binds.map(([from, to]) => `mount --bind ${q(from)} ${q(to)}`).join(' && ');
+/** `project`/`rel` quoted for sh. */
+function quoted(project: string, rel: string): string {
+  return `'${path.join(project, rel).replaceAll("'", "'\\''")}'`;
+}
+
+/** `unshare -m` with the shell commands `before`, then each [source, target] bind-mounted (paths below `project`), then the server. */
+function bindLauncher(project: string, binds: ReadonlyArray<[string, string]>, before: string[] = []): string[] {
+  const mounts = [...before, ...binds.map(([from, to]) => `mount --bind ${quoted(project, from)} ${quoted(project, to)}`)].join(' && ');
   return ['unshare', '-m', 'sh', '-c', `${mounts} && exec "$0" "$@"`];
 }
 
-describe('reserved directories by identity (bind mounts in a private mount namespace)', { skip: namespaceSkip() }, () => {
+describe('reserved directories by identity, and mounts in the project (in a private mount namespace)', { skip: namespaceSkip() }, () => {
   let project: string;
+  let server: RunningServer | undefined;
 
-  before(() => {
+  before(async () => {
     project = makeProject(
       {
         'agents/good.symbi': GOOD,
@@ -41,45 +47,72 @@ describe('reserved directories by identity (bind mounts in a private mount names
       },
       'symbi-reserved-',
     );
-    for (const dir of ['agents/alias', 'agents/subalias', 'agents/storage', 'agents/governed']) fs.mkdirSync(path.join(project, dir));
+    const dirs = ['agents/alias', 'agents/subalias', 'agents/storage', 'agents/governed', 'agents/ov', 'agents/tmp', 'agents/bound', 'agents/empty'];
+    for (const dir of dirs) fs.mkdirSync(path.join(project, dir));
     fs.chmodSync(path.join(project, '.symbiont'), 0o700);
     fs.chmodSync(path.join(project, '.symbiont/governed'), 0o700);
+    // One server for the aliases and the other mounts: each test asks by its own paths.
+    const q = (rel: string): string => quoted(project, rel);
+    server = await startServer(project, {
+      launcher: bindLauncher(
+        project,
+        [
+          ['policies', 'agents/alias'],
+          ['policies/sub', 'agents/subalias'],
+          ['.symbiont', 'agents/storage'],
+          ['.symbiont/governed', 'agents/governed'],
+          ['agents/sub', 'agents/bound'],
+        ],
+        [
+          // A lower-only overlay needs two layers: policies/ over an empty folder.
+          `mount -t overlay overlay -o lowerdir=${q('policies')}:${q('agents/empty')} ${q('agents/ov')}`,
+          `mount -t tmpfs none ${q('agents/tmp')}`,
+          `printf 'agent t {\\n}\\n' > ${q('agents/tmp/t.symbi')}`,
+        ],
+      ),
+    });
   });
 
-  after(() => removeProject(project));
+  after(async () => {
+    await server?.close();
+    removeProject(project);
+  });
 
   it('parse_dsl {file} through an alias of policies/, a folder in it, .symbiont/ or its folders is refused, naming what it is', async () => {
-    const server = await startServer(project, {
-      launcher: bindLauncher(project, [
-        ['policies', 'agents/alias'],
-        ['policies/sub', 'agents/subalias'],
-        ['.symbiont', 'agents/storage'],
-        ['.symbiont/governed', 'agents/governed'],
-      ]),
-    });
-    try {
-      const refused: Array<[string, RegExp]> = [
-        ['agents/alias/x.symbi', /agents\/alias is policies\/ reached under another name; the policies directory is not readable/],
-        ['agents/alias/sub/y.symbi', /agents\/alias is policies\/ reached under another name/],
-        ['agents/subalias/y.symbi', /agents\/subalias is policies\/sub\/ reached under another name/],
-        ['agents/storage/governed/leak.symbi', /agents\/storage is \.symbiont\/ reached under another name; the server's own storage/],
-        ['agents/governed/leak.symbi', /agents\/governed is \.symbiont\/governed\/ reached under another name/],
-      ];
-      for (const [file, reason] of refused) {
-        const result = await server.call('parse_dsl', { file });
-        assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
-        assert.match(textOf(result), reason, file);
-        assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
-      }
-      for (const file of ['agents/good.symbi', 'agents/sub/ok.symbi']) {
-        const result = await server.call('parse_dsl', { file });
-        assert.equal(result.isError, undefined, `${file}: ${textOf(result)}`);
-      }
-      const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
-      assert.match(stderr, /policies\/mcp-server\/respond\.cedar: loaded 1 polic/, stderr);
-    } finally {
-      await server.close();
+    const served = server!;
+    const refused: Array<[string, RegExp]> = [
+      ['agents/alias/x.symbi', /agents\/alias is policies\/ reached under another name; the policies directory is not readable/],
+      ['agents/alias/sub/y.symbi', /agents\/alias is policies\/ reached under another name/],
+      ['agents/subalias/y.symbi', /agents\/subalias is policies\/sub\/ reached under another name/],
+      ['agents/storage/governed/leak.symbi', /agents\/storage is \.symbiont\/ reached under another name; the server's own storage/],
+      ['agents/governed/leak.symbi', /agents\/governed is \.symbiont\/governed\/ reached under another name/],
+    ];
+    for (const [file, reason] of refused) {
+      const result = await served.call('parse_dsl', { file });
+      assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
+      assert.match(textOf(result), reason, file);
+      assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
     }
+    for (const file of ['agents/good.symbi', 'agents/sub/ok.symbi']) {
+      const result = await served.call('parse_dsl', { file });
+      assert.equal(result.isError, undefined, `${file}: ${textOf(result)}`);
+    }
+    const stderr = await waitForStderr(served, (t) => t.includes('serving MCP'));
+    assert.match(stderr, /policies\/mcp-server\/respond\.cedar: loaded 1 polic/, stderr);
+  });
+
+  // Mounts inside the project are not descended into (overlay and tmpfs).
+  it('an overlay with policies/ as its lower layer, and a tmpfs, are refused; a bind mount of an ordinary folder on the same file system is read', async () => {
+    const served = server!;
+    for (const file of ['agents/ov/x.symbi', 'agents/tmp/t.symbi']) {
+      const result = await served.call('parse_dsl', { file });
+      assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
+      const dir = file.split('/').slice(0, 2).join('/');
+      assert.match(textOf(result), new RegExp(`path refused: ${dir} is on another file system than the project \\(a mount point inside it\\)`), file);
+      assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
+    }
+    const bound = await served.call('parse_dsl', { file: 'agents/bound/ok.symbi' });
+    assert.equal(bound.isError, undefined, textOf(bound));
   });
 
   it('an agents/ that is policies/ under another name loads no agents: list_agents and get_agent_dsl show nothing of it', async () => {
@@ -143,13 +176,16 @@ describe('reserved directories have no silent budget', () => {
     }
   });
 
-  it('a policies/ folder whose name is not valid UTF-8 is refused at startup (it could not be recorded)', async () => {
+  it('a policies/ folder whose name is not valid UTF-8 is refused at startup (it could not be recorded)', () => {
     const project = makeProject({ 'agents/good.symbi': GOOD, 'policies/respond.cedar': POLICY }, 'symbi-reserved-utf8-');
     try {
       fs.mkdirSync(Buffer.concat([Buffer.from(path.join(project, 'policies') + '/'), Buffer.from([0x66, 0xff])]));
-      const run = await runUntilExit(project);
-      assert.notEqual(run.code, 0);
-      assert.match(run.stderr.trimEnd(), /^symbi mcp: --project .*: policies\/ holds a name that is not valid UTF-8, so what it names cannot be reserved$/);
+      // Pinning the project decides; `symbi mcp` turns a ReservedDirectoriesError into the usage line and exit the case above shows.
+      assert.throws(
+        () => pinProject(project),
+        (err: Error) =>
+          err instanceof ReservedDirectoriesError && /^policies\/ holds a name that is not valid UTF-8, so what it names cannot be reserved$/.test(err.message),
+      );
     } finally {
       removeProject(project);
     }
@@ -205,46 +241,7 @@ describe(
   },
 );
 
-describe('mounts inside the project are not descended into (overlay and tmpfs in a private mount namespace)', { skip: namespaceSkip() }, () => {
-  it('an overlay with policies/ as its lower layer, and a tmpfs, are refused; a bind mount of an ordinary folder on the same file system is read', async () => {
-    const project = makeProject(
-      {
-        'agents/good.symbi': GOOD,
-        'agents/sub/ok.symbi': GOOD,
-        'policies/respond.cedar': POLICY,
-        'policies/x.symbi': `agent leaked { } // ${MARKER}\n`,
-      },
-      'symbi-reserved-overlay-',
-    );
-    try {
-      // A lower-only overlay needs two layers: policies/ over an empty folder.
-      for (const dir of ['agents/ov', 'agents/tmp', 'agents/bound', 'agents/empty']) fs.mkdirSync(path.join(project, dir));
-      const q = (rel: string): string => `'${path.join(project, rel).replaceAll("'", "'\\''")}'`;
-      const mounts = [
-        `mount -t overlay overlay -o lowerdir=${q('policies')}:${q('agents/empty')} ${q('agents/ov')}`,
-        `mount -t tmpfs none ${q('agents/tmp')}`,
-        `printf 'agent t {\\n}\\n' > ${q('agents/tmp/t.symbi')}`,
-        `mount --bind ${q('agents/sub')} ${q('agents/bound')}`,
-      ].join(' && ');
-      const server = await startServer(project, { launcher: ['unshare', '-m', 'sh', '-c', `${mounts} && exec "$0" "$@"`] });
-      try {
-        for (const file of ['agents/ov/x.symbi', 'agents/tmp/t.symbi']) {
-          const result = await server.call('parse_dsl', { file });
-          assert.equal(result.isError, true, `${file}: ${textOf(result)}`);
-          const dir = file.split('/').slice(0, 2).join('/');
-          assert.match(textOf(result), new RegExp(`path refused: ${dir} is on another file system than the project \\(a mount point inside it\\)`), file);
-          assert.ok(!JSON.stringify(result).includes(MARKER), `${file}: nothing of the reserved file`);
-        }
-        const bound = await server.call('parse_dsl', { file: 'agents/bound/ok.symbi' });
-        assert.equal(bound.isError, undefined, textOf(bound));
-      } finally {
-        await server.close();
-      }
-    } finally {
-      removeProject(project);
-    }
-  });
-
+describe('a mount over agents/ (tmpfs in a private mount namespace)', { skip: namespaceSkip() }, () => {
   it('an agents/ that is a mount of another file system loads no agents, and standard error says why', async () => {
     const project = makeProject({ 'agents/good.symbi': GOOD, 'policies/respond.cedar': POLICY }, 'symbi-reserved-agents-mount-');
     try {

@@ -8,7 +8,8 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { symbiBin } from '../support/server-entry.js';
-import { invokeOnce, providerEnv } from '../support/server.js';
+import { providerEnv } from '../support/server.js';
+import { checkReport, invokeInProcess } from '../support/ownership-sessions.js';
 import { directoryWritersProblem, type WriterCheckLevel } from '../../src/shared/storage/directory-ownership.js';
 import { ACL_TAG, type DirectoryAcl, NFS4_ACE_FLAG, NFS4_ACE_TYPE, type PosixAclEntry } from '../../src/shared/storage/directory-acl.js';
 
@@ -21,7 +22,10 @@ import { ACL_TAG, type DirectoryAcl, NFS4_ACE_FLAG, NFS4_ACE_TYPE, type PosixAcl
 // folder or file denies every response, .symbiont/ is unusable storage), with
 // the fix named; an entry the ACL mask takes write from is no writer; a sound
 // project still serves. Run as root (the server too, so root's own group has
-// no other member); skipped otherwise.
+// no other member); skipped otherwise. What `symbi check` reports and what the
+// server answers are built in the test process (ownership-sessions.ts: the
+// check's report and the session `symbi mcp` serves, from dist/), as root
+// either way; one real `symbi check` shows the command prints that report.
 
 const PERMIT = 'permit(principal, action == Action::"respond", resource);\n';
 const ANSWER = 'Hello from the synthetic endpoint.';
@@ -107,30 +111,50 @@ describe('who can write what the server trusts below the project root', { skip }
     return dir;
   }
 
-  async function check(dir: string): Promise<string> {
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base };
+  const checkEnv = (): Record<string, string> => ({ PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: base });
+
+  /** What `symbi check --project dir` prints, built in this process. */
+  function check(dir: string): Promise<string> {
+    return checkReport(dir, checkEnv());
+  }
+
+  /** The same report from the real command. */
+  async function checkCommand(dir: string): Promise<string> {
     try {
-      return (await run(process.execPath, [symbiBin, 'check', '--project', dir], { env, encoding: 'utf8' })).stdout;
+      return (await run(process.execPath, [symbiBin, 'check', '--project', dir], { env: checkEnv(), encoding: 'utf8' })).stdout;
     } catch (err) {
       // No provider is configured, so check always reports a failure; its report is what is judged.
       return (err as { stdout: string }).stdout;
     }
   }
 
-  /** Runs `symbi check` on one project per target, changed by `change(target)`, and gives each report. */
+  /**
+   * Runs `symbi check` on projects changed by `change(target)` for every target, and gives each
+   * target's report. Targets whose refusals hide none of each other's share a project: a folder
+   * refused would leave out what it holds, so agents/ and policies/ go in one, the files in them in another.
+   */
   async function checkEach(change: (target: Target) => string): Promise<Array<{ target: Target; dir: string; report: string }>> {
-    return Promise.all(
-      TARGETS.map(async (target) => {
-        const dir = project(change(target));
-        return { target, dir, report: await check(dir) };
+    const groups: Target[][] = [
+      ['agents', 'AGENTS.md', 'policies'],
+      ['agents/assistant.symbi', 'policies/respond.cedar'],
+    ];
+    assert.deepEqual(groups.flat().sort(), [...TARGETS].sort(), 'every level is tried');
+    const checked = await Promise.all(
+      groups.map(async (targets) => {
+        const dir = project(targets.map(change).join(' && '));
+        const report = await check(dir);
+        return targets.map((target) => ({ target, dir, report }));
       }),
     );
+    return checked.flat();
   }
 
   it('a sound project serves', async () => {
     const dir = project();
+    // The real command once; every other report here is built in process.
+    for (const line of SOUND) assert.match(await checkCommand(dir), line);
     for (const line of SOUND) assert.match(await check(dir), line);
-    const outcome = await invokeOnce(dir, { env: { ...providerEnv(endpoint.url), HOME: base } }, endpoint);
+    const outcome = await invokeInProcess(dir, { ...providerEnv(endpoint.url), HOME: base }, endpoint);
     assert.equal(outcome.isError, false, `${outcome.text}\n${outcome.stderr}`);
     assert.equal(outcome.text, ANSWER);
   });
@@ -191,12 +215,14 @@ describe('who can write what the server trusts below the project root', { skip }
   });
 
   it("a folder's default ACL entry giving write counts for what will be created in it; masked out, it does not", async () => {
-    for (const folder of ['agents', 'policies'] as const) {
-      const dir = project(`setfacl -d -m u:${bob}:rwx ${folder}`);
-      const report = await check(dir);
+    // Both folders in one project: neither refusal hides the other.
+    const folders = ['agents', 'policies'] as const;
+    const dir = project(folders.map((folder) => `setfacl -d -m u:${bob}:rwx ${folder}`).join(' && '));
+    const report = await check(dir);
+    const masked = await check(project(folders.map((folder) => `setfacl -d -m u:${bob}:rwx,m::r-x ${folder}`).join(' && ')));
+    for (const folder of folders) {
       const why = `is writable by user ${bob} \\(uid ${bobUid}\\) through its default ACL entry user:${bob}:rwx, mask rwx; what is created in it inherits the entry`;
       assert.match(report, refusal(folder, dir, why, escape(`setfacl -R -d -x u:${bob} ${dir}/${folder}`)), `${folder}:\n${report}`);
-      const masked = await check(project(`setfacl -d -m u:${bob}:rwx,m::r-x ${folder}`));
       for (const line of SOUND) assert.match(masked, line, `${folder} masked:\n${masked}`);
     }
   });
@@ -216,9 +242,9 @@ describe('who can write what the server trusts below the project root', { skip }
     );
   });
 
-  it('a real server leaves out an agent file the second user may write, and answers that the agent is unknown', async () => {
+  it('the server leaves out an agent file the second user may write, and answers that the agent is unknown', async () => {
     const dir = project(`setfacl -m u:${bob}:rw agents/assistant.symbi`);
-    const outcome = await invokeOnce(dir, { env: { ...providerEnv(endpoint.url), HOME: base } }, endpoint);
+    const outcome = await invokeInProcess(dir, { ...providerEnv(endpoint.url), HOME: base }, endpoint);
     assert.equal(outcome.isError, true, outcome.text);
     assert.match(outcome.text, /unknown agent/);
     assert.equal(outcome.requests, 0);

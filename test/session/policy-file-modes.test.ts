@@ -4,11 +4,13 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { makeProject, removeProject } from '../support/project.js';
-import { invokeOnce, type InvokeOutcome, providerEnv } from '../support/server.js';
+import { startInProcessServer } from '../support/in-process-server.js';
+import { type InvokeOutcome, providerEnv, textOf } from '../support/server.js';
 
 // A policy file or folder that another local user could rewrite makes the
 // whole set deny every response, as group- or world-writable storage does.
-// Real files, chmod and chown; `symbi mcp` over stdio with the synthetic endpoint.
+// Real files, chmod and chown; the session `symbi mcp` serves, in process
+// (what is refused is the startup snapshot's decision), with the synthetic endpoint.
 
 const ANOTHER_UID = 65534; // nobody
 const PERMIT = 'permit(principal, action == Action::"respond", resource);\n';
@@ -38,9 +40,13 @@ describe('policy files and folders another user could rewrite', () => {
   async function invoke(prepare: (dir: string) => void): Promise<InvokeOutcome> {
     const project = soundProject();
     prepare(project);
+    const server = await startInProcessServer(project, { env: providerEnv(endpoint.url) });
     try {
-      return await invokeOnce(project, { env: providerEnv(endpoint.url) }, endpoint);
+      const sent = endpoint.requests.length;
+      const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'Say hello' });
+      return { text: textOf(result), isError: result.isError === true, stderr: server.stderr(), requests: endpoint.requests.length - sent };
     } finally {
+      await server.close();
       removeProject(project);
     }
   }
