@@ -28,15 +28,25 @@ import { routeSkip } from '../support/route-required.js';
 //   to the runs with /proc. descriptor-access.test.ts serves, invokes and
 //   writes journals without /proc on each of these routes as well.
 
-const SUITES = ['test/process/confinement-attacks.test.ts', 'test/process/confinement-race.test.ts', 'test/unit/audit-storage.test.ts'];
+const SUITES = ['confinement-attacks.test', 'confinement-race.test', '../unit/audit-storage.test'];
 const RACE_READS = '1500';
 
-/** Runs the suites in a child test runner under `route`, with no /proc when `withoutProc`; asserts all passed, none skipped but what the rerun leaves out. */
+// Each rerun is one process that loads the three suites and runs them one after another (node:test
+// runs the top-level tests of one process in order), not a test runner that starts a process per
+// file. Run compiled (`npm test` runs .test-build/), it loads the suites compiled beside this file,
+// with no TypeScript loader; run from its TypeScript, it loads theirs through tsx. The route is forced
+// in the environment of that process, so every server it starts and its own storage calls take it.
+const compiled = import.meta.url.endsWith('.js');
+const suiteUrls = SUITES.map((suite) => new URL(`${suite}.${compiled ? 'js' : 'ts'}`, import.meta.url).href);
+
+/** Runs the suites in a child process under `route`, with no /proc when `withoutProc`; asserts all passed, none skipped but what the rerun leaves out. */
 function runSuites(route: RouteName, withoutProc: boolean): void {
-  // Without NODE_TEST_CONTEXT the child runner reports on its own standard output, not to this runner.
+  // Without NODE_TEST_CONTEXT the child reports on its own standard output, not to this runner.
   const { NODE_TEST_CONTEXT: _parent, ...env } = process.env;
   const rerun: ConfinementRerun = withoutProc ? 'no-proc' : 'route';
-  const runner = [process.execPath, '--import', 'tsx', '--test', '--test-reporter=tap', '--test-concurrency=1', ...SUITES];
+  const loader = compiled ? [] : ['--import', 'tsx'];
+  const suites = suiteUrls.flatMap((url) => ['--import', url]);
+  const runner = [process.execPath, ...loader, '--test-reporter=tap', ...suites, '--eval', ''];
   const [command, ...args] = withoutProc ? ['unshare', '-m', 'sh', '-c', 'mount -t tmpfs none /proc && exec "$0" "$@"', ...runner] : runner;
   const run = spawnSync(command!, args, {
     cwd: repoRoot,
@@ -73,7 +83,7 @@ describe('confinement suites once per route', () => {
   }
 });
 
-// The same suites with the test runner and every server it starts in a
+// The same suites with the process that runs them and every server it starts in a
 // private mount namespace whose /proc is an empty tmpfs: the routes that do
 // not need /proc must refuse every attack there too.
 describe('confinement suites without /proc', { skip: namespaceSkip() }, () => {
