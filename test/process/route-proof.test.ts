@@ -167,14 +167,14 @@ async function routeLineOf(server: RunningServer): Promise<string> {
 // remembered what it proved (the libc route and the ACL reader). The tests that begin with a
 // remembered proof copy it rather than each paying for a first start of their own: made once per file,
 // by the first test that asks, and the first start's line is checked here.
-let remembered: Promise<string> | undefined;
+let rememberedTemplate: Promise<string> | undefined;
 const rememberedScratch: string[] = [];
 after(() => {
   for (const dir of rememberedScratch) removeProject(dir);
 });
 
 function rememberedProofs(): Promise<string> {
-  return (remembered ??= (async () => {
+  return (rememberedTemplate ??= (async () => {
     const project = makeProject(PROJECT, 'symbi-proof-template-project-');
     const cache = tempDir('symbi-proof-template-');
     rememberedScratch.push(project, cache);
