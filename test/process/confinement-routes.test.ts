@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { ROUTE_NAMES, type RouteName } from '../../src/shared/confinement/descriptor-route.js';
 import { checkDescriptorAccess } from '../../src/shared/confinement/route-choice.js';
 import { repoRoot } from '../support/server-entry.js';
@@ -37,7 +38,9 @@ const RACE_READS = '1500';
 // with no TypeScript loader; run from its TypeScript, it loads theirs through tsx. The route is forced
 // in the environment of that process, so every server it starts and its own storage calls take it.
 const compiled = import.meta.url.endsWith('.js');
-const suiteUrls = SUITES.map((suite) => new URL(`${suite}.${compiled ? 'js' : 'ts'}`, import.meta.url).href);
+const extension = compiled ? 'js' : 'ts';
+const entry = fileURLToPath(new URL(`../support/confinement-rerun-entry.${extension}`, import.meta.url));
+const suiteUrls = SUITES.map((suite) => new URL(`${suite}.${extension}`, import.meta.url).href);
 
 /** Runs the suites in a child process under `route`, with no /proc when `withoutProc`; asserts all passed, none skipped but what the rerun leaves out. */
 function runSuites(route: RouteName, withoutProc: boolean): void {
@@ -45,8 +48,7 @@ function runSuites(route: RouteName, withoutProc: boolean): void {
   const { NODE_TEST_CONTEXT: _parent, ...env } = process.env;
   const rerun: ConfinementRerun = withoutProc ? 'no-proc' : 'route';
   const loader = compiled ? [] : ['--import', 'tsx'];
-  const suites = suiteUrls.flatMap((url) => ['--import', url]);
-  const runner = [process.execPath, ...loader, '--test-reporter=tap', ...suites, '--eval', ''];
+  const runner = [process.execPath, ...loader, '--test-reporter=tap', entry, ...suiteUrls];
   const [command, ...args] = withoutProc ? ['unshare', '-m', 'sh', '-c', 'mount -t tmpfs none /proc && exec "$0" "$@"', ...runner] : runner;
   const run = spawnSync(command!, args, {
     cwd: repoRoot,

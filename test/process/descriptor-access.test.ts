@@ -17,7 +17,8 @@ import { routeSkip } from '../support/route-required.js';
 // over /proc, and a real MCP client drives it over stdio. The libc and openat2
 // routes must serve everything there; the /proc route, forced, must refuse
 // everything with one line naming the platform and the failed check. A route
-// built on deliberately wrong constants must refuse the same way.
+// built on deliberately wrong constants must refuse the same way (in sessions
+// served in this process, below).
 
 const PROJECT_FILES = {
   'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n',
