@@ -11,7 +11,8 @@ import { routeSkip } from '../support/route-required.js';
 
 // The confinement attacks, the symlink-swap race and the storage attacks, run
 // once per route with SYMBI_CONFINEMENT_ROUTE forcing it (the servers those
-// suites start inherit it; test/support/server.ts serverEnv). The fail-closed
+// suites start, and the sessions they serve in process, are given it:
+// test/support/server.ts serverEnv). The fail-closed
 // tests per route are in descriptor-access.test.ts. A route this machine
 // cannot prove is skipped by name, with the self-test's reason, unless
 // SYMBI_TEST_REQUIRED_ROUTES names it (test/support/route-required.ts).
