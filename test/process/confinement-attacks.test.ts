@@ -6,6 +6,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { makeProject, removeProject, tempDir, writeFiles } from '../support/project.js';
 import { type RunningServer, startServer, textOf, waitForStderr } from '../support/server.js';
+import { startInProcessServer } from '../support/in-process-server.js';
 import { leftOutOf } from '../support/confinement-reruns.js';
 
 // The confinement attack suite: hostile project paths through parse_dsl and
@@ -184,6 +185,10 @@ describe('confinement: parse_dsl and discovery refuse hostile paths', () => {
   });
 });
 
+// Startup discovery through the route, in sessions served in this process: the route is chosen from
+// the session's environment (serverEnv(): SYMBI_CONFINEMENT_ROUTE when a rerun forces one), as a
+// server chooses it from its own, and the startup lines are the same operator log. The server process
+// above stands for the attacks end to end.
 describe('confinement: a symlinked agents/ directory and discovery limits', () => {
   it(
     'loads no agents through a symlinked agents/ and refuses reads through it',
@@ -192,7 +197,7 @@ describe('confinement: a symlinked agents/ directory and discovery limits', () =
       const outside = makeProject({ 'agents/secret.symbi': `agent leaked { } // ${MARKER}\n` }, 'symbi-outside-');
       const project = makeProject({ 'AGENTS.md': '# hi\n' });
       fs.symlinkSync(path.join(outside, 'agents'), path.join(project, 'agents'));
-      const server = await startServer(project);
+      const server = await startInProcessServer(project);
       try {
         const list = await server.call('list_agents');
         assert.deepEqual((list.structuredContent as { agents: unknown[] }).agents, []);
@@ -214,7 +219,7 @@ describe('confinement: a symlinked agents/ directory and discovery limits', () =
     const files: Record<string, string> = {};
     for (let i = 0; i < 1030; i++) files[`agents/a${String(i).padStart(4, '0')}.symbi`] = `agent a${i} {\n}\n`;
     const project = makeProject(files);
-    const server = await startServer(project);
+    const server = await startInProcessServer(project);
     try {
       const list = await server.call('list_agents');
       const data = list.structuredContent as { agents: unknown[]; limits_hit: string[] };
@@ -237,7 +242,7 @@ describe('confinement: a symlinked agents/ directory and discovery limits', () =
       const files: Record<string, string> = {};
       for (let i = 0; i < 17; i++) files[`agents/f${String(i).padStart(2, '0')}.symbi`] = body;
       const project = makeProject(files);
-      const server = await startServer(project);
+      const server = await startInProcessServer(project);
       try {
         const list = await server.call('list_agents');
         const data = list.structuredContent as { agents: Array<{ file: string }>; left_out: Array<{ file: string; reason: string }>; limits_hit: string[] };

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { ROUTE_NAMES, type RouteName } from '../../src/shared/confinement/descriptor-route.js';
 import { checkDescriptorAccess } from '../../src/shared/confinement/route-choice.js';
 import { repoRoot } from '../support/server-entry.js';
@@ -10,7 +11,8 @@ import { routeSkip } from '../support/route-required.js';
 
 // The confinement attacks, the symlink-swap race and the storage attacks, run
 // once per route with SYMBI_CONFINEMENT_ROUTE forcing it (the servers those
-// suites start inherit it; test/support/server.ts serverEnv). The fail-closed
+// suites start, and the sessions they serve in process, are given it:
+// test/support/server.ts serverEnv). The fail-closed
 // tests per route are in descriptor-access.test.ts. A route this machine
 // cannot prove is skipped by name, with the self-test's reason, unless
 // SYMBI_TEST_REQUIRED_ROUTES names it (test/support/route-required.ts).
@@ -28,15 +30,26 @@ import { routeSkip } from '../support/route-required.js';
 //   to the runs with /proc. descriptor-access.test.ts serves, invokes and
 //   writes journals without /proc on each of these routes as well.
 
-const SUITES = ['test/process/confinement-attacks.test.ts', 'test/process/confinement-race.test.ts', 'test/unit/audit-storage.test.ts'];
+const SUITES = ['confinement-attacks.test', 'confinement-race.test', '../unit/audit-storage.test'];
 const RACE_READS = '1500';
 
-/** Runs the suites in a child test runner under `route`, with no /proc when `withoutProc`; asserts all passed, none skipped but what the rerun leaves out. */
+// Each rerun is one process that loads the three suites and runs them one after another (node:test
+// runs the top-level tests of one process in order), not a test runner that starts a process per
+// file. Run compiled (`npm test` runs .test-build/), it loads the suites compiled beside this file,
+// with no TypeScript loader; run from its TypeScript, it loads theirs through tsx. The route is forced
+// in the environment of that process, so every server it starts and its own storage calls take it.
+const compiled = import.meta.url.endsWith('.js');
+const extension = compiled ? 'js' : 'ts';
+const entry = fileURLToPath(new URL(`../support/confinement-rerun-entry.${extension}`, import.meta.url));
+const suiteUrls = SUITES.map((suite) => new URL(`${suite}.${extension}`, import.meta.url).href);
+
+/** Runs the suites in a child process under `route`, with no /proc when `withoutProc`; asserts all passed, none skipped but what the rerun leaves out. */
 function runSuites(route: RouteName, withoutProc: boolean): void {
-  // Without NODE_TEST_CONTEXT the child runner reports on its own standard output, not to this runner.
+  // Without NODE_TEST_CONTEXT the child reports on its own standard output, not to this runner.
   const { NODE_TEST_CONTEXT: _parent, ...env } = process.env;
   const rerun: ConfinementRerun = withoutProc ? 'no-proc' : 'route';
-  const runner = [process.execPath, '--import', 'tsx', '--test', '--test-reporter=tap', '--test-concurrency=1', ...SUITES];
+  const loader = compiled ? [] : ['--import', 'tsx'];
+  const runner = [process.execPath, ...loader, '--test-reporter=tap', entry, ...suiteUrls];
   const [command, ...args] = withoutProc ? ['unshare', '-m', 'sh', '-c', 'mount -t tmpfs none /proc && exec "$0" "$@"', ...runner] : runner;
   const run = spawnSync(command!, args, {
     cwd: repoRoot,
@@ -73,7 +86,7 @@ describe('confinement suites once per route', () => {
   }
 });
 
-// The same suites with the test runner and every server it starts in a
+// The same suites with the process that runs them and every server it starts in a
 // private mount namespace whose /proc is an empty tmpfs: the routes that do
 // not need /proc must refuse every attack there too.
 describe('confinement suites without /proc', { skip: namespaceSkip() }, () => {

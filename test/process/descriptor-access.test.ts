@@ -7,6 +7,7 @@ import { DEFAULT_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '
 import { platformLabel } from '../../src/shared/confinement/routes.js';
 import { makeProject, removeProject } from '../support/project.js';
 import { providerEnv, type RunningServer, startServer, textOf, waitForStderr } from '../support/server.js';
+import { startInProcessServer } from '../support/in-process-server.js';
 import { inspect } from '../support/journal.js';
 import { namespaceSkip } from '../support/mount-namespace.js';
 import { routeSkip } from '../support/route-required.js';
@@ -16,7 +17,8 @@ import { routeSkip } from '../support/route-required.js';
 // over /proc, and a real MCP client drives it over stdio. The libc and openat2
 // routes must serve everything there; the /proc route, forced, must refuse
 // everything with one line naming the platform and the failed check. A route
-// built on deliberately wrong constants must refuse the same way.
+// built on deliberately wrong constants must refuse the same way (in sessions
+// served in this process, below).
 
 const PROJECT_FILES = {
   'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n',
@@ -26,17 +28,17 @@ const PROJECT_FILES = {
 const PLATFORM = platformLabel();
 const REFUSED = new RegExp(`project files are unavailable: project file confinement cannot be proven on this ${PLATFORM} system`);
 
-// What /proc holds for the server: the kernel's procfs, nothing, or a forgery
-// whose /proc/self/fd/<n> are plain empty directories.
-type ProcMount = 'procfs' | 'empty' | 'forged';
-const MOUNT_SCRIPTS: Record<Exclude<ProcMount, 'procfs'>, string> = {
+// What /proc holds for the server: nothing, or a forgery whose /proc/self/fd/<n>
+// are plain empty directories.
+type ProcMount = 'empty' | 'forged';
+const MOUNT_SCRIPTS: Record<ProcMount, string> = {
   empty: 'mount -t tmpfs none /proc && exec "$0" "$@"',
   forged: 'mount -t tmpfs none /proc && for n in $(seq 0 99); do mkdir -p /proc/self/fd/$n; done && exec "$0" "$@"',
 };
 
-/** The server on `project` with `proc` mounted over /proc for it. */
+/** The server on `project` with `proc` mounted over /proc for it, in a private mount namespace. */
 function serve(project: string, proc: ProcMount, env: Record<string, string>): Promise<RunningServer> {
-  return startServer(project, { env, launcher: proc === 'procfs' ? [] : ['unshare', '-m', 'sh', '-c', MOUNT_SCRIPTS[proc]] });
+  return startServer(project, { env, launcher: ['unshare', '-m', 'sh', '-c', MOUNT_SCRIPTS[proc]] });
 }
 
 const FILE_TOOLS = [
@@ -48,7 +50,7 @@ const FILE_TOOLS = [
 ] as const;
 
 /** Every file tool, the AGENTS.md resource and invoke_agent refuse with `reason`; nothing ran. */
-async function assertRefusesEverything(served: RunningServer, reason: RegExp): Promise<void> {
+async function assertRefusesEverything(served: Pick<RunningServer, 'call' | 'client'>, reason: RegExp): Promise<void> {
   for (const [tool, args] of FILE_TOOLS) {
     const result = await served.call(tool, args);
     assert.equal(result.isError, true, `${tool}: ${textOf(result)}`);
@@ -138,7 +140,10 @@ describe('without /proc (tmpfs over /proc in a private mount namespace)', { skip
   }
 });
 
-// Each wrong constant breaks one thing the self-test proves; the route must then not serve.
+// Each wrong constant breaks one thing the self-test proves; the route must then not serve. These
+// sessions are served in this process: the route and its constants come from the session's
+// environment (the route is proven in a child process given that environment, as a server's is),
+// and the refusal line is the same operator log; the servers above are the process cases.
 // What a wrong struct dirent offset reads depends on the platform's layout (the offsets are
 // in src/shared/confinement/libc-route.ts):
 // - glibc and musl: d_ino 0, d_off 8, d_reclen 16, d_type 18, d_name 19; no d_namlen.
@@ -187,7 +192,7 @@ describe('the startup self-test refuses a route built on wrong constants', () =>
   for (const [constants, check] of WRONG_CONSTANTS) {
     it(`${constants}: one stderr line names ${PLATFORM} and the failed check; every file tool and invoke_agent refuse`, { skip }, async () => {
       const env = providerEnv(endpoint.url, { SYMBI_CONFINEMENT_ROUTE: 'libc', SYMBI_CONFINEMENT_TEST_CONSTANTS: constants });
-      const served = await serve(project, 'procfs', env);
+      const served = await startInProcessServer(project, { env });
       try {
         await served.client.listTools();
         const stderr = await waitForStderr(served, (t) => t.includes('serving MCP'));
@@ -199,7 +204,7 @@ describe('the startup self-test refuses a route built on wrong constants', () =>
         assert.equal(endpoint.requests.length, 0, 'no request reached the provider');
         assert.equal(fs.existsSync(path.join(project, '.symbiont')), false, 'no audit storage was created');
       } finally {
-        await served.client.close();
+        await served.close();
       }
     });
   }

@@ -157,6 +157,48 @@ const PROJECT = {
   'policies/mcp-server/respond.cedar': '@id("permit-respond")\npermit (principal, action == Action::"respond", resource);\n',
 };
 
+/** The "project files:" line of a server's standard error, once it serves. */
+async function routeLineOf(server: RunningServer): Promise<string> {
+  const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
+  return stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
+}
+
+// A proof cache in which one server start, with the libc route forced, proved in a child process and
+// remembered what it proved (the libc route and the ACL reader). The tests that begin with a
+// remembered proof copy it rather than each paying for a first start of their own: made once per file,
+// by the first test that asks, and the first start's line is checked here.
+let rememberedTemplate: Promise<string> | undefined;
+const rememberedScratch: string[] = [];
+after(() => {
+  for (const dir of rememberedScratch) removeProject(dir);
+});
+
+function rememberedProofs(): Promise<string> {
+  return (rememberedTemplate ??= (async () => {
+    const project = makeProject(PROJECT, 'symbi-proof-template-project-');
+    const cache = tempDir('symbi-proof-template-');
+    rememberedScratch.push(project, cache);
+    const server = await startServer(project, { env: { ...serverEnv(), SYMBI_CONFINEMENT_ROUTE: 'libc', XDG_CACHE_HOME: cache } });
+    try {
+      const line = await routeLineOf(server);
+      assert.match(line, /confinement route libc .*; proven in a child process \(\d+ ms\), remembered(;|$)/, line);
+    } finally {
+      await server.close();
+    }
+    return cache;
+  })());
+}
+
+/** `cache` (an empty folder) given a private copy of the remembered proofs, as the server itself keeps them; returns `cache`. */
+async function withRememberedProofs(cache: string): Promise<string> {
+  const template = await rememberedProofs();
+  fs.mkdirSync(path.join(cache, 'symbi-mcp'), { mode: 0o700 });
+  const file = path.join(cache, 'symbi-mcp', 'route-proofs.json');
+  fs.copyFileSync(path.join(template, 'symbi-mcp', 'route-proofs.json'), file);
+  fs.chmodSync(file, 0o600);
+  return cache;
+}
+
 describe('an FFI route is proven in a child process first', { skip: preloadSkip() }, () => {
   let libs: string;
   let project: string;
@@ -223,14 +265,8 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
     'a remembered proof is not reused once /etc/ld.so.preload names a crashing fdopendir (an overlay on /etc in a private mount namespace)',
     { skip: etcOverlaySkip() },
     async () => {
-      const cache = proofCache();
-      const first = await serve({ SYMBI_CONFINEMENT_ROUTE: 'libc' }, cache);
-      try {
-        const stderr = await waitForStderr(first, (t) => t.includes('serving MCP'));
-        assert.match(stderr, /confinement route libc .*; proven in a child process \(\d+ ms\), remembered(;|$)/m, stderr);
-      } finally {
-        await first.close();
-      }
+      // The libc route's proof is remembered (rememberedProofs: a first start proved and remembered it).
+      const cache = await withRememberedProofs(proofCache());
       // The real /etc is never touched: an overlay whose top layer holds only ld.so.preload, seen by the server alone.
       const layer = tempDir('symbi-etc-layer-');
       try {
@@ -259,19 +295,15 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
   );
 
   it('a remembered proof is not reused under LD_AUDIT', async () => {
-    const cache = proofCache();
-    const line = async (extra: Record<string, string>): Promise<string> => {
-      const server = await serve({ SYMBI_CONFINEMENT_ROUTE: 'libc', ...extra }, cache);
-      try {
-        const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
-        return stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
-      } finally {
-        await server.close();
-      }
-    };
-    assert.match(await line({}), /proven in a child process \(\d+ ms\), remembered(;|$)/);
-    assert.match(await line({}), /its child-process proof is remembered for this system/);
-    assert.match(await line({ LD_AUDIT: lib('audit-nothing') }), /proven in a child process \(\d+ ms\), remembered(;|$)/);
+    // The libc route's proof is remembered (rememberedProofs); that a copy of it is used where nothing
+    // changed is the remembered-proof test below ('the first start proves in a child ...').
+    const cache = await withRememberedProofs(proofCache());
+    const server = await serve({ SYMBI_CONFINEMENT_ROUTE: 'libc', LD_AUDIT: lib('audit-nothing') }, cache);
+    try {
+      assert.match(await routeLineOf(server), /proven in a child process \(\d+ ms\), remembered(;|$)/);
+    } finally {
+      await server.close();
+    }
   });
 
   it(
@@ -327,26 +359,10 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
   const ACL_CRASHED =
     /cannot be checked for other writers: the ACL reader crashed in its proof in a child process \(SIGSEGV\), so it is not called in the server;.*\(fix: start the server without any library preloaded into it that replaces these C calls/;
 
-  it('a crashing lgetxattr costs the ownership check, not the server: the project is refused with the reason, and the server answers', async () => {
-    const server = await serve({ LD_PRELOAD: lib('crash-lgetxattr') });
-    try {
-      const audit = await ownershipRefusal(server);
-      assert.match(audit, ACL_CRASHED, audit);
-      // The confinement routes never call lgetxattr: they are proven and serve as usual.
-      assert.match(server.stderr(), /project files: confinement route (openat2|libc) /);
-    } finally {
-      await server.close();
-    }
-  });
-
-  it('a remembered ACL proof is not reused once LD_PRELOAD names a crashing lgetxattr', async () => {
-    const cache = proofCache();
-    const first = await serve({}, cache);
-    try {
-      await waitForStderr(first, (t) => t.includes('serving MCP'));
-    } finally {
-      await first.close();
-    }
+  // One server for both: a crashing lgetxattr is proven afresh whether or not a proof made without it is
+  // remembered (LD_PRELOAD is part of what a proof is remembered for), so the cache here holds one.
+  it('a crashing lgetxattr costs the ownership check, not the server, even where an ACL proof without it is remembered: the project is refused with the reason, and the server answers', async () => {
+    const cache = await withRememberedProofs(proofCache());
     const remembered = JSON.parse(fs.readFileSync(path.join(cache, 'symbi-mcp', 'route-proofs.json'), 'utf8')) as { proofs: string[] };
     assert.ok(
       remembered.proofs.some((p) => p.startsWith('acl sha256:')),
@@ -356,6 +372,8 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
     try {
       const audit = await ownershipRefusal(server);
       assert.match(audit, ACL_CRASHED, audit);
+      // The confinement routes never call lgetxattr: they are proven and serve as usual.
+      assert.match(server.stderr(), /project files: confinement route (openat2|libc) /);
     } finally {
       await server.close();
     }
@@ -442,20 +460,19 @@ describe('a passed proof is remembered in the user cache directory, and only a p
   async function routeLine(cache: string): Promise<string> {
     const server = await startServer(project, { env: { ...serverEnv(), SYMBI_CONFINEMENT_ROUTE: 'libc', XDG_CACHE_HOME: cache } });
     try {
-      const stderr = await waitForStderr(server, (t) => t.includes('serving MCP'));
-      return stderr.split('\n').find((l) => l.includes('project files: confinement route')) ?? stderr;
+      return await routeLineOf(server);
     } finally {
       await server.close();
     }
   }
 
   it('the first start proves in a child and remembers it privately; the next start skips the child', { skip }, async () => {
-    const cache = tempDir('symbi-proof-cache-');
+    // The first start is rememberedProofs' (its line is checked there); what it wrote is private.
+    const written = path.join(await rememberedProofs(), 'symbi-mcp', 'route-proofs.json');
+    assert.equal(fs.statSync(written).mode & 0o777, 0o600);
+    assert.equal(fs.statSync(path.dirname(written)).mode & 0o777, 0o700);
+    const cache = await withRememberedProofs(tempDir('symbi-proof-cache-'));
     try {
-      assert.match(await routeLine(cache), /confinement route libc .*; proven in a child process \(\d+ ms\), remembered(;|$)/);
-      const file = path.join(cache, 'symbi-mcp', 'route-proofs.json');
-      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
-      assert.equal(fs.statSync(path.dirname(file)).mode & 0o777, 0o700);
       assert.match(await routeLine(cache), /confinement route libc .*; its child-process proof is remembered for this system(;|$)/);
     } finally {
       removeProject(cache);
@@ -463,9 +480,8 @@ describe('a passed proof is remembered in the user cache directory, and only a p
   });
 
   it('a cache file other users can write is ignored and left alone: the route is proven again', { skip }, async () => {
-    const cache = tempDir('symbi-proof-cache-');
+    const cache = await withRememberedProofs(tempDir('symbi-proof-cache-'));
     try {
-      await routeLine(cache);
       const file = path.join(cache, 'symbi-mcp', 'route-proofs.json');
       fs.chmodSync(file, 0o620);
       const line = await routeLine(cache);
@@ -480,9 +496,8 @@ describe('a passed proof is remembered in the user cache directory, and only a p
     'a cache folder or file that belongs to another user is not trusted',
     { skip: skip ?? (process.getuid?.() === 0 ? undefined : 'needs root to give the cache to another user') },
     async () => {
-      const cache = tempDir('symbi-proof-cache-');
+      const cache = await withRememberedProofs(tempDir('symbi-proof-cache-'));
       try {
-        await routeLine(cache);
         const file = path.join(cache, 'symbi-mcp', 'route-proofs.json');
         fs.chownSync(file, 65534, 65534);
         assert.match(await routeLine(cache), /not remembered: \S+route-proofs\.json belongs to uid 65534, not this user \(0\)/);
