@@ -259,15 +259,17 @@ describe('shutdown and process loss', () => {
    * it wrote (`messages`), a wait for the answer to `id`, and `end`, which closes its input as a
    * client closing standard input does and settles with the exit code its shutdown steps give.
    */
-  async function sessionOnWire(project: string) {
-    const session = await startInProcessSession(project, { env: providerEnv(shared.endpoint.url) });
+  async function sessionOnWire(project: string, extraEnv: Record<string, string> = {}) {
+    const session = await startInProcessSession(project, { env: providerEnv(shared.endpoint.url, extraEnv) });
     let written = '';
     session.fromServer.on('data', (chunk: Buffer) => (written += chunk.toString('utf8')));
-    const messages = (): unknown[] =>
+    // Complete lines only: the last piece may be a line still being written.
+    const messages = (): { id?: unknown }[] =>
       written
         .split('\n')
+        .slice(0, -1)
         .filter((line) => line.trim() !== '')
-        .map((line) => JSON.parse(line) as unknown);
+        .map((line) => JSON.parse(line) as { id?: unknown });
     const send = async (text: string): Promise<void> => {
       session.toServer.write(text);
     };
@@ -275,6 +277,7 @@ describe('shutdown and process loss', () => {
     return {
       send,
       messages,
+      waitFor: (id: number): Promise<unknown> => waitFor(`the answer to ${id}`, () => messages().find((m) => m.id === id)),
       stderr: session.stderr,
       end: async (): Promise<number> => {
         session.toServer.end();
@@ -385,7 +388,7 @@ describe('shutdown and process loss', () => {
   it('finishes the journal from the supervisor when the worker thread dies mid-run, and keeps serving', async () => {
     const project = makeProject(FILES);
     try {
-      const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-exit-after-request' });
+      const server = await sessionOnWire(project, { SYMBI_FAULT_INJECTION: 'worker-exit-after-request' });
       const resultOf = async (id: number) =>
         (await server.waitFor(id)) as {
           id?: number;
