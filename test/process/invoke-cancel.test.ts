@@ -277,7 +277,7 @@ describe('shutdown and process loss', () => {
     return {
       send,
       messages,
-      waitFor: (id: number): Promise<unknown> => waitFor(`the answer to ${id}`, () => messages().find((m) => m.id === id)),
+      waitFor: (id: number): Promise<unknown> => waitFor(`the answer to ${id}`, () => messages().find((m) => m.id === id && ('result' in m || 'error' in m))),
       stderr: session.stderr,
       end: async (): Promise<number> => {
         session.toServer.end();
