@@ -40,6 +40,8 @@ function assertReportOrOneLine(result: CallResult, what: string): void {
 describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
   let project: string;
   let server: RawStdioServer;
+  /** The answer to each row's text: a later test on the same text reads it instead of having it analysed again. */
+  const answers = new Map<string, CallResult>();
 
   before(async () => {
     project = makeProject({ 'agents/good.symbi': GOOD }, 'symbi-hostile-parse-');
@@ -71,6 +73,7 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
       assert.ok(answered < group.length, `list_agents waited for all ${group.length} analyses of its group`);
       for (const { row, id } of group) {
         const result = resultOf(await server.waitFor(id, ANSWER_WAIT_MS));
+        answers.set(row.text, result);
         assertReportOrOneLine(result, row.name);
         assert.doesNotMatch(result.content[0]!.text, /^parse_dsl: <inline>: busy/, row.name);
       }
@@ -87,8 +90,13 @@ describe('parse_dsl with hostile text', { timeout: 600_000 }, () => {
 
   it('turns a report over the answer limit into one line', async () => {
     // 123,008 classification rules report as about 8.9 MB of JSON, over the 4 MiB answer limit.
-    await server.send(toolCallLine('big', 'parse_dsl', { content: `channel c { data_classification { ${'a: b, '.repeat(123_008)}} }` }));
-    const big = resultOf(await server.waitFor('big', ANSWER_WAIT_MS));
+    // One of the issue's rows: its answer above, when that test ran.
+    const content = `channel c { data_classification { ${'a: b, '.repeat(123_008)}} }`;
+    let big = answers.get(content);
+    if (big === undefined) {
+      await server.send(toolCallLine('big', 'parse_dsl', { content }));
+      big = resultOf(await server.waitFor('big', ANSWER_WAIT_MS));
+    }
     assert.equal(big.isError, true);
     assert.match(
       big.content[0]!.text,

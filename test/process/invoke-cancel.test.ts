@@ -5,14 +5,20 @@ import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synth
 import { suiteFixture } from '../support/suite-fixture.js';
 import { makeProject, removeProject } from '../support/project.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { auditOf, providerEnv, type RunningServer, startServer } from '../support/server.js';
+import { auditOf, providerEnv } from '../support/server.js';
+import { startInProcessServer, startInProcessSession, type InProcessServer } from '../support/in-process-server.js';
 import { assertCompleteJournal, eventNames, inspect, inspectWithCli, journalsIn, projectPublicKey, readJournal, runIdOf } from '../support/journal.js';
 import { ROUTE_SEQUENCES } from '../support/symbiont-route.js';
 import { readAsSymbiont } from '../support/symbiont-reader.js';
-import { jsonLine, spawnInitializedServer, toolCallLine } from '../support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnInitializedServer, toolCallLine } from '../support/raw-stdio.js';
 import { waitFor } from '../support/wait-for.js';
 
 const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
+
+// Cancellation, progress and the drain when standard input closes are the session's logic: those
+// tests serve the session in this process (in-process-server.ts), on the same MCP transport over
+// in-memory streams, with the exit code its shutdown steps give. Signals, the exit they cause, a
+// process killed mid-run and worker threads that never return need a process of their own.
 
 function terminalOf(file: string): { reason: unknown } | undefined {
   if (!fs.existsSync(file)) return undefined;
@@ -21,15 +27,15 @@ function terminalOf(file: string): { reason: unknown } | undefined {
   return last?.Terminated as { reason: unknown } | undefined;
 }
 
-describe('cancellation over stdio', () => {
+describe('cancellation', () => {
   let endpoint: SyntheticEndpoint;
   let project: string;
-  let server: RunningServer;
+  let server: InProcessServer;
 
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = makeProject(FILES);
-    server = await startServer(project, { env: providerEnv(endpoint.url) });
+    server = await startInProcessServer(project, { env: providerEnv(endpoint.url) });
   });
   after(async () => {
     endpoint.releaseAll();
@@ -248,12 +254,44 @@ describe('shutdown and process loss', () => {
   const spawnServer = (project: string, args: string[] = [], extraEnv: Record<string, string> = {}) =>
     spawnInitializedServer(project, { args, env: providerEnv(shared.endpoint.url, extraEnv) });
 
+  /**
+   * The session in process, initialized, read and written as raw lines as spawnServer's are: what
+   * it wrote (`messages`), a wait for the answer to `id`, and `end`, which closes its input as a
+   * client closing standard input does and settles with the exit code its shutdown steps give.
+   */
+  async function sessionOnWire(project: string, extraEnv: Record<string, string> = {}) {
+    const session = await startInProcessSession(project, { env: providerEnv(shared.endpoint.url, extraEnv) });
+    let written = '';
+    session.fromServer.on('data', (chunk: Buffer) => (written += chunk.toString('utf8')));
+    // Complete lines only: the last piece may be a line still being written.
+    const messages = (): { id?: unknown }[] =>
+      written
+        .split('\n')
+        .slice(0, -1)
+        .filter((line) => line.trim() !== '')
+        .map((line) => JSON.parse(line) as { id?: unknown });
+    const send = async (text: string): Promise<void> => {
+      session.toServer.write(text);
+    };
+    await send(jsonLine(INITIALIZE) + jsonLine(INITIALIZED));
+    return {
+      send,
+      messages,
+      waitFor: (id: number): Promise<unknown> => waitFor(`the answer to ${id}`, () => messages().find((m) => m.id === id && ('result' in m || 'error' in m))),
+      stderr: session.stderr,
+      end: async (): Promise<number> => {
+        session.toServer.end();
+        return session.shutdown(`session closed: ${await session.closed}`);
+      },
+    };
+  }
+
   it('reports the four progress phases before the result, without model text (checked on the wire)', async () => {
-    // Checked on raw stdout: the SDK client runs notification handlers a tick later
+    // Checked on the session's raw output: the SDK client runs notification handlers a tick later
     // than responses, so a client-side counter could miss the last notice.
     const project = makeProject(FILES);
     try {
-      const server = spawnServer(project);
+      const server = await sessionOnWire(project);
       await server.send(toolCallLine(7, 'invoke_agent', { agent: 'assistant', prompt: 'hi' }, 'p7'));
       const messages = await waitFor('the result', () => {
         const parsed = server.messages() as Array<{ id?: number; method?: string; params?: { progressToken?: string; message?: string; progress?: number } }>;
@@ -289,7 +327,7 @@ describe('shutdown and process loss', () => {
     const project = makeProject(FILES);
     try {
       const seen = shared.endpoint.requests.length;
-      const server = spawnServer(project);
+      const server = await sessionOnWire(project);
       for (let i = 1; i <= 20; i++) {
         await server.send(toolCallLine(i, 'invoke_agent', { agent: 'assistant', prompt: `[[hold]] ${i}` }));
       }
@@ -350,7 +388,7 @@ describe('shutdown and process loss', () => {
   it('finishes the journal from the supervisor when the worker thread dies mid-run, and keeps serving', async () => {
     const project = makeProject(FILES);
     try {
-      const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-exit-after-request' });
+      const server = await sessionOnWire(project, { SYMBI_FAULT_INJECTION: 'worker-exit-after-request' });
       const resultOf = async (id: number) =>
         (await server.waitFor(id)) as {
           id?: number;

@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -29,15 +29,23 @@ interface Fixture {
   seed: Buffer;
 }
 
-function fixture(t: { after(fn: () => void): void }): Fixture {
+// One project and key for the file: each test writes its own runs (a fresh run id, a file name of
+// its own), so none sees another's; pinning a project proves its confinement route, which each
+// test would otherwise pay for again.
+let shared: Fixture | undefined;
+after(() => {
+  if (shared === undefined) return;
+  closeAuditStorage(shared.storage);
+  fs.rmSync(shared.dir, { recursive: true, force: true });
+});
+
+function fixture(): Fixture {
+  if (shared !== undefined) return shared;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-tamper-'));
   const storage = openAuditStorage(pinProject(dir));
-  t.after(() => {
-    closeAuditStorage(storage);
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
   const seed = fs.readFileSync(path.join(dir, '.symbiont', 'governed', 'audit-signing.key'));
-  return { dir, storage, key: storage.signingKey.publicKeyHex, seed };
+  shared = { dir, storage, key: storage.signingKey.publicKeyHex, seed };
+  return shared;
 }
 
 async function writeRun(f: Fixture, runId = crypto.randomUUID(), terminal = true): Promise<{ runId: string; file: string }> {
@@ -121,8 +129,8 @@ function forgeChain(seed: Buffer, runId: string, specs: Array<{ event: unknown; 
   return Buffer.concat(out);
 }
 
-test('one byte changed in a payload: bad signature on that line (exit 1)', async (t) => {
-  const f = fixture(t);
+test('one byte changed in a payload: bad signature on that line (exit 1)', async () => {
+  const f = fixture();
   const { runId, file } = await writeRun(f);
   const ls = lines(file);
   const i = ls[2]!.indexOf('response_bytes":10');
@@ -131,8 +139,8 @@ test('one byte changed in a payload: bad signature on that line (exit 1)', async
   expectFailure(file, runId, f.key, 3, /line 3: bad signature/, true);
 });
 
-test('a signature swapped between two lines: bad signature (exit 1)', async (t) => {
-  const f = fixture(t);
+test('a signature swapped between two lines: bad signature (exit 1)', async () => {
+  const f = fixture();
   const { runId, file } = await writeRun(f);
   const ls = lines(file);
   const sigOf = (l: Buffer) => l.subarray(l.lastIndexOf(',"signature":"'));
@@ -144,8 +152,8 @@ test('a signature swapped between two lines: bad signature (exit 1)', async (t) 
   expectFailure(file, runId, f.key, 2, /line 2: bad signature/);
 });
 
-test('two lines swapped: broken chain (exit 1)', async (t) => {
-  const f = fixture(t);
+test('two lines swapped: broken chain (exit 1)', async () => {
+  const f = fixture();
   const { runId, file } = await writeRun(f);
   const ls = lines(file);
   [ls[2], ls[3]] = [ls[3]!, ls[2]!];
@@ -153,8 +161,8 @@ test('two lines swapped: broken chain (exit 1)', async (t) => {
   expectFailure(file, runId, f.key, 3, /broken chain at line 3/, true);
 });
 
-test('a line removed: broken chain (exit 1)', async (t) => {
-  const f = fixture(t);
+test('a line removed: broken chain (exit 1)', async () => {
+  const f = fixture();
   const { runId, file } = await writeRun(f);
   const ls = lines(file);
   ls.splice(2, 1);
@@ -162,15 +170,15 @@ test('a line removed: broken chain (exit 1)', async (t) => {
   expectFailure(file, runId, f.key, 3, /broken chain at line 3/);
 });
 
-test('the first line removed: broken chain at line 1 (exit 1)', async (t) => {
-  const f = fixture(t);
+test('the first line removed: broken chain at line 1 (exit 1)', async () => {
+  const f = fixture();
   const { runId, file } = await writeRun(f);
   fs.writeFileSync(file, Buffer.concat(lines(file).slice(1)));
   expectFailure(file, runId, f.key, 1, /broken chain at line 1/);
 });
 
-test('a line duplicated: broken chain (exit 1)', async (t) => {
-  const f = fixture(t);
+test('a line duplicated: broken chain (exit 1)', async () => {
+  const f = fixture();
   const { runId, file } = await writeRun(f);
   const ls = lines(file);
   ls.splice(3, 0, ls[2]!);
@@ -178,8 +186,8 @@ test('a line duplicated: broken chain (exit 1)', async (t) => {
   expectFailure(file, runId, f.key, 4, /broken chain at line 4/);
 });
 
-test("another run's journal under this run's name: other run (exit 1)", async (t) => {
-  const f = fixture(t);
+test("another run's journal under this run's name: other run (exit 1)", async () => {
+  const f = fixture();
   const ours = crypto.randomUUID();
   const { runId: theirs, file } = await writeRun(f);
   const renamed = path.join(path.dirname(file), `${ours}.jsonl`);
@@ -187,8 +195,8 @@ test("another run's journal under this run's name: other run (exit 1)", async (t
   expectFailure(renamed, ours, f.key, 1, new RegExp(`line 1: other run: the record belongs to run ${theirs}`));
 });
 
-test('a truncated last line: exit 2 with unverified_tail_bytes', async (t) => {
-  const f = fixture(t);
+test('a truncated last line: exit 2 with unverified_tail_bytes', async () => {
+  const f = fixture();
   const { runId, file } = await writeRun(f);
   const bytes = fs.readFileSync(file);
   const cutBy = 40;
@@ -204,17 +212,17 @@ test('a truncated last line: exit 2 with unverified_tail_bytes', async (t) => {
   assert.equal(r.report.terminal_reason, null);
 });
 
-test('garbage appended as a complete line fails (exit 1)', async (t) => {
-  const f = fixture(t);
+test('garbage appended as a complete line fails (exit 1)', async () => {
+  const f = fixture();
   const { runId, file } = await writeRun(f);
   assert.equal(inspect(file, runId, f.key).status, 0, 'the untouched journal is complete');
   fs.appendFileSync(file, 'garbage\n');
   expectFailure(file, runId, f.key, 7, /line 7: malformed line/);
 });
 
-test('a final fragment always needs reconciliation (exit 2), even after Terminated and whatever it holds', async (t) => {
+test('a final fragment always needs reconciliation (exit 2), even after Terminated and whatever it holds', async () => {
   // Symbiont docs/crash-inspection.md: the fragment is unauthenticated and may be interruption or tampering.
-  const f = fixture(t);
+  const f = fixture();
   const { runId, file } = await writeRun(f);
   const original = fs.readFileSync(file);
   fs.writeFileSync(file, Buffer.concat([original, Buffer.from('garbage')]));
@@ -236,8 +244,8 @@ test('a final fragment always needs reconciliation (exit 2), even after Terminat
   assert.equal(u.report.terminal_reason, null);
 });
 
-test('a missing terminal record: exit 2', async (t) => {
-  const f = fixture(t);
+test('a missing terminal record: exit 2', async () => {
+  const f = fixture();
   const { runId, file } = await writeRun(f);
   fs.writeFileSync(file, Buffer.concat(lines(file).slice(0, -1)));
   const r = inspect(file, runId, f.key, true);
@@ -247,14 +255,14 @@ test('a missing terminal record: exit 2', async (t) => {
   assert.ok(r.report.warnings.some((w: string) => /^no Terminated record/.test(w)));
 });
 
-test('the wrong public key: bad signature on line 1 (exit 1)', async (t) => {
-  const f = fixture(t);
+test('the wrong public key: bad signature on line 1 (exit 1)', async () => {
+  const f = fixture();
   const { runId, file } = await writeRun(f);
   expectFailure(file, runId, '11'.repeat(32), 1, /line 1: bad signature/);
 });
 
-test('forged records with valid signatures: sequence gap, other principal, order errors (exit 1)', async (t) => {
-  const f = fixture(t);
+test('forged records with valid signatures: sequence gap, other principal, order errors (exit 1)', async () => {
+  const f = fixture();
   const runId = crypto.randomUUID();
   const file = path.join(f.dir, 'forged.jsonl');
   const started = { Started: { execution_context: { agent_definition: { name: 'declared' } } } };
@@ -292,8 +300,8 @@ test('forged records with valid signatures: sequence gap, other principal, order
   expectFailure(file, runId, f.key, 2, /never requested/);
 });
 
-test('hostile but validly signed payloads never crash the verifier', async (t) => {
-  const f = fixture(t);
+test('hostile but validly signed payloads never crash the verifier', async () => {
+  const f = fixture();
   const runId = crypto.randomUUID();
   const file = path.join(f.dir, 'hostile.jsonl');
   const started = forgeChain(f.seed, runId, [{ event: { Started: {} } }]);
@@ -327,8 +335,8 @@ test('hostile but validly signed payloads never crash the verifier', async (t) =
   expectFailure(file, runId, f.key, 1, /line 1: malformed line/);
 });
 
-test('more than 32,768 tracked operations fail explicitly, as Symbiont documents (exit 1)', async (t) => {
-  const f = fixture(t);
+test('more than 32,768 tracked operations fail explicitly, as Symbiont documents (exit 1)', async () => {
+  const f = fixture();
   const runId = crypto.randomUUID();
   const file = path.join(f.dir, 'many-calls.jsonl');
   const specs: Array<{ event: unknown }> = [{ event: { Started: {} } }];

@@ -5,8 +5,9 @@ import { describe, it } from 'node:test';
 import { suiteFixture, suiteScratch } from '../support/suite-fixture.js';
 import { namespaceSkip } from '../support/mount-namespace.js';
 import { writeFiles } from '../support/project.js';
-import { providerEnv, serverEnv, startServer, textOf, waitForStderr, type RunningServer } from '../support/server.js';
-import { INITIALIZE, jsonLine, spawnRawServer } from '../support/raw-stdio.js';
+import { providerEnv, serverEnv, startServer, textOf, waitForStderr } from '../support/server.js';
+import { startInProcessServer, startInProcessSession, type InProcessOptions, type InProcessServer } from '../support/in-process-server.js';
+import { INITIALIZE, jsonLine } from '../support/raw-stdio.js';
 import { waitFor } from '../support/wait-for.js';
 
 // Edits after startup (issue 34, item 4): the snapshot rule stays (nothing changes until a
@@ -14,6 +15,10 @@ import { waitFor } from '../support/wait-for.js';
 // item 6: on Linux a file-system notification says when to look, elsewhere (and with
 // SYMBI_CHANGE_WATCH=poll) a look every 2 s; either way the look through the pinned project
 // descriptor decides what changed, so each test here runs in both modes.
+//
+// What the watch notices and says is the session's logic: those tests serve the session in this
+// process (in-process-server.ts), its operator log kept in memory. Only the fallbacks under a
+// mount namespace (no /proc, a forged /proc) need a process of their own.
 
 const FILES = {
   'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n',
@@ -37,11 +42,38 @@ function changedFiles(stderr: string): string[] {
   return JSON.parse(files[1]!) as string[];
 }
 
-async function serving(server: RunningServer, polls: boolean): Promise<void> {
+async function serving(server: Pick<InProcessServer, 'stderr'>, polls: boolean): Promise<void> {
   const stderr = await waitForStderr(server, (s) => s.includes('startup.serving'));
   assert.match(stderr, /startup\.serving/);
   // The poll is said once, before serving; notifications are silent.
   assert.equal(stderr.includes('project.change_poll'), polls, stderr);
+}
+
+/**
+ * Runs `body` with SYMBI_CHANGE_WATCH in this process's environment as `modeEnv` has it (absent
+ * when it has none): the session takes its provider and keys from its `env`, but the watch reads
+ * SYMBI_CHANGE_WATCH from process.env (mcp-command.ts gives watchProjectChanges no env), as a
+ * child's would. The watch reads it once, as it starts (before startup.serving).
+ */
+async function withWatchMode<T>(modeEnv: Record<string, string>, body: () => Promise<T>): Promise<T> {
+  const saved = process.env.SYMBI_CHANGE_WATCH;
+  if (modeEnv.SYMBI_CHANGE_WATCH === undefined) delete process.env.SYMBI_CHANGE_WATCH;
+  else process.env.SYMBI_CHANGE_WATCH = modeEnv.SYMBI_CHANGE_WATCH;
+  try {
+    return await body();
+  } finally {
+    if (saved === undefined) delete process.env.SYMBI_CHANGE_WATCH;
+    else process.env.SYMBI_CHANGE_WATCH = saved;
+  }
+}
+
+/** The session in process with the watch in `modeEnv`'s mode, once its watch has started (startup.serving). */
+async function startWatched(project: string, modeEnv: Record<string, string>, options: InProcessOptions = {}): Promise<InProcessServer> {
+  return withWatchMode(modeEnv, async () => {
+    const server = await startInProcessServer(project, { ...options, env: { ...(options.env ?? serverEnv()), ...modeEnv } });
+    await waitForStderr(server, (s) => s.includes('startup.serving'));
+    return server;
+  });
 }
 
 for (const mode of MODES) {
@@ -55,7 +87,7 @@ for (const mode of MODES) {
     };
 
     it('says once that a policy file and an agent file changed and that a restart applies them; answers as at startup', async () => {
-      const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url, mode.env) });
+      const server = await startWatched(shared.project, mode.env, { env: providerEnv(shared.endpoint.url) });
       try {
         await serving(server, mode.polls);
         fs.appendFileSync(path.join(shared.project, 'policies', 'respond.cedar'), 'forbid (principal, action, resource);\n');
@@ -79,23 +111,28 @@ for (const mode of MODES) {
 
     it('names an edit made after the snapshot read the files and before the watch started (issue 56)', async () => {
       const project = fresh();
-      const server = spawnRawServer(project, { env: { ...serverEnv(), ...mode.env } });
-      try {
-        // The snapshot is taken before initialize is answered; the watch starts after the startup
-        // summary, which waits for `initialized` (never sent here) and the agents' analysis.
-        await server.send(jsonLine(INITIALIZE));
-        await server.waitFor('init');
-        assert.doesNotMatch(server.stderr(), /startup\.serving/, 'the watch has not started yet');
-        fs.appendFileSync(path.join(project, 'policies', 'respond.cedar'), 'forbid (principal, action, resource);\n');
-        await waitFor('project.changed', () => (server.stderr().includes('project.changed') ? true : undefined), 30_000);
-        assert.deepEqual(changedFiles(server.stderr()), ['policies/respond.cedar']);
-      } finally {
-        await server.end();
-      }
+      await withWatchMode(mode.env, async () => {
+        const session = await startInProcessSession(project, { env: { ...serverEnv(), ...mode.env } });
+        let written = '';
+        session.fromServer.on('data', (chunk: Buffer) => (written += chunk.toString('utf8')));
+        try {
+          // The snapshot is taken before initialize is answered; the watch starts after the startup
+          // summary, which waits for `initialized` (never sent here) and the agents' analysis.
+          session.toServer.write(jsonLine(INITIALIZE));
+          await waitFor('the initialize answer', () => (written.includes('"id":"init"') ? true : undefined));
+          assert.doesNotMatch(session.stderr(), /startup\.serving/, 'the watch has not started yet');
+          fs.appendFileSync(path.join(project, 'policies', 'respond.cedar'), 'forbid (principal, action, resource);\n');
+          await waitFor('project.changed', () => (session.stderr().includes('project.changed') ? true : undefined), 30_000);
+          assert.deepEqual(changedFiles(session.stderr()), ['policies/respond.cedar']);
+        } finally {
+          session.toServer.end();
+          await session.shutdown(`session closed: ${await session.closed}`);
+        }
+      });
     });
 
     it('says nothing when nothing changes after the snapshot', async () => {
-      const server = await startServer(fresh(), { env: { ...serverEnv(), ...mode.env } });
+      const server = await startWatched(fresh(), mode.env);
       try {
         await serving(server, mode.polls);
         // Longer than a poll interval: the first look and at least one poll compare with the snapshot's reference.
@@ -108,7 +145,7 @@ for (const mode of MODES) {
 
     it('names only the files the snapshot was read from: an editor swap file and notes beside them are not a change', async () => {
       const project = fresh();
-      const server = await startServer(project, { env: { ...serverEnv(), ...mode.env } });
+      const server = await startWatched(project, mode.env);
       try {
         await serving(server, mode.polls);
         fs.writeFileSync(path.join(project, 'agents', '.assistant.symbi.swp'), 'swap');
@@ -126,7 +163,7 @@ for (const mode of MODES) {
       const project = fresh();
       // The copy is made before startup, so the swap below is two renames, back to back.
       fs.cpSync(path.join(project, 'policies'), path.join(project, 'policies.copy'), { recursive: true });
-      const server = await startServer(project, { env: { ...serverEnv(), ...mode.env } });
+      const server = await startWatched(project, mode.env);
       try {
         await serving(server, mode.polls);
         fs.renameSync(path.join(project, 'policies'), path.join(project, 'policies.old'));
@@ -152,7 +189,7 @@ for (const mode of MODES) {
         'agents/assistant.symbi': FILES['agents/assistant.symbi'],
         'policies.new/mcp-server/respond.cedar': FILES['policies/respond.cedar'],
       });
-      const server = await startServer(project, { env: { ...serverEnv(), ...mode.env } });
+      const server = await startWatched(project, mode.env);
       try {
         await serving(server, mode.polls);
         fs.renameSync(path.join(project, 'policies.new'), path.join(project, 'policies'));
@@ -166,7 +203,7 @@ for (const mode of MODES) {
     it('follows the project folder when it is renamed: an edit at its new place is noticed', async () => {
       const project = fresh();
       const moved = `${project}-moved`;
-      const server = await startServer(project, { env: { ...serverEnv(), ...mode.env } });
+      const server = await startWatched(project, mode.env);
       try {
         await serving(server, mode.polls);
         fs.renameSync(project, moved);
@@ -187,7 +224,7 @@ describe('file-system notifications', () => {
   it('say when to look: with no poll running, an edit is noticed', { skip: process.platform !== 'linux' && 'inotify is Linux only' }, async () => {
     const project = scratch();
     writeFiles(project, FILES);
-    const server = await startServer(project);
+    const server = await startWatched(project, {});
     try {
       // No project.change_poll line: nothing looks at the files unless a notification says to.
       await serving(server, false);
@@ -202,7 +239,7 @@ describe('file-system notifications', () => {
   it('an unknown SYMBI_CHANGE_WATCH says so and polls', async () => {
     const project = scratch();
     writeFiles(project, FILES);
-    const server = await startServer(project, { env: { ...serverEnv(), SYMBI_CHANGE_WATCH: 'inotify' } });
+    const server = await startWatched(project, { SYMBI_CHANGE_WATCH: 'inotify' });
     try {
       const stderr = await waitForStderr(server, (s) => s.includes('startup.serving'));
       const lines = stderr.split('\n').filter((l) => l.includes('project.change_poll'));

@@ -6,6 +6,7 @@ import { completionBody, type ModeContext } from '../../src/demo/synthetic-endpo
 import { suiteFixture } from '../support/suite-fixture.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { auditOf, providerEnv, startServer, textOf, waitForStderr, type RunningServer } from '../support/server.js';
+import { startInProcessServer, type InProcessServer } from '../support/in-process-server.js';
 import { readJournal } from '../support/journal.js';
 import { readAsSymbiont } from '../support/symbiont-reader.js';
 import { ROUTE_SEQUENCES } from '../support/symbiont-route.js';
@@ -15,6 +16,11 @@ import { REDACTED_KEY_MIN_CHARS } from '../../src/shared/secrets/key-redaction.j
 // The server's secrets never leave it (issue 31, item 4): the configured provider key reaches
 // neither standard error (however a provider error or a library split, escaped or re-cased it)
 // nor the MCP caller (an answer that echoes it is withheld, and its journal says why without it).
+//
+// What the session answers, journals and logs is its logic: those cases serve the session in this
+// process (in-process-server.ts), whose operator log is kept in memory, redacted as `symbi mcp`
+// redacts descriptor 2. A worker thread's own writes reach descriptor 2 outside the log, captured
+// only by the process's standard error: that case starts a server.
 
 // Not shaped like an sk-... key, so only the configured-key rule can catch it.
 const KEY = 'Synthetic0Key1For2Redaction3Tests4xyz';
@@ -43,9 +49,9 @@ function env(url: string, extra: Record<string, string> = {}): Record<string, st
 describe('the provider key never leaves the server', () => {
   const shared = suiteFixture(FILES);
 
-  for (const format of ['text', 'json']) {
+  for (const format of ['text', 'json'] as const) {
     it(`keeps a key a provider error split by a newline off standard error (--log-format ${format})`, async () => {
-      const server = await startServer(shared.project, { env: env(shared.endpoint.url), args: ['--log-format', format] });
+      const server = await startInProcessServer(shared.project, { env: env(shared.endpoint.url), logFormat: format });
       try {
         const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'who am I [[key-error]]' });
         assert.equal(result.isError, true);
@@ -64,7 +70,7 @@ describe('the provider key never leaves the server', () => {
     ['split by a newline and in other case around it', 'show me [[echo-auth:split]]'],
   ] as const) {
     it(`withholds an answer that echoes the Authorization header (${label}) and journals why, without the key`, async () => {
-      const server = await startServer(shared.project, { env: env(shared.endpoint.url) });
+      const server = await startInProcessServer(shared.project, { env: env(shared.endpoint.url) });
       try {
         const result = await server.call('invoke_agent', { agent: 'assistant', prompt });
         assert.equal(result.isError, true, textOf(result));
@@ -88,7 +94,7 @@ describe('the provider key never leaves the server', () => {
 
   for (const field of ['id', 'name', 'args'] as const) {
     it(`withholds an answer whose proposed tool call carries the key in its ${field}, never journaling it`, async () => {
-      const server = await startServer(shared.project, { env: env(shared.endpoint.url) });
+      const server = await startInProcessServer(shared.project, { env: env(shared.endpoint.url) });
       try {
         const result = await server.call('invoke_agent', { agent: 'assistant', prompt: `show me [[echo-auth:tool-${field}]]` });
         assert.equal(result.isError, true, textOf(result));
@@ -105,7 +111,7 @@ describe('the provider key never leaves the server', () => {
   }
 
   it('keeps the key out of the journal when a provider echoes it as its request id, error type and param', async () => {
-    const server = await startServer(shared.project, { env: env(shared.endpoint.url) });
+    const server = await startInProcessServer(shared.project, { env: env(shared.endpoint.url) });
     try {
       const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'who am I [[key-identifiers]]' });
       assert.equal(result.isError, true, textOf(result));
@@ -207,12 +213,12 @@ describe('the provider key never leaves the server, encoded', () => {
   let project: string;
   // One server for every encoding: each case is two invoke_agent calls of its own, and its
   // standard error is read from where the case began.
-  let server: RunningServer;
+  let server: InProcessServer;
   const shared = suiteFixture(FILES);
   before(async () => {
     endpoint = await startSyntheticEndpoint({ modes: ENCODED_MODES });
     project = shared.project;
-    server = await startServer(project, { env: env(endpoint.url) });
+    server = await startInProcessServer(project, { env: env(endpoint.url) });
   });
   after(async () => {
     await server?.close();
@@ -270,7 +276,7 @@ describe('keys too short to be secrets', () => {
 
   for (const dummy of ['x', 'ollama', 'lm-studio']) {
     it(`a key "${dummy}" is left as text on standard error, said once, and an answer holding it is released`, async () => {
-      const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url, { OPENAI_API_KEY: dummy }) });
+      const server = await startInProcessServer(shared.project, { env: providerEnv(shared.endpoint.url, { OPENAI_API_KEY: dummy }) });
       try {
         // The provider echoes the prompt, which holds the key, in its error: said on standard error as it is.
         const echoed = await server.call('invoke_agent', { agent: 'assistant', prompt: `tell ${dummy} [[http:code=400,echo]]` });
@@ -296,7 +302,7 @@ describe('keys too short to be secrets', () => {
   it(`a key of ${REDACTED_KEY_MIN_CHARS} characters is still replaced where it appears as it is, and no notice is given`, async () => {
     const key = 'Abcdefghij'.slice(0, REDACTED_KEY_MIN_CHARS);
     assert.equal(key.length, REDACTED_KEY_MIN_CHARS);
-    const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url, { OPENAI_API_KEY: key }), args: ['--log-format', 'json'] });
+    const server = await startInProcessServer(shared.project, { env: providerEnv(shared.endpoint.url, { OPENAI_API_KEY: key }), logFormat: 'json' });
     try {
       assert.equal((await server.call('invoke_agent', { agent: 'assistant', prompt: `tell ${key} [[http:code=400,echo]]` })).isError, true);
       await server.close();

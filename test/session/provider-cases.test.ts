@@ -5,15 +5,17 @@ import { after, before, describe, it } from 'node:test';
 import { PARTIAL_MODEL_TEXT, PROVIDER_ERROR_TEXT, startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { repoRoot } from '../support/server-entry.js';
 import { makeProject, removeProject } from '../support/project.js';
-import { auditOf, providerEnv, type RunningServer, startServer, textOf } from '../support/server.js';
+import { auditOf, providerEnv, textOf } from '../support/server.js';
+import { startInProcessServer, type InProcessServer } from '../support/in-process-server.js';
 import { kindEnv } from '../support/provider-env.js';
 import { defaultTokenLimitParameter, PROVIDER_KINDS, PROVIDERS, tokenLimitField } from '../../src/shared/provider/provider-kinds.js';
 import { eventNames, inspect, type JournalRecord, journalsIn, readJournal } from '../support/journal.js';
 import { readAsSymbiont } from '../support/symbiont-reader.js';
 
 // Every provider case the OpenAI, OpenRouter, Anthropic and Google Gemini documentation describes,
-// served by the synthetic endpoint in the matching wire format and driven through invoke_agent over
-// stdio. For each:
+// served by the synthetic endpoint in the matching wire format and driven through invoke_agent of
+// the session served in this process (in-process-server.ts: what a provider answers is the
+// session's logic, and its operator log is kept in memory, redacted as on standard error). For each:
 // the MCP result, the journal (terminal reason, one provider call per attempt, inspect verdict) and
 // that no model text and no provider error text left through the result or the journal.
 
@@ -74,7 +76,7 @@ interface Expectation {
   terminal?: RegExp | string;
 }
 
-async function invokeCase(server: RunningServer, directive: string, expected: Expectation): Promise<{ records: JournalRecord[]; text: string }> {
+async function invokeCase(server: InProcessServer, directive: string, expected: Expectation): Promise<{ records: JournalRecord[]; text: string }> {
   const text = prompt(directive);
   const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: text } });
   const shown = textOf(result);
@@ -122,8 +124,8 @@ async function invokeCase(server: RunningServer, directive: string, expected: Ex
   return { records, text: shown };
 }
 
-/** Standard error reaches the test on its own pipe, possibly after the result: wait for the line. */
-async function stderrMatching(server: RunningServer, pattern: RegExp): Promise<void> {
+/** The operator log's line may come after the result: wait for it. */
+async function stderrMatching(server: InProcessServer, pattern: RegExp): Promise<void> {
   for (const deadline = Date.now() + 10_000; !pattern.test(server.stderr());) {
     assert.ok(Date.now() < deadline, `standard error never matched ${pattern}: ${server.stderr().slice(-2000)}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -145,18 +147,18 @@ function callIds(records: JournalRecord[]): string[] {
     .map((e) => e.DirectInferenceRequested!.call_id as string);
 }
 
-describe('provider cases over stdio', () => {
+describe('provider cases', () => {
   let endpoint: SyntheticEndpoint;
   let project: string;
-  let openai: RunningServer;
-  let anthropic: RunningServer;
-  let gemini: RunningServer;
+  let openai: InProcessServer;
+  let anthropic: InProcessServer;
+  let gemini: InProcessServer;
 
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = makeProject(AGENTS);
-    openai = await startServer(project, { env: providerEnv(endpoint.url, { OPENAI_API_KEY: KEY }) });
-    anthropic = await startServer(project, {
+    openai = await startInProcessServer(project, { env: providerEnv(endpoint.url, { OPENAI_API_KEY: KEY }) });
+    anthropic = await startInProcessServer(project, {
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
         HOME: process.env.HOME ?? '/tmp',
@@ -165,7 +167,7 @@ describe('provider cases over stdio', () => {
         ANTHROPIC_MODEL: 'claude-test',
       },
     });
-    gemini = await startServer(project, {
+    gemini = await startInProcessServer(project, {
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
         HOME: process.env.HOME ?? '/tmp',
@@ -617,7 +619,7 @@ describe('provider cases over stdio', () => {
 describe('the output limit and the shipped restrict-by-capability example, for every provider', () => {
   let endpoint: SyntheticEndpoint;
   let project: string;
-  const servers: RunningServer[] = [];
+  const servers: InProcessServer[] = [];
   const example = fs.readFileSync(path.join(repoRoot, 'policies', 'examples', 'restrict-by-capability.cedar'), 'utf8');
 
   before(async () => {
@@ -634,8 +636,8 @@ describe('the output limit and the shipped restrict-by-capability example, for e
     removeProject(project);
   });
 
-  const start = async (env: Record<string, string>): Promise<RunningServer> => {
-    const server = await startServer(project, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env } });
+  const start = async (env: Record<string, string>): Promise<InProcessServer> => {
+    const server = await startInProcessServer(project, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env } });
     servers.push(server);
     return server;
   };
@@ -711,7 +713,7 @@ describe('the output limit and the shipped restrict-by-capability example, for e
 describe('a retry is the same call, sent under its one durable request record', () => {
   let endpoint: SyntheticEndpoint;
   let project: string;
-  let server: RunningServer;
+  let server: InProcessServer;
   const seenAtRequest: string[][] = [];
 
   before(async () => {
@@ -723,7 +725,7 @@ describe('a retry is the same call, sent under its one durable request record', 
         if (journal !== undefined) seenAtRequest.push(eventNames(readJournal(journal)));
       },
     });
-    server = await startServer(project, { env: providerEnv(endpoint.url, { OPENAI_API_KEY: KEY }) });
+    server = await startInProcessServer(project, { env: providerEnv(endpoint.url, { OPENAI_API_KEY: KEY }) });
   });
 
   after(async () => {
@@ -743,7 +745,7 @@ describe('a retry is the same call, sent under its one durable request record', 
 describe('a legacy Azure OpenAI deployment URL', () => {
   it('is refused before any journal, naming the /openai/v1 route to use instead', async () => {
     const project = makeProject(AGENTS);
-    const server = await startServer(project, {
+    const server = await startInProcessServer(project, {
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
         HOME: process.env.HOME ?? '/tmp',
