@@ -49,31 +49,12 @@ async function serving(server: Pick<InProcessServer, 'stderr'>, polls: boolean):
   assert.equal(stderr.includes('project.change_poll'), polls, stderr);
 }
 
-/**
- * Runs `body` with SYMBI_CHANGE_WATCH in this process's environment as `modeEnv` has it (absent
- * when it has none): the session takes its provider and keys from its `env`, but the watch reads
- * SYMBI_CHANGE_WATCH from process.env (mcp-command.ts gives watchProjectChanges no env), as a
- * child's would. The watch reads it once, as it starts (before startup.serving).
- */
-async function withWatchMode<T>(modeEnv: Record<string, string>, body: () => Promise<T>): Promise<T> {
-  const saved = process.env.SYMBI_CHANGE_WATCH;
-  if (modeEnv.SYMBI_CHANGE_WATCH === undefined) delete process.env.SYMBI_CHANGE_WATCH;
-  else process.env.SYMBI_CHANGE_WATCH = modeEnv.SYMBI_CHANGE_WATCH;
-  try {
-    return await body();
-  } finally {
-    if (saved === undefined) delete process.env.SYMBI_CHANGE_WATCH;
-    else process.env.SYMBI_CHANGE_WATCH = saved;
-  }
-}
-
 /** The session in process with the watch in `modeEnv`'s mode, once its watch has started (startup.serving). */
 async function startWatched(project: string, modeEnv: Record<string, string>, options: InProcessOptions = {}): Promise<InProcessServer> {
-  return withWatchMode(modeEnv, async () => {
-    const server = await startInProcessServer(project, { ...options, env: { ...(options.env ?? serverEnv()), ...modeEnv } });
-    await waitForStderr(server, (s) => s.includes('startup.serving'));
-    return server;
-  });
+  // The watch reads SYMBI_CHANGE_WATCH from the session's environment, as `symbi mcp` reads it from its own.
+  const server = await startInProcessServer(project, { ...options, env: { ...(options.env ?? serverEnv()), ...modeEnv } });
+  await waitForStderr(server, (s) => s.includes('startup.serving'));
+  return server;
 }
 
 for (const mode of MODES) {
@@ -111,24 +92,22 @@ for (const mode of MODES) {
 
     it('names an edit made after the snapshot read the files and before the watch started (issue 56)', async () => {
       const project = fresh();
-      await withWatchMode(mode.env, async () => {
-        const session = await startInProcessSession(project, { env: { ...serverEnv(), ...mode.env } });
-        let written = '';
-        session.fromServer.on('data', (chunk: Buffer) => (written += chunk.toString('utf8')));
-        try {
-          // The snapshot is taken before initialize is answered; the watch starts after the startup
-          // summary, which waits for `initialized` (never sent here) and the agents' analysis.
-          session.toServer.write(jsonLine(INITIALIZE));
-          await waitFor('the initialize answer', () => (written.includes('"id":"init"') ? true : undefined));
-          assert.doesNotMatch(session.stderr(), /startup\.serving/, 'the watch has not started yet');
-          fs.appendFileSync(path.join(project, 'policies', 'respond.cedar'), 'forbid (principal, action, resource);\n');
-          await waitFor('project.changed', () => (session.stderr().includes('project.changed') ? true : undefined), 30_000);
-          assert.deepEqual(changedFiles(session.stderr()), ['policies/respond.cedar']);
-        } finally {
-          session.toServer.end();
-          await session.shutdown(`session closed: ${await session.closed}`);
-        }
-      });
+      const session = await startInProcessSession(project, { env: { ...serverEnv(), ...mode.env } });
+      let written = '';
+      session.fromServer.on('data', (chunk: Buffer) => (written += chunk.toString('utf8')));
+      try {
+        // The snapshot is taken before initialize is answered; the watch starts after the startup
+        // summary, which waits for `initialized` (never sent here) and the agents' analysis.
+        session.toServer.write(jsonLine(INITIALIZE));
+        await waitFor('the initialize answer', () => (written.includes('"id":"init"') ? true : undefined));
+        assert.doesNotMatch(session.stderr(), /startup\.serving/, 'the watch has not started yet');
+        fs.appendFileSync(path.join(project, 'policies', 'respond.cedar'), 'forbid (principal, action, resource);\n');
+        await waitFor('project.changed', () => (session.stderr().includes('project.changed') ? true : undefined), 30_000);
+        assert.deepEqual(changedFiles(session.stderr()), ['policies/respond.cedar']);
+      } finally {
+        session.toServer.end();
+        await session.shutdown(`session closed: ${await session.closed}`);
+      }
     });
 
     it('says nothing when nothing changes after the snapshot', async () => {

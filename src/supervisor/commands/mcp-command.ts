@@ -167,6 +167,9 @@ export async function assembleSession(
   // it; a client that never initializes gets it shortly after. The worker
   // threads start then too (see invoke-agent-backend.ts).
   let summaryWritten: Promise<void> | undefined;
+  // The change watch's stop, once it has started: shutdown ends it with the threads, so a session
+  // served in a longer-lived process (the tests' in-process sessions) leaves no watcher behind.
+  let stopWatch: (() => void) | undefined;
   const summaryOnce = (): Promise<void> => {
     if (summaryWritten === undefined) writeProjectSummary(snapshot, log);
     return (summaryWritten ??= sourceAnalysis().then(async (analysis) => {
@@ -180,7 +183,7 @@ export async function assembleSession(
       writeProviderSummary(runtime.session.provider, log);
       // From here on, an edit to what the snapshot was read from is said once (project-change-watch.ts),
       // compared with what the snapshot read, so an edit made since (while the agents were analysed) is named too.
-      watchProjectChanges(project, log, { reference: changeReference });
+      stopWatch = watchProjectChanges(project, log, { reference: changeReference, env });
       log.info('serving MCP on standard input/output', { event: 'startup.serving' });
     }));
   };
@@ -202,6 +205,7 @@ export async function assembleSession(
     closeSession: () => session.closeSession('shutting down'),
     outputFlushed: () => outputFlushed(io.stdout),
     stopWorkers: async () => {
+      stopWatch?.();
       await dslAnalysis.close();
       await runtime.stopWorkers();
     },
