@@ -10,7 +10,8 @@ import { JournalWriter } from '../../src/shared/journal/journal-writer.js';
 import { responsePrincipal } from '../../src/shared/agent-identity.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { makeProject, removeProject } from '../support/project.js';
-import { auditOf, providerEnv, startServer } from '../support/server.js';
+import { startInProcessServer } from '../support/in-process-server.js';
+import { auditOf, providerEnv } from '../support/server.js';
 import { journalsIn } from '../support/journal.js';
 import { craftJournal, runEvents, seedKey } from '../support/crafted-journal.js';
 import { symbiBin } from '../support/server-entry.js';
@@ -20,7 +21,9 @@ import { waitFor } from '../support/wait-for.js';
 // and the synthetic endpoint (a permitted answer, a denied one, a provider 500, a deadline, a
 // cancel), plus a journal without its Terminated record, one with a final fragment, and one in
 // the earlier format. Every run the verifier says needs reconciliation carries the flag, whatever
-// its outcome; --needs-attention keeps exactly those; --json has the same fields.
+// its outcome; --needs-attention keeps exactly those; --json has the same fields. The runs are
+// made by the session served in process (test/support/in-process-server.ts, the same wiring as
+// `symbi mcp`); `symbi audit list`, the command line under test, runs as a process.
 
 const FILES = {
   'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n',
@@ -61,7 +64,7 @@ describe('audit list: verdicts, the reconciliation flag and --needs-attention', 
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = makeProject(FILES, 'audit-list-attention-');
-    const server = await startServer(project, { env: providerEnv(endpoint.url) });
+    const server = await startInProcessServer(project, { env: providerEnv(endpoint.url) });
     try {
       const call = async (name: string, agent: string, prompt: string) => {
         const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent, prompt } });

@@ -7,13 +7,15 @@ import { test } from 'node:test';
 import { AGENT_DECLARED_NAME_MAX_BYTES } from '../../src/shared/limits.js';
 import { craftedProject, craftJournal, runEvents } from '../support/crafted-journal.js';
 import { makeProject, removeProject } from '../support/project.js';
-import { startServer, waitForStderr } from '../support/server.js';
+import { startInProcessServer } from '../support/in-process-server.js';
+import { waitForStderr } from '../support/server.js';
 import { symbiBin } from '../support/server-entry.js';
 
 // Issue 49, item 4: `audit list` widths bounded. One journal naming an agent of 1,000,000
 // characters among 700 used to pad every row to that width (760 MB, then RangeError); cells are
 // now cut with an ellipsis and --json keeps the whole name. The server refuses such a name at
-// startup in the first place, with one line naming the limit.
+// startup in the first place, with one line naming the limit: the session's operator log, served in
+// process (test/support/in-process-server.ts); `symbi audit list` runs as the command it is.
 
 const JOURNALS = 700;
 const HUGE_NAME = 'n'.repeat(1_000_000);
@@ -67,7 +69,7 @@ test(`an agent name longer than ${AGENT_DECLARED_NAME_MAX_BYTES} bytes is refuse
     'agents/edge.symbi': `agent ${atLimit} {}\n`,
   });
   t.after(() => removeProject(project));
-  const server = await startServer(project);
+  const server = await startInProcessServer(project);
   try {
     const stderr = await waitForStderr(server, (text) => text.includes('agents/long.symbi'));
     const lines = stderr.split('\n').filter((l) => l.includes('agents/long.symbi'));

@@ -3,14 +3,17 @@ import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
 import type { pino as PinoFactory } from 'pino';
 import { suiteFixture } from '../support/suite-fixture.js';
+import { startInProcessServer } from '../support/in-process-server.js';
 import { providerEnv, startServer, textOf } from '../support/server.js';
 import { parseOperatorLines, type OperatorLine } from '../support/operator-lines.js';
 import { waitFor } from '../support/wait-for.js';
 
-// The run line an operator acts on (issue 48, item 3), through a real server on stdio: a 429 not
-// retried says why, a provider failure is an error, a run the shutdown stopped says so at `warn`, and
-// the JSON levels are pino's numbers, so pino's level filter (what `pino-pretty --minimumLevel warn`
-// applies) keeps exactly the warnings and errors.
+// The run line an operator acts on (issue 48, item 3): a 429 not retried says why, a provider
+// failure is an error, a run the shutdown stopped says so at `warn`, and the JSON levels are pino's
+// numbers, so pino's level filter (what `pino-pretty --minimumLevel warn` applies) keeps exactly the
+// warnings and errors. The operator log is the session's logic: served in process
+// (test/support/in-process-server.ts, the same lines `symbi mcp` writes), except the shutdown a
+// SIGTERM starts, which needs a real server process.
 
 const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
 
@@ -24,7 +27,7 @@ describe("the operator's run line", () => {
   const shared = suiteFixture(FILES);
 
   it('a 429 whose Retry-After is longer than the time left is not retried, and run.ended says why, at error', async () => {
-    const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url) });
+    const server = await startInProcessServer(shared.project, { env: providerEnv(shared.endpoint.url) });
     try {
       // The response deadline is 120 s: a provider asking for 600 s is not waited for.
       const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'busy [[http:code=429,retry_after=600]]' });
@@ -43,7 +46,7 @@ describe("the operator's run line", () => {
   });
 
   it('a 429 on every attempt: the retries spent are the reason given, after 3 attempts', async () => {
-    const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url), args: ['--log-format', 'json'] });
+    const server = await startInProcessServer(shared.project, { env: providerEnv(shared.endpoint.url), logFormat: 'json' });
     try {
       const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'always busy [[http:code=429]]' });
       assert.equal(result.isError, true, textOf(result));
@@ -60,7 +63,7 @@ describe("the operator's run line", () => {
   });
 
   it('a failure that is never retried (HTTP 400) gives no not_retried field', async () => {
-    const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url) });
+    const server = await startInProcessServer(shared.project, { env: providerEnv(shared.endpoint.url) });
     try {
       assert.equal((await server.call('invoke_agent', { agent: 'assistant', prompt: 'bad [[http:code=400]]' })).isError, true);
       await server.close();
@@ -99,8 +102,9 @@ describe("the operator's run line", () => {
   });
 
   it("JSON levels are pino's numbers: pino's own level filter at warn keeps exactly the warnings and errors", async () => {
-    const server = await startServer(shared.project, { env: providerEnv(shared.endpoint.url), args: ['--log-format', 'json'] });
-    const pid = server.pid();
+    const server = await startInProcessServer(shared.project, { env: providerEnv(shared.endpoint.url), logFormat: 'json' });
+    // Served in this process: its log lines carry this process's id.
+    const pid = process.pid;
     try {
       assert.equal((await server.call('invoke_agent', { agent: 'assistant', prompt: 'Say hello' })).isError, undefined);
       assert.equal((await server.call('invoke_agent', { agent: 'assistant', prompt: 'use a tool [[tool-call]]' })).isError, true);
