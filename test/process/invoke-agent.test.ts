@@ -4,6 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { responsePrincipal } from '../../src/shared/agent-identity.js';
 import { canonicalHash } from '../../src/shared/canonical-json.js';
+import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { makeProject, removeProject } from '../support/project.js';
 import { startInProcessServer } from '../support/in-process-server.js';
@@ -26,6 +27,13 @@ const AGENTS = {
   'AGENTS.md': '# Project\n\nprivate notes never sent\n<!-- agents-md:auto-start -->\nUse British spelling.\n<!-- agents-md:auto-end -->\n',
 };
 
+/** inspect() without the tweetnacl cross-check: the same verdict by Node.js crypto, and Symbiont's types read the records it verified. */
+function inspectUncrossed(journal: string, runId: string, publicKey: string): { status: number } {
+  const { exitCode, report } = inspectJournal(journal, runId.toLowerCase(), publicKey.toLowerCase());
+  if (exitCode !== 1 && report.record_format === 'symbiont-response-route' && report.unverified_tail_bytes === 0) readAsSymbiont(journal);
+  return { status: exitCode };
+}
+
 function newestJournal(project: string): string {
   const files = journalsIn(project).map((f) => ({ f, t: fs.statSync(f).mtimeMs }));
   files.sort((a, b) => b.t - a.t);
@@ -38,6 +46,9 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
   let server: RunningServer;
   const observedAtRequest: { names: string[]; requestHash: unknown; computedHash: string; inspectStatus: number }[] = [];
   let appendForeignBytes = false;
+  // The verdict at request time is asserted by the first test alone: only its request pays for the
+  // tweetnacl cross-check (milliseconds a signature); every other request's prefix is still verified.
+  let crossCheckAtRequest = false;
 
   before(async () => {
     project = makeProject(AGENTS);
@@ -55,7 +66,9 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
           }).hash
         }`;
         const runId = runIdOf(journal);
-        const { status } = inspect(journal, runId, projectPublicKey(project));
+        const { status } = crossCheckAtRequest
+          ? inspect(journal, runId, projectPublicKey(project))
+          : inspectUncrossed(journal, runId, projectPublicKey(project));
         observedAtRequest.push({
           names: eventNames(records),
           requestHash: last.DirectInferenceRequested?.request_hash,
@@ -76,7 +89,10 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
 
   it("returns the text, the audit reference and Symbiont's fourteen durable records in order", async () => {
     const before = endpoint.requests.length;
-    const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } });
+    crossCheckAtRequest = true;
+    const result = await server.client
+      .callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } })
+      .finally(() => (crossCheckAtRequest = false));
     assert.equal(result.isError, undefined);
     assert.equal(textOf(result), 'Hello from the synthetic endpoint.');
     const ref = auditOf(result);
