@@ -49,6 +49,7 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
   // The verdict at request time is asserted by the first test alone: only its request pays for the
   // tweetnacl cross-check (milliseconds a signature); every other request's prefix is still verified.
   let crossCheckAtRequest = false;
+  let publicKey: string | undefined;
 
   before(async () => {
     project = makeProject(AGENTS);
@@ -66,9 +67,9 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
           }).hash
         }`;
         const runId = runIdOf(journal);
-        const { status } = crossCheckAtRequest
-          ? inspect(journal, runId, projectPublicKey(project))
-          : inspectUncrossed(journal, runId, projectPublicKey(project));
+        // Derived (with tweetnacl) once: the project keeps its key for the whole suite.
+        publicKey ??= projectPublicKey(project);
+        const { status } = crossCheckAtRequest ? inspect(journal, runId, publicKey) : inspectUncrossed(journal, runId, publicKey);
         observedAtRequest.push({
           names: eventNames(records),
           requestHash: last.DirectInferenceRequested?.request_hash,
@@ -380,11 +381,12 @@ describe('journal files made ahead of their runs', () => {
       const governed = path.join(project, '.symbiont', 'governed');
       const agentId = responsePrincipal('assistant');
       assert.deepEqual(fs.readdirSync(governed).sort(), ['audit-signing.key', ...runIds.map((id) => `${agentId}.${id}.jsonl`)].sort());
+      const key = projectPublicKey(project);
       for (const runId of runIds) {
         const journal = path.join(governed, `${agentId}.${runId}.jsonl`);
         const stat = fs.lstatSync(journal);
         assert.ok(stat.isFile() && stat.nlink === 1 && (stat.mode & 0o777) === 0o600, `${runId}: a private regular file with one link`);
-        assert.equal(inspect(journal, runId, projectPublicKey(project)).status, 0, `${runId}: complete and verified`);
+        assert.equal(inspect(journal, runId, key).status, 0, `${runId}: complete and verified`);
       }
     } finally {
       removeProject(project);
