@@ -1,4 +1,4 @@
-import { type InProcessOptions, startInProcessSession } from './in-process-server.js';
+import type { InProcessSession } from './in-process-server.js';
 import type { RawMessage } from './raw-stdio.js';
 
 // The session `symbi mcp` serves, run in the test process (./in-process-server.ts), driven by raw
@@ -18,9 +18,8 @@ export interface RawInProcessSession {
   end(): Promise<number>;
 }
 
-/** Starts the session on `project` in this process, with no client. */
-export async function startRawInProcessSession(project: string, options: InProcessOptions = {}): Promise<RawInProcessSession> {
-  const session = await startInProcessSession(project, options);
+/** Writes to and reads `session` (startInProcessSession's, with no client) as lines. */
+export function rawLines(session: InProcessSession): RawInProcessSession {
   const parsed: RawMessage[] = [];
   const waiters: { id: string | number; resolve: (m: RawMessage) => void }[] = [];
   let pending = '';
