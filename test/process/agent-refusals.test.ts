@@ -4,6 +4,8 @@
 // interface, give the same refusal in the same words, and the startup summary on stderr says it too. The servers run with no model provider, so an
 // agent nothing refuses meets the session's own refusal (no provider) instead of running. The session runs in process
 // (test/support/in-process-server.ts), except where a real process is the point (no /proc in a private mount namespace).
+// `symbi check --json` runs as the command for the quick start and the project without /proc; for the other projects
+// its report is built in process by the function the command prints (buildCheckReport), the same report.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -53,8 +55,8 @@ function corpusAgents(): Record<string, string> {
   return files;
 }
 
-const PROJECTS: { name: string; files: () => Record<string, string>; links?: Record<string, string> }[] = [
-  { name: 'the quick start', files: () => filesOf(QUICKSTART) },
+const PROJECTS: { name: string; files: () => Record<string, string>; links?: Record<string, string>; checkAsCommand?: true }[] = [
+  { name: 'the quick start', files: () => filesOf(QUICKSTART), checkAsCommand: true },
   { name: 'the DSL corpus, default permission', files: corpusAgents },
   {
     name: 'the DSL corpus under a policy set that can never permit one agent',
@@ -90,10 +92,19 @@ const PROJECTS: { name: string; files: () => Record<string, string>; links?: Rec
 /** Every kind of refusal the projects above met, through all three routes. */
 const met = new Set<string>();
 
-function checkReport(project: string): CheckReport {
-  const run = spawnSync(process.execPath, [symbiBin, 'check', '--project', project, '--json'], { encoding: 'utf8', env: serverEnv(), timeout: 60_000 });
-  assert.ok(run.stdout.startsWith('{'), `symbi check --json printed a report: ${run.stderr}`);
-  return JSON.parse(run.stdout) as CheckReport;
+async function checkReport(project: string, asCommand: boolean): Promise<CheckReport> {
+  if (asCommand) {
+    const run = spawnSync(process.execPath, [symbiBin, 'check', '--project', project, '--json'], { encoding: 'utf8', env: serverEnv(), timeout: 60_000 });
+    assert.ok(run.stdout.startsWith('{'), `symbi check --json printed a report: ${run.stderr}`);
+    return JSON.parse(run.stdout) as CheckReport;
+  }
+  // What runCheck prints with --json, built from dist/ as the in-process session is (its analysis thread runs dist/'s modules).
+  const { buildCheckReport } = (await import(
+    builtModule('supervisor/commands/check-command.js')
+  )) as typeof import('../../src/supervisor/commands/check-command.js');
+  const { pinProject } = (await import(builtModule('shared/confinement/index.js'))) as typeof import('../../src/shared/confinement/index.js');
+  const env = serverEnv();
+  return JSON.parse(JSON.stringify(await buildCheckReport(pinProject(project, env), { strict: false, online: false }, env))) as CheckReport;
 }
 
 async function invokeRefusal(server: Pick<RunningServer, 'call'>, agent: string): Promise<string> {
@@ -112,7 +123,7 @@ for (const spec of PROJECTS) {
     before(async () => {
       project = makeProject(spec.files());
       for (const [link, target] of Object.entries(spec.links ?? {})) fs.symlinkSync(target, path.join(project, link));
-      report = checkReport(project);
+      report = await checkReport(project, spec.checkAsCommand === true);
       server = await startInProcessServer(project);
     });
 

@@ -3,14 +3,18 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { Command } from 'commander';
 import { after, before, describe, it } from 'node:test';
 import { pinProject } from '../../src/shared/confinement/index.js';
 import { closeAuditStorage, openAuditStorage } from '../../src/shared/storage/audit-storage.js';
 import { JournalWriter } from '../../src/shared/journal/journal-writer.js';
+import { registerAuditCommand } from '../../src/supervisor/commands/audit-command.js';
+import { runCommandInProcess } from '../support/cli-in-process.js';
 import { responsePrincipal } from '../../src/shared/agent-identity.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { makeProject, removeProject } from '../support/project.js';
-import { auditOf, providerEnv, startServer } from '../support/server.js';
+import { startInProcessServer } from '../support/in-process-server.js';
+import { auditOf, providerEnv } from '../support/server.js';
 import { journalsIn } from '../support/journal.js';
 import { craftJournal, runEvents, seedKey } from '../support/crafted-journal.js';
 import { symbiBin } from '../support/server-entry.js';
@@ -20,7 +24,10 @@ import { waitFor } from '../support/wait-for.js';
 // and the synthetic endpoint (a permitted answer, a denied one, a provider 500, a deadline, a
 // cancel), plus a journal without its Terminated record, one with a final fragment, and one in
 // the earlier format. Every run the verifier says needs reconciliation carries the flag, whatever
-// its outcome; --needs-attention keeps exactly those; --json has the same fields.
+// its outcome; --needs-attention keeps exactly those; --json has the same fields. The runs are
+// made by the session served in process (test/support/in-process-server.ts, the same wiring as
+// `symbi mcp`); `symbi audit list` runs as a process for its table, and in process (the command's
+// own definition) for --json and --needs-attention.
 
 const FILES = {
   'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n',
@@ -46,6 +53,20 @@ function symbi(args: string[]) {
   return r;
 }
 
+/**
+ * `symbi <args>` (an `audit` sub-command) run in this process, through the command's own definition
+ * (commander's parsing included), with its output and exit status as a process reports them
+ * (test/support/cli-in-process.ts). The listing is the command's logic; the table goes through the
+ * process above once.
+ */
+function symbiInProcess(args: string[]): { stdout: string; stderr: string } {
+  const program = new Command().exitOverride();
+  registerAuditCommand(program);
+  const r = runCommandInProcess(() => void program.parse(args, { from: 'user' }));
+  assert.equal(r.code, 0, r.stderr);
+  return r;
+}
+
 const runIdOf = (file: string): string => path.basename(file, '.jsonl').slice(-36);
 
 function lastLineIsTerminated(file: string): true | undefined {
@@ -61,7 +82,7 @@ describe('audit list: verdicts, the reconciliation flag and --needs-attention', 
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = makeProject(FILES, 'audit-list-attention-');
-    const server = await startServer(project, { env: providerEnv(endpoint.url) });
+    const server = await startInProcessServer(project, { env: providerEnv(endpoint.url) });
     try {
       const call = async (name: string, agent: string, prompt: string) => {
         const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent, prompt } });
@@ -121,7 +142,7 @@ describe('audit list: verdicts, the reconciliation flag and --needs-attention', 
   const NEEDS_RECONCILIATION = ['provider 500', 'deadline', 'cancel', 'incomplete', 'tail'];
 
   it('--json: every run has its verdict, the flag and its record format', () => {
-    const listing = JSON.parse(symbi(['audit', 'list', '--project', project, '--json']).stdout) as { runs: Listed[] };
+    const listing = JSON.parse(symbiInProcess(['audit', 'list', '--project', project, '--json']).stdout) as { runs: Listed[] };
     const byName = (name: string) => listing.runs.find((run) => run.run_id === runs[name]);
     assert.equal(listing.runs.length, COMPLETE.length + NEEDS_RECONCILIATION.length);
     for (const name of COMPLETE) {
@@ -154,14 +175,14 @@ describe('audit list: verdicts, the reconciliation flag and --needs-attention', 
   });
 
   it('--needs-attention keeps only the runs whose verdict is not complete, in the table and in JSON', () => {
-    const { stdout } = symbi(['audit', 'list', '--project', project, '--needs-attention']);
+    const { stdout } = symbiInProcess(['audit', 'list', '--project', project, '--needs-attention']);
     const shown = stdout
       .split('\n')
       .filter((l) => /^[0-9a-f]{8}-/.test(l))
       .map((l) => l.slice(0, 36));
     assert.deepEqual(shown.sort(), NEEDS_RECONCILIATION.map((n) => runs[n]!).sort());
     assert.match(stdout, /only those needing attention/);
-    const listing = JSON.parse(symbi(['audit', 'list', '--project', project, '--needs-attention', '--json']).stdout) as { runs: Listed[] };
+    const listing = JSON.parse(symbiInProcess(['audit', 'list', '--project', project, '--needs-attention', '--json']).stdout) as { runs: Listed[] };
     assert.deepEqual(listing.runs.map((r) => r.run_id).sort(), NEEDS_RECONCILIATION.map((n) => runs[n]!).sort());
     assert.ok(listing.runs.every((r) => r.verdict !== 'complete' && r.requires_reconciliation === true));
   });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { responsePrincipal } from '../../src/shared/agent-identity.js';
 import { canonicalHash } from '../../src/shared/canonical-json.js';
+import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { makeProject, removeProject } from '../support/project.js';
 import { startInProcessServer } from '../support/in-process-server.js';
@@ -26,6 +27,13 @@ const AGENTS = {
   'AGENTS.md': '# Project\n\nprivate notes never sent\n<!-- agents-md:auto-start -->\nUse British spelling.\n<!-- agents-md:auto-end -->\n',
 };
 
+/** inspect() without the tweetnacl cross-check: the same verdict by Node.js crypto, and Symbiont's types read the records it verified. */
+function inspectUncrossed(journal: string, runId: string, publicKey: string): { status: number } {
+  const { exitCode, report } = inspectJournal(journal, runId.toLowerCase(), publicKey.toLowerCase());
+  if (exitCode !== 1 && report.record_format === 'symbiont-response-route' && report.unverified_tail_bytes === 0) readAsSymbiont(journal);
+  return { status: exitCode };
+}
+
 function newestJournal(project: string): string {
   const files = journalsIn(project).map((f) => ({ f, t: fs.statSync(f).mtimeMs }));
   files.sort((a, b) => b.t - a.t);
@@ -38,6 +46,10 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
   let server: RunningServer;
   const observedAtRequest: { names: string[]; requestHash: unknown; computedHash: string; inspectStatus: number }[] = [];
   let appendForeignBytes = false;
+  // The verdict at request time is asserted by the first test alone: only its request pays for the
+  // tweetnacl cross-check (milliseconds a signature); every other request's prefix is still verified.
+  let crossCheckAtRequest = false;
+  let publicKey: string | undefined;
 
   before(async () => {
     project = makeProject(AGENTS);
@@ -55,7 +67,9 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
           }).hash
         }`;
         const runId = runIdOf(journal);
-        const { status } = inspect(journal, runId, projectPublicKey(project));
+        // Derived (with tweetnacl) once: the project keeps its key for the whole suite.
+        publicKey ??= projectPublicKey(project);
+        const { status } = crossCheckAtRequest ? inspect(journal, runId, publicKey) : inspectUncrossed(journal, runId, publicKey);
         observedAtRequest.push({
           names: eventNames(records),
           requestHash: last.DirectInferenceRequested?.request_hash,
@@ -76,7 +90,10 @@ describe('invoke_agent over stdio with the synthetic endpoint', () => {
 
   it("returns the text, the audit reference and Symbiont's fourteen durable records in order", async () => {
     const before = endpoint.requests.length;
-    const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } });
+    crossCheckAtRequest = true;
+    const result = await server.client
+      .callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'Say hello' } })
+      .finally(() => (crossCheckAtRequest = false));
     assert.equal(result.isError, undefined);
     assert.equal(textOf(result), 'Hello from the synthetic endpoint.');
     const ref = auditOf(result);
@@ -364,11 +381,12 @@ describe('journal files made ahead of their runs', () => {
       const governed = path.join(project, '.symbiont', 'governed');
       const agentId = responsePrincipal('assistant');
       assert.deepEqual(fs.readdirSync(governed).sort(), ['audit-signing.key', ...runIds.map((id) => `${agentId}.${id}.jsonl`)].sort());
+      const key = projectPublicKey(project);
       for (const runId of runIds) {
         const journal = path.join(governed, `${agentId}.${runId}.jsonl`);
         const stat = fs.lstatSync(journal);
         assert.ok(stat.isFile() && stat.nlink === 1 && (stat.mode & 0o777) === 0o600, `${runId}: a private regular file with one link`);
-        assert.equal(inspect(journal, runId, projectPublicKey(project)).status, 0, `${runId}: complete and verified`);
+        assert.equal(inspect(journal, runId, key).status, 0, `${runId}: complete and verified`);
       }
     } finally {
       removeProject(project);

@@ -9,6 +9,8 @@ import type { LogFields, OperatorLog } from '../../src/supervisor/operator/opera
 import { RunStatistics } from '../../src/supervisor/runs/run-statistics.js';
 import { parseOperatorLines, type OperatorLine } from '../support/operator-lines.js';
 import { suiteFixture } from '../support/suite-fixture.js';
+import { startInProcessServer } from '../support/in-process-server.js';
+import { refusedMcpArguments } from '../support/op-mcp-arguments.js';
 import { providerEnv, startServer, textOf, type RunningServer } from '../support/server.js';
 import { repoRoot, symbiBin } from '../support/server-entry.js';
 import { waitFor } from '../support/wait-for.js';
@@ -16,7 +18,10 @@ import { waitFor } from '../support/wait-for.js';
 // The periodic summary (issue 34, item 2; docs/running.md, "The summary"): with --summary-interval 1s
 // the server writes a `summary` line with when=interval at the first tick after a run ended, while it
 // still serves, and none for intervals without runs. The interval is in seconds so the tests wait
-// for the summary line itself, not for a minute to pass.
+// for the summary line itself, not for a minute to pass. What the summary counts and when it is
+// written is the session's logic: served in process (test/support/in-process-server.ts) with a 1 s
+// interval; the text format's test runs `symbi mcp --summary-interval 1s --log-format text` itself,
+// so the options as the command line reads them are still what a real server ends up with.
 
 const FILES = {
   'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n',
@@ -36,9 +41,11 @@ const summaries = (lines: OperatorLine[], when: 'interval' | 'shutdown'): Operat
 describe('the periodic summary (--summary-interval 1s)', { concurrency: true }, () => {
   const shared = suiteFixture(FILES);
 
-  const start = (format: 'text' | 'json'): Promise<RunningServer> =>
+  const start = (format: 'text' | 'json'): Promise<Pick<RunningServer, 'call' | 'stderr' | 'close'>> =>
+    startInProcessServer(shared.project, { env: providerEnv(shared.endpoint.url), summaryIntervalMs: INTERVAL_MS, logFormat: format });
+  const startProcess = (format: 'text' | 'json'): Promise<RunningServer> =>
     startServer(shared.project, { env: providerEnv(shared.endpoint.url), args: ['--summary-interval', `${INTERVAL_MS / 1000}s`, '--log-format', format] });
-  const invoke = (server: RunningServer, prompt: string, agent = 'assistant') => server.call('invoke_agent', { agent, prompt });
+  const invoke = (server: Pick<RunningServer, 'call'>, prompt: string, agent = 'assistant') => server.call('invoke_agent', { agent, prompt });
 
   it('counts the runs by outcome and reason while the server still serves', { timeout: SUMMARY_DEADLINE_MS + 60_000 }, async () => {
     const server = await start('json');
@@ -96,7 +103,7 @@ describe('the periodic summary (--summary-interval 1s)', { concurrency: true }, 
   });
 
   it('is the same `summary` event in the text format', { timeout: SUMMARY_DEADLINE_MS + 60_000 }, async () => {
-    const server = await start('text');
+    const server = await startProcess('text');
     try {
       const answered = await invoke(server, 'Say hello');
       assert.equal(answered.isError, undefined, textOf(answered));
@@ -136,9 +143,14 @@ describe('the periodic summary (--summary-interval 1s)', { concurrency: true }, 
     );
   });
 
-  it('refuses an interval in seconds out of range or not whole with one line saying what is allowed, exit 2', () => {
+  it('refuses an interval in seconds out of range or not whole with one line saying what is allowed, exit 2', async () => {
+    // The first value through a `symbi mcp` process (its exit status and standard error as such); the
+    // others through the command's own definition in this process (test/support/op-mcp-arguments.ts).
     for (const value of ['604801s', '1.5s', 's', '-1s']) {
-      const run = spawnSync(process.execPath, [symbiBin, 'mcp', '--summary-interval', value], { encoding: 'utf8', input: '' });
+      const run =
+        value === '604801s'
+          ? spawnSync(process.execPath, [symbiBin, 'mcp', '--summary-interval', value], { encoding: 'utf8', input: '' })
+          : await refusedMcpArguments(['--summary-interval', value]).then(({ code, stdout, stderr }) => ({ status: code, stdout, stderr }));
       assert.equal(run.status, 2, value);
       assert.equal(run.stdout, '');
       assert.equal(

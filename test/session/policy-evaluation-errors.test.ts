@@ -4,7 +4,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SECRET_ANSWER, startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { makeProject, removeProject } from '../support/project.js';
-import { auditOf, providerEnv, startServer, textOf } from '../support/server.js';
+import { startInProcessServer, type InProcessServer } from '../support/in-process-server.js';
+import { auditOf, providerEnv, textOf } from '../support/server.js';
 import { eventNames, inspect, journalsIn, readJournal } from '../support/journal.js';
 import { ROUTE_SEQUENCES } from '../support/symbiont-route.js';
 import { repoRoot as repo } from '../support/server-entry.js';
@@ -14,7 +15,8 @@ import { repoRoot as repo } from '../support/server-entry.js';
 // holding one is refused at startup when the respond schema can tell (type
 // errors, attributes the schema does not name, misused extension functions),
 // and any decision in which a policy errors anyway is a deny naming it.
-// Driven over stdio against the synthetic endpoint, whose `[[secret]]` answer
+// What the tool answers and the operator log says is the session's logic: served in process
+// (test/support/in-process-server.ts) against the synthetic endpoint, whose `[[secret]]` answer
 // contains the word "secret".
 
 const QUICKSTART_PERMIT = fs.readFileSync(path.join(repo, 'policies', 'examples', 'permit-respond.cedar'), 'utf8');
@@ -55,7 +57,7 @@ describe('a forbid policy that fails validation against the respond schema', () 
   for (const [label, forbid, why] of broken) {
     it(`${label}: the set denies all, named on stderr and in the refusal, and the text never leaves`, async () => {
       const project = projectWith(forbid);
-      const server = await startServer(project, { env: providerEnv(endpoint.url) });
+      const server = await startInProcessServer(project, { env: providerEnv(endpoint.url) });
       try {
         const sent = endpoint.requests.length;
         const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: 'tell me [[secret]]' } });
@@ -83,7 +85,7 @@ describe('a forbid policy that fails validation against the respond schema', () 
 describe('a forbid policy whose evaluation errors only for some responses', () => {
   let endpoint: SyntheticEndpoint;
   let project: string;
-  let server: Awaited<ReturnType<typeof startServer>>;
+  let server: InProcessServer;
   // Valid against the schema, but the multiplication overflows (a Cedar
   // evaluation error) exactly when the content mentions a secret.
   const FORBID =
@@ -94,7 +96,7 @@ describe('a forbid policy whose evaluation errors only for some responses', () =
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = projectWith(FORBID);
-    server = await startServer(project, { env: providerEnv(endpoint.url) });
+    server = await startInProcessServer(project, { env: providerEnv(endpoint.url) });
   });
   after(async () => {
     await server.close();

@@ -4,11 +4,14 @@ import { startSyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { makeProject, removeProject } from '../support/project.js';
 import { providerEnv } from '../support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from '../support/journal.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, toolCallLine } from '../support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, toolCallLine } from '../support/raw-stdio.js';
+import { startInProcessSession } from '../support/in-process-server.js';
+import { rawLines } from '../support/op-raw-session.js';
 
 // Capacity counts what the client counts: a call it cancelled is over for it,
 // so the run being finished after that cancel (its terminal record still to
-// be written) no longer holds one of the --max-invocations places.
+// be written) no longer holds one of the --max-invocations places. The session's logic: served
+// in process (test/support/op-raw-session.ts), its input written as raw JSON-RPC lines.
 
 const CAPACITY = 8;
 const ROUNDS = 64;
@@ -17,7 +20,7 @@ describe('capacity and cancelled calls', () => {
   it('never refuses a client that keeps exactly --max-invocations un-cancelled calls in flight, cancelling and replacing them', async () => {
     const endpoint = await startSyntheticEndpoint();
     const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' });
-    const server = spawnRawServer(project, { args: ['--max-invocations', String(CAPACITY)], env: providerEnv(endpoint.url) });
+    const server = rawLines(await startInProcessSession(project, { maxInvocations: CAPACITY, env: providerEnv(endpoint.url) }));
     const call = (id: number): string => toolCallLine(id, 'invoke_agent', { agent: 'assistant', prompt: `call ${id} [[hold]]` });
     try {
       await server.send(jsonLine(INITIALIZE));

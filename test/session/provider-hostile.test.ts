@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { LONE_SURROGATE_TEXT, startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { makeProject, removeProject } from '../support/project.js';
 import { kindEnv, KIND_PER_WIRE } from '../support/provider-env.js';
-import { auditOf, type RunningServer, startServer, textOf } from '../support/server.js';
+import { startInProcessServer, type InProcessServer } from '../support/in-process-server.js';
+import { auditOf, textOf } from '../support/server.js';
 import { inspect, type JournalRecord, readJournal } from '../support/journal.js';
 import { readAsSymbiont } from '../support/symbiont-reader.js';
 import { ROUTE_SEQUENCES } from '../support/symbiont-route.js';
@@ -13,7 +14,8 @@ import { ROUTE_SEQUENCES } from '../support/symbiont-route.js';
 // journal cannot hold (an unpaired surrogate, in the answer or in a tool call's arguments), token
 // counts no reader holds (2^53-1 each, above Symbiont's u32), an error code that is no status (-1).
 // Each run must end with a journal that verifies, that Symbiont's types read and its writer would
-// have written, and with the answer withheld.
+// have written, and with the answer withheld. The session is served in process
+// (test/support/in-process-server.ts): what the tool answers and the journal holds is its logic.
 
 const KEY = 'sk-provider-hostile-key-0123456789';
 const AGENTS = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
@@ -27,7 +29,7 @@ const finishOf = (records: JournalRecord[]): Record<string, unknown> => records.
 const terminalOf = (records: JournalRecord[]): Record<string, unknown> => eventOf(records.at(-1)!).Terminated!;
 
 /** Runs `directive`, checks what every hostile case must give, and returns the journal's records and the inspect exit. */
-async function hostileRun(server: RunningServer, directive: string, error: RegExp): Promise<{ records: JournalRecord[]; status: number }> {
+async function hostileRun(server: InProcessServer, directive: string, error: RegExp): Promise<{ records: JournalRecord[]; status: number }> {
   const result = await server.client.callTool({ name: 'invoke_agent', arguments: { agent: 'assistant', prompt: `please answer ${directive}` } });
   const shown = textOf(result);
   assert.equal(result.isError, true, shown);
@@ -52,12 +54,12 @@ for (const [wire, kind] of KIND_PER_WIRE) {
   describe(`a hostile provider cannot break the journal (${wire})`, () => {
     let endpoint: SyntheticEndpoint;
     let project: string;
-    let server: RunningServer;
+    let server: InProcessServer;
 
     before(async () => {
       endpoint = await startSyntheticEndpoint();
       project = makeProject(AGENTS);
-      server = await startServer(project, { env: kindEnv(kind, endpoint.origin, KEY) });
+      server = await startInProcessServer(project, { env: kindEnv(kind, endpoint.origin, KEY) });
     });
 
     after(async () => {

@@ -6,22 +6,24 @@ import { after, before, describe, it } from 'node:test';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { inspectJournal } from '../../src/shared/journal/journal-verifier.js';
 import { makeProject, removeProject } from '../support/project.js';
-import { auditOf, providerEnv, type RunningServer, startServer, textOf } from '../support/server.js';
+import { startInProcessServer, type InProcessServer } from '../support/in-process-server.js';
+import { auditOf, providerEnv, textOf } from '../support/server.js';
 import { journalsIn } from '../support/journal.js';
 import { waitFor } from '../support/wait-for.js';
 
-// The key announced at startup is the only key a server process signs with.
+// The key announced at startup is the only key a server signs with.
 // Replacing, removing or exposing the key file afterwards makes invoke_agent
 // refuse before inference (one line: what changed, and that a restart picks up
 // a new key); putting the very same file back makes it serve again. Journals
-// written before the change verify against the startup key.
+// written before the change verify against the startup key. What the tool refuses and the
+// operator log says is the session's logic: served in process (test/support/in-process-server.ts).
 
 const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' };
 
 describe('the signing key is pinned at startup', () => {
   let endpoint: SyntheticEndpoint;
   let project: string;
-  let server: RunningServer;
+  let server: InProcessServer;
   let keyFile: string;
   let startupKey: string;
   const journals: { path: string; run_id: string }[] = [];
@@ -29,7 +31,7 @@ describe('the signing key is pinned at startup', () => {
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = makeProject(FILES);
-    server = await startServer(project, { env: providerEnv(endpoint.url) });
+    server = await startInProcessServer(project, { env: providerEnv(endpoint.url) });
     keyFile = path.join(project, '.symbiont', 'governed', 'audit-signing.key');
     startupKey = /audit public key \(record it to verify journals\): ([0-9a-f]{64})/.exec(await stderrWith(/audit public key/))![1]!;
   });
@@ -134,7 +136,7 @@ describe('no key at startup', () => {
     const project = makeProject(FILES);
     fs.mkdirSync(path.join(project, '.symbiont', 'governed'), { recursive: true, mode: 0o700 });
     fs.chmodSync(path.join(project, '.symbiont', 'governed'), 0o770);
-    const server = await startServer(project, { env: providerEnv(endpoint.url) });
+    const server = await startInProcessServer(project, { env: providerEnv(endpoint.url) });
     try {
       // Past the moment the worker pool would have been warmed up: the warm-up runs at the handshake,
       // before the startup summary's last line.
