@@ -50,7 +50,7 @@ const SERVERS = 8;
 const SERVER_ROUNDS = serverRounds(process.env.SYMBI_TEST_KEY_RACE_SERVER_ROUNDS);
 
 function serverRounds(value: string | undefined): number {
-  if (value === undefined || value === '') return 2;
+  if (value === undefined || value === '') return 1;
   const rounds = Number(value);
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`SYMBI_TEST_KEY_RACE_SERVER_ROUNDS=${value}: expected a whole number of rounds, 1 or more`);
   return rounds;

@@ -83,9 +83,17 @@ function runChild(name: ProofSubject, env: NodeJS.ProcessEnv, deadlineMs: number
 }
 
 /**
+ * Proofs passed in this process, by subject, code and the preloads the child was given. The
+ * libraries of a running process do not change, so a later start in the same process (a second
+ * session, a `symbi check` after a server's own start) does not prove again; this also holds where
+ * nothing is remembered on disk (no /proc to tell the libraries apart). A new process starts empty.
+ */
+const provenInThisProcess = new Set<string>();
+
+/**
  * Proves the FFI route (or the ACL reader) `name` in a child process, unless
- * this system's proof is remembered. With test-only constant overrides the
- * cache is neither read nor written: a bent route is always proven afresh.
+ * this process or this system's cache already holds its proof. With test-only
+ * constant overrides nothing is remembered or read: a bent route is always proven afresh.
  */
 export function proveInChild(
   name: ProofSubject,
@@ -95,6 +103,21 @@ export function proveInChild(
   code?: string,
 ): ChildProof {
   const bent = Object.keys(overrides).length > 0;
+  const inProcess = bent ? undefined : JSON.stringify([name, code ?? '', env.LD_PRELOAD ?? '', env.DYLD_INSERT_LIBRARIES ?? '', env.LD_AUDIT ?? '']);
+  if (inProcess !== undefined && provenInThisProcess.has(inProcess)) return { ok: true, note: 'proven in a child process earlier in this process' };
+  const proof = proveOnce(name, env, overrides, bent, code);
+  if (proof.ok && inProcess !== undefined) provenInThisProcess.add(inProcess);
+  return proof;
+}
+
+/** proveInChild's proof when this process has not made it: remembered for this system, or proven now. */
+function proveOnce(
+  name: ProofSubject,
+  env: NodeJS.ProcessEnv,
+  overrides: Partial<Record<OverridableConstant, number>>,
+  bent: boolean,
+  code?: string,
+): ChildProof {
   const key = bent ? undefined : proofKey(name, env, code);
   const dir = proofCacheDirectory(env);
   const cache = key === undefined ? { entries: [] } : readProofCache(dir);
