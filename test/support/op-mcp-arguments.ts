@@ -20,10 +20,17 @@ export async function refusedMcpArguments(args: string[]): Promise<CommandRun> {
   const run = runCommandInProcess(() => {
     parsing = program.parseAsync(['mcp', ...args], { from: 'user' });
   });
-  const ended: unknown = await parsing.then(
-    () => undefined,
-    (err: unknown) => err,
-  );
+  // A refusal settles within the microtasks after the action's synchronous part; an accepted argument
+  // would be serving by the next macrotask, so that is where this stops waiting and fails.
+  const accepted = Symbol('accepted');
+  const ended: unknown = await Promise.race([
+    parsing.then(
+      () => undefined,
+      (err: unknown) => err,
+    ),
+    new Promise((resolve) => setImmediate(() => resolve(accepted))),
+  ]);
+  if (ended === accepted) throw new Error(`symbi mcp ${args.join(' ')} accepted its arguments and went on to serve; this helper takes refused arguments only`);
   const code = (ended as { code?: unknown } | undefined)?.code;
   if (typeof code !== 'number') throw new Error(`symbi mcp ${args.join(' ')} did not exit while its options were read: ${String(ended)}`);
   return { ...run, code };
