@@ -8,6 +8,7 @@ import { makeProject, removeProject, tempDir } from '../support/project.js';
 import { suiteScratch } from '../support/suite-fixture.js';
 import { serverEnv, startServer, textOf, waitForStderr, type RunningServer } from '../support/server.js';
 import { namespaceSkip } from '../support/mount-namespace.js';
+import { builtModule } from '../support/server-entry.js';
 import { routeSkip } from '../support/route-required.js';
 
 // An FFI route is proven in a child process before the server calls into it
@@ -328,6 +329,32 @@ describe('an FFI route is proven in a child process first', { skip: preloadSkip(
       assert.ok(!fs.existsSync(path.join(cache, 'symbi-mcp', 'route-proofs.json')), 'nothing was written to the cache');
     },
   );
+
+  for (const withoutProc of [false, true]) {
+    it(
+      `one process proves a route once, ${withoutProc ? 'without /proc (nothing remembered on disk)' : 'with /proc'}; under another LD_AUDIT it proves again`,
+      { skip: withoutProc ? namespaceSkip() : undefined },
+      () => {
+        // Three proofs asked for in one fresh process, as a second session started in it would ask.
+        const script = [
+          `const { proveInChild } = await import(${JSON.stringify(builtModule('shared/confinement/route-proof.js'))});`,
+          `const env = { ...process.env };`,
+          `const asked = [env, env, { ...env, LD_AUDIT: ${JSON.stringify(lib('audit-nothing'))} }];`,
+          `process.stdout.write(JSON.stringify(asked.map((e) => { const p = proveInChild('libc', e, {}); return p.ok ? p.note : 'refused: ' + p.reason; })));`,
+        ].join('\n');
+        const node = [process.execPath, '--input-type=module', '-e', script];
+        const [command, ...args] = withoutProc ? ['unshare', '-m', 'sh', '-c', 'mount -t tmpfs none /proc && exec "$0" "$@"', ...node] : node;
+        const cache = proofCache();
+        const run = spawnSync(command!, args, { encoding: 'utf8', env: { ...serverEnv(), TMPDIR: serverTmp(), XDG_CACHE_HOME: cache } });
+        assert.equal(run.status, 0, run.stderr);
+        const [first, second, third] = JSON.parse(run.stdout) as string[];
+        const proven = withoutProc ? /^proven in a child process \(\d+ ms\)$/ : /^proven in a child process \(\d+ ms\), remembered$/;
+        assert.match(first!, proven);
+        assert.equal(second, 'proven in a child process earlier in this process');
+        assert.match(third!, proven);
+      },
+    );
+  }
 
   it('a hanging fdopendir is cut off at the deadline and refuses the route', async () => {
     const server = await serve({
