@@ -56,7 +56,7 @@ export function journalsIn(project: string): string[] {
 /** The journal shapes (their records' event names, in order) this process has cross-checked with tweetnacl. */
 const crossCheckedShapes = new Set<string>();
 
-/** The shape of a journal: its records' event names in order, or its bytes when they are not records. */
+/** The shape of a journal: its records' event names in order; a file that cannot be read as records is a shape of its own. */
 function journalShape(journal: string): string {
   try {
     return eventNames(readJournal(journal)).join(',');
