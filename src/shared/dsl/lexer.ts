@@ -47,8 +47,69 @@ function matchAt(pattern: RegExp, src: string, pos: number): string | null {
   return pattern.exec(src)?.[0] ?? null;
 }
 
-export function lex(src: string): Token[] {
-  const tokens: Token[] = [];
+/** Token kinds by their number in a TokenList. */
+const KINDS: readonly TokenKind[] = ['word', 'string', 'number', 'duration', 'vault', 'punct', 'invalid', 'eof'];
+const KIND_NUMBER = new Map(KINDS.map((kind, i) => [kind, i]));
+
+/**
+ * The tokens of one text, their fields in typed arrays and their text read from the source when
+ * asked. A megabyte of text can be a million tokens: as a million objects, each with its own
+ * string, they were most of what the parser keeps alive, and the garbage collector walked them
+ * again and again while the syntax tree grew (most of all under `--optimize-for-size`, which the
+ * server sets: docs/benchmarks.md, "Hostile DSL text"). Here they are flat arrays it never walks.
+ */
+export class TokenList {
+  /** How many tokens, the final `eof` included. */
+  length = 0;
+  private readonly kinds: Uint8Array;
+  private readonly starts: Int32Array;
+  private readonly ends: Int32Array;
+  private readonly lines: Int32Array;
+  private readonly columns: Int32Array;
+  /** The message of each `invalid` token, by index: its `text`. */
+  private readonly messages = new Map<number, string>();
+
+  constructor(private readonly src: string) {
+    // Every token but `eof` spans at least one character.
+    const capacity = src.length + 1;
+    this.kinds = new Uint8Array(capacity);
+    this.starts = new Int32Array(capacity);
+    this.ends = new Int32Array(capacity);
+    this.lines = new Int32Array(capacity);
+    this.columns = new Int32Array(capacity);
+  }
+
+  push(kind: TokenKind, start: number, end: number, line: number, column: number, message?: string): void {
+    const i = this.length++;
+    this.kinds[i] = KIND_NUMBER.get(kind)!;
+    this.starts[i] = start;
+    this.ends[i] = end;
+    this.lines[i] = line;
+    this.columns[i] = column;
+    if (message !== undefined) this.messages.set(i, message);
+  }
+
+  kindAt(i: number): TokenKind {
+    return KINDS[this.kinds[i]!]!;
+  }
+
+  /** The source text of token `i` (for `invalid`, its message). */
+  textAt(i: number): string {
+    return this.messages.get(i) ?? this.src.slice(this.starts[i], this.ends[i]);
+  }
+
+  endAt(i: number): number {
+    return this.ends[i]!;
+  }
+
+  /** Token `i` as an object, made on each call. */
+  at(i: number): Token {
+    return { kind: this.kindAt(i), text: this.textAt(i), start: this.starts[i]!, end: this.ends[i]!, line: this.lines[i]!, column: this.columns[i]! };
+  }
+}
+
+export function lex(src: string): TokenList {
+  const tokens = new TokenList(src);
   // Like tree-sitter's lexer, skip a byte order mark at the very start (and only there).
   let pos = src.startsWith('\uFEFF') ? 1 : 0;
   let line = 1;
@@ -63,7 +124,7 @@ export function lex(src: string): Token[] {
     pos += text.length;
   };
   const push = (kind: TokenKind, text: string, message?: string): void => {
-    tokens.push({ kind, text: message ?? text, start: pos, end: pos + text.length, line, column: pos - lineStart + 1 });
+    tokens.push(kind, pos, pos + text.length, line, pos - lineStart + 1, message);
     advance(text);
   };
   /**
@@ -120,6 +181,6 @@ export function lex(src: string): Token[] {
       else pushInvalidRun();
     }
   }
-  tokens.push({ kind: 'eof', text: '', start: src.length, end: src.length, line, column: src.length - lineStart + 1 });
+  tokens.push('eof', src.length, src.length, line, src.length - lineStart + 1);
   return tokens;
 }

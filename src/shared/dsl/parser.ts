@@ -29,7 +29,7 @@ import type {
   WebhookDecl,
   WithBlock,
 } from './ast.js';
-import { lex } from './lexer.js';
+import { lex, type TokenList } from './lexer.js';
 import { shownName } from './shown-name.js';
 import { describeToken, type SyntaxDiagnostic, type Token } from './tokens.js';
 
@@ -93,9 +93,9 @@ type SyncPoint = (token: Token, next: Token, failed: Token) => boolean;
 
 class Parser {
   readonly errors: SyntaxDiagnostic[] = [];
-  private readonly tokens: Token[];
+  private readonly tokens: TokenList;
   /** For each token, how many `{` are open before it (a `}` counts at its opener's level). */
-  private readonly braceDepth: number[];
+  private readonly braceDepth: Int32Array;
   private pos = 0;
   private depth = 0;
   /** In an `if`, `for` or `match` head, `Name {` opens the block unless a field follows (see startsTypeLiteral). */
@@ -105,12 +105,13 @@ class Parser {
 
   constructor(src: string) {
     this.tokens = lex(src);
-    this.braceDepth = [];
+    this.braceDepth = new Int32Array(this.tokens.length);
     let open = 0;
-    for (const t of this.tokens) {
-      if (isPunct(t, '}')) open = Math.max(0, open - 1);
-      this.braceDepth.push(open);
-      if (isPunct(t, '{')) open++;
+    for (let i = 0; i < this.tokens.length; i++) {
+      const brace = this.tokens.kindAt(i) === 'punct' ? this.tokens.textAt(i) : '';
+      if (brace === '}') open = Math.max(0, open - 1);
+      this.braceDepth[i] = open;
+      if (brace === '{') open++;
     }
   }
 
@@ -428,7 +429,7 @@ class Parser {
     const name = this.identifier('a type name').text;
     this.expectPunct('=', `after \`type ${shownName(name)}\``);
     const spec = this.typeSpec();
-    const end = this.tokens[this.pos - 1]!.end;
+    const end = this.tokens.endAt(this.pos - 1);
     return { kind: 'type', name, ...spec, line: start.line, column: start.column, start: start.start, end };
   }
 
@@ -996,7 +997,7 @@ class Parser {
   }
 
   private spanFrom(first: { line: number; column: number; start: number }): { line: number; column: number; start: number; end: number } {
-    return { line: first.line, column: first.column, start: first.start, end: this.tokens[this.pos - 1]!.end };
+    return { line: first.line, column: first.column, start: first.start, end: this.tokens.endAt(this.pos - 1) };
   }
 
   // Error recovery --------------------------------------------------------
@@ -1065,12 +1066,20 @@ class Parser {
 
   // Tokens --------------------------------------------------------------
 
+  /** The token at `pos`, made once per position: the parser asks for it many times before moving on. */
+  private currentPos = -1;
+  private currentToken: Token | undefined;
+
   private get token(): Token {
-    return this.tokens[this.pos]!;
+    if (this.currentPos !== this.pos || this.currentToken === undefined) {
+      this.currentToken = this.tokens.at(this.pos);
+      this.currentPos = this.pos;
+    }
+    return this.currentToken;
   }
 
   private peek(ahead: number): Token {
-    return this.tokens[Math.min(this.pos + ahead, this.tokens.length - 1)]!;
+    return ahead === 0 ? this.token : this.tokens.at(Math.min(this.pos + ahead, this.tokens.length - 1));
   }
 
   private advance(): Token {
