@@ -8,9 +8,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { definitionRefusalText, selectConversationalDefinition } from '../../src/shared/dsl/conversational-definition.js';
-import { parseDslReport, type ParseReport } from '../../src/shared/dsl/parse-report.js';
-import { summariseSource } from '../../src/shared/dsl/source-summary.js';
+import { conversationalVerdict, definitionRefusalText } from '../../src/shared/dsl/conversational-definition.js';
+import { buildReport, parseDslReport, type ParseReport } from '../../src/shared/dsl/parse-report.js';
+import { parseDsl } from '../../src/shared/dsl/parser.js';
 import { DSL_FILE_MAX_BYTES, DSL_MAX_ERRORS } from '../../src/shared/limits.js';
 import { AMPLIFIED_CONTEXTS as contexts, AMPLIFIED_UNITS as units, hostileInputs } from '../support/hostile-dsl-inputs.js';
 import { repoRoot } from '../support/server-entry.js';
@@ -31,16 +31,20 @@ function reportOf(text: string, source: string): ParseReport {
   return rowReports.get(text) ?? parseDslReport(text, source);
 }
 
+/**
+ * What each reader of a file makes of `text`: the parse_dsl report, and the conversational check that
+ * list_agents' summary and invoke_agent's selection both run (examine in conversational-definition.ts).
+ * One parse serves both, as it does for a startup summary: parsing is most of the time here, and each
+ * entry point's own parse of hostile text is run through the server in dsl-hostile-server.test.ts.
+ */
 function analyse(text: string): { report: ParseReport; verdicts: string[]; ms: number } {
   const started = performance.now();
-  const report = parseDslReport(text, '<hostile>');
-  const summary = summariseSource({ stem: 'h', file: 'agents/h.symbi', text, bytes: Buffer.byteLength(text) }, []);
-  const selection = selectConversationalDefinition([{ stem: 'h', file: 'agents/h.symbi', text }], 'h');
+  const parsed = parseDsl(text);
+  const report = buildReport(parsed.file, parsed.errors, text, '<hostile>');
+  const entry = { stem: 'h', file: 'agents/h.symbi', text };
+  const verdict = conversationalVerdict(entry, [entry], parsed);
   JSON.stringify(report, null, 2);
-  const verdicts = [
-    summary.verdict.invocable ? '' : definitionRefusalText(summary.verdict.refusal),
-    selection.ok ? '' : definitionRefusalText(selection.refusal),
-  ];
+  const verdicts = [verdict.invocable ? '' : definitionRefusalText(verdict.refusal)];
   return { report, verdicts, ms: performance.now() - started };
 }
 
