@@ -8,12 +8,20 @@ import { serverCommand, serverEnv, waitForStderr } from '../support/server.js';
 import { ClientRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { SERVED_METHODS } from '../../src/supervisor/session/mcp-session.js';
 import { waitFor } from '../support/wait-for.js';
+import { startInProcessSession } from '../support/in-process-server.js';
+import { rawLines } from '../support/op-raw-session.js';
 
 // Every malformed JSON-RPC message written to the real server's standard
 // input gets its answer on standard output (JSON-RPC 2.0 sections 4.1, 5, 5.1),
 // malformed notifications get none, and the session keeps serving. Each case
 // is followed by a ping: what the gate answers arrives before the ping's
 // response, so the messages up to it are exactly the answers to that case.
+// Those cases share one real process: they also check that nothing but JSON-RPC
+// reaches descriptor 1 and no client bytes reach descriptor 2. The flood needs a
+// process of its own (its memory, its pipes). The revision negotiation and the
+// probe before initialize are the session's logic on a fresh session each: served
+// in this process (in-process-server.ts) on raw lines, through the same line
+// limiter and message gate.
 
 const MARKER = 'PROMPT-TEXT-MUST-NOT-BE-LOGGED';
 
@@ -395,7 +403,7 @@ describe('the MCP revision with batches is not negotiated', () => {
   const answered: Record<string, string> = { '2025-03-26': '2024-11-05', '2024-11-05': '2024-11-05', '2025-06-18': '2025-06-18', '2025-11-25': '2025-11-25' };
   for (const [requested, expected] of Object.entries(answered)) {
     it(`initialize asking for ${requested} is answered ${expected}; a batch then gets one -32600 and the session goes on`, async () => {
-      const raw = spawnRawServer(revisionProject);
+      const raw = rawLines(await startInProcessSession(revisionProject));
       try {
         await raw.send(jsonLine({ ...INITIALIZE, params: { ...INITIALIZE.params, protocolVersion: requested } }));
         const init = (await raw.waitFor('init')) as { result: { protocolVersion: string; serverInfo: { name: string } } };
@@ -437,7 +445,7 @@ describe('a server/discover probe before initialize', () => {
   after(() => removeProject(probeProject));
 
   it('with an incomplete envelope is answered with one -32602, and initialize then opens a working session', async () => {
-    const raw = spawnRawServer(probeProject);
+    const raw = rawLines(await startInProcessSession(probeProject));
     try {
       await raw.send(
         jsonLine({ jsonrpc: '2.0', id: 0, method: 'server/discover', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } }),

@@ -4,7 +4,9 @@ import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synth
 import { makeProject, removeProject } from '../support/project.js';
 import { providerEnv, waitForStderr } from '../support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from '../support/journal.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, type RawStdioServer } from '../support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage } from '../support/raw-stdio.js';
+import { startInProcessSession } from '../support/in-process-server.js';
+import { rawLines, type RawInProcessSession } from '../support/op-raw-session.js';
 import { CACHE_HINTS, LIST_TTL_MS } from '../../src/supervisor/session/mcp-session.js';
 import { MODERN_REVISIONS } from '../../src/supervisor/session/incoming-message-check.js';
 import { STDIN_LINE_MAX_BYTES } from '../../src/shared/limits.js';
@@ -15,6 +17,11 @@ import { STDIN_LINE_MAX_BYTES } from '../../src/shared/limits.js';
 // result type and the cache hints on the lists, the version refusals (-32022), a governed
 // invoke_agent answer with its audit reference, and exactly one answer for a request read when
 // standard input ends.
+//
+// What the session answers to those lines is its logic: served in this process (in-process-server.ts)
+// on raw lines, through the same line limiter, message gate and request ledger as `symbi mcp`, its
+// operator log kept in memory, and for standard input ending the exit code its shutdown steps give.
+// SIGTERM needs a process of its own.
 
 const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n', 'AGENTS.md': '# Guidance\n' };
 const VERSION_KEY = 'io.modelcontextprotocol/protocolVersion';
@@ -27,7 +34,7 @@ const request = (id: number | string, method: string, params: Record<string, unk
   jsonLine({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } });
 
 async function ask(
-  server: RawStdioServer,
+  server: Pick<RawInProcessSession, 'send' | 'waitFor'>,
   id: number | string,
   method: string,
   params?: Record<string, unknown>,
@@ -47,12 +54,12 @@ function oneLineError(answer: Answer, code: number, what: string): { message: st
 describe('MCP 2026-07-28 in raw lines', () => {
   let endpoint: SyntheticEndpoint;
   let project: string;
-  let server: RawStdioServer;
+  let server: RawInProcessSession;
 
   before(async () => {
     endpoint = await startSyntheticEndpoint();
     project = makeProject(FILES);
-    server = spawnRawServer(project, { env: providerEnv(endpoint.url) });
+    server = rawLines(await startInProcessSession(project, { env: providerEnv(endpoint.url) }));
   });
   after(async () => {
     endpoint.releaseAll();
@@ -169,10 +176,10 @@ describe('MCP 2026-07-28 in raw lines', () => {
 });
 
 describe('MCP 2026-07-28: the session ending, the line limit, the fallback', () => {
-  it('gets exactly one answer, its run its terminal record, and the server exits 0', async () => {
+  it('gets exactly one answer, its run its terminal record, and the shutdown steps give exit 0 (session in process)', async () => {
     const endpoint = await startSyntheticEndpoint();
     const project = makeProject(FILES);
-    const server = spawnRawServer(project, { env: providerEnv(endpoint.url) });
+    const server = rawLines(await startInProcessSession(project, { env: providerEnv(endpoint.url) }));
     try {
       await server.send(request('discover', 'server/discover'));
       await server.waitFor('discover');
@@ -218,7 +225,7 @@ describe('MCP 2026-07-28: the session ending, the line limit, the fallback', () 
 
   it('keeps its own 8 MiB line limit in front of the SDK (whose stdio buffer would take 10 MB)', async () => {
     const project = makeProject(FILES);
-    const server = spawnRawServer(project);
+    const server = rawLines(await startInProcessSession(project));
     try {
       assert.equal(STDIN_LINE_MAX_BYTES, 8 * 1024 * 1024);
       // 9 MiB: over this server's limit, under the SDK's default buffer of 10 * 1024 * 1024 bytes.
@@ -240,7 +247,7 @@ describe('MCP 2026-07-28: the session ending, the line limit, the fallback', () 
 
   it('falls back to initialize after a probe, as a 2025-era client does, and keeps 2025-11-25', async () => {
     const project = makeProject(FILES);
-    const server = spawnRawServer(project);
+    const server = rawLines(await startInProcessSession(project));
     try {
       await server.send(request('discover', 'server/discover'));
       assert.equal(((await server.waitFor('discover')) as Answer).result?.resultType, 'complete');

@@ -48,19 +48,35 @@ function env(url: string, extra: Record<string, string> = {}): Record<string, st
 
 describe('the provider key never leaves the server', () => {
   const shared = suiteFixture(FILES);
+  // One session for the cases below with the same project, key and options (the text log): each is
+  // an invoke_agent call with its own run and journal, and reads standard error from where it began.
+  // The whole standard error, to the end of that session, is checked once by this describe's last case.
+  let session: InProcessServer | undefined;
+  before(async () => {
+    session = await startInProcessServer(shared.project, { env: env(shared.endpoint.url) });
+  });
+  after(async () => {
+    await session?.close();
+  });
+  const served = (): InProcessServer => {
+    if (session === undefined) throw new Error('the shared session is started by the describe’s before hook');
+    return session;
+  };
 
   for (const format of ['text', 'json'] as const) {
     it(`keeps a key a provider error split by a newline off standard error (--log-format ${format})`, async () => {
-      const server = await startInProcessServer(shared.project, { env: env(shared.endpoint.url), logFormat: format });
+      // The JSON log is another option: a session of its own.
+      const server = format === 'text' ? served() : await startInProcessServer(shared.project, { env: env(shared.endpoint.url), logFormat: format });
       try {
+        const from = server.stderr().length;
         const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'who am I [[key-error]]' });
         assert.equal(result.isError, true);
         assert.deepEqual(keyTraces(JSON.stringify(result)), []);
-        const stderr = await waitForStderr(server, (s) => s.includes('[redacted]'));
+        const stderr = (await waitForStderr(server, (s) => s.slice(from).includes('[redacted]'))).slice(from);
         assert.ok(stderr.includes('[redacted]'), `the provider's words are said, redacted:\n${stderr}`);
         assert.deepEqual(keyTraces(stderr), [], stderr);
       } finally {
-        await server.close();
+        if (server !== session) await server.close();
       }
     });
   }
@@ -70,64 +86,53 @@ describe('the provider key never leaves the server', () => {
     ['split by a newline and in other case around it', 'show me [[echo-auth:split]]'],
   ] as const) {
     it(`withholds an answer that echoes the Authorization header (${label}) and journals why, without the key`, async () => {
-      const server = await startInProcessServer(shared.project, { env: env(shared.endpoint.url) });
-      try {
-        const result = await server.call('invoke_agent', { agent: 'assistant', prompt });
-        assert.equal(result.isError, true, textOf(result));
-        assert.match(textOf(result), /withheld/);
-        assert.match(textOf(result), /provider key/);
-        assert.deepEqual(keyTraces(JSON.stringify(result)), []);
-        const journal = auditOf(result).audit.path;
-        assert.deepEqual(keyTraces(fs.readFileSync(journal, 'utf8')), []);
-        const records = readJournal(journal);
-        // Ended after the settlement, before the reasoning step's records: the answer is never written.
-        assert.deepEqual(readAsSymbiont(journal), [...ROUTE_SEQUENCES.keyInAnswer]);
-        const terminal = records[records.length - 1]!.payload.entry.event.Terminated as { reason: { Error?: { message: string } } };
-        assert.match(terminal.reason.Error?.message ?? '', /provider key/);
-        await server.close();
-        assert.deepEqual(keyTraces(server.stderr()), [], server.stderr());
-      } finally {
-        await server.close();
-      }
+      const server = served();
+      const from = server.stderr().length;
+      const result = await server.call('invoke_agent', { agent: 'assistant', prompt });
+      assert.equal(result.isError, true, textOf(result));
+      assert.match(textOf(result), /withheld/);
+      assert.match(textOf(result), /provider key/);
+      assert.deepEqual(keyTraces(JSON.stringify(result)), []);
+      const journal = auditOf(result).audit.path;
+      assert.deepEqual(keyTraces(fs.readFileSync(journal, 'utf8')), []);
+      const records = readJournal(journal);
+      // Ended after the settlement, before the reasoning step's records: the answer is never written.
+      assert.deepEqual(readAsSymbiont(journal), [...ROUTE_SEQUENCES.keyInAnswer]);
+      const terminal = records[records.length - 1]!.payload.entry.event.Terminated as { reason: { Error?: { message: string } } };
+      assert.match(terminal.reason.Error?.message ?? '', /provider key/);
+      assert.deepEqual(keyTraces(server.stderr().slice(from)), [], server.stderr());
+      // Standard error to the session's close (its summaries included) is checked by the last case.
     });
   }
 
   for (const field of ['id', 'name', 'args'] as const) {
     it(`withholds an answer whose proposed tool call carries the key in its ${field}, never journaling it`, async () => {
-      const server = await startInProcessServer(shared.project, { env: env(shared.endpoint.url) });
-      try {
-        const result = await server.call('invoke_agent', { agent: 'assistant', prompt: `show me [[echo-auth:tool-${field}]]` });
-        assert.equal(result.isError, true, textOf(result));
-        assert.match(textOf(result), /provider key/);
-        assert.deepEqual(keyTraces(JSON.stringify(result)), []);
-        const journal = auditOf(result).audit.path;
-        assert.deepEqual(keyTraces(fs.readFileSync(journal, 'utf8')), []);
-        // Ended before the step's records, which would have journaled the tool call.
-        assert.deepEqual(readAsSymbiont(journal), [...ROUTE_SEQUENCES.keyInAnswer]);
-      } finally {
-        await server.close();
-      }
+      const result = await served().call('invoke_agent', { agent: 'assistant', prompt: `show me [[echo-auth:tool-${field}]]` });
+      assert.equal(result.isError, true, textOf(result));
+      assert.match(textOf(result), /provider key/);
+      assert.deepEqual(keyTraces(JSON.stringify(result)), []);
+      const journal = auditOf(result).audit.path;
+      assert.deepEqual(keyTraces(fs.readFileSync(journal, 'utf8')), []);
+      // Ended before the step's records, which would have journaled the tool call.
+      assert.deepEqual(readAsSymbiont(journal), [...ROUTE_SEQUENCES.keyInAnswer]);
     });
   }
 
   it('keeps the key out of the journal when a provider echoes it as its request id, error type and param', async () => {
-    const server = await startInProcessServer(shared.project, { env: env(shared.endpoint.url) });
-    try {
-      const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'who am I [[key-identifiers]]' });
-      assert.equal(result.isError, true, textOf(result));
-      assert.deepEqual(keyTraces(JSON.stringify(result)), []);
-      const journal = auditOf(result).audit.path;
-      assert.deepEqual(keyTraces(fs.readFileSync(journal, 'utf8')), []);
-      const finish = readJournal(journal)
-        .map((r) => r.payload.entry.event)
-        .find((e) => e.DirectInferenceFinished)!.DirectInferenceFinished as { error: Record<string, unknown> };
-      assert.deepEqual([finish.error.request_id, finish.error.error_type, finish.error.error_param], [null, null, null]);
-      assert.equal(finish.error.status, 400, 'the rest of what the operator reconciles with is kept');
-      await server.close();
-      assert.deepEqual(keyTraces(server.stderr()), [], server.stderr());
-    } finally {
-      await server.close();
-    }
+    const server = served();
+    const from = server.stderr().length;
+    const result = await server.call('invoke_agent', { agent: 'assistant', prompt: 'who am I [[key-identifiers]]' });
+    assert.equal(result.isError, true, textOf(result));
+    assert.deepEqual(keyTraces(JSON.stringify(result)), []);
+    const journal = auditOf(result).audit.path;
+    assert.deepEqual(keyTraces(fs.readFileSync(journal, 'utf8')), []);
+    const finish = readJournal(journal)
+      .map((r) => r.payload.entry.event)
+      .find((e) => e.DirectInferenceFinished)!.DirectInferenceFinished as { error: Record<string, unknown> };
+    assert.deepEqual([finish.error.request_id, finish.error.error_type, finish.error.error_param], [null, null, null]);
+    assert.equal(finish.error.status, 400, 'the rest of what the operator reconciles with is kept');
+    assert.deepEqual(keyTraces(server.stderr().slice(from)), [], server.stderr());
+    // Standard error to the session's close (its summaries included) is checked by the last case.
   });
 
   it('keeps a key a worker thread prints on its standard error (split, JSON-escaped) off it, said as events', async () => {
@@ -142,6 +147,13 @@ describe('the provider key never leaves the server', () => {
     } finally {
       await server.close();
     }
+  });
+
+  it('keeps the key off standard error to the end of the session the cases above shared', async () => {
+    // What each of them checked after closing its own session, for all of them at once: the whole log, shutdown summaries included.
+    const server = served();
+    await server.close();
+    assert.deepEqual(keyTraces(server.stderr()), [], server.stderr());
   });
 });
 

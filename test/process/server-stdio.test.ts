@@ -6,10 +6,16 @@ import path from 'node:path';
 import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer } from '../support/raw-stdio.js';
 import { symbiBin } from '../support/server-entry.js';
 import { makeProject, removeProject, tempDir } from '../support/project.js';
+import { refusedMcpArguments } from '../support/op-mcp-arguments.js';
 
 // Raw stdio: every byte on stdout is a JSON-RPC message, garbage on stdin is
 // answered while the server keeps serving, a huge line does not
 // grow memory without bound, and the command line refuses bad options.
+// The option readers' and commander's refusals run through the command's own
+// definition in this process (test/support/op-mcp-arguments.ts); a refused
+// --project keeps a `symbi mcp` process, since it is refused only after the
+// process-wide startup steps the test process must not take, and it shows the
+// exit status and standard error of a real refusal as such.
 
 const call = (id: number, name: string, args: unknown) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 // The answers wait longer than raw-stdio's default: a loaded machine must not fail these.
@@ -127,21 +133,24 @@ describe('symbi mcp raw stdio', () => {
 describe('symbi mcp command line', () => {
   const run = (args: string[]) => spawnSync(process.execPath, [symbiBin, 'mcp', ...args], { input: '', encoding: 'utf8', timeout: 20_000 });
 
-  it('refuses bad options with exit 2 and one line on stderr', () => {
+  it('refuses bad options with exit 2 and one line on stderr', async () => {
     const dir = tempDir('symbi-cli-');
     const file = path.join(dir, 'plain.txt');
     fs.writeFileSync(file, 'x');
     try {
-      const cases: Array<[string[], RegExp]> = [
-        [['--log-format', 'xml'], /--log-format "xml" is not supported; use one of: text, json/],
-        [['--shutdown-grace-ms', 'soon'], /--shutdown-grace-ms "soon" is not valid; use a whole number of milliseconds/],
-        [['--shutdown-grace-ms', '-5'], /--shutdown-grace-ms/],
-        [['--project', path.join(dir, 'missing')], /no such directory/],
-        [['--project', file], /is not a directory/],
-        [['--no-such-option'], /unknown option/],
+      // The last member: whether the case needs a process (see the header).
+      const cases: Array<[string[], RegExp, boolean]> = [
+        [['--log-format', 'xml'], /--log-format "xml" is not supported; use one of: text, json/, false],
+        [['--shutdown-grace-ms', 'soon'], /--shutdown-grace-ms "soon" is not valid; use a whole number of milliseconds/, false],
+        [['--shutdown-grace-ms', '-5'], /--shutdown-grace-ms/, false],
+        [['--project', path.join(dir, 'missing')], /no such directory/, true],
+        [['--project', file], /is not a directory/, true],
+        [['--no-such-option'], /unknown option/, false],
       ];
-      for (const [args, pattern] of cases) {
-        const result = run(['--project', dir, ...args]);
+      for (const [args, pattern, needsProcess] of cases) {
+        const result = needsProcess
+          ? run(['--project', dir, ...args])
+          : await refusedMcpArguments(['--project', dir, ...args]).then(({ code, stdout, stderr }) => ({ status: code, stdout, stderr }));
         assert.equal(result.status, 2, `${args.join(' ')}: ${result.stderr}`);
         assert.match(result.stderr, pattern);
         assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
