@@ -6,14 +6,23 @@ import { startSyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { makeProject, removeProject } from '../support/project.js';
 import { providerEnv, serverCommand, serverEnv } from '../support/server.js';
 import { assertCompleteJournal, journalsIn, projectPublicKey } from '../support/journal.js';
-import { INITIALIZE, INITIALIZED, jsonLine, spawnRawServer, type RawMessage, toolCallLine } from '../support/raw-stdio.js';
+import { INITIALIZE, INITIALIZED, jsonLine, type RawMessage, toolCallLine } from '../support/raw-stdio.js';
+import { startInProcessSession } from '../support/in-process-server.js';
+import { rawLines } from '../support/op-raw-session.js';
+import { refusedMcpArguments } from '../support/op-mcp-arguments.js';
 import { waitFor } from '../support/wait-for.js';
 
-// A caller cannot exhaust the server's memory, through the real stdio of the
-// built server: a client that stops reading standard output stalls its own
-// input instead of growing the server (and gets every answer once it reads),
-// and invocations beyond the capacity bound are refused at once while every
-// accepted one still ends its journal. The full sizes run in scripts/bench/bench-flood.ts.
+// A caller cannot exhaust the server's memory: a client that stops reading standard output
+// stalls its own input instead of growing the server (and gets every answer once it reads),
+// and invocations beyond the capacity bound are refused at once while every accepted one
+// still ends its journal. The full sizes run in scripts/bench/bench-flood.ts.
+//
+// The stalled reader needs the real stdio pipes of the built server and its memory, so it
+// runs a `symbi mcp` process. The capacity bound is the session's logic: served in this
+// process (in-process-server.ts) on raw lines, through the same line limiter, message gate
+// and request ledger, with the exit code its shutdown steps give. A refused --max-invocations
+// is read by the command's own definition in this process (op-mcp-arguments.ts), as
+// server-stdio.test.ts reads the other refused options.
 
 const AGENT_TEXT_BYTES = 512 * 1024;
 const DSL_CALLS = 160;
@@ -115,7 +124,7 @@ describe('a flood of invocations against a provider that does not answer', () =>
   it('refuses the calls beyond the capacity at once, makes no journal or provider call for them, and completes every accepted journal', async () => {
     const endpoint = await startSyntheticEndpoint({ defaultMode: 'hold' });
     const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n  capabilities = ["answer"]\n}\n' });
-    const server = spawnRawServer(project, { args: ['--max-invocations', String(FLOOD_CAPACITY)], env: providerEnv(endpoint.url) });
+    const server = rawLines(await startInProcessSession(project, { env: providerEnv(endpoint.url), maxInvocations: FLOOD_CAPACITY }));
     try {
       await server.send(jsonLine(INITIALIZE));
       await server.waitFor('init');
@@ -170,9 +179,9 @@ describe('a flood of invocations against a provider that does not answer', () =>
     const project = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n' });
     try {
       for (const bad of ['0', '-1', '1.5', 'many', '99999999999']) {
-        const server = spawnRawServer(project, { args: ['--max-invocations', bad] });
-        assert.equal(await server.end(), 2, bad);
-        assert.match(server.stderr(), /^symbi mcp: --max-invocations "[^"]*" is not valid; use a whole number from 1 to \d+\n$/, server.stderr());
+        const { code, stderr } = await refusedMcpArguments(['--project', project, '--max-invocations', bad]);
+        assert.equal(code, 2, bad);
+        assert.match(stderr, /^symbi mcp: --max-invocations "[^"]*" is not valid; use a whole number from 1 to \d+\n$/, stderr);
       }
     } finally {
       removeProject(project);

@@ -6,7 +6,7 @@ import { suiteFixture } from '../support/suite-fixture.js';
 import { makeProject, removeProject } from '../support/project.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { auditOf, providerEnv } from '../support/server.js';
-import { startInProcessServer, startInProcessSession, type InProcessServer } from '../support/in-process-server.js';
+import { startInProcessServer, startInProcessSession, type InProcessOptions, type InProcessServer } from '../support/in-process-server.js';
 import { assertCompleteJournal, eventNames, inspect, inspectWithCli, journalsIn, projectPublicKey, readJournal, runIdOf } from '../support/journal.js';
 import { ROUTE_SEQUENCES } from '../support/symbiont-route.js';
 import { readAsSymbiont } from '../support/symbiont-reader.js';
@@ -17,8 +17,11 @@ const FILES = { 'agents/assistant.symbi': 'agent assistant {\n  capabilities = [
 
 // Cancellation, progress and the drain when standard input closes are the session's logic: those
 // tests serve the session in this process (in-process-server.ts), on the same MCP transport over
-// in-memory streams, with the exit code its shutdown steps give. Signals, the exit they cause, a
-// process killed mid-run and worker threads that never return need a process of their own.
+// in-memory streams, with the exit code its shutdown steps give. So do the runs an owner ends
+// beside a worker thread stuck for good: the session's shutdown stops the pool's threads, a stuck
+// one included, so the test process is left with none. Signals, the exit they cause (a process
+// with a thread that never returns still exits) and a process killed mid-run need a process of
+// their own.
 
 function terminalOf(file: string): { reason: unknown } | undefined {
   if (!fs.existsSync(file)) return undefined;
@@ -259,8 +262,8 @@ describe('shutdown and process loss', () => {
    * it wrote (`messages`), a wait for the answer to `id`, and `end`, which closes its input as a
    * client closing standard input does and settles with the exit code its shutdown steps give.
    */
-  async function sessionOnWire(project: string, extraEnv: Record<string, string> = {}) {
-    const session = await startInProcessSession(project, { env: providerEnv(shared.endpoint.url, extraEnv) });
+  async function sessionOnWire(project: string, extraEnv: Record<string, string> = {}, options: Omit<InProcessOptions, 'env'> = {}) {
+    const session = await startInProcessSession(project, { env: providerEnv(shared.endpoint.url, extraEnv), ...options });
     let written = '';
     session.fromServer.on('data', (chunk: Buffer) => (written += chunk.toString('utf8')));
     // Complete lines only: the last piece may be a line still being written.
@@ -276,6 +279,8 @@ describe('shutdown and process loss', () => {
     await send(jsonLine(INITIALIZE) + jsonLine(INITIALIZED));
     return {
       send,
+      /** Everything written to the session's output so far, as it came. */
+      stdout: () => written,
       messages,
       waitFor: (id: number): Promise<unknown> => waitFor(`the answer to ${id}`, () => messages().find((m) => m.id === id && ('result' in m || 'error' in m))),
       stderr: session.stderr,
@@ -437,7 +442,8 @@ describe('shutdown and process loss', () => {
 
   it('ends a cancelled run from its owner while its worker thread is stuck between two journal writes', async () => {
     const project = makeProject(FILES);
-    const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-hang-between-writes' });
+    // No grace at the end: the shutdown then stops the pool, the stuck thread included, at once.
+    const server = await sessionOnWire(project, { SYMBI_FAULT_INJECTION: 'worker-hang-between-writes' }, { shutdownGraceMs: 0 });
     try {
       await server.send(toolCallLine(1, 'invoke_agent', { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, 'hang'));
       // The worker thread blocks for good once Started and DirectInferenceRequested are durable.
@@ -463,15 +469,15 @@ describe('shutdown and process loss', () => {
       await server.send(toolCallLine(2, 'list_agents', {}));
       await server.waitFor(2);
     } finally {
-      server.kill('SIGKILL');
-      await server.exited;
+      await server.end();
       removeProject(project);
     }
   });
 
   it('finalises cancelled runs queued on a hung worker thread from their owners', async () => {
     const project = makeProject(FILES);
-    const server = spawnServer(project, [], { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' });
+    // No grace at the end: the hung run can never be finalised, and the pool's threads are stopped at once.
+    const server = await sessionOnWire(project, { SYMBI_FAULT_INJECTION: 'worker-hang-after-request' }, { shutdownGraceMs: 0 });
     try {
       await server.send(toolCallLine(1, 'invoke_agent', { agent: 'assistant', prompt: 'stuck [[fault:worker-hang]]' }, 'hang'));
       await waitFor('the request_sent progress notice', () => (server.stdout().includes('"request_sent"') ? true : undefined));
@@ -507,8 +513,7 @@ describe('shutdown and process loss', () => {
       const open = journalsIn(project).filter((f) => terminalOf(f) === undefined);
       assert.equal(open.length, 1);
     } finally {
-      server.kill('SIGKILL');
-      await server.exited;
+      await server.end();
       shared.endpoint.releaseAll();
       removeProject(project);
     }
