@@ -1035,7 +1035,9 @@ class Parser {
         this.pos++;
         return;
       }
-      if (t !== failed && startsItem(t, this.peek(1), failed)) return;
+      // The token that failed is not where the next item starts. Tokens are made on demand, so it
+      // is known by its offset: every token but the last (end of file) spans at least one character.
+      if (t.start !== failed.start && startsItem(t, this.peek(1), failed)) return;
     }
   }
 
