@@ -1,6 +1,7 @@
 import { shownName } from './shown-name.js';
 
-// Tokens of the Symbiont DSL, as the lexer hands them to the parser, and the
+// Tokens of the Symbiont DSL, as the parser reads them (the lexer keeps them in
+// typed arrays, lexer.ts's TokenList, and makes one of these on demand), and the
 // diagnostic shape both report.
 
 export type TokenKind =
