@@ -85,7 +85,8 @@ export type WorkerNotice =
   | { type: 'not_retried'; why: string };
 
 export type ProviderNote =
-  { kind: 'retry'; attempt: number; nextAttempt: number; status: number | null; failure: string; waitMs: number } | { kind: 'message'; text: string };
+  | { kind: 'retry'; attempt: number; nextAttempt: number; status: number | null; failure: string; waitMs: number }
+  | { kind: 'message'; text: string };
 
 /** How a provider call failed: a ProviderError's kind (worker/invocation.ts assigns one here, so the compiler refuses a kind this list lacks). */
 export type ProviderFailureKind = 'http' | 'provider' | 'malformed' | 'oversize' | 'network' | 'aborted';

@@ -52,7 +52,8 @@ describe('the DSL analysis thread’s queue', { timeout: 300_000 }, () => {
         'a text refused as busy',
         () =>
           server.messages().find((m) => sent.includes(m.id as string) && (m.result as CallResult | undefined)?.content[0]?.text === busy)?.id as
-            string | undefined,
+            | string
+            | undefined,
         WAIT_MS,
       );
       assert.ok(sent.slice(-2).includes(refusedId), `${refusedId} was refused, not one of the last two texts`);

@@ -7,7 +7,8 @@ import { createProcRoute } from './proc-route.js';
 // startup choice (route-choice.ts) and a worker thread given a chosen route need.
 
 export type DescriptorAccess =
-  { readonly available: true; readonly route: DescriptorRoute; readonly why: string } | { readonly available: false; readonly reason: string };
+  | { readonly available: true; readonly route: DescriptorRoute; readonly why: string }
+  | { readonly available: false; readonly reason: string };
 
 /** Set to openat2, libc or proc to use only that route (tests, and operators comparing routes). */
 export const ROUTE_ENV = 'SYMBI_CONFINEMENT_ROUTE';

@@ -24,7 +24,13 @@ export const INFERENCE_FAILED_PREFIX = 'Inference failed: ';
 
 /** Symbiont's `TerminationReason` (journal-records.ts); the 0.1 format wrote only the first and the last. */
 export type TerminalReason =
-  'Completed' | 'MaxIterations' | 'MaxTokens' | 'Timeout' | 'UnconfirmedEffects' | { PolicyDenial: { reason: string } } | { Error: { message: string } };
+  | 'Completed'
+  | 'MaxIterations'
+  | 'MaxTokens'
+  | 'Timeout'
+  | 'UnconfirmedEffects'
+  | { PolicyDenial: { reason: string } }
+  | { Error: { message: string } };
 
 /** Assembles one journal line from the exact payload bytes and their signature. */
 export function encodeRecordLine(payload: Uint8Array, signature: Uint8Array): Buffer {

@@ -17,7 +17,8 @@ export interface ParsedPolicy {
 }
 
 export type PolicyFileResult =
-  { ok: true; policies: ParsedPolicy[]; inactiveEntries: number } | { ok: false; error: string; position?: { line: number; column: number } };
+  | { ok: true; policies: ParsedPolicy[]; inactiveEntries: number }
+  | { ok: false; error: string; position?: { line: number; column: number } };
 
 class PolicyFileError extends Error {
   constructor(

@@ -12,7 +12,16 @@ import net from 'node:net';
  * are never contacted.
  */
 export type AddressKind =
-  'loopback' | 'private' | 'carrier-grade NAT' | 'link-local' | 'unique-local' | 'cloud metadata' | 'multicast' | 'unspecified' | 'broadcast' | 'reserved';
+  | 'loopback'
+  | 'private'
+  | 'carrier-grade NAT'
+  | 'link-local'
+  | 'unique-local'
+  | 'cloud metadata'
+  | 'multicast'
+  | 'unspecified'
+  | 'broadcast'
+  | 'reserved';
 
 const LOCAL_KINDS: ReadonlySet<AddressKind> = new Set(['loopback', 'private', 'carrier-grade NAT', 'link-local', 'unique-local']);
 

@@ -15,7 +15,9 @@ import type { AgentSummary } from '../startup/startup-snapshot.js';
 
 /** Decided by the startup state for one agent name: invoke_agent, list_agents and `symbi check` give the same. */
 export type AgentRefusal =
-  { kind: 'project_unavailable'; why: string } | DefinitionRefusal | { kind: 'policy_denies_every_response'; declaredName: string; why: string };
+  | { kind: 'project_unavailable'; why: string }
+  | DefinitionRefusal
+  | { kind: 'policy_denies_every_response'; declaredName: string; why: string };
 
 /** Fixed at startup and the same for every agent: `symbi check` reports them in its provider and storage sections. */
 export type SessionRefusal = { kind: 'no_provider'; problem: string } | { kind: 'audit_storage_unusable'; problem: string };

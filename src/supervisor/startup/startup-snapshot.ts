@@ -17,10 +17,12 @@ import { descriptorState, takeChangeReference, type ChangeReference } from './pr
 export type { AgentSummary } from '../../shared/dsl/source-summary.js';
 
 export type AgentsMdSnapshot =
-  { present: true; bytes: number; text: string; guidance: AgentsMdGuidance | null } | { present: false; reason: string; missing: boolean };
+  | { present: true; bytes: number; text: string; guidance: AgentsMdGuidance | null }
+  | { present: false; reason: string; missing: boolean };
 
 export type AuditSnapshot =
-  { ready: true; publicKeyHex: string; governedPath: string; governedDirFd: number } | { ready: false; reason: string; notCreated?: true };
+  | { ready: true; publicKeyHex: string; governedPath: string; governedDirFd: number }
+  | { ready: false; reason: string; notCreated?: true };
 
 export interface StartupSnapshot {
   readonly takenAt: string;
