@@ -1,7 +1,8 @@
 // The module each kind of worker thread starts with, named from the build root: src/ under tsx,
-// dist/ after tsc, bundle/ in the package. This file sits one folder below that root in all three
-// (esbuild puts it in an entry of bundle/<folder>/ or in bundle/chunks/), so the supervisor's
-// folders can change without changing where a thread's module is found.
+// dist/ after `npm run build` (tsc, then each thread's entry bundled into one file over tsc's),
+// bundle/ in the package. This file sits one folder below that root in all three (esbuild puts it
+// in an entry of bundle/<folder>/ or in bundle/chunks/), so the supervisor's folders can change
+// without changing where a thread's module is found.
 const BUILD_ROOT = new URL('../', import.meta.url);
 
 /** Every thread's first module: it takes standard output over before anything else runs. */
