@@ -329,6 +329,9 @@ describe('malformed JSON-RPC over real stdio', () => {
   });
 });
 
+/** How far the server's resident memory may grow while a flood's answers stay unread (see the measurements at the check). */
+const GROWTH_LIMIT_MIB = 40;
+
 describe('a client that floods malformed lines without reading the answers', () => {
   it('stalls its own input instead of growing the server memory', async () => {
     const floodProject = makeProject({ 'agents/assistant.symbi': 'agent assistant {\n}\n' });
@@ -380,7 +383,9 @@ describe('a client that floods malformed lines without reading the answers', () 
         peak = Math.max(peak, rssKiB('VmRSS'));
       }
       const growthMiB = (peak - before) / 1024;
-      assert.ok(growthMiB < 25, `peak RSS grew by ${growthMiB.toFixed(1)} MiB while the answers were not read`);
+      // Measured with the backpressure: 11 to 13 MiB on Node.js 20, 17 to 26 MiB on Node.js 24 (its
+      // V8 lets the heap grow further under this garbage); without it, 58 MiB on Node.js 20.
+      assert.ok(growthMiB < GROWTH_LIMIT_MIB, `peak RSS grew by ${growthMiB.toFixed(1)} MiB while the answers were not read`);
     } finally {
       clearInterval(sampler);
       child.kill('SIGKILL');
