@@ -23,7 +23,7 @@ function sourceConstant(file: string, name: string): number {
   assert.ok(match, `${file} declares ${name}`);
   const expression = match[1]!.trim();
   assert.match(expression, /^[\d_ *+()]+$/, `${file}: ${name} is a plain number`);
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the expression is checked above to be digits and arithmetic only
+  // oxlint-disable-next-line typescript/no-implied-eval -- the expression is checked above to be digits and arithmetic only
   return Number(new Function(`return (${expression});`)());
 }
 

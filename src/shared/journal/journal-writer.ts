@@ -207,7 +207,7 @@ class PoolSync {
       this.settle = (err) => {
         if (settled) return;
         settled = true;
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the sync's own error, passed on unchanged
+        // oxlint-disable-next-line typescript/prefer-promise-reject-errors -- the sync's own error, passed on unchanged
         if (err) reject(err);
         else resolve();
       };
@@ -340,7 +340,7 @@ export class JournalWriter {
    * ends with Terminated, ends in a partial line, or belongs to another
    * principal is not resumed.
    */
-  // eslint-disable-next-line @typescript-eslint/require-await -- async so that a refusal reaches the caller as a rejection, not a synchronous throw
+  // oxlint-disable-next-line typescript/require-await -- async so that a refusal reaches the caller as a rejection, not a synchronous throw
   static async resume(storage: AuditStorage, runId: string, agentId: string): Promise<JournalWriter> {
     const { name, shown } = journalName(storage, runId, agentId);
     let fd: number;

@@ -39,7 +39,7 @@ function formatFieldValue(value: unknown): string {
   if (typeof value === 'string') return escapeToOneLine(/^[^\s"=]+$/.test(value) ? value : JSON.stringify(value));
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value);
   try {
-    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- JSON.stringify gives undefined only for undefined, a function or a symbol, which String spells
+    // oxlint-disable-next-line typescript/no-base-to-string -- JSON.stringify gives undefined only for undefined, a function or a symbol, which String spells
     return escapeToOneLine(JSON.stringify(value) ?? String(value));
   } catch {
     return '[unserialisable]';
