@@ -14,7 +14,7 @@ import { symbiBin } from '../support/server-entry.js';
 // them; --json keeps the exact strings.
 
 // C0 (except the newline), DEL, C1, and the bidirectional formatting characters.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
+// oxlint-disable-next-line no-control-regex -- matching control characters is the point
 const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 const CLEAR_SCREEN = '\u001b[2J';

@@ -11,9 +11,9 @@ import { jsonLine, spawnInitializedServer, type RawStdioServer } from '../suppor
 // stdio; the operator log's escaping is the session's, served in process
 // (test/support/in-process-server.ts).
 
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
+// oxlint-disable-next-line no-control-regex -- matching control characters is the point
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
+// oxlint-disable-next-line no-control-regex -- matching control characters is the point
 const UNSAFE_ON_STDERR = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 describe('caller strings in error answers', () => {

@@ -107,7 +107,7 @@ describe('verify_schema key fetches that fail, over stdio in a namespace with on
     assert.notEqual(result.isError, true, `${url}: ${JSON.stringify(result.content)}; stderr: ${server.stderr()}`);
     const report = result.structuredContent as { verified: boolean; message: string };
     assert.equal(typeof report.message, 'string');
-    // eslint-disable-next-line no-control-regex -- checking for control characters is the point
+    // oxlint-disable-next-line no-control-regex -- checking for control characters is the point
     assert.doesNotMatch(report.message, /[\r\n\u0000-\u001f]/, 'the reason is one line');
     return report;
   }

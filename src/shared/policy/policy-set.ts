@@ -158,7 +158,7 @@ export function loadPolicySet(files: readonly PolicyFileInput[]): LoadedPolicySe
 /** The path as shown on stderr: quoted when it holds control characters, so it stays on one line. */
 function shownPath(path: unknown): string {
   const text = String(path);
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  // oxlint-disable-next-line no-control-regex -- matching control characters is the point
   return /[\u0000-\u001f\u007f]/.test(text) ? JSON.stringify(text) : text;
 }
 

@@ -109,7 +109,7 @@ function checkModel(name: string, model: string, kind: ProviderKind): string {
   if (model.length > MODEL_MAX_CHARS) {
     throw new SelectionError(`${name} is longer than ${MODEL_MAX_CHARS} characters`);
   }
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  // oxlint-disable-next-line no-control-regex -- matching control characters is the point
   if (/[\u0000-\u001f\u007f]/.test(model)) {
     throw new SelectionError(`${name} contains control characters (allowed: a plain model name such as ${PROVIDERS[kind].defaultModel})`);
   }

@@ -200,7 +200,7 @@ export function headerText(headers: SeenHeaders, name: string): string {
  */
 export function modelPathProblem(model: string): string | undefined {
   if (/\s/.test(model)) return 'contains white space';
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  // oxlint-disable-next-line no-control-regex -- matching control characters is the point
   if (/[\u0000-\u001f\u007f]/.test(model)) return 'contains control characters';
   for (const character of ['/', '\\', '?', '#', '%']) {
     if (model.includes(character)) return `contains "${character}"`;

@@ -13,7 +13,7 @@ const FOLDED_TEXT_MAX_CHARS = 400;
 
 // C0 controls, DEL, C1 controls, line and paragraph separators, and the bidirectional formatting
 // characters: ALM (U+061C), LRM and RLM (U+200E-F), LRE to RLO (U+202A-E), LRI to PDI (U+2066-9).
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
+// oxlint-disable-next-line no-control-regex -- matching control characters is the point
 const UNSAFE_FOR_TERMINALS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /**
@@ -35,7 +35,7 @@ export function escapeToOneLine(text: string): string {
  * `maxChars` with an ellipsis: for another component's prose (Cedar, the network) shown as one line.
  */
 export function foldToOneLine(text: string, maxChars = FOLDED_TEXT_MAX_CHARS): string {
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  // oxlint-disable-next-line no-control-regex -- matching control characters is the point
   const flat = escapeToOneLine(text.replace(/[\s\u0000-\u001f\u007f]+/g, ' ').trim());
   return flat.length > maxChars ? `${flat.slice(0, maxChars)}…` : flat;
 }

@@ -32,7 +32,7 @@ export interface StrictJsonOptions {
 
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 const WHITESPACE = /[ \t\n\r]*/y;
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
+// oxlint-disable-next-line no-control-regex -- matching control characters is the point
 const SIMPLE_STRING = /[^"\\\u0000-\u001f]*/y;
 const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
 

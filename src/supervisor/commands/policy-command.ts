@@ -365,7 +365,7 @@ function xml(text: string): string {
       .replace(/>/g, '&gt;')
       .replace(/"/g, '&quot;')
       .replace(/\n/g, '&#10;')
-      // eslint-disable-next-line no-control-regex -- XML 1.0 has no encoding for these
+      // oxlint-disable-next-line no-control-regex -- XML 1.0 has no encoding for these
       .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '\ufffd')
   );
 }
