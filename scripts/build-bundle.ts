@@ -209,6 +209,12 @@ const testOnlyBeside: Plugin = {
   },
 };
 
+/** The three thread entries, each bundled into one file with the packages a user installs left outside. */
+const workerEntries = {
+  entryPoints: WORKER_ENTRIES.map((entry) => path.join('src', entry)),
+  external: installedExternals,
+} satisfies BuildOptions;
+
 async function main(): Promise<void> {
   fs.rmSync(outdir, { recursive: true, force: true });
   const cli = await build({
@@ -220,8 +226,7 @@ async function main(): Promise<void> {
   });
   const workers = await build({
     ...common,
-    entryPoints: WORKER_ENTRIES.map((entry) => path.join('src', entry)),
-    external: installedExternals,
+    ...workerEntries,
     plugins: [lazyRequires, abortControllerXModules, nodeHttpAsCommonJs, testOnlyBeside],
   });
   // The clone's dist/ gets the same one-file thread modules, written over tsc's, with the test
@@ -234,8 +239,7 @@ async function main(): Promise<void> {
     define: {},
     metafile: false,
     sourcemap: true,
-    entryPoints: WORKER_ENTRIES.map((entry) => path.join('src', entry)),
-    external: installedExternals,
+    ...workerEntries,
   });
   const metafile: Metafile = {
     inputs: { ...cli.metafile.inputs, ...workers.metafile.inputs },
