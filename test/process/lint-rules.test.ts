@@ -4,8 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { repoRoot } from '../support/server-entry.js';
+import { repoRoot, scriptArgs } from '../support/server-entry.js';
 
 // The lint is one oxlint run (`npm run lint`, scripts/lint.ts) with the rules of .oxlintrc.json. A
 // rule that stops finding what it should (a misspelt name, an option it no longer reads, a file
@@ -67,14 +66,6 @@ function probeExpectations(probe: string): Map<number, string[]> {
   return lines;
 }
 
-/** scripts/lint.ts beside this file's build: compiled (.test-build, plain node) or, from TypeScript, with tsx. */
-function lintCommand(): string[] {
-  const here = fileURLToPath(import.meta.url);
-  const compiled = here.endsWith('.js');
-  const script = path.join(path.dirname(here), '..', '..', 'scripts', `lint.${compiled ? 'js' : 'ts'}`);
-  return compiled ? [script] : ['--import', 'tsx', script];
-}
-
 interface OxlintReport {
   diagnostics: Array<{ code?: string; message: string; filename: string; labels: Array<{ span: { line: number } }> }>;
 }
@@ -97,7 +88,7 @@ describe('the lint configuration', () => {
       fs.writeFileSync(path.join(project, folder, 'probe.ts'), probe);
     }
 
-    const run = spawnSync(process.execPath, [...lintCommand(), '-f', 'json'], { cwd: project, encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [...scriptArgs(import.meta.url, '../../scripts/lint'), '-f', 'json'], { cwd: project, encoding: 'utf8' });
     if (/type-aware rules are skipped/.test(run.stderr)) {
       t.skip(run.stderr.trim());
       return;

@@ -4,13 +4,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { startSyntheticEndpoint, type SyntheticEndpoint } from '../support/synthetic-endpoint.js';
 import { makeProject, removeProject } from '../support/project.js';
 import { auditOf, providerEnv, type RunningServer, serverEnv, startServer, textOf } from '../support/server.js';
 import { projectPublicKey } from '../support/journal.js';
 import { startInProcessServer } from '../support/in-process-server.js';
-import { repoRoot } from '../support/server-entry.js';
+import { repoRoot, scriptArgs } from '../support/server-entry.js';
 
 // Two IDE windows, or two clients configured for one project, start servers at
 // the same moment in a project that has no .symbiont/ yet. Each server that
@@ -36,13 +35,8 @@ import { repoRoot } from '../support/server-entry.js';
 // What one start does with the temporary keys a crash left, and with a key of two names, is the
 // startup's logic, with no race: those tests start the session in this process.
 
-/** The racer beside this file: compiled (.test-build, plain node) or, run from TypeScript, with tsx; a loader in each racer would cost more than its rounds. */
-const RACER_ARGS = ((): string[] => {
-  const here = fileURLToPath(import.meta.url);
-  const compiled = here.endsWith('.js');
-  const racer = path.join(path.dirname(here), '..', 'support', `key-store-racer.${compiled ? 'js' : 'ts'}`);
-  return compiled ? [racer] : ['--import', 'tsx', racer];
-})();
+/** The racer, run as this file runs (compiled, or with tsx): a loader in each compiled racer would cost more than its rounds. */
+const RACER_ARGS = scriptArgs(import.meta.url, '../support/key-store-racer');
 
 const RACERS = 8;
 const KEY_STORE_ROUNDS = 200;

@@ -17,6 +17,19 @@ function nearestPackageRoot(from: string): string {
   }
 }
 
+/**
+ * The Node.js arguments that run a script of the repository from a test, as the test itself runs:
+ * the compiled .js beside the test's own build (.test-build, plain node) when the test runs
+ * compiled, or the .ts with tsx when it runs from TypeScript. `relative` is the script's path from
+ * the calling test's folder, without its extension: `scriptArgs(import.meta.url, '../support/key-store-racer')`.
+ */
+export function scriptArgs(testUrl: string, relative: string): string[] {
+  const here = fileURLToPath(testUrl);
+  const compiled = here.endsWith('.js');
+  const script = path.join(path.dirname(here), `${relative}.${compiled ? 'js' : 'ts'}`);
+  return compiled ? [script] : ['--import', 'tsx', script];
+}
+
 /** The URL of a module of the build in dist/ (`npm run build`), as `import()` takes it: `builtModule('shared/limits.js')`. */
 export function builtModule(module: string): string {
   return pathToFileURL(path.join(repoRoot, 'dist', module)).href;
