@@ -10,8 +10,8 @@ import { repoRoot, scriptArgs } from '../support/server-entry.js';
 // rule that stops finding what it should (a misspelt name, an option it no longer reads, a file
 // the type-aware rules never see because no tsconfig.json gives it the project's options) fails
 // nothing in a clean tree, so this lints test/fixtures/lint-probe/probe.ts, which breaks every
-// configured rule once and says which on each line (`lint: <rule> ...`), as src/probe.ts and as
-// test/probe.ts of a copy of the repository's configuration files: every rule that applies to the
+// configured rule once and says which on each line (`lint: <rule> ...`), as src/probe.ts,
+// test/probe.ts and scripts/probe.ts of a copy of the repository's configuration files: every rule that applies to the
 // folder must be reported where the probe says, and nothing else. Every configured rule must have
 // a line, and every rule the probe names must still be configured, so adding a rule without a line
 // or dropping one fails here.
@@ -20,7 +20,10 @@ import { repoRoot, scriptArgs } from '../support/server-entry.js';
 const UNPROBED = new Set(['eslint/no-delete-var', 'eslint/no-nonoctal-decimal-escape']);
 
 /** The repository's files that decide what the lint reads and how, copied as they are. */
-const CONFIGURATION = ['.oxlintrc.json', 'scripts/house-lint-rules.mjs', 'tsconfig.json', 'tsconfig.check.json', 'test/tsconfig.json'];
+const CONFIGURATION = ['.oxlintrc.json', 'scripts/house-lint-rules.mjs', 'tsconfig.json', 'tsconfig.check.json', 'test/tsconfig.json', 'scripts/tsconfig.json'];
+
+/** The folders the probe is linted in, each with its own rules (.oxlintrc.json's overrides) and tsconfig.json. */
+const FOLDERS = ['src', 'test', 'scripts'];
 
 type Level = 'error' | 'warn' | 'off';
 type RuleSetting = Level | [Level, ...unknown[]];
@@ -71,7 +74,7 @@ interface OxlintReport {
 }
 
 describe('the lint configuration', () => {
-  it('reports every configured rule where the probe breaks it, in src/ and in test/, and nothing else', (t) => {
+  it('reports every configured rule where the probe breaks it, in src/, test/ and scripts/, and nothing else', (t) => {
     const config = readConfig();
     const probe = fs.readFileSync(path.join(repoRoot, 'test', 'fixtures', 'lint-probe', 'probe.ts'), 'utf8');
     const expectations = probeExpectations(probe);
@@ -83,7 +86,7 @@ describe('the lint configuration', () => {
       fs.copyFileSync(path.join(repoRoot, file), path.join(project, file));
     }
     fs.symlinkSync(path.join(repoRoot, 'node_modules'), path.join(project, 'node_modules'));
-    for (const folder of ['src', 'test']) {
+    for (const folder of FOLDERS) {
       fs.mkdirSync(path.join(project, folder), { recursive: true });
       fs.writeFileSync(path.join(project, folder, 'probe.ts'), probe);
     }
@@ -102,7 +105,7 @@ describe('the lint configuration', () => {
       }),
     );
     const expected = new Set(
-      ['src', 'test'].flatMap((folder) => {
+      FOLDERS.flatMap((folder) => {
         const on = rulesOn(config, folder);
         return [...expectations].flatMap(([line, rules]) => rules.filter((rule) => on.has(rule)).map((rule) => `${folder}:${line} ${rule}`));
       }),
