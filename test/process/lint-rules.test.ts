@@ -11,10 +11,10 @@ import { repoRoot, scriptArgs } from '../support/server-entry.js';
 // the type-aware rules never see because no tsconfig.json gives it the project's options) fails
 // nothing in a clean tree, so this lints test/fixtures/lint-probe/probe.ts, which breaks every
 // configured rule once and says which on each line (`lint: <rule> ...`), as src/probe.ts,
-// test/probe.ts and scripts/probe.ts of a copy of the repository's configuration files: every rule that applies to the
-// folder must be reported where the probe says, and nothing else. Every configured rule must have
-// a line, and every rule the probe names must still be configured, so adding a rule without a line
-// or dropping one fails here.
+// test/probe.ts and scripts/probe.ts of a copy of the repository's configuration files: every
+// rule that applies to the folder must be reported where the probe says, and nothing else. Every
+// configured rule must have a line, and every rule the probe names must still be configured, so
+// adding a rule without a line or dropping one fails here.
 
 /** Rules no TypeScript file can break: TypeScript refuses the code they look for (`delete x;`, `'\8'`). */
 const UNPROBED = new Set(['eslint/no-delete-var', 'eslint/no-nonoctal-decimal-escape']);
