@@ -13,7 +13,7 @@ import { type DirectoryAcl, NFS4_ACE_FLAG, parseNfs4Acl, parsePosixAcl } from '.
 import { namespaceSkip } from '../support/mount-namespace.js';
 import { symbiBin } from '../support/server-entry.js';
 import { invokeOnce, type InvokeOutcome, providerEnv } from '../support/server.js';
-import { invokeInProcess, type SessionHost, startSessionHost } from '../support/ownership-sessions.js';
+import { invokeInProcess, type SessionHost, sessionHostUnreachable, startSessionHost } from '../support/ownership-sessions.js';
 
 // A project folder another local user can change must never yield a permissive
 // answer. A shared project root (owner alice, group team with a second member
@@ -87,21 +87,31 @@ describe('a project folder another user can change', () => {
     execFileSync('groupadd', [team]);
     execFileSync('groupadd', [lone]);
     for (const user of [alice, bob]) execFileSync('gpasswd', ['--add', user, team], { stdio: 'ignore' });
+    // Alice runs both the server (symbiBin, maybe an installed package) and the session host (this checkout's build).
     const probe = spawnSync('runuser', ['-u', alice, '--', process.execPath, symbiBin, '--version'], { encoding: 'utf8' });
     if (probe.status !== 0) unreachable = `skipped: another user cannot run ${process.execPath} ${symbiBin} (${probe.stderr.trim().split('\n')[0]})`;
+    else {
+      const host = sessionHostUnreachable(asUser(alice));
+      if (host) unreachable = `skipped: ${host}`;
+    }
   });
 
   after(async () => {
-    await aliceHost?.close();
-    await endpoint.close();
-    fs.rmSync(base, { recursive: true, force: true });
-    if (tools) return;
-    for (const user of [alice, bob]) execFileSync('userdel', [user], { stdio: 'ignore' });
-    for (const group of [team, lone, alice, bob]) {
-      try {
-        execFileSync('groupdel', [group], { stdio: 'ignore' });
-      } catch {
-        // userdel already removed the user's private group
+    // The users and groups go whatever else failed: a failed close must not leave accounts behind.
+    try {
+      await aliceHost?.close();
+    } finally {
+      await endpoint.close();
+      fs.rmSync(base, { recursive: true, force: true });
+      if (!tools) {
+        for (const user of [alice, bob]) execFileSync('userdel', [user], { stdio: 'ignore' });
+        for (const group of [team, lone, alice, bob]) {
+          try {
+            execFileSync('groupdel', [group], { stdio: 'ignore' });
+          } catch {
+            // userdel already removed the user's private group
+          }
+        }
       }
     }
   });

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -54,11 +54,7 @@ export interface SessionHost {
  * host's command is appended) with `env` as its whole environment.
  */
 export function startSessionHost(options: { env: Record<string, string>; launcher?: string[] }, endpoint: { requests: readonly unknown[] }): SessionHost {
-  const own = fileURLToPath(import.meta.url);
-  const typeScript = own.endsWith('.ts');
-  // Compiled (.test-build/) the host is a sibling .js; from TypeScript it needs tsx's loader, found from the repository root.
-  const host = path.join(path.dirname(own), `ownership-session-host${path.extname(own)}`);
-  const [command, ...args] = [...(options.launcher ?? []), process.execPath, ...(typeScript ? ['--import', 'tsx'] : []), host];
+  const { command, args } = sessionHostLaunch(options.launcher ?? []);
   const child = spawn(command, args, { env: options.env, cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
@@ -97,6 +93,29 @@ export function startSessionHost(options: { env: Record<string, string>; launche
       if (code !== 0) throw new Error(`the session host exited ${String(code)}: ${stderr}`);
     },
   };
+}
+
+/** The command that runs ./ownership-session-host under `launcher`, whose user must be able to reach it. */
+function sessionHostLaunch(launcher: readonly string[]): { command: string; args: string[] } {
+  const own = fileURLToPath(import.meta.url);
+  // Compiled (.test-build/) the host is a sibling .js; from TypeScript it needs tsx's loader, found from the repository root.
+  const host = path.join(path.dirname(own), `ownership-session-host${path.extname(own)}`);
+  const node = [...(own.endsWith('.ts') ? ['--import', 'tsx'] : []), host];
+  const [first, ...rest] = launcher;
+  return first === undefined ? { command: process.execPath, args: node } : { command: first, args: [...rest, process.execPath, ...node] };
+}
+
+/**
+ * Why `launcher`'s user cannot start the session host, or false: it is started with no request,
+ * so it loads its modules and ends. A checkout under a folder only root may enter (a `mktemp -d`
+ * clone, /root) is such a case, even when the server it tests is installed where anyone may run it.
+ */
+export function sessionHostUnreachable(launcher: string[]): string | false {
+  const { command, args } = sessionHostLaunch(launcher);
+  const probe = spawnSync(command, args, { cwd: repoRoot, input: '', encoding: 'utf8' });
+  if (probe.status === 0) return false;
+  const why = probe.error?.message ?? probe.stderr.split('\n').find((line) => /Error|denied/.test(line)) ?? `exit ${String(probe.status)}`;
+  return `another user cannot start the session host ${args.at(-1) ?? ''} (${why.trim()})`;
 }
 
 /** What `symbi check --project dir` prints on standard output, built in this process with `env` as its environment. */
