@@ -118,7 +118,7 @@ export function quoteForMessage(value: string, max = 80): string {
   return escapeToOneLine(JSON.stringify(shown));
 }
 
-/** Normalises the raw arguments object and refuses names the tool does not take. */
+/** Normalizes the raw arguments object and refuses names the tool does not take. */
 export function argumentObject(tool: string, raw: unknown, allowed: readonly string[]): Record<string, unknown> {
   // Absent arguments are an empty object; null is refused like any other non-object.
   if (raw === undefined) return {};
