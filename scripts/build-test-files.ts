@@ -1,7 +1,7 @@
 // `npm run test:files`'s first step: the test files as JavaScript, in .test-build/, so that node:test
 // runs them without a TypeScript loader. On Node.js 20 a loader's hooks run on a thread of their own
 // that every test process starts and every import crosses; tsx cost about 0.27 s of processor time
-// per test file that way (docs/development.md, "How long the tests take").
+// per test file that way (docs/benchmarks.md, "How long npm test takes").
 //
 // Each file of test/ and scripts/ (which a test may import) is transpiled on its own by esbuild, as
 // tsx does, with a source map, so a failure points into the .ts file. src/ is not transpiled again:

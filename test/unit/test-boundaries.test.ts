@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { repoRoot } from '../support/server-entry.js';
 
-// test/'s folders say what a test file crosses (docs/development.md, "Where a test goes"):
+// test/'s folders say what a test file crosses (docs/development.md, "Which boundary a test uses"):
 // - unit/: logic in the test process, no MCP session and no child process of its own;
 // - session/: an MCP session served in the test process (test/support/in-process-server.ts or the
 //   SDK's in-memory transport), no child process;
