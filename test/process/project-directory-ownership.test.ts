@@ -97,23 +97,21 @@ describe('a project folder another user can change', () => {
   });
 
   after(async () => {
-    // The users and groups go whatever else failed: a failed close must not leave accounts behind.
-    try {
-      await aliceHost?.close();
-    } finally {
-      await endpoint.close();
-      fs.rmSync(base, { recursive: true, force: true });
-      if (!tools) {
-        for (const user of [alice, bob]) execFileSync('userdel', [user], { stdio: 'ignore' });
-        for (const group of [team, lone, alice, bob]) {
-          try {
-            execFileSync('groupdel', [group], { stdio: 'ignore' });
-          } catch {
-            // userdel already removed the user's private group
-          }
+    // Everything is undone whatever failed: a failed close must neither leave the endpoint open (it
+    // would keep this file's process alive) nor leave accounts behind; a failure is reported after.
+    const closed = await Promise.allSettled([aliceHost?.close(), endpoint.close()]);
+    fs.rmSync(base, { recursive: true, force: true });
+    if (!tools) {
+      for (const user of [alice, bob]) execFileSync('userdel', [user], { stdio: 'ignore' });
+      for (const group of [team, lone, alice, bob]) {
+        try {
+          execFileSync('groupdel', [group], { stdio: 'ignore' });
+        } catch {
+          // userdel already removed the user's private group
         }
       }
     }
+    for (const result of closed) if (result.status === 'rejected') throw result.reason;
   });
 
   /** A project at `base/name`, owned by `owner`:`group` with the root's `mode`, its policies sound (0755 folder, 0644 file). */
