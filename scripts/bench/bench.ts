@@ -434,7 +434,7 @@ const BENCHMARKS: Benchmark[] = [
         met: num(j, 'dsl_answers') === num(j, 'dsl_calls') && num(j, 'dsl_peak_rss_mb') < 600,
       },
       {
-        figure: `${fmt(num(j, 'invoke_calls'))} invoke_agent calls, 8 KiB each (prompt and system_prompt), to a provider that never answers: server peak RSS`,
+        figure: `${fmt(num(j, 'invoke_calls'))} invoke_agent calls, a 4 KiB prompt and a 4 KiB system_prompt each, to a provider that never answers: server peak RSS`,
         measured: `${fmt(num(j, 'invoke_peak_rss_mb'))} MB`,
         peer: `accepted ${fmt(num(j, 'invoke_accepted'))}, refused at capacity ${fmt(num(j, 'invoke_refused_at_capacity'))}`,
         target: '< 1 GiB',
