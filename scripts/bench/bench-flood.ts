@@ -214,6 +214,7 @@ async function invocationFlood(): Promise<Record<string, number>> {
     say(`shutdown (exit ${code}) in ${shutdownSeconds.toFixed(1)} s: ${complete} of ${journals.length} journals complete; ${other - 1} other answers`);
     return {
       invoke_calls: invokeCalls,
+      invoke_text_bytes: FLOOD_TEXT_BYTES,
       invoke_refused_at_capacity: refused,
       invoke_accepted: journals.length,
       invoke_journals_complete: complete,

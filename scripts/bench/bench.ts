@@ -105,6 +105,11 @@ function num(j: Json, key: string): number {
   return value;
 }
 
+/** A byte count from a benchmark's JSON, in KiB: `kib(j, 'invoke_text_bytes')` is "4 KiB". */
+function kib(j: Json, key: string): string {
+  return `${fmt(num(j, key) / 1024)} KiB`;
+}
+
 function fmt(n: number, digits = 3): string {
   // Enough significant digits to compare, without a wall of decimals.
   if (Math.abs(n) >= 100) return Math.round(n).toLocaleString('en-US');
@@ -434,7 +439,7 @@ const BENCHMARKS: Benchmark[] = [
         met: num(j, 'dsl_answers') === num(j, 'dsl_calls') && num(j, 'dsl_peak_rss_mb') < 600,
       },
       {
-        figure: `${fmt(num(j, 'invoke_calls'))} invoke_agent calls, a 4 KiB prompt and a 4 KiB system_prompt each, to a provider that never answers: server peak RSS`,
+        figure: `${fmt(num(j, 'invoke_calls'))} invoke_agent calls, a ${kib(j, 'invoke_text_bytes')} prompt and a ${kib(j, 'invoke_text_bytes')} system_prompt each, to a provider that never answers: server peak RSS`,
         measured: `${fmt(num(j, 'invoke_peak_rss_mb'))} MB`,
         peer: `accepted ${fmt(num(j, 'invoke_accepted'))}, refused at capacity ${fmt(num(j, 'invoke_refused_at_capacity'))}`,
         target: '< 1 GiB',
